@@ -1,0 +1,143 @@
+// The plan file (SPEC §5): what `plan` writes, reviewers approve, and `apply`/`rollback` execute.
+import type {Finding, InventoryItem, KubeObject, ObjectRef, SourceTarget, WorkloadItem} from './model.js'
+
+export const PLAN_API_VERSION = 'mesh-migrate.io/v1alpha1'
+export const PLAN_KIND = 'MigrationPlan'
+
+/** Label and annotation the tool puts on every object it creates; rollback deletes only these. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
+export const MANAGED_BY_VALUE = 'mesh-migrate'
+export const PLAN_ANNOTATION = 'mesh-migrate.io/plan'
+export const FIELD_MANAGER = 'mesh-migrate'
+
+/**
+ * The closed catalogue of step actions (SPEC §6), in the order a plan uses them.
+ * The executor runs nothing else; `validate` rejects anything else.
+ */
+export const STEP_ACTIONS = [
+  'preflight',
+  'create-waypoint',
+  'wait-waypoint',
+  'create-policies',
+  'bind-waypoint',
+  'enable-ambient',
+  'remove-sidecar-injection',
+  'restart-workloads',
+  'delete-sidecar-policies',
+  'verify-dataplane',
+] as const
+
+export type StepAction = (typeof STEP_ACTIONS)[number]
+
+/**
+ * Primitive writes a step is made of. Every write of the executor is one of these, confined to
+ * the plan's namespace (SPEC §6, §7 "Untrusted plans").
+ */
+export type Operation =
+  /** Server-side apply of a full object (created objects get the managed-by label and plan annotation). */
+  | {op: 'apply'; object: KubeObject}
+  /** Delete an object; `object` is the full copy (without server-set fields) that undo re-creates. */
+  | {op: 'delete'; ref: ObjectRef; object: KubeObject}
+  /** Set and/or remove labels on an object with a JSON merge patch; `null` removes. */
+  | {op: 'label'; ref: ObjectRef; labels: Record<string, string | null>}
+  /** Rollout restart via the kubectl.kubernetes.io/restartedAt pod-template annotation. */
+  | {op: 'restart'; ref: ObjectRef}
+
+/** Read-only conditions checked before a step writes (stale-plan detection, SPEC §7). */
+export type Precondition =
+  /** These namespace labels have exactly these values (`null` = absent). */
+  | {check: 'namespace-labels'; labels: Record<string, string | null>}
+  /** The object exists and its spec still hashes to `fingerprint`. */
+  | {check: 'object-unchanged'; ref: ObjectRef; fingerprint: string}
+  /** The object does not exist, or exists and was created by this plan (idempotent re-run). */
+  | {check: 'object-absent-or-ours'; ref: ObjectRef}
+
+/** Postconditions verified after a step's writes (with --timeout). */
+export type Verification =
+  | {check: 'waypoint-ready'; ref: ObjectRef}
+  | {check: 'objects-present'; refs: ObjectRef[]}
+  | {check: 'objects-absent'; refs: ObjectRef[]}
+  | {check: 'namespace-labels'; labels: Record<string, string | null>}
+  | {check: 'rollouts-complete'; refs: ObjectRef[]}
+  | {check: 'pods-without-sidecar'}
+  | {check: 'pods-captured'}
+  | {check: 'preflight'; checks: string[]}
+
+export interface StepUndo {
+  description: string
+  operations: Operation[]
+}
+
+export interface ManualItem {
+  ref: ObjectRef
+  reason: string
+}
+
+export interface PlanStep {
+  id: string
+  action: StepAction
+  description: string
+  preconditions: Precondition[]
+  operations: Operation[]
+  /** Things the step cannot do itself and lists for a person (Jobs, bare Pods, OnDelete StatefulSets). */
+  manual?: ManualItem[]
+  verify: Verification[]
+  undo: StepUndo
+}
+
+export interface PlanOptions {
+  rootNamespace: string
+  waypointName: string
+  waypointFor: 'service' | 'workload' | 'all'
+}
+
+export interface PlanSummary {
+  from: string
+  to: 'ambient'
+  waypointRequired: boolean
+  blockers: number
+  steps: number
+}
+
+export interface PlanSpec {
+  target: SourceTarget
+  options: PlanOptions
+  observed: {
+    namespaceLabels: Record<string, string>
+    /** sha256 over the inventory inputs: changes when anything the plan was computed from changes. */
+    fingerprint: string
+  }
+  summary: PlanSummary
+  blockers: Finding[]
+  findings: Finding[]
+  inventory: InventoryItem[]
+  workloads: WorkloadItem[]
+  waypoints: KubeObject[]
+  steps: PlanStep[]
+}
+
+export type StepPhase = 'Pending' | 'Running' | 'Applied' | 'Failed' | 'Interrupted' | 'RolledBack'
+
+export interface StepStatus {
+  id: string
+  phase: StepPhase
+  at: string
+  by: string
+  /** What the step saw before it wrote: previous label values, objects as they were. */
+  observed?: Record<string, unknown>
+  message?: string
+  attempts?: number
+}
+
+export interface PlanStatus {
+  specDigest: string
+  steps: StepStatus[]
+}
+
+export interface MigrationPlan {
+  apiVersion: typeof PLAN_API_VERSION
+  kind: typeof PLAN_KIND
+  metadata: {name: string; namespace: string; generator: string}
+  spec: PlanSpec
+  status?: PlanStatus
+}
