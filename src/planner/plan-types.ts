@@ -59,8 +59,12 @@ export type Verification =
   | {check: 'objects-absent'; refs: ObjectRef[]}
   | {check: 'namespace-labels'; labels: Record<string, string | null>}
   | {check: 'rollouts-complete'; refs: ObjectRef[]}
-  | {check: 'pods-without-sidecar'}
-  | {check: 'pods-captured'}
+  /** Every pod of these workloads runs without a sidecar (no status annotation, no istio-proxy container, classic or native). */
+  | {check: 'pods-without-sidecar'; refs: ObjectRef[]}
+  /** Every pod of these workloads has ambient.istio.io/redirection=enabled. */
+  | {check: 'pods-captured'; refs: ObjectRef[]}
+  /** These Services report istio.io/WaypointBound=True for the waypoint. */
+  | {check: 'waypoint-bound'; ref: ObjectRef; services: string[]}
   | {check: 'preflight'; checks: string[]}
 
 export interface StepUndo {

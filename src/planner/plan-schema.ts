@@ -1,0 +1,287 @@
+// JSON Schema of the plan file (draft-07, checked with ajv). Unknown fields are errors everywhere the
+// tool owns the shape; embedded Kubernetes objects are free-form here and checked by the safety rules.
+import {STEP_ACTIONS} from './plan-types.js'
+
+const ref = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['apiVersion', 'kind', 'name'],
+  properties: {
+    apiVersion: {type: 'string', minLength: 1},
+    kind: {type: 'string', minLength: 1},
+    namespace: {type: 'string'},
+    name: {type: 'string', minLength: 1},
+  },
+}
+
+const kubeObject = {
+  type: 'object',
+  required: ['apiVersion', 'kind', 'metadata'],
+  properties: {
+    apiVersion: {type: 'string', minLength: 1},
+    kind: {type: 'string', minLength: 1},
+    metadata: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: {type: 'string', minLength: 1},
+        namespace: {type: 'string'},
+        labels: {type: 'object', additionalProperties: {type: 'string'}},
+        annotations: {type: 'object', additionalProperties: {type: 'string'}},
+      },
+    },
+  },
+}
+
+const labelMap = {type: 'object', additionalProperties: {type: ['string', 'null']}}
+
+const finding = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'code', 'severity', 'message'],
+  properties: {
+    id: {type: 'string'},
+    code: {type: 'string'},
+    severity: {enum: ['info', 'warning', 'error', 'blocker']},
+    message: {type: 'string'},
+    ref,
+    fix: {type: 'string'},
+  },
+}
+
+const operation = {
+  type: 'object',
+  required: ['op'],
+  oneOf: [
+    {
+      additionalProperties: false,
+      required: ['op', 'object'],
+      properties: {op: {const: 'apply'}, object: kubeObject},
+    },
+    {
+      additionalProperties: false,
+      required: ['op', 'ref', 'object'],
+      properties: {op: {const: 'delete'}, ref, object: kubeObject},
+    },
+    {
+      additionalProperties: false,
+      required: ['op', 'ref', 'labels'],
+      properties: {op: {const: 'label'}, ref, labels: labelMap},
+    },
+    {
+      additionalProperties: false,
+      required: ['op', 'ref'],
+      properties: {op: {const: 'restart'}, ref},
+    },
+  ],
+}
+
+const precondition = {
+  type: 'object',
+  required: ['check'],
+  oneOf: [
+    {additionalProperties: false, required: ['check', 'labels'], properties: {check: {const: 'namespace-labels'}, labels: labelMap}},
+    {
+      additionalProperties: false,
+      required: ['check', 'ref', 'fingerprint'],
+      properties: {check: {const: 'object-unchanged'}, ref, fingerprint: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
+    },
+    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-absent-or-ours'}, ref}},
+  ],
+}
+
+const refList = {type: 'array', items: ref}
+
+const verification = {
+  type: 'object',
+  required: ['check'],
+  oneOf: [
+    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'waypoint-ready'}, ref}},
+    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'objects-present'}, refs: refList}},
+    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'objects-absent'}, refs: refList}},
+    {additionalProperties: false, required: ['check', 'labels'], properties: {check: {const: 'namespace-labels'}, labels: labelMap}},
+    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'rollouts-complete'}, refs: refList}},
+    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-without-sidecar'}, refs: refList}},
+    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-captured'}, refs: refList}},
+    {
+      additionalProperties: false,
+      required: ['check', 'ref', 'services'],
+      properties: {check: {const: 'waypoint-bound'}, ref, services: {type: 'array', items: {type: 'string'}}},
+    },
+    {
+      additionalProperties: false,
+      required: ['check', 'checks'],
+      properties: {check: {const: 'preflight'}, checks: {type: 'array', items: {type: 'string'}}},
+    },
+  ],
+}
+
+const step = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'action', 'description', 'preconditions', 'operations', 'verify', 'undo'],
+  properties: {
+    id: {type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$'},
+    action: {enum: [...STEP_ACTIONS]},
+    description: {type: 'string'},
+    preconditions: {type: 'array', items: precondition},
+    operations: {type: 'array', items: operation},
+    manual: {
+      type: 'array',
+      items: {type: 'object', additionalProperties: false, required: ['ref', 'reason'], properties: {ref, reason: {type: 'string'}}},
+    },
+    verify: {type: 'array', items: verification},
+    undo: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['description', 'operations'],
+      properties: {description: {type: 'string'}, operations: {type: 'array', items: operation}},
+    },
+  },
+}
+
+const inventoryItem = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ref', 'verdict', 'action', 'reasons'],
+  properties: {
+    ref,
+    verdict: {enum: ['L4', 'L7', 'inert', 'unaffected', 'blocker']},
+    action: {enum: ['keep', 'keep-verify', 'retarget', 'lost-client-side', 'no-effect', 'manual', 'blocker']},
+    reasons: {type: 'array', items: {type: 'string'}},
+    scope: {type: 'string'},
+    ztunnel: {enum: ['as-written', 'deny-all', 'narrowed', 'broadened', 'no-op', 'ignored']},
+    services: {type: 'array', items: {type: 'string'}},
+  },
+}
+
+const workloadItem = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ref', 'proxy', 'lostAnnotations', 'traits', 'podLabels'],
+  properties: {
+    ref,
+    proxy: {enum: ['sidecar', 'sidecar-native', 'ambient', 'none']},
+    predicted: {type: 'boolean'},
+    pods: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {total: {type: 'integer'}, sidecar: {type: 'integer'}, ambient: {type: 'integer'}, none: {type: 'integer'}},
+    },
+    lostAnnotations: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['key', 'replacement'],
+        properties: {key: {type: 'string'}, replacement: {type: 'string'}},
+      },
+    },
+    traits: {type: 'array', items: {type: 'string'}},
+    serviceAccount: {type: 'string'},
+    podLabels: {type: 'object', additionalProperties: {type: 'string'}},
+  },
+}
+
+const stepStatus = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'phase', 'at', 'by'],
+  properties: {
+    id: {type: 'string'},
+    phase: {enum: ['Pending', 'Running', 'Applied', 'Failed', 'Interrupted', 'RolledBack']},
+    at: {type: 'string'},
+    by: {type: 'string'},
+    observed: {type: 'object'},
+    message: {type: 'string'},
+    attempts: {type: 'integer', minimum: 0},
+  },
+}
+
+export const PLAN_SCHEMA = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  $id: 'https://mesh-migrate.io/schemas/migration-plan-v1alpha1.json',
+  title: 'mesh-migrate MigrationPlan',
+  type: 'object',
+  additionalProperties: false,
+  required: ['apiVersion', 'kind', 'metadata', 'spec'],
+  properties: {
+    apiVersion: {const: 'mesh-migrate.io/v1alpha1'},
+    kind: {const: 'MigrationPlan'},
+    metadata: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name', 'namespace', 'generator'],
+      properties: {name: {type: 'string'}, namespace: {type: 'string', minLength: 1}, generator: {type: 'string'}},
+    },
+    spec: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'steps'],
+      properties: {
+        target: {
+          oneOf: [
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['manifests'],
+              properties: {manifests: {type: 'array', items: {type: 'string'}}},
+            },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['context', 'server', 'clusterID'],
+              properties: {context: {type: 'string'}, server: {type: 'string'}, clusterID: {type: 'string'}},
+            },
+          ],
+        },
+        options: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['rootNamespace', 'waypointName', 'waypointFor'],
+          properties: {
+            rootNamespace: {type: 'string'},
+            waypointName: {type: 'string'},
+            waypointFor: {enum: ['service', 'workload', 'all']},
+          },
+        },
+        observed: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['namespaceLabels', 'fingerprint'],
+          properties: {
+            namespaceLabels: {type: 'object', additionalProperties: {type: 'string'}},
+            fingerprint: {type: 'string'},
+          },
+        },
+        summary: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['from', 'to', 'waypointRequired', 'blockers', 'steps'],
+          properties: {
+            from: {type: 'string'},
+            to: {const: 'ambient'},
+            waypointRequired: {type: 'boolean'},
+            blockers: {type: 'integer', minimum: 0},
+            steps: {type: 'integer', minimum: 0},
+          },
+        },
+        blockers: {type: 'array', items: finding},
+        findings: {type: 'array', items: finding},
+        inventory: {type: 'array', items: inventoryItem},
+        workloads: {type: 'array', items: workloadItem},
+        waypoints: {type: 'array', items: kubeObject},
+        steps: {type: 'array', items: step},
+      },
+    },
+    status: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['specDigest', 'steps'],
+      properties: {
+        specDigest: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
+        steps: {type: 'array', items: stepStatus},
+      },
+    },
+  },
+} as const

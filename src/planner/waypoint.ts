@@ -1,0 +1,72 @@
+// Waypoint Gateway generation (DOMAIN §1.1, §1.4, §1.6, §1.8).
+import type {KubeObject, NamespaceState} from './model.js'
+
+export const WAYPOINT_CLASS = 'istio-waypoint'
+export const WAYPOINT_FOR_LABEL = 'istio.io/waypoint-for'
+export const REV_LABEL = 'istio.io/rev'
+export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
+export const WAYPOINT_FOR_VALUES = ['service', 'workload', 'all'] as const
+export type WaypointFor = (typeof WAYPOINT_FOR_VALUES)[number]
+
+// A Gateway name must be a DNS-1123 subdomain; istiod also names the Deployment/Service/
+// ServiceAccount after it (DisableNameSuffix), and Service names must be DNS-1035 labels.
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/
+
+/** Why a waypoint name is unusable, or undefined when it is fine. */
+export function waypointNameProblem(name: string): string | undefined {
+  // istioctl: "invalid name provided for waypoint, 'none' is a reserved value" — `none` on
+  // istio.io/use-waypoint means "no waypoint", so a waypoint called none could never be bound.
+  if (name === 'none') return "'none' is reserved: istio.io/use-waypoint=none means \"no waypoint\""
+  if (!DNS1035_LABEL.test(name)) {
+    return 'must be a lowercase DNS label (a-z, 0-9, "-", starting with a letter, at most 63 characters), because istiod names the waypoint Service after it'
+  }
+  return undefined
+}
+
+export interface WaypointOptions {
+  name: string
+  namespace: string
+  waypointFor: WaypointFor
+  /** istio.io/rev to stamp; see waypointRevision(). */
+  revision?: string
+}
+
+/**
+ * The revision that must own the waypoint. istiod's tag watcher falls back to the *namespace's*
+ * istio.io/rev when the Gateway has none, so removing that label in the remove-injection step would
+ * silently re-home or orphan an unlabelled waypoint: stamp it explicitly (DOMAIN §1.8, E1).
+ */
+export function waypointRevision(ns: NamespaceState): string | undefined {
+  return ns.revision && ns.revision !== '' ? ns.revision : undefined
+}
+
+/**
+ * The waypoint Gateway exactly as `istioctl waypoint generate --for <for> [-r <rev>] --name <name> -n <ns>`
+ * produces it, except that istio.io/waypoint-for is always explicit.
+ */
+export function buildWaypoint(opts: WaypointOptions): KubeObject {
+  const problem = waypointNameProblem(opts.name)
+  if (problem) throw new Error(`invalid waypoint name "${opts.name}": ${problem}`)
+  const labels: Record<string, string> = {}
+  if (opts.revision) labels[REV_LABEL] = opts.revision
+  labels[WAYPOINT_FOR_LABEL] = opts.waypointFor
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: {name: opts.name, namespace: opts.namespace, labels},
+    spec: {
+      gatewayClassName: WAYPOINT_CLASS,
+      listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}],
+    },
+  }
+}
+
+/** The waypoint's SPIFFE principal as AuthorizationPolicies name it (DOMAIN §1.3: SA = Gateway name). */
+export function waypointPrincipal(namespace: string, name: string, trustDomain = 'cluster.local'): string {
+  return `${trustDomain}/ns/${namespace}/sa/${name}`
+}
+
+/** Whether an object is a waypoint Gateway. */
+export function isWaypointGateway(obj: KubeObject): boolean {
+  return obj.kind === 'Gateway' && obj.apiVersion.startsWith('gateway.networking.k8s.io/') && obj.spec?.gatewayClassName === WAYPOINT_CLASS
+}
