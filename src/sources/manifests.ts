@@ -1,0 +1,426 @@
+// The offline source (`--manifests PATH`, repeatable): Kubernetes objects read from files and
+// directories, e.g. a GitOps repository. Produces the same SourceSnapshot as the cluster source.
+import {readdir, readFile, realpath, stat} from 'node:fs/promises'
+import path from 'node:path'
+import {LineCounter, parseAllDocuments} from 'yaml'
+import {ManifestError} from '../errors.js'
+import type {Finding, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
+import {groupOf, objectKey, refOf} from '../planner/refs.js'
+import type {ObjectSource} from './source.js'
+
+const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json'])
+
+/** Directories never descended into: VCS/tool metadata and JavaScript dependencies. */
+function skipDirectory(name: string): boolean {
+  return name.startsWith('.') || name === 'node_modules'
+}
+
+/**
+ * Cluster-scoped kinds, as `<group>/<kind>` (core group = ""). They never get a namespace, even when a
+ * manifest sets one (the API server ignores it). CRDs found in the source add their own
+ * `scope: Cluster` kinds to this set.
+ */
+const CLUSTER_SCOPED = new Set([
+  '/Namespace',
+  '/Node',
+  '/PersistentVolume',
+  '/ComponentStatus',
+  'rbac.authorization.k8s.io/ClusterRole',
+  'rbac.authorization.k8s.io/ClusterRoleBinding',
+  'apiextensions.k8s.io/CustomResourceDefinition',
+  'apiregistration.k8s.io/APIService',
+  'admissionregistration.k8s.io/MutatingWebhookConfiguration',
+  'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicy',
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
+  'admissionregistration.k8s.io/MutatingAdmissionPolicy',
+  'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding',
+  'storage.k8s.io/StorageClass',
+  'storage.k8s.io/CSIDriver',
+  'storage.k8s.io/CSINode',
+  'storage.k8s.io/VolumeAttachment',
+  'storage.k8s.io/VolumeAttributesClass',
+  'scheduling.k8s.io/PriorityClass',
+  'networking.k8s.io/IngressClass',
+  'networking.k8s.io/IPAddress',
+  'networking.k8s.io/ServiceCIDR',
+  'node.k8s.io/RuntimeClass',
+  'certificates.k8s.io/CertificateSigningRequest',
+  'certificates.k8s.io/ClusterTrustBundle',
+  'flowcontrol.apiserver.k8s.io/FlowSchema',
+  'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration',
+  'policy/PodSecurityPolicy',
+  'resource.k8s.io/DeviceClass',
+  'resource.k8s.io/ResourceSlice',
+  'gateway.networking.k8s.io/GatewayClass',
+  // Sail operator (OpenShift Service Mesh 3) control-plane resources.
+  'sailoperator.io/Istio',
+  'sailoperator.io/IstioRevision',
+  'sailoperator.io/IstioRevisionTag',
+  'sailoperator.io/IstioCNI',
+  'sailoperator.io/ZTunnel',
+  'cert-manager.io/ClusterIssuer',
+])
+
+function scopeKey(apiVersion: string, kind: string): string {
+  return `${groupOf(apiVersion)}/${kind}`
+}
+
+/** One object with the file it came from (for duplicate reporting). */
+interface SourcedObject {
+  object: KubeObject
+  file: string
+}
+
+export interface LoadedManifests {
+  objects: KubeObject[]
+  /** Every file read, in the order it was read (which decides duplicates: later wins). */
+  files: string[]
+  findings: Finding[]
+}
+
+/**
+ * Reads manifests from files and directories.
+ *
+ * - Directories are walked recursively; `.yaml`, `.yml` and `.json` files are read, dot-files,
+ *   dot-directories and `node_modules` are skipped. Paths are taken in the order given; the files of a
+ *   directory in sorted (byte-wise) order. A path named explicitly is read whatever its extension.
+ * - Multi-document YAML (YAML 1.2 core schema, merge keys as kubectl accepts them), `kind: List` and
+ *   typed lists (`DeploymentList`…) are expanded. JSON is read with the same parser (JSON is YAML 1.2),
+ *   so errors carry line and column either way.
+ * - Namespace defaulting (SPEC §3): a namespaced object without `metadata.namespace` takes the
+ *   namespace of the only Namespace object in its file, else of the only Namespace object in the whole
+ *   source, else `opts.defaultNamespace` (left unset when that is not given). Cluster-scoped kinds never
+ *   have a namespace.
+ * - The same object (same `refKey`: group, kind, namespace, name — at any API version) twice: the one
+ *   read later wins, with a warning naming both files.
+ *
+ * Throws ManifestError for a path that does not exist and for malformed YAML/JSON
+ * (`<file>:<line>:<col>: <what is wrong>`).
+ */
+export async function loadManifestFiles(
+  paths: string[],
+  opts: {defaultNamespace?: string} = {},
+): Promise<LoadedManifests> {
+  const findings: Finding[] = []
+  const files = await collectFiles(paths)
+
+  const perFile: {file: string; objects: KubeObject[]}[] = []
+  for (const file of files) {
+    const text = await readFile(file, 'utf8')
+    const parsed = parseManifestText(text, file)
+    findings.push(...parsed.findings)
+    perFile.push({file, objects: parsed.objects})
+  }
+
+  const clusterScoped = new Set(CLUSTER_SCOPED)
+  for (const {objects} of perFile) {
+    for (const obj of objects) {
+      if (obj.kind === 'CustomResourceDefinition' && obj.spec?.scope === 'Cluster') {
+        const group = obj.spec?.group
+        const kind = obj.spec?.names?.kind
+        if (typeof group === 'string' && typeof kind === 'string') clusterScoped.add(`${group}/${kind}`)
+      }
+    }
+  }
+  const isClusterScoped = (obj: KubeObject) => clusterScoped.has(scopeKey(obj.apiVersion, obj.kind))
+
+  const namespacesIn = (objects: KubeObject[]) =>
+    objects.filter((o) => o.kind === 'Namespace' && groupOf(o.apiVersion) === '').map((o) => o.metadata.name)
+  const sourceNamespaces = namespacesIn(perFile.flatMap((f) => f.objects))
+  const sourceDefault = sourceNamespaces.length === 1 ? sourceNamespaces[0] : undefined
+
+  const byKey = new Map<string, SourcedObject>()
+  for (const {file, objects} of perFile) {
+    const fileNamespaces = namespacesIn(objects)
+    const fileDefault = fileNamespaces.length === 1 ? fileNamespaces[0] : undefined
+    for (const obj of objects) {
+      if (isClusterScoped(obj)) {
+        delete obj.metadata.namespace
+      } else if (obj.metadata.namespace === undefined || obj.metadata.namespace === '') {
+        const ns = fileDefault ?? sourceDefault ?? opts.defaultNamespace
+        if (ns === undefined) delete obj.metadata.namespace
+        else obj.metadata.namespace = ns
+      }
+      const key = objectKey(obj)
+      const earlier = byKey.get(key)
+      if (earlier) {
+        // Delete first so that the surviving object takes the later position, as if read last.
+        byKey.delete(key)
+        findings.push({
+          id: `manifest-duplicate/${key}`,
+          code: 'manifest-duplicate',
+          severity: 'warning',
+          message:
+            `${describe(obj)} is defined twice: in ${earlier.file} (${earlier.object.apiVersion}) and in ${file} ` +
+            `(${obj.apiVersion}); the one in ${file} is used.`,
+          ref: refOf(obj),
+          fix: 'Keep one definition of the object (Istio serves the same object at every API version, so they are the same object).',
+        })
+      }
+      byKey.set(key, {object: obj, file})
+    }
+  }
+
+  return {objects: [...byKey.values()].map((s) => s.object), files, findings}
+}
+
+function describe(obj: KubeObject): string {
+  return obj.metadata.namespace ? `${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.kind} ${obj.metadata.name}`
+}
+
+/** Expands paths to the list of files to read, in reading order, each file once. */
+async function collectFiles(paths: string[]): Promise<string[]> {
+  const out: string[] = []
+  const seen = new Set<string>()
+  const add = async (file: string) => {
+    const real = await realpath(file)
+    if (seen.has(real)) return
+    seen.add(real)
+    out.push(file)
+  }
+  for (const given of paths) {
+    let info
+    try {
+      info = await stat(given)
+    } catch (error) {
+      throw new ManifestError(`${given}: no such file or directory`, {
+        file: given,
+        cause: error,
+        suggestion: 'Check the --manifests path (files or directories of YAML/JSON manifests).',
+      })
+    }
+    if (info.isDirectory()) {
+      const found: string[] = []
+      await walk(given, found, new Set([await realpath(given)]))
+      found.sort(byteOrder)
+      for (const file of found) await add(file)
+    } else {
+      await add(given)
+    }
+  }
+  return out
+}
+
+function byteOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** Recursive directory walk; `visited` holds real paths of directories to survive symlink loops. */
+async function walk(dir: string, out: string[], visited: Set<string>): Promise<void> {
+  const entries = await readdir(dir, {withFileTypes: true})
+  for (const entry of entries) {
+    if (entry.name.startsWith('.')) continue
+    const full = path.join(dir, entry.name)
+    let isDir = entry.isDirectory()
+    let isFile = entry.isFile()
+    if (entry.isSymbolicLink()) {
+      try {
+        const target = await stat(full)
+        isDir = target.isDirectory()
+        isFile = target.isFile()
+      } catch {
+        continue // dangling link
+      }
+    }
+    if (isDir) {
+      if (skipDirectory(entry.name)) continue
+      const real = await realpath(full)
+      if (visited.has(real)) continue
+      visited.add(real)
+      await walk(full, out, visited)
+    } else if (isFile && MANIFEST_EXTENSIONS.has(path.extname(entry.name).toLowerCase())) {
+      out.push(full)
+    }
+  }
+}
+
+/** Template markers of Helm / Go templates, which are not manifests until rendered. */
+const TEMPLATE_MARKER = /\{\{[\s\S]*?\}\}/
+
+/**
+ * Parses one file's text into objects. Exported for tests and for reading manifests from stdin later.
+ * `file` is used in messages only.
+ */
+export function parseManifestText(text: string, file: string): {objects: KubeObject[]; findings: Finding[]} {
+  const findings: Finding[] = []
+  const lineCounter = new LineCounter()
+  const docs = parseAllDocuments(text, {version: '1.2', schema: 'core', merge: true, lineCounter, prettyErrors: false})
+  // An empty file yields an EmptyStream (an empty array-like), not a list of documents.
+  const documents = Array.isArray(docs) ? docs : []
+
+  for (const doc of documents) {
+    const error = doc.errors[0]
+    if (!error) continue
+    if (TEMPLATE_MARKER.test(text)) {
+      findings.push({
+        id: `manifest-skipped/${file}`,
+        code: 'manifest-template',
+        severity: 'warning',
+        message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
+        fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
+      })
+      return {objects: [], findings}
+    }
+    const pos = lineCounter.linePos(error.pos[0])
+    const others = documents.reduce((n, d) => n + d.errors.length, 0) - 1
+    throw new ManifestError(
+      `${file}:${pos.line}:${pos.col}: ${firstLine(error.message)}${others > 0 ? ` (and ${others} more error${others > 1 ? 's' : ''})` : ''}`,
+      {
+        file,
+        line: pos.line,
+        column: pos.col,
+        suggestion: `Fix the YAML at ${file}:${pos.line}:${pos.col} (e.g. check indentation and quoting), or remove the file from --manifests.`,
+      },
+    )
+  }
+
+  const objects: KubeObject[] = []
+  documents.forEach((doc, index) => {
+    const value: unknown = doc.toJS()
+    if (value === null || value === undefined) return // empty document, e.g. a trailing `---` or only comments
+    // The line of the document's content, not of its `---` marker.
+    const line = lineCounter.linePos(doc.contents?.range[0] ?? doc.range[0]).line
+    for (const candidate of expandLists(value, '')) {
+      const problem = whyNotAnObject(candidate.value)
+      if (problem && TEMPLATE_MARKER.test(text.slice(doc.range[0], doc.range[2]))) {
+        // `name: {{ .Release.Name }}` is valid YAML (a flow mapping), just not a name.
+        findings.push(templateFinding(file, index, line, candidate))
+        continue
+      }
+      if (problem) {
+        findings.push(skippedFinding(file, index, line, candidate, problem))
+        continue
+      }
+      const obj = candidate.value as KubeObject
+      if (TEMPLATE_MARKER.test(obj.metadata.name) || TEMPLATE_MARKER.test(String(obj.metadata.namespace ?? ''))) {
+        // Valid YAML, but an unrendered template (`name: "{{ .Release.Name }}"`): not a real object.
+        findings.push(templateFinding(file, index, line, candidate))
+        continue
+      }
+      const ns = obj.metadata.namespace
+      if (typeof ns !== 'string' || ns === '') delete obj.metadata.namespace
+      objects.push(obj)
+    }
+  })
+  return {objects, findings}
+}
+
+interface Candidate {
+  value: unknown
+  /** JSON path inside the document ("" for the document itself, "items[2]" for a List item). */
+  at: string
+}
+
+/** `kind: List` and typed lists (`DeploymentList`) become their items; anything else is itself. */
+function expandLists(value: unknown, at: string): Candidate[] {
+  if (!isRecord(value) || typeof value.kind !== 'string' || !value.kind.endsWith('List') || !Array.isArray(value.items)) {
+    return [{value, at}]
+  }
+  const listKind = value.kind
+  const listApiVersion = value.apiVersion
+  return value.items.flatMap((item, i) => {
+    const itemAt = `${at}${at ? '.' : ''}items[${i}]`
+    // Items of typed lists (what the API returns for `DeploymentList`) carry no apiVersion/kind.
+    if (isRecord(item) && listKind !== 'List') {
+      if (item.kind === undefined) item.kind = listKind.slice(0, -'List'.length)
+      if (item.apiVersion === undefined && typeof listApiVersion === 'string') item.apiVersion = listApiVersion
+    }
+    return expandLists(item, itemAt)
+  })
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** Undefined when `value` is a usable Kubernetes object, else what is missing. */
+function whyNotAnObject(value: unknown): string | undefined {
+  if (!isRecord(value)) return Array.isArray(value) ? 'a YAML sequence, not an object' : `a ${typeof value}, not an object`
+  const missing: string[] = []
+  if (typeof value.apiVersion !== 'string' || value.apiVersion === '') missing.push('apiVersion')
+  if (typeof value.kind !== 'string' || value.kind === '') missing.push('kind')
+  const meta = value.metadata
+  if (!isRecord(meta) || typeof meta.name !== 'string' || meta.name === '') {
+    missing.push(isRecord(meta) && typeof meta.generateName === 'string' ? 'metadata.name (it uses generateName)' : 'metadata.name')
+  }
+  return missing.length > 0 ? `no ${missing.join(', no ')}` : undefined
+}
+
+function templateFinding(file: string, index: number, line: number, candidate: Candidate): Finding {
+  return {
+    id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`,
+    code: 'manifest-template',
+    severity: 'warning',
+    message: `${file} document ${index + 1} (line ${line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.`,
+    fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.',
+  }
+}
+
+function skippedFinding(file: string, index: number, line: number, candidate: Candidate, problem: string): Finding {
+  const where = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
+  const value = candidate.value
+  const id = `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`
+  const base = {id, code: 'manifest-skipped'}
+  if (isRecord(value)) {
+    const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : ''
+    if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/')) {
+      return {
+        ...base,
+        severity: 'info',
+        message: `${where} is a Kustomize kustomization, not a manifest; it was skipped.`,
+        fix: 'Run `kustomize build <dir>` (or `kubectl kustomize <dir>`) and pass the output with --manifests.',
+      }
+    }
+    if ((apiVersion === 'v1' || apiVersion === 'v2') && typeof value.name === 'string' && 'version' in value && !('kind' in value)) {
+      return {
+        ...base,
+        severity: 'info',
+        message: `${where} is Helm chart metadata (Chart.yaml), not a manifest; it was skipped.`,
+        fix: 'Run `helm template <release> <chart> -n <namespace>` and pass the rendered output with --manifests.',
+      }
+    }
+    if (value.apiVersion === undefined && value.kind === undefined) {
+      return {
+        ...base,
+        severity: 'info',
+        message: `${where} is not a Kubernetes object (no apiVersion and no kind; e.g. Helm values or tool configuration); it was skipped.`,
+        fix: 'Nothing to do if the file is not a manifest; otherwise add apiVersion, kind and metadata.name.',
+      }
+    }
+  }
+  return {
+    ...base,
+    severity: 'warning',
+    message: `${where} was skipped: ${problem}.`,
+    fix: 'Complete the object (apiVersion, kind, metadata.name) or remove it; Helm/Kustomize sources must be rendered first.',
+  }
+}
+
+function firstLine(message: string): string {
+  // yaml's messages end with " at line L, column C:" and a code excerpt; the position is already in the prefix.
+  const line = message.split('\n')[0] ?? message
+  return line.replace(/ at line \d+, column \d+:?$/, '')
+}
+
+/** `--manifests`: objects from files and directories (see loadManifestFiles for the rules). */
+export class ManifestSource implements ObjectSource {
+  readonly target: SourceTarget
+
+  constructor(private readonly paths: string[]) {
+    this.target = {manifests: [...paths]}
+  }
+
+  async snapshot(namespace: string, opts: {rootNamespace: string}): Promise<SourceSnapshot> {
+    const loaded = await loadManifestFiles(this.paths, {defaultNamespace: namespace})
+    return {
+      namespace,
+      rootNamespace: opts.rootNamespace,
+      target: this.target,
+      objects: loaded.objects,
+      // Files cannot tell which CRDs a cluster has installed; the cluster source reports those.
+      missingKinds: [],
+      findings: loaded.findings,
+    }
+  }
+}
