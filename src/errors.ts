@@ -35,3 +35,31 @@ export class ManifestError extends UserError {
     if (opts.column !== undefined) this.column = opts.column
   }
 }
+
+/** A plan file that fails the schema, safety or digest checks (exit 4). */
+export class InvalidPlanError extends UserError {
+  readonly problems: {path: string; message: string; line?: number}[]
+
+  constructor(file: string, problems: {path: string; message: string; line?: number}[]) {
+    const list = problems.map((p) => `  - ${p.line === undefined ? '' : `line ${p.line}: `}${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n')
+    super(`${file} is not a valid plan (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${list}`, {
+      exitCode: 4,
+      suggestion: 'Plans are written by the tool: regenerate it with `mesh-migrate plan NAMESPACE` rather than editing it, and review the new one.',
+    })
+    this.problems = problems
+  }
+}
+
+/** The cluster no longer matches what the plan recorded (exit 3). */
+export class StalePlanError extends UserError {
+  constructor(message: string, suggestion?: string) {
+    super(message, {exitCode: 3, suggestion: suggestion ?? 'Re-run `mesh-migrate plan NAMESPACE` against the current cluster and review the new plan.'})
+  }
+}
+
+/** Another operator holds the namespace's lock (exit 5). */
+export class LockHeldError extends UserError {
+  constructor(message: string, suggestion?: string) {
+    super(message, {exitCode: 5, suggestion: suggestion ?? 'Wait for the other operation to finish; if its holder is dead, break the lock with `mesh-migrate unlock NAMESPACE`.'})
+  }
+}
