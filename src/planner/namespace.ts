@@ -1,0 +1,545 @@
+// The namespace's data-plane labels and the injection machinery they talk to (DOMAIN §2.1–§2.3,
+// §2.5, §7 E1–E3). Pure: reads objects, returns state and findings.
+import {parse as parseYaml} from 'yaml'
+import type {Finding, KubeObject, NamespaceLabel, NamespaceState, ObjectRef} from './model.js'
+import {groupOf, refOf} from './refs.js'
+
+export const INJECTION_LABEL = 'istio-injection'
+export const REVISION_LABEL = 'istio.io/rev'
+export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
+export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
+export const TAG_LABEL = 'istio.io/tag'
+export const SIDECAR_INJECT = 'sidecar.istio.io/inject'
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name'
+
+/** Namespaces the injector never injects (pkg/kube/inject IgnoredNamespaces); the analyzers skip them too. */
+export const INJECTION_IGNORED_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage']
+
+/** IST0123 is never reported for this namespace (the analyzer compares with the literal name). */
+const ANALYZER_SYSTEM_NAMESPACE = 'istio-system'
+
+// ---------------------------------------------------------------------------------------------
+// Label selectors (the subset of metav1.LabelSelector that webhooks use)
+
+export interface LabelSelectorRequirement {
+  key: string
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | string
+  values?: string[]
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>
+  matchExpressions?: LabelSelectorRequirement[]
+}
+
+/** metav1.LabelSelector semantics: an absent or empty selector matches everything. */
+export function selectorMatches(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
+  if (!selector) return true
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false
+  for (const req of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, req.key)
+    const values = req.values ?? []
+    switch (req.operator) {
+      case 'In':
+        if (!has || !values.includes(labels[req.key]!)) return false
+        break
+      case 'NotIn':
+        if (has && values.includes(labels[req.key]!)) return false
+        break
+      case 'Exists':
+        if (!has) return false
+        break
+      case 'DoesNotExist':
+        if (has) return false
+        break
+      default:
+        // The API server rejects unknown operators; a selector we cannot evaluate matches nothing.
+        return false
+    }
+  }
+  return true
+}
+
+// ---------------------------------------------------------------------------------------------
+// Injection webhooks and injector configuration (E1, E3)
+
+/** One Istio sidecar-injection webhook (`*.sidecar-injector.istio.io`) of a MutatingWebhookConfiguration. */
+export interface InjectorWebhook {
+  configuration: string
+  name: string
+  namespaceSelector?: LabelSelector
+  objectSelector?: LabelSelector
+  /** `istio.io/rev` label of the configuration (the revision it injects). */
+  revision?: string
+  /** `istio.io/tag` label of the configuration, for revision tags. */
+  tag?: string
+}
+
+/** What `pkg/kube/inject` reads from the injector ConfigMap `istio-sidecar-injector[-<rev>]`. */
+export interface InjectorConfig {
+  revision: string
+  source: string
+  /** `policy:` of `data.config`; `enabled` when absent. */
+  policy: 'enabled' | 'disabled'
+  neverInjectSelector: LabelSelector[]
+  alwaysInjectSelector: LabelSelector[]
+  /** `sidecarInjectorWebhook.enableNamespacesByDefault` of `data.values`. */
+  enableNamespacesByDefault: boolean
+}
+
+export interface InjectionWebhooks {
+  /**
+   * The Istio injection webhooks seen in the snapshot. When empty (manifests without the control
+   * plane, or no permission to list them) injection is predicted from the chart's selector table.
+   */
+  webhooks: InjectorWebhook[]
+  /** E3: a namespace without sidecar labels is injected (auto webhook / enableNamespacesByDefault). */
+  enabledByDefault: boolean
+  /** What E3 was detected from, for messages. */
+  enabledByDefaultEvidence: string[]
+  /** Revision tags (E1): tag name → revision. */
+  tags: Record<string, string>
+  /** Injector configuration per revision ("default" for `istio-sidecar-injector`). */
+  injectorConfigs: Record<string, InjectorConfig>
+}
+
+export const NO_INJECTION_WEBHOOKS: InjectionWebhooks = {
+  webhooks: [],
+  enabledByDefault: false,
+  enabledByDefaultEvidence: [],
+  tags: {},
+  injectorConfigs: {},
+}
+
+const INJECTOR_CONFIGMAP = 'istio-sidecar-injector'
+
+function isInjectorWebhookName(name: string): boolean {
+  return name === 'sidecar-injector.istio.io' || name.endsWith('.sidecar-injector.istio.io')
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function asSelector(value: unknown): LabelSelector | undefined {
+  return isRecord(value) ? (value as LabelSelector) : undefined
+}
+
+/**
+ * Reads the injection machinery from the snapshot: Istio's MutatingWebhookConfigurations (their
+ * selectors decide injection, their `istio.io/tag` labels name revision tags) and the injector
+ * ConfigMaps (`policy`, never/always-inject selectors, `enableNamespacesByDefault`).
+ */
+export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: InjectionWebhooks; findings: Finding[]} {
+  const findings: Finding[] = []
+  const webhooks: InjectorWebhook[] = []
+  const tags: Record<string, string> = {}
+  const evidence: string[] = []
+  const injectorConfigs: Record<string, InjectorConfig> = {}
+
+  for (const obj of objects) {
+    if (obj.kind !== 'MutatingWebhookConfiguration' || groupOf(obj.apiVersion) !== 'admissionregistration.k8s.io') continue
+    const labels = obj.metadata.labels ?? {}
+    const entries = Array.isArray(obj.webhooks) ? (obj.webhooks as unknown[]) : []
+    const injectors = entries.filter(
+      (w): w is Record<string, unknown> => isRecord(w) && typeof w.name === 'string' && isInjectorWebhookName(w.name),
+    )
+    if (injectors.length === 0) continue
+    const tag = labels[TAG_LABEL]
+    const revision = labels[REVISION_LABEL]
+    if (tag !== undefined && tag !== '') tags[tag] = revision ?? 'default'
+    for (const w of injectors) {
+      const hook: InjectorWebhook = {configuration: obj.metadata.name, name: w.name as string}
+      const nsSel = asSelector(w.namespaceSelector)
+      const objSel = asSelector(w.objectSelector)
+      if (nsSel) hook.namespaceSelector = nsSel
+      if (objSel) hook.objectSelector = objSel
+      if (revision !== undefined) hook.revision = revision
+      if (tag !== undefined) hook.tag = tag
+      webhooks.push(hook)
+      if ((w.name as string).startsWith('auto.')) {
+        evidence.push(`webhook ${w.name as string} in MutatingWebhookConfiguration ${obj.metadata.name}`)
+      }
+    }
+  }
+
+  for (const obj of objects) {
+    if (obj.kind !== 'ConfigMap' || groupOf(obj.apiVersion) !== '') continue
+    const name = obj.metadata.name
+    if (name !== INJECTOR_CONFIGMAP && !name.startsWith(`${INJECTOR_CONFIGMAP}-`)) continue
+    const revision = name === INJECTOR_CONFIGMAP ? 'default' : name.slice(INJECTOR_CONFIGMAP.length + 1)
+    const source = `ConfigMap ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${name}`
+    const data = isRecord(obj.data) ? obj.data : {}
+    const config: InjectorConfig = {
+      revision,
+      source,
+      policy: 'enabled',
+      neverInjectSelector: [],
+      alwaysInjectSelector: [],
+      enableNamespacesByDefault: false,
+    }
+    try {
+      if (typeof data.values === 'string') {
+        const values: unknown = parseYaml(data.values) // JSON in practice; JSON is YAML 1.2
+        const sidecarInjector = isRecord(values) ? values.sidecarInjectorWebhook : undefined
+        config.enableNamespacesByDefault = isRecord(sidecarInjector) && sidecarInjector.enableNamespacesByDefault === true
+      }
+      if (typeof data.config === 'string') {
+        const parsed: unknown = parseYaml(data.config)
+        if (isRecord(parsed)) {
+          if (parsed.policy === 'disabled') config.policy = 'disabled'
+          const selectors = (v: unknown) => (Array.isArray(v) ? v.map(asSelector).filter((s): s is LabelSelector => !!s) : [])
+          config.neverInjectSelector = selectors(parsed.neverInjectSelector)
+          config.alwaysInjectSelector = selectors(parsed.alwaysInjectSelector)
+        }
+      }
+    } catch (error) {
+      findings.push({
+        id: `injector-config-unreadable/${source}`,
+        code: 'injector-config-unreadable',
+        severity: 'info',
+        message: `${source} could not be read (${(error as Error).message.split('\n')[0]}); injection is predicted without its policy and selectors.`,
+        ref: refOf(obj),
+      })
+    }
+    injectorConfigs[revision] = config
+    if (config.enableNamespacesByDefault && revision === 'default') {
+      evidence.push(`sidecarInjectorWebhook.enableNamespacesByDefault=true in ${source}`)
+    }
+  }
+
+  // With the webhooks in hand the question is answered by evaluating them: does any of them inject
+  // an ordinary pod of a namespace that has no sidecar label at all?
+  const enabledByDefault =
+    webhooks.length > 0
+      ? webhooks.some(
+          (w) => selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {}),
+        )
+      : evidence.length > 0
+  if (enabledByDefault && evidence.length === 0) {
+    evidence.push(
+      `webhooks ${webhooks
+        .filter((w) => selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {}))
+        .map((w) => `${w.name} (${w.configuration})`)
+        .join(', ')}`,
+    )
+  }
+  if (enabledByDefault) {
+    findings.push({
+      id: 'E3/injection-enabled-by-default',
+      code: 'E3',
+      severity: 'warning',
+      message:
+        `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
+        'istioctl analyze IST0148). Removing istio-injection / istio.io/rev from a namespace does not stop injection.',
+      fix: 'Set istio-injection=disabled on the namespace instead of removing the label (it matches no injection webhook), unless injected gateways live there (E7).',
+    })
+  }
+
+  return {webhooks: {webhooks, enabledByDefault, enabledByDefaultEvidence: evidence, tags, injectorConfigs}, findings}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Namespace state
+
+/** IST0123's label list: `key=value` strings, exactly as `istioctl analyze` prints them. */
+export function injectionLabelsForIST0123(labels: Record<string, string>): string[] {
+  const out: string[] = []
+  const injection = labels[INJECTION_LABEL]
+  const hasInjection = injection !== undefined
+  if (hasInjection) out.push(`${INJECTION_LABEL}=${injection}`)
+  // istio.io/rev and dataplane-mode only count when istio-injection is absent or "enabled".
+  if (!hasInjection || injection === 'enabled') {
+    for (const key of [REVISION_LABEL, DATAPLANE_MODE_LABEL]) {
+      if (labels[key] !== undefined) out.push(`${key}=${labels[key]}`)
+    }
+  }
+  return out
+}
+
+function namespaceRef(name: string, obj: KubeObject | undefined): ObjectRef {
+  return obj ? refOf(obj) : {apiVersion: 'v1', kind: 'Namespace', name}
+}
+
+/**
+ * Effective namespace-level injection: does an ordinary pod (no injection labels of its own) created
+ * in this namespace get a sidecar?
+ */
+function namespaceInjection(name: string, labels: Record<string, string>, webhooks: InjectionWebhooks): NamespaceState['injection'] {
+  const injection = labels[INJECTION_LABEL]
+  if (injection !== undefined && injection !== 'enabled') return 'disabled'
+  // injectRequired() refuses these whatever the webhooks match.
+  if (INJECTION_IGNORED_NAMESPACES.includes(name)) return 'none'
+  if (webhooks.webhooks.length > 0) {
+    const nsLabels = {[NAMESPACE_NAME_LABEL]: name, ...labels}
+    return webhooks.webhooks.some((w) => selectorMatches(w.namespaceSelector, nsLabels) && selectorMatches(w.objectSelector, {}))
+      ? 'enabled'
+      : 'none'
+  }
+  // The chart's selector table (DOMAIN §2.1), assuming the referenced revision is installed.
+  if (injection === 'enabled') return 'enabled'
+  const rev = labels[REVISION_LABEL]
+  if (rev !== undefined) return rev !== '' ? 'enabled' : 'none'
+  if (webhooks.enabledByDefault && !INJECTION_IGNORED_NAMESPACES.includes(name)) return 'enabled'
+  return 'none'
+}
+
+/**
+ * The namespace's data-plane state from its labels (DOMAIN §2.1–§2.3) and the findings about them
+ * (IST0123, E1, E2, E3, dataplane-mode=none next to injection, no Namespace object).
+ * `webhooks` (from analyzeInjectionWebhooks) makes injection exact; without it the chart's table is used.
+ */
+export function analyzeNamespace(
+  name: string,
+  namespaceObject: KubeObject | undefined,
+  opts: {webhooks?: InjectionWebhooks} = {},
+): {state: NamespaceState; findings: Finding[]} {
+  const webhooks = opts.webhooks ?? NO_INJECTION_WEBHOOKS
+  const labels: Record<string, string> = {...(namespaceObject?.metadata.labels ?? {})}
+  const ref = namespaceRef(name, namespaceObject)
+  const findings: Finding[] = []
+
+  const sidecarLabels: NamespaceLabel[] = []
+  for (const key of [INJECTION_LABEL, REVISION_LABEL]) {
+    if (labels[key] !== undefined) sidecarLabels.push({key, value: labels[key]!})
+  }
+  const injection = namespaceInjection(name, labels, webhooks)
+  const revision = labels[REVISION_LABEL]
+  const dataplaneMode = labels[DATAPLANE_MODE_LABEL]
+  const useWaypoint = labels[USE_WAYPOINT_LABEL]
+  const ambient = dataplaneMode === 'ambient'
+  const sidecar = injection === 'enabled'
+  const mode: NamespaceState['mode'] = sidecar && ambient ? 'both' : sidecar ? 'sidecar' : ambient ? 'ambient' : 'none'
+  const ist0123Labels = injectionLabelsForIST0123(labels)
+  const multipleInjectionLabels = name !== ANALYZER_SYSTEM_NAMESPACE && ist0123Labels.length > 1
+
+  const state: NamespaceState = {name, labels, sidecarLabels, injection, mode, multipleInjectionLabels}
+  if (revision !== undefined) state.revision = revision
+  if (dataplaneMode !== undefined) state.dataplaneMode = dataplaneMode
+  if (useWaypoint !== undefined) state.useWaypoint = useWaypoint
+
+  if (!namespaceObject) {
+    findings.push({
+      id: `namespace-missing/${name}`,
+      code: 'namespace-missing',
+      severity: 'warning',
+      message: `No Namespace object for ${name} in the source: it is treated as having no labels (no sidecar injection, not ambient).`,
+      ref,
+      fix: `Add the Namespace manifest to --manifests (or check the namespace name) so its labels are known.`,
+    })
+  }
+
+  if (multipleInjectionLabels) {
+    findings.push({
+      id: `IST0123/${name}`,
+      code: 'IST0123',
+      severity: 'warning',
+      message:
+        `The namespace has more than one type of injection labels [${ist0123Labels.join(' ')}] (istioctl analyze IST0123).` +
+        (ambient && sidecar
+          ? ' The sidecar wins: new pods are still injected and pods with a sidecar are not captured by ztunnel (DOMAIN §2.3).'
+          : ''),
+      ref,
+      fix: 'Expected only between the enable-ambient and remove-sidecar-injection steps of a migration; otherwise keep one of the labels.',
+    })
+  }
+
+  if (labels[INJECTION_LABEL] !== undefined && revision !== undefined) {
+    findings.push({
+      id: `E2/${name}`,
+      code: 'E2',
+      severity: 'warning',
+      message:
+        `Namespace ${name} has both ${INJECTION_LABEL}=${labels[INJECTION_LABEL]} and ${REVISION_LABEL}=${revision}: ` +
+        `${INJECTION_LABEL} wins for injection, so ${REVISION_LABEL} is inert for sidecars, but it still decides which control plane owns waypoints in this namespace.`,
+      ref,
+      fix: `Remove both labels when sidecars go (the plan records both values for rollback); stamp ${REVISION_LABEL}=${revision} on generated waypoints first.`,
+    })
+  }
+
+  if (revision !== undefined) {
+    const tagOf = webhooks.tags[revision]
+    const kind = tagOf !== undefined ? `revision tag "${revision}" (→ revision ${tagOf})` : `revision "${revision}"`
+    if (revision === '') {
+      findings.push({
+        id: `E1/${name}/empty`,
+        code: 'E1',
+        severity: 'warning',
+        message: `Namespace ${name} has an empty ${REVISION_LABEL} label: it matches no injection webhook and blocks the default ones.`,
+        ref,
+        fix: `Remove the empty ${REVISION_LABEL} label or set it to an installed revision.`,
+      })
+    } else {
+      findings.push({
+        id: `E1/${name}`,
+        code: 'E1',
+        severity: 'info',
+        message:
+          `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
+          `managed by the namespace's revision (DOMAIN §1.8); removing the namespace label re-homes them.`,
+        ref,
+        fix: `Stamp ${REVISION_LABEL}=${revision} on generated waypoints before removing it from the namespace; check the revision still exists before a rollback.`,
+      })
+      if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
+        findings.push({
+          id: `E1/${name}/unknown-revision`,
+          code: 'E1',
+          severity: 'warning',
+          message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
+          ref,
+          fix: 'Check the revision/tag name (`istioctl tag list`, `istioctl x revision list`).',
+        })
+      }
+    }
+  }
+
+  if (webhooks.enabledByDefault && labels[INJECTION_LABEL] === undefined && revision === undefined && injection === 'enabled') {
+    findings.push({
+      id: `E3/${name}`,
+      code: 'E3',
+      severity: 'warning',
+      message:
+        `Namespace ${name} has no injection label but is injected because injection is enabled by default ` +
+        `(${webhooks.enabledByDefaultEvidence.join('; ')}; IST0148). ${ambient ? 'The sidecar wins over ambient for new pods. ' : ''}` +
+        'Removing labels does not stop injection here.',
+      ref,
+      fix: `Label the namespace ${INJECTION_LABEL}=disabled (matches no injection webhook; not counted by IST0123) unless injected gateways run here (E7).`,
+    })
+  }
+
+  if (dataplaneMode === 'none' && sidecar) {
+    findings.push({
+      id: `dataplane-none-with-injection/${name}`,
+      code: 'dataplane-none-with-injection',
+      severity: 'info',
+      message:
+        `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
+        'explicitly opted out of ambient.',
+      ref,
+      fix: `Migrating replaces ${DATAPLANE_MODE_LABEL}=none with ambient; make sure the opt-out was not deliberate.`,
+    })
+  } else if (dataplaneMode !== undefined && dataplaneMode !== 'ambient' && dataplaneMode !== 'none') {
+    findings.push({
+      id: `dataplane-mode-unknown/${name}`,
+      code: 'dataplane-mode-unknown',
+      severity: 'warning',
+      message: `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=${dataplaneMode}; only "ambient" and "none" mean anything (sidecar mode is set with ${INJECTION_LABEL}).`,
+      ref,
+      fix: `Remove the label or set it to ambient.`,
+    })
+  }
+
+  return {state, findings}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pod-level injection prediction (webhooks + injectRequired())
+
+export interface PodInjectionInput {
+  namespace: string
+  labels: Record<string, string>
+  annotations: Record<string, string>
+  hostNetwork: boolean
+}
+
+export interface InjectionPrediction {
+  injected: boolean
+  /** Why, in words, for messages: "namespace istio-injection=enabled", "pod label sidecar.istio.io/inject=true"… */
+  reason: string
+}
+
+/**
+ * Would a pod with this metadata, created now in the namespace, get a sidecar? Webhook selectors
+ * first (the snapshot's webhooks, else the chart's table, DOMAIN §2.1), then `injectRequired()`:
+ * hostNetwork never; ignored namespaces never; the pod *label* sidecar.istio.io/inject beats the
+ * deprecated annotation; never/always-inject selectors; the injection policy.
+ */
+export function predictInjection(pod: PodInjectionInput, ns: NamespaceState, webhooks: InjectionWebhooks = NO_INJECTION_WEBHOOKS): InjectionPrediction {
+  const matched = matchingWebhook(pod, ns, webhooks)
+  if (!matched) return {injected: false, reason: 'no injection webhook matches the namespace and pod labels'}
+  if (pod.hostNetwork) return {injected: false, reason: 'hostNetwork pods are never injected'}
+  if (INJECTION_IGNORED_NAMESPACES.includes(pod.namespace)) return {injected: false, reason: `${pod.namespace} is never injected`}
+
+  const revision = matched.revision ?? 'default'
+  const config = webhooks.injectorConfigs[revision] ?? webhooks.injectorConfigs.default
+  let explicit = pod.annotations[SIDECAR_INJECT]
+  let explicitFrom = `annotation ${SIDECAR_INJECT}`
+  if (Object.hasOwn(pod.labels, SIDECAR_INJECT)) {
+    explicit = pod.labels[SIDECAR_INJECT]
+    explicitFrom = `label ${SIDECAR_INJECT}`
+  }
+  let decided: boolean | undefined
+  let reason = matched.reason
+  switch ((explicit ?? '').toLowerCase()) {
+    case 'true':
+      decided = true
+      reason = `pod ${explicitFrom}=true`
+      break
+    case 'false':
+      decided = false
+      reason = `pod ${explicitFrom}=false`
+      break
+    default:
+      break
+  }
+  if (decided === undefined && config) {
+    if (config.neverInjectSelector.some((s) => selectorMatches(s, pod.labels))) {
+      decided = false
+      reason = `neverInjectSelector of ${config.source}`
+    } else if (config.alwaysInjectSelector.some((s) => selectorMatches(s, pod.labels))) {
+      decided = true
+      reason = `alwaysInjectSelector of ${config.source}`
+    }
+  }
+  if (decided !== undefined) return {injected: decided, reason}
+  const policy = config?.policy ?? 'enabled'
+  return policy === 'enabled' ? {injected: true, reason} : {injected: false, reason: `injection policy is disabled in ${config!.source}`}
+}
+
+function matchingWebhook(
+  pod: PodInjectionInput,
+  ns: NamespaceState,
+  webhooks: InjectionWebhooks,
+): {revision?: string; reason: string} | undefined {
+  if (webhooks.webhooks.length > 0) {
+    const nsLabels = {[NAMESPACE_NAME_LABEL]: ns.name, ...ns.labels}
+    const hook = webhooks.webhooks.find((w) => selectorMatches(w.namespaceSelector, nsLabels) && selectorMatches(w.objectSelector, pod.labels))
+    if (!hook) return undefined
+    const result: {revision?: string; reason: string} = {reason: `injection webhook ${hook.name} (${hook.configuration})`}
+    const revision = hook.tag !== undefined ? webhooks.tags[hook.tag] : hook.revision
+    if (revision !== undefined) result.revision = revision
+    return result
+  }
+  return tableMatch(pod, ns, webhooks)
+}
+
+/** The webhook table of the istiod chart (DOMAIN §2.1), for sources without the webhook objects. */
+function tableMatch(pod: PodInjectionInput, ns: NamespaceState, webhooks: InjectionWebhooks): {revision?: string; reason: string} | undefined {
+  const injection = ns.labels[INJECTION_LABEL]
+  const nsRev = ns.labels[REVISION_LABEL]
+  const podInject = pod.labels[SIDECAR_INJECT]
+  const podRev = pod.labels[REVISION_LABEL]
+  if (injection !== undefined) {
+    // namespace.sidecar-injector.istio.io: istio-injection In [enabled]; objectSelector inject NotIn [false].
+    // Any other value matches no webhook at all (it also blocks pod opt-in and the auto webhook).
+    return injection === 'enabled' && podInject !== 'false' ? {reason: `namespace ${INJECTION_LABEL}=enabled`} : undefined
+  }
+  if (nsRev !== undefined) {
+    // rev.namespace.sidecar-injector.istio.io: istio.io/rev In [<rev>]; objectSelector inject NotIn [false].
+    if (nsRev === '' || podInject === 'false') return undefined
+    return {revision: webhooks.tags[nsRev] ?? nsRev, reason: `namespace ${REVISION_LABEL}=${nsRev}`}
+  }
+  if (podRev !== undefined && podInject !== 'false') {
+    // rev.object.sidecar-injector.istio.io: pod istio.io/rev In [<rev>].
+    return podRev === '' ? undefined : {revision: webhooks.tags[podRev] ?? podRev, reason: `pod label ${REVISION_LABEL}=${podRev}`}
+  }
+  if (podInject === 'true' && podRev === undefined) {
+    // object.sidecar-injector.istio.io: pod sidecar.istio.io/inject In [true], istio.io/rev DoesNotExist.
+    return {reason: `pod label ${SIDECAR_INJECT}=true`}
+  }
+  if (webhooks.enabledByDefault && podInject === undefined && podRev === undefined && !INJECTION_IGNORED_NAMESPACES.includes(ns.name)) {
+    // auto.sidecar-injector.istio.io.
+    return {reason: 'injection enabled by default (auto webhook)'}
+  }
+  return undefined
+}
