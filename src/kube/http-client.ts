@@ -1,0 +1,325 @@
+// KubeClient over client-node's KubeConfig: client-node resolves the cluster, TLS and credentials
+// (tokens, client certificates, exec plugins, proxies) and we send the requests with the same
+// transport it uses (node-fetch), which gives exact control over URLs, content types, dryRun,
+// pagination, timeouts and error bodies.
+import type {KubeConfig} from '@kubernetes/client-node'
+import fetch, {type RequestInit} from 'node-fetch'
+import pRetry, {AbortError} from 'p-retry'
+
+import type {KubeObject, ObjectRef} from '../planner/model.js'
+import {FIELD_MANAGER} from '../planner/plan-types.js'
+import {groupOf, versionOf} from '../planner/refs.js'
+import {type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from './errors.js'
+import type {AccessAttributes, AccessReview, ApiResource, ApplyOptions, DeleteOptions, Discovery, KubeClient, ListOptions, WriteOptions} from './types.js'
+
+const PAGE_SIZE = 500
+// Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
+// expiry (ECOSYSTEM §5.7); reuse them briefly instead of spawning the plugin once per request.
+const AUTH_REUSE_MS = 30_000
+
+interface RequestSpec {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  path: string
+  query?: Record<string, string | undefined>
+  body?: unknown
+  contentType?: string
+  attempt: Attempt
+  /** Whether resending after a dropped connection is safe (GET, apply, merge patch of absolute values, delete). */
+  idempotent: boolean
+}
+
+export interface HttpKubeClientOptions {
+  /** Per-request timeout in ms (--request-timeout). */
+  timeoutMs?: number
+  /** Attempts for transient failures (connection errors, 429, 5xx). */
+  retries?: number
+}
+
+export class HttpKubeClient implements KubeClient {
+  readonly context: string
+  readonly server: string
+  private discovery?: Promise<Discovery>
+  private auth?: {at: number; init: RequestInit}
+
+  constructor(private readonly kc: KubeConfig, private readonly options: HttpKubeClientOptions = {}) {
+    this.context = kc.getCurrentContext()
+    this.server = kc.getCurrentCluster()!.server.replace(/\/+$/, '')
+  }
+
+  private async fetchInit(): Promise<RequestInit> {
+    if (this.auth && Date.now() - this.auth.at < AUTH_REUSE_MS) return this.auth.init
+    const init = (await this.kc.applyToFetchOptions({})) as unknown as RequestInit
+    this.auth = {at: Date.now(), init}
+    return init
+  }
+
+  private async request<T>(spec: RequestSpec): Promise<{status: number; body: T; headers: Record<string, string>}> {
+    const url = new URL(this.server + spec.path)
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, v)
+    const attemptOnce = async () => {
+      const base = await this.fetchInit()
+      const headers: Record<string, string> = {Accept: 'application/json'}
+      ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
+        headers[k] = v
+      })
+      let body: string | undefined
+      if (spec.body !== undefined) {
+        body = JSON.stringify(spec.body)
+        headers['Content-Type'] = spec.contentType ?? 'application/json'
+      }
+      let response
+      try {
+        response = await fetch(url.toString(), {
+          method: spec.method,
+          headers,
+          ...(body === undefined ? {} : {body}),
+          agent: base.agent,
+          ...(this.options.timeoutMs ? {signal: AbortSignal.timeout(this.options.timeoutMs) as never} : {}),
+        })
+      } catch (error) {
+        const failure = new KubeConnectionError(spec.attempt, this.server, error)
+        // A request that may have been applied before the connection dropped is only resent when
+        // resending cannot do harm.
+        if (!spec.idempotent) throw new AbortError(failure)
+        throw failure
+      }
+      const text = await response.text()
+      let parsed: unknown
+      try {
+        parsed = text ? JSON.parse(text) : undefined
+      } catch {
+        parsed = undefined
+      }
+      if (response.status >= 400) {
+        const error = new KubeApiError(response.status, parsed as StatusBody | undefined, spec.attempt, this.context)
+        const transient = response.status === 429 || response.status === 503 || response.status === 504 || (response.status === 500 && spec.idempotent)
+        if (transient) throw error
+        throw new AbortError(error)
+      }
+      const responseHeaders: Record<string, string> = {}
+      response.headers.forEach((v, k) => {
+        responseHeaders[k] = v
+      })
+      return {status: response.status, body: parsed as T, headers: responseHeaders}
+    }
+    return pRetry(attemptOnce, {retries: this.options.retries ?? 3, minTimeout: 200, maxTimeout: 2000, factor: 2})
+  }
+
+  private basePath(apiVersion: string): string {
+    return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`
+  }
+
+  private resourcePath(res: ApiResource, namespace?: string, name?: string): string {
+    let p = this.basePath(res.apiVersion)
+    if (res.namespaced && namespace !== undefined) p += `/namespaces/${encodeURIComponent(namespace)}`
+    p += `/${res.plural}`
+    if (name !== undefined) p += `/${encodeURIComponent(name)}`
+    return p
+  }
+
+  private attempt(verb: string, res: Pick<ApiResource, 'group' | 'plural'>, namespace?: string, name?: string, method = 'GET'): Attempt {
+    const target = `${res.plural}${res.group ? `.${res.group}` : ''}${name ? `/${name}` : ''}`
+    return {
+      method,
+      verb,
+      group: res.group,
+      resource: res.plural,
+      ...(namespace === undefined ? {} : {namespace}),
+      what: `${verb} ${target}${namespace ? ` in namespace ${namespace}` : ''}`,
+    }
+  }
+
+  discover(): Promise<Discovery> {
+    this.discovery ??= this.loadDiscovery().catch((error) => {
+      this.discovery = undefined
+      throw error
+    })
+    return this.discovery
+  }
+
+  private async loadDiscovery(): Promise<Discovery> {
+    const attempt = (what: string): Attempt => ({method: 'GET', verb: 'discover', group: '', resource: '', what})
+    const core = await this.request<{versions?: string[]}>({method: 'GET', path: '/api', attempt: attempt('read API discovery (/api)'), idempotent: true})
+    const groups = await this.request<{groups?: {name: string; versions: {groupVersion: string}[]; preferredVersion?: {groupVersion: string}}[]}>({
+      method: 'GET',
+      path: '/apis',
+      attempt: attempt('read API discovery (/apis)'),
+      idempotent: true,
+    })
+    const groupVersions: {gv: string; preferred: boolean}[] = [
+      ...(core.body.versions ?? ['v1']).map((v, i) => ({gv: v, preferred: i === 0})),
+      ...(groups.body.groups ?? []).flatMap((g) =>
+        g.versions.map((v) => ({gv: v.groupVersion, preferred: (g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion) === v.groupVersion})),
+      ),
+    ]
+    const lists = await Promise.all(
+      groupVersions.map(async ({gv, preferred}) => {
+        const list = await this.request<{resources?: {name: string; kind: string; namespaced: boolean; verbs: string[]}[]}>({
+          method: 'GET',
+          path: this.basePath(gv),
+          attempt: attempt(`read API discovery (${gv})`),
+          idempotent: true,
+        }).catch((error) => {
+          // An aggregated API that is down (metrics.k8s.io…) must not stop discovery of the rest.
+          if (error instanceof KubeApiError && (error.status === 503 || error.status === 404)) return undefined
+          throw error
+        })
+        return (list?.body.resources ?? [])
+          .filter((r) => !r.name.includes('/'))
+          .map((r): ApiResource => ({
+            group: groupOf(gv),
+            version: versionOf(gv),
+            apiVersion: gv,
+            kind: r.kind,
+            plural: r.name,
+            namespaced: r.namespaced,
+            verbs: r.verbs ?? [],
+            preferred,
+          }))
+      }),
+    )
+    return {groupVersions: groupVersions.map((g) => g.gv), resources: lists.flat()}
+  }
+
+  async resourceFor(apiVersion: string, kind: string): Promise<ApiResource | undefined> {
+    const {resources} = await this.discover()
+    const group = groupOf(apiVersion)
+    const candidates = resources.filter((r) => r.group === group && r.kind === kind)
+    return candidates.find((r) => r.apiVersion === apiVersion) ?? candidates.find((r) => r.preferred) ?? candidates[0]
+  }
+
+  private async requireResource(ref: Pick<ObjectRef, 'apiVersion' | 'kind'>): Promise<ApiResource> {
+    const res = await this.resourceFor(ref.apiVersion, ref.kind)
+    if (!res) {
+      const group = groupOf(ref.apiVersion)
+      throw new KubeApiError(404, {reason: 'NotFound', message: `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`}, {
+        method: 'GET',
+        verb: 'discover',
+        group,
+        resource: ref.kind.toLowerCase(),
+        what: `find the API for ${ref.kind} (${ref.apiVersion})`,
+      }, this.context)
+    }
+    return res
+  }
+
+  async list(resource: ApiResource, opts: ListOptions = {}): Promise<KubeObject[]> {
+    const items: KubeObject[] = []
+    let token: string | undefined
+    do {
+      const page = await this.request<{items?: KubeObject[]; metadata?: {continue?: string}}>({
+        method: 'GET',
+        path: this.resourcePath(resource, opts.namespace),
+        query: {limit: String(PAGE_SIZE), continue: token, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector},
+        attempt: this.attempt('list', resource, opts.namespace),
+        idempotent: true,
+      })
+      // List items carry no apiVersion/kind; restore them so objects look the same from every source.
+      for (const item of page.body.items ?? []) items.push({...item, apiVersion: resource.apiVersion, kind: resource.kind})
+      token = page.body.metadata?.continue || undefined
+    } while (token)
+    return items
+  }
+
+  async get(ref: ObjectRef): Promise<KubeObject | undefined> {
+    const res = await this.requireResource(ref)
+    try {
+      const {body} = await this.request<KubeObject>({
+        method: 'GET',
+        path: this.resourcePath(res, ref.namespace, ref.name),
+        attempt: this.attempt('get', res, ref.namespace, ref.name),
+        idempotent: true,
+      })
+      return body
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return undefined
+      throw error
+    }
+  }
+
+  async create(obj: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+    const res = await this.requireResource(obj)
+    const {body} = await this.request<KubeObject>({
+      method: 'POST',
+      path: this.resourcePath(res, obj.metadata.namespace),
+      query: {fieldManager: FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined},
+      body: obj,
+      attempt: this.attempt('create', res, obj.metadata.namespace, obj.metadata.name, 'POST'),
+      idempotent: false,
+    })
+    return body
+  }
+
+  async apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeObject> {
+    const res = await this.requireResource(obj)
+    const {body} = await this.request<KubeObject>({
+      method: 'PATCH',
+      path: this.resourcePath(res, obj.metadata.namespace, obj.metadata.name),
+      query: {fieldManager: FIELD_MANAGER, force: opts.force ? 'true' : undefined, dryRun: opts.dryRun ? 'All' : undefined},
+      body: obj,
+      contentType: 'application/apply-patch+yaml',
+      attempt: this.attempt('apply', res, obj.metadata.namespace, obj.metadata.name, 'PATCH'),
+      idempotent: true,
+    })
+    return body
+  }
+
+  async mergePatch(ref: ObjectRef, patch: Record<string, unknown>, opts: WriteOptions = {}): Promise<KubeObject> {
+    const res = await this.requireResource(ref)
+    const {body} = await this.request<KubeObject>({
+      method: 'PATCH',
+      path: this.resourcePath(res, ref.namespace, ref.name),
+      query: {fieldManager: FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined},
+      body: patch,
+      contentType: 'application/merge-patch+json',
+      attempt: this.attempt('patch', res, ref.namespace, ref.name, 'PATCH'),
+      idempotent: true,
+    })
+    return body
+  }
+
+  async delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<boolean> {
+    const res = await this.requireResource(ref)
+    try {
+      await this.request<unknown>({
+        method: 'DELETE',
+        path: this.resourcePath(res, ref.namespace, ref.name),
+        query: {dryRun: opts.dryRun ? 'All' : undefined},
+        ...(opts.preconditions ? {body: {kind: 'DeleteOptions', apiVersion: 'v1', preconditions: opts.preconditions}} : {}),
+        attempt: this.attempt('delete', res, ref.namespace, ref.name, 'DELETE'),
+        idempotent: true,
+      })
+      return true
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return false
+      throw error
+    }
+  }
+
+  async canI(attrs: AccessAttributes): Promise<AccessReview> {
+    const {body} = await this.request<{status?: {allowed?: boolean; reason?: string}}>({
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: {resourceAttributes: {verb: attrs.verb, group: attrs.group, resource: attrs.resource, namespace: attrs.namespace, name: attrs.name, subresource: attrs.subresource}},
+      },
+      attempt: {method: 'POST', verb: 'create', group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', what: `check permission to ${attrs.verb} ${attrs.resource}`},
+      idempotent: true,
+    })
+    return {allowed: body.status?.allowed === true, ...(body.status?.reason ? {reason: body.status.reason} : {})}
+  }
+
+  async serverVersion(): Promise<string | undefined> {
+    const {body} = await this.request<{gitVersion?: string}>({method: 'GET', path: '/version', attempt: {method: 'GET', verb: 'get', group: '', resource: 'version', what: 'read the server version'}, idempotent: true})
+    return body?.gitVersion
+  }
+}
+
+export async function connect(opts: {kubeconfig?: string; context?: string; requestTimeout?: string}): Promise<HttpKubeClient> {
+  const {loadKubeConfig, parseRequestTimeout} = await import('./config.js')
+  const kc = await loadKubeConfig(opts)
+  const timeoutMs = parseRequestTimeout(opts.requestTimeout)
+  return new HttpKubeClient(kc, timeoutMs === undefined ? {} : {timeoutMs})
+}
