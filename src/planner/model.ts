@@ -207,4 +207,6 @@ export interface SourceSnapshot {
   objects: KubeObject[]
   missingKinds: MissingKind[]
   findings: Finding[]
+  /** Istio minor version ("1.28") when the source can tell (the cluster's istiod image). */
+  istioVersion?: string
 }

@@ -1,0 +1,29 @@
+// Choose and open the object source from command flags. Sources are imported lazily: the cluster
+// source pulls in @kubernetes/client-node (~0.7 s), which offline commands must never pay for.
+import {UserError} from '../errors.js'
+import type {ObjectSource} from './source.js'
+
+export interface SourceFlags {
+  manifests?: string[]
+  kubeconfig?: string
+  context?: string
+  'request-timeout'?: string
+}
+
+export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
+  if (flags.manifests && flags.manifests.length > 0) {
+    if (flags.kubeconfig || flags.context) {
+      throw new UserError('--manifests cannot be combined with --kubeconfig/--context', {exitCode: 2, suggestion: 'Read either from manifest files or from a cluster.'})
+    }
+    const {ManifestSource} = await import('./manifests.js')
+    return new ManifestSource(flags.manifests)
+  }
+  const {connect} = await import('../kube/http-client.js')
+  const client = await connect({
+    ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
+    ...(flags.context ? {context: flags.context} : {}),
+    ...(flags['request-timeout'] ? {requestTimeout: flags['request-timeout']} : {}),
+  })
+  const {ClusterSource} = await import('./cluster.js')
+  return ClusterSource.open(client)
+}
