@@ -407,6 +407,18 @@ export function analyzeNamespace(
     })
   }
 
+  const manager = namespaceObject ? gitOpsManager(namespaceObject.metadata) : undefined
+  if (manager) {
+    findings.push({
+      id: `E23/Namespace/${name}`,
+      code: 'E23',
+      severity: 'warning',
+      message: `Namespace ${name} is managed by ${manager}: label changes made by the migration are reverted by the next sync.`,
+      ref,
+      fix: 'Make the label changes in the source repository (or pause sync) at the step that applies them.',
+    })
+  }
+
   if (dataplaneMode === 'none' && sidecar) {
     findings.push({
       id: `dataplane-none-with-injection/${name}`,
@@ -542,4 +554,31 @@ function tableMatch(pod: PodInjectionInput, ns: NamespaceState, webhooks: Inject
     return {reason: 'injection enabled by default (auto webhook)'}
   }
   return undefined
+}
+
+// ---------------------------------------------------------------------------------------------
+// GitOps ownership (E23)
+
+/**
+ * The tool that manages an object through Git/Helm, from its labels and annotations (E23), e.g.
+ * "Argo CD (argocd.argoproj.io/instance=shop)". Changes made by the migration to such objects are
+ * reverted by the next sync unless made in the source repository too.
+ */
+export function gitOpsManager(meta: {labels?: Record<string, string>; annotations?: Record<string, string>}): string | undefined {
+  const labels = meta.labels ?? {}
+  const annotations = meta.annotations ?? {}
+  const found: [string, string | undefined][] = [
+    ['Argo CD', labelOrAnnotation('argocd.argoproj.io/instance', labels) ?? labelOrAnnotation('argocd.argoproj.io/tracking-id', annotations)],
+    ['Flux', labelOrAnnotation('kustomize.toolkit.fluxcd.io/name', labels) ?? labelOrAnnotation('helm.toolkit.fluxcd.io/name', labels)],
+    ['Helm', labelOrAnnotation('meta.helm.sh/release-name', annotations)],
+  ]
+  for (const [tool, evidence] of found) if (evidence) return `${tool} (${evidence})`
+  const managedBy = labels['app.kubernetes.io/managed-by']
+  // Our own label marks objects the tool created; anything else is another manager.
+  if (managedBy !== undefined && managedBy !== 'mesh-migrate') return `${managedBy} (app.kubernetes.io/managed-by=${managedBy})`
+  return undefined
+}
+
+function labelOrAnnotation(key: string, map: Record<string, string>): string | undefined {
+  return map[key] !== undefined ? `${key}=${map[key]}` : undefined
 }

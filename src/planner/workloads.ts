@@ -1,0 +1,951 @@
+// Workloads of the migrated namespace and their data plane (DOMAIN §2.4, §2.6, §7 E4–E10, E23).
+// Pure: objects in, WorkloadItems and findings out.
+import type {Finding, KubeObject, LostAnnotation, NamespaceState, ObjectRef, OwnerReference, ProxyState, WorkloadItem, WorkloadTrait} from './model.js'
+import {
+  DATAPLANE_MODE_LABEL,
+  INJECTION_LABEL,
+  REVISION_LABEL,
+  SIDECAR_INJECT,
+  analyzeNamespace,
+  gitOpsManager,
+  predictInjection,
+  type InjectionPrediction,
+  type InjectionWebhooks,
+  NO_INJECTION_WEBHOOKS,
+} from './namespace.js'
+import {compareRefs, groupOf, refOf} from './refs.js'
+
+export const SIDECAR_STATUS = 'sidecar.istio.io/status'
+export const AMBIENT_REDIRECTION = 'ambient.istio.io/redirection'
+export const ISTIO_PROXY = 'istio-proxy'
+export const GATEWAY_MANAGED = 'gateway.istio.io/managed'
+export const KUBE_GATEWAY_CONTROLLER = 'istio.io-gateway-controller'
+export const WAYPOINT_CONTROLLER = 'istio.io-mesh-controller'
+const INJECT_TEMPLATES = 'inject.istio.io/templates'
+const NATIVE_SIDECAR = 'sidecar.istio.io/nativeSidecar'
+const TUNNEL_LABEL = 'networking.istio.io/tunnel'
+
+/** istio-cni's default `excludeNamespaces` (never captured). */
+const CNI_EXCLUDED_NAMESPACES = ['kube-system']
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes shapes read here (only the fields used)
+
+interface Container {
+  name?: string
+  image?: string
+  command?: string[]
+  args?: string[]
+  env?: {name?: string; value?: string}[]
+  restartPolicy?: string
+  lifecycle?: {postStart?: {exec?: {command?: string[]}}; preStop?: {exec?: {command?: string[]}}}
+}
+
+interface PodSpec {
+  containers?: Container[]
+  initContainers?: Container[]
+  hostNetwork?: boolean
+  serviceAccountName?: string
+  serviceAccount?: string
+}
+
+/** A pod template, or a pod itself (same shape for what is read here). */
+interface PodLike {
+  metadata: {labels: Record<string, string>; annotations: Record<string, string>}
+  spec: PodSpec
+}
+
+function podLike(metadata: unknown, spec: unknown): PodLike {
+  const meta = (isRecord(metadata) ? metadata : {}) as {labels?: unknown; annotations?: unknown}
+  return {
+    metadata: {labels: stringMap(meta.labels), annotations: stringMap(meta.annotations)},
+    spec: (isRecord(spec) ? spec : {}) as PodSpec,
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function stringMap(value: unknown): Record<string, string> {
+  if (!isRecord(value)) return {}
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v
+  return out
+}
+
+function containersOf(spec: PodSpec): Container[] {
+  return Array.isArray(spec.containers) ? spec.containers : []
+}
+
+function initContainersOf(spec: PodSpec): Container[] {
+  return Array.isArray(spec.initContainers) ? spec.initContainers : []
+}
+
+// ---------------------------------------------------------------------------------------------
+// Controllers
+
+/** Kinds that own pods through a pod template, keyed by `<group>/<kind>`. */
+const TEMPLATE_PATHS: Record<string, (obj: KubeObject) => unknown> = {
+  'apps/Deployment': (o) => o.spec?.template,
+  'apps/StatefulSet': (o) => o.spec?.template,
+  'apps/DaemonSet': (o) => o.spec?.template,
+  'apps/ReplicaSet': (o) => o.spec?.template,
+  'batch/Job': (o) => o.spec?.template,
+  'batch/CronJob': (o) => o.spec?.jobTemplate?.spec?.template,
+  'argoproj.io/Rollout': (o) => o.spec?.template,
+}
+
+function kindKey(apiVersion: string, kind: string): string {
+  return `${groupOf(apiVersion)}/${kind}`
+}
+
+function isPod(obj: KubeObject): boolean {
+  return obj.kind === 'Pod' && groupOf(obj.apiVersion) === ''
+}
+
+function templateOf(obj: KubeObject, index: ObjectIndex): PodLike | undefined {
+  if (isPod(obj)) return podLike(obj.metadata, obj.spec)
+  const read = TEMPLATE_PATHS[kindKey(obj.apiVersion, obj.kind)]
+  let template = read?.(obj)
+  // An Argo Rollout may reference a Deployment's template instead of carrying its own.
+  if (template === undefined && obj.kind === 'Rollout' && isRecord(obj.spec?.workloadRef)) {
+    const target = index.get('apps/Deployment', String(obj.spec.workloadRef.name))
+    template = target?.spec?.template
+  }
+  return isRecord(template) ? podLike(template.metadata, template.spec) : undefined
+}
+
+class ObjectIndex {
+  private readonly byKey = new Map<string, KubeObject>()
+  constructor(objects: KubeObject[]) {
+    for (const o of objects) this.byKey.set(`${kindKey(o.apiVersion, o.kind)}/${o.metadata.name}`, o)
+  }
+  get(kind: string, name: string): KubeObject | undefined {
+    return this.byKey.get(`${kind}/${name}`)
+  }
+  getRef(ref: {apiVersion: string; kind: string; name: string}): KubeObject | undefined {
+    return this.get(kindKey(ref.apiVersion, ref.kind), ref.name)
+  }
+}
+
+function controllerOwner(obj: KubeObject): OwnerReference | undefined {
+  const owners = Array.isArray(obj.metadata.ownerReferences) ? obj.metadata.ownerReferences : []
+  return owners.find((o) => o.controller === true) ?? owners[0]
+}
+
+/** The workload an object belongs to: its top-most controller, present in the snapshot or not. */
+interface Owner {
+  ref: ObjectRef
+  /** The controller object itself, when it is in the snapshot. */
+  object?: KubeObject
+  /** The nearest object of the chain that is in the snapshot and has a pod template. */
+  templateSource?: KubeObject
+  /** How ownership was established when the owner object is missing: for messages. */
+  inferred?: string
+}
+
+function resolveOwner(obj: KubeObject, namespace: string, index: ObjectIndex, depth = 0): Owner {
+  const owner = controllerOwner(obj)
+  const self: Owner = {ref: refOf(obj), object: obj, templateSource: obj}
+  if (!owner || depth > 5) return self
+  const ownerObj = index.getRef(owner)
+  if (ownerObj) {
+    const top = resolveOwner(ownerObj, namespace, index, depth + 1)
+    return {...top, templateSource: top.templateSource ?? ownerObj}
+  }
+  // The owner is not in the snapshot: fall back on the controllers' naming conventions.
+  const labels = obj.metadata.labels ?? {}
+  const ownerRef: ObjectRef = {apiVersion: owner.apiVersion, kind: owner.kind, namespace, name: owner.name}
+  if (owner.kind === 'ReplicaSet') {
+    const hash = labels['pod-template-hash']
+    if (hash && owner.name.endsWith(`-${hash}`)) {
+      const base = owner.name.slice(0, -(hash.length + 1))
+      const controller = index.get('apps/Deployment', base) ?? index.get('argoproj.io/Rollout', base)
+      if (controller) {
+        return {
+          ref: refOf(controller),
+          object: controller,
+          templateSource: controller,
+          inferred: `ReplicaSet ${owner.name} is not in the source; matched to ${controller.kind} ${base} by its pod-template-hash`,
+        }
+      }
+    }
+  }
+  if (owner.kind === 'Job') {
+    const match = /^(.*)-\d+$/.exec(owner.name)
+    const cron = match ? index.get('batch/CronJob', match[1]!) : undefined
+    if (cron) {
+      return {
+        ref: refOf(cron),
+        object: cron,
+        templateSource: cron,
+        inferred: `Job ${owner.name} is not in the source; matched to CronJob ${cron.metadata.name} by its name`,
+      }
+    }
+  }
+  return {ref: ownerRef, templateSource: obj, inferred: `${owner.kind} ${owner.name} (owner of ${obj.kind} ${obj.metadata.name}) is not in the source`}
+}
+
+/** Pods that lost their ownerReferences (e.g. cleaned exports) but carry controller-generated labels. */
+function ownerByLabels(pod: KubeObject, index: ObjectIndex, controllers: KubeObject[]): KubeObject | undefined {
+  const labels = pod.metadata.labels ?? {}
+  const matchesSelector = (c: KubeObject) => {
+    const sel = c.spec?.selector?.matchLabels
+    return isRecord(sel) && Object.keys(sel).length > 0 && Object.entries(sel).every(([k, v]) => labels[k] === v)
+  }
+  if (labels['pod-template-hash']) {
+    return controllers.find((c) => (c.kind === 'Deployment' || c.kind === 'Rollout') && matchesSelector(c))
+  }
+  if (labels['statefulset.kubernetes.io/pod-name']) {
+    return index.get('apps/StatefulSet', pod.metadata.name.replace(/-\d+$/, ''))
+  }
+  if (labels['controller-revision-hash']) {
+    return controllers.find((c) => (c.kind === 'DaemonSet' || c.kind === 'StatefulSet') && matchesSelector(c))
+  }
+  const jobName = labels['batch.kubernetes.io/job-name'] ?? labels['job-name']
+  if (jobName) {
+    const job = index.get('batch/Job', jobName)
+    if (job) return job
+    const match = /^(.*)-\d+$/.exec(jobName)
+    return match ? index.get('batch/CronJob', match[1]!) : undefined
+  }
+  return undefined
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proxy detection (DOMAIN §2.4)
+
+interface ProxyPlacement {
+  /** istio-proxy in spec.containers (with a real image: `auto` is an injection placeholder). */
+  container?: Container
+  /** istio-proxy init container with restartPolicy: Always (native sidecar). */
+  native?: Container
+  /** istio-proxy container with `image: auto`: a gateway waiting for injection. */
+  placeholder?: Container
+}
+
+function proxyPlacement(spec: PodSpec): ProxyPlacement {
+  const out: ProxyPlacement = {}
+  for (const c of containersOf(spec)) {
+    if (c.name !== ISTIO_PROXY) continue
+    if (c.image === 'auto') out.placeholder = c
+    else out.container = c
+  }
+  for (const c of initContainersOf(spec)) {
+    if (c.name !== ISTIO_PROXY) continue
+    if (c.image === 'auto') out.placeholder = c
+    else if (c.restartPolicy === 'Always') out.native = c
+  }
+  return out
+}
+
+interface PodObservation {
+  state: ProxyState
+  pending: boolean
+  /** istio-proxy `image: auto` still there: the injection webhook did not run (IST0147). */
+  placeholder: boolean
+  hboneCapable: boolean
+}
+
+/** One observed pod, in the order of DOMAIN §2.4: status annotation, containers, native init container, ztunnel. */
+function observePod(pod: PodLike): PodObservation {
+  const placement = proxyPlacement(pod.spec)
+  const annotations = pod.metadata.annotations
+  const hbone = isHboneCapable(pod, placement)
+  const result = (state: ProxyState): PodObservation => ({
+    state,
+    pending: state === 'none' && annotations[AMBIENT_REDIRECTION] === 'pending',
+    placeholder: state === 'none' && placement.placeholder !== undefined,
+    hboneCapable: (state === 'sidecar' || state === 'sidecar-native') && hbone,
+  })
+  if (annotations[SIDECAR_STATUS] !== undefined) {
+    // Injected. Where istio-proxy sits tells classic from native; if the containers are not visible, say classic.
+    return result(placement.native && !placement.container ? 'sidecar-native' : 'sidecar')
+  }
+  if (placement.container) return result('sidecar')
+  if (placement.native) return result('sidecar-native')
+  if (annotations[AMBIENT_REDIRECTION] === 'enabled') return result('ambient')
+  return result('none')
+}
+
+function isHboneCapable(pod: PodLike, placement: ProxyPlacement): boolean {
+  if (pod.metadata.labels[TUNNEL_LABEL] === 'http') return true
+  const proxy = placement.native ?? placement.container
+  return (proxy?.env ?? []).some((e) => e.name === 'ISTIO_META_ENABLE_HBONE' && (e.value ?? '').toLowerCase() === 'true')
+}
+
+/** Pods in a terminal phase carry no traffic: their proxy state does not matter. */
+function isTerminated(pod: KubeObject): boolean {
+  const phase = pod.status?.phase
+  return phase === 'Succeeded' || phase === 'Failed'
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lost sidecar knobs (DOMAIN §2.6)
+
+const SIZING =
+  'Inert in ambient (no sidecar). L7 proxy resources move to the waypoint (Helm global.waypoint.resources, the Gateway’s ' +
+  'spec.infrastructure.parametersRef or the istio-waypoint class-defaults ConfigMap); ztunnel is sized per node (ztunnel chart).'
+const PROXY_SETTING =
+  'Inert in ambient (no sidecar). For the waypoint, set the same annotation on the waypoint Gateway (its deployment template reads it there).'
+const PROBES = 'Inert in ambient: kubelet probes reach the application directly (SNAT from 169.254.7.127), nothing is rewritten.'
+const EXCLUSION_INBOUND =
+  'No per-port/CIDR equivalent in ambient: ztunnel captures all inbound TCP of the pod (semantic change). ' +
+  'The only approximation is ambient.istio.io/bypass-inbound-capture: "true" (no inbound capture at all).'
+const EXCLUSION_OUTBOUND =
+  'No per-port/CIDR equivalent in ambient: ztunnel captures all outbound TCP of the pod (semantic change); traffic to ' +
+  'excluded non-mesh destinations becomes ztunnel passthrough TCP. UDP is not proxied (except DNS with DNS capture).'
+
+const SIZING_KEYS = ['proxyCPU', 'proxyCPULimit', 'proxyMemory', 'proxyMemoryLimit'].map((k) => `sidecar.istio.io/${k}`)
+const PROXY_SETTING_KEYS = [
+  'proxyImage',
+  'proxyImageType',
+  'logLevel',
+  'componentLogLevel',
+  'agentLogLevel',
+  'bootstrapOverride',
+  'statsInclusionPrefixes',
+  'statsInclusionSuffixes',
+  'statsInclusionRegexps',
+  'statsHistogramBuckets',
+  'statsFlushInterval',
+  'statsEvictionInterval',
+  'statsCompression',
+  'extraStatTags',
+  'userVolume',
+  'userVolumeMount',
+  'discoveryAddress',
+].map((k) => `sidecar.istio.io/${k}`)
+
+/** Replacement text for one annotation key, or undefined when the key is no sidecar knob. */
+function annotationReplacement(key: string, value: string): string | undefined {
+  if (key === SIDECAR_STATUS) return undefined // injector state, not a knob
+  if (key === SIDECAR_INJECT) {
+    return value.toLowerCase() === 'false'
+      ? 'Deprecated annotation; no longer excludes the pod from the mesh: ztunnel captures it when the namespace turns ambient. Equivalent opt-out: label istio.io/dataplane-mode: none.'
+      : 'Deprecated annotation; the injection webhooks select pods by the label, so once the namespace has no injection label this annotation opts in to nothing.'
+  }
+  if (key === NATIVE_SIDECAR) return 'Irrelevant in ambient (no sidecar).'
+  if (SIZING_KEYS.includes(key)) return SIZING
+  if (PROXY_SETTING_KEYS.includes(key)) return PROXY_SETTING
+  if (key === 'sidecar.istio.io/rewriteAppHTTPProbers' || key === 'status.sidecar.istio.io/port' || key.startsWith('readiness.status.sidecar.istio.io/')) {
+    return PROBES
+  }
+  if (key === 'proxy.istio.io/config') {
+    const dns = /ISTIO_META_DNS_CAPTURE/.test(value)
+      ? ' DNS capture is on by default in ambient (per pod: ambient.istio.io/dns-capture).'
+      : ''
+    return (
+      'Inert for app pods (ProxyConfig overrides, incl. holdApplicationUntilProxyStarts): istio-cni enrols the pod before it starts ' +
+      '(a partially enrolled pod is "pending" and passes no traffic); for waypoints use a ProxyConfig selecting ' +
+      `gateway.networking.k8s.io/gateway-name.${dns}`
+    )
+  }
+  if (key === 'traffic.sidecar.istio.io/kubevirtInterfaces') return 'Use istio.io/reroute-virtual-interfaces, which works in both modes.'
+  if (key === 'sidecar.istio.io/interceptionMode') return EXCLUSION_INBOUND.replace('inbound TCP', 'TCP')
+  if (key.startsWith('traffic.sidecar.istio.io/')) {
+    return /Inbound/.test(key) ? EXCLUSION_INBOUND : EXCLUSION_OUTBOUND
+  }
+  if (key === 'prometheus.istio.io/merge-metrics') {
+    return 'Metrics merging is not available in ambient: scrape the application directly and ztunnel/waypoints separately; with STRICT mTLS an out-of-mesh scraper is denied.'
+  }
+  if (key === INJECT_TEMPLATES) {
+    return /grpc-agent/.test(value)
+      ? 'Proxyless gRPC (grpc-agent template) has no ambient equivalent: the gRPC client stops receiving xDS from the agent; traffic becomes plain gRPC through ztunnel.'
+      : 'Only meaningful for sidecar injection templates; inert in ambient.'
+  }
+  if (key.startsWith('sidecar.istio.io/') || key.startsWith('proxy.istio.io/')) return 'Sidecar setting; inert in ambient (no sidecar).'
+  return undefined
+}
+
+/**
+ * Annotations the injector itself writes on every injected pod (with their default values): not
+ * user intent, so not reported as lost when read from an injected pod.
+ */
+function isInjectorDefault(key: string, value: string): boolean {
+  switch (key) {
+    case 'sidecar.istio.io/interceptionMode':
+      return value === 'REDIRECT'
+    case 'traffic.sidecar.istio.io/includeInboundPorts':
+    case 'traffic.sidecar.istio.io/includeOutboundIPRanges':
+      return value === '*'
+    case 'traffic.sidecar.istio.io/excludeOutboundIPRanges':
+    case 'traffic.sidecar.istio.io/excludeOutboundPorts':
+    case 'traffic.sidecar.istio.io/includeOutboundPorts':
+      return value === ''
+    case 'traffic.sidecar.istio.io/excludeInboundPorts':
+      return value.split(',').every((p) => ['', '15020', '15021', '15090'].includes(p.trim()))
+    default:
+      return false
+  }
+}
+
+function lostAnnotationsOf(pod: PodLike): LostAnnotation[] {
+  const out: LostAnnotation[] = []
+  const injected = pod.metadata.annotations[SIDECAR_STATUS] !== undefined
+  const label = pod.metadata.labels[SIDECAR_INJECT]
+  if (label !== undefined) {
+    out.push({
+      key: SIDECAR_INJECT,
+      replacement:
+        label === 'false'
+          ? 'Label no longer excludes the pod from the mesh: ztunnel captures it as soon as the namespace is ambient. Equivalent opt-out: label istio.io/dataplane-mode: none.'
+          : label === 'true'
+            ? 'Pod-level opt-in to sidecars: while it is on the template, pods keep getting a sidecar (and are never captured by ztunnel). Remove it to migrate the workload.'
+            : 'Not a valid value (true/false): ignored by the injector.',
+    })
+  }
+  const rev = pod.metadata.labels[REVISION_LABEL]
+  if (rev !== undefined) {
+    out.push({
+      key: REVISION_LABEL,
+      replacement: `Pod-level opt-in to sidecars of revision ${rev}: in a namespace without injection labels pods keep getting a sidecar. Remove it to migrate the workload.`,
+    })
+  }
+  for (const [key, value] of Object.entries(pod.metadata.annotations).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if (injected && isInjectorDefault(key, value)) continue
+    const replacement = annotationReplacement(key, value)
+    if (replacement) out.push({key, replacement})
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Traits
+
+const QUITQUITQUIT = [/15020\/quitquitquit/, /15000\/quitquitquit/, /15021\/healthz\/ready/]
+
+function commandsOf(c: Container): string[] {
+  return [
+    ...(c.command ?? []),
+    ...(c.args ?? []),
+    ...(c.lifecycle?.preStop?.exec?.command ?? []),
+    ...(c.lifecycle?.postStart?.exec?.command ?? []),
+  ].filter((s): s is string => typeof s === 'string')
+}
+
+/** Application containers that call the sidecar's lifecycle endpoints (scuttle-style wrappers, E10). */
+function quitquitquitCallers(spec: PodSpec): string[] {
+  return [...containersOf(spec), ...initContainersOf(spec)]
+    .filter((c) => c.name !== ISTIO_PROXY && commandsOf(c).some((arg) => QUITQUITQUIT.some((re) => re.test(arg))))
+    .map((c) => c.name ?? '?')
+}
+
+function effectiveInjectValue(pod: PodLike): string | undefined {
+  // The label wins over the deprecated annotation (injectRequired()).
+  const v = pod.metadata.labels[SIDECAR_INJECT] ?? pod.metadata.annotations[SIDECAR_INJECT]
+  return v?.toLowerCase()
+}
+
+function injectTemplates(pod: PodLike): string[] {
+  return (pod.metadata.annotations[INJECT_TEMPLATES] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The analysis
+
+export interface WorkloadAnalysisOptions {
+  /** From analyzeInjectionWebhooks(): makes injection predictions exact. */
+  webhooks?: InjectionWebhooks
+}
+
+interface Group {
+  owner: Owner
+  pods: KubeObject[]
+  /** How the ownership of its pods or controllers had to be guessed (for one info finding). */
+  inferred: Set<string>
+}
+
+/**
+ * Workloads of namespace `ns.name`: Deployments, StatefulSets, DaemonSets, ReplicaSets without an
+ * owning Deployment, Jobs without an owning CronJob, CronJobs, Argo Rollouts, and bare Pods. Owned
+ * pods are counted under their controller and decide its observed proxy state; controllers without
+ * running pods get a proxy state predicted from their pod template and the namespace labels.
+ */
+export function analyzeWorkloads(
+  objects: KubeObject[],
+  ns: NamespaceState,
+  opts: WorkloadAnalysisOptions = {},
+): {workloads: WorkloadItem[]; findings: Finding[]} {
+  const webhooks = opts.webhooks ?? NO_INJECTION_WEBHOOKS
+  const local = objects.filter((o) => o.metadata.namespace === ns.name)
+  const index = new ObjectIndex(local)
+  const controllers = local.filter((o) => TEMPLATE_PATHS[kindKey(o.apiVersion, o.kind)] !== undefined)
+
+  const groups = new Map<string, Group>()
+  const groupFor = (owner: Owner): Group => {
+    const key = `${groupOf(owner.ref.apiVersion)}/${owner.ref.kind}/${owner.ref.name}`
+    let g = groups.get(key)
+    if (!g) {
+      g = {owner, pods: [], inferred: new Set()}
+      groups.set(key, g)
+    } else if (!g.owner.object && owner.object) {
+      g.owner = owner
+    }
+    if (owner.inferred) g.inferred.add(owner.inferred)
+    return g
+  }
+
+  for (const c of controllers) groupFor(resolveOwner(c, ns.name, index))
+  for (const pod of local.filter(isPod)) {
+    let owner = resolveOwner(pod, ns.name, index)
+    if (owner.object === pod && !controllerOwner(pod)) {
+      const byLabels = ownerByLabels(pod, index, controllers)
+      if (byLabels) {
+        owner = {...resolveOwner(byLabels, ns.name, index)}
+        owner.inferred = `Pod ${pod.metadata.name} has no ownerReferences; matched to ${owner.ref.kind} ${owner.ref.name} by its labels`
+      }
+    }
+    const group = groupFor(owner)
+    if (owner.object !== pod) group.pods.push(pod)
+  }
+
+  const ctx = new Context(ns, webhooks)
+  const workloads = [...groups.values()]
+    .map((g) => ctx.workload(g, index))
+    .sort((a, b) => compareRefs(a.ref, b.ref))
+  return {workloads, findings: ctx.findingsFor(workloads)}
+}
+
+class Context {
+  private readonly findingsByWorkload = new Map<WorkloadItem, Finding[]>()
+  private nativeUnknown = false
+  /** The namespace as the plan leaves it: sidecar labels gone, ambient on (for E7 predictions). */
+  private readonly after: NamespaceState
+
+  constructor(
+    private readonly ns: NamespaceState,
+    private readonly webhooks: InjectionWebhooks,
+  ) {
+    const labels = {...ns.labels}
+    delete labels[INJECTION_LABEL]
+    delete labels[REVISION_LABEL]
+    labels[DATAPLANE_MODE_LABEL] = 'ambient'
+    this.after = analyzeNamespace(ns.name, {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns.name, labels}}, {webhooks}).state
+  }
+
+  findingsFor(workloads: WorkloadItem[]): Finding[] {
+    const out = workloads.flatMap((w) => this.findingsByWorkload.get(w) ?? [])
+    if (this.nativeUnknown) {
+      out.push({
+        id: `native-sidecar-unknown/${this.ns.name}`,
+        code: 'native-sidecar-unknown',
+        severity: 'info',
+        message:
+          'Whether newly injected sidecars are native (an istio-proxy init container) or classic cannot be told from the ' +
+          'pod templates (ENABLE_NATIVE_SIDECARS=auto follows the nodes’ Kubernetes version): predicted sidecars are shown as "sidecar".',
+        fix: 'Set sidecar.istio.io/nativeSidecar on the pod template to make it explicit, or read the live cluster.',
+      })
+    }
+    return out
+  }
+
+  workload(group: Group, index: ObjectIndex): WorkloadItem {
+    const {owner} = group
+    const ref: ObjectRef = {...owner.ref, namespace: this.ns.name}
+    const controller = owner.object
+    const bare = controller !== undefined && isPod(controller)
+    const templateSource = owner.templateSource ?? group.pods[0]
+    const template: PodLike = templateSource ? (templateOf(templateSource, index) ?? podLike(undefined, undefined)) : podLike(undefined, undefined)
+    const findings: Finding[] = []
+    const say = (f: Omit<Finding, 'ref'>) => findings.push({...f, ref})
+    const label = `${ref.kind} ${ref.name}`
+
+    const live = group.pods.filter((p) => !isTerminated(p))
+    const observations = (bare ? [template] : live.map((p) => podLike(p.metadata, p.spec))).map(observePod)
+
+    const traits = new Set<WorkloadTrait>()
+    const spec = template.spec
+    const meta = template.metadata
+    const hostNetwork = spec.hostNetwork === true
+    const managed = controller?.metadata.labels?.[GATEWAY_MANAGED] ?? meta.labels[GATEWAY_MANAGED]
+    const templates = injectTemplates(template)
+    const placement = proxyPlacement(spec)
+    const injectValue = effectiveInjectValue(template)
+    const injectedGateway = templates.includes('gateway') || placement.placeholder !== undefined
+    if (hostNetwork) traits.add('host-network')
+    if (injectValue === 'false') traits.add('inject-opt-out')
+    // Only labels opt in after the namespace labels are gone: the webhooks' object selectors read labels.
+    if (!injectedGateway && (meta.labels[SIDECAR_INJECT] === 'true' || meta.labels[REVISION_LABEL] !== undefined)) traits.add('pod-opt-in')
+    // Only a controller's own template can be manually injected; a pod read in place of a missing
+    // controller is injected by the webhook like any other.
+    const fromTemplate = templateSource !== undefined && !isPod(templateSource)
+    const manualInjection =
+      fromTemplate && (meta.annotations[SIDECAR_STATUS] !== undefined || placement.container !== undefined || placement.native !== undefined)
+    if (manualInjection) traits.add('manual-injection')
+    if (meta.labels[DATAPLANE_MODE_LABEL] === 'none') traits.add('dataplane-none')
+    if (injectedGateway) traits.add('injected-gateway')
+    if (managed === KUBE_GATEWAY_CONTROLLER) traits.add('kube-gateway')
+    if (managed === WAYPOINT_CONTROLLER) traits.add('waypoint')
+    if (ref.kind === 'Job' || ref.kind === 'CronJob') traits.add('job')
+    if (bare) traits.add('bare-pod')
+    const strategy = controller?.spec?.updateStrategy
+    if ((ref.kind === 'StatefulSet' || ref.kind === 'DaemonSet') && strategy?.type === 'OnDelete') traits.add('on-delete')
+    const partition = Number(strategy?.rollingUpdate?.partition ?? 0)
+    if (ref.kind === 'StatefulSet' && strategy?.type !== 'OnDelete' && partition > 0) traits.add('partitioned')
+    if (templates.includes('grpc-agent')) traits.add('proxyless-grpc')
+    const callers = quitquitquitCallers(spec)
+    if (callers.length > 0) traits.add('quitquitquit')
+    const manager = gitOpsManager(controller?.metadata ?? {})
+    if (manager) traits.add('gitops-managed')
+
+    // Proxy state: observed from pods, else predicted from the template.
+    let proxy: ProxyState
+    let predicted = false
+    let prediction: InjectionPrediction | undefined
+    const pods = {total: 0, sidecar: 0, ambient: 0, none: 0}
+    if (observations.length > 0) {
+      for (const o of observations) {
+        pods.total++
+        if (o.state === 'sidecar' || o.state === 'sidecar-native') pods.sidecar++
+        else pods[o.state]++
+      }
+      const sidecars = observations.filter((o) => o.state === 'sidecar' || o.state === 'sidecar-native')
+      proxy =
+        sidecars.length > 0
+          ? sidecars.every((o) => o.state === 'sidecar-native')
+            ? 'sidecar-native'
+            : 'sidecar'
+          : pods.none > 0
+            ? 'none'
+            : 'ambient'
+      if (sidecars.length > 0 && sidecars.every((o) => o.hboneCapable)) traits.add('hbone-capable')
+    } else {
+      predicted = true
+      if (manualInjection) {
+        proxy = placement.native && !placement.container ? 'sidecar-native' : 'sidecar'
+        if (isHboneCapable(template, placement)) traits.add('hbone-capable')
+      } else {
+        prediction = this.predict(template)
+        if (prediction.injected) {
+          const native = meta.annotations[NATIVE_SIDECAR]
+          proxy = native === 'true' ? 'sidecar-native' : 'sidecar'
+          if (native !== 'true' && native !== 'false') this.nativeUnknown = true
+        } else {
+          proxy = this.captured(template, this.ns) ? 'ambient' : 'none'
+        }
+      }
+    }
+
+    const item: WorkloadItem = {
+      ref,
+      proxy,
+      lostAnnotations: traits.has('injected-gateway') || traits.has('waypoint') ? [] : lostAnnotationsOf(template),
+      traits: [...traits].sort(),
+      podLabels: {...meta.labels},
+    }
+    if (predicted) item.predicted = true
+    if (pods.total > 0) item.pods = pods
+    if (templateSource) item.serviceAccount = spec.serviceAccountName ?? spec.serviceAccount ?? 'default'
+
+    const hasSidecar = proxy === 'sidecar' || proxy === 'sidecar-native'
+    const gateway = traits.has('injected-gateway') || traits.has('waypoint')
+
+    if (group.inferred.size > 0) {
+      const notes = [...group.inferred].sort()
+      const shown = notes.slice(0, 3).join('; ')
+      say({
+        id: `owner-inferred/${ref.kind}/${ref.name}`,
+        code: 'owner-inferred',
+        severity: 'info',
+        message: `${shown}${notes.length > 3 ? `; and ${notes.length - 3} more` : ''}.`,
+      })
+    }
+
+    // Captured the moment the namespace is labelled ambient (no restart): E5 / E8.
+    const enrolsNow =
+      this.ns.dataplaneMode !== 'ambient' &&
+      proxy === 'none' &&
+      !hostNetwork &&
+      !traits.has('dataplane-none') &&
+      !traits.has('waypoint') &&
+      !CNI_EXCLUDED_NAMESPACES.includes(this.ns.name)
+    if (enrolsNow && traits.has('kube-gateway')) {
+      say({
+        id: `E8/${ref.kind}/${ref.name}`,
+        code: 'E8',
+        severity: 'warning',
+        message:
+          `${label} runs a Gateway API gateway of class istio: its pods have ${SIDECAR_INJECT}=false but no ${DATAPLANE_MODE_LABEL}=none, ` +
+          'so ztunnel captures them the moment the namespace is labelled ambient (captured gateway replicas have been seen crash-looping).',
+        fix: `Label the Gateway ${DATAPLANE_MODE_LABEL}=none (it propagates to the pods) before enabling ambient, unless the capture is intended.`,
+      })
+    } else if (enrolsNow) {
+      const why =
+        injectValue === 'false'
+          ? `has ${SIDECAR_INJECT}=false and no ${DATAPLANE_MODE_LABEL}=none`
+          : predicted
+            ? 'gets no sidecar'
+            : 'runs without a sidecar'
+      say({
+        id: `E5/${ref.kind}/${ref.name}`,
+        code: 'E5',
+        severity: 'warning',
+        message:
+          `${label} ${why}: ztunnel captures its pods the moment ${DATAPLANE_MODE_LABEL}=ambient is set on the namespace, without a ` +
+          'restart; from then on ztunnel policies and STRICT mTLS apply to them.',
+        fix: `To keep it out of the mesh, add the label ${DATAPLANE_MODE_LABEL}: none to its pod template (and running pods) before enabling ambient; otherwise accept the enrolment and review the policies that select it.`,
+      })
+    }
+
+    // IST0103: pods outside the mesh in a namespace that injects.
+    const missing = observations.filter((o) => o.state === 'none').length
+    if (this.ns.injection === 'enabled' && !predicted && missing > 0 && injectValue !== 'false' && !hostNetwork && !gateway) {
+      say({
+        id: `IST0103/${ref.kind}/${ref.name}`,
+        code: 'IST0103',
+        severity: 'warning',
+        message:
+          `${missing} of ${observations.length} pod(s) of ${label} run without the Istio proxy although the namespace injects sidecars ` +
+          '(istioctl analyze IST0103): they are outside the mesh now.',
+        fix: 'Restart the workload to inject it, or accept that it is captured by ztunnel when the namespace turns ambient.',
+      })
+    }
+
+    const pending = observations.filter((o) => o.pending).length
+    if (pending > 0) {
+      say({
+        id: `ambient-pending/${ref.kind}/${ref.name}`,
+        code: 'ambient-pending',
+        severity: 'warning',
+        message: `${pending} pod(s) of ${label} have ${AMBIENT_REDIRECTION}=pending: partially enrolled, they pass no traffic until ztunnel proxies them.`,
+        fix: 'Check the ztunnel and istio-cni pods on their nodes.',
+      })
+    }
+
+    const states = new Set(observations.map((o) => o.state))
+    if (states.size > 1) {
+      say({
+        id: `mixed-proxy/${ref.kind}/${ref.name}`,
+        code: 'mixed-proxy',
+        severity: 'info',
+        message: `Pods of ${label} differ: ${pods.sidecar} with a sidecar, ${pods.ambient} captured by ztunnel, ${pods.none} outside the mesh (a rollout in progress, or pods created under different labels).`,
+      })
+    }
+
+    if (hasSidecar && !traits.has('hbone-capable') && !gateway && (!predicted || manualInjection)) {
+      say({
+        id: `HBONE/${ref.kind}/${ref.name}`,
+        code: 'hbone',
+        severity: 'warning',
+        message:
+          `The sidecars of ${label} are not HBONE-capable (no ${TUNNEL_LABEL}=http label, no ISTIO_META_ENABLE_HBONE=true): ambient clients ` +
+          'and waypoints cannot tunnel to them until they are restarted under an ambient-enabled control plane (DOMAIN §4.1).',
+        fix: 'Restart the workload after installing ambient (meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=true) and before migrating its callers.',
+      })
+    }
+
+    if (traits.has('pod-opt-in')) {
+      const how = meta.labels[SIDECAR_INJECT] === 'true' ? `label ${SIDECAR_INJECT}=true` : `label ${REVISION_LABEL}=${meta.labels[REVISION_LABEL]}`
+      say({
+        id: `E4/${ref.kind}/${ref.name}`,
+        code: 'E4',
+        severity: 'warning',
+        message: `The pod template of ${label} opts in to sidecars (${how}): removing the namespace injection labels does not stop its injection.`,
+        fix: 'Remove the opt-in from the pod template in the same step that removes the namespace labels (or mark the workload manual).',
+      })
+    }
+    if (traits.has('manual-injection')) {
+      say({
+        id: `E4/manual/${ref.kind}/${ref.name}`,
+        code: 'E4',
+        severity: 'warning',
+        message: `The pod template of ${label} already contains an injected istio-proxy (istioctl kube-inject): namespace label changes do not remove it.`,
+        fix: 'Re-generate the manifest without kube-inject (remove istio-proxy, istio-init/istio-validation, the injected volumes and the sidecar.istio.io/status annotation).',
+      })
+    }
+
+    if (hostNetwork) {
+      say({
+        id: `E6/${ref.kind}/${ref.name}`,
+        code: 'E6',
+        severity: 'info',
+        message: `${label} uses hostNetwork: never injected and never captured by ztunnel; it is left out of restarts and data-plane checks.`,
+      })
+    }
+
+    if (traits.has('injected-gateway')) this.gatewayFindings(label, ref, template, observations, say, bare)
+
+    if (traits.has('dataplane-none') && !traits.has('waypoint')) {
+      say({
+        id: `dataplane-none/${ref.kind}/${ref.name}`,
+        code: 'dataplane-none',
+        severity: 'info',
+        message: `${label} has ${DATAPLANE_MODE_LABEL}=none: it stays outside ambient (without a sidecar after the restart it is outside the mesh; STRICT peers reject it).`,
+      })
+    }
+
+    if (hasSidecar && !gateway) {
+      const restart = restartAdvice(ref, traits, partition)
+      if (restart) say({id: `${restart.code === 'E9' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart})
+    }
+
+    if (callers.length > 0) {
+      say({
+        id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
+        code: 'E10',
+        severity: 'warning',
+        message:
+          `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
+          'or 15021/healthz/ready): without a sidecar these calls fail or wait forever.',
+        fix: 'Remove the wrapper (e.g. scuttle) or make it optional before the workload loses its sidecar.',
+      })
+    }
+
+    if (manager) {
+      say({
+        id: `E23/${ref.kind}/${ref.name}`,
+        code: 'E23',
+        severity: 'warning',
+        message: `${label} is managed by ${manager}: template changes and restart annotations made by the migration may be reverted by the next sync.`,
+        fix: 'Make template changes in the source repository; restarts are safe to repeat.',
+      })
+    }
+
+    const exclusions = item.lostAnnotations.filter((a) => a.key.startsWith('traffic.sidecar.istio.io/') || a.key === 'sidecar.istio.io/interceptionMode')
+    if (exclusions.length > 0 && !gateway) {
+      say({
+        id: `traffic-exclusions/${ref.kind}/${ref.name}`,
+        code: 'traffic-exclusions',
+        severity: 'warning',
+        message: `${label} excludes traffic from the sidecar (${exclusions.map((a) => a.key).join(', ')}): ambient has no per-port/CIDR exclusion, so that traffic goes through ztunnel after the migration.`,
+        fix: 'Check that the excluded traffic works through ztunnel (mTLS, policies); ambient.istio.io/bypass-inbound-capture="true" only approximates inbound exclusions.',
+      })
+    }
+
+    this.findingsByWorkload.set(item, findings)
+    return item
+  }
+
+  private predict(pod: PodLike, ns: NamespaceState = this.ns): InjectionPrediction {
+    return predictInjection(
+      {namespace: ns.name, labels: pod.metadata.labels, annotations: pod.metadata.annotations, hostNetwork: pod.spec.hostNetwork === true},
+      ns,
+      this.webhooks,
+    )
+  }
+
+  /** Would istio-cni capture a pod without a sidecar (enablement selectors, DOMAIN §2.2)? */
+  private captured(pod: PodLike, ns: NamespaceState): boolean {
+    if (pod.spec.hostNetwork === true || CNI_EXCLUDED_NAMESPACES.includes(ns.name)) return false
+    const mode = pod.metadata.labels[DATAPLANE_MODE_LABEL]
+    if (mode === 'ambient') return true
+    return ns.dataplaneMode === 'ambient' && mode !== 'none'
+  }
+
+  private gatewayFindings(
+    label: string,
+    ref: ObjectRef,
+    template: PodLike,
+    observations: PodObservation[],
+    say: (f: Omit<Finding, 'ref'>) => void,
+    bare: boolean,
+  ): void {
+    const now = this.predict(template)
+    const after = this.predict(template, this.after)
+    const placeholder = proxyPlacement(template.spec).placeholder !== undefined
+    if (bare ? observations.some((o) => o.placeholder) : placeholder && !now.injected) {
+      // IST0146 (controllers, warning) / IST0147 (pods, error).
+      say({
+        id: `${bare ? 'IST0147' : 'IST0146'}/${ref.kind}/${ref.name}`,
+        code: bare ? 'IST0147' : 'IST0146',
+        severity: bare ? 'error' : 'warning',
+        message: `${ref.kind} ${ref.name} contains \`image: auto\` but does not match any Istio injection webhook selectors: its pods cannot start.`,
+        fix: `Let the gateway be injected: label its pods ${SIDECAR_INJECT}=true in a namespace without ${INJECTION_LABEL}/${REVISION_LABEL}, or inject the namespace.`,
+      })
+    }
+    const pinned = template.metadata.labels[REVISION_LABEL] !== undefined
+    const moves = this.ns.revision && !pinned ? `, but by the default revision instead of ${this.ns.revision}` : ''
+    const afterText = after.injected
+      ? `still injected once the namespace's sidecar labels are removed (${after.reason}${moves})`
+      : 'NOT injected once the namespace\'s sidecar labels are removed (its `image: auto` pods would fail to start)'
+    say({
+      id: `E7/${ref.kind}/${ref.name}`,
+      code: 'E7',
+      severity: after.injected && !moves ? 'info' : 'warning',
+      message:
+        `${label} is an injected Istio gateway (inject.istio.io/templates=gateway / image: auto). It keeps its proxy in ambient and ` +
+        `is left out of restarts; it is ${afterText}.`,
+      fix:
+        `Never set ${INJECTION_LABEL}=disabled on this namespace (IST0146/IST0147); when removing ${REVISION_LABEL}, pin the gateway ` +
+        `with a pod-template ${REVISION_LABEL} label${this.ns.revision ? ` (${this.ns.revision})` : ''}.`,
+    })
+  }
+}
+
+function restartAdvice(
+  ref: ObjectRef,
+  traits: Set<WorkloadTrait>,
+  partition: number,
+): Omit<Finding, 'id' | 'ref'> | undefined {
+  const label = `${ref.kind} ${ref.name}`
+  if (traits.has('on-delete')) {
+    return {
+      code: 'E9',
+      severity: 'warning',
+      message: `${label} uses updateStrategy OnDelete: a rollout restart replaces no pod, so its sidecars stay until pods are deleted.`,
+      fix: 'Delete its pods one at a time (the controller re-creates them without a sidecar).',
+    }
+  }
+  if (traits.has('partitioned')) {
+    return {
+      code: 'E9',
+      severity: 'warning',
+      message: `${label} has rollingUpdate.partition=${partition}: pods with an ordinal below ${partition} are not restarted and keep their sidecars.`,
+      fix: 'Lower the partition to 0 for the restart, or delete those pods explicitly.',
+    }
+  }
+  if (ref.kind === 'Job') {
+    return {
+      code: 'E10',
+      severity: 'warning',
+      message: `${label} cannot be rollout-restarted: its running pods keep their sidecars until they complete.`,
+      fix: 'Wait for the Job to finish (or re-create it) after the injection label is removed.',
+    }
+  }
+  if (ref.kind === 'CronJob') {
+    return {
+      code: 'E10',
+      severity: 'warning',
+      message: `${label} cannot be rollout-restarted: its next scheduled Job starts without a sidecar; running Jobs keep theirs until they complete.`,
+      fix: 'Wait for the next schedule (or trigger a Job manually) after the injection label is removed.',
+    }
+  }
+  if (traits.has('bare-pod')) {
+    return {
+      code: 'E10',
+      severity: 'warning',
+      message: `${label} is a bare Pod: nothing restarts it, so it keeps its sidecar until it is deleted and re-created.`,
+      fix: 'Have its owner (a script, an operator, a person) delete and re-create it after the injection label is removed.',
+    }
+  }
+  if (ref.kind === 'ReplicaSet') {
+    return {
+      code: 'E10',
+      severity: 'warning',
+      message: `${label} has no Deployment: rollout restart does not apply to a ReplicaSet.`,
+      fix: 'Delete its pods (the ReplicaSet re-creates them) after the injection label is removed.',
+    }
+  }
+  if (ref.kind === 'Rollout') {
+    return {
+      code: 'E10',
+      severity: 'warning',
+      message: `${label} is an Argo Rollout: kubectl rollout restart does not apply.`,
+      fix: 'Restart it with `kubectl argo rollouts restart` after the injection label is removed.',
+    }
+  }
+  if (!['Deployment', 'StatefulSet', 'DaemonSet'].includes(ref.kind)) {
+    return {
+      code: 'E10',
+      severity: 'warning',
+      message: `${label} is not a built-in controller: the plan cannot restart it.`,
+      fix: `Restart its pods through ${ref.kind}'s own mechanism after the injection label is removed.`,
+    }
+  }
+  return undefined
+}
