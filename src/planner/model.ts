@@ -133,6 +133,8 @@ export type WorkloadTrait =
 export interface ServicePortItem {
   name?: string
   port: number
+  /** As written (number or named container port); defaults to `port`. */
+  targetPort?: number | string
   protocol: string
   appProtocol?: string
   /** Protocol as Istio resolves it (DOMAIN §5). `auto` = sniffed. */
@@ -141,6 +143,10 @@ export interface ServicePortItem {
 
 export interface ServiceItem {
   ref: ObjectRef
+  /** spec.type (ClusterIP, NodePort, LoadBalancer, ExternalName). */
+  type?: string
+  /** Service labels (istio.io/use-waypoint, gateway.istio.io/managed, istio/release for the control plane…). */
+  labels?: Record<string, string>
   selector?: Record<string, string>
   headless: boolean
   ports: ServicePortItem[]

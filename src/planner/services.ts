@@ -1,0 +1,253 @@
+// Services of the migrated namespace and their ports as Istio sees them (DOMAIN §5, §7 E9, E19, E27).
+// Pure: objects in, ServiceItems and findings out.
+import type {Finding, KubeObject, ServiceItem, ServicePortItem, WorkloadItem} from './model.js'
+import {INJECTION_IGNORED_NAMESPACES} from './namespace.js'
+import {compareRefs, groupOf, refOf} from './refs.js'
+
+/** Ports that default to TCP instead of being sniffed (SMTP, DNS, MySQL, MongoDB). */
+const WELL_KNOWN_TCP_PORTS = new Set([25, 53, 3306, 27017])
+
+/** Istio's protocol names (`protocol.Parse`, case-insensitive). */
+const PROTOCOLS: Record<string, string> = {
+  tcp: 'TCP',
+  udp: 'UDP',
+  grpc: 'GRPC',
+  'grpc-web': 'GRPC-Web',
+  http: 'HTTP',
+  http_proxy: 'HTTP_PROXY',
+  http2: 'HTTP2',
+  https: 'HTTPS',
+  tls: 'TLS',
+  mongo: 'Mongo',
+  redis: 'Redis',
+  mysql: 'MySQL',
+}
+
+/** `appProtocol` values of KEP-3726 that Istio maps itself. */
+const KUBERNETES_APP_PROTOCOLS: Record<string, string> = {
+  'kubernetes.io/h2c': 'HTTP2',
+  'kubernetes.io/ws': 'HTTP',
+  'kubernetes.io/wss': 'HTTPS',
+}
+
+/** Resolved protocol meaning "no protocol known: sniffed by a waypoint". */
+export const SNIFFED = 'auto'
+
+const HTTP2_FAMILY = new Set(['HTTP2', 'GRPC', 'GRPC-Web'])
+const HTTP_FAMILY = new Set(['HTTP', 'HTTP2', 'HTTP_PROXY', 'GRPC', 'GRPC-Web'])
+
+/**
+ * The protocol Istio gives a Service port (`ConvertProtocol`, DOMAIN §5): `protocol: UDP` → UDP;
+ * `appProtocol` replaces the port name when set (KEP-3726 `kubernetes.io/h2c|ws|wss` mapped);
+ * a `grpc-web` prefix; else the name's prefix before the first `-`. Unknown → `auto` (sniffed),
+ * except ports 25, 53, 3306 and 27017, which default to TCP.
+ */
+export function istioProtocol(port: {port: number; name?: string; protocol?: string; appProtocol?: string}): string {
+  if (port.protocol === 'UDP') return 'UDP'
+  if (port.appProtocol !== undefined && KUBERNETES_APP_PROTOCOLS[port.appProtocol]) return KUBERNETES_APP_PROTOCOLS[port.appProtocol]!
+  const name = port.appProtocol ?? port.name ?? ''
+  if (name.toLowerCase().startsWith('grpc-web')) return 'GRPC-Web'
+  const dash = name.indexOf('-')
+  const prefix = (dash >= 0 ? name.slice(0, dash) : name).toLowerCase()
+  const known = Object.hasOwn(PROTOCOLS, prefix) ? PROTOCOLS[prefix] : undefined
+  if (known) return known
+  return WELL_KNOWN_TCP_PORTS.has(port.port) ? 'TCP' : SNIFFED
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function stringMap(value: unknown): Record<string, string> {
+  if (!isRecord(value)) return {}
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v
+  return out
+}
+
+function portItem(raw: Record<string, unknown>): ServicePortItem | undefined {
+  const port = Number(raw.port)
+  if (!Number.isInteger(port)) return undefined
+  const item: ServicePortItem = {port, protocol: typeof raw.protocol === 'string' ? raw.protocol : 'TCP', istioProtocol: SNIFFED}
+  if (typeof raw.name === 'string' && raw.name !== '') item.name = raw.name
+  if (typeof raw.targetPort === 'number' || typeof raw.targetPort === 'string') item.targetPort = raw.targetPort
+  if (typeof raw.appProtocol === 'string') item.appProtocol = raw.appProtocol
+  item.istioProtocol = istioProtocol(item)
+  return item
+}
+
+/**
+ * Services of `namespace`, with their ports resolved as Istio does and the workloads whose pods
+ * their selector matches.
+ */
+export function analyzeServices(
+  objects: KubeObject[],
+  namespace: string,
+  workloads: WorkloadItem[],
+): {services: ServiceItem[]; findings: Finding[]} {
+  const findings: Finding[] = []
+  const services: ServiceItem[] = []
+  for (const obj of objects) {
+    if (obj.kind !== 'Service' || groupOf(obj.apiVersion) !== '' || obj.metadata.namespace !== namespace) continue
+    const spec = isRecord(obj.spec) ? obj.spec : {}
+    const ports = (Array.isArray(spec.ports) ? spec.ports : [])
+      .filter(isRecord)
+      .map(portItem)
+      .filter((p): p is ServicePortItem => p !== undefined)
+    const selector = stringMap(spec.selector)
+    const hasSelector = Object.keys(selector).length > 0
+    const type = typeof spec.type === 'string' ? spec.type : 'ClusterIP'
+    const matched = hasSelector
+      ? [...new Set(workloads.filter((w) => Object.entries(selector).every(([k, v]) => w.podLabels[k] === v)).map((w) => w.ref.name))].sort()
+      : []
+    const item: ServiceItem = {
+      ref: refOf(obj),
+      type,
+      labels: {...(obj.metadata.labels ?? {})},
+      headless: spec.clusterIP === 'None',
+      ports,
+      workloads: matched,
+    }
+    if (hasSelector) item.selector = selector
+    services.push(item)
+    if (hasSelector && matched.length === 0 && type !== 'ExternalName') {
+      findings.push({
+        id: `service-no-workloads/${namespace}/${obj.metadata.name}`,
+        code: 'service-no-workloads',
+        severity: 'info',
+        message: `Service ${namespace}/${obj.metadata.name} selects no workload of the namespace (selector ${Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',')}).`,
+        ref: item.ref,
+      })
+    }
+  }
+  services.sort((a, b) => compareRefs(a.ref, b.ref))
+  return {services, findings}
+}
+
+/** Gateway-controller values of `gateway.istio.io/managed` whose Services users did not write. */
+const MANAGED_GATEWAY_SERVICES = new Set(['istio.io-gateway-controller', 'istio.io-mesh-controller', 'istio.io-eastwest-controller'])
+
+/** The port analyzer's exclusions: system namespaces, the control plane, gateway-managed Services. */
+function skippedByPortAnalyzer(svc: ServiceItem): boolean {
+  const labels = svc.labels ?? {}
+  if (INJECTION_IGNORED_NAMESPACES.includes(svc.ref.namespace ?? '')) return true
+  if (labels.istio !== undefined || labels.release === 'istio') return true
+  return labels['gateway.istio.io/managed'] !== undefined && MANAGED_GATEWAY_SERVICES.has(labels['gateway.istio.io/managed'])
+}
+
+function portLabel(p: ServicePortItem): string {
+  return `${p.name ?? '(unnamed)'} (port: ${p.port}, targetPort: ${p.targetPort ?? p.port})`
+}
+
+/**
+ * Findings about Service ports once the namespace is ambient (DOMAIN §5): ports a waypoint would
+ * have to sniff (IST0118; warnings only when a waypoint is planned), ExternalName port names
+ * (IST0150), headless Services behind a service waypoint (E9), HTTP/2 and gRPC ports that lose
+ * per-request balancing (E27), UDP ports.
+ */
+export function servicePortFindings(
+  services: ServiceItem[],
+  opts: {waypointPlanned: boolean; waypointFor: 'service' | 'workload' | 'all'},
+): Finding[] {
+  const findings: Finding[] = []
+  const podTrafficToo = opts.waypointFor !== 'service'
+  for (const svc of services) {
+    if (skippedByPortAnalyzer(svc)) continue
+    const ns = svc.ref.namespace ?? ''
+    const name = `${ns}/${svc.ref.name}`
+    const ref = svc.ref
+
+    if (svc.type === 'ExternalName') {
+      for (const p of svc.ports) {
+        if (p.istioProtocol !== SNIFFED && p.name !== 'tcp') continue
+        findings.push({
+          id: `IST0150/${name}/${p.port}`,
+          code: 'IST0150',
+          severity: 'warning',
+          message:
+            `Port ${portLabel(p)} of ExternalName Service ${name} is named ${p.name === 'tcp' ? '"tcp"' : 'without a protocol'}: ` +
+            'proxies may not forward TCP traffic for it correctly (istioctl analyze IST0150).',
+          ref,
+          fix: 'Name the port after its protocol (e.g. https, tls-…, http-…) or set appProtocol.',
+        })
+      }
+      continue
+    }
+
+    for (const p of svc.ports) {
+      if (p.istioProtocol === SNIFFED) {
+        const caveat = podTrafficToo
+          ? ' With waypoint-for workload/all the HTTP inspector also stays on for ports whose protocol is declared.'
+          : ''
+        findings.push({
+          id: `IST0118/${name}/${p.port}`,
+          code: 'IST0118',
+          severity: opts.waypointPlanned ? 'warning' : 'info',
+          message: opts.waypointPlanned
+            ? `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: ` +
+              'server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP ' +
+              `routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP (IST0118).${caveat}`
+            : `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol). ztunnel does not sniff, so this ` +
+              'only matters once a waypoint serves the Service (IST0118).',
+          ref,
+          fix: 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.',
+        })
+      } else if (opts.waypointPlanned && podTrafficToo && !HTTP_FAMILY.has(p.istioProtocol) && p.istioProtocol !== 'UDP') {
+        findings.push({
+          id: `waypoint-sniffing/${name}/${p.port}`,
+          code: 'waypoint-sniffing',
+          severity: p.istioProtocol === 'MySQL' ? 'warning' : 'info',
+          message:
+            `Port ${portLabel(p)} of Service ${name} is ${p.istioProtocol}, but a waypoint that also serves workload traffic ` +
+            '(waypoint-for workload/all) keeps the HTTP inspector on every port: a server-first protocol here waits for the detection timeout.',
+          ref,
+          fix: 'Use waypoint-for: service for Services with server-first protocols, or keep them off the waypoint.',
+        })
+      }
+    }
+
+    const udp = svc.ports.filter((p) => p.istioProtocol === 'UDP')
+    if (udp.length > 0) {
+      findings.push({
+        id: `udp/${name}`,
+        code: 'udp-port',
+        severity: 'info',
+        message:
+          `Service ${name} has UDP port(s) ${udp.map((p) => p.port).join(', ')}: neither ztunnel nor waypoints proxy UDP (DNS capture aside), ` +
+          'so this traffic gets no mTLS or policy in ambient — as with sidecars, which did not capture UDP either.',
+        ref,
+      })
+    }
+
+    const http2 = svc.ports.filter((p) => HTTP2_FAMILY.has(p.istioProtocol))
+    if (http2.length > 0) {
+      const ports = http2.map((p) => `${p.port} (${p.istioProtocol})`).join(', ')
+      findings.push({
+        id: `E27/${name}`,
+        code: 'E27',
+        severity: opts.waypointPlanned ? 'info' : 'warning',
+        message: opts.waypointPlanned
+          ? `Service ${name} speaks HTTP/2 on ${ports}: the waypoint balances requests again, but client → waypoint connections are balanced per connection by ztunnel.`
+          : `Service ${name} speaks HTTP/2 on ${ports}: sidecars balanced it per request, ztunnel balances per connection, so long-lived (gRPC) connections stick to one backend.`,
+        ref,
+        fix: opts.waypointPlanned
+          ? 'Watch the waypoint’s load distribution; scale it with the traffic.'
+          : 'Put a waypoint in front of the Service if per-request balancing matters, or make clients reconnect periodically.',
+      })
+    }
+
+    if (svc.headless && opts.waypointPlanned && opts.waypointFor === 'service') {
+      findings.push({
+        id: `E9/headless/${name}`,
+        code: 'E9',
+        severity: 'warning',
+        message:
+          `Service ${name} is headless: clients reach its pods by IP, which a service waypoint never sees, so Service-targeted L7 ` +
+          'policies and routes do not protect that traffic (ztunnel L4 policies still apply).',
+        ref,
+        fix: 'Accept L4-only protection for it, or bind its pods to a waypoint-for workload/all waypoint (mind server-first ports).',
+      })
+    }
+  }
+  return findings
+}
