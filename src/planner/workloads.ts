@@ -219,7 +219,7 @@ function ownerByLabels(pod: KubeObject, index: ObjectIndex, controllers: KubeObj
 interface ProxyPlacement {
   /** istio-proxy in spec.containers (with a real image: `auto` is an injection placeholder). */
   container?: Container
-  /** istio-proxy init container with restartPolicy: Always (native sidecar). */
+  /** istio-proxy init container (native sidecar; see proxyPlacement on restartPolicy). */
   native?: Container
   /** istio-proxy container with `image: auto`: a gateway waiting for injection. */
   placeholder?: Container
@@ -234,8 +234,11 @@ function proxyPlacement(spec: PodSpec): ProxyPlacement {
   }
   for (const c of initContainersOf(spec)) {
     if (c.name !== ISTIO_PROXY) continue
+    // The injector only ever puts istio-proxy into initContainers as a native sidecar
+    // (restartPolicy: Always). Without that field the object was stripped (an API server without
+    // the SidecarContainers gate, an edited export) — the analyzer (IST0103) counts it too.
     if (c.image === 'auto') out.placeholder = c
-    else if (c.restartPolicy === 'Always') out.native = c
+    else out.native = c
   }
   return out
 }

@@ -87,8 +87,10 @@ describe('proxy state detection, in the order of DOMAIN §2.4', () => {
   it('then istio-proxy in containers, then a native init container', () => {
     expect(bare(pod('a', {spec: {containers: [app, proxy]}})).proxy).toBe('sidecar')
     expect(bare(pod('b', {spec: {containers: [app], initContainers: [nativeProxy]}})).proxy).toBe('sidecar-native')
-    // An istio-proxy init container without restartPolicy: Always is no sidecar.
-    expect(bare(pod('c', {spec: {containers: [app], initContainers: [proxy]}})).proxy).toBe('none')
+    // An istio-proxy init container that lost its restartPolicy (stripped export) still is the injected native sidecar.
+    expect(bare(pod('c', {spec: {containers: [app], initContainers: [proxy]}})).proxy).toBe('sidecar-native')
+    // Another init container is no sidecar.
+    expect(bare(pod('d', {spec: {containers: [app], initContainers: [{name: 'istio-init', image: 'proxyv2'}]}})).proxy).toBe('none')
   })
 
   it('then ambient.istio.io/redirection: enabled; pending is not yet ambient and says so', () => {
