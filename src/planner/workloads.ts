@@ -148,7 +148,9 @@ interface Owner {
 function resolveOwner(obj: KubeObject, namespace: string, index: ObjectIndex, depth = 0): Owner {
   const owner = controllerOwner(obj)
   const self: Owner = {ref: refOf(obj), object: obj, templateSource: obj}
-  if (!owner || depth > 5) return self
+  // Mirror pods of static pods are "owned" by their Node: the kubelet runs them from a file, so for
+  // the migration they are bare pods.
+  if (!owner || owner.kind === 'Node' || depth > 5) return self
   const ownerObj = index.getRef(owner)
   if (ownerObj) {
     const top = resolveOwner(ownerObj, namespace, index, depth + 1)
@@ -681,8 +683,8 @@ class Context {
       const why =
         injectValue === 'false'
           ? `has ${SIDECAR_INJECT}=false and no ${DATAPLANE_MODE_LABEL}=none`
-          : predicted
-            ? 'gets no sidecar'
+          : prediction
+            ? `gets no sidecar (${prediction.reason})`
             : 'runs without a sidecar'
       say({
         id: `E5/${ref.kind}/${ref.name}`,

@@ -184,6 +184,12 @@ describe('ownership and aggregation', () => {
     expect(r.findings.find((f) => f.code === 'owner-inferred')!.message).toMatch(/no ownerReferences/)
   })
 
+  it('treats mirror pods (owned by a Node) as bare pods', () => {
+    const r = run([sidecarPod('static-web-node1', {owners: [{apiVersion: 'v1', kind: 'Node', name: 'node1', controller: true}]})])
+    expect(r.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['Pod/static-web-node1'])
+    expect(r.workloads[0]!.traits).toContain('bare-pod')
+  })
+
   it('ignores terminated pods and objects of other namespaces', () => {
     const r = run([
       controller('Job', 'done'),
@@ -262,7 +268,7 @@ describe('prediction from the pod template and the namespace labels', () => {
 
   it('plain workloads in an unlabelled namespace are captured at once too (E5)', () => {
     const r = run([controller('Deployment', 'plain')])
-    expect(r.findings.find((f) => f.id === 'E5/Deployment/plain')!.message).toMatch(/gets no sidecar/)
+    expect(r.findings.find((f) => f.id === 'E5/Deployment/plain')!.message).toMatch(/gets no sidecar \(no injection webhook matches/)
   })
 
   it('pod-level opt-in (E4) by label only', () => {
