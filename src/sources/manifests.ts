@@ -107,7 +107,16 @@ export async function loadManifestFiles(
 
   const perFile: {file: string; objects: KubeObject[]}[] = []
   for (const file of files) {
-    const text = await readFile(file, 'utf8')
+    let text: string
+    try {
+      text = await readFile(file, 'utf8')
+    } catch (error) {
+      throw new ManifestError(`${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, {
+        file,
+        cause: error,
+        suggestion: 'Check the file permissions, or remove the file from --manifests.',
+      })
+    }
     const parsed = parseManifestText(text, file)
     findings.push(...parsed.findings)
     perFile.push({file, objects: parsed.objects})
@@ -277,7 +286,20 @@ export function parseManifestText(text: string, file: string): {objects: KubeObj
 
   const objects: KubeObject[] = []
   documents.forEach((doc, index) => {
-    const value: unknown = doc.toJS()
+    let value: unknown
+    try {
+      value = doc.toJS()
+    } catch (error) {
+      // e.g. "Excessive alias count": a YAML bomb or a runaway anchor.
+      const pos = lineCounter.linePos(doc.range[0])
+      throw new ManifestError(`${file}:${pos.line}:${pos.col}: ${(error as Error).message}`, {
+        file,
+        line: pos.line,
+        column: pos.col,
+        cause: error,
+        suggestion: `Fix document ${index + 1} of ${file}, or remove the file from --manifests.`,
+      })
+    }
     if (value === null || value === undefined) return // empty document, e.g. a trailing `---` or only comments
     // The line of the document's content, not of its `---` marker.
     const line = lineCounter.linePos(doc.contents?.range[0] ?? doc.range[0]).line

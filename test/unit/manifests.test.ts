@@ -379,3 +379,11 @@ metadata: {name: other, namespace: elsewhere}
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
+
+describe('parseManifestText limits', () => {
+  it('refuses alias bombs with file:line:col instead of expanding them', () => {
+    const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for (let i = 1; i < 12; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)}]`)
+    expect(() => parseManifestText(lines.join('\n'), 'bomb.yaml')).toThrow(/^bomb\.yaml:1:1: .*alias/i)
+  })
+})
