@@ -183,6 +183,8 @@ export interface Inventory {
   rootNamespace: string
   namespaceState: NamespaceState
   waypointRequired: boolean
+  /** E3: the injector injects namespaces without labels (auto webhook / enableNamespacesByDefault). */
+  injectionByDefault?: boolean
   objects: InventoryItem[]
   workloads: WorkloadItem[]
   services: ServiceItem[]

@@ -1,0 +1,15 @@
+// Flags shared by several commands (kept apart from base.ts so each command imports only what it uses).
+import {Flags} from '@oclif/core'
+
+import {WAYPOINT_FOR_VALUES} from '../planner/waypoint.js'
+
+export const waypointForFlag = Flags.option({
+  description: 'Traffic the waypoint handles (istio.io/waypoint-for): service (Service VIPs), workload (pod IPs, e.g. headless/StatefulSet peers) or all.',
+  options: WAYPOINT_FOR_VALUES,
+  default: 'service' as const,
+})()
+
+export const waypointNameFlag = Flags.string({
+  description: 'Name of the waypoint Gateway (also its Deployment, Service and ServiceAccount). "none" is reserved.',
+  default: 'waypoint',
+})

@@ -1,0 +1,36 @@
+import {Args} from '@oclif/core'
+
+import {buildInventory} from '../planner/inventory.js'
+import type {Inventory} from '../planner/model.js'
+import {openSource} from '../sources/open.js'
+import {stdoutPainter} from '../ui/color.js'
+import {renderInventory} from '../ui/inventory-view.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
+import {waypointForFlag} from '../cli/flags.js'
+
+export default class InventoryCommand extends BaseCommand {
+  static override summary = 'List every object that affects a namespace\'s data plane, with its L4/L7 verdict and why.'
+  static override description = `Reads the namespace's Istio and Gateway API objects (and the root namespace's and other namespaces' config that applies to it), its workloads and Services, and classifies each object: L4 (ztunnel enforces it as is), L7 (needs a waypoint), inert, unaffected or blocker, with field-level reasons.
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = [
+    '<%= config.bin %> inventory bookinfo --manifests examples/bookinfo',
+    '<%= config.bin %> inventory bookinfo --context prod -o json',
+  ]
+
+  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
+  static override flags = {...sourceFlags, output: outputFlag, 'waypoint-for': waypointForFlag}
+
+  async run(): Promise<Inventory | undefined> {
+    const {args, flags} = await this.parse(InventoryCommand)
+    const source = await openSource(flags)
+    const snapshot = await source.snapshot(args.namespace, {rootNamespace: flags['root-namespace']})
+    const inventory = buildInventory(snapshot, {
+      waypointFor: flags['waypoint-for'],
+      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+    })
+    return this.emit(inventory, flags.output, () => renderInventory(inventory, stdoutPainter()))
+  }
+}

@@ -1,0 +1,96 @@
+import {mkdir} from 'node:fs/promises'
+import path from 'node:path'
+
+import {Args, Flags} from '@oclif/core'
+
+import {UserError} from '../errors.js'
+import {defaultPlanPath, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
+import {buildInventory} from '../planner/inventory.js'
+import {buildPlan} from '../planner/plan-builder.js'
+import type {MigrationPlan} from '../planner/plan-types.js'
+import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
+import {waypointNameProblem} from '../planner/waypoint.js'
+import {openSource} from '../sources/open.js'
+import {stdoutPainter} from '../ui/color.js'
+import {renderPlan} from '../ui/plan-view.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
+import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+
+export default class PlanCommand extends BaseCommand {
+  static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml.'
+  static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (preflight, create-waypoint, wait-waypoint, create-policies, bind-waypoint, enable-ambient, remove-sidecar-injection, restart-workloads, delete-sidecar-policies, verify-dataplane — only those the namespace needs), each with the objects it writes, its verification and its undo.
+
+The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1.
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = [
+    '<%= config.bin %> plan bookinfo --manifests examples/bookinfo',
+    '<%= config.bin %> plan bookinfo --context prod --waypoint-name bookinfo-waypoint',
+    '<%= config.bin %> plan bookinfo --detailed-exitcode   # 0: nothing to migrate, 10: plan has steps',
+  ]
+
+  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
+  static override flags = {
+    ...sourceFlags,
+    output: outputFlag,
+    out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
+    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps.', default: false}),
+    'waypoint-name': waypointNameFlag,
+    'waypoint-for': waypointForFlag,
+    'detailed-exitcode': Flags.boolean({description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.', default: false}),
+  }
+
+  async run(): Promise<MigrationPlan | undefined> {
+    const {args, flags} = await this.parse(PlanCommand)
+    const namespace = args.namespace
+    const problem = waypointNameProblem(flags['waypoint-name'])
+    if (problem) throw new UserError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`, {exitCode: 2})
+
+    const out = flags.out ?? defaultPlanPath(namespace)
+    const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
+    if (previousText !== undefined && !flags.force) {
+      const previous = checkPlanText(previousText).plan
+      if (previous && hasStarted(previous)) {
+        throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
+          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out}\`; --force overwrites it (its progress record is lost).`,
+        })
+      }
+    }
+
+    const source = await openSource(flags)
+    const snapshot = await source.snapshot(namespace, {rootNamespace: flags['root-namespace']})
+    const inventory = buildInventory(snapshot, {
+      waypointFor: flags['waypoint-for'],
+      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+    })
+    const plan = buildPlan({
+      inventory,
+      snapshot,
+      options: {rootNamespace: flags['root-namespace'], waypointName: flags['waypoint-name'], waypointFor: flags['waypoint-for']},
+      generator: `mesh-migrate/${this.config.version}`,
+    })
+    const text = renderPlanFile(plan)
+
+    if (out === '-') {
+      if (!this.jsonEnabled() && flags.output === 'table') process.stdout.write(text)
+    } else if (previousText === text) {
+      this.note(`${out} is up to date (unchanged).`)
+    } else {
+      await mkdir(path.dirname(out), {recursive: true})
+      await writeFileAtomic(out, text)
+      this.note(`Wrote ${out}.`)
+    }
+
+    const blockers = plan.spec.summary.blockers
+    if (blockers > 0) {
+      process.exitCode = 1
+      this.note(`The plan has ${blockers} blocker(s); it cannot be applied until they are resolved (mesh-migrate show ${out === '-' ? namespace : out}).`)
+    } else if (flags['detailed-exitcode']) {
+      process.exitCode = plan.spec.steps.length > 0 ? 10 : 0
+    }
+    if (out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
+    return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
+  }
+}

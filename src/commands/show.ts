@@ -1,0 +1,41 @@
+import {Args, Flags} from '@oclif/core'
+
+import {InvalidPlanError} from '../errors.js'
+import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import type {MigrationPlan} from '../planner/plan-types.js'
+import {checkPlanText} from '../planner/planfile.js'
+import {stdoutPainter} from '../ui/color.js'
+import {renderPlan, renderPlanMarkdown} from '../ui/plan-view.js'
+import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
+
+export default class ShowCommand extends BaseCommand {
+  static override summary = 'Render a plan for people: steps with their state, blockers and findings.'
+  static override description = `PLAN is a plan file, or a namespace name meaning plans/<namespace>.yaml. -o markdown gives a pull-request comment body.
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = [
+    '<%= config.bin %> show plans/bookinfo.yaml',
+    '<%= config.bin %> show bookinfo -o markdown > comment.md',
+  ]
+
+  static override args = {plan: Args.string({description: 'Plan file, or namespace name.', required: true})}
+  static override flags = {
+    output: Flags.option({char: 'o', description: 'Output format.', options: ['table', 'markdown', 'json', 'yaml'] as const, default: 'table' as const})(),
+  }
+
+  async run(): Promise<MigrationPlan | undefined> {
+    const {args, flags} = await this.parse(ShowCommand)
+    const file = await resolvePlanArg(args.plan)
+    const checked = checkPlanText(await readTextFile(file, 'plan file'))
+    if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
+    const plan = checked.plan
+    if (flags.output === 'markdown' && !this.jsonEnabled()) {
+      process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
+      return undefined
+    }
+    const format = flags.output === 'markdown' ? 'table' : flags.output
+    return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
+  }
+}

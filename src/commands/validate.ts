@@ -1,0 +1,57 @@
+import {Args} from '@oclif/core'
+
+import {UserError} from '../errors.js'
+import {readTextFile} from '../executor/plan-store.js'
+import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
+import {stderrPainter, stdoutPainter} from '../ui/color.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
+
+interface FileResult {
+  file: string
+  valid: boolean
+  problems: PlanProblem[]
+}
+
+export default class ValidateCommand extends BaseCommand {
+  static override summary = 'Check plan files without touching a cluster: schema, digest and safety (the pull-request gate).'
+  static override description = `A plan from a pull request is input, not code. validate rejects unknown fields and actions, writes outside the plan's namespace, cluster-scoped objects, kinds a step may not write, waypoints that are not class istio-waypoint, Secrets, and a spec edited after the first apply. Every problem of every file is listed; the exit code is 4 when any file is invalid.
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = ['<%= config.bin %> validate plans/*.yaml', '<%= config.bin %> validate plans/bookinfo.yaml -o json']
+
+  static override strict = false
+  static override args = {plans: Args.string({description: 'Plan files to check.', required: true})}
+  static override flags = {output: outputFlag}
+
+  async run(): Promise<FileResult[] | undefined> {
+    const {argv, flags} = await this.parse(ValidateCommand)
+    const results: FileResult[] = []
+    for (const file of argv as string[]) {
+      let problems: PlanProblem[]
+      try {
+        problems = checkPlanText(await readTextFile(file, 'plan file')).problems
+      } catch (error) {
+        if (!(error instanceof UserError)) throw error
+        problems = [{path: '', message: error.message}]
+      }
+      results.push({file, valid: problems.length === 0, problems})
+    }
+    const invalid = results.filter((r) => !r.valid)
+    if (invalid.length > 0) {
+      process.exitCode = 4
+      const p = stderrPainter()
+      for (const r of invalid) {
+        for (const problem of r.problems) {
+          const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
+          process.stderr.write(`${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`)
+        }
+      }
+    }
+    return this.emit(results, flags.output, () => {
+      const painter = stdoutPainter()
+      return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', `invalid (${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})`)}`).join('\n')
+    })
+  }
+}

@@ -1,0 +1,77 @@
+// Plan files on disk. Every write is atomic (temp file in the same directory, fsync, rename, fsync
+// of the directory), so a crash or Ctrl+C at any moment leaves either the old or the new plan,
+// never a half-written one (SPEC §7 "Crash safety").
+import {randomBytes} from 'node:crypto'
+import {open, readdir, readFile, rename, rm} from 'node:fs/promises'
+import path from 'node:path'
+
+import {UserError} from '../errors.js'
+
+export async function writeFileAtomic(file: string, text: string): Promise<void> {
+  const dir = path.dirname(file)
+  const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`)
+  const handle = await open(tmp, 'w', 0o644)
+  try {
+    await handle.writeFile(text, 'utf8')
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  try {
+    await rename(tmp, file)
+  } catch (error) {
+    await rm(tmp, {force: true})
+    throw error
+  }
+  // The rename is durable only once the directory entry is on disk.
+  const dirHandle = await open(dir, 'r').catch(() => undefined)
+  if (dirHandle) {
+    await dirHandle.sync().catch(() => undefined)
+    await dirHandle.close()
+  }
+}
+
+export async function readTextFile(file: string, what = 'file'): Promise<string> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') throw new UserError(`${what} ${file} does not exist`, {suggestion: 'Check the path, or create the plan with `mesh-migrate plan NAMESPACE`.'})
+    if (code === 'EISDIR') throw new UserError(`${file} is a directory, not a ${what}`)
+    if (code === 'EACCES') throw new UserError(`cannot read ${file}: permission denied`)
+    throw error
+  }
+}
+
+export const PLANS_DIR = 'plans'
+
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+
+/** plans/<namespace>.yaml */
+export function defaultPlanPath(namespace: string, plansDir = PLANS_DIR): string {
+  return path.join(plansDir, `${namespace}.yaml`)
+}
+
+/** The plan files directly under plans/ (plans/examples/ and other sub-folders are not live plans). */
+export async function listPlanFiles(plansDir = PLANS_DIR): Promise<string[]> {
+  const entries = await readdir(plansDir, {withFileTypes: true}).catch(() => [])
+  return entries
+    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name) && !e.name.startsWith('.'))
+    .map((e) => path.join(plansDir, e.name))
+    .sort()
+}
+
+/**
+ * SPEC §2: PLAN is a path, or a namespace name meaning plans/<namespace>.yaml. Existing paths win,
+ * so a file called like a namespace in the working directory is still found.
+ */
+export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise<string> {
+  const exists = async (p: string) => (await open(p, 'r').then((h) => h.close().then(() => true)).catch(() => false))
+  if (await exists(arg)) return arg
+  if (NAMESPACE_NAME.test(arg)) {
+    const candidate = defaultPlanPath(arg, plansDir)
+    if (await exists(candidate)) return candidate
+    throw new UserError(`no plan for namespace "${arg}": ${candidate} does not exist`, {suggestion: `Create it with \`mesh-migrate plan ${arg}\`, or pass the path of a plan file.`})
+  }
+  throw new UserError(`plan file ${arg} does not exist`, {suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.'})
+}

@@ -1,0 +1,106 @@
+// Assembles the inventory of one namespace from a source snapshot (SPEC §4). Pure.
+import {classifyObjects} from './classify/index.js'
+import type {ClassifyContext} from './context.js'
+import type {Finding, Inventory, InventoryItem, SourceSnapshot} from './model.js'
+import {analyzeInjectionWebhooks, analyzeNamespace} from './namespace.js'
+import {compareRefs, formatRef} from './refs.js'
+import {analyzeServices, servicePortFindings} from './services.js'
+import type {WaypointFor} from './waypoint.js'
+import {analyzeWorkloads} from './workloads.js'
+
+export interface InventoryOptions {
+  /** Istio minor version ("1.28") when known. */
+  istioVersion?: string
+  waypointFor: WaypointFor
+}
+
+/**
+ * Whether the namespace needs a waypoint of its own: some object of this namespace carries L7
+ * behaviour that only a waypoint in front of its Services can enforce once sidecars are gone
+ * (DOMAIN §8 "Waypoint need per Service"). Client-side config of other namespaces needs *their*
+ * waypoints, and root-namespace L7 policies are blockers, so neither counts here.
+ */
+export function needsWaypoint(namespace: string, items: InventoryItem[]): boolean {
+  return items.some((i) => i.ref.namespace === namespace && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify'))
+}
+
+const SEVERITY_ORDER = {blocker: 0, error: 1, warning: 2, info: 3} as const
+
+/** Findings sorted (severity, then id) and de-duplicated by id. */
+export function normalizeFindings(findings: Finding[]): Finding[] {
+  const byId = new Map<string, Finding>()
+  for (const f of findings) if (!byId.has(f.id)) byId.set(f.id, f)
+  return [...byId.values()].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+/** Every blocker verdict must surface as a blocker finding, even if its classifier said nothing more. */
+function blockerFindings(items: InventoryItem[], findings: Finding[]): Finding[] {
+  const covered = new Set(findings.filter((f) => f.severity === 'blocker' && f.ref).map((f) => `${f.ref!.kind}/${f.ref!.namespace}/${f.ref!.name}`))
+  return items
+    .filter((i) => (i.verdict === 'blocker' || i.action === 'blocker') && !covered.has(`${i.ref.kind}/${i.ref.namespace}/${i.ref.name}`))
+    .map((i) => ({
+      id: `blocker/${i.ref.kind}/${i.ref.namespace ?? ''}/${i.ref.name}`,
+      code: 'BlockerObject',
+      severity: 'blocker' as const,
+      ref: i.ref,
+      message: `${formatRef(i.ref)} blocks the migration: ${i.reasons[0] ?? 'see its reasons'}`,
+      fix: 'Resolve it by hand (see the reasons in the inventory), then re-run plan.',
+    }))
+}
+
+export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptions): Inventory {
+  const namespace = snapshot.namespace
+  const namespaceObject = snapshot.objects.find((o) => o.kind === 'Namespace' && o.apiVersion === 'v1' && o.metadata.name === namespace)
+  const injection = analyzeInjectionWebhooks(snapshot.objects)
+  const nsAnalysis = analyzeNamespace(namespace, namespaceObject, {webhooks: injection.webhooks})
+  const workloadAnalysis = analyzeWorkloads(snapshot.objects, nsAnalysis.state, {webhooks: injection.webhooks})
+  const serviceAnalysis = analyzeServices(snapshot.objects, namespace, workloadAnalysis.workloads)
+
+  const base: ClassifyContext = {
+    namespace,
+    rootNamespace: snapshot.rootNamespace,
+    namespaceState: nsAnalysis.state,
+    workloads: workloadAnalysis.workloads,
+    services: serviceAnalysis.services,
+    objects: snapshot.objects,
+    ...((options.istioVersion ?? snapshot.istioVersion) ? {istioVersion: options.istioVersion ?? snapshot.istioVersion} : {}),
+    waypointPlanned: false,
+  }
+  let classified = classifyObjects(base)
+  const waypointRequired = needsWaypoint(namespace, classified.items)
+  if (waypointRequired) classified = classifyObjects({...base, waypointPlanned: true})
+
+  const missingKindFindings: Finding[] = snapshot.missingKinds.map((m) => ({
+    id: `missing-kind/${m.apiVersion}/${m.kind}`,
+    code: 'MissingKind',
+    severity: 'warning',
+    message: m.reason === 'forbidden'
+      ? `${m.kind} (${m.apiVersion}) could not be listed: permission denied. Objects of this kind are not in the inventory.`
+      : `${m.kind} (${m.apiVersion}) is not served by this cluster (CRD not installed). Objects of this kind cannot exist and are not in the inventory.`,
+    fix: m.reason === 'forbidden' ? `Grant list on ${m.kind} to the identity running mesh-migrate.` : 'Install the CRD if you expected such objects.',
+  }))
+
+  const findings = [
+    ...snapshot.findings,
+    ...missingKindFindings,
+    ...injection.findings,
+    ...nsAnalysis.findings,
+    ...workloadAnalysis.findings,
+    ...serviceAnalysis.findings,
+    ...servicePortFindings(serviceAnalysis.services, {waypointPlanned: waypointRequired, waypointFor: options.waypointFor}),
+    ...classified.findings,
+  ]
+  findings.push(...blockerFindings(classified.items, findings))
+
+  return {
+    namespace,
+    rootNamespace: snapshot.rootNamespace,
+    namespaceState: nsAnalysis.state,
+    waypointRequired,
+    injectionByDefault: injection.webhooks.enabledByDefault,
+    objects: [...classified.items].sort((a, b) => compareRefs(a.ref, b.ref)),
+    workloads: [...workloadAnalysis.workloads].sort((a, b) => compareRefs(a.ref, b.ref)),
+    services: [...serviceAnalysis.services].sort((a, b) => compareRefs(a.ref, b.ref)),
+    findings: normalizeFindings(findings),
+  }
+}

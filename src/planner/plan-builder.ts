@@ -1,0 +1,328 @@
+// Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3).
+import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
+import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from './model.js'
+import {
+  type MigrationPlan,
+  type Operation,
+  PLAN_API_VERSION,
+  PLAN_KIND,
+  type PlanOptions,
+  type PlanStep,
+  type Precondition,
+} from './plan-types.js'
+import {compareRefs, formatRef, refKey, refOf} from './refs.js'
+import {markManaged, planRetargeting} from './retarget.js'
+import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, waypointRevision} from './waypoint.js'
+
+export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
+export const INJECTION_LABEL = 'istio-injection'
+export const REVISION_LABEL = 'istio.io/rev'
+
+/** The preflight checks a plan asks for (implemented against the cluster by `preflight`). */
+export const PREFLIGHT_CHECKS = [
+  'istio-version',
+  'ambient-enabled',
+  'ztunnel-ready',
+  'istio-cni-ready',
+  'gateway-api-crds',
+  'waypoint-gatewayclass',
+  'sidecars-hbone',
+  'blockers',
+  'network-policies',
+  'rbac',
+] as const
+
+export interface BuildPlanInput {
+  inventory: Inventory
+  snapshot: SourceSnapshot
+  options: PlanOptions
+  /** "mesh-migrate/<version>" */
+  generator: string
+}
+
+const namespaceRef = (name: string): ObjectRef => ({apiVersion: 'v1', kind: 'Namespace', name})
+
+// Restart these controllers to drop sidecars; the others are listed for a person (E4, E6, E7, E8, E9, E10).
+const RESTARTABLE_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet'])
+
+function hasSidecar(w: WorkloadItem): boolean {
+  return w.proxy === 'sidecar' || w.proxy === 'sidecar-native' || (w.pods?.sidecar ?? 0) > 0
+}
+
+interface RestartDecision {
+  restart: WorkloadItem[]
+  manual: {ref: ObjectRef; reason: string}[]
+  /** Workloads that end up ambient once the plan is done: what verify-dataplane checks. */
+  expectAmbient: WorkloadItem[]
+}
+
+function decideRestarts(workloads: WorkloadItem[]): RestartDecision {
+  const restart: WorkloadItem[] = []
+  const manual: {ref: ObjectRef; reason: string}[] = []
+  const expectAmbient: WorkloadItem[] = []
+  for (const w of workloads) {
+    const t = new Set(w.traits)
+    // Never touched: their pods are not meant to become ambient app pods.
+    if (t.has('waypoint') || t.has('host-network') || t.has('dataplane-none') || t.has('injected-gateway') || t.has('kube-gateway')) continue
+    if (!hasSidecar(w)) {
+      if (w.proxy !== 'none' || t.has('inject-opt-out')) expectAmbient.push(w)
+      continue
+    }
+    if (t.has('pod-opt-in') || t.has('manual-injection')) {
+      manual.push({ref: w.ref, reason: t.has('manual-injection')
+        ? 'the pod template itself contains the sidecar (istioctl kube-inject): remove the injected containers, volumes and annotations from the template'
+        : 'the pod template opts in to injection (sidecar.istio.io/inject=true or istio.io/rev): remove that label from the template, then restart it'})
+      continue
+    }
+    if (t.has('job') || t.has('bare-pod')) {
+      manual.push({ref: w.ref, reason: t.has('job')
+        ? 'Jobs cannot be restarted: running pods keep their sidecar until they complete; the next run starts without one'
+        : 'a bare Pod has no controller to restart it: delete and re-create it from its source'})
+      continue
+    }
+    if (t.has('on-delete') || t.has('partitioned')) {
+      manual.push({ref: w.ref, reason: t.has('on-delete')
+        ? 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time'
+        : 'RollingUpdate partition > 0: pods below the partition keep their sidecar; lower the partition or delete them'})
+      continue
+    }
+    if (RESTARTABLE_KINDS.has(w.ref.kind)) {
+      restart.push(w)
+      expectAmbient.push(w)
+    } else {
+      manual.push({ref: w.ref, reason: `${w.ref.kind} has no rollout restart: recreate its pods`})
+    }
+  }
+  return {restart, manual, expectAmbient}
+}
+
+function labelPrecondition(labels: Record<string, string>, keys: string[]): Precondition {
+  return {check: 'namespace-labels', labels: Object.fromEntries(keys.map((k) => [k, labels[k] ?? null]))}
+}
+
+/** sha256 over what the plan was computed from (SPEC §5 spec.observed.fingerprint). */
+export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnapshot): string {
+  const relevant = new Set([...inventory.objects.map((o) => refKey(o.ref)), ...inventory.workloads.map((w) => refKey(w.ref)), ...inventory.services.map((s) => refKey(s.ref))])
+  const inputs = snapshot.objects
+    .filter((o) => relevant.has(refKey(refOf(o))))
+    .map((o) => [refKey(refOf(o)), objectFingerprint(o)])
+    .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0))
+  const pods = inventory.workloads.map((w) => [refKey(w.ref), w.proxy, w.pods ?? null])
+  return digestOf({namespaceLabels: inventory.namespaceState.labels, inputs, pods})
+}
+
+export function buildPlan(input: BuildPlanInput): MigrationPlan {
+  const {inventory, snapshot, options} = input
+  const ns = inventory.namespace
+  const nsState = inventory.namespaceState
+  const labels = nsState.labels
+  const steps: PlanStep[] = []
+  const findings: Finding[] = [...inventory.findings]
+  const nsRef = namespaceRef(ns)
+  // E3: with enableNamespacesByDefault an unlabelled namespace is still injected, so removing the label
+  // is not enough; istio-injection=disabled matches no webhook. Not when the namespace runs injected
+  // gateways (E7): they need injection to get their proxy, so a person must decide.
+  const injectionByDefault = inventory.injectionByDefault === true && !inventory.workloads.some((w) => w.traits.includes('injected-gateway'))
+
+  const sidecarWorkloads = inventory.workloads.filter(hasSidecar)
+  const migrating = nsState.mode === 'sidecar' || nsState.mode === 'both' || sidecarWorkloads.length > 0
+  const waypointRequired = inventory.waypointRequired && migrating
+
+  // Waypoint: reuse a waypoint of that name if the namespace already has one.
+  const existing = snapshot.objects.find((o) => o.metadata.namespace === ns && o.kind === 'Gateway' && o.metadata.name === options.waypointName)
+  const waypoints: KubeObject[] = []
+  let waypointRef: ObjectRef | undefined
+  if (waypointRequired) {
+    if (existing && !isWaypointGateway(existing)) {
+      findings.push({
+        id: `waypoint-name-taken/${ns}/${options.waypointName}`,
+        code: 'WaypointNameTaken',
+        severity: 'blocker',
+        ref: refOf(existing),
+        message: `Gateway ${ns}/${options.waypointName} exists and is not a waypoint (class ${existing.spec?.gatewayClassName}).`,
+        fix: 'Choose another name with --waypoint-name.',
+      })
+    }
+    const waypoint = markManaged(
+      buildWaypoint({name: options.waypointName, namespace: ns, waypointFor: options.waypointFor, revision: waypointRevision(nsState)}),
+      ns,
+    )
+    waypoints.push(waypoint)
+    waypointRef = refOf(waypoint)
+  }
+
+  const retargeting = waypointRequired
+    ? planRetargeting({namespace: ns, planName: ns, waypointName: options.waypointName, items: inventory.objects, objects: snapshot.objects})
+    : {retargeted: [], findings: []}
+  findings.push(...retargeting.findings)
+
+  const restarts = decideRestarts(inventory.workloads)
+
+  if (migrating) {
+    steps.push({
+      id: 'preflight',
+      action: 'preflight',
+      description: 'Read-only checks that ambient is installed and ready and that this plan may run: Istio version, ztunnel and istio-cni on every node, Gateway API CRDs and the istio-waypoint GatewayClass, HBONE-capable sidecars, blockers, NetworkPolicies admitting 15008, and RBAC for every write below.',
+      preconditions: [labelPrecondition(labels, [INJECTION_LABEL, REVISION_LABEL, DATAPLANE_MODE_LABEL, USE_WAYPOINT_LABEL])],
+      operations: [],
+      verify: [{check: 'preflight', checks: [...PREFLIGHT_CHECKS]}],
+      undo: {description: 'Nothing to undo: read-only.', operations: []},
+    })
+  }
+
+  if (waypointRequired && waypointRef) {
+    const waypoint = waypoints[0]!
+    if (!existing || !isWaypointGateway(existing)) {
+      steps.push({
+        id: 'create-waypoint',
+        action: 'create-waypoint',
+        description: `Create waypoint ${formatRef(waypointRef)} (class istio-waypoint, istio.io/waypoint-for=${options.waypointFor}${waypoint.metadata.labels?.['istio.io/rev'] ? `, istio.io/rev=${waypoint.metadata.labels['istio.io/rev']} so the namespace's revision keeps owning it after the injection label is removed` : ''}). Nothing is bound to it yet, so no traffic changes.`,
+        preconditions: [{check: 'object-absent-or-ours', ref: waypointRef}],
+        operations: [{op: 'apply', object: waypoint}],
+        verify: [{check: 'objects-present', refs: [waypointRef]}],
+        undo: {description: `Delete ${formatRef(waypointRef)} (only if it still carries this plan's annotation).`, operations: [{op: 'delete', ref: waypointRef, object: waypoint}]},
+      })
+    }
+    steps.push({
+      id: 'wait-waypoint',
+      action: 'wait-waypoint',
+      description: `Wait until ${formatRef(waypointRef)} is Programmed, has status.addresses and its Deployment has an available replica. A bound waypoint that is not ready is bypassed silently, so nothing is bound before this passes.`,
+      preconditions: [],
+      operations: [],
+      verify: [{check: 'waypoint-ready', ref: waypointRef}],
+      undo: {description: 'Nothing to undo: read-only.', operations: []},
+    })
+    if (retargeting.retargeted.length > 0) {
+      const copies = retargeting.retargeted.map((r) => r.copy)
+      steps.push({
+        id: 'create-policies',
+        action: 'create-policies',
+        description: `Create targetRefs copies of ${copies.length} selector-based L7 polic${copies.length === 1 ? 'y' : 'ies'} for the waypoint: ${retargeting.retargeted.map((r) => `${r.original.kind} ${r.original.metadata.name} → ${r.copy.metadata.name}`).join(', ')}. Sidecars and ztunnel ignore targetRefs, so nothing changes until the namespace is bound and switched.`,
+        preconditions: [
+          ...retargeting.retargeted.map((r): Precondition => ({check: 'object-unchanged', ref: refOf(r.original), fingerprint: objectFingerprint(r.original)})),
+          ...copies.map((c): Precondition => ({check: 'object-absent-or-ours', ref: refOf(c)})),
+        ],
+        operations: copies.map((object): Operation => ({op: 'apply', object})),
+        verify: [{check: 'objects-present', refs: copies.map(refOf)}],
+        undo: {description: 'Delete the copies this plan created.', operations: copies.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+      })
+    }
+    const previous = labels[USE_WAYPOINT_LABEL] ?? null
+    steps.push({
+      id: 'bind-waypoint',
+      action: 'bind-waypoint',
+      description: `Label namespace ${ns} istio.io/use-waypoint=${options.waypointName}: its Services are bound to the waypoint. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+      preconditions: [labelPrecondition(labels, [USE_WAYPOINT_LABEL])],
+      operations: [{op: 'label', ref: nsRef, labels: {[USE_WAYPOINT_LABEL]: options.waypointName}}],
+      verify: [{check: 'namespace-labels', labels: {[USE_WAYPOINT_LABEL]: options.waypointName}}],
+      undo: {description: previous === null ? `Remove istio.io/use-waypoint from namespace ${ns}.` : `Restore istio.io/use-waypoint=${previous}.`, operations: [{op: 'label', ref: nsRef, labels: {[USE_WAYPOINT_LABEL]: previous}}]},
+    })
+  }
+
+  if (migrating && labels[DATAPLANE_MODE_LABEL] !== 'ambient') {
+    const capturedNow = inventory.workloads.filter((w) => !hasSidecar(w) && !w.traits.includes('host-network') && !w.traits.includes('dataplane-none') && !w.traits.includes('waypoint'))
+    const previous = labels[DATAPLANE_MODE_LABEL] ?? null
+    steps.push({
+      id: 'enable-ambient',
+      action: 'enable-ambient',
+      description: `Label namespace ${ns} istio.io/dataplane-mode=ambient. Pods with a sidecar keep it (the sidecar wins) until restarted${capturedNow.length > 0 ? `; pods without one are captured by ztunnel now, without a restart: ${capturedNow.map((w) => formatRef(w.ref)).join(', ')}` : ''}.`,
+      preconditions: [labelPrecondition(labels, [DATAPLANE_MODE_LABEL])],
+      operations: [{op: 'label', ref: nsRef, labels: {[DATAPLANE_MODE_LABEL]: 'ambient'}}],
+      verify: [
+        {check: 'namespace-labels', labels: {[DATAPLANE_MODE_LABEL]: 'ambient'}},
+        {check: 'pods-captured', refs: capturedNow.map((w) => w.ref)},
+      ],
+      undo: {description: previous === null ? `Remove istio.io/dataplane-mode from namespace ${ns} (after sidecars are back, never before).` : `Restore istio.io/dataplane-mode=${previous}.`, operations: [{op: 'label', ref: nsRef, labels: {[DATAPLANE_MODE_LABEL]: previous}}]},
+    })
+  }
+
+  const sidecarLabelKeys = nsState.sidecarLabels.map((l) => l.key)
+  if (migrating && (sidecarLabelKeys.length > 0 || injectionByDefault)) {
+    const change: Record<string, string | null> = {}
+    for (const key of sidecarLabelKeys) change[key] = null
+    // E3: with enableNamespacesByDefault an unlabelled namespace is still injected; only
+    // istio-injection=disabled matches no webhook.
+    if (injectionByDefault) change[INJECTION_LABEL] = 'disabled'
+    const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
+    const what = nsState.sidecarLabels.map((l) => `${l.key}=${l.value}`).join(' and ')
+    steps.push({
+      id: 'remove-sidecar-injection',
+      action: 'remove-sidecar-injection',
+      description: `${injectionByDefault ? `Set istio-injection=disabled on namespace ${ns} (the injector injects unlabelled namespaces by default)` : `Remove ${what} from namespace ${ns}`}: new pods get no sidecar and are captured by ztunnel. Running pods keep their sidecars until the next step restarts them.`,
+      preconditions: [labelPrecondition(labels, Object.keys(change))],
+      operations: [{op: 'label', ref: nsRef, labels: change}],
+      verify: [{check: 'namespace-labels', labels: change}],
+      undo: {description: `Restore ${Object.entries(restore).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')} exactly as before.`, operations: [{op: 'label', ref: nsRef, labels: restore}]},
+    })
+  }
+
+  if (migrating && (restarts.restart.length > 0 || restarts.manual.length > 0)) {
+    const refs = restarts.restart.map((w) => w.ref)
+    steps.push({
+      id: 'restart-workloads',
+      action: 'restart-workloads',
+      description: `Rollout-restart ${refs.length} workload(s) so their pods come back without sidecars and are captured by ztunnel: ${refs.map(formatRef).join(', ') || 'none'}.${restarts.manual.length > 0 ? ` ${restarts.manual.length} workload(s) cannot be restarted by the tool and are listed for you.` : ''} From here until the next step, selector-based L7 policies are degraded at ztunnel for restarted pods.`,
+      preconditions: restarts.restart.map((w): Precondition => {
+        const obj = snapshot.objects.find((o) => refKey(refOf(o)) === refKey(w.ref))
+        return obj ? {check: 'object-unchanged', ref: w.ref, fingerprint: objectFingerprint(obj)} : {check: 'object-absent-or-ours', ref: w.ref}
+      }).filter((p) => p.check === 'object-unchanged'),
+      operations: refs.map((ref): Operation => ({op: 'restart', ref})),
+      ...(restarts.manual.length > 0 ? {manual: restarts.manual} : {}),
+      verify: [
+        {check: 'rollouts-complete', refs},
+        {check: 'pods-without-sidecar', refs},
+      ],
+      undo: {description: 'After the injection label is restored, restart the same workloads again so their pods get sidecars back.', operations: refs.map((ref): Operation => ({op: 'restart', ref}))},
+    })
+  }
+
+  const toDelete = retargeting.retargeted.filter((r) => r.deleteOriginal).map((r) => r.original)
+  if (migrating && toDelete.length > 0) {
+    steps.push({
+      id: 'delete-sidecar-policies',
+      action: 'delete-sidecar-policies',
+      description: `Delete the ${toDelete.length} selector-based polic${toDelete.length === 1 ? 'y' : 'ies'} superseded by the waypoint copies: ${toDelete.map((o) => `${o.kind} ${o.metadata.name}`).join(', ')}. Right after the restart: at ztunnel an L7 ALLOW is deny-all and an L7 DENY a no-op. Each is stored here in full so rollback can re-create it.`,
+      preconditions: toDelete.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
+      operations: toDelete.map((o): Operation => ({op: 'delete', ref: refOf(o), object: cleanObject(o)})),
+      verify: [{check: 'objects-absent', refs: toDelete.map(refOf)}],
+      undo: {description: 'Re-create the deleted policies from the copies stored in this step.', operations: toDelete.map((o): Operation => ({op: 'apply', object: cleanObject(o)}))},
+    })
+  }
+
+  if (migrating) {
+    const refs = restarts.expectAmbient.map((w) => w.ref).sort(compareRefs)
+    steps.push({
+      id: 'verify-dataplane',
+      action: 'verify-dataplane',
+      description: `Check the end state: no pod of the migrated workloads has a sidecar (classic or native), every one is captured by ztunnel (ambient.istio.io/redirection=enabled)${waypointRef ? ', and the namespace\'s Services are bound to the waypoint' : ''}.`,
+      preconditions: [],
+      operations: [],
+      verify: [
+        {check: 'pods-without-sidecar', refs},
+        {check: 'pods-captured', refs},
+        ...(waypointRef ? [{check: 'waypoint-bound' as const, ref: waypointRef, services: inventory.services.filter((s) => !s.headless).map((s) => s.ref.name).sort()}] : []),
+      ],
+      undo: {description: 'Nothing to undo: read-only.', operations: []},
+    })
+  }
+
+  const blockers = findings.filter((f) => f.severity === 'blocker')
+  const plainFindings = findings.filter((f) => f.severity !== 'blocker')
+  return {
+    apiVersion: PLAN_API_VERSION,
+    kind: PLAN_KIND,
+    metadata: {name: ns, namespace: ns, generator: input.generator},
+    spec: {
+      target: snapshot.target,
+      options,
+      observed: {namespaceLabels: {...labels}, fingerprint: inventoryFingerprint(inventory, snapshot)},
+      summary: {from: nsState.mode, to: 'ambient', waypointRequired, blockers: blockers.length, steps: steps.length},
+      blockers,
+      findings: plainFindings,
+      inventory: inventory.objects,
+      workloads: inventory.workloads,
+      waypoints,
+      steps,
+    },
+  }
+}
