@@ -19,6 +19,8 @@ export const sourceFlags = {
   manifests: Flags.string({
     description: 'Read objects from manifest files or directories (recursive; YAML, multi-document, kind: List, JSON) instead of a cluster. Repeatable.',
     multiple: true,
+    // Repeat the flag for several paths, so `plan --manifests dir NAMESPACE` still finds the argument.
+    multipleNonGreedy: true,
     helpGroup: 'SOURCE',
   }),
   kubeconfig: Flags.string({description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).', helpGroup: 'SOURCE'}),

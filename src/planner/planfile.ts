@@ -1,7 +1,7 @@
 // Reading, writing and checking plan files (SPEC §5, §7 "Untrusted plans").
 // Pure: text in, data and problems out. The atomic write lives in the executor's state store.
 import {Ajv, type ErrorObject} from 'ajv'
-import {parseDocument} from 'yaml'
+import {LineCounter, parseDocument} from 'yaml'
 
 import {digestOf, toCanonicalYaml} from './canonical.js'
 import {PLAN_SCHEMA} from './plan-schema.js'
@@ -53,10 +53,11 @@ export function renderPlanFile(plan: MigrationPlan): string {
 
 /** Parse plan text. YAML errors are problems with line numbers, never exceptions. */
 export function parsePlanText(text: string): {data?: unknown; problems: PlanProblem[]} {
-  const doc = parseDocument(text, {prettyErrors: false, uniqueKeys: true})
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, {prettyErrors: false, uniqueKeys: true, lineCounter})
   const problems: PlanProblem[] = []
   for (const err of doc.errors) {
-    const line = err.linePos?.[0]?.line
+    const line = lineCounter.linePos(err.pos[0]).line
     problems.push({path: '', message: `YAML: ${err.message.split('\n')[0]}`, ...(line === undefined ? {} : {line})})
   }
   if (problems.length > 0) return {problems}
