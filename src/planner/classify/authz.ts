@@ -1,0 +1,863 @@
+// AuthorizationPolicy (DOMAIN §3.1, §7 E14-E16/E21/E22, §8).
+//
+// `analyzeAuthorizationPolicy` reproduces istiod's ambient conversion (pilot/pkg/serviceregistry/ambient/
+// authorization.go) and ztunnel's evaluation (src/rbac.rs) so that the consequences of a policy landing on
+// ztunnel are computed clause by clause, not guessed:
+// - a rule becomes a list of clauses ANDed together: one `from` clause (a Match per entry, L4 source fields),
+//   one `to` clause (a Match per entry, ports only), one clause per `when` (keys outside the L4 set give an
+//   empty Match);
+// - ALLOW: a rule with any L7 attribute is discarded ("L7 policies never match for ALLOW");
+// - DENY: L7 pieces are blanked; ztunnel skips empty Matches, so a clause whose Matches are all empty never
+//   matches and its rule never fires;
+// - trustDomains/notTrustDomains are neither converted nor flagged (silently dropped);
+// - ports that are not numbers in 0-65535 are dropped.
+import type {ClassifyContext} from '../context.js'
+import type {Action, Finding, KubeObject, ObjectRef, Verdict, ZtunnelEffect} from '../model.js'
+import type {
+  AuthorizationAction,
+  AuthorizationCondition,
+  AuthorizationOperation,
+  AuthorizationPolicySpec,
+  AuthorizationRule,
+  AuthorizationSource,
+  Labels,
+  PolicyTargetReference,
+} from '../istio-types.js'
+import {formatRef} from '../refs.js'
+import {
+  type Classified,
+  type KindClassifier,
+  SECURITY,
+  analyzeTargetRefs,
+  allServices,
+  finding,
+  hasLabels,
+  isProxyWorkload,
+  isRecord,
+  istioMinor,
+  item,
+  itemRef,
+  list,
+  matchingWorkloads,
+  namespaceOf,
+  parseBool,
+  reason,
+  servicesCovering,
+  targetRefsOf,
+  uniqSorted,
+} from './common.js'
+
+export const DRY_RUN_ANNOTATION = 'istio.io/dry-run'
+
+/** `when` keys ztunnel enforces (l4WhenAttributes in istiod's ambient conversion). */
+export const L4_WHEN_KEYS = ['source.ip', 'source.namespace', 'source.principal', 'destination.ip', 'destination.port'] as const
+
+/** How the policy is attached (DOMAIN §3.0/§3.1). */
+export type AuthzScope =
+  | 'workload' // selector, in the migrated (or another non-root) namespace
+  | 'namespace' // no selector, no targetRefs: every workload of the policy's namespace
+  | 'mesh' // no selector, in the root namespace: every captured pod of the mesh
+  | 'root-selector' // selector in the root namespace: matching pods of every namespace
+  | 'targetRefs' // attached to waypoints; ignored by sidecars and ztunnel
+
+/** Where ztunnel stands on one attribute: enforced, needs a waypoint, or silently dropped. */
+export type AuthzFieldLayer = 'L4' | 'L7' | 'ignored'
+
+export interface AuthzField {
+  /** Exact JSON path; `when` conditions read `spec.rules[i].when[j].key=<key>`. */
+  path: string
+  /** The API field (`principals`, `methods`, ...) or, for conditions, `when:<key>`. */
+  field: string
+  layer: AuthzFieldLayer
+  why: string
+  /** Keyed on the peer's SPIFFE identity (principal, namespace, service account). */
+  identity: boolean
+  /** Keyed on the direct peer's IP address. */
+  peerIp: boolean
+  /** A negative match (`notX`, `notValues` only). */
+  negative: boolean
+  /** ztunnel enforces this field: it is L4 and at least one of its values survives the conversion. */
+  enforced: boolean
+  /** Values ztunnel drops from an L4 field (non-numeric ports). */
+  droppedValues?: string[]
+}
+
+/** What ztunnel keeps of one Match relative to what was written. */
+export type MatchOutcome = 'same' | 'broader' | 'narrower' | 'mixed' | 'empty'
+
+export interface AuthzMatchAnalysis {
+  /** `spec.rules[i].from[j]`, `spec.rules[i].to[j]` or `spec.rules[i].when[j]`. */
+  path: string
+  clause: 'from' | 'to' | 'when'
+  fields: AuthzField[]
+  /** `empty`: nothing ztunnel can enforce is left, so ztunnel skips it (it never matches). */
+  outcome: MatchOutcome
+}
+
+/** What ztunnel makes of one rule. */
+export type RuleOutcome =
+  | 'as-written'
+  | 'dropped' // ALLOW rule with an L7 attribute: discarded
+  | 'never-matches' // a clause lost every Match: the rule can never fire
+  | 'broadened' // some constraints dropped: matches more requests than written
+  | 'narrowed' // some alternatives dropped: matches fewer requests than written
+  | 'mixed' // both
+  | 'not-sent' // the policy never reaches ztunnel
+
+export interface AuthzRuleAnalysis {
+  index: number
+  path: string
+  from: AuthzMatchAnalysis[]
+  to: AuthzMatchAnalysis[]
+  when: AuthzMatchAnalysis[]
+  fields: AuthzField[]
+  hasL7: boolean
+  /** `{}`: no from, no to, no when — matches every request. */
+  matchesEverything: boolean
+  outcome: RuleOutcome
+  /** The rule as ztunnel enforces it (L4 fields only, empty Matches removed); absent when it can never fire. */
+  ztunnelRule?: AuthorizationRule
+}
+
+export interface AuthorizationPolicyAnalysis {
+  ref: ObjectRef
+  action: AuthorizationAction
+  provider?: string
+  scope: AuthzScope
+  selector?: Labels
+  targetRefs: PolicyTargetReference[]
+  dryRun: boolean
+  /** What ztunnel does with a dry-run policy on this Istio version (undefined when not dry-run). */
+  dryRunAtZtunnel?: 'enforced' | 'not-sent' | 'unknown-version'
+  /** Whether istiod sends the policy to ztunnel at all. */
+  sentToZtunnel: boolean
+  /** `spec.rules` is present with at least one rule. */
+  hasRules: boolean
+  rules: AuthzRuleAnalysis[]
+  l4Fields: AuthzField[]
+  l7Fields: AuthzField[]
+  /** Attributes ztunnel silently drops (trustDomains; serviceAccounts before 1.25). */
+  ignoredFields: AuthzField[]
+  /** Some attribute (or the action) can only be enforced by a waypoint. */
+  needsWaypoint: boolean
+  /** The converted policy ztunnel enforces relies on the caller's identity / direct-peer IP. */
+  identityKeyed: boolean
+  peerIpKeyed: boolean
+  /** L4 fields of the converted policy that key on identity or peer IP. */
+  identityFields: AuthzField[]
+  ztunnelEffect: ZtunnelEffect
+  /** The policy as ztunnel evaluates it, in API shape (evaluating it with sidecar semantics gives ztunnel's answers). */
+  ztunnelPolicy?: {action: 'ALLOW' | 'DENY'; rules: AuthorizationRule[]}
+  /** Rules (as written) ztunnel does not enforce as written: what a waypoint copy must carry. */
+  l7Rules: AuthorizationRule[]
+  /** Workloads of the migrated namespace the policy selects (selector/namespace/mesh scope). */
+  workloads: string[]
+  /** Services of the migrated namespace the policy applies to. */
+  services: string[]
+  /** One sentence: what happens to traffic once the selected workloads are ambient. */
+  consequence: string
+}
+
+// --- field table ---------------------------------------------------------------------------------
+
+interface FieldRule {
+  layer: AuthzFieldLayer
+  why: string
+  identity?: boolean
+  peerIp?: boolean
+  /** Values must be ports (non-numeric ones are dropped). */
+  ports?: boolean
+  negative?: boolean
+}
+
+const SOURCE_FIELDS: Record<keyof AuthorizationSource, FieldRule> = {
+  principals: {layer: 'L4', identity: true, why: 'peer identity (SPIFFE principal): L4, enforced by ztunnel'},
+  notPrincipals: {layer: 'L4', identity: true, negative: true, why: 'negative peer identity match: L4, enforced by ztunnel'},
+  namespaces: {layer: 'L4', identity: true, why: "source namespace (from the peer's SPIFFE identity): L4, enforced by ztunnel"},
+  notNamespaces: {layer: 'L4', identity: true, negative: true, why: 'negative source namespace match: L4, enforced by ztunnel'},
+  serviceAccounts: {layer: 'L4', identity: true, why: 'source service account: L4, enforced by ztunnel (Istio >= 1.25)'},
+  notServiceAccounts: {layer: 'L4', identity: true, negative: true, why: 'negative source service account match: L4, enforced by ztunnel (Istio >= 1.25)'},
+  ipBlocks: {layer: 'L4', peerIp: true, why: "IP of the direct peer: L4, enforced by ztunnel (the waypoint's IP once one is in the path)"},
+  notIpBlocks: {layer: 'L4', peerIp: true, negative: true, why: 'negative direct-peer IP match: L4, enforced by ztunnel'},
+  trustDomains: {layer: 'ignored', why: 'silently ignored by ztunnel (neither converted nor reported): the constraint disappears at ztunnel; a waypoint enforces it'},
+  notTrustDomains: {layer: 'ignored', negative: true, why: 'silently ignored by ztunnel (neither converted nor reported): the exclusion disappears at ztunnel; a waypoint enforces it'},
+  requestPrincipals: {layer: 'L7', why: 'JWT request principal: L7, needs a waypoint (with a targetRefs RequestAuthentication)'},
+  notRequestPrincipals: {layer: 'L7', negative: true, why: 'negative JWT request principal match: L7, needs a waypoint (with a targetRefs RequestAuthentication)'},
+  remoteIpBlocks: {layer: 'L7', why: 'original client IP (X-Forwarded-For / PROXY protocol): L7, needs a waypoint'},
+  notRemoteIpBlocks: {layer: 'L7', negative: true, why: 'negative original client IP match: L7, needs a waypoint'},
+}
+
+const OPERATION_FIELDS: Record<keyof AuthorizationOperation, FieldRule> = {
+  ports: {layer: 'L4', ports: true, why: 'destination port: L4, enforced by ztunnel'},
+  notPorts: {layer: 'L4', ports: true, negative: true, why: 'negative destination port match: L4, enforced by ztunnel'},
+  hosts: {layer: 'L7', why: 'HTTP host (authority) match: L7, needs a waypoint'},
+  notHosts: {layer: 'L7', negative: true, why: 'negative HTTP host match: L7, needs a waypoint'},
+  methods: {layer: 'L7', why: 'HTTP method match: L7, needs a waypoint'},
+  notMethods: {layer: 'L7', negative: true, why: 'negative HTTP method match: L7, needs a waypoint'},
+  paths: {layer: 'L7', why: 'HTTP path match: L7, needs a waypoint'},
+  notPaths: {layer: 'L7', negative: true, why: 'negative HTTP path match: L7, needs a waypoint'},
+}
+
+const L4_WHEN: Record<(typeof L4_WHEN_KEYS)[number], FieldRule> = {
+  'source.ip': {layer: 'L4', peerIp: true, why: 'direct-peer IP condition: L4, enforced by ztunnel'},
+  'source.namespace': {layer: 'L4', identity: true, why: 'source namespace condition: L4, enforced by ztunnel'},
+  'source.principal': {layer: 'L4', identity: true, why: 'peer identity condition: L4, enforced by ztunnel'},
+  'destination.ip': {layer: 'L4', why: 'destination IP condition: L4, enforced by ztunnel'},
+  'destination.port': {layer: 'L4', ports: true, why: 'destination port condition: L4, enforced by ztunnel'},
+}
+
+/** Why a non-L4 `when` key needs a waypoint (attribute list of pilot/pkg/security/authz/model/model.go). */
+function l7WhenWhy(key: string): string {
+  if (key.startsWith('request.headers[')) return 'HTTP header condition: L7, needs a waypoint'
+  if (key.startsWith('request.auth.')) return 'JWT claim condition: L7, needs a waypoint (with a targetRefs RequestAuthentication)'
+  if (key === 'request.regex.headers' || key.startsWith('request.regex.headers')) return 'HTTP header regex condition: L7, needs a waypoint'
+  if (key === 'remote.ip') return 'original client IP condition (X-Forwarded-For / PROXY protocol): L7, needs a waypoint'
+  if (key === 'connection.sni') return 'TLS SNI condition: not HTTP, but ztunnel does not support it — needs a waypoint'
+  if (key === 'source.serviceAccount')
+    return 'service account condition: not supported by ztunnel — needs a waypoint; on Istio >= 1.25 rewrite it as from.source.serviceAccounts, which ztunnel enforces'
+  if (key === 'source.trustDomain') return 'trust domain condition: not supported by ztunnel — needs a waypoint'
+  if (key.startsWith('experimental.envoy.filters.')) return 'Envoy filter metadata condition: L7, needs a waypoint'
+  return 'not one of the L4 condition keys ztunnel knows: treated as an HTTP attribute, needs a waypoint'
+}
+
+/** A port as istiod's stringToPort accepts it. */
+function validPort(value: string): boolean {
+  if (!/^\d+$/.test(value)) return false
+  const n = Number(value)
+  return n >= 0 && n <= 65535
+}
+
+function field(path: string, name: string, rule: FieldRule, values: string[]): AuthzField {
+  const f: AuthzField = {
+    path,
+    field: name,
+    layer: rule.layer,
+    why: rule.why,
+    identity: rule.identity === true,
+    peerIp: rule.peerIp === true,
+    negative: rule.negative === true,
+    enforced: rule.layer === 'L4',
+  }
+  if (rule.ports) {
+    const dropped = values.filter((v) => !validPort(v))
+    if (dropped.length > 0) {
+      f.droppedValues = dropped
+      if (dropped.length === values.length) {
+        f.enforced = false
+        f.why = `${rule.why}; but no value is a valid port number, so ztunnel drops the whole field`
+      } else {
+        f.why = `${rule.why}; ztunnel drops the non-numeric value(s) ${dropped.join(', ')}`
+      }
+    }
+  }
+  return f
+}
+
+// --- relation algebra ----------------------------------------------------------------------------
+
+type Relation = 'same' | 'broader' | 'narrower' | 'mixed'
+
+function combine(a: Relation, b: Relation): Relation {
+  if (a === 'same') return b
+  if (b === 'same' || a === b) return a
+  return 'mixed'
+}
+
+/**
+ * What ztunnel keeps of one Match. Removing a constraint (an L7 field of a DENY, an ignored field, a port
+ * list with no valid port) makes it match more; dropping values from a positive port list makes it match
+ * less, from a negative list more. No enforceable constraint left → an empty Match, which ztunnel skips.
+ */
+function matchOutcome(fields: AuthzField[]): MatchOutcome {
+  let rel: Relation = 'same'
+  let enforced = 0
+  for (const f of fields) {
+    if (!f.enforced) {
+      rel = combine(rel, 'broader')
+      continue
+    }
+    enforced++
+    if ((f.droppedValues?.length ?? 0) > 0) rel = combine(rel, f.negative ? 'broader' : 'narrower')
+  }
+  return enforced === 0 ? 'empty' : rel
+}
+
+// --- analysis ------------------------------------------------------------------------------------
+
+function scopeOf(spec: AuthorizationPolicySpec, ns: string, ctx: ClassifyContext): AuthzScope {
+  if (targetRefsOf(spec).length > 0) return 'targetRefs'
+  const root = ns === ctx.rootNamespace
+  if (hasLabels(spec.selector?.matchLabels)) return root ? 'root-selector' : 'workload'
+  return root ? 'mesh' : 'namespace'
+}
+
+function analyzeRule(rule: AuthorizationRule, index: number, action: AuthorizationAction, ctx: ClassifyContext): AuthzRuleAnalysis {
+  const path = `spec.rules[${index}]`
+  const minor = istioMinor(ctx)
+
+  const from: AuthzMatchAnalysis[] = (Array.isArray(rule?.from) ? rule.from : []).map((entry, j) => {
+    const src: Record<string, unknown> = isRecord(entry?.source) ? entry.source : {}
+    const fields: AuthzField[] = []
+    for (const [name, def] of Object.entries(SOURCE_FIELDS) as [keyof AuthorizationSource, FieldRule][]) {
+      const values = list(src[name])
+      if (!values) continue
+      let effective = def
+      if ((name === 'serviceAccounts' || name === 'notServiceAccounts') && minor !== undefined && minor < 25) {
+        effective = {
+          layer: 'ignored',
+          why: `not enforced on Istio 1.${minor}: ztunnel (and the API) know serviceAccounts only since 1.25, so the constraint is dropped; use principals (cluster.local/ns/<ns>/sa/<sa>) instead`,
+        }
+      }
+      fields.push(field(`${path}.from[${j}].source.${name}`, name, effective, values))
+    }
+    return {path: `${path}.from[${j}]`, clause: 'from' as const, fields, outcome: matchOutcome(fields)}
+  })
+
+  const to: AuthzMatchAnalysis[] = (Array.isArray(rule?.to) ? rule.to : []).map((entry, j) => {
+    const op: Record<string, unknown> = isRecord(entry?.operation) ? entry.operation : {}
+    const fields: AuthzField[] = []
+    for (const [name, def] of Object.entries(OPERATION_FIELDS) as [keyof AuthorizationOperation, FieldRule][]) {
+      const values = list(op[name])
+      if (!values) continue
+      fields.push(field(`${path}.to[${j}].operation.${name}`, name, def, values))
+    }
+    return {path: `${path}.to[${j}]`, clause: 'to' as const, fields, outcome: matchOutcome(fields)}
+  })
+
+  const when: AuthzMatchAnalysis[] = (Array.isArray(rule?.when) ? rule.when : []).map((cond: AuthorizationCondition, j) => {
+    const key = String(cond?.key ?? '')
+    const l4 = (L4_WHEN as Record<string, FieldRule>)[key]
+    const def: FieldRule = l4 ?? {layer: 'L7', why: l7WhenWhy(key)}
+    const values = [...(list(cond?.values) ?? []), ...(list(cond?.notValues) ?? [])]
+    const fields: AuthzField[] = []
+    const condPath = `${path}.when[${j}].key=${key}`
+    const negativeOnly = list(cond?.values) === undefined && list(cond?.notValues) !== undefined
+    if (values.length > 0 || def.layer !== 'L4') fields.push(field(condPath, `when:${key}`, negativeOnly ? {...def, negative: true} : def, values))
+    // A condition with neither values nor notValues is an empty Match even for an L4 key.
+    return {path: `${path}.when[${j}]`, clause: 'when' as const, fields, outcome: matchOutcome(fields)}
+  })
+
+  const fields = [...from, ...to, ...when].flatMap((m) => m.fields)
+  const hasL7 = fields.some((f) => f.layer === 'L7')
+  const matchesEverything = from.length === 0 && to.length === 0 && when.length === 0
+  const analysis: AuthzRuleAnalysis = {index, path, from, to, when, fields, hasL7, matchesEverything, outcome: 'as-written'}
+
+  if (action !== 'ALLOW' && action !== 'DENY') {
+    analysis.outcome = 'not-sent'
+    return analysis
+  }
+  if (action === 'ALLOW' && hasL7) {
+    analysis.outcome = 'dropped'
+    return analysis
+  }
+
+  let never = false
+  let rel: Relation = 'same'
+  for (const clause of [from, to]) {
+    if (clause.length === 0) continue
+    const live = clause.filter((m) => m.outcome !== 'empty')
+    if (live.length === 0) {
+      never = true
+      continue
+    }
+    if (live.length < clause.length) rel = combine(rel, 'narrower')
+    for (const m of live) rel = combine(rel, m.outcome as Relation)
+  }
+  for (const m of when) {
+    if (m.outcome === 'empty') never = true
+    else rel = combine(rel, m.outcome as Relation)
+  }
+  if (never) {
+    analysis.outcome = 'never-matches'
+    return analysis
+  }
+  analysis.outcome = rel === 'same' ? 'as-written' : rel === 'broader' ? 'broadened' : rel === 'narrower' ? 'narrowed' : 'mixed'
+  analysis.ztunnelRule = ztunnelRule(rule, analysis)
+  return analysis
+}
+
+/** The converted rule in API shape: only L4 fields with the values ztunnel keeps, empty Matches removed. */
+function ztunnelRule(rule: AuthorizationRule, a: AuthzRuleAnalysis): AuthorizationRule {
+  const out: AuthorizationRule = {}
+  const keep = (f: AuthzField, written: unknown): string[] | undefined => {
+    if (f.layer !== 'L4') return undefined
+    const values = (list(written) ?? []).filter((v) => !(f.droppedValues ?? []).includes(v))
+    return values.length > 0 ? values : undefined
+  }
+  const from = a.from.filter((m) => m.outcome !== 'empty')
+  if (from.length > 0) {
+    out.from = from.map((m) => {
+      const j = a.from.indexOf(m)
+      const written = (rule.from?.[j]?.source ?? {}) as Record<string, unknown>
+      const source: Record<string, string[]> = {}
+      for (const f of m.fields) {
+        const v = keep(f, written[f.field])
+        if (v) source[f.field] = v
+      }
+      return {source: source as AuthorizationSource}
+    })
+  }
+  const to = a.to.filter((m) => m.outcome !== 'empty')
+  if (to.length > 0) {
+    out.to = to.map((m) => {
+      const j = a.to.indexOf(m)
+      const written = (rule.to?.[j]?.operation ?? {}) as Record<string, unknown>
+      const operation: Record<string, string[]> = {}
+      for (const f of m.fields) {
+        const v = keep(f, written[f.field])
+        if (v) operation[f.field] = v
+      }
+      return {operation: operation as AuthorizationOperation}
+    })
+  }
+  if (a.when.length > 0) {
+    out.when = a.when.map((m) => {
+      const cond = rule.when![a.when.indexOf(m)]!
+      const dropped = m.fields[0]?.droppedValues ?? []
+      const c: AuthorizationCondition = {key: cond.key}
+      const values = (list(cond.values) ?? []).filter((v) => !dropped.includes(v))
+      const notValues = (list(cond.notValues) ?? []).filter((v) => !dropped.includes(v))
+      if (values.length > 0) c.values = values
+      if (notValues.length > 0) c.notValues = notValues
+      return c
+    })
+  }
+  return out
+}
+
+function dryRunMode(ctx: ClassifyContext): 'enforced' | 'not-sent' | 'unknown-version' {
+  const minor = istioMinor(ctx)
+  if (minor === undefined) return 'unknown-version'
+  return minor <= 28 ? 'enforced' : 'not-sent'
+}
+
+function effectOf(action: AuthorizationAction, sent: boolean, hasRules: boolean, rules: AuthzRuleAnalysis[]): ZtunnelEffect {
+  if (!sent) return 'ignored'
+  if (!hasRules) return 'as-written'
+  const lost = rules.filter((r) => r.outcome === 'dropped' || r.outcome === 'never-matches')
+  if (lost.length === rules.length) return action === 'ALLOW' ? 'deny-all' : 'no-op'
+  const narrower = lost.length > 0 || rules.some((r) => r.outcome === 'narrowed' || r.outcome === 'mixed')
+  const broader = rules.some((r) => r.outcome === 'broadened' || r.outcome === 'mixed')
+  // Both at once: report the direction that bites first — an ALLOW that lost rules denies traffic,
+  // a DENY enforced on its L4 part denies traffic; the reasons spell out the other direction too.
+  if (narrower && broader) return action === 'ALLOW' ? 'narrowed' : 'broadened'
+  if (narrower) return 'narrowed'
+  if (broader) return 'broadened'
+  return 'as-written'
+}
+
+function whoText(a: Pick<AuthorizationPolicyAnalysis, 'scope' | 'ref'>): string {
+  switch (a.scope) {
+    case 'mesh':
+      return 'every ambient pod of the mesh'
+    case 'namespace':
+      return `every workload of namespace ${a.ref.namespace}`
+    case 'root-selector':
+      return 'the selected pods of every namespace'
+    default:
+      return 'the selected workloads'
+  }
+}
+
+function consequenceOf(a: AuthorizationPolicyAnalysis): string {
+  const who = whoText(a)
+  if (a.scope === 'targetRefs') return 'enforced by the waypoint(s) it targets; sidecars and ztunnel ignore it'
+  if (!a.sentToZtunnel) {
+    if (a.action === 'CUSTOM') return `not sent to ztunnel: the external authorizer${a.provider ? ` ${a.provider}` : ''} is no longer consulted for ${who} (security regression, not fail-closed)`
+    if (a.action === 'AUDIT') return `not sent to ztunnel: requests to ${who} are no longer audit-logged`
+    return 'not sent to ztunnel (dry-run on Istio >= 1.29 without AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY)'
+  }
+  switch (a.ztunnelEffect) {
+    case 'as-written':
+      if (!a.hasRules) return a.action === 'ALLOW' ? `ALLOW without rules denies all traffic to ${who}, at ztunnel as with sidecars` : 'DENY without rules never matches, at ztunnel as with sidecars'
+      return 'ztunnel enforces it as written'
+    case 'deny-all':
+      return `no rule survives at ztunnel: the ALLOW matches nothing, so all traffic to ${who} is denied unless another ALLOW policy matches (fail-closed)`
+    case 'no-op':
+      return `no rule is enforceable at ztunnel: the DENY never fires for ${who} (fail-open)`
+    case 'narrowed':
+      return a.action === 'ALLOW'
+        ? `ztunnel enforces fewer ALLOW alternatives than written: traffic they allowed to ${who} is denied (stricter than written)`
+        : `ztunnel drops DENY alternatives: traffic they denied to ${who} is let through (fail-open for them)`
+    case 'broadened':
+      return a.action === 'ALLOW'
+        ? `ztunnel drops constraints of ALLOW rules: more traffic to ${who} is allowed than written`
+        : `ztunnel enforces the DENY on its L4 part only: it denies more traffic to ${who} than written`
+    default:
+      return 'not sent to ztunnel'
+  }
+}
+
+/**
+ * Everything later modules need to re-target an AuthorizationPolicy and simulate its enforcement:
+ * attachment, dry-run handling, per-rule and per-field L4/L7 split, the converted policy ztunnel sees and
+ * its effect, identity dependence, and the L7 part a waypoint copy must carry.
+ */
+export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext): AuthorizationPolicyAnalysis {
+  const spec: AuthorizationPolicySpec = isRecord(obj.spec) ? obj.spec : {}
+  const ns = namespaceOf(obj, ctx)
+  const ref = itemRef(obj, ctx)
+  const rawAction = String(spec.action ?? 'ALLOW').toUpperCase()
+  const action: AuthorizationAction = (['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'] as const).find((a) => a === rawAction) ?? 'ALLOW'
+  const scope = scopeOf(spec, ns, ctx)
+  const dryRun = parseBool(obj.metadata.annotations?.[DRY_RUN_ANNOTATION]) === true
+  const rulesIn: AuthorizationRule[] = Array.isArray(spec.rules) ? spec.rules : []
+  const hasRules = rulesIn.length > 0
+
+  // Only ALLOW/DENY selector or selector-less policies are candidates for ztunnel; dry-run only matters for them.
+  const ztunnelCandidate = scope !== 'targetRefs' && (action === 'ALLOW' || action === 'DENY')
+  const dryRunAtZtunnel = dryRun && ztunnelCandidate ? dryRunMode(ctx) : undefined
+  const sentToZtunnel = ztunnelCandidate && dryRunAtZtunnel !== 'not-sent'
+
+  const rules = rulesIn.map((r, i) => {
+    const a = analyzeRule(r ?? {}, i, action, ctx)
+    if (!sentToZtunnel && a.outcome !== 'not-sent') {
+      a.outcome = 'not-sent'
+      delete a.ztunnelRule
+    }
+    return a
+  })
+
+  const allFields = rules.flatMap((r) => r.fields)
+  const l4Fields = allFields.filter((f) => f.layer === 'L4')
+  const l7Fields = allFields.filter((f) => f.layer === 'L7')
+  const ignoredFields = allFields.filter((f) => f.layer === 'ignored')
+  const keptRules = rules.filter((r) => r.ztunnelRule !== undefined)
+  const identityFields = keptRules.flatMap((r) => r.fields).filter((f) => f.layer === 'L4' && (f.identity || f.peerIp))
+
+  const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels! : undefined
+  let workloads: string[] = []
+  let services: string[] = []
+  if (scope === 'targetRefs') {
+    services = analyzeTargetRefs(obj, ctx).services
+  } else if (scope === 'workload' || scope === 'root-selector') {
+    const ws = matchingWorkloads(ctx, selector)
+    workloads = uniqSorted(ws.map((w) => w.ref.name))
+    services = servicesCovering(ctx, ws)
+  } else {
+    workloads = uniqSorted(ctx.workloads.map((w) => w.ref.name))
+    services = allServices(ctx)
+  }
+
+  const analysis: AuthorizationPolicyAnalysis = {
+    ref,
+    action,
+    scope,
+    targetRefs: targetRefsOf(spec).map((t) => t.ref),
+    dryRun,
+    sentToZtunnel,
+    hasRules,
+    rules,
+    l4Fields,
+    l7Fields,
+    ignoredFields,
+    needsWaypoint: l7Fields.length > 0 || ignoredFields.length > 0 || action === 'CUSTOM' || action === 'AUDIT',
+    identityKeyed: identityFields.some((f) => f.identity),
+    peerIpKeyed: identityFields.some((f) => f.peerIp),
+    identityFields,
+    ztunnelEffect: effectOf(action, sentToZtunnel, hasRules, rules),
+    l7Rules: rules.filter((r) => r.outcome !== 'as-written').map((r) => rulesIn[r.index]!),
+    workloads,
+    services,
+    consequence: '',
+  }
+  if (spec.provider?.name) analysis.provider = String(spec.provider.name)
+  if (selector) analysis.selector = selector
+  if (dryRunAtZtunnel) analysis.dryRunAtZtunnel = dryRunAtZtunnel
+  if (sentToZtunnel) analysis.ztunnelPolicy = {action: action as 'ALLOW' | 'DENY', rules: keptRules.map((r) => r.ztunnelRule!)}
+  analysis.consequence = consequenceOf(analysis)
+  return analysis
+}
+
+// --- classification ------------------------------------------------------------------------------
+
+function ruleReason(a: AuthorizationPolicyAnalysis, r: AuthzRuleAnalysis): string | undefined {
+  switch (r.outcome) {
+    case 'dropped':
+      return reason(r.path, 'ALLOW rule with L7 attributes: ztunnel drops the whole rule (it never matches)')
+    case 'never-matches': {
+      const lost = [...r.from, ...r.to, ...r.when].filter((m) => m.outcome === 'empty').map((m) => m.path)
+      return reason(
+        r.path,
+        `${a.action} rule can never fire at ztunnel: nothing enforceable is left of ${lost.join(', ')}, and ztunnel skips empty matches` +
+          (a.action === 'DENY' ? ' (fail-open)' : ' (the traffic it allowed is denied)'),
+      )
+    }
+    case 'broadened':
+      return reason(r.path, `ztunnel enforces this ${a.action} rule without its L7/ignored constraints: it matches more requests than written${a.action === 'DENY' ? ' (denies more)' : ' (allows more)'}`)
+    case 'narrowed':
+      return reason(r.path, `ztunnel drops some alternatives of this ${a.action} rule: it matches fewer requests than written${a.action === 'DENY' ? ' (denies less: fail-open for them)' : ' (allows less)'}`)
+    case 'mixed':
+      return reason(r.path, `ztunnel both drops constraints and alternatives of this ${a.action} rule: it matches some requests it should not and misses some it should`)
+    case 'as-written':
+      return r.matchesEverything ? reason(r.path, `empty rule matches every request, at ztunnel as with sidecars`) : undefined
+    default:
+      return undefined
+  }
+}
+
+function fieldReasons(a: AuthorizationPolicyAnalysis): string[] {
+  return a.rules.flatMap((r) => r.fields.map((f) => reason(f.path, f.why)))
+}
+
+function dryRunReason(a: AuthorizationPolicyAnalysis): string {
+  const path = `metadata.annotations[${DRY_RUN_ANNOTATION}]`
+  switch (a.dryRunAtZtunnel) {
+    case 'enforced':
+      return reason(path, 'ztunnel on Istio <= 1.28 does not read the dry-run annotation: the policy is ENFORCED once the pods are ambient')
+    case 'not-sent':
+      return reason(path, 'Istio >= 1.29 does not send dry-run policies to ztunnel unless istiod runs with AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true (then ztunnel only logs): no effect at ztunnel')
+    default:
+      return reason(path, 'Istio version unknown: on <= 1.28 ztunnel ENFORCES dry-run policies; on >= 1.29 they are not sent unless AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true — pass --istio-version')
+  }
+}
+
+function verdictFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, local: boolean, proxiesOnly: boolean, unmatched: boolean, atWaypoint: boolean): {verdict: Verdict; action: Action} {
+  // targetRefs policies attached to a waypoint are already in ambient form; others (an ingress Gateway) are not ours.
+  if (a.scope === 'targetRefs') return atWaypoint ? {verdict: 'L7', action: 'keep'} : {verdict: 'unaffected', action: 'keep'}
+  if (proxiesOnly) return {verdict: 'unaffected', action: 'keep'}
+  if (unmatched) return {verdict: 'inert', action: local ? 'no-effect' : 'keep'}
+  const root = a.scope === 'mesh' || a.scope === 'root-selector'
+  if (a.dryRun && a.dryRunAtZtunnel === 'enforced') return {verdict: 'blocker', action: 'blocker'}
+  if (a.dryRun && a.dryRunAtZtunnel === 'unknown-version') return {verdict: 'blocker', action: 'manual'}
+  if (a.dryRun && a.dryRunAtZtunnel === 'not-sent') return {verdict: 'inert', action: local ? 'no-effect' : 'keep'}
+  if (a.needsWaypoint) return root ? {verdict: 'blocker', action: 'blocker'} : {verdict: 'L7', action: 'retarget'}
+  if (a.ztunnelEffect !== 'as-written') return {verdict: 'L4', action: 'keep-verify'}
+  if (ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) return {verdict: 'L4', action: 'keep-verify'}
+  return {verdict: 'L4', action: 'keep'}
+}
+
+export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext): Classified {
+  const a = analyzeAuthorizationPolicy(obj, ctx)
+  const ref = a.ref
+  const local = ref.namespace === ctx.namespace
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const selected = a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(ctx, a.selector) : []
+  const proxiesOnly = selected.length > 0 && selected.every(isProxyWorkload)
+  const unmatched = a.scope === 'workload' && selected.length === 0
+
+  // Attachment.
+  const targets = a.scope === 'targetRefs' ? analyzeTargetRefs(obj, ctx) : undefined
+  if (targets) {
+    reasons.push(...targets.reasons)
+  } else if (a.scope === 'workload') {
+    reasons.push(
+      reason(
+        'spec.selector',
+        unmatched
+          ? 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'
+          : proxiesOnly
+            ? `matches only gateway/waypoint pods (${a.workloads.join(', ')}), which keep their own proxy: unaffected by the migration`
+            : `workload scope: enforced by the destination ztunnel for ${a.workloads.join(', ')}; waypoints ignore selector policies`,
+      ),
+    )
+  } else if (a.scope === 'root-selector') {
+    reasons.push(reason('spec.selector', `root-namespace selector: matches pods of every namespace, here ${a.workloads.join(', ')}; enforced by ztunnel, never by waypoints`))
+  } else if (a.scope === 'namespace') {
+    reasons.push(reason('spec', `no selector: namespace scope, enforced by ztunnel for every captured workload of ${ref.namespace} (including pod-IP traffic); never applied by waypoints`))
+  } else {
+    reasons.push(reason('spec', `no selector in the root namespace ${ctx.rootNamespace}: GLOBAL scope, enforced by ztunnel for every captured pod of the mesh; never applied by waypoints`))
+  }
+
+  // Action.
+  if (a.action === 'CUSTOM') {
+    reasons.push(
+      reason(
+        'spec.action',
+        a.scope === 'targetRefs'
+          ? `CUSTOM (ext_authz${a.provider ? ` provider ${a.provider}` : ''}) at the waypoint; the provider must be reachable from the waypoint`
+          : `CUSTOM is not sent to ztunnel (ZtunnelAccepted=False): ext_authz${a.provider ? ` provider ${a.provider}` : ''} silently stops being consulted — a security regression, not a fail-closed`,
+      ),
+    )
+  } else if (a.action === 'AUDIT') {
+    reasons.push(reason('spec.action', a.scope === 'targetRefs' ? 'AUDIT at the waypoint' : 'AUDIT is not sent to ztunnel (ZtunnelAccepted=False): audit logging of these requests silently stops'))
+  }
+  if (!a.hasRules && (a.action === 'ALLOW' || a.action === 'DENY') && a.scope !== 'targetRefs') {
+    reasons.push(reason('spec.rules', a.action === 'ALLOW' ? 'ALLOW without rules: deny-all, enforced the same way by ztunnel as by sidecars' : 'DENY without rules never matches (same as with sidecars)'))
+  }
+  if (a.dryRunAtZtunnel) reasons.push(dryRunReason(a))
+  else if (a.dryRun && a.scope === 'targetRefs') reasons.push(reason(`metadata.annotations[${DRY_RUN_ANNOTATION}]`, 'waypoints honour dry-run like sidecars: evaluated and logged, not enforced'))
+
+  reasons.push(...fieldReasons(a))
+  const affected = !proxiesOnly && !unmatched && a.scope !== 'targetRefs'
+  if (affected && a.sentToZtunnel) {
+    for (const r of a.rules) {
+      const why = ruleReason(a, r)
+      if (why) reasons.push(why)
+    }
+  }
+
+  const {verdict, action} = verdictFor(a, ctx, local, proxiesOnly, unmatched, targets?.waypoint === true)
+
+  if (affected && a.sentToZtunnel && (a.ztunnelEffect !== 'as-written' || a.needsWaypoint)) {
+    const tag = a.ztunnelEffect === 'deny-all' ? 'fail-closed' : a.ztunnelEffect === 'no-op' ? 'fail-open' : a.ztunnelEffect
+    reasons.push(reason('spec.rules', `${a.consequence} [${tag}]`))
+  } else if (affected && !a.sentToZtunnel && a.scope !== 'targetRefs') {
+    reasons.push(reason('spec', a.consequence))
+  }
+  if (affected && a.needsWaypoint) {
+    if (a.scope === 'mesh' || a.scope === 'root-selector') {
+      reasons.push(reason('metadata.namespace', `in the root namespace: the degradation applies to every namespace whose pods become ambient (E14); retarget it with targetRefs GatewayClass ${'istio-waypoint'} in ${ctx.rootNamespace} and an L4-only selector policy`))
+    } else {
+      reasons.push(
+        reason(
+          'spec',
+          a.scope === 'namespace'
+            ? 'must be carried to the waypoint with targetRefs (the Gateway) before the pods restart, and the original deleted right after'
+            : `must be carried to the waypoint with targetRefs (${a.services.length > 0 ? `Service ${a.services.join(', ')}` : 'no Service selects these pods'}) before the pods restart, and the original deleted right after`,
+        ),
+      )
+    }
+  }
+  if (verdict === 'L4' && action === 'keep-verify' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
+    reasons.push(
+      reason(
+        a.identityFields[0]!.path,
+        `keyed on the caller's ${a.identityKeyed ? 'identity' : 'IP'}: once a waypoint fronts ${a.services.length > 0 ? a.services.join(', ') : 'the destination'}, the destination ztunnel sees the waypoint's ${a.identityKeyed ? 'identity' : 'IP'} for proxied traffic (waypoints do not impersonate clients, E21)`,
+      ),
+    )
+  }
+
+  findings.push(...findingsFor(a, ctx, verdict, affected))
+
+  const scope = a.scope === 'root-selector' ? 'workload' : a.scope
+  return {item: item(ref, verdict, action, reasons, {scope, ztunnel: a.ztunnelEffect, services: a.services}), findings}
+}
+
+function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdict: Verdict, affected: boolean): Finding[] {
+  const out: Finding[] = []
+  const ref = a.ref
+  const name = formatRef(ref)
+  const root = a.scope === 'mesh' || a.scope === 'root-selector'
+
+  if (affected && root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
+    out.push(
+      finding({
+        prefix: 'E14',
+        ref,
+        code: 'RootNamespaceL7Policy',
+        severity: 'blocker',
+        message: `${name} is a ${a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector'} policy with attributes ztunnel cannot enforce; ${a.consequence}. This hits every namespace whose pods become ambient, not only ${ctx.namespace}.`,
+        fix: `Split it: keep an L4-only version for ztunnel and move the L7 part to the waypoints (targetRefs GatewayClass istio-waypoint in ${ctx.rootNamespace}, or Service/Gateway targetRefs in ${ctx.namespace}). Needs the mesh administrator.`,
+      }),
+    )
+  }
+
+  if (a.dryRunAtZtunnel && affected) {
+    const sev = a.dryRunAtZtunnel === 'not-sent' ? 'warning' : 'blocker'
+    out.push(
+      finding({
+        prefix: 'E16',
+        ref,
+        topic: 'dry-run',
+        code: 'DryRunPolicyAtZtunnel',
+        severity: sev,
+        message:
+          a.dryRunAtZtunnel === 'enforced'
+            ? `${name} is a dry-run policy, but ztunnel on Istio ${ctx.istioVersion} ignores istio.io/dry-run and enforces it (${a.consequence}).`
+            : a.dryRunAtZtunnel === 'not-sent'
+              ? `${name} is a dry-run policy: on Istio ${ctx.istioVersion} it is not sent to ztunnel unless AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true, so its dry-run evaluation stops for ambient pods.`
+              : `${name} is a dry-run policy and the Istio version is unknown: ztunnel enforces dry-run policies on <= 1.28 (${a.consequence}) and does not receive them on >= 1.29.`,
+        fix:
+          a.dryRunAtZtunnel === 'not-sent'
+            ? 'Enable AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY on istiod (ztunnel >= 1.29) or carry it to the waypoint with targetRefs (waypoints honour dry-run).'
+            : 'Delete the dry-run policy (or make it a targetRefs policy, which the waypoint evaluates in dry-run) before the namespace goes ambient; pass --istio-version if unknown.',
+      }),
+    )
+  }
+
+  if (affected && !a.sentToZtunnel && a.action === 'CUSTOM') {
+    out.push(
+      finding({
+        prefix: 'E16',
+        ref,
+        topic: 'custom',
+        code: 'CustomAuthorizationStops',
+        severity: root ? 'blocker' : 'error',
+        message: `${name} delegates authorization to ext_authz${a.provider ? ` provider ${a.provider}` : ''} (action CUSTOM). ztunnel does not receive CUSTOM policies: once the pods are ambient the external authorizer is silently bypassed.`,
+        fix: 'Create a targetRefs copy on the waypoint before the pods restart, and check that the extensionProviders service is reachable from the waypoint.',
+      }),
+    )
+  }
+  if (affected && !a.sentToZtunnel && a.action === 'AUDIT') {
+    out.push(
+      finding({
+        prefix: 'E16',
+        ref,
+        topic: 'audit',
+        code: 'AuditPolicyStops',
+        severity: 'warning',
+        message: `${name} (action AUDIT) is not sent to ztunnel: audit logging of these requests stops once the pods are ambient.`,
+        fix: 'Create a targetRefs copy on the waypoint.',
+      }),
+    )
+  }
+
+  if (affected && verdict === 'L4' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
+    out.push(
+      finding({
+        prefix: 'E21',
+        ref,
+        code: 'IdentityPolicyBehindWaypoint',
+        severity: 'warning',
+        message: `${name} ${a.action === 'ALLOW' ? 'allows' : 'denies'} by ${a.identityFields.map((f) => f.field).join(', ')}. Once a waypoint fronts ${a.services.length > 0 ? a.services.join(', ') : 'these workloads'}, the destination ztunnel sees the waypoint's identity and IP for proxied traffic, not the caller's.`,
+        fix:
+          a.action === 'ALLOW'
+            ? "Move the identity rule to the waypoint (targetRefs copy) and keep at ztunnel an ALLOW for the waypoint's principal (cluster.local/ns/<waypoint namespace>/sa/<waypoint name>), or add that principal to this policy."
+            : "Check that the DENY still means what it should when the caller is the waypoint; move caller-specific rules to the waypoint with targetRefs.",
+      }),
+    )
+  }
+
+  const saConditions = a.rules.flatMap((r) => r.fields).filter((f) => f.field === 'when:source.serviceAccount')
+  if (saConditions.length > 0 && affected) {
+    const minor = istioMinor(ctx)
+    out.push(
+      finding({
+        prefix: 'E22',
+        ref,
+        topic: 'source-service-account',
+        code: 'ServiceAccountConditionNeedsWaypoint',
+        severity: 'warning',
+        message: `${name} uses when: source.serviceAccount (${saConditions.map((f) => f.path).join(', ')}), which ztunnel does not support; the rule is treated as an HTTP attribute.`,
+        fix:
+          minor !== undefined && minor < 25
+            ? `On Istio 1.${minor} ztunnel has no service-account match: use from.source.principals (cluster.local/ns/<ns>/sa/<sa>) or enforce it at a waypoint.`
+            : 'Rewrite the condition as from.source.serviceAccounts (enforced by ztunnel since Istio 1.25) so that the policy stays L4.',
+      }),
+    )
+  }
+  const trustDomainFields = a.ignoredFields.filter((f) => f.field === 'trustDomains' || f.field === 'notTrustDomains')
+  if (trustDomainFields.length > 0 && affected) {
+    out.push(
+      finding({
+        prefix: 'E22',
+        ref,
+        topic: 'trust-domains',
+        code: 'TrustDomainsIgnoredAtZtunnel',
+        severity: 'warning',
+        message: `${name} uses ${uniqSorted(trustDomainFields.map((f) => f.field)).join('/')} (${trustDomainFields.map((f) => f.path).join(', ')}). ztunnel silently ignores these fields (no status message): ${a.consequence}.`,
+        fix: 'Express the constraint with principals (trust domain prefix), or enforce the policy at a waypoint with targetRefs.',
+      }),
+    )
+  }
+  return out
+}
+
+/** AuthorizationPolicies of the root namespace apply to this namespace when they are mesh-wide or select its pods; GatewayClass-attached ones apply at its waypoints. */
+function relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
+  if (namespaceOf(obj, ctx) !== ctx.rootNamespace) return false
+  const spec: AuthorizationPolicySpec = isRecord(obj.spec) ? obj.spec : {}
+  const refs = targetRefsOf(spec)
+  if (refs.length > 0) return refs.some(({ref}) => ref.kind === 'GatewayClass' && ref.name === 'istio-waypoint')
+  const selector = spec.selector?.matchLabels
+  if (!hasLabels(selector)) return true
+  return matchingWorkloads(ctx, selector).length > 0
+}
+
+export const authorizationPolicyClassifier: KindClassifier = {
+  kinds: [`${SECURITY}/AuthorizationPolicy`],
+  relevantElsewhere,
+  classify: classifyAuthorizationPolicy,
+}

@@ -1,0 +1,268 @@
+// DestinationRule (DOMAIN §3.5, §7 E11/E13, §8).
+// ztunnel ignores DestinationRules completely. A waypoint applies the traffic policy of the DR it resolves
+// for a Service: DR in the waypoint's namespace → DR exported from the Service's namespace → DR exported
+// from the root namespace (first match wins, no merging; a DR in a third namespace is never used).
+// What it applies: connection pools, outlier detection, load balancing, TLS origination (SIMPLE/MUTUAL),
+// proxyProtocol, portLevelSettings, tunnel, retryBudget; subsets are reachable only through VirtualService
+// `subset`. ISTIO_MUTUAL is ignored (HBONE is mTLS anyway) and DISABLE no longer disables mesh mTLS.
+// `workloadSelector` DRs apply only to matching sidecars of their own namespace: never to waypoints.
+import type {ClassifyContext} from '../context.js'
+import type {Finding, KubeObject} from '../model.js'
+import type {DestinationRuleSpec, TrafficPolicy, VirtualServiceSpec} from '../istio-types.js'
+import {formatRef, refOf} from '../refs.js'
+import {
+  type Classified,
+  compareAge,
+  destinationWaypoint,
+  type HostTarget,
+  type KindClassifier,
+  NETWORKING,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+  exportedTo,
+  finding,
+  hasLabels,
+  hostCovers,
+  hostTarget,
+  isRecord,
+  item,
+  itemRef,
+  kindKey,
+  list,
+  namespaceOf,
+  reason,
+  serviceFqdn,
+  uniqSorted,
+} from './common.js'
+import {destinations, isMeshBound} from './virtual-service.js'
+
+export interface TrafficPolicyFields {
+  /** Fields a waypoint applies (and ztunnel ignores), as reasons. */
+  applied: string[]
+  /** Fields with no effect in ambient, as reasons. */
+  inert: string[]
+}
+
+/** The DestinationRule traffic-policy table of DOMAIN §3.5, field by field. */
+export function trafficPolicyFields(tp: TrafficPolicy | undefined, path: string): TrafficPolicyFields {
+  const out: TrafficPolicyFields = {applied: [], inert: []}
+  if (tp === undefined || tp === null || typeof tp !== 'object' || Array.isArray(tp)) return out
+  if (tp.connectionPool !== undefined) out.applied.push(reason(`${path}.connectionPool`, 'connection pool: applied by the waypoint (tcp idleTimeout/maxConnectionDuration also on its TCP proxy), ignored by ztunnel'))
+  if (tp.outlierDetection !== undefined) out.applied.push(reason(`${path}.outlierDetection`, 'outlier detection: applied by the waypoint, ignored by ztunnel'))
+  if (tp.loadBalancer !== undefined) {
+    out.applied.push(reason(`${path}.loadBalancer`, 'load balancing: applied by the waypoint (not for DYNAMIC_DNS services); ztunnel balances per connection'))
+    if (isRecord(tp.loadBalancer) && tp.loadBalancer.localityLbSetting !== undefined) {
+      out.applied.push(
+        reason(`${path}.loadBalancer.localityLbSetting`, 'locality load balancing: applied by the waypoint only; ztunnel prefers locality from Service spec.trafficDistribution / networking.istio.io/traffic-distribution'),
+      )
+    }
+  }
+  const mode = tp.tls?.mode
+  if (mode === 'SIMPLE' || mode === 'MUTUAL') out.applied.push(reason(`${path}.tls.mode`, `${mode}: TLS origination, done by the waypoint only (lost for callers without one)`))
+  else if (mode === 'ISTIO_MUTUAL') out.inert.push(reason(`${path}.tls.mode`, 'ISTIO_MUTUAL: ignored at waypoints and by ztunnel; mesh traffic is HBONE (mTLS) anyway'))
+  else if (mode === 'DISABLE') out.inert.push(reason(`${path}.tls.mode`, 'DISABLE: no-op in ambient — it no longer disables mesh mTLS (HBONE)'))
+  if (tp.proxyProtocol !== undefined) out.applied.push(reason(`${path}.proxyProtocol`, 'PROXY protocol to the upstream: applied by the waypoint'))
+  if (tp.tunnel !== undefined) out.applied.push(reason(`${path}.tunnel`, "tunnel settings: applied on the waypoint's TCP proxy"))
+  if (tp.retryBudget !== undefined) out.applied.push(reason(`${path}.retryBudget`, 'retry budget: applied by the waypoint'))
+  ;(Array.isArray(tp.portLevelSettings) ? tp.portLevelSettings : []).forEach((pl, i) => {
+    const sub = trafficPolicyFields(pl, `${path}.portLevelSettings[${i}]`)
+    out.applied.push(...sub.applied)
+    out.inert.push(...sub.inert)
+  })
+  return out
+}
+
+interface SubsetUse {
+  subset: string
+  /** "VirtualService ns/name" */
+  by: string
+  /** Namespace of the VirtualService. */
+  namespace: string
+  /** The VirtualService lives in the migrated namespace and routes its own Services (it is what gets converted). */
+  converted: boolean
+}
+
+/** Mesh VirtualServices that route to this DR's host with one of its subsets. */
+function subsetUses(obj: KubeObject, spec: DestinationRuleSpec, ctx: ClassifyContext): SubsetUse[] {
+  const ns = namespaceOf(obj, ctx)
+  const names = new Set((Array.isArray(spec.subsets) ? spec.subsets : []).map((s) => String(s?.name ?? '')))
+  if (names.size === 0 || !spec.host) return []
+  const drHost = hostTarget(String(spec.host), ns, ctx).fqdn
+  const out: SubsetUse[] = []
+  for (const vs of ctx.objects.filter((o) => kindKey(o) === `${NETWORKING}/VirtualService`)) {
+    const vspec: VirtualServiceSpec = isRecord(vs.spec) ? vs.spec : {}
+    if (!isMeshBound(vspec)) continue
+    const vns = namespaceOf(vs, ctx)
+    for (const d of destinations(vspec)) {
+      const subset = d.destination.subset
+      if (!subset || !names.has(subset)) continue
+      const fqdn = hostTarget(String(d.destination.host ?? ''), vns, ctx).fqdn
+      if (!hostCovers(drHost, fqdn)) continue
+      const converted = vns === ctx.namespace && (list(vspec.hosts) ?? []).some((h) => hostTarget(h, vns, ctx).ownServices.length > 0)
+      out.push({subset, by: formatRef({...refOf(vs), namespace: vns}), namespace: vns, converted})
+    }
+  }
+  return out.filter((u, i) => out.findIndex((v) => v.subset === u.subset && v.by === u.by) === i)
+}
+
+/** How specific a DR host is for a Service: exact beats wildcard, longer wildcard beats shorter. */
+function specificity(pattern: string): number {
+  return pattern.startsWith('*') ? pattern.length : Number.MAX_SAFE_INTEGER
+}
+
+/** DestinationRules (without workloadSelector) in `namespace` whose host covers the FQDN and that are exported to `to`. */
+function rulesFor(namespace: string, fqdn: string, to: string, ctx: ClassifyContext): {obj: KubeObject; pattern: string}[] {
+  return ctx.objects
+    .filter((o) => kindKey(o) === `${NETWORKING}/DestinationRule` && namespaceOf(o, ctx) === namespace)
+    .filter((o) => !hasLabels(o.spec?.workloadSelector?.matchLabels) && exportedTo(o.spec?.exportTo, namespace, to) && typeof o.spec?.host === 'string')
+    .map((o) => ({obj: o, pattern: hostTarget(o.spec.host, namespace, ctx).fqdn}))
+    .filter((r) => hostCovers(r.pattern, fqdn))
+    .sort((a, b) => specificity(b.pattern) - specificity(a.pattern) || compareAge(a.obj, b.obj))
+}
+
+/**
+ * For each of the migrated namespace's Services the DR's host covers: does the waypoint resolve this DR?
+ * Namespaces are tried in order waypoint namespace → Service namespace → root namespace (first namespace
+ * with a matching DR wins; within it the most specific host).
+ */
+function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {used: string[]; shadowed: {service: string; by: string}[]} {
+  const ns = namespaceOf(obj, ctx)
+  const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
+  const order = [wns, ctx.namespace, ctx.rootNamespace].filter((n, i, a) => a.indexOf(n) === i)
+  const used: string[] = []
+  const shadowed: {service: string; by: string}[] = []
+  for (const svc of target.ownServices) {
+    const fqdn = serviceFqdn(svc, ctx.namespace)
+    let winner: KubeObject | undefined
+    for (const candidateNs of order) {
+      const found = rulesFor(candidateNs, fqdn, wns, ctx)
+      if (found.length > 0) {
+        winner = found[0]!.obj
+        break
+      }
+    }
+    if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === ns) used.push(svc)
+    else shadowed.push({service: svc, by: winner ? formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}) : `no DestinationRule visible from ${wns}`})
+  }
+  return {used, shadowed}
+}
+
+/** Whether the host (outside the migrated namespace) has a waypoint that resolves this DR for ambient callers. */
+function destinationWaypointApplies(target: HostTarget, drNamespace: string, exportTo: unknown, ctx: ClassifyContext): string | undefined {
+  const dest = destinationWaypoint(ctx, target)
+  if (!dest) return undefined
+  const wp = dest.waypoint
+  if (![wp.namespace, dest.namespace, ctx.rootNamespace].includes(drNamespace)) return undefined
+  if (!exportedTo(exportTo, drNamespace, wp.namespace)) return undefined
+  return `${wp.namespace}/${wp.name}`
+}
+
+export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): Classified {
+  const ref = itemRef(obj, ctx)
+  const ns = ref.namespace!
+  const spec: DestinationRuleSpec = isRecord(obj.spec) ? obj.spec : {}
+  const local = ns === ctx.namespace
+  const root = ns === ctx.rootNamespace
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const name = formatRef(ref)
+  const host = String(spec.host ?? '')
+  const target = hostTarget(host, ns, ctx)
+  const inertAction = local ? 'no-effect' : 'keep'
+
+  if (hasLabels(spec.workloadSelector?.matchLabels)) {
+    reasons.push(reason('spec.workloadSelector', 'applies only to matching sidecars of its own namespace (outbound): never to waypoints, and ambient pods have no sidecar — no effect'))
+    return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: target.ownServices}), findings}
+  }
+
+  const top = trafficPolicyFields(spec.trafficPolicy, 'spec.trafficPolicy')
+  const applied = [...top.applied]
+  const inertFields = [...top.inert]
+  ;(Array.isArray(spec.subsets) ? spec.subsets : []).forEach((s, i) => {
+    const sub = trafficPolicyFields(s?.trafficPolicy, `spec.subsets[${i}].trafficPolicy`)
+    applied.push(...sub.applied)
+    inertFields.push(...sub.inert)
+  })
+  const uses = subsetUses(obj, spec, ctx)
+  const subsetNames = (Array.isArray(spec.subsets) ? spec.subsets : []).map((s) => String(s?.name ?? ''))
+  const subsetReasons = subsetNames.map((s, i) => {
+    const u = uses.filter((x) => x.subset === s)
+    return reason(
+      `spec.subsets[${i}]`,
+      u.length === 0
+        ? `subset ${s}: not referenced by any mesh VirtualService — no effect`
+        : `subset ${s}: used by ${u.map((x) => x.by).join(', ')}${u.some((x) => x.converted) ? '; HTTPRoute cannot reference subsets: create one Service per version' : ''}`,
+    )
+  })
+
+  // DestinationRule for Services of the migrated namespace: what its waypoint resolves (E13).
+  if (target.ownServices.length > 0) {
+    const {used, shadowed} = resolvedFor(obj, target, ctx)
+    reasons.push(reason('spec.host', `${host}: Services ${target.ownServices.join(', ')} of ${ctx.namespace}; ztunnel ignores DestinationRules, a waypoint applies the one it resolves (waypoint ns → service ns → root ns)`))
+    for (const s of shadowed) reasons.push(reason('spec.host', `not used for ${s.service}: the waypoint resolves ${s.by} first (DRs are not merged across namespaces, E13)`))
+    if (!local && !root) reasons.push(reason('metadata.namespace', `in ${ns}, a third namespace: applied only by the sidecar clients there; a waypoint never uses it`))
+    reasons.push(...applied, ...inertFields, ...subsetReasons)
+    const services = used.length > 0 ? used : target.ownServices
+
+    if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
+      findings.push(
+        finding({
+          prefix: 'E13',
+          ref,
+          code: 'DestinationRuleNotUsedByWaypoint',
+          severity: 'error',
+          message: `${name} sets traffic policy for ${target.ownServices.join(', ')}, but the waypoint of ${ctx.namespace} will not use it (${shadowed.map((s) => `${s.service}: ${s.by}`).join('; ')}); ambient callers lose it.`,
+          fix: `Move (or copy) the policy into a DestinationRule in ${ctx.namespace}.`,
+        }),
+      )
+      return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services}), findings}
+    }
+    if (uses.some((u) => u.converted)) return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services}), findings}
+    if (used.length > 0 && applied.length > 0) {
+      reasons.push(reason('spec.trafficPolicy', `only a waypoint applies this traffic policy for ${used.join(', ')}: it needs one in front of the Services`))
+      return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+    }
+    if (uses.length > 0) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+    return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
+  }
+
+  // Client-side DestinationRule for other namespaces' or external hosts, seen by this namespace's callers (E11).
+  const wp = destinationWaypointApplies(target, ns, spec.exportTo, ctx)
+  reasons.push(
+    reason(
+      'spec.host',
+      `${host}: ${target.serviceNamespace && target.serviceName ? `Service ${target.serviceNamespace}/${target.serviceName}` : target.wildcard ? 'wildcard host' : 'external host'}; applied client-side by ${ctx.namespace}'s sidecars today, ignored by ztunnel` +
+        (wp ? `; the destination's waypoint ${wp} applies it for ambient callers` : ''),
+    ),
+  )
+  reasons.push(...applied, ...inertFields, ...subsetReasons)
+  if (applied.length === 0 && !uses.some((u) => u.namespace === ctx.namespace)) {
+    return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: []}), findings}
+  }
+  if (wp) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'client-side', services: []}), findings}
+  findings.push(
+    finding({
+      prefix: 'E11',
+      ref,
+      code: 'ClientSideTrafficPolicyLost',
+      severity: 'error',
+      message: `${name}${local ? '' : ` (in ${ns})`} sets client-side traffic policy for ${host} (${[applied.length > 0 ? `${applied.length} traffic setting(s)` : '', uses.length > 0 ? `subsets used by ${uniqSorted(uses.map((u) => u.by)).join(', ')}` : ''].filter(Boolean).join('; ')}${spec.trafficPolicy?.tls?.mode === 'SIMPLE' || spec.trafficPolicy?.tls?.mode === 'MUTUAL' ? ', including TLS origination' : ''}); once ${ctx.namespace}'s pods are ambient it no longer applies to their outbound traffic.`,
+      fix: "Have the destination's waypoint (DestinationRule in the destination's namespace) or an egress waypoint apply it; or accept the loss.",
+    }),
+  )
+  return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: []}), findings}
+}
+
+/** DestinationRules elsewhere: those this namespace's sidecars see (exportTo), and those for its Services (root: E13). */
+function relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
+  const spec: DestinationRuleSpec = isRecord(obj.spec) ? obj.spec : {}
+  const ns = namespaceOf(obj, ctx)
+  if (hasLabels(spec.workloadSelector?.matchLabels)) return false
+  if (exportedTo(spec.exportTo, ns, ctx.namespace)) return true
+  return typeof spec.host === 'string' && hostTarget(spec.host, ns, ctx).ownServices.length > 0
+}
+
+export const destinationRuleClassifier: KindClassifier = {
+  kinds: [`${NETWORKING}/DestinationRule`],
+  relevantElsewhere,
+  classify: classifyDestinationRule,
+}

@@ -1,0 +1,243 @@
+// PeerAuthentication (DOMAIN §3.2, §7 E18, §8).
+// ztunnel resolves the effective mTLS mode like istiod's ComposePeerAuthentication: mesh (root namespace,
+// no selector, oldest wins) → namespace (no selector, oldest) → workload (oldest selector policy *outside* the
+// root namespace); UNSET inherits. STRICT becomes a static "deny plaintext" policy; PERMISSIVE accepts both;
+// DISABLE cannot turn mTLS off between ambient pods (HBONE) and the docs treat it as a hard blocker.
+// portLevelMtls is honoured only for workload-selector policies outside the root namespace.
+import type {ClassifyContext} from '../context.js'
+import type {Finding, KubeObject, WorkloadItem} from '../model.js'
+import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
+import {formatRef, objectKey} from '../refs.js'
+import {
+  type Classified,
+  type KindClassifier,
+  SECURITY,
+  allServices,
+  compareAge,
+  finding,
+  hasLabels,
+  isRecord,
+  item,
+  itemRef,
+  kindKey,
+  labelsSubset,
+  namespaceOf,
+  reason,
+  selectorCoverage,
+  servicesCovering,
+  workloadNames,
+} from './common.js'
+
+type Level = 'mesh' | 'namespace' | 'workload' | 'root-selector'
+
+function modeOf(obj: KubeObject): MtlsMode {
+  const raw = String((obj.spec as PeerAuthenticationSpec | undefined)?.mtls?.mode ?? 'UNSET').toUpperCase()
+  return raw === 'STRICT' || raw === 'PERMISSIVE' || raw === 'DISABLE' ? raw : 'UNSET'
+}
+
+function selectorOf(obj: KubeObject): Record<string, string> | undefined {
+  const sel = (obj.spec as PeerAuthenticationSpec | undefined)?.selector?.matchLabels
+  return hasLabels(sel) ? sel : undefined
+}
+
+function levelOf(obj: KubeObject, ctx: ClassifyContext): Level {
+  const root = namespaceOf(obj, ctx) === ctx.rootNamespace
+  if (selectorOf(obj)) return root ? 'root-selector' : 'workload'
+  return root ? 'mesh' : 'namespace'
+}
+
+interface Resolution {
+  /** The PeerAuthentication that decides the mode for the workload, or undefined (default PERMISSIVE). */
+  decidedBy?: KubeObject
+  mode: Exclude<MtlsMode, 'UNSET'>
+  /** The workload-level policy in force (whose portLevelMtls applies). */
+  workloadPolicy?: KubeObject
+}
+
+/** The PeerAuthentications that take part in resolving modes for the migrated namespace, oldest first per level. */
+function candidates(ctx: ClassifyContext): {mesh?: KubeObject; namespace?: KubeObject; workload: KubeObject[]} {
+  const seen = new Set<string>()
+  const pas = ctx.objects
+    .filter((o) => kindKey(o) === `${SECURITY}/PeerAuthentication`)
+    .filter((o) => {
+      const k = objectKey({...o, metadata: {...o.metadata, namespace: namespaceOf(o, ctx)}})
+      if (seen.has(k)) return false
+      seen.add(k)
+      return true
+    })
+    .sort(compareAge)
+  return {
+    mesh: pas.find((o) => levelOf(o, ctx) === 'mesh'),
+    namespace: ctx.namespace === ctx.rootNamespace ? undefined : pas.find((o) => namespaceOf(o, ctx) === ctx.namespace && levelOf(o, ctx) === 'namespace'),
+    workload: pas.filter((o) => namespaceOf(o, ctx) === ctx.namespace && levelOf(o, ctx) === 'workload'),
+  }
+}
+
+function resolve(ctx: ClassifyContext, w: WorkloadItem | undefined): Resolution {
+  const c = candidates(ctx)
+  const workloadPolicy = w ? c.workload.find((o) => labelsSubset(selectorOf(o), w.podLabels)) : undefined
+  for (const o of [workloadPolicy, c.namespace, c.mesh]) {
+    if (!o) continue
+    const mode = modeOf(o)
+    if (mode !== 'UNSET') return {decidedBy: o, mode, ...(workloadPolicy ? {workloadPolicy} : {})}
+  }
+  return {mode: 'PERMISSIVE', ...(workloadPolicy ? {workloadPolicy} : {})}
+}
+
+/** Workloads (or, without workloads, the namespace as a whole) whose effective mode this policy decides. */
+function decidedWorkloads(obj: KubeObject, ctx: ClassifyContext): {workloads: WorkloadItem[]; namespaceWide: boolean} {
+  const key = objectKey({...obj, metadata: {...obj.metadata, namespace: namespaceOf(obj, ctx)}})
+  const same = (o: KubeObject | undefined) => o !== undefined && objectKey({...o, metadata: {...o.metadata, namespace: namespaceOf(o, ctx)}}) === key
+  const workloads = ctx.workloads.filter((w) => same(resolve(ctx, w).decidedBy))
+  const namespaceWide = ctx.workloads.length === 0 && same(resolve(ctx, undefined).decidedBy)
+  return {workloads, namespaceWide}
+}
+
+function inForce(obj: KubeObject, ctx: ClassifyContext): WorkloadItem[] {
+  const key = objectKey({...obj, metadata: {...obj.metadata, namespace: namespaceOf(obj, ctx)}})
+  return ctx.workloads.filter((w) => {
+    const wp = resolve(ctx, w).workloadPolicy
+    return wp !== undefined && objectKey({...wp, metadata: {...wp.metadata, namespace: namespaceOf(wp, ctx)}}) === key
+  })
+}
+
+/** Pod template annotations of a workload, read from its controller in the snapshot. */
+function templateAnnotations(ctx: ClassifyContext, w: WorkloadItem): Record<string, string> {
+  const obj = ctx.objects.find((o) => o.kind === w.ref.kind && o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace)
+  if (!obj) return {}
+  if (obj.kind === 'Pod') return obj.metadata.annotations ?? {}
+  if (obj.kind === 'CronJob') return obj.spec?.jobTemplate?.spec?.template?.metadata?.annotations ?? {}
+  return obj.spec?.template?.metadata?.annotations ?? {}
+}
+
+export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext): Classified {
+  const ref = itemRef(obj, ctx)
+  const spec: PeerAuthenticationSpec = isRecord(obj.spec) ? obj.spec : {}
+  const level = levelOf(obj, ctx)
+  const mode = modeOf(obj)
+  const local = ref.namespace === ctx.namespace
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const name = formatRef(ref)
+  const portLevel = isRecord(spec.portLevelMtls) ? Object.entries(spec.portLevelMtls) : []
+  const scope = level === 'mesh' ? 'mesh' : level === 'namespace' ? 'namespace' : 'workload'
+
+  if (level === 'root-selector') {
+    const cov = selectorCoverage(ctx, selectorOf(obj))
+    reasons.push(
+      reason('spec.selector', `selector policy in the root namespace (matches ${workloadNames(cov.workloads)}): ztunnel resolves workload-level PeerAuthentication only from selector policies outside the root namespace, so it is not used`),
+    )
+    if (portLevel.length > 0) {
+      reasons.push(reason('spec.portLevelMtls', 'ignored by ztunnel: portLevelMtls is honoured only for workload-selector policies outside the root namespace (E18)'))
+      findings.push(
+        finding({
+          prefix: 'E18',
+          ref,
+          topic: 'root-port-level',
+          code: 'RootPortLevelMtlsIgnored',
+          severity: 'warning',
+          message: `${name} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for ${ctx.namespace}'s pods (${workloadNames(cov.workloads)}), so those ports get the namespace/mesh mode.`,
+          fix: `Create a workload-selector PeerAuthentication with the same portLevelMtls in ${ctx.namespace}.`,
+        }),
+      )
+    }
+    return {item: item(ref, 'inert', 'keep', reasons, {scope, services: cov.services}), findings}
+  }
+
+  const cov = selectorCoverage(ctx, selectorOf(obj))
+  const services = level === 'workload' ? cov.services : allServices(ctx)
+  if (level === 'workload' && cov.unmatched) {
+    reasons.push(reason('spec.selector', 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'))
+    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings}
+  }
+  const scopeText = level === 'workload' ? `workload scope (${workloadNames(cov.workloads)})` : level === 'namespace' ? `namespace scope (${ref.namespace})` : 'mesh scope (root namespace, no selector)'
+
+  const decided = decidedWorkloads(obj, ctx)
+  const effective = decided.workloads.length > 0 || decided.namespaceWide
+  const decidedText = decided.namespaceWide ? `namespace ${ctx.namespace}` : workloadNames(decided.workloads)
+
+  // Port-level settings.
+  let portDisable: string[] = []
+  if (portLevel.length > 0) {
+    if (level !== 'workload') {
+      reasons.push(reason('spec.portLevelMtls', 'ignored: portLevelMtls needs a workload selector (outside the root namespace)'))
+    } else {
+      const used = inForce(obj, ctx).length > 0
+      for (const [port, setting] of portLevel) {
+        const pm = String(setting?.mode ?? 'UNSET').toUpperCase()
+        const path = `spec.portLevelMtls[${port}].mode`
+        if (pm === 'DISABLE') {
+          portDisable.push(port)
+          reasons.push(reason(path, 'DISABLE: ztunnel treats it as "not STRICT" (plaintext accepted on this port) but cannot turn mTLS off between ambient pods (HBONE); the docs list DISABLE as a migration blocker'))
+        } else {
+          reasons.push(reason(path, `${pm}: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)`))
+        }
+      }
+      if (!used) portDisable = []
+    }
+  }
+
+  if (mode !== 'UNSET' && !effective) {
+    reasons.push(reason('spec.mtls.mode', `${mode}, but overridden for every workload of ${ctx.namespace} by a more specific (or older) PeerAuthentication: not in force here`))
+  } else {
+    const why: Record<MtlsMode, string> = {
+      STRICT: `STRICT (${scopeText}): ztunnel rejects plaintext from outside the mesh; sidecars and ingress gateways reach ambient pods over HBONE and pass; kubelet probes are exempt`,
+      PERMISSIVE: `PERMISSIVE (${scopeText}): ztunnel accepts HBONE and plaintext (plaintext has no identity, so identity-based ALLOWs still reject it)`,
+      UNSET: `UNSET (${scopeText}): inherits the parent mode; ztunnel resolves it the same way`,
+      DISABLE: `DISABLE (${scopeText}, in force for ${decidedText}): ambient pods always talk HBONE/mTLS, so DISABLE cannot turn mTLS off; ztunnel only treats it as "not STRICT" and the docs list it as a hard migration blocker`,
+    }
+    reasons.push(reason(spec.mtls?.mode ? 'spec.mtls.mode' : 'spec.mtls', why[mode]))
+  }
+
+  const blocked = (mode === 'DISABLE' && effective) || portDisable.length > 0
+  if (blocked) {
+    findings.push(
+      finding({
+        prefix: 'E18',
+        ref,
+        topic: 'disable',
+        code: 'PeerAuthenticationDisable',
+        severity: 'blocker',
+        message:
+          mode === 'DISABLE' && effective
+            ? `${name} sets mTLS mode DISABLE for ${decidedText}. Ambient mode cannot disable mTLS (HBONE); the policy would only accept plaintext like PERMISSIVE.`
+            : `${name} disables mTLS on port(s) ${portDisable.join(', ')}. Ambient mode cannot disable mTLS (HBONE); ztunnel only accepts plaintext there.`,
+        fix: 'Replace DISABLE with PERMISSIVE (or STRICT) once you have checked why mTLS was disabled (e.g. a client that must send plaintext, or an app terminating its own mTLS), then re-run plan.',
+      }),
+    )
+    return {item: item(ref, 'blocker', 'blocker', reasons, {scope, services}), findings}
+  }
+
+  if (mode === 'STRICT' && effective) {
+    const scraped = (decided.namespaceWide ? ctx.workloads : decided.workloads).filter((w) => templateAnnotations(ctx, w)['prometheus.io/scrape'] === 'true')
+    findings.push(
+      finding({
+        prefix: 'E18',
+        ref,
+        topic: 'strict',
+        code: 'StrictRejectsOutOfMeshCallers',
+        severity: 'warning',
+        message:
+          `${name} makes ${decidedText} STRICT: once ambient, ztunnel rejects every plaintext caller outside the mesh (a Prometheus that is not in the mesh — sidecar mode served merged metrics on 15020 —, pods of non-mesh namespaces, node agents).` +
+          (scraped.length > 0 ? ` Workloads annotated prometheus.io/scrape=true: ${workloadNames(scraped)}.` : ''),
+        fix: 'Enrol those callers in the mesh, or add a workload-selector PeerAuthentication with portLevelMtls {<port>: {mode: PERMISSIVE}} (honoured by ztunnel) for the ports they call. Keep the STRICT policy: removing it re-allows plaintext.',
+      }),
+    )
+  }
+
+  const verdict = mode === 'DISABLE' ? 'inert' : 'L4'
+  return {item: item(ref, verdict, 'keep', reasons, {scope, services: level === 'workload' ? servicesCovering(ctx, cov.workloads) : services}), findings}
+}
+
+/** Root-namespace PeerAuthentications: the mesh-wide one, and selector ones that match pods here (reported as ignored). */
+function relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
+  if (namespaceOf(obj, ctx) !== ctx.rootNamespace) return false
+  const sel = selectorOf(obj)
+  return !sel || selectorCoverage(ctx, sel).workloads.length > 0
+}
+
+export const peerAuthenticationClassifier: KindClassifier = {
+  kinds: [`${SECURITY}/PeerAuthentication`],
+  relevantElsewhere,
+  classify: classifyPeerAuthentication,
+}

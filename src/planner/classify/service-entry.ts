@@ -1,0 +1,169 @@
+// ServiceEntry, WorkloadEntry, WorkloadGroup (DOMAIN §3.7, §8).
+// ServiceEntries are published to ztunnel as services (VIPs; DNS capture resolves them): keep. exportTo is
+// ignored by ztunnel and waypoints (read as "*"). Wildcard hosts are not supported by ztunnel or waypoints,
+// except DYNAMIC_DNS + MESH_EXTERNAL bound to an (egress) waypoint. VM workloads (WorkloadEntry /
+// WorkloadGroup) cannot join an ambient mesh: hard blocker.
+import type {ClassifyContext} from '../context.js'
+import type {Finding, KubeObject} from '../model.js'
+import type {ServiceEntrySpec} from '../istio-types.js'
+import {formatRef} from '../refs.js'
+import {USE_WAYPOINT_LABEL} from '../waypoint.js'
+import {
+  type Classified,
+  type KindClassifier,
+  NETWORKING,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+  exportedTo,
+  finding,
+  hasLabels,
+  isRecord,
+  item,
+  itemRef,
+  kindKey,
+  labelsSubset,
+  list,
+  namespaceOf,
+  reason,
+  selectorCoverage,
+  workloadNames,
+} from './common.js'
+
+export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Classified {
+  const ref = itemRef(obj, ctx)
+  const spec: ServiceEntrySpec = isRecord(obj.spec) ? obj.spec : {}
+  const local = ref.namespace === ctx.namespace
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const hosts = list(spec.hosts) ?? []
+  const wildcards = hosts.filter((h) => h.startsWith('*'))
+  const location = spec.location ?? 'MESH_EXTERNAL'
+  const resolution = spec.resolution ?? 'NONE'
+  const labels = obj.metadata.labels ?? {}
+  const waypoint = labels[USE_WAYPOINT_LABEL] && labels[USE_WAYPOINT_LABEL] !== 'none' ? `${labels[USE_WAYPOINT_NAMESPACE_LABEL] || ref.namespace}/${labels[USE_WAYPOINT_LABEL]}` : undefined
+  const scope = local ? undefined : 'client-side'
+
+  reasons.push(
+    reason(
+      'spec.hosts',
+      `${hosts.join(', ') || '(none)'} (${location}, resolution ${resolution}): published to ztunnel as a service (VIP; ambient DNS capture resolves it)` +
+        (local ? '' : `; defined in ${ref.namespace} and used by ${ctx.namespace}'s clients`),
+    ),
+  )
+  const exportTo = list(spec.exportTo)
+  if (exportTo && !exportTo.includes('*')) {
+    reasons.push(reason('spec.exportTo', `[${exportTo.join(', ')}] is ignored by ztunnel and waypoints (read as "*"): the entry becomes visible to every namespace`))
+  }
+  if (hasLabels(spec.workloadSelector?.matchLabels) && local) {
+    const cov = selectorCoverage(ctx, spec.workloadSelector!.matchLabels)
+    reasons.push(reason('spec.workloadSelector', `selects ${cov.workloads.length > 0 ? workloadNames(cov.workloads) : 'no workload of the namespace'} (and WorkloadEntries): endpoints are kept for ambient pods`))
+  }
+  if (waypoint) reasons.push(reason(`metadata.labels[${USE_WAYPOINT_LABEL}]`, `bound to waypoint ${waypoint}: L7 (egress) policy and routes apply there`))
+
+  if (wildcards.length > 0) {
+    const supported = resolution === 'DYNAMIC_DNS' && location === 'MESH_EXTERNAL'
+    if (supported && waypoint) {
+      reasons.push(reason('spec.hosts', `wildcard host(s) ${wildcards.join(', ')}: supported in ambient only as DYNAMIC_DNS MESH_EXTERNAL bound to a waypoint — which this entry is`))
+      return {item: item(ref, 'L7', 'keep', reasons, scope ? {scope} : {}), findings}
+    }
+    reasons.push(
+      reason(
+        'spec.hosts',
+        `wildcard host(s) ${wildcards.join(', ')}: ztunnel and waypoints do not support wildcard hosts (status istio.io/WaypointMissing, NoWaypointForWildcardService); ${supported ? 'bind it to an egress waypoint' : 'needs resolution DYNAMIC_DNS, location MESH_EXTERNAL and an egress waypoint'} — until then ambient clients reach these hosts as plain passthrough TCP`,
+      ),
+    )
+    findings.push(
+      finding({
+        prefix: 'E11',
+        ref,
+        code: 'WildcardServiceEntryNeedsEgressWaypoint',
+        severity: 'error',
+        message: `${formatRef(ref)} has wildcard host(s) ${wildcards.join(', ')}; ambient clients of ${ctx.namespace} do not get its routing/policy (unsupported without an egress waypoint).`,
+        fix: 'Make it DYNAMIC_DNS + MESH_EXTERNAL and bind it to an egress waypoint (istio.io/use-waypoint), or list the hosts explicitly; or accept the loss.',
+      }),
+    )
+    return {item: item(ref, 'L7', 'lost-client-side', reasons, scope ? {scope} : {}), findings}
+  }
+  if (resolution === 'DYNAMIC_DNS') {
+    reasons.push(reason('spec.resolution', 'DYNAMIC_DNS is supported in ambient only for MESH_EXTERNAL entries bound to a waypoint'))
+    if (!(location === 'MESH_EXTERNAL' && waypoint)) return {item: item(ref, 'L7', 'manual', reasons, scope ? {scope} : {}), findings}
+  }
+  return {item: item(ref, 'L4', 'keep', reasons, scope ? {scope} : {}), findings}
+}
+
+/** ServiceEntries of other namespaces that this namespace's clients see today (exportTo). */
+function serviceEntryElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
+  const spec: ServiceEntrySpec = isRecord(obj.spec) ? obj.spec : {}
+  return exportedTo(spec.exportTo, namespaceOf(obj, ctx), ctx.namespace)
+}
+
+export const serviceEntryClassifier: KindClassifier = {
+  kinds: [`${NETWORKING}/ServiceEntry`],
+  relevantElsewhere: serviceEntryElsewhere,
+  classify: classifyServiceEntry,
+}
+
+/** ServiceEntries of the WorkloadEntry's namespace whose workloadSelector picks it. */
+function selectingEntries(obj: KubeObject, ctx: ClassifyContext): KubeObject[] {
+  const ns = namespaceOf(obj, ctx)
+  const labels = (obj.spec?.labels ?? {}) as Record<string, string>
+  return ctx.objects.filter(
+    (o) => kindKey(o) === `${NETWORKING}/ServiceEntry` && namespaceOf(o, ctx) === ns && hasLabels(o.spec?.workloadSelector?.matchLabels) && labelsSubset(o.spec.workloadSelector.matchLabels, labels),
+  )
+}
+
+export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Classified {
+  const ref = itemRef(obj, ctx)
+  const spec = isRecord(obj.spec) ? obj.spec : {}
+  const reasons: string[] = []
+  const address = typeof spec.address === 'string' ? spec.address : '(no address)'
+  const entries = selectingEntries(obj, ctx)
+  if (entries.length > 0 && entries.every((e) => (e.spec?.location ?? 'MESH_EXTERNAL') === 'MESH_EXTERNAL')) {
+    reasons.push(reason('spec.address', `${address}: endpoint of MESH_EXTERNAL ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}, not a mesh workload — kept as a ztunnel service endpoint`))
+    return {item: item(ref, 'L4', 'keep', reasons), findings: []}
+  }
+  reasons.push(reason('spec.address', `${address}: a non-Kubernetes (VM) mesh workload${spec.serviceAccount ? ` running as ${String(spec.serviceAccount)}` : ''}; VM workloads cannot join an ambient mesh`))
+  if (entries.length > 0) reasons.push(reason('spec.labels', `selected by ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}`))
+  return {
+    item: item(ref, 'blocker', 'blocker', reasons),
+    findings: [
+      finding({
+        prefix: 'vm',
+        ref,
+        code: 'VmWorkloadUnsupported',
+        severity: 'blocker',
+        message: `${formatRef(ref)} is a VM workload (${address}); VM workloads are not supported in ambient mode (a hard blocker in the migration guide).`,
+        fix: 'Keep this namespace in sidecar mode while it serves VM workloads, or move the VM workload out of the mesh (or onto Kubernetes) first.',
+      }),
+    ],
+  }
+}
+
+export function classifyWorkloadGroup(obj: KubeObject, ctx: ClassifyContext): Classified {
+  const ref = itemRef(obj, ctx)
+  const reasons = [reason('spec.template', 'template for VM auto-registration (WorkloadEntries are created from it); VM workloads cannot join an ambient mesh')]
+  return {
+    item: item(ref, 'blocker', 'blocker', reasons),
+    findings: [
+      finding({
+        prefix: 'vm',
+        ref,
+        code: 'VmWorkloadUnsupported',
+        severity: 'blocker',
+        message: `${formatRef(ref)} registers VM workloads in ${ref.namespace}; VM workloads are not supported in ambient mode.`,
+        fix: 'Keep this namespace in sidecar mode while it serves VM workloads, or move them out of the mesh first.',
+      }),
+    ],
+  }
+}
+
+export const workloadEntryClassifier: KindClassifier = {
+  kinds: [`${NETWORKING}/WorkloadEntry`],
+  relevantElsewhere: () => false,
+  classify: classifyWorkloadEntry,
+}
+
+export const workloadGroupClassifier: KindClassifier = {
+  kinds: [`${NETWORKING}/WorkloadGroup`],
+  relevantElsewhere: () => false,
+  classify: classifyWorkloadGroup,
+}
