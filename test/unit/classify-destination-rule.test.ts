@@ -1,6 +1,7 @@
 import {describe, expect, it} from 'vitest'
 import {trafficPolicyFields} from '../../src/planner/classify/destination-rule.js'
 import {classifyObjects} from '../../src/planner/classify/index.js'
+import type {TrafficPolicy} from '../../src/planner/istio-types.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {bookinfoBase, classifyContext, istio} from './support/classify-context.js'
 
@@ -27,13 +28,13 @@ describe('DestinationRule traffic-policy table (DOMAIN §3.5)', () => {
     ['tunnel', {tunnel: {protocol: 'CONNECT', targetHost: 'x', targetPort: 1}}, 'applied'],
     ['retryBudget', {retryBudget: {percent: 20}}, 'applied'],
   ])('%s is %s at the waypoint', (_name, tp, kind) => {
-    const f = trafficPolicyFields(tp, 'spec.trafficPolicy')
+    const f = trafficPolicyFields(tp as TrafficPolicy, 'spec.trafficPolicy')
     expect(kind === 'applied' ? f.applied.length : f.inert.length).toBeGreaterThan(0)
     expect(kind === 'applied' ? f.inert : f.applied).toEqual([])
   })
 
   it('portLevelSettings are walked with their own paths', () => {
-    const f = trafficPolicyFields({tls: {mode: 'ISTIO_MUTUAL'}, portLevelSettings: [{port: {number: 8000}, tls: {mode: 'DISABLE'}}, {port: {number: 9}, connectionPool: {}}]}, 'spec.trafficPolicy')
+    const f = trafficPolicyFields({tls: {mode: 'ISTIO_MUTUAL'}, portLevelSettings: [{port: {number: 8000}, tls: {mode: 'DISABLE'}}, {port: {number: 9}, connectionPool: {}}]} as TrafficPolicy, 'spec.trafficPolicy')
     expect(f.inert.map((r) => r.split(':')[0])).toEqual(['spec.trafficPolicy.tls.mode', 'spec.trafficPolicy.portLevelSettings[0].tls.mode'])
     expect(f.applied.map((r) => r.split(':')[0])).toEqual(['spec.trafficPolicy.portLevelSettings[1].connectionPool'])
   })
