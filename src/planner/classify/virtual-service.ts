@@ -165,6 +165,11 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
     return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'gateway', services: ownDestServices}), findings}
   }
 
+  if (hosts.length === 0) {
+    reasons.push(reason('spec.hosts', 'empty: the VirtualService names no host, so it routes nothing (upstream validation rejects it)'))
+    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: local ? 'mesh-routing' : 'client-side', services: []}), findings}
+  }
+
   const features = featureReasons(spec)
   const hostText = (list(spec.hosts) ?? []).join(', ') || '(none)'
 
