@@ -130,19 +130,23 @@ export function cleanObject(obj: KubeObject): KubeObject {
   return copy
 }
 
-// Annotations that change without the object's meaning changing.
-const VOLATILE_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration'])
+// Only metadata that Istio reads changes what an object means. Labels and annotations added by
+// GitOps tools (Argo CD tracking ids, Helm release names, last-applied-configuration) must not make a
+// plan look stale.
+const MEANINGFUL_METADATA = /^([a-z0-9.-]+\.)?istio\.io\//
+
+function meaningful(map: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(map ?? {}).filter(([k]) => MEANINGFUL_METADATA.test(k) && !k.startsWith('mesh-migrate.io/')))
+}
 
 /**
- * Fingerprint of what an object means (labels, annotations, spec and any other top-level data),
- * ignoring server-set fields and status. Computed the same way from a manifest and from the API,
- * so apply can tell whether an object changed since the plan was made.
+ * Fingerprint of what an object means: its spec (and any other top-level data) plus the labels and
+ * annotations Istio reads (`*istio.io/*`), ignoring server-set fields, status and bookkeeping
+ * metadata. Computed the same way from a manifest and from the API, so apply can tell whether an
+ * object changed since the plan was made.
  */
 export function objectFingerprint(obj: KubeObject): string {
   const clean = cleanObject(obj)
-  const annotations = Object.fromEntries(
-    Object.entries(clean.metadata.annotations ?? {}).filter(([k]) => !VOLATILE_ANNOTATIONS.has(k)),
-  )
-  const {apiVersion: _apiVersion, metadata: _metadata, ...content} = clean
-  return digestOf({labels: clean.metadata.labels ?? {}, annotations, content})
+  const {apiVersion: _apiVersion, metadata, ...content} = clean
+  return digestOf({labels: meaningful(metadata.labels), annotations: meaningful(metadata.annotations), content})
 }

@@ -262,10 +262,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       id: 'restart-workloads',
       action: 'restart-workloads',
       description: `Rollout-restart ${refs.length} workload(s) so their pods come back without sidecars and are captured by ztunnel: ${refs.map(formatRef).join(', ') || 'none'}.${restarts.manual.length > 0 ? ` ${restarts.manual.length} workload(s) cannot be restarted by the tool and are listed for you.` : ''} From here until the next step, selector-based L7 policies are degraded at ztunnel for restarted pods.`,
-      preconditions: restarts.restart.map((w): Precondition => {
-        const obj = snapshot.objects.find((o) => refKey(refOf(o)) === refKey(w.ref))
-        return obj ? {check: 'object-unchanged', ref: w.ref, fingerprint: objectFingerprint(obj)} : {check: 'object-absent-or-ours', ref: w.ref}
-      }).filter((p) => p.check === 'object-unchanged'),
+      // A restart does not depend on the workload's content, only on its existence.
+      preconditions: refs.map((ref): Precondition => ({check: 'object-present', ref})),
       operations: refs.map((ref): Operation => ({op: 'restart', ref})),
       ...(restarts.manual.length > 0 ? {manual: restarts.manual} : {}),
       verify: [

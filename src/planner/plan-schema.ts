@@ -87,6 +87,7 @@ const precondition = {
       properties: {check: {const: 'object-unchanged'}, ref, fingerprint: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
     },
     {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-absent-or-ours'}, ref}},
+    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-present'}, ref}},
   ],
 }
 

@@ -51,6 +51,8 @@ export type Precondition =
   | {check: 'object-unchanged'; ref: ObjectRef; fingerprint: string}
   /** The object does not exist, or exists and was created by this plan (idempotent re-run). */
   | {check: 'object-absent-or-ours'; ref: ObjectRef}
+  /** The object exists (whatever its content). */
+  | {check: 'object-present'; ref: ObjectRef}
 
 /** Postconditions verified after a step's writes (with --timeout). */
 export type Verification =

@@ -954,3 +954,8 @@ function restartAdvice(
   }
   return undefined
 }
+
+/** The proxy state of one live pod, detected in DOMAIN §2.4's order (status annotation first). */
+export function podProxyState(pod: KubeObject): ProxyState {
+  return observePod(podLike(pod.metadata, pod.spec)).state
+}

@@ -1,0 +1,100 @@
+// What apply, rollback, status and unlock share: finding the plan, connecting to its cluster,
+// checking that it is the cluster the plan was made for, and handling Ctrl+C.
+import {StalePlanError, UserError} from '../errors.js'
+import type {PlanState} from '../executor/plan-state.js'
+import {listPlanFiles, PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import type {KubeClient} from '../kube/types.js'
+import {checkPlanText} from '../planner/planfile.js'
+import {mayHaveWritten} from '../planner/rollback.js'
+
+/**
+ * SPEC §2: PLAN is a path or a namespace (plans/<ns>.yaml); omitted, the one unfinished plan under
+ * plans/ (several or none is an error that lists the candidates).
+ */
+export async function resolvePlanFile(arg: string | undefined, opts: {unfinishedOnly: boolean}): Promise<string> {
+  if (arg) return resolvePlanArg(arg)
+  const files = await listPlanFiles()
+  const candidates: string[] = []
+  for (const file of files) {
+    const plan = checkPlanText(await readTextFile(file).catch(() => '')).plan
+    if (!plan) continue
+    const phases = plan.spec.steps.map((s) => plan.status?.steps.find((x) => x.id === s.id)?.phase ?? 'Pending')
+    const finished = phases.every((p) => p === 'Applied')
+    const started = phases.some((p) => mayHaveWritten(p))
+    if (opts.unfinishedOnly ? !finished : started) candidates.push(file)
+  }
+  if (candidates.length === 1) return candidates[0]!
+  if (candidates.length === 0) {
+    throw new UserError(`no ${opts.unfinishedOnly ? 'unfinished' : 'applied'} plan under ${PLANS_DIR}/`, {exitCode: 2, suggestion: files.length > 0 ? `Name one: ${files.join(', ')}` : 'Create one with `mesh-migrate plan NAMESPACE`.'})
+  }
+  throw new UserError(`several plans under ${PLANS_DIR}/ could be meant: ${candidates.join(', ')}`, {exitCode: 2, suggestion: 'Name the plan (a path or a namespace).'})
+}
+
+export interface ClusterFlags {
+  kubeconfig?: string
+  context?: string
+  'request-timeout'?: string
+}
+
+export async function connectCluster(flags: ClusterFlags): Promise<KubeClient> {
+  const {connect} = await import('../kube/http-client.js')
+  return connect({
+    ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
+    ...(flags.context ? {context: flags.context} : {}),
+    ...(flags['request-timeout'] ? {requestTimeout: flags['request-timeout']} : {}),
+  })
+}
+
+/** The plan must run against the cluster it was made from (kube-system's uid), unless overridden. */
+export async function checkTargetCluster(client: KubeClient, state: PlanState, allowOther: boolean, note: (m: string) => void): Promise<void> {
+  const target = state.plan.spec.target
+  if (!('clusterID' in target)) {
+    note(`The plan was made from manifests (${target.manifests.join(', ')}); every step re-checks its preconditions against context ${client.context}.`)
+    return
+  }
+  const kubeSystem = await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'kube-system'}).catch(() => undefined)
+  const current = kubeSystem?.metadata.uid ?? ''
+  if (target.clusterID && current && target.clusterID === current) return
+  if (allowOther) {
+    note(`Warning: the plan was made for cluster ${target.clusterID || '(unknown)'} (context ${target.context}); this is ${current || 'an unidentified cluster'} (context ${client.context}). Proceeding because of --allow-other-cluster.`)
+    return
+  }
+  throw new StalePlanError(
+    `the plan was made for another cluster: context ${target.context} (${target.server}, kube-system uid ${target.clusterID || 'unknown'}); the current context ${client.context} is ${client.server}${current ? ` (uid ${current})` : ' (kube-system not readable)'}`,
+    'Switch to the right context (--context), or re-plan against this cluster; --allow-other-cluster overrides the check.',
+  )
+}
+
+/**
+ * Ctrl+C: the first press asks the running step to stop after the request in flight (the step is
+ * recorded as Interrupted and the lock released, then exit 130); a second press exits at once.
+ */
+export function interruptHandler(note: (m: string) => void): {signal: AbortSignal; dispose: () => void} {
+  const controller = new AbortController()
+  const onSignal = () => {
+    if (controller.signal.aborted) {
+      process.stderr.write('\nInterrupted again: exiting now. Re-run the command to see what was recorded.\n')
+      process.exit(130)
+    }
+    note('\nInterrupting: finishing the request in flight, recording the step as Interrupted, releasing the lock… (Ctrl+C again to exit now)')
+    controller.abort()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    },
+  }
+}
+
+/** kubectl-style durations for --timeout / --lock-timeout: 90s, 5m, 1h, 0. */
+export function parseDuration(value: string, flag: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim())
+  if (!match) throw new UserError(`${flag} "${value}" is not a duration`, {exitCode: 2, suggestion: 'Use e.g. 90s, 5m, 1h.'})
+  const n = Number(match[1])
+  const unit = match[2] ?? 's'
+  return unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000
+}

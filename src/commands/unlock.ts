@@ -1,0 +1,48 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
+import {connectCluster} from '../cli/plan-commands.js'
+import {UserError} from '../errors.js'
+import {breakLock, describeHolder, leaseExpired, lockRef} from '../executor/lock.js'
+import {canPrompt, confirmByTyping} from '../ui/interactive.js'
+
+export default class UnlockCommand extends BaseCommand {
+  static override summary = 'Break the lock on a namespace left by an operator whose apply/rollback died.'
+  static override description = `apply and rollback hold a Lease (mesh-migrate-lock) in the namespace while they run and renew it; a killed process leaves it until it expires (60 s). unlock deletes it at once. Only do this when you are sure the holder is not running: two operators migrating one namespace at the same time is what the lock prevents.
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = ['<%= config.bin %> unlock bookinfo', '<%= config.bin %> unlock bookinfo --confirm bookinfo']
+
+  static override args = {namespace: Args.string({description: 'The locked namespace.', required: true})}
+  static override flags = {
+    confirm: Flags.string({description: 'The namespace, to confirm without a prompt.'}),
+    kubeconfig: Flags.string({description: 'Path to the kubeconfig file.', helpGroup: 'CLUSTER'}),
+    context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
+    'request-timeout': Flags.string({description: 'Timeout of a single API request (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+  }
+
+  async run(): Promise<{namespace: string; released?: string} | undefined> {
+    const {args, flags} = await this.parse(UnlockCommand)
+    const ns = args.namespace
+    const client = await connectCluster(flags)
+    const lease = await client.get(lockRef(ns))
+    if (!lease) {
+      this.note(`Namespace ${ns} is not locked.`)
+      return this.emit({namespace: ns}, 'table', () => '')
+    }
+    const holder = describeHolder(lease)
+    this.note(`Namespace ${ns} is locked by ${holder}${leaseExpired(lease) ? ' (expired: the holder stopped renewing)' : ' (still being renewed: the holder looks alive)'}.`)
+    if (flags.confirm !== undefined) {
+      if (flags.confirm !== ns) throw new UserError(`--confirm ${flags.confirm} does not match ${ns}`, {exitCode: 2})
+    } else if (!canPrompt()) {
+      throw new UserError(`breaking the lock on ${ns} needs confirmation, and there is no terminal to ask on`, {exitCode: 2, suggestion: `Pass --confirm ${ns}.`})
+    } else if (!(await confirmByTyping(ns, `Break the lock held by ${holder}`, '--confirm'))) {
+      throw new UserError('the namespace typed does not match: the lock was left in place')
+    }
+    await breakLock(client, ns)
+    this.note(`Lock on ${ns} released. If the holder was still running, its next write stops with "lost the lock".`)
+    return this.emit({namespace: ns, released: holder}, 'table', () => '')
+  }
+}

@@ -1,0 +1,258 @@
+// Executing a plan step by step and undoing it (SPEC §5–§7, DOMAIN §4.2–§4.3).
+// The command layer decides which steps, asks the user and renders progress; this module does the
+// cluster work and keeps the plan file's record true at every moment.
+import {StalePlanError, UserError} from '../errors.js'
+import type {KubeClient} from '../kube/types.js'
+import type {KubeObject} from '../planner/model.js'
+import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
+import {formatRef, refKey} from '../planner/refs.js'
+import {rollbackSequence} from '../planner/rollback.js'
+import type {NamespaceLock} from './lock.js'
+import {effectPresent, isOurs, operationRef, performOperation, stalePreconditions} from './operations.js'
+import type {PlanState} from './plan-state.js'
+import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
+
+export class StepFailedError extends UserError {
+  constructor(step: PlanStep, detail: string, file: string) {
+    super(`step ${step.id} failed: ${detail}`, {
+      exitCode: 1,
+      suggestion: `Fix the cause, then \`mesh-migrate apply ${file} --retry\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
+    })
+  }
+}
+
+export interface ExecutionContext {
+  client: KubeClient
+  state: PlanState
+  lock?: NamespaceLock
+  who: string
+  dryRun: boolean
+  timeoutMs: number
+  signal: AbortSignal
+  preflight?: PreflightRunner
+  onProgress?: (message: string) => void
+}
+
+/** Phases that block apply until retried or rolled back. */
+const BLOCKING: StepPhase[] = ['Failed', 'Interrupted', 'Running']
+
+export type StepSelection = {kind: 'next'} | {kind: 'all'} | {kind: 'to'; id: string}
+
+/** The steps `apply` would run now. A failed/interrupted step blocks unless `retry`. */
+export function stepsToApply(state: PlanState, selection: StepSelection, retry: boolean): PlanStep[] {
+  const steps = state.plan.spec.steps
+  const blocked = steps.find((s) => BLOCKING.includes(state.phase(s)))
+  if (blocked && !retry) {
+    const phase = state.phase(blocked)
+    throw new UserError(`step ${blocked.id} is ${phase}${state.status(blocked.id)?.message ? ` (${state.status(blocked.id)!.message})` : ''}: it must be retried or rolled back first`, {
+      exitCode: 1,
+      suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
+    })
+  }
+  const pending = steps.filter((s) => state.phase(s) !== 'Applied')
+  if (pending.length === 0) return []
+  switch (selection.kind) {
+    case 'next':
+      return [pending[0]!]
+    case 'all':
+      return pending
+    case 'to': {
+      const index = steps.findIndex((s) => s.id === selection.id)
+      if (index === -1) throw new UserError(`--to ${selection.id}: no such step`, {exitCode: 2, suggestion: `Steps: ${steps.map((s) => s.id).join(', ')}`})
+      return pending.filter((s) => steps.indexOf(s) <= index)
+    }
+  }
+}
+
+function storedObjects(state: PlanState): Map<string, KubeObject> {
+  const map = new Map<string, KubeObject>()
+  for (const step of state.plan.spec.steps) for (const op of step.operations) if (op.op === 'delete') map.set(refKey(op.ref), op.object)
+  return map
+}
+
+function fromManifests(state: PlanState): boolean {
+  return 'manifests' in state.plan.spec.target
+}
+
+/** What a step would change, for the confirmation prompt and dry runs. */
+export function describeStepWrites(step: PlanStep): string[] {
+  return step.operations.map((op) => {
+    switch (op.op) {
+      case 'apply':
+        return `create ${formatRef(operationRef(op))}`
+      case 'delete':
+        return `delete ${formatRef(op.ref)} (stored in the plan for rollback)`
+      case 'label':
+        return `label ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')}`
+      case 'restart':
+        return `rollout restart ${formatRef(op.ref)}`
+    }
+  })
+}
+
+/** Re-read the step's preconditions: what changed since the plan was made (empty = may run). */
+export async function checkStep(ctx: ExecutionContext, step: PlanStep): Promise<{alreadyDone: boolean; stale: string[]}> {
+  const stamp = ctx.state.status(step.id)?.observed?.restartedAt as string | undefined
+  let alreadyDone = step.operations.length > 0
+  for (const op of step.operations) {
+    if (!(await effectPresent(ctx.client, op, ctx.state.plan.metadata.name, stamp))) {
+      alreadyDone = false
+      break
+    }
+  }
+  if (alreadyDone) return {alreadyDone, stale: []}
+  const targetLabels: Record<string, string | null> = {}
+  const deletes = new Set<string>()
+  for (const op of step.operations) {
+    if (op.op === 'label') Object.assign(targetLabels, op.labels)
+    if (op.op === 'delete') deletes.add(refKey(op.ref))
+  }
+  const stale = await stalePreconditions(ctx.client, step.preconditions, {
+    namespace: ctx.state.namespace,
+    planName: ctx.state.plan.metadata.name,
+    stored: storedObjects(ctx.state),
+    fromManifests: fromManifests(ctx.state),
+    targetLabels,
+    deletes,
+  })
+  return {alreadyDone, stale}
+}
+
+async function verifyStep(ctx: ExecutionContext, step: PlanStep): Promise<string[]> {
+  const details: string[] = []
+  for (const v of step.verify) {
+    const result = await waitUntil(() => runCheck(v, {client: ctx.client, namespace: ctx.state.namespace, ...(ctx.preflight ? {preflight: ctx.preflight} : {})}), {
+      timeoutMs: ctx.timeoutMs,
+      signal: ctx.signal,
+      onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`),
+    })
+    if (!result.ok) throw new StepFailedError(step, `verification ${v.check} did not pass within ${Math.round(ctx.timeoutMs / 1000)}s: ${result.detail}`, ctx.state.file)
+    details.push(`${v.check}: ${result.detail}`)
+  }
+  return details
+}
+
+/** Apply one step: preconditions, writes, verification, record. Throws on stale/failed/interrupted. */
+export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<{skippedWrites: boolean; details: string[]}> {
+  const {state} = ctx
+  const check = await checkStep(ctx, step)
+  if (check.stale.length > 0) {
+    throw new StalePlanError(`the cluster changed since the plan was made; step ${step.id} would act on a different state:\n${check.stale.map((s) => `  - ${s}`).join('\n')}`)
+  }
+  if (ctx.dryRun) {
+    for (const op of step.operations) await performOperation(ctx.client, op, {planName: state.plan.metadata.name, dryRun: true, restartStamp: new Date().toISOString()})
+    return {skippedWrites: check.alreadyDone, details: ['server accepted every write (dryRun=All); nothing was changed or recorded']}
+  }
+  ctx.lock?.assertHeld()
+  const previous = state.status(step.id)
+  const observed: Record<string, unknown> = {...(previous?.observed ?? {})}
+  // One restart timestamp per step, kept across retries: re-running the restart is then a no-op.
+  const restartStamp = (observed.restartedAt as string | undefined) ?? new Date().toISOString()
+  if (step.operations.some((op) => op.op === 'restart')) observed.restartedAt = restartStamp
+  await state.record(step.id, {phase: 'Running', by: ctx.who, observed, attempts: (previous?.attempts ?? 0) + 1})
+  try {
+    const before: Record<string, unknown> = (observed.before as Record<string, unknown>) ?? {}
+    for (const op of step.operations) {
+      if (ctx.signal.aborted) throw new InterruptedError()
+      ctx.lock?.assertHeld()
+      const key = refKey(operationRef(op))
+      if (await effectPresent(ctx.client, op, state.plan.metadata.name, restartStamp)) continue
+      const result = await performOperation(ctx.client, op, {planName: state.plan.metadata.name, dryRun: false, restartStamp})
+      // Keep the first observation: a retry must not overwrite what was there before the first write.
+      if (result.before !== undefined && before[key] === undefined) before[key] = result.before
+      observed.before = before
+      await state.record(step.id, {phase: 'Running', by: ctx.who, observed})
+    }
+    if (ctx.signal.aborted) throw new InterruptedError()
+    const details = await verifyStep(ctx, step)
+    await state.record(step.id, {phase: 'Applied', by: ctx.who, observed, message: details.join('; ')})
+    return {skippedWrites: check.alreadyDone, details}
+  } catch (error) {
+    if (error instanceof InterruptedError || ctx.signal.aborted) {
+      await state.record(step.id, {phase: 'Interrupted', by: ctx.who, observed, message: 'interrupted by the user; re-run apply --retry to finish it, or rollback'})
+      throw new InterruptedError()
+    }
+    const message = error instanceof Error ? error.message.split('\n')[0]! : String(error)
+    await state.record(step.id, {phase: 'Failed', by: ctx.who, observed, message})
+    throw error
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollback
+
+function previousLabels(ctx: ExecutionContext, step: PlanStep, op: Extract<Operation, {op: 'label'}>): Record<string, string | null> {
+  const before = (ctx.state.status(step.id)?.observed?.before as Record<string, {labels?: Record<string, string | null>}> | undefined)?.[refKey(op.ref)]
+  return before?.labels ?? {}
+}
+
+/** Undo one step. Only objects this plan created (and still annotated as such) are deleted. */
+export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
+  const {client, state} = ctx
+  const planName = state.plan.metadata.name
+  const details: string[] = []
+  ctx.lock?.assertHeld()
+  await state.record(step.id, {phase: state.phase(step), by: ctx.who, message: 'rolling back'})
+  for (const op of step.undo.operations) {
+    if (ctx.signal.aborted) throw new InterruptedError()
+    switch (op.op) {
+      case 'delete': {
+        const live = await client.get(op.ref)
+        if (!live) break
+        if (!isOurs(live, planName)) {
+          warn(`${formatRef(op.ref)} is not marked as created by this plan any more: left in place`)
+          break
+        }
+        await client.delete(op.ref, {dryRun: ctx.dryRun, ...(live.metadata.uid ? {preconditions: {uid: live.metadata.uid}} : {})})
+        details.push(`deleted ${formatRef(op.ref)}`)
+        break
+      }
+      case 'apply': {
+        const ref = operationRef(op)
+        if (await client.get(ref)) {
+          details.push(`${formatRef(ref)} already exists`)
+          break
+        }
+        await client.apply(op.object, {dryRun: ctx.dryRun, force: true})
+        details.push(`re-created ${formatRef(ref)}`)
+        break
+      }
+      case 'label': {
+        // Restore exactly what the step saw before it wrote; the plan's undo is the fallback.
+        const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
+        const seen = forward ? previousLabels(ctx, step, forward) : {}
+        const labels = {...op.labels, ...seen}
+        const live = await client.get(op.ref)
+        if (!live) throw new StalePlanError(`${formatRef(op.ref)} no longer exists`)
+        const current = live.metadata.labels ?? {}
+        if (Object.entries(labels).every(([k, v]) => (v === null ? !(k in current) : current[k] === v))) {
+          details.push(`${formatRef(op.ref)} labels already restored`)
+          break
+        }
+        await client.mergePatch(op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, {dryRun: ctx.dryRun})
+        details.push(`restored ${Object.entries(labels).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')}`)
+        break
+      }
+      case 'restart': {
+        const stamp = `${new Date().toISOString()}`
+        await performOperation(client, op, {planName, dryRun: ctx.dryRun, restartStamp: stamp})
+        details.push(`restarted ${formatRef(op.ref)}`)
+        break
+      }
+    }
+  }
+  if (!ctx.dryRun) {
+    const restarted = step.undo.operations.filter((o): o is Extract<Operation, {op: 'restart'}> => o.op === 'restart').map((o) => o.ref)
+    if (restarted.length > 0) {
+      const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: restarted}, {client, namespace: state.namespace}), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
+      if (!rollout.ok) throw new StepFailedError(step, `rollback restart did not finish: ${rollout.detail}`, state.file)
+      const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
+      if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file)
+      details.push(sidecars.detail)
+    }
+    await state.record(step.id, {phase: 'RolledBack', by: ctx.who, message: details.join('; ') || 'nothing to undo'})
+  }
+  return details
+}
+
+export {rollbackSequence}

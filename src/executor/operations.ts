@@ -1,0 +1,172 @@
+// The primitive writes of a step, each idempotent: a write whose effect is already present is skipped,
+// so re-running an interrupted step converges (SPEC §7 "Crash safety").
+import {StalePlanError} from '../errors.js'
+import type {KubeClient} from '../kube/types.js'
+import {objectFingerprint} from '../planner/canonical.js'
+import type {KubeObject, ObjectRef} from '../planner/model.js'
+import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Operation, PLAN_ANNOTATION, type Precondition} from '../planner/plan-types.js'
+import {formatRef, refKey} from '../planner/refs.js'
+
+export const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt'
+
+export function isOurs(obj: KubeObject | undefined, planName: string): boolean {
+  return obj?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && obj.metadata.annotations?.[PLAN_ANNOTATION] === planName
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((v, i) => deepEqual(v, (b as unknown[])[i]))
+  const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined)
+  const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined)
+  return ka.length === kb.length && ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
+
+/** Every field of `wanted` has the same value in `actual` (server defaults may add more). */
+export function containsAll(actual: unknown, wanted: unknown): boolean {
+  if (wanted === null || typeof wanted !== 'object') return deepEqual(actual, wanted)
+  if (Array.isArray(wanted)) return Array.isArray(actual) && actual.length === wanted.length && wanted.every((w, i) => containsAll(actual[i], w))
+  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false
+  return Object.entries(wanted).every(([k, v]) => v === undefined || containsAll((actual as Record<string, unknown>)[k], v))
+}
+
+function labelsOf(obj: KubeObject | undefined): Record<string, string> {
+  return obj?.metadata.labels ?? {}
+}
+
+/** Whether an operation's effect is already in the cluster. */
+export async function effectPresent(client: KubeClient, op: Operation, planName: string, restartStamp: string | undefined): Promise<boolean> {
+  switch (op.op) {
+    case 'apply': {
+      const live = await client.get({apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: op.object.metadata.namespace, name: op.object.metadata.name})
+      if (!live || !isOurs(live, planName)) return false
+      const {metadata: _m, apiVersion: _a, kind: _k, ...content} = op.object
+      return containsAll(live, content) && containsAll(live.metadata.labels ?? {}, op.object.metadata.labels ?? {})
+    }
+    case 'delete':
+      return (await client.get(op.ref)) === undefined
+    case 'label': {
+      const live = labelsOf(await client.get(op.ref))
+      return Object.entries(op.labels).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))
+    }
+    case 'restart': {
+      if (!restartStamp) return false
+      const live = await client.get(op.ref)
+      return live?.spec?.template?.metadata?.annotations?.[RESTARTED_AT] === restartStamp
+    }
+  }
+}
+
+export interface PreconditionContext {
+  namespace: string
+  planName: string
+  /** Objects the plan stores in full (from its delete operations), by refKey: the content a manifests-made plan compares against. */
+  stored: Map<string, KubeObject>
+  /** The plan was made from manifests: live objects carry server defaults the manifests did not. */
+  fromManifests: boolean
+  /** Label values this step itself writes: seeing them means the step already ran. */
+  targetLabels: Record<string, string | null>
+  /** Objects this step deletes: their absence means the step already ran. */
+  deletes: Set<string>
+}
+
+/** What no longer matches the plan, one line per difference; empty when the step may run. */
+export async function stalePreconditions(client: KubeClient, preconditions: Precondition[], ctx: PreconditionContext): Promise<string[]> {
+  const problems: string[] = []
+  for (const p of preconditions) {
+    switch (p.check) {
+      case 'namespace-labels': {
+        const ns = await client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.namespace})
+        if (!ns) {
+          problems.push(`namespace ${ctx.namespace} does not exist`)
+          break
+        }
+        const live = labelsOf(ns)
+        for (const [key, expected] of Object.entries(p.labels)) {
+          const actual = live[key] ?? null
+          if (actual === expected) continue
+          if (key in ctx.targetLabels && ctx.targetLabels[key] === actual) continue
+          problems.push(`namespace label ${key} is ${actual === null ? 'absent' : `"${actual}"`}, the plan expected ${expected === null ? 'it absent' : `"${expected}"`}`)
+        }
+        break
+      }
+      case 'object-unchanged': {
+        const live = await client.get(p.ref)
+        if (!live) {
+          if (!ctx.deletes.has(refKey(p.ref))) problems.push(`${formatRef(p.ref)} no longer exists`)
+          break
+        }
+        if (objectFingerprint(live) === p.fingerprint) break
+        const stored = ctx.stored.get(refKey(p.ref))
+        // Manifests carry no server defaults: accept a live object that has everything the manifest said.
+        if (ctx.fromManifests && stored && objectFingerprint(stored) === p.fingerprint) {
+          const {metadata: _m, apiVersion: _a, kind: _k, ...content} = stored
+          if (containsAll(live, content)) break
+        }
+        problems.push(`${formatRef(p.ref)} changed since the plan was made`)
+        break
+      }
+      case 'object-absent-or-ours': {
+        const live = await client.get(p.ref)
+        if (live && !isOurs(live, ctx.planName)) problems.push(`${formatRef(p.ref)} exists and was not created by this plan`)
+        break
+      }
+      case 'object-present': {
+        if (!(await client.get(p.ref))) problems.push(`${formatRef(p.ref)} no longer exists`)
+        break
+      }
+    }
+  }
+  return problems
+}
+
+export interface OperationResult {
+  wrote: boolean
+  /** What was there before the write, for the step's record. */
+  before?: unknown
+}
+
+/** Perform one write (or, with dryRun, have the server validate it). */
+export async function performOperation(
+  client: KubeClient,
+  op: Operation,
+  opts: {planName: string; dryRun: boolean; restartStamp: string},
+): Promise<OperationResult> {
+  switch (op.op) {
+    case 'apply': {
+      const ref = {apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: op.object.metadata.namespace, name: op.object.metadata.name}
+      const live = await client.get(ref)
+      if (live && !isOurs(live, opts.planName)) {
+        throw new StalePlanError(`${formatRef(ref)} exists and was not created by this plan; refusing to overwrite it`)
+      }
+      await client.apply(op.object, {dryRun: opts.dryRun, force: true})
+      return {wrote: true, before: {existed: live !== undefined}}
+    }
+    case 'delete': {
+      const live = await client.get(op.ref)
+      if (!live) return {wrote: false, before: {existed: false}}
+      await client.delete(op.ref, {dryRun: opts.dryRun, ...(live.metadata.uid ? {preconditions: {uid: live.metadata.uid}} : {})})
+      return {wrote: true, before: {existed: true}}
+    }
+    case 'label': {
+      const live = await client.get(op.ref)
+      if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
+      const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
+      // resourceVersion makes the patch fail with 409 if someone changed the object since we read it.
+      await client.mergePatch(op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, {dryRun: opts.dryRun})
+      return {wrote: true, before: {labels: previous}}
+    }
+    case 'restart': {
+      const live = await client.get(op.ref)
+      if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
+      if (live.spec?.template?.metadata?.annotations?.[RESTARTED_AT] === opts.restartStamp) return {wrote: false}
+      await client.mergePatch(op.ref, {spec: {template: {metadata: {annotations: {[RESTARTED_AT]: opts.restartStamp}}}}}, {dryRun: opts.dryRun})
+      return {wrote: true}
+    }
+  }
+}
+
+export function operationRef(op: Operation): ObjectRef {
+  return op.op === 'apply' ? {apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: op.object.metadata.namespace, name: op.object.metadata.name} : op.ref
+}

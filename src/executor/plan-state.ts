@@ -1,0 +1,75 @@
+// The plan file as the record of execution: load and check it, and write each state change
+// atomically (status only; spec is never rewritten by apply/rollback).
+import {InvalidPlanError, UserError} from '../errors.js'
+import type {MigrationPlan, PlanStep, StepPhase, StepStatus} from '../planner/plan-types.js'
+import {checkPlanText, renderPlanFile, specDigest} from '../planner/planfile.js'
+import {readTextFile, writeFileAtomic} from './plan-store.js'
+
+export class PlanState {
+  private constructor(readonly file: string, public plan: MigrationPlan) {}
+
+  /** Read and check a plan (schema, safety, digest): anything wrong is exit 4 before any write. */
+  static async load(file: string): Promise<PlanState> {
+    const text = await readTextFile(file, 'plan file')
+    const checked = checkPlanText(text)
+    if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
+    return new PlanState(file, checked.plan)
+  }
+
+  get namespace(): string {
+    return this.plan.metadata.namespace
+  }
+
+  status(id: string): StepStatus | undefined {
+    return this.plan.status?.steps.find((s) => s.id === id)
+  }
+
+  phase(step: PlanStep): StepPhase {
+    return this.status(step.id)?.phase ?? 'Pending'
+  }
+
+  /**
+   * Before the first write: record the digest of the reviewed spec. An edit made before the first
+   * apply is accepted here (and recorded); after it, any edit is exit 4 (checked on load).
+   */
+  async begin(): Promise<void> {
+    const digest = specDigest(this.plan)
+    if (!this.plan.status) this.plan.status = {specDigest: digest, steps: []}
+    else if (!this.plan.status.steps.some((s) => s.phase !== 'Pending' && s.phase !== 'RolledBack')) this.plan.status.specDigest = digest
+    await this.save()
+  }
+
+  async record(id: string, update: Omit<Partial<StepStatus>, 'id'> & {phase: StepPhase; by: string}): Promise<StepStatus> {
+    this.plan.status ??= {specDigest: specDigest(this.plan), steps: []}
+    const steps = this.plan.status.steps
+    const index = steps.findIndex((s) => s.id === id)
+    const previous = index === -1 ? undefined : steps[index]
+    const next: StepStatus = {
+      id,
+      phase: update.phase,
+      at: update.at ?? new Date().toISOString(),
+      by: update.by,
+      ...((update.observed ?? previous?.observed) ? {observed: update.observed ?? previous?.observed} : {}),
+      ...(update.message ? {message: update.message} : {}),
+      ...((update.attempts ?? previous?.attempts) !== undefined ? {attempts: update.attempts ?? previous?.attempts} : {}),
+    }
+    if (index === -1) {
+      // Keep status.steps in spec order so the file reads top to bottom.
+      const order = this.plan.spec.steps.map((s) => s.id)
+      steps.push(next)
+      steps.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
+    } else {
+      steps[index] = next
+    }
+    await this.save()
+    return next
+  }
+
+  async save(): Promise<void> {
+    try {
+      await writeFileAtomic(this.file, renderPlanFile(this.plan))
+    } catch (error) {
+      throw new UserError(`cannot write ${this.file}: ${(error as Error).message}`, {suggestion: 'The step ran but its record could not be saved; fix the file system problem and re-run the same command: it re-checks the cluster and records the result.', cause: error})
+    }
+  }
+}

@@ -1,0 +1,144 @@
+// Postconditions of steps (SPEC §6, §7): each check reads the cluster and says whether it holds and
+// why not; `waitUntil` polls a check until it holds, the timeout passes, or the user interrupts.
+import type {KubeClient} from '../kube/types.js'
+import type {ObjectRef} from '../planner/model.js'
+import type {Verification} from '../planner/plan-types.js'
+import {formatRef, refKey} from '../planner/refs.js'
+import {condition, hasSidecar, livePods, podsByWorkload, rolloutDone} from './observe.js'
+
+export interface CheckResult {
+  ok: boolean
+  /** What was seen: the reason it does not hold yet, or a summary of what holds. */
+  detail: string
+}
+
+export class InterruptedError extends Error {
+  constructor() {
+    super('interrupted')
+    this.name = 'InterruptedError'
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms)
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t)
+      resolve()
+    }, {once: true})
+  })
+
+/** Poll `check` until it holds or `timeoutMs` passes. */
+export async function waitUntil(
+  check: () => Promise<CheckResult>,
+  opts: {timeoutMs: number; intervalMs?: number; signal?: AbortSignal; onProgress?: (detail: string) => void},
+): Promise<CheckResult> {
+  const deadline = Date.now() + opts.timeoutMs
+  let last: CheckResult = {ok: false, detail: 'not checked'}
+  for (;;) {
+    if (opts.signal?.aborted) throw new InterruptedError()
+    last = await check()
+    if (last.ok) return last
+    opts.onProgress?.(last.detail)
+    if (Date.now() >= deadline) return last
+    await sleep(Math.min(opts.intervalMs ?? 1000, Math.max(0, deadline - Date.now())), opts.signal)
+  }
+}
+
+export type PreflightRunner = (checks: string[]) => Promise<CheckResult>
+
+export interface VerifyContext {
+  client: KubeClient
+  namespace: string
+  preflight?: PreflightRunner
+}
+
+function missingPods(refs: ObjectRef[], byWorkload: Map<string, unknown[]>): string[] {
+  return refs.filter((r) => (byWorkload.get(refKey(r))?.length ?? 0) === 0).map(formatRef)
+}
+
+export async function runCheck(v: Verification, ctx: VerifyContext): Promise<CheckResult> {
+  const {client} = ctx
+  switch (v.check) {
+    case 'preflight':
+      return ctx.preflight ? ctx.preflight(v.checks) : {ok: true, detail: 'preflight checks skipped'}
+    case 'objects-present': {
+      const missing: string[] = []
+      for (const ref of v.refs) if (!(await client.get(ref))) missing.push(formatRef(ref))
+      return missing.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) present`} : {ok: false, detail: `missing: ${missing.join(', ')}`}
+    }
+    case 'objects-absent': {
+      const present: string[] = []
+      for (const ref of v.refs) if (await client.get(ref)) present.push(formatRef(ref))
+      return present.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) gone`} : {ok: false, detail: `still present: ${present.join(', ')}`}
+    }
+    case 'namespace-labels': {
+      const ns = await client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.namespace})
+      const labels = ns?.metadata.labels ?? {}
+      const wrong = Object.entries(v.labels).filter(([k, want]) => (want === null ? k in labels : labels[k] !== want))
+      return wrong.length === 0
+        ? {ok: true, detail: 'namespace labels as planned'}
+        : {ok: false, detail: wrong.map(([k, want]) => `${k} is ${labels[k] === undefined ? 'absent' : `"${labels[k]}"`}, want ${want === null ? 'absent' : `"${want}"`}`).join('; ')}
+    }
+    case 'waypoint-ready': {
+      const gw = await client.get(v.ref)
+      if (!gw) return {ok: false, detail: `${formatRef(v.ref)} does not exist`}
+      const programmed = condition(gw, 'Programmed')
+      if (programmed?.status !== 'True') {
+        return {ok: false, detail: `${formatRef(v.ref)} is not Programmed${programmed ? ` (${programmed.reason ?? ''}${programmed.message ? `: ${programmed.message}` : ''})` : ' yet'}`}
+      }
+      if (!Array.isArray(gw.status?.addresses) || gw.status.addresses.length === 0) {
+        return {ok: false, detail: `${formatRef(v.ref)} has no status.addresses yet (istiod ignores the waypoint until it has)`}
+      }
+      // Programmed only says the Service exists; a waypoint with no running proxy still drops traffic.
+      const deployment = await client.get({apiVersion: 'apps/v1', kind: 'Deployment', namespace: v.ref.namespace, name: v.ref.name})
+      const available = deployment?.status?.availableReplicas ?? 0
+      if (available < 1) return {ok: false, detail: `waypoint Deployment ${v.ref.namespace}/${v.ref.name} has no available replica yet`}
+      return {ok: true, detail: `Programmed, address ${gw.status.addresses[0]?.value ?? '?'}, ${available} replica(s) available`}
+    }
+    case 'rollouts-complete': {
+      const pending: string[] = []
+      for (const ref of v.refs) {
+        const obj = await client.get(ref)
+        if (!obj) {
+          pending.push(`${formatRef(ref)} is gone`)
+          continue
+        }
+        const r = rolloutDone(obj)
+        if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
+      }
+      return pending.length === 0 ? {ok: true, detail: `${v.refs.length} rollout(s) complete`} : {ok: false, detail: pending.join('; ')}
+    }
+    case 'pods-without-sidecar': {
+      const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
+      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter(hasSidecar).map((p) => p.name))
+      if (offenders.length > 0) return {ok: false, detail: `pods still with a sidecar: ${offenders.join(', ')}`}
+      const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
+      const noPods = missingPods(v.refs, byWorkload)
+      return {ok: true, detail: `${count} pod(s) without sidecar${noPods.length > 0 ? `; no running pods for ${noPods.join(', ')}` : ''}`}
+    }
+    case 'pods-captured': {
+      const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
+      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => !p.captured).map((p) => `${p.name}${hasSidecar(p) ? ' (has a sidecar)' : ''}`))
+      if (offenders.length > 0) return {ok: false, detail: `pods not captured by ztunnel (ambient.istio.io/redirection != enabled): ${offenders.join(', ')}`}
+      const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
+      return {ok: true, detail: `${count} pod(s) captured by ztunnel`}
+    }
+    case 'waypoint-bound': {
+      const unbound: string[] = []
+      for (const name of v.services) {
+        const svc = await client.get({apiVersion: 'v1', kind: 'Service', namespace: ctx.namespace, name})
+        const bound = condition(svc, 'istio.io/WaypointBound')
+        if (bound?.status !== 'True') unbound.push(`${name}${bound ? ` (${bound.reason ?? 'False'})` : ''}`)
+      }
+      return unbound.length === 0 ? {ok: true, detail: `${v.services.length} Service(s) bound to ${v.ref.name}`} : {ok: false, detail: `not bound to ${formatRef(v.ref)}: ${unbound.join(', ')}`}
+    }
+  }
+}
+
+/** Pods of these workloads all carry a sidecar again (rollback's postcondition). */
+export async function podsWithSidecar(client: KubeClient, namespace: string, refs: ObjectRef[]): Promise<CheckResult> {
+  const byWorkload = podsByWorkload(await livePods(client, namespace))
+  const offenders = refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => !hasSidecar(p)).map((p) => p.name))
+  return offenders.length === 0 ? {ok: true, detail: 'every pod has its sidecar back'} : {ok: false, detail: `pods without a sidecar: ${offenders.join(', ')}`}
+}
