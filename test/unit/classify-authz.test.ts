@@ -247,6 +247,9 @@ describe('DENY conversion (L7 pieces blanked, empty matches skipped)', () => {
     const a = analyze(ap({action: 'DENY', rules: [{to: [{operation: {paths: ['/x']}}]}, {to: [{operation: {ports: ['9090'], paths: ['/y']}}]}]}))
     expect(a.rules.map((r) => r.outcome)).toEqual(['never-matches', 'broadened'])
     expect(a.ztunnelEffect).toBe('broadened')
+    expect(a.ztunnelMixed).toBe(true)
+    expect(a.consequence).toMatch(/lets through some traffic .* and denies some that should pass/)
+    expect(analyze(oneRule({to: [{operation: {ports: ['8080'], methods: ['POST']}}]}, 'DENY')).ztunnelMixed).toBe(false)
   })
 
   it('DENY without rules never matches, as with sidecars', () => {
@@ -337,6 +340,7 @@ describe('dry-run (istio.io/dry-run)', () => {
     expect(a).toMatchObject({dryRunAtZtunnel: 'not-sent', sentToZtunnel: false, ztunnelEffect: 'ignored'})
     const {item, findings} = classify(p, {istioVersion: '1.30.1'})
     expect(item).toMatchObject({verdict: 'inert', action: 'no-effect', ztunnel: 'ignored'})
+    expect(item.reasons.some((r) => r.includes('must be carried'))).toBe(false)
     expect(findings.find((f) => f.id === 'E16/AuthorizationPolicy/bookinfo/p/dry-run')?.severity).toBe('warning')
   })
 

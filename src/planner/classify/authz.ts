@@ -146,6 +146,8 @@ export interface AuthorizationPolicyAnalysis {
   /** L4 fields of the converted policy that key on identity or peer IP. */
   identityFields: AuthzField[]
   ztunnelEffect: ZtunnelEffect
+  /** ztunnel both drops alternatives and constraints: the effect is `narrowed` or `broadened` but really both. */
+  ztunnelMixed: boolean
   /** The policy as ztunnel evaluates it, in API shape (evaluating it with sidecar semantics gives ztunnel's answers). */
   ztunnelPolicy?: {action: 'ALLOW' | 'DENY'; rules: AuthorizationRule[]}
   /** Rules (as written) ztunnel does not enforce as written: what a waypoint copy must carry. */
@@ -431,13 +433,21 @@ function dryRunMode(ctx: ClassifyContext): 'enforced' | 'not-sent' | 'unknown-ve
   return minor <= 28 ? 'enforced' : 'not-sent'
 }
 
+/** Whether the converted rules match fewer and/or more requests than written (only meaningful when sent and not all lost). */
+function directions(rules: AuthzRuleAnalysis[]): {narrower: boolean; broader: boolean} {
+  const lost = rules.some((r) => r.outcome === 'dropped' || r.outcome === 'never-matches')
+  return {
+    narrower: lost || rules.some((r) => r.outcome === 'narrowed' || r.outcome === 'mixed'),
+    broader: rules.some((r) => r.outcome === 'broadened' || r.outcome === 'mixed'),
+  }
+}
+
 function effectOf(action: AuthorizationAction, sent: boolean, hasRules: boolean, rules: AuthzRuleAnalysis[]): ZtunnelEffect {
   if (!sent) return 'ignored'
   if (!hasRules) return 'as-written'
   const lost = rules.filter((r) => r.outcome === 'dropped' || r.outcome === 'never-matches')
   if (lost.length === rules.length) return action === 'ALLOW' ? 'deny-all' : 'no-op'
-  const narrower = lost.length > 0 || rules.some((r) => r.outcome === 'narrowed' || r.outcome === 'mixed')
-  const broader = rules.some((r) => r.outcome === 'broadened' || r.outcome === 'mixed')
+  const {narrower, broader} = directions(rules)
   // Both at once: report the direction that bites first — an ALLOW that lost rules denies traffic,
   // a DENY enforced on its L4 part denies traffic; the reasons spell out the other direction too.
   if (narrower && broader) return action === 'ALLOW' ? 'narrowed' : 'broadened'
@@ -466,6 +476,11 @@ function consequenceOf(a: AuthorizationPolicyAnalysis): string {
     if (a.action === 'CUSTOM') return `not sent to ztunnel: the external authorizer${a.provider ? ` ${a.provider}` : ''} is no longer consulted for ${who} (security regression, not fail-closed)`
     if (a.action === 'AUDIT') return `not sent to ztunnel: requests to ${who} are no longer audit-logged`
     return 'not sent to ztunnel (dry-run on Istio >= 1.29 without AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY)'
+  }
+  if (a.ztunnelMixed) {
+    return a.action === 'ALLOW'
+      ? `ztunnel drops some ALLOW alternatives and some constraints: part of the traffic to ${who} that was allowed is denied, and some that was not allowed is let through`
+      : `ztunnel drops some DENY alternatives and enforces others on their L4 part only: it lets through some traffic to ${who} that should be denied, and denies some that should pass`
   }
   switch (a.ztunnelEffect) {
     case 'as-written':
@@ -556,6 +571,7 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
     peerIpKeyed: identityFields.some((f) => f.peerIp),
     identityFields,
     ztunnelEffect: effectOf(action, sentToZtunnel, hasRules, rules),
+    ztunnelMixed: false,
     l7Rules: rules.filter((r) => r.outcome !== 'as-written').map((r) => rulesIn[r.index]!),
     workloads,
     services,
@@ -564,6 +580,10 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
   if (spec.provider?.name) analysis.provider = String(spec.provider.name)
   if (selector) analysis.selector = selector
   if (dryRunAtZtunnel) analysis.dryRunAtZtunnel = dryRunAtZtunnel
+  if (analysis.ztunnelEffect === 'narrowed' || analysis.ztunnelEffect === 'broadened') {
+    const d = directions(rules)
+    analysis.ztunnelMixed = d.narrower && d.broader
+  }
   if (sentToZtunnel) analysis.ztunnelPolicy = {action: action as 'ALLOW' | 'DENY', rules: keptRules.map((r) => r.ztunnelRule!)}
   analysis.consequence = consequenceOf(analysis)
   return analysis
@@ -691,12 +711,12 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   const {verdict, action} = verdictFor(a, ctx, local, proxiesOnly, unmatched, targets?.waypoint === true)
 
   if (affected && a.sentToZtunnel && (a.ztunnelEffect !== 'as-written' || a.needsWaypoint)) {
-    const tag = a.ztunnelEffect === 'deny-all' ? 'fail-closed' : a.ztunnelEffect === 'no-op' ? 'fail-open' : a.ztunnelEffect
+    const tag = a.ztunnelEffect === 'deny-all' ? 'fail-closed' : a.ztunnelEffect === 'no-op' ? 'fail-open' : a.ztunnelMixed ? 'narrowed and broadened' : a.ztunnelEffect
     reasons.push(reason('spec.rules', `${a.consequence} [${tag}]`))
   } else if (affected && !a.sentToZtunnel && a.scope !== 'targetRefs') {
     reasons.push(reason('spec', a.consequence))
   }
-  if (affected && a.needsWaypoint) {
+  if (affected && a.needsWaypoint && (verdict === 'L7' || verdict === 'blocker')) {
     if (a.scope === 'mesh' || a.scope === 'root-selector') {
       reasons.push(reason('metadata.namespace', `in the root namespace: the degradation applies to every namespace whose pods become ambient (E14); retarget it with targetRefs GatewayClass ${'istio-waypoint'} in ${ctx.rootNamespace} and an L4-only selector policy`))
     } else {
