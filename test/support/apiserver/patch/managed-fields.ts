@@ -49,10 +49,11 @@ const STRIPPED: Path[] = [
 function strip(set: FieldSet): FieldSet {
   let out = set
   for (const p of STRIPPED) {
-    if (p.length === 1 || p[1] === 'f:managedFields') out = out.withoutPrefix(p)
+    // managedFields is dropped with everything below it; the others are exact paths.
+    if (p[1] === 'f:managedFields') out = out.withoutPrefix(p)
     else out = out.difference(FieldSet.of([p]))
   }
-  return FieldSet.of(out.paths().filter((p) => !(p.length === 1 && p[0] === 'f:metadata')))
+  return out
 }
 
 function managerKey(e: Omit<ManagedFieldsEntry, 'fieldsV1'>): string {
