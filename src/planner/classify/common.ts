@@ -249,16 +249,35 @@ export function hostTarget(host: string, objectNamespace: string, ctx: ClassifyC
 
 // --- lookups -------------------------------------------------------------------------------------
 
+// Cross references (VirtualService → DestinationRule subsets, routes → Gateways, ...) would rescan the whole
+// snapshot per object; index it by kind once per objects array.
+const KIND_INDEX = new WeakMap<KubeObject[], Map<string, KubeObject[]>>()
+
+/** The snapshot's objects of one `<group>/<Kind>` key (`core/Service` for the core group), in input order. */
+export function objectsOfKind(ctx: ClassifyContext, key: string): KubeObject[] {
+  let index = KIND_INDEX.get(ctx.objects)
+  if (!index) {
+    index = new Map()
+    for (const o of ctx.objects) {
+      if (!o || typeof o.kind !== 'string' || typeof o.apiVersion !== 'string' || !isRecord(o.metadata)) continue
+      const k = kindKey(o)
+      const bucket = index.get(k)
+      if (bucket) bucket.push(o)
+      else index.set(k, [o])
+    }
+    KIND_INDEX.set(ctx.objects, index)
+  }
+  return index.get(key) ?? []
+}
+
 export function findObject(ctx: ClassifyContext, group: string, kind: string, namespace: string, name: string): KubeObject | undefined {
-  return ctx.objects.find(
-    (o) => o.kind === kind && (groupOf(o.apiVersion) || 'core') === (group || 'core') && (o.metadata.namespace ?? ctx.namespace) === namespace && o.metadata.name === name,
-  )
+  return objectsOfKind(ctx, `${group || 'core'}/${kind}`).find((o) => (o.metadata.namespace ?? ctx.namespace) === namespace && o.metadata.name === name)
 }
 
 /** Labels of a namespace: the migrated one from its analysed state, others from Namespace objects in the snapshot. */
 export function namespaceLabels(ctx: ClassifyContext, namespace: string): Labels | undefined {
   if (namespace === ctx.namespace) return {'kubernetes.io/metadata.name': namespace, ...ctx.namespaceState.labels}
-  const ns = ctx.objects.find((o) => o.kind === 'Namespace' && groupOf(o.apiVersion) === '' && o.metadata.name === namespace)
+  const ns = objectsOfKind(ctx, 'core/Namespace').find((o) => o.metadata.name === namespace)
   return ns ? {'kubernetes.io/metadata.name': namespace, ...(ns.metadata.labels ?? {})} : undefined
 }
 
@@ -428,8 +447,7 @@ export function destinationWaypoint(ctx: ClassifyContext, target: HostTarget): {
     return wp ? {waypoint: wp, namespace: target.serviceNamespace} : undefined
   }
   if (target.wildcard) return undefined
-  for (const se of ctx.objects) {
-    if (se.kind !== 'ServiceEntry' || groupOf(se.apiVersion) !== NETWORKING) continue
+  for (const se of objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`)) {
     const hosts = (list(se.spec?.hosts) ?? []).map((h) => h.toLowerCase())
     if (!hosts.includes(target.fqdn)) continue
     const labels = se.metadata.labels ?? {}
@@ -439,4 +457,19 @@ export function destinationWaypoint(ctx: ClassifyContext, target: HostTarget): {
     return {waypoint: {namespace: labels[USE_WAYPOINT_NAMESPACE_LABEL] || ns, name: w, via: 'service'}, namespace: ns}
   }
   return undefined
+}
+
+// Per-context memo for derived tables that several objects of one classification run share
+// (PeerAuthentication resolution, VirtualService subset references). Keyed by the context object, so a
+// second run with another context (e.g. waypointPlanned: true) recomputes.
+const MEMO = new WeakMap<ClassifyContext, Map<string, unknown>>()
+
+export function memo<T>(ctx: ClassifyContext, key: string, compute: () => T): T {
+  let m = MEMO.get(ctx)
+  if (!m) {
+    m = new Map()
+    MEMO.set(ctx, m)
+  }
+  if (!m.has(key)) m.set(key, compute())
+  return m.get(key) as T
 }

@@ -26,7 +26,8 @@ import {
   isRecord,
   item,
   itemRef,
-  kindKey,
+  memo,
+  objectsOfKind,
   list,
   namespaceOf,
   reason,
@@ -81,27 +82,48 @@ interface SubsetUse {
   converted: boolean
 }
 
+interface SubsetReference extends SubsetUse {
+  /** FQDN of the destination host. */
+  fqdn: string
+}
+
+/** Every `destination.subset` of every mesh VirtualService of the snapshot, by destination FQDN. */
+function subsetReferences(ctx: ClassifyContext): Map<string, SubsetReference[]> {
+  return memo(ctx, 'dr:subset-references', () => {
+    const byHost = new Map<string, SubsetReference[]>()
+    for (const vs of objectsOfKind(ctx, `${NETWORKING}/VirtualService`)) {
+      const vspec: VirtualServiceSpec = isRecord(vs.spec) ? vs.spec : {}
+      if (!isMeshBound(vspec)) continue
+      const vns = namespaceOf(vs, ctx)
+      const converted = vns === ctx.namespace && (list(vspec.hosts) ?? []).some((h) => hostTarget(h, vns, ctx).ownServices.length > 0)
+      const by = formatRef({...refOf(vs), namespace: vns})
+      for (const d of destinations(vspec)) {
+        const subset = d.destination.subset
+        if (!subset) continue
+        const fqdn = hostTarget(String(d.destination.host ?? ''), vns, ctx).fqdn
+        const refs = byHost.get(fqdn) ?? []
+        refs.push({subset: String(subset), by, namespace: vns, converted, fqdn})
+        byHost.set(fqdn, refs)
+      }
+    }
+    return byHost
+  })
+}
+
 /** Mesh VirtualServices that route to this DR's host with one of its subsets. */
 function subsetUses(obj: KubeObject, spec: DestinationRuleSpec, ctx: ClassifyContext): SubsetUse[] {
   const ns = namespaceOf(obj, ctx)
   const names = new Set((Array.isArray(spec.subsets) ? spec.subsets : []).map((s) => String(s?.name ?? '')))
   if (names.size === 0 || !spec.host) return []
   const drHost = hostTarget(String(spec.host), ns, ctx).fqdn
+  const refs = subsetReferences(ctx)
+  const candidates = drHost.startsWith('*') ? [...refs.values()].flat().filter((r) => hostCovers(drHost, r.fqdn)) : (refs.get(drHost) ?? [])
   const out: SubsetUse[] = []
-  for (const vs of ctx.objects.filter((o) => kindKey(o) === `${NETWORKING}/VirtualService`)) {
-    const vspec: VirtualServiceSpec = isRecord(vs.spec) ? vs.spec : {}
-    if (!isMeshBound(vspec)) continue
-    const vns = namespaceOf(vs, ctx)
-    for (const d of destinations(vspec)) {
-      const subset = d.destination.subset
-      if (!subset || !names.has(subset)) continue
-      const fqdn = hostTarget(String(d.destination.host ?? ''), vns, ctx).fqdn
-      if (!hostCovers(drHost, fqdn)) continue
-      const converted = vns === ctx.namespace && (list(vspec.hosts) ?? []).some((h) => hostTarget(h, vns, ctx).ownServices.length > 0)
-      out.push({subset, by: formatRef({...refOf(vs), namespace: vns}), namespace: vns, converted})
-    }
+  for (const r of candidates) {
+    if (!names.has(r.subset) || out.some((u) => u.subset === r.subset && u.by === r.by)) continue
+    out.push({subset: r.subset, by: r.by, namespace: r.namespace, converted: r.converted})
   }
-  return out.filter((u, i) => out.findIndex((v) => v.subset === u.subset && v.by === u.by) === i)
+  return out
 }
 
 /** How specific a DR host is for a Service: exact beats wildcard, longer wildcard beats shorter. */
@@ -111,8 +133,8 @@ function specificity(pattern: string): number {
 
 /** DestinationRules (without workloadSelector) in `namespace` whose host covers the FQDN and that are exported to `to`. */
 function rulesFor(namespace: string, fqdn: string, to: string, ctx: ClassifyContext): {obj: KubeObject; pattern: string}[] {
-  return ctx.objects
-    .filter((o) => kindKey(o) === `${NETWORKING}/DestinationRule` && namespaceOf(o, ctx) === namespace)
+  return objectsOfKind(ctx, `${NETWORKING}/DestinationRule`)
+    .filter((o) => namespaceOf(o, ctx) === namespace)
     .filter((o) => !hasLabels(o.spec?.workloadSelector?.matchLabels) && exportedTo(o.spec?.exportTo, namespace, to) && typeof o.spec?.host === 'string')
     .map((o) => ({obj: o, pattern: hostTarget(o.spec.host, namespace, ctx).fqdn}))
     .filter((r) => hostCovers(r.pattern, fqdn))

@@ -27,7 +27,7 @@ import {
   isWaypointClassGateway,
   item,
   itemRef,
-  kindKey,
+  objectsOfKind,
   matchesLabelSelector,
   namespaceLabels,
   namespaceOf,
@@ -296,8 +296,8 @@ export function classifyRoute(obj: KubeObject, ctx: ClassifyContext): Classified
 /** Mesh VirtualServices of the migrated namespace whose hosts name one of the Services. */
 function virtualServicesFor(ctx: ClassifyContext, services: string[]): ObjectRef[] {
   if (services.length === 0) return []
-  return ctx.objects
-    .filter((o) => kindKey(o) === `${NETWORKING}/VirtualService` && namespaceOf(o, ctx) === ctx.namespace && isMeshBound(isRecord(o.spec) ? o.spec : {}))
+  return objectsOfKind(ctx, `${NETWORKING}/VirtualService`)
+    .filter((o) => namespaceOf(o, ctx) === ctx.namespace && isMeshBound(isRecord(o.spec) ? o.spec : {}))
     .filter((o) => (Array.isArray(o.spec?.hosts) ? o.spec.hosts : []).some((h: unknown) => hostTarget(String(h), ctx.namespace, ctx).ownServices.some((s) => services.includes(s))))
     .map((o) => ({apiVersion: o.apiVersion, kind: o.kind, namespace: ctx.namespace, name: o.metadata.name}))
 }

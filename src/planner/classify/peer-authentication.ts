@@ -21,7 +21,9 @@ import {
   itemRef,
   kindKey,
   labelsSubset,
+  memo,
   namespaceOf,
+  objectsOfKind,
   reason,
   selectorCoverage,
   servicesCovering,
@@ -56,9 +58,12 @@ interface Resolution {
 
 /** The PeerAuthentications that take part in resolving modes for the migrated namespace, oldest first per level. */
 function candidates(ctx: ClassifyContext): {mesh?: KubeObject; namespace?: KubeObject; workload: KubeObject[]} {
+  return memo(ctx, 'pa:candidates', () => computeCandidates(ctx))
+}
+
+function computeCandidates(ctx: ClassifyContext): {mesh?: KubeObject; namespace?: KubeObject; workload: KubeObject[]} {
   const seen = new Set<string>()
-  const pas = ctx.objects
-    .filter((o) => kindKey(o) === `${SECURITY}/PeerAuthentication`)
+  const pas = objectsOfKind(ctx, `${SECURITY}/PeerAuthentication`)
     .filter((o) => {
       const k = objectKey({...o, metadata: {...o.metadata, namespace: namespaceOf(o, ctx)}})
       if (seen.has(k)) return false
@@ -74,6 +79,10 @@ function candidates(ctx: ClassifyContext): {mesh?: KubeObject; namespace?: KubeO
 }
 
 function resolve(ctx: ClassifyContext, w: WorkloadItem | undefined): Resolution {
+  return memo(ctx, `pa:resolve:${w ? `${w.ref.kind}/${w.ref.name}` : ''}`, () => computeResolution(ctx, w))
+}
+
+function computeResolution(ctx: ClassifyContext, w: WorkloadItem | undefined): Resolution {
   const c = candidates(ctx)
   const workloadPolicy = w ? c.workload.find((o) => labelsSubset(selectorOf(o), w.podLabels)) : undefined
   for (const o of [workloadPolicy, c.namespace, c.mesh]) {
@@ -103,7 +112,7 @@ function inForce(obj: KubeObject, ctx: ClassifyContext): WorkloadItem[] {
 
 /** Pod template annotations of a workload, read from its controller in the snapshot. */
 function templateAnnotations(ctx: ClassifyContext, w: WorkloadItem): Record<string, string> {
-  const obj = ctx.objects.find((o) => o.kind === w.ref.kind && o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace)
+  const obj = objectsOfKind(ctx, kindKey(w.ref)).find((o) => o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace)
   if (!obj) return {}
   if (obj.kind === 'Pod') return obj.metadata.annotations ?? {}
   if (obj.kind === 'CronJob') return obj.spec?.jobTemplate?.spec?.template?.metadata?.annotations ?? {}

@@ -19,7 +19,7 @@ import {
   isRecord,
   item,
   itemRef,
-  kindKey,
+  objectsOfKind,
   labelsSubset,
   list,
   namespaceOf,
@@ -106,8 +106,8 @@ export const serviceEntryClassifier: KindClassifier = {
 function selectingEntries(obj: KubeObject, ctx: ClassifyContext): KubeObject[] {
   const ns = namespaceOf(obj, ctx)
   const labels = (obj.spec?.labels ?? {}) as Record<string, string>
-  return ctx.objects.filter(
-    (o) => kindKey(o) === `${NETWORKING}/ServiceEntry` && namespaceOf(o, ctx) === ns && hasLabels(o.spec?.workloadSelector?.matchLabels) && labelsSubset(o.spec.workloadSelector.matchLabels, labels),
+  return objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`).filter(
+    (o) => namespaceOf(o, ctx) === ns && hasLabels(o.spec?.workloadSelector?.matchLabels) && labelsSubset(o.spec.workloadSelector.matchLabels, labels),
   )
 }
 

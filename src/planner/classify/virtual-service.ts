@@ -22,7 +22,7 @@ import {
   isRecord,
   item,
   itemRef,
-  kindKey,
+  objectsOfKind,
   list,
   namespaceOf,
   reason,
@@ -264,12 +264,13 @@ function lostFinding(prefix: string, ref: ObjectRef, message: string, fix: strin
 /** HTTPRoute/GRPCRoute names of the migrated namespace whose parent is one of the given Services. */
 export function gammaRoutesFor(ctx: ClassifyContext, services: string[]): string[] {
   return uniqSorted(
-    ctx.objects
-      .filter((o) => (kindKey(o) === `${GATEWAY_API}/HTTPRoute` || kindKey(o) === `${GATEWAY_API}/GRPCRoute`) && namespaceOf(o, ctx) === ctx.namespace)
+    [...objectsOfKind(ctx, `${GATEWAY_API}/HTTPRoute`), ...objectsOfKind(ctx, `${GATEWAY_API}/GRPCRoute`)]
+      .filter((o) => namespaceOf(o, ctx) === ctx.namespace)
       .filter((o) =>
         (Array.isArray(o.spec?.parentRefs) ? o.spec.parentRefs : []).some(
-          (p: {group?: string; kind?: string; name?: string; namespace?: string}) =>
-            p?.kind === 'Service' && (p.group ?? '') === '' && (p.namespace ?? ctx.namespace) === ctx.namespace && services.includes(String(p.name)),
+          // parentRef group defaults to gateway.networking.k8s.io: a Kubernetes Service needs group "" explicitly.
+          (p: {group?: string; kind?: string; name?: string; namespace?: string} | null) =>
+            p?.kind === 'Service' && (p.group === '' || p.group === 'core') && (p.namespace ?? ctx.namespace) === ctx.namespace && services.includes(String(p.name)),
         ),
       )
       .map((o) => `${o.kind} ${o.metadata.name}`),
