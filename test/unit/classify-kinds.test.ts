@@ -257,3 +257,45 @@ describe('Gateway API routes (§3.6)', () => {
     expect(item.reasons[0]).toMatch(/not bound/)
   })
 })
+
+describe('remaining rules', () => {
+  it('targetRefs Telemetry is kept', () => {
+    const r = run([istio('Telemetry', 'tr', {targetRefs: [{kind: 'Service', group: '', name: 'ratings'}], tracing: [{}]})])
+    expect(r.get('Telemetry', 'tr')).toMatchObject({verdict: 'L7', action: 'keep', scope: 'targetRefs', services: ['ratings']})
+  })
+  it('a DYNAMIC_DNS ServiceEntry without an egress waypoint needs a person', () => {
+    const r = run([istio('ServiceEntry', 'dyn', {hosts: ['api.example.com'], resolution: 'DYNAMIC_DNS', location: 'MESH_EXTERNAL'})])
+    expect(r.get('ServiceEntry', 'dyn')).toMatchObject({verdict: 'L7', action: 'manual'})
+  })
+  it('an EnvoyFilter whose selector matches nothing has no effect', () => {
+    const r = run([istio('EnvoyFilter', 'none', {workloadSelector: {labels: {app: 'nothing'}}, configPatches: [{applyTo: 'CLUSTER'}]})])
+    expect(r.get('EnvoyFilter', 'none')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(r.findings).toEqual([])
+  })
+  it('a class istio Gateway already labelled dataplane-mode none gets no capture warning', () => {
+    const r = run([kubeGateway('ingress', 'istio', 'bookinfo', {labels: {'istio.io/dataplane-mode': 'none'}})])
+    expect(r.get('Gateway', 'ingress')!.reasons.some((x) => x.includes('E8'))).toBe(false)
+  })
+  it('a mesh VirtualService naming an own Service and an external host is re-targeted; the external part is lost', () => {
+    const r = run([istio('VirtualService', 'mixed', {hosts: ['reviews', 'api.example.com'], http: [{route: [{destination: {host: 'reviews'}}]}]})])
+    const item = r.get('VirtualService', 'mixed')!
+    expect(item).toMatchObject({verdict: 'L7', action: 'retarget', services: ['reviews']})
+    expect(item.reasons).toContain("spec.hosts: api.example.com: not a Service of bookinfo; client-side routing for it is lost for ambient callers (E11)")
+  })
+  it('a VirtualService without hosts routes nothing', () => {
+    expect(run([istio('VirtualService', 'empty', {http: [{route: [{destination: {host: 'reviews'}}]}]})]).get('VirtualService', 'empty')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+  })
+})
+
+describe('AuthorizationPolicy on GatewayClass istio-waypoint', () => {
+  const byClass = {targetRefs: [{kind: 'GatewayClass', group: 'gateway.networking.k8s.io', name: 'istio-waypoint'}], rules: [{to: [{operation: {methods: ['GET']}}]}]}
+  it('from the root namespace it applies at this namespace\'s waypoints', () => {
+    const r = run([istio('AuthorizationPolicy', 'all-waypoints', byClass, {namespace: 'istio-system'})], {waypointPlanned: true})
+    expect(r.get('AuthorizationPolicy', 'all-waypoints', 'istio-system')).toMatchObject({verdict: 'L7', action: 'keep', scope: 'targetRefs', services: ['details', 'productpage', 'ratings', 'reviews']})
+  })
+  it('outside the root namespace it is invalid (not attached)', () => {
+    const item = run([istio('AuthorizationPolicy', 'misplaced', byClass)]).get('AuthorizationPolicy', 'misplaced')!
+    expect(item).toMatchObject({verdict: 'unaffected', action: 'keep'})
+    expect(item.reasons[0]).toMatch(/only honoured for policies in the root namespace istio-system \(status Invalid\)/)
+  })
+})
