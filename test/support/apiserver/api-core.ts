@@ -35,7 +35,7 @@ import {establishedStatus, validateCrd} from './registry/crd.js'
 import type {Registry} from './registry/registry.js'
 import {ExpiredError, objectKey, type Store} from './store/store.js'
 import {apiVersionOf, resourceKey, type JsonObject, type ResourceType, type ServedVersion} from './types.js'
-import {CEL_NOT_CHECKED, hasBlockingError, validateCel} from './validation/cel.js'
+import {CEL_NOT_CHECKED, hasBlockingError, hasCelRules, validateCel} from './validation/cel.js'
 import {applyDefaults, deepCopy, deepEqual, isObject, prune, pruneNulls, validateListTypes, validateValue, type StructuralSchema} from './validation/schema.js'
 import {authorize, type Identity} from './auth/authz.js'
 
@@ -264,7 +264,9 @@ export class ApiCore {
       const oldRef = old ? {value: old} : undefined
       errs.push(...validateValue(obj, sv.schema, '', oldRef))
       errs.push(...validateListTypes(obj, sv.schema as StructuralSchema, '', oldRef))
-      if (hasBlockingError(errs)) errs.push(CEL_NOT_CHECKED)
+      if (!hasCelRules(sv.schema)) {
+        // no CEL validator at all
+      } else if (hasBlockingError(errs)) errs.push(CEL_NOT_CHECKED)
       else {
         const cel = validateCel(obj, sv.schema, oldRef)
         errs.push(...cel.errors)

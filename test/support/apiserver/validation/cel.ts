@@ -247,6 +247,18 @@ function walk(value: unknown, s: StructuralSchema | undefined, path: string, old
   }
 }
 
+const anyRulesCache = new WeakMap<StructuralSchema, boolean>()
+/** Whether a schema carries any x-kubernetes-validations (the real server has no CEL validator otherwise). */
+export function hasCelRules(s: StructuralSchema | undefined): boolean {
+  if (!s) return false
+  const hit = anyRulesCache.get(s)
+  if (hit !== undefined) return hit
+  const kids = [...Object.values(s.properties ?? {}), ...(s.items ? [s.items] : []), ...(additionalSchema(s) ? [additionalSchema(s)!] : [])]
+  const found = (s['x-kubernetes-validations'] ?? []).length > 0 || kids.some(hasCelRules)
+  anyRulesCache.set(s, found)
+  return found
+}
+
 const transitionCache = new WeakMap<StructuralSchema, boolean>()
 function hasTransitionRules(s: StructuralSchema): boolean {
   const hit = transitionCache.get(s)

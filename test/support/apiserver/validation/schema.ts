@@ -145,7 +145,7 @@ export function prune(obj: Record<string, any>, schema: StructuralSchema): strin
       if (ap) pruneValue(obj[key], ap, key, unknown)
     }
   }
-  return unknown
+  return unknown.sort()
 }
 
 function pruneMetadata(meta: unknown, path: string, unknown: string[]): void {
