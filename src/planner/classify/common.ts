@@ -48,16 +48,6 @@ export function itemRef(obj: KubeObject, ctx: ClassifyContext): ObjectRef {
   return {...refOf(obj), namespace: namespaceOf(obj, ctx)}
 }
 
-export type Placement = 'local' | 'root' | 'other'
-
-/** Where an object sits relative to the migrated namespace. */
-export function placement(obj: KubeObject, ctx: ClassifyContext): Placement {
-  const ns = namespaceOf(obj, ctx)
-  if (ns === ctx.namespace) return 'local'
-  if (ns === ctx.rootNamespace) return 'root'
-  return 'other'
-}
-
 export function reason(path: string, why: string): string {
   return `${path}: ${why}`
 }
