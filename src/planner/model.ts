@@ -68,8 +68,8 @@ export interface Finding {
 export type ZtunnelEffect =
   | 'as-written' // L4-only: enforced unchanged
   | 'deny-all' // ALLOW whose every rule had L7 content: nothing matches, workload fail-closed
-  | 'narrowed' // ALLOW with some rules dropped, or DENY alternatives dropped: stricter than written
-  | 'broadened' // DENY enforced on its L4 part only: stricter than written (denies more)
+  | 'narrowed' // ALLOW with some rules dropped (allows less), or DENY with alternatives dropped (denies less: fail-open for them)
+  | 'broadened' // DENY enforced on its L4 part only: denies more than written
   | 'no-op' // DENY made only of L7 attributes: never fires (fail-open)
   | 'ignored' // not sent to ztunnel (CUSTOM/AUDIT, targetRefs, dry-run on >=1.29)
 
