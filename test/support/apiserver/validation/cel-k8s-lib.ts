@@ -80,6 +80,11 @@ function goParseURL(raw: string, viaRequest: boolean): CelURL {
     rest = slash >= 0 ? after.slice(slash) : ''
     const at = authority.lastIndexOf('@')
     host = at >= 0 ? authority.slice(at + 1) : authority
+    if (at >= 0) {
+      const userinfo = authority.slice(0, at)
+      if (/[^A-Za-z0-9\-._:~!$&'()*+,;=%@]/.test(userinfo)) fail(`parse ${JSON.stringify(raw)}: net/url: invalid userinfo`)
+      decodePath(raw, userinfo)
+    }
     validateHost(raw, host)
   } else if (scheme !== '' && rest.startsWith('///')) {
     rest = rest.slice(2)

@@ -330,6 +330,8 @@ function goErrorText(err: Error & {code?: string}): string {
   if (err.code === 'index_out_of_range') return 'index out of range'
   if (err.code === 'division_by_zero') return 'division by zero'
   if (err.code === 'numeric_overflow') return 'integer overflow'
+  const conversion = /^(int|uint|double|bool)_conversion_error$/.exec(err.code ?? '')
+  if (conversion) return `type conversion error from 'string' to '${conversion[1]}'`
   return line
 }
 
