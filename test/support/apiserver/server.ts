@@ -35,6 +35,8 @@ export interface ApiServerOptions {
    * built-in table without schemas; or a list of CRD files.
    */
   crdFiles?: string[] | 'upstream' | 'builtin'
+  /** Where 'upstream' looks for the CRD files; default UPSTREAM_CRDS_DIR (../shared). */
+  upstreamCrdsDir?: string
   /** Extra bearer tokens; `admin-token` (user "admin", allowed everything) always exists. */
   tokens?: Record<string, TokenUser>
   /** Events kept for watches and continued lists (older revisions get 410 Gone). */
@@ -142,14 +144,15 @@ export class TestApiServer {
       crds = fallbackCrds()
       fallback = true
     } else if (choice === 'upstream') {
-      const files = existsSync(UPSTREAM_CRDS_DIR) ? upstreamCrdFiles(UPSTREAM_CRDS_DIR) : []
+      const dir = this.opts.upstreamCrdsDir ?? UPSTREAM_CRDS_DIR
+      const files = existsSync(dir) ? upstreamCrdFiles(dir) : []
       if (files.length) {
         crds = cachedCrds(files)
         this.usingUpstreamCrds = true
       } else {
         notice(
           'fallback',
-          `${UPSTREAM_CRDS_DIR} is not present: registering the Istio and Gateway API kinds from the built-in table, without schema validation.`,
+          `${dir} is not present: registering the Istio and Gateway API kinds from the built-in table, without schema validation.`,
           this.opts.quiet,
         )
         crds = fallbackCrds()
