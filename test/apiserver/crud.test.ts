@@ -373,3 +373,22 @@ describe('list, selectors and pagination', () => {
     await expect(apps.readNamespacedDeployment({name: 'nope', namespace: 'default'})).rejects.toSatisfy((e) => statusOf(e).code === 404)
   })
 })
+
+describe('client-node KubernetesObjectApi round trip', () => {
+  it('creates, reads, replaces and deletes, seeing real response shapes', async () => {
+    const objects = KubernetesObjectApi.makeApiClient(kubeConfig(server))
+    const spec = {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'round-trip', namespace: 'default'}, data: {a: '1'}}
+    const created = await objects.create(spec)
+    expect(created.metadata?.uid).toBeDefined()
+    const read = (await objects.read({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'round-trip', namespace: 'default'}})) as typeof spec
+    expect(read.data).toEqual({a: '1'})
+    const replaced = (await objects.replace({...read, data: {a: '2'}})) as typeof spec
+    expect(replaced.data).toEqual({a: '2'})
+    const stale = await objects.replace({...read, data: {a: '3'}}).catch((e) => e)
+    expect(statusOf(stale).body.reason).toBe('Conflict')
+    const deleted = await objects.delete({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'round-trip', namespace: 'default'}})
+    expect(deleted).toMatchObject({status: 'Success', details: {name: 'round-trip', kind: 'configmaps'}})
+    const gone = await objects.read({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'round-trip', namespace: 'default'}}).catch((e) => e)
+    expect(statusOf(gone)).toMatchObject({code: 404, body: {reason: 'NotFound', message: 'configmaps "round-trip" not found'}})
+  })
+})
