@@ -108,6 +108,15 @@ describe('authorization against the permission table', () => {
     expect(raw201.body).toMatchObject({kind: 'SelfSubjectAccessReview', status: {allowed: false}})
   })
 
+  it('needs create as well as patch to create an object through server-side apply', async () => {
+    const alice = raw(server, 'alice-token')
+    const d = {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'new-one'}, spec: {}}
+    const r = await alice.patch('/apis/apps/v1/namespaces/bookinfo/deployments/new-one?fieldManager=mesh-migrate', d, 'application/apply-patch+yaml')
+    expect(r.status).toBe(403)
+    // The create check is the registry's (withAuthorization): RBAC gives no reason on a denial.
+    expect(r.body).toMatchObject({reason: 'Forbidden', message: 'deployments.apps "new-one" is forbidden: ', details: {name: 'new-one', group: 'apps', kind: 'deployments'}})
+  })
+
   it('lets the admin token do everything', async () => {
     expect((await raw(server).post('/api/v1/nodes', {apiVersion: 'v1', kind: 'Node', metadata: {name: 'admin-node'}})).status).toBe(201)
   })

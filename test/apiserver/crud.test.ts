@@ -379,7 +379,7 @@ describe('client-node KubernetesObjectApi round trip', () => {
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig(server))
     const spec = {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'round-trip', namespace: 'default'}, data: {a: '1'}}
     const created = await objects.create(spec)
-    expect(created.metadata?.uid).toBeDefined()
+    expect((created.metadata as {uid?: string}).uid).toBeDefined()
     const read = (await objects.read({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'round-trip', namespace: 'default'}})) as typeof spec
     expect(read.data).toEqual({a: '1'})
     const replaced = (await objects.replace({...read, data: {a: '2'}})) as typeof spec

@@ -15,6 +15,7 @@ import {
   badRequest,
   conflict,
   fieldError,
+  forbidden,
   gone,
   invalid,
   notFound,
@@ -420,7 +421,16 @@ export class ApiCore {
     return this.commitUpdate(rt, sv, old, next, subresource, opts, warnings, 'update')
   }
 
-  patch(rt: ResourceType, sv: ServedVersion, namespace: string, name: string, subresource: string, patchType: string, body: unknown, opts: WriteOptions & {force?: boolean}): Result {
+  patch(
+    rt: ResourceType,
+    sv: ServedVersion,
+    namespace: string,
+    name: string,
+    subresource: string,
+    patchType: string,
+    body: unknown,
+    opts: WriteOptions & {force?: boolean; authorizeCreate?: () => {allowed: boolean; reason: string}},
+  ): Result {
     const accepted: string[] = rt.custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.strategic, PATCH_TYPES.apply]
     if (!accepted.includes(patchType)) throw unsupportedMediaType(accepted)
     const optErrs: FieldError[] = []
@@ -457,7 +467,16 @@ export class ApiCore {
     return this.commitUpdate(rt, sv, old, next, subresource, opts, warnings, 'update')
   }
 
-  private apply(rt: ResourceType, sv: ServedVersion, namespace: string, name: string, subresource: string, body: unknown, opts: WriteOptions & {force?: boolean}, warnings: string[]): Result {
+  private apply(
+    rt: ResourceType,
+    sv: ServedVersion,
+    namespace: string,
+    name: string,
+    subresource: string,
+    body: unknown,
+    opts: WriteOptions & {force?: boolean; authorizeCreate?: () => {allowed: boolean; reason: string}},
+    warnings: string[],
+  ): Result {
     if (!isObject(body)) throw badRequest('error decoding YAML: the applied configuration must be an object')
     if (!body.apiVersion || !body.kind) throw badRequest(`invalid object type: ${body.apiVersion ?? ''}, Kind=${body.kind ?? ''}`)
     this.checkTypeMeta(rt, sv.name, body, true)
@@ -470,6 +489,9 @@ export class ApiCore {
     const scoped = resetFieldsFor(applied, subresource || undefined, rt.hasStatus)
     if (!old) {
       if (subresource) throw notFound(rt.group, rt.plural, name)
+      // Creating through apply also needs the create verb (withAuthorization in the real patch handler).
+      const decision = opts.authorizeCreate?.()
+      if (decision && !decision.allowed) throw forbidden(rt.group, rt.plural, name, decision.reason)
       // Create-if-absent: the applied configuration becomes the object, owned by this manager.
       const created = deepCopy(applied)
       created.metadata.name = name

@@ -65,6 +65,9 @@ function validateOptions(kind: string, params: URLSearchParams): {dryRun: boolea
   const errs: FieldError[] = []
   const dry = params.getAll('dryRun')
   for (const d of dry) if (d !== 'All') errs.push(fieldError.notSupported('dryRun', d, ['All']))
+  const fm = params.get('fieldManager')
+  if (fm !== null && fm.length > 128) errs.push(fieldError.tooLong('fieldManager', 128))
+  if (fm !== null && /[^\x20-\x7e]/.test(fm)) errs.push(fieldError.invalid('fieldManager', fm, 'must only contain printable characters'))
   const fv = params.get('fieldValidation') ?? 'Warn'
   const allowed = ['Ignore', 'Warn', 'Strict']
   const normalized = allowed.find((a) => a.toLowerCase() === fv.toLowerCase())
@@ -256,7 +259,11 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
         const ct = mediaType(req.headers['content-type'])
         const raw = await readBody(req)
         const forceParam = q.get('force')
-        const patchOpts = {...opts, ...(forceParam !== null ? {force: forceParam === 'true' || forceParam === '1'} : {})}
+        const patchOpts = {
+          ...opts,
+          ...(forceParam !== null ? {force: forceParam === 'true' || forceParam === '1'} : {}),
+          authorizeCreate: () => authorize(identity, {...attrs, verb: 'create'}),
+        }
         const known = (Object.values(PATCH_TYPES) as string[]).includes(ct)
         const body = known ? decodeBody(raw, ct === PATCH_TYPES.apply ? 'yaml' : ct, 'patch') : undefined
         return core.patch(rt, sv, objectNamespace, info.name, info.subresource, ct, body, patchOpts)
@@ -264,6 +271,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
       case 'delete':
       case 'deletecollection': {
         if (info.subresource) throw methodNotAllowed()
+        if (method === 'deletecollection' && rt.namespaced && !ns) throw methodNotAllowed()
         const raw = await readBody(req)
         const bodyOpts = (decodeBody(raw, 'json', 'object') ?? {}) as JsonObject
         const dryRunAll = q.getAll('dryRun').includes('All') || (Array.isArray(bodyOpts.dryRun) && bodyOpts.dryRun.includes('All'))
