@@ -374,6 +374,24 @@ describe('list, selectors and pagination', () => {
   })
 })
 
+describe('seeding', () => {
+  it('keeps a given creationTimestamp, stores status through the subresource and bumps revisions', async () => {
+    const before = server.core.store.currentRv
+    const [pod] = server.seed({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {name: 'old-pod', namespace: 'seeded', creationTimestamp: '2020-01-01T00:00:00Z'},
+      spec: {containers: [{name: 'a', image: 'x:1'}]},
+      status: {phase: 'Running'},
+    })
+    expect(pod!.metadata.creationTimestamp).toBe('2020-01-01T00:00:00Z')
+    expect(pod!.status.phase).toBe('Running')
+    expect(server.get({apiVersion: 'v1', kind: 'Namespace', name: 'seeded'})).toBeDefined()
+    expect(Number(pod!.metadata.resourceVersion)).toBeGreaterThan(before)
+    expect(() => server.seed({apiVersion: 'v1', kind: 'Pod', metadata: {name: 'bad', namespace: 'seeded'}, spec: {}})).toThrow(/spec.containers: Required value/)
+  })
+})
+
 describe('client-node KubernetesObjectApi round trip', () => {
   it('creates, reads, replaces and deletes, seeing real response shapes', async () => {
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig(server))

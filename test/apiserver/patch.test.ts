@@ -140,6 +140,34 @@ describe('strategic merge patch', () => {
     ])
   })
 
+  it('reorders a merged list by $setElementOrder, as kubectl sends it', async () => {
+    server.seed(deployment('smp-order'))
+    const r = await raw(server).patch(
+      '/apis/apps/v1/namespaces/default/deployments/smp-order',
+      {spec: {template: {spec: {'$setElementOrder/containers': [{name: 'sidecar'}, {name: 'app'}], containers: [{name: 'app', image: 'nginx:1.29'}]}}}},
+      SMP,
+    )
+    expect(r.body.spec.template.spec.containers.map((c: any) => `${c.name}=${c.image}`)).toEqual(['sidecar=busybox:1.36', 'app=nginx:1.29'])
+  })
+
+  it('merges status conditions by type and owner references by uid', async () => {
+    const [pod] = server.seed({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {name: 'smp-cond', namespace: 'default', ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u-1'}]},
+      spec: {containers: [{name: 'a', image: 'x:1'}]},
+      status: {phase: 'Running', conditions: [{type: 'Ready', status: 'False'}, {type: 'PodScheduled', status: 'True'}]},
+    })
+    expect(pod!.status.conditions).toHaveLength(2)
+    const st = await raw(server).patch('/api/v1/namespaces/default/pods/smp-cond/status', {status: {conditions: [{type: 'Ready', status: 'True'}]}}, SMP)
+    expect(st.body.status.conditions).toEqual([
+      {type: 'Ready', status: 'True'},
+      {type: 'PodScheduled', status: 'True'},
+    ])
+    const owners = await raw(server).patch('/api/v1/namespaces/default/pods/smp-cond', {metadata: {ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u-1', controller: true}]}}, SMP)
+    expect(owners.body.metadata.ownerReferences).toEqual([{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u-1', controller: true}])
+  })
+
   it('is refused for custom resources with 415, listing the accepted types', async () => {
     server.seed({apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: {name: 'vs', namespace: 'default'}, spec: {hosts: ['reviews']}})
     const r = await raw(server).patch('/apis/networking.istio.io/v1/namespaces/default/virtualservices/vs', {spec: {hosts: ['x']}}, SMP)

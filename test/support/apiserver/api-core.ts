@@ -48,6 +48,8 @@ export interface WriteOptions {
   fieldValidation: FieldValidation
   /** The request's User-Agent: the field manager's name when fieldManager is not given. */
   userAgent?: string
+  /** Seeding only: keep a creationTimestamp given in the object (tests of object age). */
+  keepCreationTimestamp?: boolean
 }
 
 export interface Result {
@@ -307,12 +309,13 @@ export class ApiCore {
     this.requireNamespace(rt, namespace)
     if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = generateName(obj.metadata.generateName)
     this.decodeAndDefault(rt, sv, obj, opts, warnings)
+    const requestedTimestamp = obj.metadata.creationTimestamp
     for (const k of SERVER_META) delete obj.metadata[k]
     // The field manager sees the request after defaulting, before the registry's preparation.
     const asRequested = this.toStorage(rt, deepCopy(obj))
     if (rt.hasStatus) delete asRequested.status
     obj.metadata.uid = randomUUID()
-    obj.metadata.creationTimestamp = nowTimestamp()
+    obj.metadata.creationTimestamp = opts.keepCreationTimestamp && requestedTimestamp ? requestedTimestamp : nowTimestamp()
     if (rt.generation === 'spec') obj.metadata.generation = 1
     if (rt.hasStatus && rt.custom) delete obj.status
     rt.hooks?.prepareForCreate?.(obj, {allocateClusterIP: () => this.allocateClusterIP()})
@@ -619,7 +622,7 @@ export class ApiCore {
     if (!r) throw resourceNotFound()
     const {rt, version} = r
     const ns = rt.namespaced ? (obj.metadata?.namespace ?? 'default') : ''
-    const opts: WriteOptions = {dryRun: false, fieldValidation: 'Warn', fieldManager: 'test-seed'}
+    const opts: WriteOptions = {dryRun: false, fieldValidation: 'Warn', fieldManager: 'test-seed', keepCreationTimestamp: true}
     if (rt.namespaced && !this.store.get('/namespaces', '', ns)) {
       const nsRt = this.registry.resolve('', 'v1', 'namespaces')!
       this.create(nsRt.rt, nsRt.version, '', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}}, opts)

@@ -212,8 +212,9 @@ export class TestApiServer {
 
   /**
    * Stores objects directly (no HTTP, no authorization), creating missing namespaces.
-   * Existing objects are replaced. `status` is written too, through the status subresource.
-   * Returns the stored objects as served.
+   * Existing objects are replaced. `status` is written too, through the status subresource,
+   * and a given metadata.creationTimestamp is kept (a real server would overwrite it).
+   * Objects are validated as on a real create. Returns the stored objects as served.
    */
   seed(objects: JsonObject | JsonObject[]): JsonObject[] {
     const list = Array.isArray(objects) ? objects : [objects]
