@@ -170,4 +170,23 @@ describeWithShared('server-side apply of custom resources', () => {
     expect(bad.status).toBe(422)
     expect(bad.body.message).toBe('Gateway.gateway.networking.k8s.io "waypoint" is invalid: spec.listeners[0].port: Invalid value: 0: spec.listeners[0].port in body should be greater than or equal to 1')
   })
+
+  it('refuses fields the schema does not declare (no pruning for apply), whatever fieldValidation says', async () => {
+    const gw = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: {name: 'typo'},
+      spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE', colour: 'blue'}]},
+    }
+    const r = await raw(server).patch('/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/typo?fieldManager=mesh-migrate&fieldValidation=Ignore', gw, APPLY)
+    expect(r.status).toBe(500)
+    expect(r.body).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'failed to create typed patch object (default/typo; gateway.networking.k8s.io/v1, Kind=Gateway): .spec.listeners[name="mesh"].colour: field not declared in schema',
+      code: 500,
+    })
+  })
 })

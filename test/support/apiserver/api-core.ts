@@ -29,6 +29,7 @@ import {
 import {generateName, validateObjectMeta} from './meta/names.js'
 import {matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelSelector} from './meta/selectors.js'
 import {applyJsonPatch, decodeJsonPatch, JsonPatchDecodeError, JsonPatchError} from './patch/json-patch.js'
+import {pathString, undeclaredFields} from './patch/fieldset.js'
 import {managedFieldsAfterUpdate, resetFieldsFor, serverSideApply} from './patch/managed-fields.js'
 import {applyMergePatch} from './patch/merge-patch.js'
 import {applyStrategicMergePatch, StrategicPatchError} from './patch/strategic-merge.js'
@@ -388,7 +389,7 @@ export class ApiCore {
     if (rt.generation === 'spec') obj.metadata.generation = (old.metadata.generation ?? 1) + (this.specChanged(rt, old, obj) ? 1 : 0)
     else delete obj.metadata.generation
     this.validate(rt, sv, obj, old, warnings)
-    let stored = this.toStorage(rt, obj)
+    const stored = this.toStorage(rt, obj)
     const who = {manager: this.managerName(opts), apiVersion: apiVersionOf(rt.group, sv.name), now: nowTimestamp(), ...(subresource ? {subresource} : {})}
     const schema = this.mergeSchema(rt, sv)
     stored.metadata.managedFields = managed === 'update' ? managedFieldsAfterUpdate(old, stored, schema, {builtin: !rt.custom}, who) : managed.managedFields
@@ -488,6 +489,15 @@ export class ApiCore {
     if (applied.metadata.name !== undefined && applied.metadata.name !== name) throw badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`)
     if (rt.namespaced && applied.metadata.namespace !== undefined && applied.metadata.namespace !== namespace)
       throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+    if (rt.custom && sv.schema) {
+      const undeclared = undeclaredFields(applied, sv.schema)
+      if (undeclared.length) {
+        const errs = undeclared.map((p) => `${pathString(p)}: field not declared in schema`)
+        const detail = errs.length === 1 ? errs[0] : `errors:\n  ${errs.join('\n  ')}`
+        // Not a Status error in the real server either: it surfaces as a reason-less 500.
+        throw new ApiError({message: `failed to create typed patch object (${rt.namespaced ? namespace : ''}/${name}; ${apiVersionOf(rt.group, sv.name)}, Kind=${rt.kind}): ${detail}`, code: 500})
+      }
+    }
     const old = this.store.get(this.rk(rt), rt.namespaced ? namespace : '', name)
     const scoped = resetFieldsFor(applied, subresource || undefined, rt.hasStatus)
     if (!old) {

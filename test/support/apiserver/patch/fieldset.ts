@@ -276,6 +276,32 @@ export function pathString(path: Path): string {
     .join('')
 }
 
+/**
+ * Fields of an applied configuration the schema does not declare, as structured-merge-diff
+ * reports them when it converts the configuration to a typed value (custom resources: the
+ * schema is complete, so anything outside it is an error, whatever fieldValidation says).
+ */
+export function undeclaredFields(config: unknown, schema: StructuralSchema | undefined): Path[] {
+  const out: Path[] = []
+  const walk = (v: unknown, s: StructuralSchema | undefined, path: string[], root: boolean) => {
+    if (!s) return
+    if (Array.isArray(v)) {
+      if (s.items) for (const item of v) walk(item, s.items, [...path, itemPE(item, s)], false)
+      return
+    }
+    if (!isObject(v)) return
+    const open = s['x-kubernetes-preserve-unknown-fields'] === true || additionalSchema(s) !== undefined || s.additionalProperties === true
+    for (const [k, child] of Object.entries(v)) {
+      if (root && (k === 'apiVersion' || k === 'kind' || k === 'metadata')) continue
+      const ps = s.properties?.[k] ?? additionalSchema(s)
+      if (ps) walk(child, ps, [...path, `f:${k}`], false)
+      else if (!open) out.push([...path, `f:${k}`])
+    }
+  }
+  walk(config, schema, [], true)
+  return out
+}
+
 // ---------------------------------------------------------------------------------------
 // Structured merge (typed.Merge): what server-side apply does with the live object and
 // the applied configuration.
