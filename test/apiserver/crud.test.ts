@@ -334,6 +334,9 @@ describe('list, selectors and pagination', () => {
     expect(await names('!special,tier=odd')).toEqual(['cm-1', 'cm-5'])
     const bad = await api.get(`/api/v1/namespaces/pages/configmaps?labelSelector=${encodeURIComponent('tier in odd')}`)
     expect(bad.status).toBe(400)
+    expect(bad.body).toMatchObject({reason: 'BadRequest', message: "unable to parse requirement: found 'odd' expected: '('"})
+    const badValue = await api.get(`/api/v1/namespaces/pages/configmaps?labelSelector=${encodeURIComponent('tier=a b')}`)
+    expect(badValue.body.message).toBe("found 'b', expected: ',' or 'end of string'")
   })
 
   it('filters by field selectors and rejects unsupported field labels', async () => {

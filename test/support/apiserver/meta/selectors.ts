@@ -1,6 +1,6 @@
 // Label selectors (k8s.io/apimachinery/pkg/labels) and field selectors (pkg/fields):
 // parsing with the real grammar, matching with the real semantics.
-import {badRequest, fieldErrorString, fieldError} from '../errors.js'
+import {ApiError, badRequest, fieldErrorString, fieldError} from '../errors.js'
 import {isQualifiedName, isValidLabelValue} from './names.js'
 
 export type LabelOperator = '=' | '==' | '!=' | 'in' | 'notin' | 'exists' | '!' | 'gt' | 'lt'
@@ -60,8 +60,14 @@ export function parseLabelSelector(input: string): LabelSelector {
   const next = () => tokens[pos++]!
   const reqs: LabelRequirement[] = []
   if (peek().kind === 'end') return reqs
+  const first = peek()
+  if (first.kind !== 'id' && !(first.kind === 'op' && first.text === '!')) throw badRequest(`found '${first.text}', expected: !, identifier, or 'end of string'`)
   for (;;) {
-    reqs.push(parseRequirement())
+    try {
+      reqs.push(parseRequirement())
+    } catch (e) {
+      throw e instanceof ApiError ? badRequest(`unable to parse requirement: ${e.status.message}`) : e
+    }
     const t = next()
     if (t.kind === 'end') break
     if (t.kind !== 'comma') throw badRequest(`found '${t.text}', expected: ',' or 'end of string'`)
@@ -87,7 +93,7 @@ export function parseLabelSelector(input: string): LabelSelector {
     else throw badRequest(`found '${t.text}', expected: in, notin, =, ==, !=, gt, lt`)
     if (op === 'in' || op === 'notin') {
       const open = next()
-      if (open.kind !== 'open') throw badRequest(`found '${open.text}', expected: '('`)
+      if (open.kind !== 'open') throw badRequest(`found '${open.text}' expected: '('`)
       const values: string[] = []
       for (;;) {
         const v = peek()
@@ -133,7 +139,7 @@ function makeRequirement(key: string, operator: LabelOperator, values: string[])
       errs.push(fieldErrorString(fieldError.invalid('values[0]', values[0] ?? '', 'for \'Gt\', \'Lt\' operators, the value must be an integer')))
   } else {
     values.forEach((v, i) => {
-      for (const m of isValidLabelValue(v)) errs.push(fieldErrorString(fieldError.invalid(`values[${i}]`, v, m)))
+      for (const m of isValidLabelValue(v)) errs.push(fieldErrorString(fieldError.invalid(`values[${i}][${key}]`, v, m)))
     })
   }
   if (errs.length) throw badRequest(errs.length === 1 ? errs[0]! : `[${errs.join(', ')}]`)
