@@ -1,4 +1,7 @@
+import {mkdtempSync, writeFileSync} from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
+import {stringify} from 'yaml'
 import {afterEach, describe, expect, it, vi} from 'vitest'
 import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
 import {CRDS_DIR, describeWithShared} from '../support/shared.js'
@@ -52,5 +55,52 @@ describeWithShared('explicit CRD files', () => {
     expect(s.usingUpstreamCrds).toBe(true)
     expect((await raw(s).get('/apis/gateway.networking.k8s.io/v1')).body.resources.map((r: any) => r.name)).toEqual(['gateways', 'gateways/status'])
     expect((await raw(s).get('/apis/networking.istio.io')).status).toBe(404)
+  })
+})
+
+describe('CRD files with rules the CEL library cannot compile', () => {
+  it('lists them, prints the count and places once at startup, and never treats them as passing', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'apiserver-crd-'))
+    const file = path.join(dir, 'things.yaml')
+    writeFileSync(
+      file,
+      stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: {name: 'things.example.org'},
+        spec: {
+          group: 'example.org',
+          scope: 'Namespaced',
+          names: {kind: 'Thing', plural: 'things'},
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: {
+                openAPIV3Schema: {
+                  type: 'object',
+                  properties: {spec: {type: 'object', properties: {a: {type: 'string', 'x-kubernetes-validations': [{rule: 'self.isShiny()', message: 'must shine'}]}}}},
+                },
+              },
+            },
+          ],
+        },
+      }),
+    )
+    const writes: string[] = []
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown) => {
+      writes.push(String(chunk))
+      return true
+    })
+    const s = await startApiServer({crdFiles: [file]})
+    started.push(s)
+    expect(s.skippedCelRules).toEqual([{crd: 'things.example.org', version: 'v1', path: 'spec.a', rule: 'self.isShiny()', reason: expect.stringContaining('isShiny')}])
+    const notice = writes.filter((w) => w.includes('CEL rule'))
+    expect(notice).toHaveLength(1)
+    expect(notice[0]).toMatch(/^\[test-apiserver\] 1 CEL rule\(s\) cannot be evaluated and are reported as skipped \(never passed\): things\.example\.org v1 spec\.a: /)
+    const r = await raw(s).post('/apis/example.org/v1/namespaces/default/things', {apiVersion: 'example.org/v1', kind: 'Thing', metadata: {name: 't'}, spec: {a: 'dull'}})
+    expect(r.status).toBe(201)
+    expect(r.headers.get('warning')).toContain('CEL rule at spec.a was not evaluated')
   })
 })
