@@ -1,0 +1,100 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
+import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+import {connectCluster} from '../cli/plan-commands.js'
+import {UserError} from '../errors.js'
+import {PREFLIGHT_CHECKS} from '../planner/plan-builder.js'
+import type {PreflightDiagnostic} from '../preflight/types.js'
+import {stdoutPainter} from '../ui/color.js'
+
+export interface PreflightResult {
+  namespace: string
+  context: string
+  /** Where the checked plan came from: a file, or built in memory from the cluster. */
+  plan: string
+  ok: boolean
+  diagnostics: PreflightDiagnostic[]
+}
+
+export default class PreflightCommand extends BaseCommand {
+  static override summary = 'Check that a namespace can be migrated now: ambient installed and ready, Gateway API, HBONE sidecars, blockers, NetworkPolicies, RBAC.'
+  static override description = `Runs the read-only checks of a plan's preflight step against the cluster (DOMAIN §4.4):
+
+  istio-version          istiod serving the namespace (its istio.io/rev) runs Istio ≥ 1.24 (1.25+ recommended)
+  ambient-enabled        istiod runs with PILOT_ENABLE_AMBIENT=true; mesh config enables HBONE for new sidecars
+  ztunnel-ready          the ztunnel DaemonSet is ready on every node it must run on
+  istio-cni-ready        the istio-cni DaemonSet likewise, with ambient enabled and the namespace not excluded
+  gateway-api-crds       Gateway API CRDs present at Istio's minimum bundle versions
+  waypoint-gatewayclass  GatewayClass istio-waypoint exists with controller istio.io/mesh-controller
+  sidecars-hbone         sidecar pods accept HBONE (networking.istio.io/tunnel=http), here and mesh-wide
+  blockers               the plan's blockers and the ones the cluster shows now
+  network-policies       NetworkPolicies admit TCP 15008 and kubelet probes from 169.254.7.127
+  rbac                   a SelfSubjectAccessReview for every permission the plan's steps and undo need
+
+Without --plan, the plan is built in memory from the cluster exactly as \`mesh-migrate plan\` would. Exits 1 when any check reports an error.
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = [
+    '<%= config.bin %> preflight bookinfo',
+    '<%= config.bin %> preflight bookinfo --plan plans/bookinfo.yaml -o json',
+    '<%= config.bin %> preflight bookinfo --check ztunnel-ready --check istio-cni-ready',
+  ]
+
+  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
+  static override flags = {
+    kubeconfig: sourceFlags.kubeconfig,
+    context: sourceFlags.context,
+    'request-timeout': sourceFlags['request-timeout'],
+    'root-namespace': sourceFlags['root-namespace'],
+    output: outputFlag,
+    plan: Flags.string({description: 'Check this plan (path, or a namespace for plans/<namespace>.yaml) instead of building one from the cluster.'}),
+    check: Flags.string({description: 'Run only this check (repeatable).', options: [...PREFLIGHT_CHECKS], multiple: true}),
+    'waypoint-name': waypointNameFlag,
+    'waypoint-for': waypointForFlag,
+  }
+
+  async run(): Promise<PreflightResult | undefined> {
+    const {args, flags} = await this.parse(PreflightCommand)
+    const namespace = args.namespace
+    const client = await connectCluster(flags)
+    const {runPreflight} = await import('../preflight/runner.js')
+
+    let plan
+    let inventory
+    let planSource: string
+    let rootNamespace = flags['root-namespace']
+    if (flags.plan) {
+      const {resolvePlanArg} = await import('../executor/plan-store.js')
+      const {PlanState} = await import('../executor/plan-state.js')
+      const file = await resolvePlanArg(flags.plan)
+      plan = (await PlanState.load(file)).plan
+      if (plan.metadata.namespace !== namespace) {
+        throw new UserError(`${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`, {exitCode: 2, suggestion: `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`})
+      }
+      rootNamespace = plan.spec.options.rootNamespace
+      planSource = file
+    } else {
+      const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([import('../sources/cluster.js'), import('../planner/inventory.js'), import('../planner/plan-builder.js')])
+      const source = await ClusterSource.open(client)
+      const snapshot = await source.snapshot(namespace, {rootNamespace})
+      inventory = buildInventory(snapshot, {waypointFor: flags['waypoint-for']})
+      plan = buildPlan({
+        inventory,
+        snapshot,
+        options: {rootNamespace, waypointName: flags['waypoint-name'], waypointFor: flags['waypoint-for']},
+        generator: `mesh-migrate/${this.config.version}`,
+      })
+      planSource = '(built from the cluster)'
+    }
+
+    const diagnostics = await runPreflight(client, namespace, {plan, rootNamespace, ...(inventory ? {inventory} : {}), ...(flags.check ? {checks: flags.check} : {})})
+    const ok = !diagnostics.some((d) => d.severity === 'error')
+    if (!ok) process.exitCode = 1
+    const result: PreflightResult = {namespace, context: client.context, plan: planSource, ok, diagnostics}
+    const {renderPreflight} = await import('../preflight/view.js')
+    return this.emit(result, flags.output, () => renderPreflight(diagnostics, stdoutPainter()))
+  }
+}

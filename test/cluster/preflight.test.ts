@@ -1,0 +1,314 @@
+// Every preflight check against the test API server, passing on a healthy ambient installation and
+// failing for each thing that can be wrong (issue 3 item 2, DOMAIN §4.4).
+import {afterEach, describe, expect, it} from 'vitest'
+
+import type {HttpKubeClient} from '../../src/kube/http-client.js'
+import {buildInventory} from '../../src/planner/inventory.js'
+import type {KubeObject} from '../../src/planner/model.js'
+import {buildPlan, PREFLIGHT_CHECKS} from '../../src/planner/plan-builder.js'
+import type {MigrationPlan} from '../../src/planner/plan-types.js'
+import {planAccessNeeds} from '../../src/preflight/rbac.js'
+import {preflightRunner, runPreflight} from '../../src/preflight/runner.js'
+import type {PreflightDiagnostic} from '../../src/preflight/types.js'
+import {ClusterSource} from '../../src/sources/cluster.js'
+import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {cniConfigMap, daemonSet, daemonSetPods, deleteCrd, istiod, meshConfig, NAMESPACE, node, ROOT, seedAmbientCluster, setBundleVersion, waypointClass, ZTUNNEL_LABELS} from './ambient-cluster.js'
+import {clientFor, ns, sidecarPod} from './support.js'
+
+let server: TestApiServer | undefined
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+})
+
+/** A fresh server with a healthy ambient installation, then `change` applied to it. */
+async function cluster(change: (s: TestApiServer) => unknown | Promise<unknown> = () => undefined): Promise<TestApiServer> {
+  server = await startApiServer({quiet: true})
+  await seedAmbientCluster(server)
+  await change(server)
+  return server
+}
+
+async function planFrom(client: HttpKubeClient, namespace = NAMESPACE): Promise<{plan: MigrationPlan; inventory: ReturnType<typeof buildInventory>}> {
+  const snapshot = await (await ClusterSource.open(client)).snapshot(namespace, {rootNamespace: ROOT})
+  const inventory = buildInventory(snapshot, {waypointFor: 'service'})
+  const plan = buildPlan({inventory, snapshot, options: {rootNamespace: ROOT, waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+  return {plan, inventory}
+}
+
+async function preflight(s: TestApiServer, checks?: string[], opts: {token?: string; namespace?: string} = {}): Promise<PreflightDiagnostic[]> {
+  const admin = await clientFor(s)
+  const {plan} = await planFrom(admin, opts.namespace)
+  const client = opts.token ? await clientFor(s, opts.token) : admin
+  return runPreflight(client, opts.namespace ?? NAMESPACE, {plan, rootNamespace: ROOT, ...(checks ? {checks} : {})})
+}
+
+const of = (diags: PreflightDiagnostic[], check: string) => diags.filter((d) => d.check === check)
+const codes = (diags: PreflightDiagnostic[]) => diags.map((d) => `${d.severity}:${d.code}`)
+
+describe('a healthy ambient installation', () => {
+  it('passes every check, each with an ok diagnostic, and the apply runner says ok', async () => {
+    const s = await cluster()
+    const diags = await preflight(s)
+    expect(diags.filter((d) => d.severity === 'error' || d.severity === 'warning')).toEqual([])
+    for (const check of PREFLIGHT_CHECKS) expect(of(diags, check).some((d) => d.severity === 'ok'), check).toBe(true)
+    expect(of(diags, 'istio-version')[0]!.message).toContain('runs Istio 1.28.1')
+    expect(of(diags, 'istio-version')[0]!.message).toContain('ztunnel enforces istio.io/dry-run AuthorizationPolicies')
+    expect(of(diags, 'ztunnel-ready')[0]!.message).toBe('DaemonSet istio-system/ztunnel is ready on 2 node(s) (2 eligible node(s) checked).')
+    expect(of(diags, 'istio-cni-ready')[0]!.message).toContain('Ambient is enabled (AMBIENT_ENABLED=true) and shop is not excluded.')
+    expect(of(diags, 'gateway-api-crds')[0]!.message).toContain('HTTPRoute v1.6.1')
+    expect(of(diags, 'rbac')[0]!.message).toMatch(/^All \d+ permission\(s\) the plan needs/)
+
+    const client = await clientFor(s)
+    const {plan} = await planFrom(client)
+    expect(plan.spec.steps[0]!.verify).toEqual([{check: 'preflight', checks: [...PREFLIGHT_CHECKS]}])
+    const result = await preflightRunner(client, plan)(['ztunnel-ready', 'rbac'])
+    expect(result).toEqual({ok: true, detail: '2 check(s) passed'})
+  })
+})
+
+describe('istio-version', () => {
+  it('is an error below 1.24 and a warning on 1.24', async () => {
+    const old = await preflight(await cluster((s) => s.seed(istiod({version: '1.22.3'}))), ['istio-version'])
+    expect(codes(old)).toEqual(['error:IstioTooOld'])
+    expect(old[0]!.message).toContain('runs Istio 1.22.3; ambient mode is GA')
+    await server!.close()
+    const v124 = await preflight(await cluster((s) => s.seed(istiod({version: '1.24.2'}))), ['istio-version'])
+    expect(codes(v124)).toEqual(['warning:IstioVersion124'])
+  })
+
+  it('follows the namespace\'s revision, through revision tags, and fails when no istiod serves it', async () => {
+    const tagWebhook: KubeObject = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: {name: 'istio-revision-tag-prod', labels: {'istio.io/tag': 'prod', 'istio.io/rev': 'canary'}},
+      webhooks: [{name: 'rev.namespace.sidecar-injector.istio.io', admissionReviewVersions: ['v1'], sideEffects: 'None', clientConfig: {service: {name: 'istiod-canary', namespace: ROOT}}, namespaceSelector: {matchExpressions: [{key: 'istio.io/rev', operator: 'In', values: ['prod']}, {key: 'istio-injection', operator: 'DoesNotExist'}]}}],
+    }
+    const s = await cluster((srv) => srv.seed([istiod({name: 'istiod-canary', revision: 'canary', version: '1.29.0'}), tagWebhook, ns('tagged', {'istio.io/rev': 'prod'}), ns('orphan', {'istio.io/rev': 'gone'})]))
+    const tagged = await preflight(s, ['istio-version', 'ambient-enabled'], {namespace: 'tagged'})
+    expect(codes(tagged)).toEqual(['ok:IstioVersion', 'ok:AmbientEnabled'])
+    expect(tagged[0]!.message).toContain('istiod-canary in istio-system (istio.io/rev=prod (revision tag of canary)) runs Istio 1.29.0')
+    expect(tagged[0]!.message).toContain('ignores istio.io/dry-run AuthorizationPolicies')
+    const orphan = await preflight(s, ['istio-version'], {namespace: 'orphan'})
+    expect(codes(orphan)).toEqual(['error:IstiodRevisionNotFound'])
+    expect(orphan[0]!.message).toContain('no istiod of revision "gone" runs in istio-system')
+  })
+
+  it('is an error when no istiod runs in the root namespace', async () => {
+    const s = await cluster()
+    const client = await clientFor(s)
+    const {plan} = await planFrom(client)
+    const diags = await runPreflight(client, NAMESPACE, {plan, rootNamespace: 'istio-elsewhere', checks: ['istio-version']})
+    expect(codes(diags)).toEqual(['error:IstiodNotFound'])
+    expect(diags[0]!.fix).toContain('--root-namespace')
+  })
+})
+
+describe('ambient-enabled', () => {
+  it('is an error without PILOT_ENABLE_AMBIENT=true and a warning when the mesh config lacks HBONE metadata', async () => {
+    const diags = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), meshConfig(false)])), ['ambient-enabled'])
+    expect(codes(diags)).toEqual(['error:AmbientNotEnabled', 'warning:HboneMetadataMissing'])
+    expect(diags[0]!.message).toContain('does not run with PILOT_ENABLE_AMBIENT=true (not set)')
+  })
+})
+
+describe('ztunnel-ready', () => {
+  it('is an error naming the node where ztunnel is not ready', async () => {
+    const diags = await preflight(await cluster((s) => s.seed([daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b'])])), ['ztunnel-ready'])
+    expect(codes(diags)).toEqual(['error:ZtunnelNotReady'])
+    expect(diags[0]!.message).toContain('has no ready pod on node(s) node-b (1/2 ready)')
+  })
+
+  it('warns about nodes the DaemonSet cannot run on (an untolerated taint) and errors when it is missing', async () => {
+    const tainted = await preflight(await cluster((s) => s.seed(node('gpu-1', {taints: [{key: 'nvidia.com/gpu', value: 'true', effect: 'NoExecute'}, {key: 'dedicated', value: 'ml', effect: 'NoSchedule'}]}))), ['ztunnel-ready'])
+    // The chart tolerates every NoSchedule/NoExecute taint: the node is covered, and it has no ready pod yet.
+    expect(codes(tainted)).toEqual(['error:ZtunnelNotReady'])
+    expect(tainted[0]!.message).toContain('node(s) gpu-1')
+    await server!.close()
+    const narrow = daemonSet('ztunnel', ZTUNNEL_LABELS)
+    narrow.spec.template.spec.tolerations = []
+    // Seeding replaces the DaemonSet (generation 2); its controller has observed that.
+    narrow.status.observedGeneration = 2
+    const excluded = await preflight(await cluster((s) => s.seed([narrow, node('infra-1', {taints: [{key: 'dedicated', value: 'infra', effect: 'NoSchedule'}]}), node('win-1', {labels: {'kubernetes.io/os': 'windows'}})])), ['ztunnel-ready'])
+    expect(codes(excluded)).toEqual(['ok:ZtunnelReady', 'warning:ZtunnelNodesNotCovered'])
+    expect(excluded[1]!.message).toContain('infra-1 (taint dedicated=infra:NoSchedule is not tolerated)')
+    expect(excluded[1]!.message).not.toContain('win-1')
+    await server!.close()
+    const missing = await preflight(await cluster(async (s) => {
+      await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {method: 'DELETE', headers: {Authorization: 'Bearer admin-token'}})
+    }), ['ztunnel-ready'])
+    expect(codes(missing)).toEqual(['error:ZtunnelNotFound'])
+  })
+})
+
+describe('istio-cni-ready', () => {
+  it('is an error when istio-cni runs without ambient, or excludes the namespace', async () => {
+    const disabled = await preflight(await cluster((s) => s.seed(cniConfigMap({AMBIENT_ENABLED: 'false'}))), ['istio-cni-ready'])
+    expect(codes(disabled)).toEqual(['error:IstioCniAmbientDisabled'])
+    await server!.close()
+    const excluded = await preflight(await cluster((s) => s.seed(cniConfigMap({EXCLUDED_NAMESPACES: 'kube-system,shop'}))), ['istio-cni-ready'])
+    expect(codes(excluded)).toEqual(['error:NamespaceExcludedByCni'])
+    expect(excluded[0]!.message).toContain('istio-cni excludes namespace shop')
+  })
+
+  it('is an error when it is not ready on every node', async () => {
+    const diags = await preflight(await cluster((s) => s.seed([daemonSet('istio-cni-node', {'k8s-app': 'istio-cni-node'}, {ready: 0, container: {name: 'install-cni', envFrom: [{configMapRef: {name: 'istio-cni-config'}}]}}), ...daemonSetPods('istio-cni-node', {'k8s-app': 'istio-cni-node'}, ['node-a', 'node-b'])])), ['istio-cni-ready'])
+    expect(codes(diags)).toEqual(['error:IstioCniNotReady'])
+    expect(diags[0]!.message).toContain('fails to start')
+  })
+})
+
+describe('gateway-api-crds', () => {
+  it('is an error when a required CRD is missing and a warning below Istio\'s minimum bundle version', async () => {
+    const diags = await preflight(await cluster(async (s) => {
+      await deleteCrd(s, 'httproutes.gateway.networking.k8s.io')
+      await setBundleVersion(s, 'grpcroutes', 'v1.0.0')
+    }), ['gateway-api-crds'])
+    expect(codes(diags)).toEqual(['error:GatewayApiCrdMissing', 'warning:GatewayApiCrdBelowMinimum'])
+    expect(diags[0]!.message).toContain('httproutes.gateway.networking.k8s.io is not installed')
+    expect(diags[1]!.message).toContain('is at v1.0.0, below Istio\'s minimum v1.1.0')
+  })
+
+  it('falls back to discovery when reading CRDs is forbidden, and says the version was not checked', async () => {
+    const s = await cluster((srv) => srv.addToken('no-crds', {user: 'no-crds', permissions: [{verbs: ['get', 'list'], apiGroups: ['', 'apps', 'gateway.networking.k8s.io', 'admissionregistration.k8s.io'], resources: ['*']}]}))
+    const diags = await preflight(s, ['gateway-api-crds'], {token: 'no-crds'})
+    expect(codes(diags)).toEqual(['warning:GatewayApiVersionUnchecked'])
+  })
+})
+
+describe('waypoint-gatewayclass', () => {
+  it('is an error when the class is missing or has another controller', async () => {
+    const missing = await preflight(await cluster(async (s) => {
+      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: 'Bearer admin-token'}})
+    }), ['waypoint-gatewayclass'])
+    expect(codes(missing)).toEqual(['error:WaypointClassMissing'])
+    await server!.close()
+    const wrong = await preflight(await cluster(async (s) => {
+      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: 'Bearer admin-token'}})
+      s.seed(waypointClass('example.com/other-controller'))
+    }), ['waypoint-gatewayclass'])
+    expect(codes(wrong)).toEqual(['error:WaypointClassWrongController'])
+  })
+})
+
+describe('sidecars-hbone', () => {
+  it('is an error for a sidecar in the namespace without HBONE, a warning for one elsewhere in the mesh', async () => {
+    const diags = await preflight(await cluster((s) => s.seed([sidecarPod('legacy-1', NAMESPACE, {hbone: false}), ns('payments', {'istio-injection': 'enabled'}), sidecarPod('pay-1', 'payments', {hbone: false}), sidecarPod('pay-2', 'payments', {hbone: true})])), ['sidecars-hbone'])
+    expect(codes(diags)).toEqual(['error:SidecarsNotHbone', 'warning:MeshSidecarsNotHbone'])
+    expect(diags[0]!.message).toContain('1 of 2 sidecar pod(s) in shop are not HBONE-capable')
+    expect(diags[0]!.message).toContain('legacy-1')
+    expect(diags[1]!.message).toContain('payments (1: pay-1)')
+    const lists = server!.requestsMatching({verb: 'list', resource: 'pods'}).filter((e) => e.namespace === undefined)
+    expect(lists.map((e) => e.query.labelSelector)).toEqual(['security.istio.io/tlsMode=istio'])
+  })
+})
+
+describe('blockers', () => {
+  it('reports the plan\'s blockers and those that appeared since', async () => {
+    const disable: KubeObject = {apiVersion: 'security.istio.io/v1', kind: 'PeerAuthentication', metadata: {name: 'no-mtls', namespace: NAMESPACE}, spec: {mtls: {mode: 'DISABLE'}}}
+    const s = await cluster((srv) => srv.seed(disable))
+    const client = await clientFor(s)
+    const {plan} = await planFrom(client)
+    expect(plan.spec.blockers.length).toBeGreaterThan(0)
+    const diags = await runPreflight(client, NAMESPACE, {plan, rootNamespace: ROOT, checks: ['blockers']})
+    expect(diags.length).toBe(plan.spec.blockers.length)
+    expect(diags.every((d) => d.severity === 'error' && d.message.includes('blocker recorded in the plan'))).toBe(true)
+    expect(diags.some((d) => d.message.includes('PeerAuthentication shop/no-mtls'))).toBe(true)
+
+    // A WorkloadEntry that shows up after planning is found live.
+    s.seed({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'vm-1', namespace: NAMESPACE}, spec: {address: '10.0.0.5', labels: {app: 'web'}}})
+    const later = await runPreflight(client, NAMESPACE, {plan, rootNamespace: ROOT, checks: ['blockers']})
+    const fresh = later.filter((d) => d.message.includes('new since the plan was made'))
+    expect(fresh.length).toBeGreaterThan(0)
+    expect(fresh.some((d) => d.message.includes('vm-1'))).toBe(true)
+  })
+})
+
+describe('network-policies', () => {
+  const policy = (name: string, ingress: unknown[], extra: Record<string, unknown> = {}): KubeObject => ({
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: {name, namespace: NAMESPACE},
+    spec: {podSelector: {matchLabels: {app: 'web'}}, policyTypes: ['Ingress'], ingress, ...extra},
+  })
+  const fromFrontend = [{podSelector: {matchLabels: {app: 'frontend'}}}]
+
+  it('passes when the rule admitting the application port admits 15008 and probes too', async () => {
+    const diags = await preflight(await cluster((s) => s.seed(policy('web-ingress', [
+      {from: fromFrontend, ports: [{port: 8080}, {port: 15000, endPort: 15010}]},
+      {from: [{ipBlock: {cidr: '169.254.7.127/32'}}], ports: [{port: 'http'}]},
+    ]))), ['network-policies'])
+    expect(codes(diags)).toEqual(['ok:NetworkPoliciesAdmitHbone'])
+  })
+
+  it('is an error when peers are admitted on the application port only, and a warning for probes', async () => {
+    const diags = await preflight(await cluster((s) => s.seed(policy('web-ingress', [{from: fromFrontend, ports: [{port: 8080, protocol: 'TCP'}]}]))), ['network-policies'])
+    expect(codes(diags)).toEqual(['error:NetworkPolicyBlocksHbone', 'warning:NetworkPolicyBlocksProbes'])
+    expect(diags[0]!.message).toContain('NetworkPolicy web-ingress spec.ingress[0] admits its peers on 8080/TCP but not on TCP 15008')
+    expect(diags[0]!.message).toContain('web-5d8f-abcde')
+    expect(diags[0]!.fix).toContain('Add {port: 15008, protocol: TCP} to spec.ingress[0].ports of NetworkPolicy shop/web-ingress')
+    expect(diags[1]!.message).toContain('kubelet probes on port 8080 (source 169.254.7.127 once ambient)')
+  })
+
+  it('checks the planned waypoint too: a namespace-wide allow-list must admit it on 15008', async () => {
+    const all = policy('allow-frontend', [{from: fromFrontend, ports: [{port: 8080}]}], {podSelector: {}})
+    const diags = await preflight(await cluster((s) => s.seed(all)), ['network-policies'])
+    expect(diags.filter((d) => d.code === 'NetworkPolicyBlocksHbone')[0]!.message).toContain('waypoint waypoint (planned)')
+  })
+})
+
+describe('rbac', () => {
+  it('asks a SelfSubjectAccessReview for every permission the plan needs and names what is missing', async () => {
+    const s = await cluster((srv) => srv.addToken('label-only', {
+      user: 'label-only',
+      permissions: [
+        {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
+        {verbs: ['patch'], apiGroups: [''], resources: ['namespaces']},
+        {verbs: ['create', 'get', 'patch', 'delete'], apiGroups: ['coordination.k8s.io'], resources: ['leases'], namespaces: [NAMESPACE]},
+      ],
+    }))
+    const admin = await clientFor(s)
+    const {plan} = await planFrom(admin)
+    const needs = planAccessNeeds(plan)
+    s.resetRequestLog()
+    const diags = await runPreflight(await clientFor(s, 'label-only'), NAMESPACE, {plan, rootNamespace: ROOT, checks: ['rbac']})
+    // One review per distinct permission.
+    expect(s.requestsMatching({resource: 'selfsubjectaccessreviews'})).toHaveLength(needs.length)
+    expect(diags.every((d) => d.severity === 'error' && d.code === 'RbacDenied')).toBe(true)
+    const gateways = diags.find((d) => d.message.includes('gateways.gateway.networking.k8s.io'))
+    expect(gateways?.message).toBe('Not allowed to create, delete, patch gateways.gateway.networking.k8s.io in namespace shop (waypoint); needed by step create-waypoint, rollback of create-waypoint.')
+    expect(gateways?.fix).toContain('kubectl create role mesh-migrate -n shop --verb=create,delete,patch --resource=gateways.gateway.networking.k8s.io')
+    expect(diags.some((d) => d.message.startsWith('Not allowed to patch deployments.apps in namespace shop (web)'))).toBe(true)
+    expect(diags.some((d) => d.message.includes('namespaces'))).toBe(false)
+    expect(diags.some((d) => d.message.includes('leases'))).toBe(false)
+
+    const runner = await preflightRunner(await clientFor(s, 'label-only'), plan)(['rbac'])
+    expect(runner.ok).toBe(false)
+    expect(runner.detail).toContain('preflight error(s): rbac: Not allowed to')
+  })
+
+  it('derives apply = get+patch+create, delete = get+delete, label/restart = get+patch, with undo, the lock and the reads', async () => {
+    const s = await cluster()
+    const {plan} = await planFrom(await clientFor(s))
+    const needs = planAccessNeeds(plan).map((n) => `${n.verb} ${n.kind}${n.namespace ? ` ${n.namespace}` : ''}${n.name ? `/${n.name}` : ''}`)
+    for (const expected of [
+      'create Gateway shop', 'patch Gateway shop/waypoint', 'get Gateway shop/waypoint', 'delete Gateway shop/waypoint',
+      'create AuthorizationPolicy shop', 'delete AuthorizationPolicy shop/web-get-only',
+      'patch Namespace/shop', 'get Namespace/shop',
+      'patch Deployment shop/web', 'get Deployment shop/waypoint',
+      'create Lease shop', 'get Lease shop/mesh-migrate-lock', 'patch Lease shop/mesh-migrate-lock', 'delete Lease shop/mesh-migrate-lock',
+      'list Pod shop', 'list ReplicaSet shop', 'list Job shop', 'get Service shop/web',
+    ]) expect(needs, expected).toContain(expected)
+    // Exactly once each.
+    expect(new Set(needs).size).toBe(needs.length)
+  })
+})
+
+describe('runner', () => {
+  it('reports an unknown check and a forbidden read without hiding the other checks', async () => {
+    const s = await cluster((srv) => srv.addToken('ns-only', {user: 'ns-only', permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: [NAMESPACE]}]}))
+    const diags = await preflight(s, ['no-such-check', 'istio-version', 'network-policies'], {token: 'ns-only'})
+    expect(codes(diags)).toEqual(['error:UnknownCheck', 'warning:CheckForbidden', 'ok:NoNetworkPolicies'])
+    expect(diags[1]!.message).toContain('list deployments.apps in namespace istio-system failed: 403 Forbidden')
+  })
+})
