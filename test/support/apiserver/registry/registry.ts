@@ -64,14 +64,6 @@ export class Registry {
     return undefined
   }
 
-  byGroupKind(group: string, kind: string): ResourceType | undefined {
-    return this.all().find((rt) => rt.group === group && rt.kind === kind)
-  }
-
-  byGroupResource(group: string, plural: string): ResourceType | undefined {
-    return this.all().find((rt) => rt.group === group && rt.plural === plural)
-  }
-
   // -------------------------------------------------------------------------------------
   // Discovery
 
@@ -86,10 +78,6 @@ export class Registry {
     const builtin = BUILTIN_GROUP_ORDER.filter((g) => groups.has(g))
     const rest = [...groups].filter((g) => !BUILTIN_GROUP_ORDER.includes(g)).sort()
     return [...builtin, ...rest]
-  }
-
-  hasGroup(group: string): boolean {
-    return this.groupVersions(group).length > 0
   }
 
   apiVersions(serverAddress: string): JsonObject {

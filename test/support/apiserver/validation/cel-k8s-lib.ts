@@ -630,4 +630,3 @@ export function registerKubernetesLibraries(env: Environment): void {
   })
 }
 
-export {CelEvalError}
