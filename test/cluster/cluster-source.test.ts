@@ -13,7 +13,7 @@ import {ADMIN_TOKEN, startApiServer, type RequestLogEntry, type TestApiServer} f
 import {clientFor, ns, tempDir, writeText} from './support.js'
 
 /** The first page of every LIST (no `continue`), keyed by what was listed. */
-function initialLists(entries: RequestLogEntry[]): string[] {
+function initialLists(entries: readonly RequestLogEntry[]): string[] {
   return entries.filter((e) => e.verb === 'list' && !e.query.continue).map((e) => `${e.group ?? ''}/${e.resource}@${e.namespace ?? '*'}?${e.query.labelSelector ?? ''}`)
 }
 
