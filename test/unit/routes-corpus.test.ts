@@ -262,6 +262,42 @@ describeWithShared('VirtualService → HTTPRoute conversion on upstream examples
     expect(ingress.kept[0]!.reasons[0]).toMatch(/^spec\.gateways: bound to gateway\(s\) httpbin-gateway only, not to the mesh/)
   })
 
+  it('every filter and match the conversion writes passes the CRD schema and CEL rules', () => {
+    const vs = (name: string, spec: Record<string, unknown>): KubeObject => ({apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: {name, namespace: NS}, spec})
+    const api: KubeObject = {apiVersion: 'v1', kind: 'Service', metadata: {name: 'api', namespace: NS}, spec: {selector: {app: 'api'}, ports: [{name: 'http', port: 8080}, {name: 'grpc', port: 9090}]}}
+    const reviews = (subset: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({destination: {host: 'reviews', subset}, ...extra})
+    const vss = [
+      vs('reviews', {
+        hosts: ['reviews'],
+        http: [
+          {name: 'redirect-old', match: [{uri: {exact: '/old'}}], redirect: {uri: '/new', authority: 'reviews.example.com', redirectCode: 302}},
+          {name: 'redirect-prefix', match: [{uri: {prefix: '/legacy/'}}], redirect: {uri: '%PREFIX()%/v1/', scheme: 'https', derivePort: 'FROM_REQUEST_PORT'}},
+          {name: 'rewrite', match: [{uri: {prefix: '/api/v1'}}, {uri: {exact: '/api'}}], rewrite: {uri: '/v1', authority: 'backend'}, route: [reviews('v1')]},
+          {
+            name: 'jason',
+            match: [{headers: {'end-user': {exact: 'jason'}, 'x-tier': {prefix: 'gold'}, 'x-any': {}}, queryParams: {debug: {exact: '1'}}, method: {exact: 'GET'}}],
+            headers: {request: {set: {'x-a': '1'}, add: {'x-b': '2'}, remove: ['x-c']}, response: {set: {'x-d': '4'}}},
+            route: [reviews('v1', {weight: 80, headers: {request: {set: {'x-v': 'v1'}}}}), reviews('v2', {weight: 20, headers: {response: {remove: ['x-internal']}}})],
+            mirrors: [{destination: {host: 'ratings'}, percentage: {value: 12.5}}, {destination: {host: 'reviews', subset: 'v2'}, percentage: {value: 40}}],
+            timeout: '1.5s',
+            corsPolicy: {allowOrigins: [{exact: 'https://shop.example.com'}], allowMethods: ['GET', 'POST'], allowHeaders: ['x-a'], exposeHeaders: ['x-b'], maxAge: '1h', allowCredentials: true},
+          },
+          {match: [{headers: {'x-canary': {exact: 'yes'}}}], rewrite: {uri: '/canary/'}, route: [reviews('v2')]},
+          {route: [reviews('v1')], mirror: {host: 'ratings'}, mirrorPercentage: {value: 100}},
+        ],
+      }),
+      // A regex match would be overtaken by the PathPrefix "/" rules above (Istio ranks regex last): its own host.
+      vs('ratings', {hosts: ['ratings'], http: [{match: [{uri: {regex: '/ratings/[0-9]+'}}], rewrite: {uri: '/v1/ratings'}, route: [{destination: {host: 'ratings'}}]}]}),
+      vs('api', {hosts: ['api'], http: [{match: [{port: 9090, uri: {prefix: '/grpc.health'}}], route: [{destination: {host: 'api'}}]}, {route: [{destination: {host: 'api'}}]}]}),
+    ]
+    const out = convert(vss, {services: [...bookinfoServices, api]})
+    expect(out.kept).toEqual([])
+    expect(out.httpRoutes.map((r) => r.metadata.name)).toEqual(['api-8080', 'api-9090', 'ratings', 'reviews'])
+    const filterTypes = new Set(out.httpRoutes.flatMap((r) => r.spec.rules.flatMap((rule: {filters?: {type: string}[]}) => (rule.filters ?? []).map((f) => f.type))))
+    expect([...filterTypes].sort()).toEqual(['CORS', 'RequestHeaderModifier', 'RequestMirror', 'RequestRedirect', 'ResponseHeaderModifier', 'URLRewrite'])
+    expectValid(out)
+  })
+
   it('every VirtualService of the upstream corpus converts to valid HTTPRoutes or is kept with reasons', () => {
     const files = (dir: string): string[] =>
       readdirSync(dir, {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.yaml') ? [path.join(dir, e.name)] : []))
