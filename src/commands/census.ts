@@ -1,0 +1,48 @@
+import {Flags} from '@oclif/core'
+
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
+import {connectCluster} from '../cli/plan-commands.js'
+import type {CensusReport} from '../census/census.js'
+import {stdoutPainter} from '../ui/color.js'
+
+export default class CensusCommand extends BaseCommand {
+  static override summary = 'Every namespace by data-plane mode (sidecar, ambient, both, none), with the pods that disagree with it, waypoints and plans.'
+  static override description = `One cluster-wide LIST per kind (namespaces, pods, waypoint Gateways and Deployments, injection webhooks), then per namespace:
+
+  MODE                 sidecar (which label or revision injects), ambient, both (sidecar and ambient labels together:
+                       the sidecar wins; "(IST0123)" when istioctl analyze would flag the labels), or none
+  OUTSIDE-MESH         pods of a mesh namespace that have no sidecar and are not captured by ztunnel
+                       (hostNetwork pods and deliberate opt-outs are left out)
+  SIDECAR-IN-AMBIENT   pods still carrying a sidecar in an ambient namespace (not restarted, or opting in)
+  WAYPOINTS            istio-waypoint Gateways and whether they are ready (Programmed, address, Deployment available)
+  PLANS                plans under plans/ for the namespace: applied/total steps, state, next step
+
+EXIT CODES
+${EXIT_CODES_HELP}`
+
+  static override examples = [
+    '<%= config.bin %> census',
+    '<%= config.bin %> census --selector team=payments -o json',
+  ]
+
+  static override flags = {
+    kubeconfig: sourceFlags.kubeconfig,
+    context: sourceFlags.context,
+    'request-timeout': sourceFlags['request-timeout'],
+    output: outputFlag,
+    selector: Flags.string({char: 'l', description: 'Only namespaces matching this label selector (e.g. team=payments,env!=dev).'}),
+    'plans-dir': Flags.string({description: 'Directory of plan files whose progress to show.', default: 'plans'}),
+  }
+
+  async run(): Promise<CensusReport | undefined> {
+    const {flags} = await this.parse(CensusCommand)
+    const client = await connectCluster(flags)
+    const {readCensusInput} = await import('../census/read.js')
+    const {buildCensus} = await import('../census/census.js')
+    const input = await readCensusInput(client, {...(flags.selector ? {selector: flags.selector} : {}), plansDir: flags['plans-dir']})
+    const report = buildCensus(input)
+    for (const note of report.notes) this.note(`Note: ${note}`)
+    const {renderCensus} = await import('../census/view.js')
+    return this.emit(report, flags.output, () => renderCensus(report, stdoutPainter()))
+  }
+}
