@@ -1,0 +1,143 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
+import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
+import {UserError} from '../errors.js'
+import {applyStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
+import {NamespaceLock, whoAmI} from '../executor/lock.js'
+import {PlanState} from '../executor/plan-state.js'
+import {InterruptedError} from '../executor/verify.js'
+import {stderrPainter} from '../ui/color.js'
+import {canPrompt, confirm, isCI} from '../ui/interactive.js'
+import {runTasks} from '../ui/progress.js'
+
+interface ApplyResult {
+  plan: string
+  namespace: string
+  dryRun: boolean
+  applied: {id: string; action: string; skippedWrites: boolean; details: string[]}[]
+  remaining: string[]
+}
+
+export default class ApplyCommand extends BaseCommand {
+  static override summary = 'Apply the next step of a plan (or several), verify it, and record it in the plan file.'
+  static override description = `PLAN is a plan file or a namespace (plans/<namespace>.yaml); omitted, the one unfinished plan under plans/.
+
+For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the step's preconditions (exit 3 if the cluster changed), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back.
+
+EXIT CODES
+${EXIT_CODES_HELP}
+  130 interrupted (Ctrl+C): the step is recorded as Interrupted and the lock released`
+
+  static override examples = [
+    '<%= config.bin %> apply bookinfo --step',
+    '<%= config.bin %> apply plans/bookinfo.yaml --to restart-workloads --yes',
+    '<%= config.bin %> apply bookinfo --all --dry-run=server',
+    '<%= config.bin %> apply bookinfo --retry',
+  ]
+
+  static override args = {plan: Args.string({description: 'Plan file or namespace.'})}
+  static override flags = {
+    step: Flags.boolean({description: 'Apply the next pending step (the default).', exclusive: ['all', 'to']}),
+    all: Flags.boolean({description: 'Apply every remaining step.', exclusive: ['step', 'to']}),
+    to: Flags.string({description: 'Apply up to and including this step id.', exclusive: ['step', 'all']}),
+    yes: Flags.boolean({char: 'y', description: 'Do not ask before each step.'}),
+    retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
+    'dry-run': Flags.option({description: 'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).', options: ['none', 'server'] as const, default: 'none' as const})(),
+    timeout: Flags.string({description: 'How long to wait for each step\'s verification (waypoint ready, rollouts…).', default: '5m'}),
+    'lock-timeout': Flags.string({description: 'How long to wait for another operator\'s lock before giving up (exit 5).', default: '0s'}),
+    'allow-other-cluster': Flags.boolean({description: 'Run even if the current context is not the cluster the plan was made for.'}),
+    kubeconfig: Flags.string({description: 'Path to the kubeconfig file.', helpGroup: 'CLUSTER'}),
+    context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
+    'request-timeout': Flags.string({description: 'Timeout of a single API request (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+  }
+
+  async run(): Promise<ApplyResult | undefined> {
+    const {args, flags} = await this.parse(ApplyCommand)
+    const timeoutMs = parseDuration(flags.timeout, '--timeout')
+    const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
+    const dryRun = flags['dry-run'] === 'server'
+    const file = await resolvePlanFile(args.plan, {unfinishedOnly: true})
+    const state = await PlanState.load(file)
+    const p = stderrPainter()
+    const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
+    const steps = stepsToApply(state, selection, flags.retry)
+    if (state.plan.spec.blockers.length > 0) {
+      throw new UserError(`the plan has ${state.plan.spec.blockers.length} blocker(s): ${state.plan.spec.blockers.map((b) => b.id).join(', ')}`, {
+        exitCode: 1,
+        suggestion: `Resolve them (mesh-migrate show ${file}), then re-run mesh-migrate plan.`,
+      })
+    }
+    if (steps.length === 0) {
+      this.note(`Every step of ${file} is applied; nothing to do.`)
+      return this.emit({plan: file, namespace: state.namespace, dryRun, applied: [], remaining: []}, 'table', () => '')
+    }
+    // Fail before touching the cluster when nobody could answer the per-step question.
+    if (!flags.yes && !dryRun && !canPrompt()) {
+      throw new UserError(`apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`, {exitCode: 2, suggestion: 'Review the plan (mesh-migrate show), then pass --yes.'})
+    }
+
+    const client = await connectCluster(flags)
+    await checkTargetCluster(client, state, flags['allow-other-cluster'], (m) => this.note(m))
+    const interrupt = interruptHandler((m) => this.note(m))
+    let lock: NamespaceLock | undefined
+    const applied: ApplyResult['applied'] = []
+    try {
+      if (!dryRun) {
+        lock = await NamespaceLock.acquire(client, {
+          namespace: state.namespace,
+          command: `apply ${file}`,
+          plan: file,
+          timeoutMs: lockTimeoutMs,
+          onWait: (holder) => this.note(`Namespace ${state.namespace} is locked by ${holder}; waiting up to ${flags['lock-timeout']}…`),
+          onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
+        })
+        await state.begin()
+      }
+      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+      const {preflightRunner} = await import('../preflight/runner.js')
+      ctx.preflight = preflightRunner(client, state.plan)
+      const total = state.plan.spec.steps.length
+      for (const step of steps) {
+        const index = state.plan.spec.steps.indexOf(step) + 1
+        this.note(`\n${p.paint('bold', `Step ${index}/${total} ${step.id}`)}: ${step.description}`)
+        for (const line of describeStepWrites(step)) this.note(`  will ${line}`)
+        if (step.verify.length > 0) this.note(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
+        this.note(`  undo: ${step.undo.description}`)
+        if (!flags.yes && !dryRun) {
+          const check = await checkStep(ctx, step)
+          if (check.stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
+            this.note('Stopped: nothing was written for this step.')
+            break
+          }
+        }
+        let outcome: {skippedWrites: boolean; details: string[]} | undefined
+        await runTasks([{
+          title: `${step.id}${dryRun ? ' (dry run)' : ''}`,
+          run: async (update) => {
+            ctx.onProgress = update
+            outcome = await applyStep(ctx, step)
+            return outcome.skippedWrites ? 'already in place, verified' : dryRun ? 'accepted by the server' : 'applied and verified'
+          },
+        }])
+        applied.push({id: step.id, action: step.action, skippedWrites: outcome!.skippedWrites, details: outcome!.details})
+        for (const d of outcome!.details) this.note(`  ${d}`)
+      }
+    } catch (error) {
+      if (error instanceof InterruptedError) {
+        await lock?.release().catch(() => undefined)
+        lock = undefined
+        process.exitCode = 130
+        this.note(`Interrupted. The step is recorded as Interrupted in ${file}; re-run \`mesh-migrate apply ${file} --retry\` to finish it or \`mesh-migrate rollback ${file}\` to undo.`)
+        return undefined
+      }
+      throw error
+    } finally {
+      interrupt.dispose()
+      await lock?.release().catch(() => undefined)
+    }
+    const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+    if (!dryRun) this.note(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (mesh-migrate apply ${file} --step). ${remaining.length} step(s) left.`)
+    return this.emit({plan: file, namespace: state.namespace, dryRun, applied, remaining}, 'table', () => '')
+  }
+}
