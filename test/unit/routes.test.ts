@@ -302,6 +302,19 @@ describe('subsets and version Services', () => {
     expect(out.versionServices.map((s) => [s.metadata.name, s.metadata.annotations![CONVERTED_FROM_ANNOTATION]])).toEqual([['reviews-v1', 'a,b']])
   })
 
+  it('two subsets whose version Service names coincide keep the VirtualService', () => {
+    const services = [...SERVICES, service('a'), service('a-b')]
+    const rulesIn = [destinationRule('a', 'a', [{name: 'b-c', labels: {v: '1'}}]), destinationRule('a-b', 'a-b', [{name: 'c', labels: {v: '2'}}])]
+    const http = {route: [{destination: {host: 'a', subset: 'b-c'}, weight: 50}, {destination: {host: 'a-b', subset: 'c'}, weight: 50}]}
+    expect(keptReasons(run([virtualService('x', {hosts: ['a'], http: [http]})], {services, rules: rulesIn}))).toEqual([
+      'spec.http[0].route[1].destination.subset: version Service name a-b-c is also needed for a subset b-c',
+    ])
+    // Across VirtualServices: the first (by name) gets the name, the second is kept.
+    const out = run([virtualService('x', {hosts: ['a'], http: [{route: [http.route[0]]}]}), virtualService('y', {hosts: ['a-b'], http: [{route: [http.route[1]]}]})], {services, rules: rulesIn})
+    expect(out.converted.map((r) => r.name)).toEqual(['x'])
+    expect(out.kept.map((k) => k.reasons)).toEqual([['spec.http[0].route[0].destination.subset: version Service name a-b-c is also needed for a subset b-c']])
+  })
+
   it('a kept VirtualService contributes no version Service', () => {
     const out = run([virtualService('reviews', {hosts: ['reviews'], http: [{match: [{headers: {x: {exact: '1'}}}], route: [{destination: {host: 'reviews', subset: 'v2'}}]}, {fault: {abort: {httpStatus: 500}}, route: [{destination: {host: 'reviews', subset: 'v1'}}]}]})])
     expect(keptReasons(out)).toEqual(['spec.http[1].fault: fault injection (delay/abort): Gateway API has none'])

@@ -51,6 +51,11 @@ function backendRef(t: TargetDraft, requestPort: number, ctx: BuildContext): Bac
     ctx.reasons.push(reason(`${t.path}.subset`, use.problem))
     return undefined
   }
+  const clash = ctx.uses.find((u) => u.name === use.name && (u.base.name !== use.base.name || u.subset !== use.subset))
+  if (clash) {
+    ctx.reasons.push(reason(`${t.path}.subset`, `version Service name ${use.name} is also needed for ${clash.base.name} subset ${clash.subset}`))
+    return undefined
+  }
   ctx.uses.push(t.subset.definition.trafficPolicy ? {...use, trafficPolicyFrom: t.subset.definition.destinationRule} : use)
   return {name: use.name, port}
 }
