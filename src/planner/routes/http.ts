@@ -592,7 +592,7 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
     ctx.reasons.push(
       reason(
         `${path}.retries`,
-        'retry policy: HTTPRoute `retry` is not in the v1.6.1 standard-channel CRD (experimental only), and an HTTPRoute without it gets the mesh default retry policy (meshConfig.defaultHttpRetryPolicy; built in: 2 attempts on connect-failure, refused-stream, unavailable, cancelled, 503) — neither the attempts, retryOn, perTryTimeout nor a disabled policy (attempts 0) can be written',
+        'retry policy: HTTPRoute `retry` is not in the v1.6.1 standard-channel CRD (experimental only), and an HTTPRoute without it gets the mesh default retry policy (meshConfig.defaultHttpRetryPolicy; built in: 2 attempts on connect-failure, refused-stream, unavailable, cancelled, 503) — neither the attempts, retryOn, perTryTimeout nor a disabled policy (attempts 0) can be written (timeouts.backendRequest is no perTryTimeout here: without a retry stanza istiod applies it as the whole route timeout)',
       ),
     )
   }
