@@ -19,7 +19,7 @@ export interface PreflightResult {
 
 export default class PreflightCommand extends BaseCommand {
   static override summary = 'Check that a namespace can be migrated now: ambient installed and ready, Gateway API, HBONE sidecars, blockers, NetworkPolicies, RBAC.'
-  static override description = `Runs the read-only checks of a plan's preflight step against the cluster (DOMAIN §4.4):
+  static override description = `Runs the read-only checks of a plan's preflight step against the cluster:
 
   istio-version          istiod serving the namespace (its istio.io/rev) runs Istio ≥ 1.24 (1.25+ recommended)
   ambient-enabled        istiod runs with PILOT_ENABLE_AMBIENT=true; mesh config enables HBONE for new sidecars

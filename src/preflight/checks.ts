@@ -290,7 +290,7 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
       severity: 'error',
       code: 'AmbientNotEnabled',
       message: `${istiod.metadata.name} in ${ctx.input.rootNamespace} does not run with PILOT_ENABLE_AMBIENT=true (${ambient.value === undefined ? 'not set' : `set to "${ambient.value}"`}): it pushes no configuration to ztunnel and runs no waypoints.`,
-      fix: 'Upgrade the control plane with the ambient profile (`istioctl upgrade --set profile=ambient`, or `helm upgrade istiod istio/istiod --set profile=ambient`); note E17: the istioctl profile removes istio-ingressgateway unless kept explicitly.',
+      fix: 'Upgrade the control plane with the ambient profile (`istioctl upgrade --set profile=ambient`, or `helm upgrade istiod istio/istiod --set profile=ambient`); beware that the istioctl ambient profile removes istio-ingressgateway unless you keep it explicitly (components.ingressGateways[name=istio-ingressgateway].enabled=true).',
     })
   } else {
     out.push({severity: 'ok', code: 'AmbientEnabled', message: `${istiod.metadata.name} runs with PILOT_ENABLE_AMBIENT=true.`})
@@ -662,12 +662,12 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
         severity: 'warning',
         code: 'MeshSidecarsNotHbone',
         message: `${others.length} sidecar pod(s) in ${byNs.size} other namespace(s) are not HBONE-capable: once ${ns}'s pods are ambient they cannot reach those as servers through ztunnel/waypoints: ${listNames(parts, 5)}.`,
-        fix: 'Restart those workloads once after installing the ambient profile (DOMAIN §4.3 P2).',
+        fix: 'Restart those workloads once now that the ambient profile is installed: the injector then adds HBONE support (networking.istio.io/tunnel=http); migrate callers only after their servers accept HBONE.',
       })
     }
   }
   if (diags.every((d) => d.severity !== 'error')) {
-    diags.unshift({severity: 'ok', code: 'SidecarsHbone', message: pods.length > 0 ? `All ${pods.length} sidecar pod(s) in ${ns} are HBONE-capable.` : `No sidecar pods running in ${ns}.`})
+    diags.unshift({severity: 'ok', code: 'SidecarsHbone', message: pods.length > 0 ? `${pods.length === 1 ? 'The sidecar pod' : `All ${pods.length} sidecar pods`} in ${ns} ${pods.length === 1 ? 'is' : 'are'} HBONE-capable.` : `No sidecar pods running in ${ns}.`})
   }
   return diags
 }
@@ -735,7 +735,7 @@ async function ambientEndpoints(ctx: CheckContext): Promise<PodEndpoint[]> {
       const name = gw.metadata.name
       if (pods.some((p) => p.metadata.labels?.['gateway.networking.k8s.io/gateway-name'] === name)) continue
       endpoints.push({
-        name: `waypoint ${name} (planned)`,
+        name: `planned waypoint ${name}`,
         labels: {...(gw.metadata.labels ?? {}), 'gateway.networking.k8s.io/gateway-name': name, [GATEWAY_MANAGED]: WAYPOINT_CONTROLLER, [DATAPLANE_MODE_LABEL]: 'none', 'sidecar.istio.io/inject': 'false', 'service.istio.io/canonical-name': name},
         ports: [],
         probes: [],

@@ -253,7 +253,7 @@ describe('network-policies', () => {
   it('checks the planned waypoint too: a namespace-wide allow-list must admit it on 15008', async () => {
     const all = policy('allow-frontend', [{from: fromFrontend, ports: [{port: 8080}]}], {podSelector: {}})
     const diags = await preflight(await cluster((s) => s.seed(all)), ['network-policies'])
-    expect(diags.filter((d) => d.code === 'NetworkPolicyBlocksHbone')[0]!.message).toContain('waypoint waypoint (planned)')
+    expect(diags.filter((d) => d.code === 'NetworkPolicyBlocksHbone')[0]!.message).toContain('planned waypoint waypoint')
   })
 })
 
