@@ -4,7 +4,7 @@
 import type {KubeObject, NamespaceState} from '../planner/model.js'
 import {analyzeInjectionWebhooks, analyzeNamespace, DATAPLANE_MODE_LABEL, injectionLabelsForIST0123, INJECTION_LABEL, type InjectionWebhooks, REVISION_LABEL, SIDECAR_INJECT} from '../planner/namespace.js'
 import type {MigrationPlan, StepPhase} from '../planner/plan-types.js'
-import {AMBIENT_REDIRECTION, GATEWAY_MANAGED, podProxyState, WAYPOINT_CONTROLLER} from '../planner/workloads.js'
+import {AMBIENT_REDIRECTION, GATEWAY_MANAGED, podProxyState} from '../planner/workloads.js'
 import {WAYPOINT_CLASS} from '../planner/waypoint.js'
 
 export interface CensusPod {
@@ -40,7 +40,8 @@ export interface CensusRow {
   useWaypoint?: string
   /** istioctl analyze IST0123 fires: the labels it would list. */
   conflict?: string[]
-  pods: {total: number; sidecar: number; ambient: number; none: number}
+  /** Application pods by data plane; `gateway` counts waypoint and gateway pods istiod deploys (their istio-proxy is not a sidecar). */
+  pods: {total: number; sidecar: number; ambient: number; none: number; gateway: number}
   /** Pods outside the mesh in a namespace that is in the mesh (sidecar, ambient or both). */
   outsideMesh: CensusPod[]
   /** Pods still carrying a sidecar in an ambient namespace. */
@@ -122,6 +123,14 @@ function describeInjection(state: NamespaceState, webhooks: InjectionWebhooks): 
   return 'injection enabled by default'
 }
 
+/**
+ * Pods istiod deploys for a Gateway (waypoints: istio.io-mesh-controller; Gateway API gateways:
+ * istio.io-gateway-controller). Their istio-proxy container is the gateway itself, not a sidecar.
+ */
+function isManagedGateway(pod: KubeObject): boolean {
+  return pod.metadata.labels?.[GATEWAY_MANAGED] !== undefined
+}
+
 /** Pods of a mesh namespace that are not in the mesh, leaving out those deliberately kept out. */
 function outsideMesh(pods: KubeObject[], state: NamespaceState): CensusPod[] {
   if (state.mode === 'none') return []
@@ -129,7 +138,7 @@ function outsideMesh(pods: KubeObject[], state: NamespaceState): CensusPod[] {
   for (const pod of pods) {
     const labels = pod.metadata.labels ?? {}
     if (pod.spec?.hostNetwork === true) continue // never injected, never captured (E6)
-    if (labels[GATEWAY_MANAGED] === WAYPOINT_CONTROLLER) continue // waypoints are the mesh
+    if (isManagedGateway(pod)) continue // waypoints and gateways are the mesh's own proxies
     const proxy = podProxyState(pod)
     if (proxy !== 'none') continue
     const ambientHere = state.mode === 'ambient' || state.mode === 'both'
@@ -153,6 +162,7 @@ function sidecarInAmbient(pods: KubeObject[], state: NamespaceState): CensusPod[
   if (state.mode !== 'ambient') return []
   return pods
     .filter((p) => {
+      if (isManagedGateway(p)) return false
       const proxy = podProxyState(p)
       return proxy === 'sidecar' || proxy === 'sidecar-native'
     })
@@ -180,8 +190,12 @@ export function buildCensus(input: CensusInput): CensusReport {
     const name = nsObj.metadata.name
     const {state} = analyzeNamespace(name, nsObj, {webhooks})
     const pods = podsByNs.get(name) ?? []
-    const counts = {total: pods.length, sidecar: 0, ambient: 0, none: 0}
+    const counts = {total: pods.length, sidecar: 0, ambient: 0, none: 0, gateway: 0}
     for (const p of pods) {
+      if (isManagedGateway(p)) {
+        counts.gateway++
+        continue
+      }
       const proxy = podProxyState(p)
       if (proxy === 'sidecar' || proxy === 'sidecar-native') counts.sidecar++
       else if (proxy === 'ambient') counts.ambient++

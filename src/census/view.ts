@@ -26,7 +26,7 @@ export function renderCensus(report: CensusReport, painter: Painter): string {
     r.namespace,
     modeCell(r, painter),
     labelsCell(r),
-    `${r.pods.total} (${r.pods.sidecar}/${r.pods.ambient}/${r.pods.none})`,
+    `${r.pods.total} (${r.pods.sidecar}/${r.pods.ambient}/${r.pods.none}${r.pods.gateway > 0 ? `, ${r.pods.gateway} gateway` : ''})`,
     r.outsideMesh.length > 0 ? painter.paint('yellow', `${r.outsideMesh.length}: ${names(r.outsideMesh)}`) : '0',
     r.sidecarInAmbient.length > 0 ? painter.paint('yellow', `${r.sidecarInAmbient.length}: ${names(r.sidecarInAmbient)}`) : '0',
     r.waypoints.map((w) => `${w.name}${w.ready ? '' : ' (not ready)'}`).join(',') || '-',

@@ -622,6 +622,8 @@ function isLive(pod: KubeObject): boolean {
 }
 
 function hasSidecar(pod: KubeObject): boolean {
+  // Waypoints and Gateway API gateways run istio-proxy as the gateway itself, not as a sidecar.
+  if (pod.metadata.labels?.[GATEWAY_MANAGED] !== undefined) return false
   const state = podProxyState(pod)
   // podProxyState reads the status annotation and istio-proxy containers; the injector's tlsMode label
   // also marks a sidecar pod whose containers are not visible (DOMAIN §2.4).
@@ -653,7 +655,7 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
   if (!mesh) {
     diags.push({severity: 'warning', code: 'MeshSidecarsUnchecked', message: 'Pods could not be listed cluster-wide (forbidden): sidecars of other namespaces were not checked for HBONE support.', fix: 'Grant cluster-wide list on pods, or check with `kubectl get pods -A -l security.istio.io/tlsMode=istio -L networking.istio.io/tunnel`.'})
   } else {
-    const others = mesh.filter((p) => p.metadata.namespace !== ns && isLive(p) && !isHboneCapable(p))
+    const others = mesh.filter((p) => p.metadata.namespace !== ns && isLive(p) && hasSidecar(p) && !isHboneCapable(p))
     if (others.length > 0) {
       const byNs = new Map<string, string[]>()
       for (const p of others) byNs.set(p.metadata.namespace!, [...(byNs.get(p.metadata.namespace!) ?? []), p.metadata.name])

@@ -55,6 +55,8 @@ beforeAll(async () => {
     pod('amb-pending', 'amb', {annotations: {'ambient.istio.io/redirection': 'pending'}}),
     pod('amb-opted-out', 'amb', {labels: {'istio.io/dataplane-mode': 'none'}}),
     ...waypoint('waypoint', 'amb', true),
+    // The waypoint's own pod runs istio-proxy as the gateway, not as a sidecar.
+    pod('waypoint-7c9f-x1', 'amb', {labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': 'waypoint', 'istio.io/dataplane-mode': 'none'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1', args: ['proxy', 'waypoint']}]}),
     ...waypoint('broken', 'amb', false),
     ns('both', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'}),
     sidecarPod('both-1', 'both'),
@@ -103,11 +105,12 @@ describe('census', () => {
     const report = await census()
     const side = row(report, 'side-injection')
     expect(side.outsideMesh.map((p) => p.name)).toEqual(['pay-old'])
-    expect(side.pods).toEqual({total: 4, sidecar: 1, ambient: 0, none: 3})
+    expect(side.pods).toEqual({total: 4, sidecar: 1, ambient: 0, none: 3, gateway: 0})
     const amb = row(report, 'amb')
     expect(amb.outsideMesh.map((p) => p.name).sort()).toEqual(['amb-pending', 'amb-uncaptured'])
     expect(amb.outsideMesh.find((p) => p.name === 'amb-pending')?.why).toContain('pending')
     expect(amb.sidecarInAmbient).toEqual([{name: 'amb-stale', why: 'not restarted since the namespace left sidecar mode'}])
+    expect(amb.pods).toEqual({total: 6, sidecar: 1, ambient: 1, none: 3, gateway: 1})
     // In "both" the sidecar wins: a sidecar pod there is expected, not an anomaly.
     expect(row(report, 'both').sidecarInAmbient).toEqual([])
     expect(row(report, 'both').outsideMesh).toEqual([])

@@ -13,7 +13,7 @@ import type {PreflightDiagnostic} from '../../src/preflight/types.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
 import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
 import {cniConfigMap, daemonSet, daemonSetPods, deleteCrd, istiod, meshConfig, NAMESPACE, node, ROOT, seedAmbientCluster, setBundleVersion, waypointClass, ZTUNNEL_LABELS} from './ambient-cluster.js'
-import {clientFor, ns, sidecarPod} from './support.js'
+import {clientFor, ns, pod, sidecarPod} from './support.js'
 
 let server: TestApiServer | undefined
 afterEach(async () => {
@@ -193,7 +193,8 @@ describe('waypoint-gatewayclass', () => {
 
 describe('sidecars-hbone', () => {
   it('is an error for a sidecar in the namespace without HBONE, a warning for one elsewhere in the mesh', async () => {
-    const diags = await preflight(await cluster((s) => s.seed([sidecarPod('legacy-1', NAMESPACE, {hbone: false}), ns('payments', {'istio-injection': 'enabled'}), sidecarPod('pay-1', 'payments', {hbone: false}), sidecarPod('pay-2', 'payments', {hbone: true})])), ['sidecars-hbone'])
+    const waypointPod = pod('waypoint-5f7-x', NAMESPACE, {labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': 'waypoint'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]})
+    const diags = await preflight(await cluster((s) => s.seed([waypointPod, sidecarPod('legacy-1', NAMESPACE, {hbone: false}), ns('payments', {'istio-injection': 'enabled'}), sidecarPod('pay-1', 'payments', {hbone: false}), sidecarPod('pay-2', 'payments', {hbone: true})])), ['sidecars-hbone'])
     expect(codes(diags)).toEqual(['error:SidecarsNotHbone', 'warning:MeshSidecarsNotHbone'])
     expect(diags[0]!.message).toContain('1 of 2 sidecar pod(s) in shop are not HBONE-capable')
     expect(diags[0]!.message).toContain('legacy-1')
