@@ -678,6 +678,9 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
 // Blockers: the plan's, and the ones the cluster shows now (same planner rules)
 
 export async function checkBlockers(ctx: CheckContext): Promise<Diag[]> {
+  if (!(await ctx.reads.namespaceObject())) {
+    return [{severity: 'error', code: 'NamespaceNotFound', message: `Namespace ${ctx.input.namespace} does not exist in context ${ctx.input.client.context}.`, fix: 'Check the namespace name and the --context.'}]
+  }
   const planned: Finding[] = ctx.input.plan?.spec.blockers ?? []
   const live = (await ctx.reads.liveInventory()).findings.filter((f) => f.severity === 'blocker')
   const liveIds = new Set(live.map((f) => f.id))

@@ -222,6 +222,9 @@ describe('blockers', () => {
     const fresh = later.filter((d) => d.message.includes('new since the plan was made'))
     expect(fresh.length).toBeGreaterThan(0)
     expect(fresh.some((d) => d.message.includes('vm-1'))).toBe(true)
+
+    const gone = await runPreflight(client, 'no-such-namespace', {plan, rootNamespace: ROOT, checks: ['blockers']})
+    expect(codes(gone)).toEqual(['error:NamespaceNotFound'])
   })
 })
 
