@@ -33,6 +33,8 @@ export interface HttpKubeClientOptions {
   timeoutMs?: number
   /** Attempts for transient failures (connection errors, 429, 5xx). */
   retries?: number
+  /** LIST page size (limit); 500 like kubectl. */
+  pageSize?: number
 }
 
 export class HttpKubeClient implements KubeClient {
@@ -204,13 +206,25 @@ export class HttpKubeClient implements KubeClient {
   }
 
   async list(resource: ApiResource, opts: ListOptions = {}): Promise<KubeObject[]> {
+    // A continue token expires with etcd compaction (410 Gone, reason Expired): the pages read so far
+    // may then be inconsistent with the rest, so the whole list starts over (a few times at most).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.listAllPages(resource, opts)
+      } catch (error) {
+        if (!(error instanceof KubeApiError && error.status === 410) || attempt >= 3) throw error
+      }
+    }
+  }
+
+  private async listAllPages(resource: ApiResource, opts: ListOptions): Promise<KubeObject[]> {
     const items: KubeObject[] = []
     let token: string | undefined
     do {
       const page = await this.request<{items?: KubeObject[]; metadata?: {continue?: string}}>({
         method: 'GET',
         path: this.resourcePath(resource, opts.namespace),
-        query: {limit: String(PAGE_SIZE), continue: token, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector},
+        query: {limit: String(this.options.pageSize ?? PAGE_SIZE), continue: token, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector},
         attempt: this.attempt('list', resource, opts.namespace),
         idempotent: true,
       })

@@ -35,6 +35,19 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
   afterAll(() => server.close())
   afterEach(() => server.faults.clear())
 
+  it('starts a LIST over when its continue token expired (410 Gone) instead of returning a partial list', async () => {
+    const client = await clientFor(server)
+    const resource = (await client.resourceFor('v1', 'ConfigMap'))!
+    // The second page fails once with 410, as after an etcd compaction.
+    server.faults.add({match: {verb: 'list', resource: 'configmaps', namespace: 'istio-system'}, after: 1, times: 1, status: 410, message: 'The provided continue parameter is too old to display a consistent list result.'})
+    server.resetRequestLog()
+    const items = await client.list(resource, {namespace: 'istio-system'})
+    expect(items).toHaveLength(1201)
+    expect(new Set(items.map((i) => i.metadata.name)).size).toBe(1201)
+    const pages = server.requestsMatching({verb: 'list', resource: 'configmaps', namespace: 'istio-system'})
+    expect(pages.map((p) => [p.status, Boolean(p.query.continue)])).toEqual([[200, false], [410, true], [200, false], [200, true], [200, true]])
+  })
+
   it('reads every page of a kind with limit and continue, and each kind with one paginated LIST', async () => {
     const source = await ClusterSource.open(await clientFor(server))
     server.resetRequestLog()
