@@ -11,7 +11,8 @@ import type {MigrationPlan} from '../planner/plan-types.js'
 import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource} from '../sources/open.js'
-import {stdoutPainter} from '../ui/color.js'
+import {ClusterSource} from '../sources/cluster.js'
+import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
@@ -81,6 +82,14 @@ ${EXIT_CODES_HELP}`
       await mkdir(path.dirname(out), {recursive: true})
       await writeFileAtomic(out, text)
       this.note(`Wrote ${out}.`)
+    }
+
+    // On a live cluster, show now what the preflight step will check at apply time.
+    if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
+      const {runPreflight} = await import('../preflight/runner.js')
+      const {renderPreflight} = await import('../preflight/view.js')
+      const diagnostics = await runPreflight(source.client, namespace, {plan, inventory, rootNamespace: flags['root-namespace']})
+      this.note(`\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`)
     }
 
     const blockers = plan.spec.summary.blockers
