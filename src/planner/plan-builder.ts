@@ -11,7 +11,7 @@ import {
   type Precondition,
 } from './plan-types.js'
 import {compareRefs, formatRef, refKey, refOf} from './refs.js'
-import {markManaged, planRetargeting} from './retarget.js'
+import {markManaged, planPolicyMigration, type PolicyMigration, type PolicyPlacement} from './retarget.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, waypointRevision} from './waypoint.js'
 
 export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
@@ -38,6 +38,8 @@ export interface BuildPlanInput {
   options: PlanOptions
   /** "mesh-migrate/<version>" */
   generator: string
+  /** Istio minor version ("1.28") when given by the user; the snapshot's (read from istiod) otherwise. */
+  istioVersion?: string
 }
 
 const namespaceRef = (name: string): ObjectRef => ({apiVersion: 'v1', kind: 'Namespace', name})
@@ -151,10 +153,23 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     waypointRef = refOf(waypoint)
   }
 
-  const retargeting = waypointRequired
-    ? planRetargeting({namespace: ns, planName: ns, waypointName: options.waypointName, items: inventory.objects, objects: snapshot.objects})
-    : {retargeted: [], findings: []}
-  findings.push(...retargeting.findings)
+  // What happens to every policy: waypoint copies, ztunnel companions and L4 parts, E22 rewrites (DOMAIN §3.1).
+  const istioVersion = input.istioVersion ?? snapshot.istioVersion
+  const policies: PolicyMigration = migrating
+    ? planPolicyMigration({
+        namespace: ns,
+        planName: ns,
+        waypointName: options.waypointName,
+        rootNamespace: options.rootNamespace,
+        waypointPlanned: waypointRequired,
+        ...(istioVersion ? {istioVersion} : {}),
+        items: inventory.objects,
+        objects: snapshot.objects,
+        workloads: inventory.workloads,
+        services: inventory.services,
+      })
+    : {createBeforeBind: [], replaceAfterRestart: {delete: [], apply: []}, findings: [], decisions: []}
+  findings.push(...policies.findings)
 
   const restarts = decideRestarts(inventory.workloads)
 
@@ -192,21 +207,38 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       verify: [{check: 'waypoint-ready', ref: waypointRef}],
       undo: {description: 'Nothing to undo: read-only.', operations: []},
     })
-    if (retargeting.retargeted.length > 0) {
-      const copies = retargeting.retargeted.map((r) => r.copy)
-      steps.push({
-        id: 'create-policies',
-        action: 'create-policies',
-        description: `Create targetRefs copies of ${copies.length} selector-based L7 polic${copies.length === 1 ? 'y' : 'ies'} for the waypoint: ${retargeting.retargeted.map((r) => `${r.original.kind} ${r.original.metadata.name} → ${r.copy.metadata.name}`).join(', ')}. Sidecars and ztunnel ignore targetRefs, so nothing changes until the namespace is bound and switched.`,
-        preconditions: [
-          ...retargeting.retargeted.map((r): Precondition => ({check: 'object-unchanged', ref: refOf(r.original), fingerprint: objectFingerprint(r.original)})),
-          ...copies.map((c): Precondition => ({check: 'object-absent-or-ours', ref: refOf(c)})),
-        ],
-        operations: copies.map((object): Operation => ({op: 'apply', object})),
-        verify: [{check: 'objects-present', refs: copies.map(refOf)}],
-        undo: {description: 'Delete the copies this plan created.', operations: copies.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
-      })
-    }
+  }
+
+  // create-policies: before bind-waypoint, because from then on the waypoint carries traffic and destinations see
+  // its identity; the copies are inert until then (sidecars and ztunnel ignore targetRefs) and the companions only
+  // admit the waypoint. E22 rewrites need no waypoint, so the step exists without one too.
+  const toCreate = policies.createBeforeBind
+  if (migrating && toCreate.length > 0) {
+    const carried = policies.decisions.filter((d) => d.created.some((c) => c.createdIn === 'create-policies'))
+    const made = carried.flatMap((d) => d.created.filter((c) => c.createdIn === 'create-policies'))
+    const short = (c: PolicyPlacement) => (c.role === 'waypoint-copy' ? `${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})` : c.ref.name)
+    const roles = new Set(made.map((c) => c.role))
+    const companion = made.find((c) => c.role === 'ztunnel-companion')
+    const why = [
+      roles.has('waypoint-copy') ? 'the -waypoint copies carry the full rules to the waypoint, which sees the caller\'s identity (sidecars and ztunnel ignore targetRefs: inert until bind-waypoint)' : '',
+      companion ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals[0]}) at the destination, which sees the waypoint instead of the caller for proxied traffic` : '',
+      roles.has('ztunnel-l4') ? 'the -l4 objects are what ztunnel enforces of a policy (DENY rules it enforces as written, E22 rewrites); they change nothing while the originals exist' : '',
+    ].filter((w) => w !== '')
+    steps.push({
+      id: 'create-policies',
+      action: 'create-policies',
+      description: `Before the waypoint is bound, create ${toCreate.length} polic${toCreate.length === 1 ? 'y' : 'ies'}: ${carried.map((d) => `${d.ref.name} → ${d.created.filter((c) => c.createdIn === 'create-policies').map(short).join(', ')}`).join('; ')}. ${why.join('; ').replace(/^t/, 'T')}.`,
+      preconditions: [
+        ...carried.map((d): Precondition => ({check: 'object-unchanged', ref: d.ref, fingerprint: objectFingerprint(d.original.object)})),
+        ...toCreate.map((c): Precondition => ({check: 'object-absent-or-ours', ref: refOf(c)})),
+      ],
+      operations: toCreate.map((object): Operation => ({op: 'apply', object})),
+      verify: [{check: 'objects-present', refs: toCreate.map(refOf)}],
+      undo: {description: 'Delete exactly the policies this step created (only while they carry this plan\'s annotation).', operations: toCreate.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+    })
+  }
+
+  if (waypointRequired && waypointRef) {
     const previous = labels[USE_WAYPOINT_LABEL] ?? null
     steps.push({
       id: 'bind-waypoint',
@@ -274,16 +306,37 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     })
   }
 
-  const toDelete = retargeting.retargeted.filter((r) => r.deleteOriginal).map((r) => r.original)
-  if (migrating && toDelete.length > 0) {
+  // delete-sidecar-policies: right after the restart, when ztunnel would degrade the originals (L7 ALLOW: deny-all,
+  // L7 DENY: no-op or broadened). The L4 parts of L7 ALLOWs are applied in the same step and not earlier: before
+  // the restart, sidecars would enforce them too and allow more than the originals.
+  const toDelete = policies.replaceAfterRestart.delete
+  const toApply = policies.replaceAfterRestart.apply
+  if (migrating && (toDelete.length > 0 || toApply.length > 0)) {
+    const byDeleted = policies.decisions.filter((d) => d.original.deletedIn === 'delete-sidecar-policies')
+    const applied = policies.decisions.flatMap((d) => d.created.filter((c) => c.createdIn === 'delete-sidecar-policies'))
     steps.push({
       id: 'delete-sidecar-policies',
       action: 'delete-sidecar-policies',
-      description: `Delete the ${toDelete.length} selector-based polic${toDelete.length === 1 ? 'y' : 'ies'} superseded by the waypoint copies: ${toDelete.map((o) => `${o.kind} ${o.metadata.name}`).join(', ')}. Right after the restart: at ztunnel an L7 ALLOW is deny-all and an L7 DENY a no-op. Each is stored here in full so rollback can re-create it.`,
-      preconditions: toDelete.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
-      operations: toDelete.map((o): Operation => ({op: 'delete', ref: refOf(o), object: cleanObject(o)})),
-      verify: [{check: 'objects-absent', refs: toDelete.map(refOf)}],
-      undo: {description: 'Re-create the deleted policies from the copies stored in this step.', operations: toDelete.map((o): Operation => ({op: 'apply', object: cleanObject(o)}))},
+      description: `Right after the restart${toApply.length > 0 ? `, create the L4 part of each L7 ALLOW (${applied.map((c) => c.ref.name).join(', ')}: its rules without the L7 attributes, so that callers bypassing the waypoint — sidecar clients, pod-IP traffic — keep the restriction ztunnel can enforce) and` : ','} delete the ${toDelete.length} polic${toDelete.length === 1 ? 'y' : 'ies'} superseded by the objects of create-policies: ${byDeleted.map((d) => `${d.ref.kind} ${d.ref.name}`).join(', ')}. Until then ztunnel degrades them for restarted pods (an L7 ALLOW is deny-all for callers that bypass the waypoint, an L7 DENY a no-op). Not earlier: sidecars would enforce the L4 parts too and allow more. Each deleted policy is stored here in full so rollback can re-create it.`,
+      preconditions: [
+        ...toDelete.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
+        ...toApply.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
+      ],
+      operations: [
+        ...toApply.map((object): Operation => ({op: 'apply', object})),
+        ...toDelete.map((o): Operation => ({op: 'delete', ref: refOf(o), object: cleanObject(o)})),
+      ],
+      verify: [
+        ...(toDelete.length > 0 ? [{check: 'objects-absent' as const, refs: toDelete.map(refOf)}] : []),
+        ...(toApply.length > 0 ? [{check: 'objects-present' as const, refs: toApply.map(refOf)}] : []),
+      ],
+      undo: {
+        description: `Re-create the deleted policies from the copies stored in this step${toApply.length > 0 ? ', then delete the L4 parts it applied (sidecars coming back must not enforce them)' : ''}.`,
+        operations: [
+          ...toDelete.map((o): Operation => ({op: 'apply', object: cleanObject(o)})),
+          ...toApply.map((object): Operation => ({op: 'delete', ref: refOf(object), object})),
+        ],
+      },
     })
   }
 

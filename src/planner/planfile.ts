@@ -144,7 +144,9 @@ export const WRITE_RULES: Record<StepAction, WriteRule> = {
   'enable-ambient': {label: {kinds: ['/Namespace'], keys: ['istio.io/dataplane-mode']}},
   'remove-sidecar-injection': {label: {kinds: ['/Namespace'], keys: ['istio-injection', 'istio.io/rev']}},
   'restart-workloads': {restart: ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet']},
-  'delete-sidecar-policies': {delete: POLICY_KINDS},
+  // Deletes the superseded originals and creates the L4 parts of L7 ALLOWs (its undo re-creates the former and
+  // deletes the latter).
+  'delete-sidecar-policies': {apply: ['security.istio.io/AuthorizationPolicy'], delete: POLICY_KINDS},
   'verify-dataplane': {},
 }
 

@@ -1,0 +1,899 @@
+// Carrying selector-based policies to the waypoint, exactly (DOMAIN §3.0, §3.1 "Identity seen by each enforcement
+// point" and "Re-targeting rules", §3.3, §3.10, §3.11, §4.2, §7 E9/E14/E15/E16/E21/E22).
+//
+// Who enforces what, once a waypoint fronts the namespace's Services:
+// - callers that go through the waypoint (ambient clients addressing a Service): the waypoint applies targetRefs
+//   policies with the caller's identity; the destination (sidecar until the restart, then ztunnel) applies
+//   selector/namespace policies but sees the *waypoint's* identity and IP;
+// - callers that bypass it (sidecar clients, ingress gateways without istio.io/ingress-use-waypoint, traffic
+//   addressed to pod IPs): only the destination's selector/namespace policies, with the caller's real identity.
+// So every policy ends up as up to three objects: a targetRefs copy with the full rules (waypoint), an ALLOW
+// admitting the waypoint at the destination (so what the waypoint authorised passes), and the part the
+// destination can enforce for bypassing callers.
+import {cleanObject, toCanonicalYaml} from '../canonical.js'
+import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis} from '../classify/authz.js'
+import {isProxyWorkload, matchingWorkloads} from '../classify/common.js'
+import type {ClassifyContext} from '../context.js'
+import type {AuthorizationRule} from '../istio-types.js'
+import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
+import {gitOpsManager} from '../namespace.js'
+import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION} from '../plan-types.js'
+import {compareRefs, formatRef, groupOf, refKey} from '../refs.js'
+import {WAYPOINT_CLASS, waypointPrincipal} from '../waypoint.js'
+import {
+  type PeerIdentity,
+  denyRulesSafeAtZtunnel,
+  exemptPeer,
+  onlyServiceAccountConditions,
+  projectAllowRules,
+  rewriteServiceAccountConditions,
+  rulesMatchPeer,
+  usesRequestAuth,
+} from './authz-rules.js'
+import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
+import {GATEWAY_API_GROUP, planTargets, type TargetPlan} from './targets.js'
+import type {PolicyDecision, PolicyDisposition, PolicyMigration, PolicyMigrationInput, PolicyPlacement, PolicyRole} from './types.js'
+
+const AP = 'security.istio.io/AuthorizationPolicy'
+const RA = 'security.istio.io/RequestAuthentication'
+const TELEMETRY = 'telemetry.istio.io/Telemetry'
+const WASM = 'extensions.istio.io/WasmPlugin'
+const ROLE_ORDER: PolicyRole[] = ['original', 'waypoint-copy', 'ztunnel-companion', 'ztunnel-l4']
+
+function kindKeyOf(ref: Pick<ObjectRef, 'apiVersion' | 'kind'>): string {
+  return `${groupOf(ref.apiVersion)}/${ref.kind}`
+}
+
+function list(names: string[]): string {
+  return names.join(', ')
+}
+
+function plural(n: number, one: string, many: string): string {
+  return n === 1 ? one : many
+}
+
+interface Run {
+  input: PolicyMigrationInput
+  ns: string
+  rootNs: string
+  waypointNs: string
+  waypointPlanned: boolean
+  minor: number | undefined
+  peer: PeerIdentity
+  ctx: ClassifyContext
+  objects: Map<string, KubeObject>
+  analyses: Map<string, AuthorizationPolicyAnalysis>
+  findings: Finding[]
+  /** Namespace-level facts gathered while planning, turned into findings at the end. */
+  carriedL7: string[]
+  principalUsed: boolean
+}
+
+/**
+ * What the plan does with every AuthorizationPolicy, RequestAuthentication, Telemetry and WasmPlugin of the
+ * inventory: objects created before the waypoint is bound, originals deleted (and L4 projections applied)
+ * right after the restart, findings for every non-equivalence, and per policy where it is enforced.
+ * Pure and deterministic.
+ */
+export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigration {
+  const ns = input.namespace
+  const waypointNs = input.waypointNamespace ?? ns
+  const trustDomain = input.trustDomain ?? 'cluster.local'
+  const minorMatch = /^v?1\.(\d+)/.exec(input.istioVersion ?? '')
+  const ctx: ClassifyContext = {
+    namespace: ns,
+    rootNamespace: input.rootNamespace ?? 'istio-system',
+    namespaceState: {name: ns, labels: {}, sidecarLabels: [], injection: 'none', mode: 'sidecar', multipleInjectionLabels: false},
+    workloads: input.workloads,
+    services: input.services,
+    objects: input.objects,
+    waypointPlanned: input.waypointPlanned ?? true,
+    ...(input.istioVersion ? {istioVersion: input.istioVersion} : {}),
+  }
+  const run: Run = {
+    input,
+    ns,
+    rootNs: ctx.rootNamespace,
+    waypointNs,
+    waypointPlanned: ctx.waypointPlanned,
+    minor: minorMatch ? Number(minorMatch[1]) : undefined,
+    peer: {
+      principal: waypointPrincipal(waypointNs, input.waypointName, trustDomain),
+      namespace: waypointNs,
+      serviceAccount: `${waypointNs}/${input.waypointName}`,
+      trustDomain,
+    },
+    ctx,
+    objects: new Map(),
+    analyses: new Map(),
+    findings: [],
+    carriedL7: [],
+    principalUsed: false,
+  }
+  for (const o of input.objects) {
+    if (!o || typeof o.kind !== 'string' || typeof o.apiVersion !== 'string' || !o.metadata?.name) continue
+    const key = refKey({apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace ?? ns, name: o.metadata.name})
+    if (!run.objects.has(key)) run.objects.set(key, o)
+  }
+
+  const items = input.items.filter((i) => isRetargetable(i.ref) && run.objects.has(refKey(i.ref))).sort((a, b) => compareRefs(a.ref, b.ref))
+  for (const i of items) {
+    if (kindKeyOf(i.ref) === AP) run.analyses.set(refKey(i.ref), analyzeAuthorizationPolicy(run.objects.get(refKey(i.ref))!, ctx))
+  }
+
+  const decisions: PolicyDecision[] = []
+  for (const item of items) {
+    const obj = run.objects.get(refKey(item.ref))!
+    decisions.push(kindKeyOf(item.ref) === AP ? planAuthorizationPolicy(run, item, obj) : planSelectorKind(run, item, obj))
+  }
+
+  requestAuthenticationFindings(run, decisions)
+  namespaceFindings(run)
+  nameFindings(run, decisions)
+  gitOpsFindings(run, decisions)
+
+  const findings = dedupe(run.findings)
+  for (const d of decisions) {
+    d.findings = findings.filter((f) => f.ref && refKey(f.ref) === refKey(d.ref)).map((f) => f.id).sort()
+    d.created.sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role) || compareRefs(a.ref, b.ref))
+  }
+
+  const created = decisions.flatMap((d) => d.created)
+  return {
+    createBeforeBind: created.filter((p) => p.createdIn === 'create-policies').map((p) => p.object),
+    replaceAfterRestart: {
+      delete: decisions.filter((d) => d.original.deletedIn === 'delete-sidecar-policies').map((d) => d.original.object),
+      apply: created.filter((p) => p.createdIn === 'delete-sidecar-policies').map((p) => p.object),
+    },
+    findings,
+    decisions,
+  }
+}
+
+// --- placements ----------------------------------------------------------------------------------
+
+function refOfObject(o: KubeObject): ObjectRef {
+  return {apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace!, name: o.metadata.name}
+}
+
+function nonProxy(workloads: WorkloadItem[]): WorkloadItem[] {
+  return workloads.filter((w) => !isProxyWorkload(w))
+}
+
+function names(workloads: WorkloadItem[]): string[] {
+  return [...new Set(workloads.map((w) => w.ref.name))].sort()
+}
+
+function selectorText(selector: Record<string, string> | undefined, scope: PolicyPlacement['scope']): string {
+  if (scope === 'namespace') return 'every workload of the namespace'
+  if (scope === 'mesh') return 'every workload (mesh-wide)'
+  return `the pods selected by ${Object.entries(selector ?? {}).map(([k, v]) => `${k}=${v}`).join(',')}`
+}
+
+function targetText(t: TargetPlan): string {
+  return t.via === 'gateway' ? `Gateway ${t.targetRefs[0]!.name} (every Service bound to it)` : `Service ${list(t.services)}`
+}
+
+function originalPlacement(item: InventoryItem, obj: KubeObject, extra: Partial<PolicyPlacement>): PolicyPlacement {
+  const object = cleanObject(obj)
+  object.metadata.namespace = item.ref.namespace
+  return {
+    ref: item.ref,
+    role: 'original',
+    scope: extra.scope ?? 'workload',
+    workloads: [],
+    services: [],
+    description: `${formatRef(item.ref)} (original)`,
+    object,
+    ...extra,
+  }
+}
+
+function created(
+  run: Run,
+  original: KubeObject,
+  opts: {
+    role: Exclude<PolicyRole, 'original'>
+    name: string
+    spec: Record<string, unknown>
+    createdIn: 'create-policies' | 'delete-sidecar-policies'
+    selector?: Record<string, string>
+    targets?: TargetPlan
+    workloads: string[]
+    description: string
+    keepAnnotations: boolean
+  },
+): PolicyPlacement {
+  const source = opts.keepAnnotations ? original : {...original, metadata: {...original.metadata, annotations: {}}}
+  const object = derivedObject(source, {name: opts.name, namespace: run.ns, planName: run.input.planName, spec: opts.spec})
+  // Created objects live in the migrated namespace: targetRefs, selector, or namespace-wide there.
+  const scope: PolicyPlacement['scope'] = opts.targets ? 'targetRefs' : opts.selector ? 'workload' : 'namespace'
+  const p: PolicyPlacement = {
+    ref: refOfObject(object),
+    role: opts.role,
+    scope,
+    workloads: scope === 'targetRefs' ? [] : opts.workloads,
+    services: opts.targets ? opts.targets.services : [],
+    createdIn: opts.createdIn,
+    description: opts.description,
+    object,
+  }
+  if (opts.selector) p.selector = opts.selector
+  if (opts.targets) p.targetRefs = opts.targets.targetRefs
+  if (kindKeyOf(object) === AP) {
+    const a = analyzeAuthorizationPolicy(object, run.ctx)
+    p.action = a.action
+    p.ztunnel = a.ztunnelEffect
+    if (a.dryRun) p.dryRun = true
+  }
+  return p
+}
+
+function decision(ref: ObjectRef, disposition: PolicyDisposition, why: string, original: PolicyPlacement, createdObjects: PolicyPlacement[] = []): PolicyDecision {
+  return {ref, disposition, why, original, created: createdObjects, findings: []}
+}
+
+// --- findings ------------------------------------------------------------------------------------
+
+function finding(run: Run, f: {id: string; code: string; severity: Severity; ref?: ObjectRef; message: string; fix?: string}): string {
+  const out: Finding = {id: f.id, code: f.code, severity: f.severity, message: f.message}
+  if (f.ref) out.ref = f.ref
+  if (f.fix) out.fix = f.fix
+  run.findings.push(out)
+  return f.id
+}
+
+function idFor(ref: ObjectRef, topic: string): string {
+  return `retarget/${ref.kind}/${ref.namespace ?? ''}/${ref.name}/${topic}`
+}
+
+const SEVERITY_ORDER = {blocker: 0, error: 1, warning: 2, info: 3} as const
+
+function dedupe(findings: Finding[]): Finding[] {
+  const byId = new Map<string, Finding>()
+  for (const f of findings) if (!byId.has(f.id)) byId.set(f.id, f)
+  return [...byId.values()].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+function noServiceFinding(run: Run, ref: ObjectRef, why: string, severity: Severity = 'blocker'): void {
+  finding(run, {
+    id: `no-service/${ref.kind}/${ref.namespace}/${ref.name}`,
+    code: 'RetargetNoService',
+    severity,
+    ref,
+    message: `${formatRef(ref)} needs the waypoint, but ${why}: a service waypoint never sees traffic to those pods, so the policy cannot be carried over.`,
+    fix: 'Put a Service (with a cluster IP) in front of those pods and re-run plan, or rewrite the policy with L4 fields only.',
+  })
+}
+
+/** Non-equivalences of a Service/Gateway-targeted copy (DOMAIN §3.1 (a)-(d), E9). */
+function coverageFindings(run: Run, ref: ObjectRef, kind: string, action: string | undefined, t: TargetPlan, namespaceWide: boolean, podPathsEnforcedAtZtunnel: boolean): void {
+  const name = formatRef(ref)
+  if (t.via === 'gateway' && !namespaceWide) {
+    finding(run, {
+      id: idFor(ref, 'gateway-target'),
+      code: 'RetargetTooManyServices',
+      severity: 'warning',
+      ref,
+      message: `${name} covers pods behind ${t.covering.length} Services, more than the 16 targetRefs an object may list: its copy targets the waypoint Gateway and so applies to every Service bound to it (${list(t.services)}).`,
+      fix: 'Split the policy per group of Services if the other Services must not be affected.',
+    })
+  }
+  for (const p of t.partial) {
+    let severity: Severity = 'warning'
+    let effect: string
+    if (kind === AP && action === 'ALLOW') {
+      const guarded = p.uncovered.filter((w) => otherAllowsFor(run, ref, w))
+      if (guarded.length > 0) {
+        severity = 'error'
+        effect = `the waypoint OR-s all ALLOW policies attached to a Service, so requests this policy allows are also let through to ${list(guarded)}, which ${plural(guarded.length, 'has', 'have')} ALLOW policies of ${plural(guarded.length, 'its', 'their')} own that did not allow them (security-relevant widening); ${p.uncovered.filter((w) => !guarded.includes(w)).length > 0 ? `the other uncovered pods are restricted by it` : 'the destination admits the waypoint, so nothing stops them there'}`
+      } else {
+        effect = `requests to ${list(p.uncovered)} that this ALLOW does not match are now denied at the waypoint (they had no ALLOW policy: everything was allowed)`
+      }
+    } else if (kind === AP && action === 'DENY') {
+      effect = `it also denies the matching requests to ${list(p.uncovered)} (denies more than written)`
+    } else if (kind === AP && action === 'CUSTOM') {
+      effect = `the external authorizer is also consulted for ${list(p.uncovered)}, and can deny their requests`
+    } else if (kind === AP) {
+      severity = 'info'
+      effect = `requests to ${list(p.uncovered)} are audit-logged too`
+    } else if (kind === RA) {
+      effect = `requests to ${list(p.uncovered)} carrying an invalid JWT are now rejected too`
+    } else if (kind === WASM) {
+      effect = `the plugin also runs for requests to ${list(p.uncovered)}`
+    } else {
+      severity = 'info'
+      effect = `its telemetry settings also apply to ${list(p.uncovered)}`
+    }
+    finding(run, {
+      id: idFor(ref, `partial-coverage/${p.service}`),
+      code: 'RetargetWidensToService',
+      severity,
+      ref,
+      message: `${name} selects only some of the pods behind Service ${p.service}; its copy targets the whole Service: ${effect}.`,
+      fix: `Give the selected pods a Service of their own (e.g. per version) and re-run plan, or accept that the policy applies to all of ${p.service}.`,
+    })
+  }
+  if (t.podAddressed.length > 0 && !podPathsEnforcedAtZtunnel) {
+    const security = kind === AP && (action === 'DENY' || action === 'CUSTOM')
+    finding(run, {
+      id: idFor(ref, 'pod-addressed'),
+      code: 'RetargetMissesPodTraffic',
+      severity: security ? 'error' : kind === TELEMETRY ? 'info' : 'warning',
+      ref,
+      message: `${name} applied to traffic addressed to the pods of ${t.podAddressed.map((p) => `${p.workload} (${p.why})`).join(', ')} as well; a service waypoint never sees that traffic (E9), so after the migration only ztunnel's L4 view protects it${kind === AP && action === 'ALLOW' ? ' (the L4 part of the policy)' : ''}${security ? `: the ${action} no longer applies to it` : ''}.`,
+      fix: 'Accept L4-only enforcement for pod-addressed traffic, or bind these pods to a waypoint with istio.io/waypoint-for: workload or all (beware server-first protocols, DOMAIN §5).',
+    })
+  }
+  if (t.via === 'services' && t.services.length > 1) {
+    finding(run, {
+      id: idFor(ref, 'several-services'),
+      code: 'RetargetSeveralServices',
+      severity: 'info',
+      ref,
+      message: `${name} selects pods behind ${t.services.length} Services (${list(t.services)}): its copy lists one targetRef per Service.`,
+    })
+  }
+}
+
+/** Whether an ALLOW policy other than `ref` applies to workload `w` (at the sidecar today). */
+function otherAllowsFor(run: Run, ref: ObjectRef, w: string): boolean {
+  for (const [key, a] of run.analyses) {
+    if (key === refKey(ref) || a.action !== 'ALLOW' || a.scope === 'targetRefs' || a.dryRun) continue
+    if (a.workloads.includes(w)) return true
+  }
+  return false
+}
+
+function requestAuthenticationFindings(run: Run, decisions: PolicyDecision[]): void {
+  // Services at whose waypoint a RequestAuthentication will apply: the copies made here and existing targetRefs ones.
+  const covered = new Set<string>()
+  for (const d of decisions) {
+    if (kindKeyOf(d.ref) !== RA) continue
+    for (const c of d.created) if (c.role === 'waypoint-copy') c.services.forEach((s) => covered.add(s))
+    if (d.original.scope === 'targetRefs') d.original.services.forEach((s) => covered.add(s))
+  }
+  for (const d of decisions) {
+    if (kindKeyOf(d.ref) !== AP) continue
+    const copy = d.created.find((c) => c.role === 'waypoint-copy')
+    if (!copy) continue
+    const a = run.analyses.get(refKey(d.ref))
+    const paths = a ? usesRequestAuth(a) : []
+    if (paths.length === 0) continue
+    const missing = copy.services.filter((s) => !covered.has(s))
+    if (missing.length === 0) continue
+    finding(run, {
+      id: idFor(d.ref, 'request-authentication'),
+      code: 'RetargetNeedsRequestAuthentication',
+      severity: 'error',
+      ref: d.ref,
+      message: `${formatRef(d.ref)} reads the JWT (${list(paths)}), but no RequestAuthentication will apply at the waypoint for ${list(missing)}: without one the request principal and claims are empty there, so ${d.original.action === 'DENY' ? 'a DENY on notRequestPrincipals denies every request and one on requestPrincipals never fires' : 'its JWT rules never match'}.`,
+      fix: `Give ${list(missing)} a RequestAuthentication with targetRefs (a selector RequestAuthentication in ${run.ns} is carried by the plan; one in another namespace is not).`,
+    })
+  }
+}
+
+function namespaceFindings(run: Run): void {
+  if (run.carriedL7.length > 0) {
+    finding(run, {
+      id: `retarget/${run.ns}/sidecar-callers`,
+      code: 'WaypointBypassedBySidecarCallers',
+      severity: 'warning',
+      message: `Sidecar callers (namespaces not migrated yet) and ingress gateways without istio.io/ingress-use-waypoint do not go through waypoints: for them the L7 rules of ${list(run.carriedL7)} are no longer enforced once ${run.ns} is ambient — only the L4 part kept at ztunnel applies.`,
+      fix: 'Migrate the calling namespaces first, label the Services (or namespace) istio.io/ingress-use-waypoint=true for ingress traffic, and once every caller is ambient add the bypass-prevention DENY (selector, notPrincipals: the waypoint).',
+    })
+  }
+  if (run.principalUsed && run.input.trustDomain === undefined) {
+    finding(run, {
+      id: `retarget/${run.ns}/trust-domain`,
+      code: 'WaypointPrincipalTrustDomain',
+      severity: 'info',
+      message: `The policies this plan creates name the waypoint as ${run.peer.principal}, assuming the mesh trust domain cluster.local. ztunnel compares principals literally (no trust-domain aliases).`,
+      fix: 'If meshConfig.trustDomain is not cluster.local, edit the principal in the create-policies objects before applying (or re-plan with the trust domain).',
+    })
+  }
+}
+
+function nameFindings(run: Run, decisions: PolicyDecision[]): void {
+  const seen = new Map<string, ObjectRef>()
+  for (const d of decisions) {
+    for (const c of d.created) {
+      const key = refKey(c.ref)
+      const existing = run.objects.get(key)
+      const ours = existing?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && existing.metadata.annotations?.[PLAN_ANNOTATION] === run.input.planName
+      const clash = seen.get(key)
+      if ((existing && !ours) || clash) {
+        finding(run, {
+          id: idFor(d.ref, `name-taken/${c.ref.name}`),
+          code: 'RetargetNameTaken',
+          severity: 'blocker',
+          ref: d.ref,
+          message: `The plan would create ${formatRef(c.ref)} for ${formatRef(d.ref)}, but ${clash ? `it also creates that object for ${formatRef(clash)}` : 'an object of that name exists and was not created by this plan'}.`,
+          fix: 'Rename one of the policies, then re-run plan.',
+        })
+      }
+      seen.set(key, d.ref)
+    }
+  }
+}
+
+function gitOpsFindings(run: Run, decisions: PolicyDecision[]): void {
+  for (const d of decisions) {
+    if (d.original.deletedIn !== 'delete-sidecar-policies') continue
+    const manager = gitOpsManager(run.objects.get(refKey(d.ref))?.metadata ?? {})
+    if (!manager) continue
+    finding(run, {
+      id: idFor(d.ref, 'gitops'),
+      code: 'RetargetGitOpsManaged',
+      severity: 'warning',
+      ref: d.ref,
+      message: `${formatRef(d.ref)} is managed by ${manager} (E23): the plan deletes it after the restart and creates ${list(d.created.map((c) => c.ref.name))}, which the next sync would undo.`,
+      fix: 'Make the same change in the source repository (remove the original, add the created objects) before or right after applying delete-sidecar-policies.',
+    })
+  }
+}
+
+// --- AuthorizationPolicy -------------------------------------------------------------------------
+
+function apScope(a: AuthorizationPolicyAnalysis): PolicyPlacement['scope'] {
+  return a.scope === 'root-selector' ? 'workload' : a.scope
+}
+
+function selectedWorkloads(run: Run, a: AuthorizationPolicyAnalysis): WorkloadItem[] {
+  if (a.scope === 'targetRefs') return []
+  return nonProxy(a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(run.ctx, a.selector) : run.ctx.workloads)
+}
+
+function apSpec(obj: KubeObject, a: AuthorizationPolicyAnalysis, rules: AuthorizationRule[] | undefined, attach: {selector?: Record<string, string>; targetRefs?: TargetPlan['targetRefs']}, action = a.action): Record<string, unknown> {
+  const spec: Record<string, unknown> = {}
+  if (attach.selector) spec.selector = {matchLabels: {...attach.selector}}
+  if (attach.targetRefs) spec.targetRefs = attach.targetRefs.map((t) => ({...t}))
+  spec.action = action
+  if (action === 'CUSTOM' && obj.spec?.provider) spec.provider = structuredClone(obj.spec.provider)
+  if (rules !== undefined) spec.rules = structuredClone(rules)
+  return spec
+}
+
+function writtenRules(obj: KubeObject): AuthorizationRule[] | undefined {
+  return Array.isArray(obj.spec?.rules) ? (obj.spec.rules as AuthorizationRule[]) : undefined
+}
+
+function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject): PolicyDecision {
+  const a = run.analyses.get(refKey(item.ref))!
+  const ref = item.ref
+  const local = ref.namespace === run.ns
+  const root = a.scope === 'mesh' || a.scope === 'root-selector'
+  const selected = selectedWorkloads(run, a)
+  const scope = apScope(a)
+  const original = originalPlacement(item, obj, {
+    scope,
+    ...(a.selector ? {selector: a.selector} : {}),
+    ...(a.scope === 'targetRefs' ? {targetRefs: a.targetRefs.map((t) => ({group: t.group ?? '', kind: t.kind ?? '', name: t.name ?? ''}))} : {}),
+    workloads: names(selected),
+    services: a.scope === 'targetRefs' ? a.services : [],
+    action: a.action,
+    ztunnel: a.ztunnelEffect,
+    ...(a.dryRun ? {dryRun: true} : {}),
+  })
+  const keep = (why: string) => decision(ref, 'keep', why, original)
+  const blocked = (why: string) => decision(ref, 'blocked', why, original)
+
+  if (a.scope === 'targetRefs') return keep('already attached with targetRefs: enforced by the waypoint only')
+  if (!local && !root) return keep(`lives in ${ref.namespace}: not applied to ${run.ns}`)
+  if (selected.length === 0) return keep(`applies to no workload of ${run.ns} that becomes ambient`)
+
+  const namespaceWide = a.scope === 'namespace' || a.scope === 'mesh'
+  const targetsFor = () =>
+    planTargets({
+      namespaceWide,
+      selected,
+      workloads: run.ctx.workloads,
+      services: run.ctx.services,
+      waypointName: run.input.waypointName,
+      gatewayInNamespace: run.waypointNs === run.ns,
+    })
+  const rules = writtenRules(obj)
+
+  // E16: dry-run.
+  if (a.dryRun) {
+    if (a.dryRunAtZtunnel !== 'not-sent') return blocked(`dry-run policy that ztunnel ${a.dryRunAtZtunnel === 'enforced' ? 'enforces' : 'may enforce (unknown Istio version)'}: it must be removed or made targetRefs before the namespace goes ambient (E16)`)
+    if (!run.waypointPlanned || !local) return keep('dry-run policy not sent to ztunnel (Istio >= 1.29): its evaluation stops for ambient pods')
+    const t = targetsFor()
+    if (t.via === 'none') {
+      noServiceFinding(run, ref, t.noTarget!, 'warning')
+      return blocked(`dry-run policy: ${t.noTarget}`)
+    }
+    const copy = waypointCopy(run, obj, a, t, rules, true)
+    original.deletedIn = 'delete-sidecar-policies'
+    coverageFindings(run, ref, AP, a.action, t, namespaceWide, false)
+    return decision(ref, 'carry', 'dry-run policy: the waypoint honours dry-run like sidecars, ztunnel (>= 1.29) does not receive it — copied with the annotation, original deleted after the restart', original, [copy])
+  }
+
+  // E22: the only attribute ztunnel lacks is when: source.serviceAccount.
+  if (local && (a.action === 'ALLOW' || a.action === 'DENY') && onlyServiceAccountConditions(a) && (run.minor === undefined || run.minor >= 25)) {
+    const rewrite = rewriteServiceAccountConditions(rules ?? [], run.ns)
+    if (rewrite.ok) return planServiceAccountRewrite(run, item, obj, a, original, rewrite.rules, selected, targetsFor)
+    finding(run, {
+      id: idFor(ref, 'e22-not-rewritten'),
+      code: 'ServiceAccountConditionNotRewritten',
+      severity: 'info',
+      ref,
+      message: `${formatRef(ref)}: when: source.serviceAccount cannot be rewritten as from.source.serviceAccounts (${rewrite.why}); it is carried to the waypoint instead.`,
+    })
+  }
+
+  if (a.needsWaypoint) {
+    if (root) {
+      rootBlocker(run, obj, a, selected)
+      return blocked(`root-namespace policy with attributes ztunnel cannot enforce (E14): only the mesh administrator can split it`)
+    }
+    if (!run.waypointPlanned) return keep('needs a waypoint, but none is planned for the namespace')
+    const t = targetsFor()
+    if (t.via === 'none') {
+      noServiceFinding(run, ref, t.noTarget!)
+      return blocked(t.noTarget!)
+    }
+    return planWaypointPolicy(run, item, obj, a, original, t, selected, namespaceWide)
+  }
+
+  // L4 at ztunnel. Identity/IP-keyed ones see the waypoint instead of the caller for proxied traffic (E21).
+  if (!run.waypointPlanned || !(a.identityKeyed || a.peerIpKeyed) || !a.sentToZtunnel) return keep('enforced by ztunnel as written')
+  const t = targetsFor()
+  if (t.via === 'none') return keep(`keyed on the caller's identity, but ${t.noTarget}: no traffic to these pods goes through the waypoint`)
+  return planIdentityPolicy(run, item, obj, a, original, t, selected, namespaceWide)
+}
+
+function waypointCopy(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, t: TargetPlan, rules: AuthorizationRule[] | undefined, keepAnnotations: boolean): PolicyPlacement {
+  return created(run, obj, {
+    role: 'waypoint-copy',
+    name: copyName(obj.metadata.name),
+    spec: apSpec(obj, a, rules, {targetRefs: t.targetRefs}),
+    createdIn: 'create-policies',
+    targets: t,
+    workloads: [],
+    description: `${copyName(obj.metadata.name)}: copy of ${obj.metadata.name} (${a.action}, same rules${a.provider ? `, provider ${a.provider}` : ''}) on the waypoint, targetRefs ${targetText(t)} — the waypoint sees the caller's real identity`,
+    keepAnnotations,
+  })
+}
+
+function companion(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, selected: WorkloadItem[], why: string): PolicyPlacement {
+  run.principalUsed = true
+  return created(run, obj, {
+    role: 'ztunnel-companion',
+    name: companionName(obj.metadata.name),
+    spec: apSpec(obj, a, [{from: [{source: {principals: [run.peer.principal]}}]}], a.selector ? {selector: a.selector} : {}, 'ALLOW'),
+    createdIn: 'create-policies',
+    ...(a.selector ? {selector: a.selector} : {}),
+    workloads: names(selected),
+    description: `${companionName(obj.metadata.name)}: ALLOW ${run.peer.principal} at ${selectorText(a.selector, a.selector ? 'workload' : 'namespace')} — ${why}`,
+    keepAnnotations: false,
+  })
+}
+
+function planWaypointPolicy(
+  run: Run,
+  item: InventoryItem,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  original: PolicyPlacement,
+  t: TargetPlan,
+  selected: WorkloadItem[],
+  namespaceWide: boolean,
+): PolicyDecision {
+  const ref = item.ref
+  const rules = writtenRules(obj)
+  const out: PolicyPlacement[] = [waypointCopy(run, obj, a, t, rules, true)]
+  original.deletedIn = 'delete-sidecar-policies'
+  run.carriedL7.push(obj.metadata.name)
+  let why: string
+  switch (a.action) {
+    case 'ALLOW': {
+      out.push(companion(run, obj, a, selected, 'the destination sees the waypoint, not the caller, for proxied traffic; the waypoint already enforced the full rules'))
+      const projection = projectAllowRules(a, rules ?? [])
+      out.push(
+        created(run, obj, {
+          role: 'ztunnel-l4',
+          name: l4PartName(obj.metadata.name),
+          spec: apSpec(obj, a, projection.rules, a.selector ? {selector: a.selector} : {}),
+          createdIn: 'delete-sidecar-policies',
+          ...(a.selector ? {selector: a.selector} : {}),
+          workloads: names(selected),
+          description: projection.matchAll
+            ? `${l4PartName(obj.metadata.name)}: the L4 part of ${obj.metadata.name} — nothing of it is L4, so an ALLOW of every request (callers that bypass the waypoint are not restricted by it)`
+            : `${l4PartName(obj.metadata.name)}: the L4 part of ${obj.metadata.name} (without ${list(projection.dropped)}), for callers that bypass the waypoint`,
+          keepAnnotations: true,
+        }),
+      )
+      if (projection.matchAll) {
+        finding(run, {
+          id: idFor(ref, 'l4-part-allows-all'),
+          code: 'RetargetL4PartAllowsAll',
+          severity: 'error',
+          ref,
+          message: `${formatRef(ref)} has a rule with no L4 constraint (${list(projection.dropped)} are all L7): its L4 part at ztunnel, ${l4PartName(obj.metadata.name)}, must allow every request so that callers bypassing the waypoint (sidecar callers, ingress gateways, pod-IP traffic) are not denied outright — for them the policy no longer restricts anything, and other ALLOW policies on ${list(names(selected))} stop restricting them too.`,
+          fix: `If those callers must stay restricted, replace the rules of ${l4PartName(obj.metadata.name)} in the plan with the principals/namespaces that may call (they are enforced by ztunnel), or migrate the callers first so that all traffic goes through the waypoint.`,
+        })
+      }
+      why = `L7 ALLOW (${a.ztunnelEffect} at ztunnel): full rules on the waypoint; a companion admits the waypoint at the destination before it is bound; after the restart the original is deleted and ${projection.matchAll ? 'its L4 part allows every request (no rule has an L4 constraint)' : 'its L4 part keeps restricting callers that bypass the waypoint'}`
+      break
+    }
+    case 'DENY': {
+      const l4 = exemptWaypointIfMatched(run, denyRulesSafeAtZtunnel(a), ref)
+      if (l4.length > 0) {
+        out.push(
+          created(run, obj, {
+            role: 'ztunnel-l4',
+            name: l4PartName(obj.metadata.name),
+            spec: apSpec(obj, a, l4, a.selector ? {selector: a.selector} : {}),
+            createdIn: 'create-policies',
+            ...(a.selector ? {selector: a.selector} : {}),
+            workloads: names(selected),
+            description: `${l4PartName(obj.metadata.name)}: the rules of ${obj.metadata.name} ztunnel enforces without denying more than written, for callers that bypass the waypoint`,
+            keepAnnotations: true,
+          }),
+        )
+      }
+      windowDenyCheck(run, ref, a, rules ?? [])
+      why = `L7 DENY (${a.ztunnelEffect} at ztunnel): full rules on the waypoint; original deleted after the restart${l4.length > 0 ? '; its L4-enforceable rules stay at ztunnel' : ''}`
+      break
+    }
+    case 'CUSTOM':
+      finding(run, {
+        id: idFor(ref, 'custom-provider'),
+        code: 'RetargetCustomProvider',
+        severity: 'warning',
+        ref,
+        message: `${formatRef(ref)} delegates to ext_authz provider ${a.provider ?? '(none)'}: on the waypoint the check is made by the waypoint, so the provider's service (meshConfig.extensionProviders) must be reachable from ${run.waypointNs}/${run.input.waypointName}. Between bind-waypoint and the restart, proxied requests are checked twice (waypoint and destination sidecar), the second time with the waypoint as the peer.`,
+        fix: 'Check NetworkPolicies, ServiceEntries/exportTo and the provider configuration for the waypoint before applying bind-waypoint.',
+      })
+      why = 'CUSTOM is not sent to ztunnel (ext_authz would silently stop): copy on the waypoint, original deleted after the restart'
+      break
+    default:
+      finding(run, {
+        id: idFor(ref, 'audit-provider'),
+        code: 'RetargetAuditProvider',
+        severity: 'info',
+        ref,
+        message: `${formatRef(ref)} (AUDIT) only logs when an audit-capable extension provider is configured; check that it is configured for the waypoint too.`,
+      })
+      why = 'AUDIT is not sent to ztunnel: copy on the waypoint, original deleted after the restart'
+  }
+  coverageFindings(run, ref, AP, a.action, t, namespaceWide, false)
+  return decision(ref, 'carry', why, original, out)
+}
+
+function planIdentityPolicy(
+  run: Run,
+  item: InventoryItem,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  original: PolicyPlacement,
+  t: TargetPlan,
+  selected: WorkloadItem[],
+  namespaceWide: boolean,
+): PolicyDecision {
+  const ref = item.ref
+  const keyed = a.identityKeyed ? `the caller's identity (${list([...new Set(a.identityFields.filter((f) => f.identity).map((f) => f.field))])})` : `the peer's IP (${list([...new Set(a.identityFields.map((f) => f.field))])})`
+  const out: PolicyPlacement[] = [waypointCopy(run, obj, a, t, writtenRules(obj), true)]
+  if (a.action === 'ALLOW') {
+    out.push(companion(run, obj, a, selected, `proxied traffic arrives with the waypoint's identity and IP; the waypoint copy already checked ${keyed}`))
+  } else {
+    permanentDenyCheck(run, ref, obj, a.ztunnelPolicy?.rules ?? [])
+  }
+  coverageFindings(run, ref, AP, a.action, t, namespaceWide, true)
+  const where = ref.namespace === run.ns ? '' : ` (copies in ${run.ns}; the original in ${ref.namespace} is unchanged)`
+  return decision(
+    ref,
+    'carry-keep',
+    a.action === 'ALLOW'
+      ? `L4 ALLOW keyed on ${keyed} (E21): the waypoint enforces it with the caller's identity; the original stays at ztunnel for callers that bypass the waypoint, plus a companion admitting the waypoint${where}`
+      : `L4 DENY keyed on ${keyed} (E21): at ztunnel it stops firing for proxied traffic, so the waypoint enforces it too; the original stays for callers that bypass the waypoint${where}`,
+    original,
+    out,
+  )
+}
+
+function planServiceAccountRewrite(
+  run: Run,
+  item: InventoryItem,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  original: PolicyPlacement,
+  rewrittenRules: AuthorizationRule[],
+  selected: WorkloadItem[],
+  targetsFor: () => TargetPlan,
+): PolicyDecision {
+  let rewritten = rewrittenRules
+  const ref = item.ref
+  const waypointTargets = run.waypointPlanned ? targetsFor() : undefined
+  // Behind a waypoint, a DENY kept at the destination must not match the waypoint: the waypoint copy enforces it.
+  if (a.action === 'DENY' && waypointTargets && waypointTargets.via !== 'none') rewritten = exemptWaypointIfMatched(run, rewritten, ref)
+  const l4 = created(run, obj, {
+    role: 'ztunnel-l4',
+    name: l4PartName(obj.metadata.name),
+    spec: apSpec(obj, a, rewritten, a.selector ? {selector: a.selector} : {}),
+    createdIn: 'create-policies',
+    ...(a.selector ? {selector: a.selector} : {}),
+    workloads: names(selected),
+    description: `${l4PartName(obj.metadata.name)}: ${obj.metadata.name} with when source.serviceAccount rewritten as from.source.serviceAccounts, which ztunnel enforces (E22)`,
+    keepAnnotations: true,
+  })
+  original.deletedIn = 'delete-sidecar-policies'
+  const out = [l4]
+  if (run.minor === undefined) {
+    finding(run, {
+      id: idFor(ref, 'e22-version'),
+      code: 'ServiceAccountRewriteAssumesVersion',
+      severity: 'warning',
+      ref,
+      message: `${formatRef(ref)} is rewritten with from.source.serviceAccounts, assuming Istio >= 1.25 (the Istio version is unknown). Older CRDs do not have that field: the rewritten policy would lose the constraint.`,
+      fix: 'Pass --istio-version (or plan against the cluster); on < 1.25 the policy needs the waypoint instead.',
+    })
+  }
+  let why = 'E22: when source.serviceAccount rewritten as from.source.serviceAccounts (enforced by ztunnel since 1.25); the rewrite is created before the switch, the original deleted after the restart'
+  const t = waypointTargets
+  if (t && t.via !== 'none') {
+    const rewrittenAnalysis = analyzeAuthorizationPolicy(l4.object, run.ctx)
+    if (rewrittenAnalysis.identityKeyed || rewrittenAnalysis.peerIpKeyed) {
+      out.push(waypointCopy(run, obj, a, t, writtenRules(obj), true))
+      if (a.action === 'ALLOW') out.push(companion(run, obj, a, selected, 'proxied traffic arrives with the waypoint\'s identity; the waypoint copy already checked the service account'))
+      coverageFindings(run, ref, AP, a.action, t, a.scope === 'namespace', true)
+      why += '; a waypoint fronts these pods, so the service-account rule is also enforced there (E21)'
+    }
+  }
+  return decision(ref, 'rewrite', why, original, out)
+}
+
+/**
+ * The L4 part of a DENY that the plan creates next to a waypoint copy: where it could match the waypoint, the
+ * waypoint is excluded — the copy enforces the DENY on proxied traffic with the caller's identity, and at the
+ * destination the waypoint is the peer of every request it forwards.
+ */
+function exemptWaypointIfMatched(run: Run, rules: AuthorizationRule[], ref: ObjectRef): AuthorizationRule[] {
+  if (rules.length === 0 || rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns) === 'no') return rules
+  run.principalUsed = true
+  return exemptPeer(rules, run.peer)
+}
+
+/** A DENY kept at the destination that matches the waypoint denies everything the waypoint forwards. */
+function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, rules: AuthorizationRule[]): void {
+  const name = formatRef(ref)
+  const match = rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns)
+  if (match === 'no') return
+  const exempted: KubeObject = {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    metadata: {name: obj.metadata.name, namespace: ref.namespace ?? run.ns},
+    spec: {...structuredClone(obj.spec ?? {}), rules: exemptPeer(rules, run.peer)},
+  }
+  run.principalUsed = true
+  finding(run, {
+    id: idFor(ref, 'deny-matches-waypoint'),
+    code: 'DenyMatchesWaypoint',
+    severity: match === 'yes' ? 'blocker' : 'warning',
+    ref,
+    message:
+      match === 'yes'
+        ? `${name} stays at the destination and its DENY matches the waypoint's identity (${run.peer.principal}): once the waypoint is bound it would deny the requests the waypoint forwards.`
+        : `${name} stays at the destination and its DENY may match requests from the waypoint (it depends on the waypoint's pod IP or forwarded JWT, unknown to the plan).`,
+    fix: `Exclude the waypoint from it before applying the plan (the waypoint enforces the DENY itself with the caller's identity${ref.namespace !== run.ns ? `; ${ref.namespace} is outside the plan, so the mesh administrator applies it` : ''}):\n${toCanonicalYaml(exempted)}`,
+  })
+}
+
+/** Between bind-waypoint and the restart, destination sidecars evaluate the original with the waypoint as peer. */
+function windowDenyCheck(run: Run, ref: ObjectRef, a: AuthorizationPolicyAnalysis, rules: AuthorizationRule[]): void {
+  const match = rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns)
+  if (match === 'no' || !a.rules.some((r) => r.fields.some((f) => f.identity || f.peerIp))) return
+  finding(run, {
+    id: idFor(ref, 'deny-window'),
+    code: 'DenyMatchesWaypointDuringSwitch',
+    severity: 'warning',
+    ref,
+    message: `${formatRef(ref)} is keyed on the caller's identity or IP and ${match === 'yes' ? 'matches' : 'may match'} the waypoint: from bind-waypoint until delete-sidecar-policies, destination sidecars (and ztunnel, for its L4 part) see the waypoint as the peer and deny the matching requests it forwards (callers from ambient namespaces; all callers after the restart).`,
+    fix: 'Keep the time between bind-waypoint and delete-sidecar-policies short, or exclude the waypoint principal from the policy beforehand.',
+  })
+}
+
+/** E14: root-namespace policies the waypoints never see; the carry is outside the plan's namespace (SPEC §6). */
+function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, selected: WorkloadItem[]): void {
+  const ref = a.ref
+  const rules = writtenRules(obj)
+  const manifests: KubeObject[] = []
+  let how: string
+  if (a.scope === 'mesh') {
+    manifests.push({
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      metadata: {name: copyName(obj.metadata.name), namespace: run.rootNs, ...(a.dryRun ? {annotations: {'istio.io/dry-run': 'true'}} : {})},
+      spec: apSpec(obj, a, rules, {targetRefs: [{group: GATEWAY_API_GROUP, kind: 'GatewayClass', name: WAYPOINT_CLASS}]}),
+    })
+    if (a.action === 'ALLOW') {
+      const projection = projectAllowRules(a, rules ?? [])
+      run.principalUsed = true
+      manifests.push({
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        metadata: {name: obj.metadata.name, namespace: run.rootNs},
+        spec: apSpec(obj, a, [...projection.rules, {from: [{source: {principals: [run.peer.principal]}}]}], {}),
+      })
+      how = `apply the GatewayClass ${WAYPOINT_CLASS} copy (every waypoint of the mesh enforces it, with the caller's identity), then replace the original with its L4 part plus an ALLOW for the waypoints' principals (this plan's: ${run.peer.principal}; add the other namespaces' waypoints)${projection.matchAll ? ' — the L4 part allows every request, since no rule has an L4 constraint' : ''}`
+    } else if (a.action === 'DENY') {
+      const l4 = denyRulesSafeAtZtunnel(a)
+      if (l4.length > 0) manifests.push({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: run.rootNs}, spec: apSpec(obj, a, l4, {})})
+      how = `apply the GatewayClass ${WAYPOINT_CLASS} copy, then ${l4.length > 0 ? 'replace the original with the rules ztunnel enforces as written' : 'delete the original (ztunnel cannot enforce any of it)'} once no namespace relies on sidecars for it`
+    } else {
+      how = `apply the GatewayClass ${WAYPOINT_CLASS} copy; the original keeps applying to sidecars until no namespace relies on them`
+    }
+  } else {
+    // A root selector matches pods of every namespace; a GatewayClass copy would apply to all traffic of every
+    // waypoint, far beyond the selector. For this namespace the equivalent is a Service-targeted copy here.
+    const t = planTargets({namespaceWide: false, selected, workloads: run.ctx.workloads, services: run.ctx.services, waypointName: run.input.waypointName, gatewayInNamespace: run.waypointNs === run.ns})
+    if (t.via !== 'none') {
+      manifests.push({
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        metadata: {name: copyName(obj.metadata.name), namespace: run.ns},
+        spec: apSpec(obj, a, rules, {targetRefs: t.targetRefs}),
+      })
+    }
+    how = `a GatewayClass ${WAYPOINT_CLASS} copy would apply to every waypoint's traffic, not only to the selected pods; carry it per namespace instead${t.via !== 'none' ? ` (for ${run.ns}: the Service-targeted copy below)` : ''} and make the root policy L4-only`
+  }
+  finding(run, {
+    id: `retarget-root/${ref.kind}/${ref.namespace}/${ref.name}`,
+    code: 'RootPolicyNeedsWaypointCopy',
+    severity: 'blocker',
+    ref,
+    message: `${formatRef(ref)} is a ${a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector'} ${a.action} policy with attributes ztunnel cannot enforce (E14) and waypoints never apply it. Carrying it means writing in ${run.rootNs}, outside this plan's namespace, so the plan cannot do it.`,
+    fix: `The mesh administrator should ${how}:\n${manifests.map((m) => toCanonicalYaml(m)).join('---\n')}`,
+  })
+}
+
+// --- RequestAuthentication, WasmPlugin, Telemetry ------------------------------------------------
+
+function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): PolicyDecision {
+  const ref = item.ref
+  const kind = kindKeyOf(ref)
+  const spec: Record<string, unknown> = obj.spec && typeof obj.spec === 'object' ? obj.spec : {}
+  const selectorLabels = (spec.selector as {matchLabels?: Record<string, string>} | undefined)?.matchLabels
+  const selector = selectorLabels && Object.keys(selectorLabels).length > 0 ? selectorLabels : undefined
+  const hasTargetRefs = Array.isArray(spec.targetRefs) || (spec.targetRef !== undefined && spec.targetRef !== null)
+  const scope: PolicyPlacement['scope'] = hasTargetRefs ? 'targetRefs' : selector ? 'workload' : ref.namespace === run.rootNs ? 'mesh' : 'namespace'
+  const selected = scope === 'targetRefs' ? [] : nonProxy(selector ? matchingWorkloads(run.ctx, selector) : run.ctx.workloads)
+  const original = originalPlacement(item, obj, {scope, ...(selector ? {selector} : {}), workloads: names(selected), services: scope === 'targetRefs' ? item.services ?? [] : []})
+  if (hasTargetRefs) return decision(ref, 'keep', 'already attached with targetRefs: applied by the waypoint', original)
+  if (item.action === 'manual' || item.action === 'blocker') return decision(ref, 'blocked', item.reasons[item.reasons.length - 1] ?? 'needs a person (see the inventory)', original)
+  if (item.action !== 'retarget' || ref.namespace !== run.ns) return decision(ref, 'keep', kind === TELEMETRY && !selector ? 'namespace-wide Telemetry: waypoints apply it as it is' : 'nothing to carry', original)
+  if (!run.waypointPlanned) return decision(ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
+  if (selected.length === 0) return decision(ref, 'keep', `applies to no workload of ${run.ns} that becomes ambient`, original)
+
+  const namespaceWide = selector === undefined
+  const t = planTargets({namespaceWide, selected, workloads: run.ctx.workloads, services: run.ctx.services, waypointName: run.input.waypointName, gatewayInNamespace: run.waypointNs === run.ns})
+  if (t.via === 'none') {
+    noServiceFinding(run, ref, t.noTarget!, kind === TELEMETRY ? 'warning' : 'blocker')
+    return decision(ref, 'blocked', t.noTarget!, original)
+  }
+  const copySpec: Record<string, unknown> = structuredClone(spec)
+  delete copySpec.selector
+  delete copySpec.targetRef
+  copySpec.targetRefs = t.targetRefs.map((r) => ({...r}))
+  const what = kind === RA ? 'JWT validation' : kind === WASM ? 'the Wasm plugin' : 'the telemetry settings'
+  const copy = created(run, obj, {
+    role: 'waypoint-copy',
+    name: copyName(obj.metadata.name),
+    spec: copySpec,
+    createdIn: 'create-policies',
+    targets: t,
+    workloads: [],
+    description: `${copyName(obj.metadata.name)}: copy of ${obj.metadata.name} on the waypoint, targetRefs ${targetText(t)}`,
+    keepAnnotations: true,
+  })
+  original.deletedIn = 'delete-sidecar-policies'
+  coverageFindings(run, ref, kind, undefined, t, namespaceWide, false)
+  return decision(
+    ref,
+    'carry',
+    `${selector ? 'selector' : 'namespace-wide'} ${ref.kind}: ztunnel ignores it and waypoints apply only targetRefs ones, so ${what} moves to the waypoint; the original is deleted after the restart`,
+    original,
+    [copy],
+  )
+}

@@ -1,0 +1,88 @@
+// Where a waypoint copy attaches, and what that changes compared with the selector it replaces
+// (DOMAIN §3.0, §3.1 "Re-targeting rules" non-equivalences (a)-(d), §7 E9).
+import type {ServiceItem, WorkloadItem} from '../model.js'
+import type {TargetRef} from './types.js'
+
+// AuthorizationPolicy, RequestAuthentication, Telemetry and WasmPlugin allow at most 16 targetRefs (CRD maxItems).
+export const MAX_TARGET_REFS = 16
+export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'
+const WAYPOINT_SERVICE_MANAGER = 'istio.io-mesh-controller'
+
+export interface TargetPlan {
+  /** Empty when no Service a waypoint serves is in front of the selected pods. */
+  targetRefs: TargetRef[]
+  via: 'services' | 'gateway' | 'none'
+  /** Services whose traffic the copy applies to at the waypoint. */
+  services: string[]
+  /** Services the selector's pods sit behind (before the 16-entry limit turned them into the Gateway). */
+  covering: string[]
+  /** Targeted Services that also front pods the original did not select: the copy applies to those pods too. */
+  partial: {service: string; uncovered: string[]}[]
+  /** Selected workloads whose traffic can arrive addressed to their pods (never through a service waypoint). */
+  podAddressed: {workload: string; why: string}[]
+  /** Why there is no target (via `none`). */
+  noTarget?: string
+}
+
+/** Services a service-type waypoint is bound for: a selector, a cluster IP, and not a waypoint's own Service. */
+export function waypointServable(s: ServiceItem): boolean {
+  if (s.headless || s.type === 'ExternalName') return false
+  if (!s.selector || Object.keys(s.selector).length === 0) return false
+  return s.labels?.['gateway.istio.io/managed'] !== WAYPOINT_SERVICE_MANAGER
+}
+
+function gatewayRef(name: string): TargetRef {
+  return {group: GATEWAY_API_GROUP, kind: 'Gateway', name}
+}
+
+/**
+ * Targets for the copy of an object applying to `selected` (all workloads for a namespace-wide object).
+ * One `Service` entry per Service in front of the selected pods; more than 16 → the waypoint Gateway
+ * (only when the waypoint lives in the policy's namespace: a Gateway targetRef must name a Gateway of the
+ * policy's own namespace, DOMAIN §1.6). Namespace-wide objects target the Gateway (every Service bound to it).
+ */
+export function planTargets(opts: {
+  namespaceWide: boolean
+  selected: WorkloadItem[]
+  workloads: WorkloadItem[]
+  services: ServiceItem[]
+  waypointName: string
+  gatewayInNamespace: boolean
+}): TargetPlan {
+  const selectedNames = new Set(opts.selected.map((w) => w.ref.name))
+  const servable = opts.services.filter(waypointServable).sort((a, b) => a.ref.name.localeCompare(b.ref.name))
+  const covering = opts.namespaceWide ? servable : servable.filter((s) => s.workloads.some((w) => selectedNames.has(w)))
+  const coveringNames = covering.map((s) => s.ref.name)
+
+  const podAddressed: {workload: string; why: string}[] = []
+  for (const w of [...opts.selected].sort((a, b) => a.ref.name.localeCompare(b.ref.name))) {
+    const headless = opts.services.filter((s) => s.headless && s.workloads.includes(w.ref.name)).map((s) => s.ref.name).sort()
+    const behind = servable.some((s) => s.workloads.includes(w.ref.name))
+    if (headless.length > 0) podAddressed.push({workload: w.ref.name, why: `headless Service ${headless.join(', ')}`})
+    else if (w.ref.kind === 'StatefulSet') podAddressed.push({workload: w.ref.name, why: 'StatefulSet (peers address its pods directly)'})
+    else if (!behind) podAddressed.push({workload: w.ref.name, why: 'no Service with a cluster IP in front of it'})
+  }
+
+  const base = {covering: coveringNames, podAddressed}
+  if (covering.length === 0) {
+    return {...base, targetRefs: [], via: 'none', services: [], partial: [], noTarget: 'no Service with a selector and a cluster IP is in front of the selected pods'}
+  }
+  const useGateway = opts.namespaceWide || covering.length > MAX_TARGET_REFS
+  if (useGateway && !opts.gatewayInNamespace) {
+    if (covering.length > MAX_TARGET_REFS) {
+      return {...base, targetRefs: [], via: 'none', services: [], partial: [], noTarget: `${covering.length} Services are in front of the selected pods (targetRefs allows ${MAX_TARGET_REFS}) and the waypoint is in another namespace, so its Gateway cannot be targeted`}
+    }
+    // A waypoint of another namespace: Service targetRefs in the Service's namespace still attach (DOMAIN §1.6).
+  }
+  const targeted = useGateway && opts.gatewayInNamespace ? servable : covering
+  const partial = targeted
+    .map((s) => ({service: s.ref.name, uncovered: s.workloads.filter((w) => !selectedNames.has(w)).sort()}))
+    .filter((p) => p.uncovered.length > 0)
+  return {
+    ...base,
+    targetRefs: useGateway && opts.gatewayInNamespace ? [gatewayRef(opts.waypointName)] : covering.map((s) => ({group: '', kind: 'Service', name: s.ref.name})),
+    via: useGateway && opts.gatewayInNamespace ? 'gateway' : 'services',
+    services: targeted.map((s) => s.ref.name),
+    partial,
+  }
+}
