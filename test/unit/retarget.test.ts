@@ -124,6 +124,15 @@ describe('L7 DENY', () => {
     expect(decisionFor(m, 'details-no-delete').original.ztunnel).toBe('no-op')
   })
 
+  it('a rule that does not depend on the peer matches the waypoint\'s requests as it matched the caller\'s: no exemption, no warning', () => {
+    const m = migrate([
+      ...bookinfoBase(),
+      istio('AuthorizationPolicy', 'ports', {selector: {matchLabels: {app: 'details'}}, action: 'DENY', rules: [{to: [{operation: {ports: ['5432']}}]}, {to: [{operation: {methods: ['DELETE']}}]}]}),
+    ])
+    expect(named(m.createBeforeBind, 'ports-l4').spec.rules).toEqual([{to: [{operation: {ports: ['5432']}}]}])
+    expect(ids(m).filter((i) => i.includes('deny'))).toEqual([])
+  })
+
   it('keeps at ztunnel the rules it enforces without denying more (E15 split), excluding the waypoint where they match it', () => {
     const m = migrate([
       ...bookinfoBase(),

@@ -263,18 +263,33 @@ export function ruleMatchesPeer(rule: AuthorizationRule, peer: PeerIdentity, pol
   return and(parts)
 }
 
+const PEER_SOURCE_FIELDS = ['principals', 'notPrincipals', 'namespaces', 'notNamespaces', 'serviceAccounts', 'notServiceAccounts', 'ipBlocks', 'notIpBlocks', 'trustDomains', 'notTrustDomains']
+const PEER_WHEN_KEYS = ['source.principal', 'source.namespace', 'source.ip', SERVICE_ACCOUNT_KEY, 'source.trustDomain']
+
+/**
+ * Whether what the rule matches depends on who the direct peer is (identity or IP). Only such rules change
+ * meaning when the waypoint becomes the peer: a rule without them matches the request the waypoint forwards
+ * exactly as it matched the caller's.
+ */
+export function ruleDependsOnPeer(rule: AuthorizationRule): boolean {
+  const fromDepends = (rule?.from ?? []).some((e) => PEER_SOURCE_FIELDS.some((f) => strings((e?.source as Record<string, unknown> | undefined)?.[f]).length > 0))
+  return fromDepends || (rule?.when ?? []).some((c) => PEER_WHEN_KEYS.includes(String(c?.key)))
+}
+
+/** Whether some peer-dependent rule matches requests whose peer is `peer`. */
 export function rulesMatchPeer(rules: AuthorizationRule[], peer: PeerIdentity, policyNamespace: string): Tri {
-  return or(rules.map((r) => ruleMatchesPeer(r, peer, policyNamespace)))
+  return or(rules.filter(ruleDependsOnPeer).map((r) => ruleMatchesPeer(r, peer, policyNamespace)))
 }
 
 /**
- * The rules with the peer excluded from every rule: a `notPrincipals` (or, next to serviceAccounts,
- * `notServiceAccounts`) entry on each `from` alternative, or a new `from` when the rule has none. For a DENY
- * that would otherwise fire for every request the waypoint forwards.
+ * The rules with the peer excluded from every peer-dependent rule that can match it: a `notPrincipals` (or, next
+ * to serviceAccounts, `notServiceAccounts`) entry on each `from` alternative, or a new `from` when the rule has
+ * none. For a DENY that would otherwise fire for the requests the waypoint forwards.
  */
-export function exemptPeer(rules: AuthorizationRule[], peer: PeerIdentity): AuthorizationRule[] {
+export function exemptPeer(rules: AuthorizationRule[], peer: PeerIdentity, policyNamespace: string): AuthorizationRule[] {
   return rules.map((rule) => {
     const out = structuredClone(rule)
+    if (!ruleDependsOnPeer(rule) || ruleMatchesPeer(rule, peer, policyNamespace) === 'no') return out
     if (!out.from || out.from.length === 0) {
       out.from = [{source: {notPrincipals: [peer.principal]}}]
       return out

@@ -633,7 +633,7 @@ function planWaypointPolicy(
           }),
         )
       }
-      windowDenyCheck(run, ref, a, rules ?? [])
+      windowDenyCheck(run, ref, rules ?? [])
       why = `L7 DENY (${a.ztunnelEffect} at ztunnel): full rules on the waypoint; original deleted after the restart${l4.length > 0 ? '; its L4-enforceable rules stay at ztunnel' : ''}`
       break
     }
@@ -752,19 +752,19 @@ function planServiceAccountRewrite(
 function exemptWaypointIfMatched(run: Run, rules: AuthorizationRule[], ref: ObjectRef): AuthorizationRule[] {
   if (rules.length === 0 || rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns) === 'no') return rules
   run.principalUsed = true
-  return exemptPeer(rules, run.peer)
+  return exemptPeer(rules, run.peer, ref.namespace ?? run.ns)
 }
 
 /** A DENY kept at the destination that matches the waypoint denies everything the waypoint forwards. */
-function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, rules: AuthorizationRule[]): void {
+function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, enforced: AuthorizationRule[]): void {
   const name = formatRef(ref)
-  const match = rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns)
+  const match = rulesMatchPeer(enforced, run.peer, ref.namespace ?? run.ns)
   if (match === 'no') return
   const exempted: KubeObject = {
     apiVersion: obj.apiVersion,
     kind: obj.kind,
     metadata: {name: obj.metadata.name, namespace: ref.namespace ?? run.ns},
-    spec: {...structuredClone(obj.spec ?? {}), rules: exemptPeer(rules, run.peer)},
+    spec: {...structuredClone(obj.spec ?? {}), rules: exemptPeer(writtenRules(obj) ?? [], run.peer, ref.namespace ?? run.ns)},
   }
   run.principalUsed = true
   finding(run, {
@@ -781,9 +781,9 @@ function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, rules: Au
 }
 
 /** Between bind-waypoint and the restart, destination sidecars evaluate the original with the waypoint as peer. */
-function windowDenyCheck(run: Run, ref: ObjectRef, a: AuthorizationPolicyAnalysis, rules: AuthorizationRule[]): void {
+function windowDenyCheck(run: Run, ref: ObjectRef, rules: AuthorizationRule[]): void {
   const match = rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns)
-  if (match === 'no' || !a.rules.some((r) => r.fields.some((f) => f.identity || f.peerIp))) return
+  if (match === 'no') return
   finding(run, {
     id: idFor(ref, 'deny-window'),
     code: 'DenyMatchesWaypointDuringSwitch',
