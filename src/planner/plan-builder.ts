@@ -162,6 +162,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
         waypointName: options.waypointName,
         rootNamespace: options.rootNamespace,
         waypointPlanned: waypointRequired,
+        waypointFor: options.waypointFor,
         ...(istioVersion ? {istioVersion} : {}),
         items: inventory.objects,
         objects: snapshot.objects,

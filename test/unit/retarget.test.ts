@@ -67,14 +67,14 @@ describe('L7 ALLOW with a selector', () => {
   })
 
   it('describes where each object is enforced', () => {
-    expect(d.original).toMatchObject({role: 'original', scope: 'workload', selector: {app: 'ratings'}, workloads: ['ratings-v1'], action: 'ALLOW', ztunnel: 'deny-all', deletedIn: 'delete-sidecar-policies'})
+    expect(d.original).toMatchObject({role: 'original', scope: 'workload', selector: {app: 'ratings'}, workloads: ['Deployment/ratings-v1'], action: 'ALLOW', ztunnel: 'deny-all', deletedIn: 'delete-sidecar-policies'})
     expect(d.created.map((c) => [c.role, c.scope, c.createdIn, c.ztunnel])).toEqual([
       ['waypoint-copy', 'targetRefs', 'create-policies', 'ignored'],
       ['ztunnel-companion', 'workload', 'create-policies', 'as-written'],
       ['ztunnel-l4', 'workload', 'delete-sidecar-policies', 'as-written'],
     ])
     expect(d.created[0]).toMatchObject({services: ['ratings'], workloads: [], targetRefs: [{group: '', kind: 'Service', name: 'ratings'}]})
-    expect(d.created[1]).toMatchObject({workloads: ['ratings-v1'], services: []})
+    expect(d.created[1]).toMatchObject({workloads: ['Deployment/ratings-v1'], services: []})
   })
 
   it('warns that sidecar callers bypass the waypoint, and names the trust-domain assumption', () => {
@@ -167,7 +167,7 @@ describe('namespace-wide policies (E15)', () => {
     expect(named(m.createBeforeBind, 'ns-allow-ztunnel').spec.selector).toBeUndefined()
     expect(named(m.replaceAfterRestart.apply, 'ns-allow-l4').spec).toEqual({action: 'ALLOW', rules: [{from: [{source: {namespaces: ['bookinfo', 'istio-system']}}]}]})
     const d = decisionFor(m, 'ns-allow')
-    expect(d.original).toMatchObject({scope: 'namespace', workloads: ['details-v1', 'productpage-v1', 'ratings-v1', 'reviews-v1', 'reviews-v2']})
+    expect(d.original).toMatchObject({scope: 'namespace', workloads: ['Deployment/details-v1', 'Deployment/productpage-v1', 'Deployment/ratings-v1', 'Deployment/reviews-v1', 'Deployment/reviews-v2']})
     expect(d.created[0]!.services).toEqual(['details', 'productpage', 'ratings', 'reviews'])
     expect(d.created[1]).toMatchObject({role: 'ztunnel-companion', scope: 'namespace'})
   })
@@ -467,6 +467,16 @@ describe('root namespace (E14)', () => {
     expect(named(m.createBeforeBind, 'mesh-ns-waypoint').metadata.annotations?.[COPIED_FROM_ANNOTATION]).toBe('istio-system/mesh-ns')
     expect(d.created[1]).toMatchObject({scope: 'namespace', role: 'ztunnel-companion'})
     expect(m.replaceAfterRestart.delete).toEqual([])
+  })
+})
+
+describe('waypoint traffic type', () => {
+  it('a workload-only waypoint never serves the Services the copies target: blocker; all: pod traffic escapes the copies', () => {
+    const workload = migrate([...bookinfoBase(), ratingsGetOnly], {waypointFor: 'workload'})
+    expect(finding(workload, 'retarget/bookinfo/waypoint-for-workload')).toMatchObject({severity: 'blocker', code: 'RetargetNeedsServiceWaypoint'})
+    const all = migrate([...bookinfoBase(), ratingsGetOnly], {waypointFor: 'all'})
+    expect(finding(all, 'retarget/bookinfo/waypoint-for-all').severity).toBe('warning')
+    expect(ids(migrate([...bookinfoBase(), ratingsGetOnly])).filter((i) => i.includes('waypoint-for'))).toEqual([])
   })
 })
 

@@ -66,6 +66,8 @@ interface Run {
   findings: Finding[]
   /** Namespace-level facts gathered while planning, turned into findings at the end. */
   carriedL7: string[]
+  /** Originals whose copies target Services (not the Gateway). */
+  serviceTargeted: string[]
   principalUsed: boolean
 }
 
@@ -108,6 +110,7 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
     analyses: new Map(),
     findings: [],
     carriedL7: [],
+    serviceTargeted: [],
     principalUsed: false,
   }
   for (const o of input.objects) {
@@ -158,6 +161,11 @@ function refOfObject(o: KubeObject): ObjectRef {
 
 function nonProxy(workloads: WorkloadItem[]): WorkloadItem[] {
   return workloads.filter((w) => !isProxyWorkload(w))
+}
+
+/** "Kind/name" of each workload: names alone may repeat across kinds. */
+function workloadKeys(workloads: WorkloadItem[]): string[] {
+  return [...new Set(workloads.map((w) => `${w.ref.kind}/${w.ref.name}`))].sort()
 }
 
 function names(workloads: WorkloadItem[]): string[] {
@@ -219,7 +227,10 @@ function created(
     object,
   }
   if (opts.selector) p.selector = opts.selector
-  if (opts.targets) p.targetRefs = opts.targets.targetRefs
+  if (opts.targets) {
+    p.targetRefs = opts.targets.targetRefs
+    if (opts.targets.via === 'services' && !run.serviceTargeted.includes(original.metadata.name)) run.serviceTargeted.push(original.metadata.name)
+  }
   if (kindKeyOf(object) === AP) {
     const a = analyzeAuthorizationPolicy(object, run.ctx)
     p.action = a.action
@@ -383,6 +394,25 @@ function namespaceFindings(run: Run): void {
       fix: 'Migrate the calling namespaces first, label the Services (or namespace) istio.io/ingress-use-waypoint=true for ingress traffic, and once every caller is ambient add the bypass-prevention DENY (selector, notPrincipals: the waypoint).',
     })
   }
+  const waypointFor = run.input.waypointFor ?? 'service'
+  const serviceCopies = run.serviceTargeted
+  if (waypointFor === 'workload' && serviceCopies.length > 0) {
+    finding(run, {
+      id: `retarget/${run.ns}/waypoint-for-workload`,
+      code: 'RetargetNeedsServiceWaypoint',
+      severity: 'blocker',
+      message: `The waypoint is istio.io/waypoint-for=workload: Services are not bound to it (UnsupportedTrafficType), so the Service-targeted copies of ${list(serviceCopies)} would never apply.`,
+      fix: 'Plan with --waypoint-for service (or all).',
+    })
+  } else if (waypointFor === 'all' && run.principalUsed) {
+    finding(run, {
+      id: `retarget/${run.ns}/waypoint-for-all`,
+      code: 'RetargetPodTrafficThroughWaypoint',
+      severity: 'warning',
+      message: `The waypoint is istio.io/waypoint-for=all: traffic addressed to pod IPs goes through it too, but the copies attach to Services (service-addressed traffic), while the companions admit everything the waypoint forwards at the destination. Pod-addressed requests are then checked by neither.`,
+      fix: 'Prefer --waypoint-for service, or review the copies (a Gateway targetRef applies to all traffic of the waypoint).',
+    })
+  }
   if (run.principalUsed && run.input.trustDomain === undefined) {
     finding(run, {
       id: `retarget/${run.ns}/trust-domain`,
@@ -469,7 +499,7 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
     scope,
     ...(a.selector ? {selector: a.selector} : {}),
     ...(a.scope === 'targetRefs' ? {targetRefs: a.targetRefs.map((t) => ({group: t.group ?? '', kind: t.kind ?? '', name: t.name ?? ''}))} : {}),
-    workloads: names(selected),
+    workloads: workloadKeys(selected),
     services: a.scope === 'targetRefs' ? a.services : [],
     action: a.action,
     ztunnel: a.ztunnelEffect,
@@ -564,7 +594,7 @@ function companion(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, se
     spec: apSpec(obj, a, [{from: [{source: {principals: [run.peer.principal]}}]}], a.selector ? {selector: a.selector} : {}, 'ALLOW'),
     createdIn: 'create-policies',
     ...(a.selector ? {selector: a.selector} : {}),
-    workloads: names(selected),
+    workloads: workloadKeys(selected),
     description: `${companionName(obj.metadata.name)}: ALLOW ${run.peer.principal} at ${selectorText(a.selector, a.selector ? 'workload' : 'namespace')} — ${why}`,
     keepAnnotations: false,
   })
@@ -597,7 +627,7 @@ function planWaypointPolicy(
           spec: apSpec(obj, a, projection.rules, a.selector ? {selector: a.selector} : {}),
           createdIn: 'delete-sidecar-policies',
           ...(a.selector ? {selector: a.selector} : {}),
-          workloads: names(selected),
+          workloads: workloadKeys(selected),
           description: projection.matchAll
             ? `${l4PartName(obj.metadata.name)}: the L4 part of ${obj.metadata.name} — nothing of it is L4, so an ALLOW of every request (callers that bypass the waypoint are not restricted by it)`
             : `${l4PartName(obj.metadata.name)}: the L4 part of ${obj.metadata.name} (without ${list(projection.dropped)}), for callers that bypass the waypoint`,
@@ -627,7 +657,7 @@ function planWaypointPolicy(
             spec: apSpec(obj, a, l4, a.selector ? {selector: a.selector} : {}),
             createdIn: 'create-policies',
             ...(a.selector ? {selector: a.selector} : {}),
-            workloads: names(selected),
+            workloads: workloadKeys(selected),
             description: `${l4PartName(obj.metadata.name)}: the rules of ${obj.metadata.name} ztunnel enforces without denying more than written, for callers that bypass the waypoint`,
             keepAnnotations: true,
           }),
@@ -714,7 +744,7 @@ function planServiceAccountRewrite(
     spec: apSpec(obj, a, rewritten, a.selector ? {selector: a.selector} : {}),
     createdIn: 'create-policies',
     ...(a.selector ? {selector: a.selector} : {}),
-    workloads: names(selected),
+    workloads: workloadKeys(selected),
     description: `${l4PartName(obj.metadata.name)}: ${obj.metadata.name} with when source.serviceAccount rewritten as from.source.serviceAccounts, which ztunnel enforces (E22)`,
     keepAnnotations: true,
   })
@@ -859,7 +889,7 @@ function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): Polic
   const hasTargetRefs = Array.isArray(spec.targetRefs) || (spec.targetRef !== undefined && spec.targetRef !== null)
   const scope: PolicyPlacement['scope'] = hasTargetRefs ? 'targetRefs' : selector ? 'workload' : ref.namespace === run.rootNs ? 'mesh' : 'namespace'
   const selected = scope === 'targetRefs' ? [] : nonProxy(selector ? matchingWorkloads(run.ctx, selector) : run.ctx.workloads)
-  const original = originalPlacement(item, obj, {scope, ...(selector ? {selector} : {}), workloads: names(selected), services: scope === 'targetRefs' ? item.services ?? [] : []})
+  const original = originalPlacement(item, obj, {scope, ...(selector ? {selector} : {}), workloads: workloadKeys(selected), services: scope === 'targetRefs' ? item.services ?? [] : []})
   if (hasTargetRefs) return decision(ref, 'keep', 'already attached with targetRefs: applied by the waypoint', original)
   if (item.action === 'manual' || item.action === 'blocker') return decision(ref, 'blocked', item.reasons[item.reasons.length - 1] ?? 'needs a person (see the inventory)', original)
   if (item.action !== 'retarget' || ref.namespace !== run.ns) return decision(ref, 'keep', kind === TELEMETRY && !selector ? 'namespace-wide Telemetry: waypoints apply it as it is' : 'nothing to carry', original)

@@ -31,7 +31,7 @@ export interface PolicyPlacement {
   scope: 'workload' | 'namespace' | 'mesh' | 'targetRefs'
   selector?: Record<string, string>
   targetRefs?: TargetRef[]
-  /** Workloads of the migrated namespace a selector/namespace/mesh-scoped object applies to (none for targetRefs). */
+  /** Workloads ("Kind/name") of the migrated namespace a selector/namespace/mesh-scoped object applies to (none for targetRefs). */
   workloads: string[]
   /** Services whose traffic the waypoint applies a targetRefs object to (none for the other scopes). */
   services: string[]
@@ -99,6 +99,8 @@ export interface PolicyMigrationInput {
   trustDomain?: string
   /** "1.NN" when known. */
   istioVersion?: string
+  /** istio.io/waypoint-for of the waypoint (default service): the copies target Services, which only a service/all waypoint serves. */
+  waypointFor?: 'service' | 'workload' | 'all'
   /** Istio root namespace (default istio-system). */
   rootNamespace?: string
   /**

@@ -10,6 +10,7 @@ export interface MigrateOptions {
   waypointPlanned?: boolean
   waypointNamespace?: string
   trustDomain?: string
+  waypointFor?: 'service' | 'workload' | 'all'
 }
 
 export function migrate(objects: KubeObject[], opts: MigrateOptions = {}): PolicyMigration {
@@ -29,6 +30,7 @@ export function migrate(objects: KubeObject[], opts: MigrateOptions = {}): Polic
     ...(opts.istioVersion ? {istioVersion: opts.istioVersion} : {}),
     ...(opts.waypointNamespace ? {waypointNamespace: opts.waypointNamespace} : {}),
     ...(opts.trustDomain ? {trustDomain: opts.trustDomain} : {}),
+    ...(opts.waypointFor ? {waypointFor: opts.waypointFor} : {}),
     items,
     objects: ctx.objects,
     workloads: ctx.workloads,
