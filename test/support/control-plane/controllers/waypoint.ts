@@ -42,8 +42,8 @@ export class WaypointController implements Controller {
         const o = obj ?? old!
         const owner = o.metadata.ownerReferences?.find((r) => r.kind === 'Gateway')
         if (owner) this.queue.add(`${o.metadata.namespace}/${owner.name}`)
-        // istiod revisions coming and going change which Gateways are ours.
-        if (kind === 'deployments' && o.metadata.namespace === ctx.rootNamespace) this.enqueueGateways()
+        // istiod revisions coming and going change which Gateways (and classes) are ours.
+        if (kind === 'deployments' && o.metadata.namespace === ctx.rootNamespace) this.enqueueAll()
       })
     }
     state.on('namespaces', (ns, old) => {
