@@ -5,7 +5,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import type {KubeObject} from '../../src/planner/model.js'
 import {podProxyState} from '../../src/planner/workloads.js'
 import {startTestCluster, type TestCluster} from '../support/cluster.js'
-import {containerNames, create, deployment, labelNamespace, namespaceObject, pods, restart, uniqueName} from './helpers.js'
+import {containerNames, deployment, labelNamespace, namespaceObject, pods, restart, uniqueName} from './helpers.js'
 
 const ISTIO_VOLUMES = ['workload-socket', 'credential-socket', 'workload-certs', 'istio-envoy', 'istio-data', 'istio-podinfo', 'istio-token', 'istiod-ca-cert']
 
