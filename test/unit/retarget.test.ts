@@ -95,7 +95,20 @@ describe('L4 projection of an ALLOW', () => {
   it('a rule with only L7 content projects to a match-all rule: the L4 part allows everything, an error says so', () => {
     const {m, l4} = project([{to: [{operation: {methods: ['GET']}}]}, {from: [{source: {principals: ['a']}}]}])
     expect(l4.spec.rules).toEqual([{}])
-    expect(finding(m, 'retarget/AuthorizationPolicy/bookinfo/p/l4-part-allows-all')).toMatchObject({severity: 'error', code: 'RetargetL4PartAllowsAll'})
+    const f = finding(m, 'retarget/AuthorizationPolicy/bookinfo/p/l4-part-allows-all')
+    expect(f).toMatchObject({severity: 'error', code: 'RetargetL4PartAllowsAll'})
+    expect(f.fix).toContain('all denied (only the waypoint is admitted)')
+  })
+
+  it('says which other ALLOW policies an allow-all L4 part lifts for bypassing callers', () => {
+    const m = migrate([
+      ...bookinfoBase(),
+      istio('AuthorizationPolicy', 'get-only', {selector: {matchLabels: {app: 'ratings'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]}),
+      istio('AuthorizationPolicy', 'from-reviews', {selector: {matchLabels: {app: 'ratings'}}, rules: [{from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/reviews']}}]}]}),
+    ])
+    const f = finding(m, 'retarget/AuthorizationPolicy/bookinfo/get-only/l4-part-allows-all')
+    expect(f.message).toContain('which also lifts AuthorizationPolicy bookinfo/from-reviews')
+    expect(f.fix).toContain('limited to what AuthorizationPolicy bookinfo/from-reviews allow')
   })
 
   it('keeps L4 fields and L4 conditions, drops L7 ones, and merges rules that became equal', () => {

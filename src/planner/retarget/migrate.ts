@@ -347,6 +347,17 @@ function coverageFindings(run: Run, ref: ObjectRef, kind: string, action: string
   }
 }
 
+/** ALLOW policies other than `ref` applying (at the sidecar today) to any of the workloads. */
+function otherAllowPolicies(run: Run, ref: ObjectRef, workloads: WorkloadItem[]): string[] {
+  const wanted = new Set(workloads.map((w) => w.ref.name))
+  const out: string[] = []
+  for (const [key, a] of run.analyses) {
+    if (key === refKey(ref) || a.action !== 'ALLOW' || a.scope === 'targetRefs' || a.dryRun) continue
+    if (a.workloads.some((w) => wanted.has(w))) out.push(formatRef(a.ref))
+  }
+  return out.sort()
+}
+
 /** Whether an ALLOW policy other than `ref` applies to workload `w` (at the sidecar today). */
 function otherAllowsFor(run: Run, ref: ObjectRef, w: string): boolean {
   for (const [key, a] of run.analyses) {
@@ -419,7 +430,7 @@ function namespaceFindings(run: Run): void {
       code: 'WaypointPrincipalTrustDomain',
       severity: 'info',
       message: `The policies this plan creates name the waypoint as ${run.peer.principal}, assuming the mesh trust domain cluster.local. ztunnel compares principals literally (no trust-domain aliases).`,
-      fix: 'If meshConfig.trustDomain is not cluster.local, edit the principal in the create-policies objects before applying (or re-plan with the trust domain).',
+      fix: 'If meshConfig.trustDomain is not cluster.local, replace the trust domain in the principals of the created policies (create-policies, delete-sidecar-policies) before the first apply.',
     })
   }
 }
@@ -635,13 +646,15 @@ function planWaypointPolicy(
         }),
       )
       if (projection.matchAll) {
+        const l4 = l4PartName(obj.metadata.name)
+        const others = otherAllowPolicies(run, ref, selected)
         finding(run, {
           id: idFor(ref, 'l4-part-allows-all'),
           code: 'RetargetL4PartAllowsAll',
           severity: 'error',
           ref,
-          message: `${formatRef(ref)} has a rule with no L4 constraint (${list(projection.dropped)} are all L7): its L4 part at ztunnel, ${l4PartName(obj.metadata.name)}, must allow every request so that callers bypassing the waypoint (sidecar callers, ingress gateways, pod-IP traffic) are not denied outright — for them the policy no longer restricts anything, and other ALLOW policies on ${list(names(selected))} stop restricting them too.`,
-          fix: `If those callers must stay restricted, replace the rules of ${l4PartName(obj.metadata.name)} in the plan with the principals/namespaces that may call (they are enforced by ztunnel), or migrate the callers first so that all traffic goes through the waypoint.`,
+          message: `${formatRef(ref)} has a rule with no L4 constraint (${list(projection.dropped)} are all L7): for callers that bypass the waypoint (sidecar callers, ingress gateways, pod-IP traffic) ztunnel can only allow all of its requests or none. The plan keeps them working: ${l4} allows every request to ${list(names(selected))}${others.length > 0 ? `, which also lifts ${list(others)} for them` : ''} — the policy no longer restricts them.`,
+          fix: `To fail closed instead, remove ${l4} from delete-sidecar-policies before the first apply: bypassing callers are then ${others.length > 0 ? `limited to what ${list(others)} allow` : 'all denied (only the waypoint is admitted)'}. Or replace its rules with the principals/namespaces that may call (ztunnel enforces those), or migrate the callers first.`,
         })
       }
       why = `L7 ALLOW (${a.ztunnelEffect} at ztunnel): full rules on the waypoint; a companion admits the waypoint at the destination before it is bound; after the restart the original is deleted and ${projection.matchAll ? 'its L4 part allows every request (no rule has an L4 constraint)' : 'its L4 part keeps restricting callers that bypass the waypoint'}`
