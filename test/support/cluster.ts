@@ -67,6 +67,8 @@ export interface TestClusterOptions {
   waitForIdle?: boolean
   /** Suppress the test server's notices. */
   quiet?: boolean
+  /** Start the in-repo server even when MESH_MIGRATE_E2E_KUBECONFIG is set (npm run test-cluster). */
+  inRepo?: boolean
 }
 
 export interface TestCluster {
@@ -155,7 +157,7 @@ const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.
 
 export async function startTestCluster(opts: TestClusterOptions = {}): Promise<TestCluster> {
   const externalKubeconfig = process.env[E2E_KUBECONFIG_ENV]
-  const external = externalKubeconfig !== undefined && externalKubeconfig !== ''
+  const external = !opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== ''
   const runId = randomBytes(4).toString('hex')
   let server: TestApiServer | undefined
   let tmpDir: string | undefined

@@ -75,7 +75,7 @@ export class ControlPlane {
     const message = error instanceof Error ? error.message : String(error)
     this.errors.push({at: new Date().toISOString(), where, message})
     if (this.errors.length > MAX_ERRORS) this.errors.shift()
-    this.currentOptions.log?.(`control plane: ${where}: ${message}`)
+    this.currentOptions.log?.(`control plane: ${where}: ${message}`, 'error')
   }
 
   /** Lists and starts watching; the controllers start working on what they see. */

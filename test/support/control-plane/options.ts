@@ -41,8 +41,11 @@ export interface ControlPlaneOptions {
   cniExcludeNamespaces: string[]
   /** Reconciles per controller running at once. */
   workers: number
-  /** Called for unexpected controller errors (default: kept for waitForIdle's report). */
-  log?: (message: string) => void
+  /**
+   * Where unexpected controller errors (always also kept for waitForIdle's report) and notices
+   * (e.g. which way istio-cni writes its annotation) go; default: nowhere.
+   */
+  log?: (message: string, level: 'error' | 'notice') => void
 }
 
 export type ControlPlaneOptionsInput = Partial<Omit<ControlPlaneOptions, 'waypoint'>> & {waypoint?: Partial<ControlPlaneOptions['waypoint']>}

@@ -72,7 +72,7 @@ export class IstioCniAgent implements Controller {
       }
       if (this.statusCarriesMetadata === undefined) {
         this.statusCarriesMetadata = false
-        this.ctx.options.log?.('istio-cni: the API server ignored annotations sent to pods/status; patching the pods instead')
+        this.ctx.options.log?.('istio-cni: the API server ignored annotations sent to pods/status; patching the pods instead', 'notice')
       }
     }
     await this.ctx.state.patch(ref, patch)
