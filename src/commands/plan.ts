@@ -41,6 +41,19 @@ ${EXIT_CODES_HELP}`
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
     'detailed-exitcode': Flags.boolean({description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.', default: false}),
+    routes: Flags.option({
+      description: 'virtualservice: keep mesh VirtualServices of this namespace (the waypoint applies them; Alpha). httproute: convert them to Gateway API HTTPRoutes with the Service as parent, created and the VirtualServices deleted in one step (swap-routes).',
+      options: ['virtualservice', 'httproute'] as const,
+      default: 'virtualservice' as const,
+    })(),
+    'opted-out': Flags.option({
+      description: 'Pods outside the mesh today (sidecar.istio.io/inject=false, class-istio gateways): keep-out labels them istio.io/dataplane-mode=none before the switch; enroll lets ztunnel capture them.',
+      options: ['keep-out', 'enroll'] as const,
+      default: 'keep-out' as const,
+    })(),
+    'deny-waypoint-bypass': Flags.boolean({description: 'Add a last, optional step with the bypass-prevention DENY (only once every caller is ambient).', default: false}),
+    'accept-lost': Flags.string({description: 'Finding id of client-side behaviour that will be lost (E11/E12) and that you accept. Repeatable.', multiple: true, multipleNonGreedy: true}),
+    'accept-hazard': Flags.string({description: 'Hazard id (outside a documented window) that you accept. Repeatable.', multiple: true, multipleNonGreedy: true}),
   }
 
   async run(): Promise<MigrationPlan | undefined> {
@@ -69,8 +82,18 @@ ${EXIT_CODES_HELP}`
     const plan = buildPlan({
       inventory,
       snapshot,
-      options: {rootNamespace: flags['root-namespace'], waypointName: flags['waypoint-name'], waypointFor: flags['waypoint-for']},
+      options: {
+        rootNamespace: flags['root-namespace'],
+        waypointName: flags['waypoint-name'],
+        waypointFor: flags['waypoint-for'],
+        routes: flags.routes,
+        optedOut: flags['opted-out'],
+        denyWaypointBypass: flags['deny-waypoint-bypass'],
+        ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
+        ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
+      },
       generator: `mesh-migrate/${this.config.version}`,
+      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
     const text = renderPlanFile(plan)
 

@@ -10,7 +10,7 @@ import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 
 export default class ShowCommand extends BaseCommand {
   static override summary = 'Render a plan for people: steps with their state, blockers and findings.'
-  static override description = `PLAN is a plan file, or a namespace name meaning plans/<namespace>.yaml. -o markdown gives a pull-request comment body.
+  static override description = `PLAN is a plan file, or a namespace name meaning plans/<namespace>.yaml. -o markdown gives a pull-request comment body. --timeline shows the step-by-step simulation: after each step of apply (and of a rollback), which pods run with a sidecar, ambient or outside the mesh, and where each policy is enforced.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -23,6 +23,7 @@ ${EXIT_CODES_HELP}`
   static override args = {plan: Args.string({description: 'Plan file, or namespace name.', required: true})}
   static override flags = {
     output: Flags.option({char: 'o', description: 'Output format.', options: ['table', 'markdown', 'json', 'yaml'] as const, default: 'table' as const})(),
+    timeline: Flags.boolean({description: 'Show, for every step boundary of apply and of a rollback, each workload\'s data plane and where each policy is enforced, and the hazards.', default: false}),
   }
 
   async run(): Promise<MigrationPlan | undefined> {
@@ -31,6 +32,11 @@ ${EXIT_CODES_HELP}`
     const checked = checkPlanText(await readTextFile(file, 'plan file'))
     if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
     const plan = checked.plan
+    if (flags.timeline) {
+      const {renderTimeline, timelineOf} = await import('../ui/timeline-view.js')
+      const sim = timelineOf(plan)
+      return this.emit({...sim, hazards: plan.spec.hazards} as never, flags.output === 'markdown' ? 'table' : flags.output, () => renderTimeline(plan, stdoutPainter()))
+    }
     if (flags.output === 'markdown' && !this.jsonEnabled()) {
       process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
       return undefined

@@ -8,7 +8,7 @@ import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {rollbackSequence} from '../planner/rollback.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, isOurs, operationRef, performOperation, stalePreconditions} from './operations.js'
+import {effectPresent, isOurs, operationRef, performOperation, podTemplateOf, stalePreconditions, templateLabelsPatch} from './operations.js'
 import type {PlanState} from './plan-state.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 
@@ -86,6 +86,8 @@ export function describeStepWrites(step: PlanStep): string[] {
         return `label ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')}`
       case 'restart':
         return `rollout restart ${formatRef(op.ref)}`
+      case 'template-labels':
+        return `label the pod template of ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')} (rolls its pods)`
     }
   })
 }
@@ -181,7 +183,7 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
 // ---------------------------------------------------------------------------------------------
 // Rollback
 
-function previousLabels(ctx: ExecutionContext, step: PlanStep, op: Extract<Operation, {op: 'label'}>): Record<string, string | null> {
+function previousLabels(ctx: ExecutionContext, step: PlanStep, op: Extract<Operation, {op: 'label' | 'template-labels'}>): Record<string, string | null> {
   const before = (ctx.state.status(step.id)?.observed?.before as Record<string, {labels?: Record<string, string | null>}> | undefined)?.[refKey(op.ref)]
   return before?.labels ?? {}
 }
@@ -239,13 +241,33 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
         details.push(`restarted ${formatRef(op.ref)}`)
         break
       }
+      case 'template-labels': {
+        const forward = step.operations.find((o): o is Extract<Operation, {op: 'template-labels'}> => o.op === 'template-labels' && refKey(o.ref) === refKey(op.ref))
+        const labels = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}
+        const live = await client.get(op.ref)
+        if (!live) {
+          warn(`${formatRef(op.ref)} no longer exists: its pod template cannot be restored`)
+          break
+        }
+        const current = podTemplateOf(live)?.metadata?.labels ?? {}
+        if (Object.entries(labels).every(([k, v]) => (v === null ? !(k in current) : current[k] === v))) break
+        await client.mergePatch(op.ref, {...templateLabelsPatch(live.kind, labels), metadata: {resourceVersion: live.metadata.resourceVersion}}, {dryRun: ctx.dryRun})
+        details.push(`restored the pod-template labels of ${formatRef(op.ref)}`)
+        break
+      }
     }
   }
   if (!ctx.dryRun) {
-    const restarted = step.undo.operations.filter((o): o is Extract<Operation, {op: 'restart'}> => o.op === 'restart').map((o) => o.ref)
+    const rolled = step.undo.operations
+      .filter((o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> => (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob')
+      .map((o) => o.ref)
+    if (rolled.length > 0) {
+      const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
+      if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file)
+    }
+    // Only the restart brings sidecars back; the other rolled workloads were opted out or are gateways.
+    const restarted = step.action === 'restart-workloads' ? rolled : []
     if (restarted.length > 0) {
-      const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: restarted}, {client, namespace: state.namespace}), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!rollout.ok) throw new StepFailedError(step, `rollback restart did not finish: ${rollout.detail}`, state.file)
       const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
       if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file)
       details.push(sidecars.detail)

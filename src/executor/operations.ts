@@ -35,6 +35,21 @@ function labelsOf(obj: KubeObject | undefined): Record<string, string> {
   return obj?.metadata.labels ?? {}
 }
 
+/** A controller's pod template (CronJobs nest it in their job template). */
+export function podTemplateOf(obj: KubeObject | undefined): {metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}} | undefined {
+  if (!obj) return undefined
+  return obj.kind === 'CronJob' ? obj.spec?.jobTemplate?.spec?.template : obj.spec?.template
+}
+
+/** The merge patch that sets pod-template labels. */
+export function templateLabelsPatch(kind: string, labels: Record<string, string | null>): Record<string, unknown> {
+  const template = {metadata: {labels}}
+  return kind === 'CronJob' ? {spec: {jobTemplate: {spec: {template}}}} : {spec: {template}}
+}
+
+const labelsMatch = (live: Record<string, string>, want: Record<string, string | null>) =>
+  Object.entries(want).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))
+
 /** Whether an operation's effect is already in the cluster. */
 export async function effectPresent(client: KubeClient, op: Operation, planName: string, restartStamp: string | undefined): Promise<boolean> {
   switch (op.op) {
@@ -46,10 +61,10 @@ export async function effectPresent(client: KubeClient, op: Operation, planName:
     }
     case 'delete':
       return (await client.get(op.ref)) === undefined
-    case 'label': {
-      const live = labelsOf(await client.get(op.ref))
-      return Object.entries(op.labels).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))
-    }
+    case 'label':
+      return labelsMatch(labelsOf(await client.get(op.ref)), op.labels)
+    case 'template-labels':
+      return labelsMatch(podTemplateOf(await client.get(op.ref))?.metadata?.labels ?? {}, op.labels)
     case 'restart': {
       if (!restartStamp) return false
       const live = await client.get(op.ref)
@@ -155,6 +170,16 @@ export async function performOperation(
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
       // resourceVersion makes the patch fail with 409 if someone changed the object since we read it.
       await client.mergePatch(op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, {dryRun: opts.dryRun})
+      return {wrote: true, before: {labels: previous}}
+    }
+    case 'template-labels': {
+      const live = await client.get(op.ref)
+      if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
+      const current = podTemplateOf(live)?.metadata?.labels ?? {}
+      const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, current[k] ?? null]))
+      const patch = templateLabelsPatch(live.kind, op.labels)
+      ;(patch as {metadata?: unknown}).metadata = {resourceVersion: live.metadata.resourceVersion}
+      await client.mergePatch(op.ref, patch, {dryRun: opts.dryRun})
       return {wrote: true, before: {labels: previous}}
     }
     case 'restart': {

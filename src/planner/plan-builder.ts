@@ -6,12 +6,16 @@ import {
   type Operation,
   PLAN_API_VERSION,
   PLAN_KIND,
+  type PlanHazard,
   type PlanOptions,
   type PlanStep,
+  type PolicyTimelineInput,
   type Precondition,
 } from './plan-types.js'
+import {denyBypassStep, gatewayPinOperations, networkPolicyStep, optOutStep, podOptInOperations, swapRoutesStep} from './plan-steps.js'
 import {compareRefs, formatRef, refKey, refOf} from './refs.js'
-import {markManaged, planPolicyMigration, type PolicyMigration, type PolicyPlacement} from './retarget.js'
+import {markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
+import {simulate, type SimPolicy, unexpectedHazards} from './simulate.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, waypointRevision} from './waypoint.js'
 
 export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
@@ -58,7 +62,7 @@ interface RestartDecision {
   expectAmbient: WorkloadItem[]
 }
 
-function decideRestarts(workloads: WorkloadItem[]): RestartDecision {
+function decideRestarts(workloads: WorkloadItem[], rolledByTemplate: Set<string>, optedOut: Set<string>): RestartDecision {
   const restart: WorkloadItem[] = []
   const manual: {ref: ObjectRef; reason: string}[] = []
   const expectAmbient: WorkloadItem[] = []
@@ -66,8 +70,14 @@ function decideRestarts(workloads: WorkloadItem[]): RestartDecision {
     const t = new Set(w.traits)
     // Never touched: their pods are not meant to become ambient app pods.
     if (t.has('waypoint') || t.has('host-network') || t.has('dataplane-none') || t.has('injected-gateway') || t.has('kube-gateway')) continue
+    if (optedOut.has(refKey(w.ref))) continue
     if (!hasSidecar(w)) {
       if (w.proxy !== 'none' || t.has('inject-opt-out')) expectAmbient.push(w)
+      continue
+    }
+    // E4: removing the pod-level opt-in from the template rolls the workload like a restart.
+    if (rolledByTemplate.has(refKey(w.ref))) {
+      expectAmbient.push(w)
       continue
     }
     if (t.has('pod-opt-in') || t.has('manual-injection')) {
@@ -111,6 +121,43 @@ export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnaps
     .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0))
   const pods = inventory.workloads.map((w) => [refKey(w.ref), w.proxy, w.pods ?? null])
   return digestOf({namespaceLabels: inventory.namespaceState.labels, inputs, pods})
+}
+
+/** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
+export function timelinePolicies(namespace: string, decisions: PolicyDecision[]): PolicyTimelineInput[] {
+  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) => d.created.find((c) => c.role === role)?.createdIn
+  return decisions
+    .filter((d) => d.original.workloads.length > 0)
+    .map((d): PolicyTimelineInput => {
+      const key = d.ref.namespace && d.ref.namespace !== namespace ? `${d.ref.kind}/${d.ref.namespace}/${d.ref.name}` : `${d.ref.kind}/${d.ref.name}`
+      const ztunnel = d.original.ztunnel ?? (d.ref.kind === 'AuthorizationPolicy' ? 'as-written' : 'ignored')
+      const out: PolicyTimelineInput = {key, ztunnel, workloads: [...d.original.workloads].sort()}
+      if (d.original.action) out.action = d.original.action
+      if (d.original.deletedIn) out.deletedIn = d.original.deletedIn
+      const w = createdIn(d, 'waypoint-copy')
+      const c = createdIn(d, 'ztunnel-companion')
+      const l4 = createdIn(d, 'ztunnel-l4')
+      if (w) out.waypointCopyIn = w
+      if (c) out.companionIn = c
+      if (l4) out.l4PartIn = l4
+      if (d.disposition === 'carry-keep') out.identityKeyed = true
+      return out
+    })
+    .sort((a, b) => a.key.localeCompare(b.key))
+}
+
+export function simPolicies(inputs: PolicyTimelineInput[]): SimPolicy[] {
+  return inputs.map((p) => ({
+    key: p.key,
+    workloads: p.workloads,
+    ...(p.action ? {action: p.action} : {}),
+    ...(p.ztunnel ? {ztunnel: p.ztunnel as SimPolicy['ztunnel']} : {}),
+    ...(p.deletedIn ? {deletedIn: p.deletedIn} : {}),
+    ...(p.waypointCopyIn ? {waypointCopyIn: p.waypointCopyIn} : {}),
+    ...(p.companionIn ? {companionIn: p.companionIn} : {}),
+    ...(p.l4PartIn ? {l4PartIn: p.l4PartIn} : {}),
+    ...(p.identityKeyed ? {identityKeyed: true} : {}),
+  }))
 }
 
 export function buildPlan(input: BuildPlanInput): MigrationPlan {
@@ -172,7 +219,12 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     : {createBeforeBind: [], replaceAfterRestart: {delete: [], apply: []}, findings: [], decisions: []}
   findings.push(...policies.findings)
 
-  const restarts = decideRestarts(inventory.workloads)
+  // E5/E8: what is outside the mesh today stays outside, unless the reviewers chose to enrol it.
+  const optOut = migrating && (options.optedOut ?? 'keep-out') === 'keep-out' ? optOutStep(inventory, snapshot) : {optedOut: [] as WorkloadItem[], findings: [] as Finding[]}
+  findings.push(...optOut.findings)
+  const optedOutKeys = new Set(optOut.optedOut.map((w) => refKey(w.ref)))
+  const optIns = podOptInOperations(inventory, snapshot)
+  const restarts = decideRestarts(inventory.workloads, new Set(optIns.workloads.map((w) => refKey(w.ref))), optedOutKeys)
 
   if (migrating) {
     steps.push({
@@ -184,6 +236,12 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       verify: [{check: 'preflight', checks: [...PREFLIGHT_CHECKS]}],
       undo: {description: 'Nothing to undo: read-only.', operations: []},
     })
+  }
+
+  if (migrating) {
+    const np = networkPolicyStep(inventory, snapshot, ns)
+    findings.push(...np.findings)
+    if (np.step) steps.push(np.step)
   }
 
   if (waypointRequired && waypointRef) {
@@ -252,8 +310,16 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     })
   }
 
+  if (migrating && waypointRequired && options.routes === 'httproute') {
+    const swap = swapRoutesStep(inventory, snapshot, ns)
+    findings.push(...swap.findings)
+    if (swap.step) steps.push(swap.step)
+  }
+
+  if (optOut.step) steps.push(optOut.step)
+
   if (migrating && labels[DATAPLANE_MODE_LABEL] !== 'ambient') {
-    const capturedNow = inventory.workloads.filter((w) => !hasSidecar(w) && !w.traits.includes('host-network') && !w.traits.includes('dataplane-none') && !w.traits.includes('waypoint'))
+    const capturedNow = inventory.workloads.filter((w) => !hasSidecar(w) && !optedOutKeys.has(refKey(w.ref)) && !w.traits.includes('host-network') && !w.traits.includes('dataplane-none') && !w.traits.includes('waypoint'))
     const previous = labels[DATAPLANE_MODE_LABEL] ?? null
     steps.push({
       id: 'enable-ambient',
@@ -278,32 +344,37 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     if (injectionByDefault) change[INJECTION_LABEL] = 'disabled'
     const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
     const what = nsState.sidecarLabels.map((l) => `${l.key}=${l.value}`).join(' and ')
+    // E7: injected gateways follow the namespace's istio.io/rev; pin them first, or they silently move to
+    // the default revision (or lose injection) when the label goes.
+    const pin = gatewayPinOperations(inventory, snapshot)
     steps.push({
       id: 'remove-sidecar-injection',
       action: 'remove-sidecar-injection',
-      description: `${injectionByDefault ? `Set istio-injection=disabled on namespace ${ns} (the injector injects unlabelled namespaces by default)` : `Remove ${what} from namespace ${ns}`}: new pods get no sidecar and are captured by ztunnel. Running pods keep their sidecars until the next step restarts them.`,
-      preconditions: [labelPrecondition(labels, Object.keys(change))],
-      operations: [{op: 'label', ref: nsRef, labels: change}],
+      description: `${pin.pinned.length > 0 ? `Pin the injected gateway(s) ${pin.pinned.map((w) => formatRef(w.ref)).join(', ')} to revision ${nsState.revision} on their pod templates (they keep their proxy and revision), then ` : ''}${injectionByDefault ? `set istio-injection=disabled on namespace ${ns} (the injector injects unlabelled namespaces by default)` : `remove ${what} from namespace ${ns}`}: new pods get no sidecar and are captured by ztunnel. Running pods keep their sidecars until the next step restarts them.`.replace(/^[a-z]/, (c) => c.toUpperCase()),
+      preconditions: [labelPrecondition(labels, Object.keys(change)), ...pin.ops.map((op): Precondition => ({check: 'object-present', ref: (op as {ref: ObjectRef}).ref}))],
+      operations: [...pin.ops, {op: 'label', ref: nsRef, labels: change}],
       verify: [{check: 'namespace-labels', labels: change}],
-      undo: {description: `Restore ${Object.entries(restore).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')} exactly as before.`, operations: [{op: 'label', ref: nsRef, labels: restore}]},
+      undo: {description: `Restore ${Object.entries(restore).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')} exactly as before${pin.pinned.length > 0 ? ', then un-pin the gateways' : ''}.`, operations: [{op: 'label', ref: nsRef, labels: restore}, ...pin.undo]},
     })
   }
 
-  if (migrating && (restarts.restart.length > 0 || restarts.manual.length > 0)) {
+  if (migrating && (restarts.restart.length > 0 || restarts.manual.length > 0 || optIns.ops.length > 0)) {
     const refs = restarts.restart.map((w) => w.ref)
+    const rolled = [...refs, ...optIns.workloads.map((w) => w.ref)].filter((r) => r.kind !== 'CronJob')
+    const checked = [...refs, ...optIns.workloads.map((w) => w.ref)]
     steps.push({
       id: 'restart-workloads',
       action: 'restart-workloads',
-      description: `Rollout-restart ${refs.length} workload(s) so their pods come back without sidecars and are captured by ztunnel: ${refs.map(formatRef).join(', ') || 'none'}.${restarts.manual.length > 0 ? ` ${restarts.manual.length} workload(s) cannot be restarted by the tool and are listed for you.` : ''} From here until the next step, selector-based L7 policies are degraded at ztunnel for restarted pods.`,
+      description: `Rollout-restart ${refs.length} workload(s) so their pods come back without sidecars and are captured by ztunnel: ${refs.map(formatRef).join(', ') || 'none'}.${optIns.workloads.length > 0 ? ` Remove the pod-level injection opt-in (sidecar.istio.io/inject=true / istio.io/rev) from the templates of ${optIns.workloads.map((w) => formatRef(w.ref)).join(', ')}: the template change rolls them the same way (E4).` : ''}${restarts.manual.length > 0 ? ` ${restarts.manual.length} workload(s) cannot be restarted by the tool and are listed for you.` : ''} From here until the next step, selector-based L7 policies are degraded at ztunnel for restarted pods.`,
       // A restart does not depend on the workload's content, only on its existence.
-      preconditions: refs.map((ref): Precondition => ({check: 'object-present', ref})),
-      operations: refs.map((ref): Operation => ({op: 'restart', ref})),
+      preconditions: checked.map((ref): Precondition => ({check: 'object-present', ref})),
+      operations: [...refs.map((ref): Operation => ({op: 'restart', ref})), ...optIns.ops],
       ...(restarts.manual.length > 0 ? {manual: restarts.manual} : {}),
       verify: [
-        {check: 'rollouts-complete', refs},
-        {check: 'pods-without-sidecar', refs},
+        {check: 'rollouts-complete', refs: rolled},
+        {check: 'pods-without-sidecar', refs: rolled},
       ],
-      undo: {description: 'After the injection label is restored, restart the same workloads again so their pods get sidecars back.', operations: refs.map((ref): Operation => ({op: 'restart', ref}))},
+      undo: {description: `After the injection label is restored, restart the same workloads again so their pods get sidecars back${optIns.workloads.length > 0 ? ', and restore the pod-level opt-ins' : ''}.`, operations: [...refs.map((ref): Operation => ({op: 'restart', ref})), ...optIns.undo]},
     })
   }
 
@@ -358,6 +429,45 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     })
   }
 
+  if (migrating && waypointRequired && options.denyWaypointBypass) {
+    const deny = denyBypassStep(inventory, options.waypointName, ns)
+    findings.push(...deny.findings)
+    if (deny.step) steps.push(deny.step)
+  }
+
+  // E11/E12: behaviour only client sidecars provided is lost once the pods are ambient. Reviewers must
+  // accept each loss explicitly (--accept-lost); otherwise it blocks the plan.
+  const acceptLost = new Set(options.acceptLost ?? [])
+  const lostRefs = new Set(inventory.objects.filter((i) => i.action === 'lost-client-side').map((i) => refKey(i.ref)))
+  for (const [i, f] of findings.entries()) {
+    if (!migrating || !f.ref || !lostRefs.has(refKey(f.ref)) || f.severity !== 'error') continue
+    findings[i] = acceptLost.has(f.id)
+      ? {...f, severity: 'warning', message: `${f.message} (accepted with --accept-lost)`}
+      : {...f, severity: 'blocker', fix: `${f.fix ?? ''} To go ahead without it, re-run plan with --accept-lost ${f.id}.`.trim()}
+  }
+
+  // Step-by-step safety simulation: hazards outside documented windows block unless accepted.
+  const policyInputs = timelinePolicies(ns, policies.decisions)
+  const acceptHazards = new Set(options.acceptHazards ?? [])
+  const hazards: PlanHazard[] = []
+  if (migrating) {
+    const sim = simulate({namespace: ns, workloads: inventory.workloads, steps, policies: simPolicies(policyInputs), ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient'})
+    const unexpected = new Set(unexpectedHazards(sim).map((h) => h.id))
+    for (const h of sim.hazards) {
+      const accepted = unexpected.has(h.id) && acceptHazards.has(h.id)
+      hazards.push({...h, ...(accepted ? {accepted: true} : {})})
+      if (unexpected.has(h.id) && !accepted) {
+        findings.push({
+          id: `hazard/${h.id}`,
+          code: 'UnexpectedHazard',
+          severity: 'blocker',
+          message: `${h.phase === 'apply' ? 'During apply' : 'During rollback'}, from ${h.from} until ${h.until}: ${h.message}. No documented window covers this.`,
+          fix: `Change what causes it (see the step descriptions), or accept it with --accept-hazard ${h.id}.`,
+        })
+      }
+    }
+  }
+
   const blockers = findings.filter((f) => f.severity === 'blocker')
   const plainFindings = findings.filter((f) => f.severity !== 'blocker')
   return {
@@ -374,6 +484,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       inventory: inventory.objects,
       workloads: inventory.workloads,
       waypoints,
+      policies: policyInputs,
+      hazards,
       steps,
     },
   }

@@ -73,7 +73,49 @@ const operation = {
       required: ['op', 'ref'],
       properties: {op: {const: 'restart'}, ref},
     },
+    {
+      additionalProperties: false,
+      required: ['op', 'ref', 'labels'],
+      properties: {op: {const: 'template-labels'}, ref, labels: labelMap},
+    },
   ],
+}
+
+const stepActionRef = {enum: [...STEP_ACTIONS]}
+
+const policyTimelineInput = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'workloads'],
+  properties: {
+    key: {type: 'string'},
+    action: {type: 'string'},
+    ztunnel: {type: 'string'},
+    workloads: {type: 'array', items: {type: 'string'}},
+    deletedIn: stepActionRef,
+    waypointCopyIn: stepActionRef,
+    companionIn: stepActionRef,
+    l4PartIn: stepActionRef,
+    identityKeyed: {type: 'boolean'},
+  },
+}
+
+const hazard = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'kind', 'phase', 'from', 'until', 'workloads', 'message'],
+  properties: {
+    id: {type: 'string'},
+    kind: {type: 'string'},
+    phase: {enum: ['apply', 'rollback']},
+    from: {type: 'string'},
+    until: {type: 'string'},
+    window: {type: 'string'},
+    policy: {type: 'string'},
+    workloads: {type: 'array', items: {type: 'string'}},
+    message: {type: 'string'},
+    accepted: {type: 'boolean'},
+  },
 }
 
 const precondition = {
@@ -218,7 +260,7 @@ export const PLAN_SCHEMA = {
     spec: {
       type: 'object',
       additionalProperties: false,
-      required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'steps'],
+      required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps'],
       properties: {
         target: {
           oneOf: [
@@ -244,6 +286,11 @@ export const PLAN_SCHEMA = {
             rootNamespace: {type: 'string'},
             waypointName: {type: 'string'},
             waypointFor: {enum: ['service', 'workload', 'all']},
+            routes: {enum: ['virtualservice', 'httproute']},
+            optedOut: {enum: ['keep-out', 'enroll']},
+            denyWaypointBypass: {type: 'boolean'},
+            acceptLost: {type: 'array', items: {type: 'string'}},
+            acceptHazards: {type: 'array', items: {type: 'string'}},
           },
         },
         observed: {
@@ -272,6 +319,8 @@ export const PLAN_SCHEMA = {
         inventory: {type: 'array', items: inventoryItem},
         workloads: {type: 'array', items: workloadItem},
         waypoints: {type: 'array', items: kubeObject},
+        policies: {type: 'array', items: policyTimelineInput},
+        hazards: {type: 'array', items: hazard},
         steps: {type: 'array', items: step},
       },
     },

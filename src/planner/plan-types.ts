@@ -16,15 +16,19 @@ export const FIELD_MANAGER = 'mesh-migrate'
  */
 export const STEP_ACTIONS = [
   'preflight',
+  'patch-network-policies',
   'create-waypoint',
   'wait-waypoint',
   'create-policies',
   'bind-waypoint',
+  'swap-routes',
+  'opt-out-workloads',
   'enable-ambient',
   'remove-sidecar-injection',
   'restart-workloads',
   'delete-sidecar-policies',
   'verify-dataplane',
+  'deny-waypoint-bypass',
 ] as const
 
 export type StepAction = (typeof STEP_ACTIONS)[number]
@@ -42,6 +46,11 @@ export type Operation =
   | {op: 'label'; ref: ObjectRef; labels: Record<string, string | null>}
   /** Rollout restart via the kubectl.kubernetes.io/restartedAt pod-template annotation. */
   | {op: 'restart'; ref: ObjectRef}
+  /**
+   * Set and/or remove labels of a controller's pod template (merge patch; `null` removes). A template
+   * change rolls the workload, so its pods come back with the new labels.
+   */
+  | {op: 'template-labels'; ref: ObjectRef; labels: Record<string, string | null>}
 
 /** Read-only conditions checked before a step writes (stale-plan detection, SPEC §7). */
 export type Precondition =
@@ -95,6 +104,44 @@ export interface PlanOptions {
   rootNamespace: string
   waypointName: string
   waypointFor: 'service' | 'workload' | 'all'
+  /** virtualservice: keep mesh VirtualServices (applied by the waypoint); httproute: convert them (swap-routes). */
+  routes?: 'virtualservice' | 'httproute'
+  /** E5: keep pods opted out of injection out of the mesh (istio.io/dataplane-mode=none) or let ztunnel capture them. */
+  optedOut?: 'keep-out' | 'enroll'
+  /** Add the bypass-prevention DENY once everything else is done (only when every caller is ambient). */
+  denyWaypointBypass?: boolean
+  /** Finding ids of lost client-side behaviour the reviewers accepted (--accept-lost). */
+  acceptLost?: string[]
+  /** Hazard ids outside documented windows the reviewers accepted (--accept-hazard). */
+  acceptHazards?: string[]
+}
+
+/** One policy as the step-by-step simulation sees it (inputs of `show --timeline`). */
+export interface PolicyTimelineInput {
+  /** "Kind/name" (or "Kind/namespace/name" for policies outside the plan's namespace). */
+  key: string
+  action?: string
+  ztunnel?: string
+  workloads: string[]
+  deletedIn?: StepAction
+  waypointCopyIn?: StepAction
+  companionIn?: StepAction
+  l4PartIn?: StepAction
+  identityKeyed?: boolean
+}
+
+export interface PlanHazard {
+  id: string
+  kind: string
+  phase: 'apply' | 'rollback'
+  from: string
+  until: string
+  window?: string
+  policy?: string
+  workloads: string[]
+  message: string
+  /** Accepted by the reviewers with --accept-hazard (only for hazards without a documented window). */
+  accepted?: boolean
 }
 
 export interface PlanSummary {
@@ -119,6 +166,10 @@ export interface PlanSpec {
   inventory: InventoryItem[]
   workloads: WorkloadItem[]
   waypoints: KubeObject[]
+  /** The policies the simulation follows step by step (show --timeline). */
+  policies: PolicyTimelineInput[]
+  /** What the simulation found: intervals where a pod leaves the mesh or a policy is degraded/not enforced. */
+  hazards: PlanHazard[]
   steps: PlanStep[]
 }
 

@@ -126,6 +126,8 @@ interface WriteRule {
   delete?: string[]
   label?: {kinds: string[]; keys: string[]}
   restart?: string[]
+  /** Pod-template labels of these controllers, these keys only. */
+  templateLabels?: {kinds: string[]; keys: string[]}
 }
 
 const POLICY_KINDS = [
@@ -135,19 +137,39 @@ const POLICY_KINDS = [
   'extensions.istio.io/WasmPlugin',
 ]
 
+const CONTROLLER_KINDS = ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet', 'apps/ReplicaSet', 'batch/CronJob']
+
 export const WRITE_RULES: Record<StepAction, WriteRule> = {
   preflight: {},
+  // Additive NetworkPolicies that admit HBONE (15008) and kubelet probes (169.254.7.127) where existing ones would not (E25).
+  'patch-network-policies': {apply: ['networking.k8s.io/NetworkPolicy']},
   'create-waypoint': {apply: ['gateway.networking.k8s.io/Gateway']},
   'wait-waypoint': {},
   'create-policies': {apply: [...POLICY_KINDS, '/Service']},
   'bind-waypoint': {label: {kinds: ['/Namespace', '/Service'], keys: ['istio.io/use-waypoint', 'istio.io/use-waypoint-namespace']}},
+  // HTTPRoutes (and per-version Services) replace VirtualServices in one step, never both for one host (E26).
+  'swap-routes': {apply: ['gateway.networking.k8s.io/HTTPRoute', '/Service'], delete: ['networking.istio.io/VirtualService']},
+  // Pods opted out of injection stay out of ambient too (E5); class-istio gateways likewise (E8).
+  'opt-out-workloads': {
+    label: {kinds: ['/Pod', 'gateway.networking.k8s.io/Gateway'], keys: ['istio.io/dataplane-mode']},
+    templateLabels: {kinds: CONTROLLER_KINDS, keys: ['istio.io/dataplane-mode']},
+  },
   'enable-ambient': {label: {kinds: ['/Namespace'], keys: ['istio.io/dataplane-mode']}},
-  'remove-sidecar-injection': {label: {kinds: ['/Namespace'], keys: ['istio-injection', 'istio.io/rev']}},
-  'restart-workloads': {restart: ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet']},
+  // Injected gateways are pinned to the namespace's revision before it loses istio.io/rev (E7).
+  'remove-sidecar-injection': {
+    label: {kinds: ['/Namespace'], keys: ['istio-injection', 'istio.io/rev']},
+    templateLabels: {kinds: CONTROLLER_KINDS, keys: ['istio.io/rev']},
+  },
+  // Pod-level opt-ins are removed from templates (E4); the template change rolls the workload like a restart.
+  'restart-workloads': {
+    restart: ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet'],
+    templateLabels: {kinds: CONTROLLER_KINDS, keys: ['sidecar.istio.io/inject', 'istio.io/rev']},
+  },
   // Deletes the superseded originals and creates the L4 parts of L7 ALLOWs (its undo re-creates the former and
   // deletes the latter).
   'delete-sidecar-policies': {apply: ['security.istio.io/AuthorizationPolicy'], delete: POLICY_KINDS},
   'verify-dataplane': {},
+  'deny-waypoint-bypass': {apply: ['security.istio.io/AuthorizationPolicy']},
 }
 
 function gk(apiVersion: string, kind: string): string {
@@ -164,7 +186,7 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
 
   const ref = op.op === 'apply' ? {apiVersion: op.object.apiVersion, kind: op.object.kind, name: op.object.metadata?.name, namespace: op.object.metadata?.namespace} : op.ref
   const kindKey = gk(ref.apiVersion, ref.kind)
-  if (ref.kind === 'Secret' || (op.op !== 'label' && op.op !== 'restart' && op.object.kind === 'Secret')) {
+  if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object.kind === 'Secret')) {
     say('plans never carry Secrets')
   }
   // Writes are confined to the plan's namespace; the only cluster-scoped object a plan may touch is
@@ -206,6 +228,17 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
     case 'restart':
       if (!(rule.restart ?? []).includes(kindKey)) say(`this step may not restart ${ref.kind}`)
       break
+    case 'template-labels': {
+      const tl = rule.templateLabels
+      if (!tl || !tl.kinds.includes(kindKey)) {
+        say(`this step may not change the pod template of ${ref.kind}`)
+      } else {
+        for (const key of Object.keys(op.labels)) {
+          if (!tl.keys.includes(key)) say(`this step may not change pod-template label "${key}" (allowed: ${tl.keys.join(', ')})`)
+        }
+      }
+      break
+    }
   }
   return problems
 }

@@ -6,19 +6,25 @@ import type {MigrationPlan, PlanStep, StepAction, StepPhase} from './plan-types.
  * Undo order by action. Restore the injection label and restart (pods get sidecars back, which
  * istio-cni skips) before removing istio.io/dataplane-mode: removing it first would un-enrol running
  * sidecar-less pods at once and leave them outside the mesh. Deleted sidecar policies come back
- * before that restart completes, so the returning sidecars enforce them. The waypoint is unbound and
- * deleted last, after the policies that target it.
+ * before that restart completes, so the returning sidecars enforce them. The waypoint is unbound before
+ * its companion policies go, and deleted last; the NetworkPolicy allowances go after the last HBONE traffic.
  */
 export const UNDO_ORDER: StepAction[] = [
+  'deny-waypoint-bypass',
   'verify-dataplane',
   'delete-sidecar-policies',
   'remove-sidecar-injection',
   'restart-workloads',
   'enable-ambient',
-  'create-policies',
+  'opt-out-workloads',
+  'swap-routes',
+  // Unbind before deleting the companions: while bound, still-sidecar destinations see the waypoint's
+  // identity, which only the companions admit.
   'bind-waypoint',
+  'create-policies',
   'wait-waypoint',
   'create-waypoint',
+  'patch-network-policies',
   'preflight',
 ]
 

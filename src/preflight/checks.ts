@@ -14,7 +14,7 @@ import {GATEWAY_MANAGED, ISTIO_PROXY, podProxyState, WAYPOINT_CONTROLLER} from '
 import {WAYPOINT_CLASS} from '../planner/waypoint.js'
 import {ClusterSource, mapLimit} from '../sources/cluster.js'
 import {daemonSetCoverage} from './daemonset.js'
-import {analyzeNetworkPolicies, HBONE_PORT, PROBE_SOURCE_V4, podEndpoint, type PodEndpoint} from './network-policy.js'
+import {analyzeNetworkPolicies, HBONE_PORT, PROBE_SOURCE_V4, podEndpoint, type PodEndpoint} from '../planner/network-policy.js'
 import {type AccessNeed, planAccessNeeds} from './rbac.js'
 import type {PreflightCheckId, PreflightDiagnostic} from './types.js'
 

@@ -28,6 +28,8 @@ export function describeOperation(op: Operation): string {
       return `label ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')}`
     case 'restart':
       return `restart ${formatRef(op.ref)}`
+    case 'template-labels':
+      return `label pod template of ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')}`
   }
 }
 

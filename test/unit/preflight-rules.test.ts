@@ -4,7 +4,7 @@ import {describe, expect, it} from 'vitest'
 import type {KubeObject} from '../../src/planner/model.js'
 import {chooseIstiod, compareBundleVersions, istioVersionFromImage} from '../../src/preflight/checks.js'
 import {nodeExclusion} from '../../src/preflight/daemonset.js'
-import {analyzeNetworkPolicies, cidrContains, type PodEndpoint} from '../../src/preflight/network-policy.js'
+import {analyzeNetworkPolicies, cidrContains, type PodEndpoint} from '../../src/planner/network-policy.js'
 
 const netpol = (name: string, spec: Record<string, unknown>): KubeObject => ({apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: {name, namespace: 'ns'}, spec: {podSelector: {}, ...spec}})
 const web: PodEndpoint = {name: 'web-1', labels: {app: 'web'}, ports: [{name: 'http', containerPort: 8080}, {name: 'hbone-ish', containerPort: 15008}], probes: [{container: 'web', kind: 'readiness', port: 'http'}]}

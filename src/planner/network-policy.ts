@@ -5,8 +5,8 @@
 // application listens on, so a rule that admits some peers on the application's ports must admit
 // the same peers on 15008 too. Kubelet probes arrive SNATed from 169.254.7.127 (IPv6
 // fd16:9254:7127:1337:ffff:ffff:ffff:ffff) and, depending on the CNI, need an ipBlock allowing it.
-import type {KubeObject} from '../planner/model.js'
-import {type LabelSelector, selectorMatches} from '../planner/namespace.js'
+import type {KubeObject} from './model.js'
+import {type LabelSelector, selectorMatches} from './namespace.js'
 
 export const HBONE_PORT = 15008
 export const PROBE_SOURCE_V4 = '169.254.7.127'
@@ -45,6 +45,8 @@ export interface NetworkPolicyIssue {
   policies: string[]
   /** Index of the ingress rule concerned (hbone-blocked). */
   rule?: number
+  /** The probed container port (probe-blocked). */
+  port?: number
   pods: string[]
   detail: string
 }
@@ -233,6 +235,7 @@ export function analyzeNetworkPolicies(policies: KubeObject[], pods: PodEndpoint
       const issue = probeIssues.get(key) ?? {
         kind: 'probe-blocked' as const,
         policies: names,
+        port,
         pods: [],
         detail: `kubelet probes on port ${port} (source ${PROBE_SOURCE_V4} once ambient) are not admitted by NetworkPolic${names.length === 1 ? 'y' : 'ies'} ${names.join(', ')}`,
       }

@@ -1,0 +1,296 @@
+// Steps beyond the core label switch (issue 5 §2–§3): NetworkPolicy allowances (E25), the HTTPRoute swap
+// (E26), keeping opted-out pods out of ambient (E5, E8), pinning injected gateways (E7), removing pod-level
+// opt-ins (E4), and the bypass-prevention DENY (DOMAIN §3.1 recipe). Pure.
+import {cleanObject, objectFingerprint} from './canonical.js'
+import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from './model.js'
+import {analyzeNetworkPolicies, HBONE_PORT, podEndpoint, PROBE_SOURCE_V4, type PodEndpoint} from './network-policy.js'
+import type {Operation, PlanStep, Precondition} from './plan-types.js'
+import {formatRef, refKey, refOf} from './refs.js'
+import {markManaged} from './retarget.js'
+import {convertVirtualServices} from './routes.js'
+import {waypointPrincipal} from './waypoint.js'
+
+export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
+export const SIDECAR_INJECT_LABEL = 'sidecar.istio.io/inject'
+export const REVISION_LABEL = 'istio.io/rev'
+
+const TEMPLATE_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'CronJob'])
+
+function objectFor(snapshot: SourceSnapshot, ref: ObjectRef): KubeObject | undefined {
+  const key = refKey(ref)
+  return snapshot.objects.find((o) => refKey(refOf(o)) === key)
+}
+
+function templateOf(obj: KubeObject): {metadata?: {labels?: Record<string, string>}; spec?: unknown} | undefined {
+  return obj.kind === 'Pod' ? {metadata: obj.metadata as {labels?: Record<string, string>}, spec: obj.spec} : obj.kind === 'CronJob' ? obj.spec?.jobTemplate?.spec?.template : obj.spec?.template
+}
+
+// ---------------------------------------------------------------------------------------------
+// E25: NetworkPolicies that would block HBONE or kubelet probes once the namespace is ambient
+
+/** The pods (by workload) NetworkPolicies are evaluated against. */
+export function podEndpoints(inventory: Inventory, snapshot: SourceSnapshot): PodEndpoint[] {
+  const out: PodEndpoint[] = []
+  for (const w of inventory.workloads) {
+    if (w.traits.includes('host-network')) continue
+    const obj = objectFor(snapshot, w.ref)
+    const template = obj && templateOf(obj)
+    if (!template) continue
+    out.push(podEndpoint(`${w.ref.kind}/${w.ref.name}`, {labels: w.podLabels}, template.spec))
+  }
+  return out
+}
+
+/**
+ * One additive NetworkPolicy per original policy whose rules would lose their peers: same podSelector,
+ * the same `from` on TCP 15008 (ambient peers and waypoints arrive there), and 169.254.7.127/32 on the
+ * probed ports. NetworkPolicies only add up, so nothing the original denies becomes allowed except
+ * HBONE from the peers it already admitted, and probes.
+ */
+export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planName: string): {step?: PlanStep; findings: Finding[]} {
+  const ns = inventory.namespace
+  const policies = snapshot.objects.filter((o) => o.kind === 'NetworkPolicy' && o.apiVersion.startsWith('networking.k8s.io/') && o.metadata.namespace === ns)
+  if (policies.length === 0) return {findings: []}
+  const issues = analyzeNetworkPolicies(policies, podEndpoints(inventory, snapshot))
+  if (issues.length === 0) return {findings: []}
+  const byName = new Map(policies.map((p) => [p.metadata.name, p]))
+  const rulesFor = new Map<string, unknown[]>()
+  const add = (policy: string, rule: unknown) => {
+    const list = rulesFor.get(policy) ?? []
+    if (!list.some((r) => JSON.stringify(r) === JSON.stringify(rule))) list.push(rule)
+    rulesFor.set(policy, list)
+  }
+  for (const issue of issues) {
+    if (issue.kind === 'hbone-blocked') {
+      const policy = byName.get(issue.policies[0]!)
+      const original = policy?.spec?.ingress?.[issue.rule ?? 0]
+      add(issue.policies[0]!, {...(original?.from ? {from: original.from} : {}), ports: [{protocol: 'TCP', port: HBONE_PORT}]})
+    } else {
+      for (const name of issue.policies) add(name, {from: [{ipBlock: {cidr: `${PROBE_SOURCE_V4}/32`}}], ...(issue.port === undefined ? {} : {ports: [{protocol: 'TCP', port: issue.port}]})})
+    }
+  }
+  const created: KubeObject[] = [...rulesFor.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, ingress]) =>
+    markManaged({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: {name: `${name}-ambient`.slice(0, 253), namespace: ns, annotations: {'mesh-migrate.io/complements': name}},
+      spec: {podSelector: structuredClone(byName.get(name)?.spec?.podSelector ?? {}), policyTypes: ['Ingress'], ingress},
+    }, planName),
+  )
+  const step: PlanStep = {
+    id: 'patch-network-policies',
+    action: 'patch-network-policies',
+    description: `Before any traffic moves, add ${created.length} NetworkPolic${created.length === 1 ? 'y' : 'ies'} next to the existing ones: ${issues.map((i) => i.detail).join('; ')}. Ambient peers and waypoints reach pods on TCP ${HBONE_PORT}, and kubelet probes come from ${PROBE_SOURCE_V4} once pods are captured; NetworkPolicies add up, so the new ones admit exactly that and nothing else.`,
+    preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
+    operations: created.map((object): Operation => ({op: 'apply', object})),
+    verify: [{check: 'objects-present', refs: created.map(refOf)}],
+    undo: {description: 'Delete the NetworkPolicies this step added.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+  }
+  return {step, findings: []}
+}
+
+// ---------------------------------------------------------------------------------------------
+// E26: VirtualServices → HTTPRoutes in one step
+
+export function swapRoutesStep(inventory: Inventory, snapshot: SourceSnapshot, planName: string): {step?: PlanStep; findings: Finding[]} {
+  const ns = inventory.namespace
+  const wanted = new Set(inventory.objects.filter((i) => i.ref.kind === 'VirtualService' && i.ref.namespace === ns && i.action === 'retarget').map((i) => refKey(i.ref)))
+  if (wanted.size === 0) return {findings: []}
+  const local = (kind: string) => snapshot.objects.filter((o) => o.kind === kind && o.metadata.namespace === ns)
+  const conversion = convertVirtualServices({
+    namespace: ns,
+    virtualServices: local('VirtualService').filter((o) => wanted.has(refKey(refOf(o)))),
+    destinationRules: snapshot.objects.filter((o) => o.kind === 'DestinationRule' && o.apiVersion.startsWith('networking.istio.io/')),
+    services: local('Service').filter((o) => o.apiVersion === 'v1'),
+  })
+  const findings = [...conversion.findings]
+  for (const kept of conversion.kept) {
+    findings.push({
+      id: `routes-kept/${kept.ref.namespace}/${kept.ref.name}`,
+      code: 'VirtualServiceKept',
+      severity: 'info',
+      ref: kept.ref,
+      message: `VirtualService ${kept.ref.name} stays (the waypoint applies it; VirtualService on waypoints is Alpha): ${kept.reasons.join('; ')}`,
+    })
+  }
+  if (conversion.converted.length === 0) return {findings}
+  const created = [...conversion.versionServices, ...conversion.httpRoutes].map((o) => markManaged(o, planName))
+  const deleted = conversion.converted.map((ref) => objectFor(snapshot, ref)).filter((o): o is KubeObject => o !== undefined).map(cleanObject)
+  const step: PlanStep = {
+    id: 'swap-routes',
+    action: 'swap-routes',
+    description: `Replace ${deleted.length} VirtualService(s) with Gateway API routes the waypoint applies (GAMMA, the Service as parent): create ${created.map((o) => `${o.kind} ${o.metadata.name}`).join(', ')} and delete ${deleted.map((o) => o.metadata.name).join(', ')} in the same step — a VirtualService and an HTTPRoute must never serve one host at once (E26). Remaining sidecar callers execute the HTTPRoutes client-side, ambient callers get them from the waypoint.`,
+    preconditions: [
+      ...deleted.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
+      ...created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
+    ],
+    operations: [...created.map((object): Operation => ({op: 'apply', object})), ...deleted.map((o): Operation => ({op: 'delete', ref: refOf(o), object: o}))],
+    verify: [
+      {check: 'objects-present', refs: created.map(refOf)},
+      {check: 'objects-absent', refs: deleted.map(refOf)},
+    ],
+    undo: {
+      description: 'Re-create the VirtualServices from the copies stored here, then delete the routes and Services this step created.',
+      operations: [...deleted.map((object): Operation => ({op: 'apply', object})), ...created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))],
+    },
+  }
+  return {step, findings}
+}
+
+// ---------------------------------------------------------------------------------------------
+// E5 / E8: workloads that are outside the mesh today stay outside once the namespace is ambient
+
+export function optOutStep(inventory: Inventory, snapshot: SourceSnapshot): {step?: PlanStep; optedOut: WorkloadItem[]; findings: Finding[]} {
+  const ops: Operation[] = []
+  const undo: Operation[] = []
+  const optedOut: WorkloadItem[] = []
+  const findings: Finding[] = []
+  for (const w of inventory.workloads) {
+    const t = new Set(w.traits)
+    if (t.has('dataplane-none') || t.has('host-network') || t.has('waypoint')) continue
+    const outsideToday = w.proxy === 'none' && t.has('inject-opt-out')
+    if (!outsideToday && !t.has('kube-gateway')) continue
+    if (t.has('kube-gateway')) {
+      // Class-istio gateway pods come from a Gateway object; istiod propagates its labels to them (E8).
+      const gatewayName = w.podLabels['gateway.networking.k8s.io/gateway-name']
+      if (!gatewayName) continue
+      const ref: ObjectRef = {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: inventory.namespace, name: gatewayName}
+      const previous = objectFor(snapshot, ref)?.metadata.labels?.[DATAPLANE_MODE_LABEL] ?? null
+      ops.push({op: 'label', ref, labels: {[DATAPLANE_MODE_LABEL]: 'none'}})
+      undo.push({op: 'label', ref, labels: {[DATAPLANE_MODE_LABEL]: previous}})
+      optedOut.push(w)
+      continue
+    }
+    if (w.ref.kind === 'Pod') {
+      ops.push({op: 'label', ref: w.ref, labels: {[DATAPLANE_MODE_LABEL]: 'none'}})
+      undo.push({op: 'label', ref: w.ref, labels: {[DATAPLANE_MODE_LABEL]: null}})
+      optedOut.push(w)
+    } else if (TEMPLATE_KINDS.has(w.ref.kind)) {
+      ops.push({op: 'template-labels', ref: w.ref, labels: {[DATAPLANE_MODE_LABEL]: 'none'}})
+      undo.push({op: 'template-labels', ref: w.ref, labels: {[DATAPLANE_MODE_LABEL]: null}})
+      optedOut.push(w)
+    } else {
+      findings.push({
+        id: `E5/opt-out-manual/${w.ref.kind}/${w.ref.name}`,
+        code: 'OptOutManual',
+        severity: 'warning',
+        ref: w.ref,
+        message: `${formatRef(w.ref)} is outside the mesh (sidecar.istio.io/inject=false) and will be captured by ztunnel when the namespace becomes ambient; its pod template cannot be patched by the tool (${w.ref.kind}).`,
+        fix: 'Add the label istio.io/dataplane-mode=none to its pods yourself before enable-ambient, or accept that it joins the mesh.',
+      })
+    }
+  }
+  if (ops.length === 0) return {optedOut, findings}
+  return {
+    optedOut,
+    findings,
+    step: {
+      id: 'opt-out-workloads',
+      action: 'opt-out-workloads',
+      description: `Keep ${optedOut.length} workload(s) that are outside the mesh today outside it once the namespace is ambient, by labelling their pods istio.io/dataplane-mode=none (the ambient equivalent of sidecar.istio.io/inject=false): ${optedOut.map((w) => formatRef(w.ref)).join(', ')}. Template changes roll their pods; without this step ztunnel would capture them the moment the namespace is labelled (E5, E8). Pass --opted-out enroll to let them join instead.`,
+      preconditions: ops.map((op): Precondition => ({check: 'object-present', ref: op.op === 'apply' ? refOf(op.object) : op.ref})),
+      operations: ops,
+      verify: [],
+      undo: {description: 'Remove the istio.io/dataplane-mode=none labels this step added.', operations: undo},
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// E7: injected gateways pinned to the namespace's revision before it loses istio.io/rev
+
+export function gatewayPinOperations(inventory: Inventory, snapshot: SourceSnapshot): {ops: Operation[]; undo: Operation[]; pinned: WorkloadItem[]} {
+  const revision = inventory.namespaceState.revision
+  const ops: Operation[] = []
+  const undo: Operation[] = []
+  const pinned: WorkloadItem[] = []
+  if (!revision || !inventory.namespaceState.sidecarLabels.some((l) => l.key === REVISION_LABEL)) return {ops, undo, pinned}
+  for (const w of inventory.workloads) {
+    if (!w.traits.includes('injected-gateway') || !TEMPLATE_KINDS.has(w.ref.kind)) continue
+    const template = templateOf(objectFor(snapshot, w.ref) ?? ({} as KubeObject))
+    if (template?.metadata?.labels?.[REVISION_LABEL]) continue
+    ops.push({op: 'template-labels', ref: w.ref, labels: {[REVISION_LABEL]: revision}})
+    undo.push({op: 'template-labels', ref: w.ref, labels: {[REVISION_LABEL]: null}})
+    pinned.push(w)
+  }
+  return {ops, undo, pinned}
+}
+
+// ---------------------------------------------------------------------------------------------
+// E4: pod-level opt-ins removed from templates (the template change rolls the workload)
+
+export function podOptInOperations(inventory: Inventory, snapshot: SourceSnapshot): {ops: Operation[]; undo: Operation[]; workloads: WorkloadItem[]} {
+  const ops: Operation[] = []
+  const undo: Operation[] = []
+  const workloads: WorkloadItem[] = []
+  for (const w of inventory.workloads) {
+    const t = new Set(w.traits)
+    if (!t.has('pod-opt-in') || t.has('manual-injection') || t.has('injected-gateway') || !TEMPLATE_KINDS.has(w.ref.kind)) continue
+    const labels = templateOf(objectFor(snapshot, w.ref) ?? ({} as KubeObject))?.metadata?.labels ?? {}
+    const change: Record<string, string | null> = {}
+    const restore: Record<string, string | null> = {}
+    if (labels[SIDECAR_INJECT_LABEL] === 'true') {
+      change[SIDECAR_INJECT_LABEL] = null
+      restore[SIDECAR_INJECT_LABEL] = 'true'
+    }
+    if (labels[REVISION_LABEL]) {
+      change[REVISION_LABEL] = null
+      restore[REVISION_LABEL] = labels[REVISION_LABEL]
+    }
+    if (Object.keys(change).length === 0) continue
+    ops.push({op: 'template-labels', ref: w.ref, labels: change})
+    undo.push({op: 'template-labels', ref: w.ref, labels: restore})
+    workloads.push(w)
+  }
+  return {ops, undo, workloads}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bypass-prevention DENY (DOMAIN §3.1 recipe), optional
+
+export function denyBypassStep(inventory: Inventory, waypointName: string, planName: string): {step?: PlanStep; findings: Finding[]} {
+  const ns = inventory.namespace
+  const principal = waypointPrincipal(ns, waypointName)
+  const findings: Finding[] = []
+  const policies: KubeObject[] = []
+  for (const svc of inventory.services) {
+    if (!svc.selector || Object.keys(svc.selector).length === 0 || svc.labels?.['gateway.istio.io/managed']) continue
+    if (svc.headless) {
+      findings.push({
+        id: `deny-bypass-headless/${ns}/${svc.ref.name}`,
+        code: 'BypassDenyHeadless',
+        severity: 'warning',
+        ref: svc.ref,
+        message: `No bypass-prevention DENY for headless Service ${svc.ref.name}: its pods are reached by pod IP (StatefulSet peers, scrapers), which never goes through a service waypoint, so the DENY would cut them off (E9).`,
+      })
+      continue
+    }
+    policies.push({
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: `${svc.ref.name}-deny-waypoint-bypass`, namespace: ns},
+      spec: {selector: {matchLabels: {...svc.selector}}, action: 'DENY', rules: [{from: [{source: {notPrincipals: [principal]}}]}]},
+    })
+  }
+  const created = policies.map((p) => markManaged(p, planName))
+  if (created.length === 0) return {findings}
+  findings.push({
+    id: `deny-bypass-callers/${ns}`,
+    code: 'BypassDenyCallers',
+    severity: 'warning',
+    message: `deny-waypoint-bypass denies every caller that does not come through the waypoint ${ns}/${waypointName}: sidecar clients (they never use waypoints), out-of-mesh clients and pod-IP traffic. Apply it only once every caller is ambient.`,
+    fix: 'Leave the step pending until the callers of these Services are migrated (mesh-migrate census shows which namespaces still run sidecars).',
+  })
+  return {
+    findings,
+    step: {
+      id: 'deny-waypoint-bypass',
+      action: 'deny-waypoint-bypass',
+      description: `Deny traffic to ${created.length} workload group(s) that did not come through the waypoint (selector DENY, notPrincipals ${principal}), so L7 policies on the waypoint cannot be bypassed by addressing pods directly. Only once every caller is ambient: sidecar callers never use waypoints and would be denied.`,
+      preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
+      operations: created.map((object): Operation => ({op: 'apply', object})),
+      verify: [{check: 'objects-present', refs: created.map(refOf)}],
+      undo: {description: 'Delete the bypass-prevention policies.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+    },
+  }
+}
