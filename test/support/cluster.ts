@@ -29,6 +29,7 @@ import {
   type InstalledControlPlane,
   installControlPlane,
   type InstallOptionsInput,
+  isConflict,
   startControlPlane,
   uninstallControlPlane,
 } from './control-plane/index.js'
@@ -135,6 +136,57 @@ async function ensureCrds(api: ClusterApi): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// One harness at a time on an external cluster
+
+/** Kubernetes MicroTime (RFC 3339 with microseconds). */
+const microTime = () => new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
+
+const LOCK = {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'default', name: 'mesh-migrate-e2e-harness'}
+const LOCK_SECONDS = 30
+
+/**
+ * Two fake control planes on one cluster would fight over the same objects (as two controller
+ * managers without leader election would), so on an external cluster test files take turns: a Lease
+ * held while a harness runs, renewed every few seconds, taken over when its holder stopped renewing.
+ * Returns the release function.
+ */
+async function acquireClusterLock(api: ClusterApi, holder: string, log: (m: string) => void): Promise<() => Promise<void>> {
+  let announced = false
+  for (;;) {
+    const lease = await api.get(LOCK)
+    try {
+      if (!lease) {
+        await api.create({...LOCK, metadata: {name: LOCK.name, namespace: LOCK.namespace}, spec: {holderIdentity: holder, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(), renewTime: microTime()}})
+        break
+      }
+      const renewed = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '')
+      const expired = Number.isNaN(renewed) || renewed + (lease.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000 < Date.now()
+      if (expired || !lease.spec?.holderIdentity) {
+        await api.patch(LOCK, {metadata: {resourceVersion: lease.metadata.resourceVersion}, spec: {holderIdentity: holder, acquireTime: microTime(), renewTime: microTime(), leaseDurationSeconds: LOCK_SECONDS}})
+        break
+      }
+    } catch (error) {
+      // Someone else was faster: look again.
+      if (!isConflict(error)) throw error
+    }
+    if (!announced) {
+      log(`waiting for the end-to-end harness of ${lease?.spec?.holderIdentity ?? 'another run'} on this cluster (Lease default/${LOCK.name})`)
+      announced = true
+    }
+    await new Promise((r) => setTimeout(r, 500))
+  }
+  const timer = setInterval(() => {
+    void api.patch(LOCK, {spec: {holderIdentity: holder, renewTime: microTime()}}).catch(() => undefined)
+  }, 5000)
+  timer.unref()
+  return async () => {
+    clearInterval(timer)
+    const lease = await api.get(LOCK).catch(() => undefined)
+    if (lease?.spec?.holderIdentity === holder) await api.delete(LOCK, {preconditions: {uid: lease.metadata.uid!}}).catch(() => undefined)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Fixtures
 
 async function fixtureObjects(fixture: Fixture): Promise<KubeObject[]> {
@@ -165,11 +217,18 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
   let api: ClusterApi
   let controlPlaneApi: ClusterApi
 
+  let releaseLock: (() => Promise<void>) | undefined
   if (external) {
     kubeconfigPath = path.resolve(externalKubeconfig!)
     api = await clusterApiFromKubeconfig(kubeconfigPath, {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
     controlPlaneApi = api.as({userAgent: 'mesh-migrate-test-control-plane', fieldManager: 'mesh-migrate-test-control-plane'})
-    await ensureCrds(api)
+    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) => process.stderr.write(`[test-cluster] ${m}\n`))
+    try {
+      await ensureCrds(api)
+    } catch (error) {
+      await releaseLock()
+      throw error
+    }
   } else {
     server = await startApiServer({
       ...(opts.crds ? {crdFiles: opts.crds} : {}),
@@ -197,12 +256,25 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
   let controlPlane: ControlPlane | undefined
 
   const cleanup = async () => {
-    controlPlane?.stop()
     if (external) {
-      for (const ns of [...createdNamespaces].reverse()) await api.delete({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)
-      for (const ref of [...createdClusterObjects].reverse()) await api.delete(ref).catch(() => undefined)
-      if (installed) await uninstallControlPlane(api, installed)
-      // CRDs stay: deleting them would delete every object of their kinds on a shared cluster.
+      try {
+        // The fake control plane still runs: it finalizes the namespaces (an envtest server has no
+        // namespace controller) and confirms the deletion of their pods.
+        for (const ns of [...createdNamespaces].reverse()) await api.delete({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)
+        for (const ref of [...createdClusterObjects].reverse()) await api.delete(ref).catch(() => undefined)
+        if (installed) await uninstallControlPlane(api, installed)
+        const namespaces = [...createdNamespaces, ...(installed?.created ?? []).filter((r) => r.kind === 'Namespace').map((r) => r.name)]
+        const deadline = Date.now() + 60_000
+        for (const ns of namespaces) {
+          while ((await api.get({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+        }
+        // CRDs stay: deleting them would delete every object of their kinds on a shared cluster.
+      } finally {
+        controlPlane?.stop()
+        await releaseLock?.()
+      }
+    } else {
+      controlPlane?.stop()
     }
     await server?.close()
     if (tmpDir) await rm(tmpDir, {recursive: true, force: true})

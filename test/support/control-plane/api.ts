@@ -21,6 +21,7 @@ export interface Resource {
   namespaced: boolean
   /** Subresources served, e.g. ["status"]. */
   subresources: string[]
+  verbs: string[]
 }
 
 export class ApiError extends Error {
@@ -146,7 +147,7 @@ export class ClusterApi {
     const missingAt = this.missingSince.get(apiVersion)
     if (p && missingAt !== undefined && Date.now() - missingAt > 1000) p = undefined
     if (!p) {
-      p = this.request<{resources?: {name: string; kind: string; namespaced: boolean}[]}>('GET', this.basePath(apiVersion), `discover ${apiVersion}`)
+      p = this.request<{resources?: {name: string; kind: string; namespaced: boolean; verbs?: string[]}[]}>('GET', this.basePath(apiVersion), `discover ${apiVersion}`)
         .then((list) => {
           this.missingSince.delete(apiVersion)
           const all = list?.resources ?? []
@@ -159,6 +160,7 @@ export class ClusterApi {
               plural: r.name,
               namespaced: r.namespaced,
               subresources: all.filter((s) => s.name.startsWith(`${r.name}/`)).map((s) => s.name.slice(r.name.length + 1)),
+              verbs: r.verbs ?? [],
             }))
         })
         .catch((error: unknown) => {
@@ -181,6 +183,14 @@ export class ClusterApi {
       if (found) return found
     }
     return undefined
+  }
+
+  /** Every served resource at its group's preferred version (the core group at v1). */
+  async allResources(): Promise<Resource[]> {
+    const groups = await this.request<{groups?: {name: string; preferredVersion?: {groupVersion: string}; versions: {groupVersion: string}[]}[]}>('GET', '/apis', 'discover API groups')
+    const versions = ['v1', ...(groups.groups ?? []).map((g) => g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion).filter((v): v is string => !!v)]
+    const lists = await Promise.all(versions.map((v) => this.loadGroupVersion(v)))
+    return lists.flatMap((l) => l ?? [])
   }
 
   /** Forget discovery results (after CRDs were created). */

@@ -12,6 +12,7 @@ import {GarbageCollector} from './controllers/garbage-collector.js'
 import {IstioCniAgent} from './controllers/istio-cni.js'
 import {JobController} from './controllers/job.js'
 import {Kubelet} from './controllers/kubelet.js'
+import {NamespaceController} from './controllers/namespace.js'
 import {PodFactory} from './controllers/pods.js'
 import {ReplicaSetController} from './controllers/replicaset.js'
 import {DefaultServiceAccounts} from './controllers/service-account.js'
@@ -64,6 +65,7 @@ export class ControlPlane {
       new ServiceIpAllocator(ctx),
       new DefaultServiceAccounts(ctx),
       new GarbageCollector(ctx),
+      new NamespaceController(ctx),
     ]
   }
 

@@ -1,5 +1,5 @@
 // Public entry point of the fake control plane (SPEC §8). See README.md in this folder.
-export {ApiError, ClusterApi, clusterApiFromKubeconfig, clusterApiFromKubeconfigText, CONTROL_PLANE_USER_AGENT, type Resource} from './api.js'
+export {ApiError, ClusterApi, isConflict, isNotFound, clusterApiFromKubeconfig, clusterApiFromKubeconfigText, CONTROL_PLANE_USER_AGENT, type Resource} from './api.js'
 export {ControlPlane, startControlPlane, type ControlPlaneError} from './control-plane.js'
 export {NEVER_READY_ANNOTATION} from './controllers/kubelet.js'
 export {

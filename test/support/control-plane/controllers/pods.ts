@@ -4,7 +4,7 @@
 // no webhook server), so the pod arrives at the API server as the webhook would have returned it.
 import type {KubeObject} from '../../../../src/planner/model.js'
 import {type InjectionOutcome, injectSidecar} from '../istio/injector.js'
-import {ownerReferenceTo} from '../meta.js'
+import {isTerminating, ownerReferenceTo} from '../meta.js'
 import type {ControllerContext} from './context.js'
 
 export class PodFactory {
@@ -54,8 +54,11 @@ export class PodFactory {
     return true
   }
 
-  /** Admits, schedules and creates; undefined when no node can take the pod yet. */
+  /** Admits, schedules and creates; undefined when no node can take the pod yet, or its namespace is going away. */
   async create(pod: KubeObject): Promise<KubeObject | undefined> {
+    const ns = this.ctx.namespace(pod.metadata.namespace)
+    // The API server refuses new content in a terminating namespace (NamespaceLifecycle admission).
+    if (ns && isTerminating(ns)) return undefined
     const admitted = this.admit(pod).pod
     if (!this.schedule(admitted)) return undefined
     return this.ctx.state.create(admitted)
