@@ -67,6 +67,8 @@ export class ControlPlane {
       new GarbageCollector(ctx),
       new NamespaceController(ctx),
     ]
+    // Nothing acts on a half-filled cache: the queues wait for every kind's first list.
+    for (const c of this.controllers) c.queue.pause()
   }
 
   get options(): ControlPlaneOptions {
@@ -83,6 +85,7 @@ export class ControlPlane {
   /** Lists and starts watching; the controllers start working on what they see. */
   async start(): Promise<this> {
     await this.state.start()
+    for (const c of this.controllers) c.queue.resume()
     return this
   }
 

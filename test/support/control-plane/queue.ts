@@ -23,6 +23,8 @@ export class WorkQueue {
   private readonly failures = new Map<string, number>()
   private active = 0
   private stopped = false
+  /** Keys are collected but not worked on (until the caches have synced, like WaitForCacheSync). */
+  private paused = false
   /** Last failure per key (cleared on success), for diagnostics. */
   readonly lastErrors = new Map<string, unknown>()
 
@@ -62,6 +64,15 @@ export class WorkQueue {
     this.timers.set(key, {at, timer})
   }
 
+  pause(): void {
+    this.paused = true
+  }
+
+  resume(): void {
+    this.paused = false
+    this.pump()
+  }
+
   /** Nothing queued, nothing running, no timer pending. */
   get idle(): boolean {
     return this.queued.length === 0 && this.running.size === 0 && this.timers.size === 0
@@ -89,7 +100,7 @@ export class WorkQueue {
 
   private pump(): void {
     const workers = this.opts.workers ?? 4
-    while (!this.stopped && this.active < workers && this.queued.length > 0) {
+    while (!this.stopped && !this.paused && this.active < workers && this.queued.length > 0) {
       const key = this.queued.shift()!
       this.queuedSet.delete(key)
       this.running.add(key)

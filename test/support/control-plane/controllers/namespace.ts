@@ -57,7 +57,8 @@ export class NamespaceController implements Controller {
     if (remaining > 0) return {requeueAfterMs: 100}
     try {
       await api.request('PUT', `/api/v1/namespaces/${encodeURIComponent(name)}/finalize`, `finalize namespace ${name}`, {
-        body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name, resourceVersion: ns.metadata.resourceVersion}, spec: {finalizers: finalizers.filter((f) => f !== FINALIZER)}},
+        // The whole object, as the real controller sends it: finalize only takes spec.finalizers from it.
+        body: {...ns, apiVersion: 'v1', kind: 'Namespace', spec: {...(ns.spec ?? {}), finalizers: finalizers.filter((f) => f !== FINALIZER)}},
       })
     } catch (error) {
       if (!isNotFound(error)) throw error
