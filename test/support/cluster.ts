@@ -56,7 +56,7 @@ export interface TestClusterOptions {
   fixture?: Fixture
   /** Run-time behaviour of the fake control plane (delays, failures). */
   controlPlane?: ControlPlaneOptionsInput
-  /** The control-plane fixture (installControlPlane options); false = install nothing. */
+  /** The control-plane fixture (installControlPlane options); false = install nothing, Nodes included (pods then wait for a Node). */
   install?: InstallOptionsInput | false
   /** In-repo server only: which CRDs it registers (default: the upstream ones from ../shared). */
   crds?: ApiServerOptions['crdFiles']

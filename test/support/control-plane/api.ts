@@ -38,7 +38,6 @@ export class ApiError extends Error {
 
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.status === 404
 export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.status === 409
-export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.status === 409 && e.reason === 'AlreadyExists'
 
 export interface ListResult {
   items: KubeObject[]

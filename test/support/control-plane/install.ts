@@ -331,7 +331,7 @@ function daemonSet(o: InstallOptions, name: string, podLabels: Record<string, st
         updateStrategy: {type: 'RollingUpdate', rollingUpdate: {maxSurge: 0, maxUnavailable: 1}},
         template: {
           metadata: {labels: {...podLabels, ...dataplaneNone}, annotations: {'sidecar.istio.io/inject': 'false', ...(state === 'not-ready' ? {[NEVER_READY_ANNOTATION]: 'true'} : {})}},
-          spec: {serviceAccountName: name, tolerations: systemTolerations, ...spec},
+          spec: {serviceAccountName: name, nodeSelector: {'kubernetes.io/os': 'linux'}, tolerations: systemTolerations, ...spec},
         },
       },
     },

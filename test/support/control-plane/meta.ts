@@ -19,14 +19,6 @@ export function now(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, 'Z')
 }
 
-export function labelsOf(obj: {metadata?: {labels?: Record<string, string>}} | undefined): Record<string, string> {
-  return obj?.metadata?.labels ?? {}
-}
-
-export function annotationsOf(obj: {metadata?: {annotations?: Record<string, string>}} | undefined): Record<string, string> {
-  return obj?.metadata?.annotations ?? {}
-}
-
 export function controllerRef(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata.ownerReferences?.find((o) => o.controller === true)
 }
@@ -145,14 +137,6 @@ export function safeEncode(s: string): string {
 export function templateHash(template: unknown, collisionCount?: number): string {
   const text = canonicalJson(template) + (collisionCount ? String(collisionCount) : '')
   return safeEncode(String(fnv32a(text)))
-}
-
-/** The 5 random characters the API server appends to a generateName. */
-export function randomSuffix(length = 5): string {
-  const bytes = randomBytes(length)
-  let out = ''
-  for (const b of bytes) out += SAFE_ALPHANUMS[b % SAFE_ALPHANUMS.length]
-  return out
 }
 
 /** A container runtime id (`containerd://<64 hex>`). */

@@ -6,7 +6,6 @@ import {parse as parseYaml} from 'yaml'
 import type {KubeObject} from '../../../../src/planner/model.js'
 import {analyzeInjectionWebhooks, type InjectionWebhooks, REVISION_LABEL} from '../../../../src/planner/namespace.js'
 
-export const ISTIOD_LABEL = {app: 'istiod'}
 export const ZTUNNEL_POD_LABEL = {app: 'ztunnel'}
 export const ISTIO_CNI_POD_LABEL = {'k8s-app': 'istio-cni-node'}
 
