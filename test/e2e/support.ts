@@ -1,0 +1,152 @@
+// What the end-to-end migrations observe at every step boundary, and the mesh invariants of SPEC §8
+// checked on it — from the cluster's pods and objects, independently of what the tool recorded.
+import {mkdtemp, readFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import {parse} from 'yaml'
+
+import {hasSidecar, livePods} from '../../src/executor/observe.js'
+import type {KubeClient} from '../../src/kube/types.js'
+import {cleanObject, stableJson} from '../../src/planner/canonical.js'
+import type {KubeObject} from '../../src/planner/model.js'
+import type {MigrationPlan} from '../../src/planner/plan-types.js'
+import type {DataPlane} from '../../src/planner/simulate.js'
+import {type CliResult, runCli} from '../support/cli.js'
+import {REPO_ROOT} from '../support/shared.js'
+
+export interface Observed {
+  labels: Record<string, string>
+  /** workload key ("Kind/name") → data plane of all its pods, or "mixed" while they disagree. */
+  dataPlanes: Record<string, DataPlane | 'mixed'>
+  /** Names of the AuthorizationPolicies in the namespace. */
+  policies: Set<string>
+  waypointReady: boolean
+}
+
+/** A working directory for one scenario (the tool writes plans/ relative to it). */
+export async function workdir(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-e2e-work-'))
+}
+
+export function cli(args: string[], cwd: string, kubeconfig: string): Promise<CliResult> {
+  return runCli([...args, '--kubeconfig', kubeconfig], {cwd})
+}
+
+export async function readPlan(cwd: string, namespace: string): Promise<MigrationPlan> {
+  return parse(await readFile(path.join(cwd, 'plans', `${namespace}.yaml`), 'utf8')) as MigrationPlan
+}
+
+async function list(client: KubeClient, apiVersion: string, kind: string, namespace: string): Promise<KubeObject[]> {
+  const res = await client.resourceFor(apiVersion, kind)
+  return res ? client.list(res, {namespace}) : []
+}
+
+export async function observe(client: KubeClient, namespace: string): Promise<Observed> {
+  const ns = await client.get({apiVersion: 'v1', kind: 'Namespace', name: namespace})
+  const pods = await livePods(client, namespace)
+  const byWorkload = new Map<string, DataPlane[]>()
+  for (const p of pods) {
+    if (!p.owner || p.pod.metadata.labels?.['gateway.istio.io/managed'] === 'istio.io-mesh-controller') continue
+    const key = `${p.owner.kind}/${p.owner.name}`
+    const dp: DataPlane = hasSidecar(p) ? 'sidecar' : p.captured ? 'ambient' : 'outside'
+    byWorkload.set(key, [...(byWorkload.get(key) ?? []), dp])
+  }
+  const dataPlanes: Observed['dataPlanes'] = {}
+  for (const [key, states] of byWorkload) dataPlanes[key] = states.every((s) => s === states[0]) ? states[0]! : 'mixed'
+  const policies = new Set((await list(client, 'security.istio.io/v1', 'AuthorizationPolicy', namespace)).map((p) => p.metadata.name))
+  const gateways = (await list(client, 'gateway.networking.k8s.io/v1', 'Gateway', namespace)).filter((g) => g.spec?.gatewayClassName === 'istio-waypoint')
+  const waypointReady = gateways.some((g) => (g.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Programmed' && c.status === 'True') && (g.status?.addresses ?? []).length > 0)
+  return {labels: {...(ns?.metadata.labels ?? {})}, dataPlanes, policies, waypointReady}
+}
+
+/**
+ * SPEC §8 mesh invariants at one boundary:
+ * 1. no workload that was in the mesh at the start has a pod outside it;
+ * 2. every policy that was enforced at the start is still enforced — by the destination sidecar (the
+ *    original exists), by ztunnel as written (an L4 original exists), or by the waypoint (its copy exists,
+ *    the waypoint is ready and the namespace bound) — except inside the documented restart windows.
+ */
+export function invariantViolations(plan: MigrationPlan, start: Observed, now: Observed, opts: {inRestartWindow: boolean}): string[] {
+  const problems: string[] = []
+  for (const [workload, dp] of Object.entries(now.dataPlanes)) {
+    const before = start.dataPlanes[workload]
+    if (before && before !== 'outside' && (dp === 'outside' || dp === 'mixed')) problems.push(`${workload} was in the mesh and now has pods outside it (${dp})`)
+  }
+  const bound = now.labels['istio.io/use-waypoint'] !== undefined
+  for (const p of plan.spec.policies) {
+    if (!p.key.startsWith('AuthorizationPolicy/') || p.key.split('/').length !== 2) continue
+    const name = p.key.split('/')[1]!
+    const originalPresent = now.policies.has(name)
+    const copyPresent = now.policies.has(`${name}-waypoint`)
+    const waypointActive = copyPresent && now.waypointReady && bound
+    for (const workload of p.workloads) {
+      const dp = now.dataPlanes[workload]
+      if (!dp || start.dataPlanes[workload] === 'outside') continue
+      let enforced: boolean
+      if (dp === 'sidecar') enforced = originalPresent || waypointActive
+      else if (dp === 'ambient') enforced = waypointActive || (originalPresent && (p.ztunnel ?? 'as-written') === 'as-written')
+      else enforced = false
+      if (!enforced && !opts.inRestartWindow) problems.push(`${p.key} is not enforced for ${workload} (${dp}; original ${originalPresent ? 'present' : 'absent'}, waypoint copy ${copyPresent ? 'present' : 'absent'}, waypoint ${now.waypointReady ? 'ready' : 'not ready'}, ${bound ? 'bound' : 'unbound'})`)
+    }
+  }
+  return problems
+}
+
+/** The predicted data planes of a boundary, restricted to workloads that have pods. */
+export function comparableDataPlanes(predicted: Record<string, DataPlane>, observed: Observed['dataPlanes']): {predicted: Record<string, string>; observed: Record<string, string>} {
+  const keys = Object.keys(observed).sort()
+  return {
+    predicted: Object.fromEntries(keys.map((k) => [k, predicted[k] ?? '(not predicted)'])),
+    observed: Object.fromEntries(keys.map((k) => [k, observed[k]!])),
+  }
+}
+
+const STATE_KINDS: [string, string][] = [
+  ['security.istio.io/v1', 'AuthorizationPolicy'],
+  ['security.istio.io/v1', 'PeerAuthentication'],
+  ['security.istio.io/v1', 'RequestAuthentication'],
+  ['networking.istio.io/v1', 'VirtualService'],
+  ['networking.istio.io/v1', 'DestinationRule'],
+  ['networking.istio.io/v1', 'Gateway'],
+  ['gateway.networking.k8s.io/v1', 'Gateway'],
+  ['gateway.networking.k8s.io/v1', 'HTTPRoute'],
+  ['networking.k8s.io/v1', 'NetworkPolicy'],
+  ['v1', 'Service'],
+  ['apps/v1', 'Deployment'],
+]
+
+// Fields that change on every write or rollout without changing what the namespace is.
+function comparable(o: KubeObject): unknown {
+  const c = cleanObject(o)
+  const annotations = {...(c.metadata.annotations ?? {})}
+  delete annotations['deployment.kubernetes.io/revision']
+  const spec = structuredClone(c.spec ?? {})
+  // A rollout restart leaves its timestamp (kubectl rollout restart does too); rolling back restarts again.
+  if (o.kind === 'Deployment' && spec.template?.metadata?.annotations) {
+    delete spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']
+    if (Object.keys(spec.template.metadata.annotations).length === 0) delete spec.template.metadata.annotations
+  }
+  if (o.kind === 'Service') {
+    delete spec.clusterIP
+    delete spec.clusterIPs
+  }
+  return {kind: o.kind, name: o.metadata.name, labels: c.metadata.labels ?? {}, annotations, spec}
+}
+
+/** The namespace's labels and objects, comparable between two moments (the pre-plan state and after rollback). */
+export async function namespaceState(client: KubeClient, namespace: string): Promise<string> {
+  const ns = await client.get({apiVersion: 'v1', kind: 'Namespace', name: namespace})
+  const objects: unknown[] = []
+  for (const [apiVersion, kind] of STATE_KINDS) {
+    for (const o of await list(client, apiVersion, kind, namespace)) {
+      if (o.metadata.labels?.['gateway.istio.io/managed']) continue
+      objects.push(comparable({...o, apiVersion, kind}))
+    }
+  }
+  objects.sort((a, b) => stableJson(a).localeCompare(stableJson(b)))
+  // Key order is not state: compare canonical JSON, pretty-printed so a failure diff is readable.
+  return JSON.stringify(JSON.parse(stableJson({labels: ns?.metadata.labels ?? {}, objects})), null, 1)
+}
+
+export const REPO = REPO_ROOT
