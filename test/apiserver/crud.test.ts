@@ -170,6 +170,18 @@ describe('update, resourceVersion and generation', () => {
     expect(viaStatus.metadata.managedFields.find((m: any) => m.subresource === 'status')).toMatchObject({operation: 'Update', fieldsV1: {'f:status': {'f:replicas': {}}}})
   })
 
+  it('keeps annotation changes written through pods/status (how istio-cni marks captured pods), but drops them for apps kinds', async () => {
+    const api = raw(server)
+    const pod = (await api.post('/api/v1/namespaces/default/pods', {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'cni'}, spec: {containers: [{name: 'a', image: 'x:1'}]}})).body
+    const patched = await api.patch('/api/v1/namespaces/default/pods/cni/status', {metadata: {annotations: {'ambient.istio.io/redirection': 'enabled'}}}, 'application/merge-patch+json')
+    expect(patched.status).toBe(200)
+    expect(patched.body.metadata.annotations).toEqual({'ambient.istio.io/redirection': 'enabled'})
+    expect(patched.body.metadata.ownerReferences).toEqual(pod.metadata.ownerReferences)
+    const d = (await api.post('/apis/apps/v1/namespaces/default/deployments', deployment('st-meta'))).body
+    const viaStatus = (await api.put('/apis/apps/v1/namespaces/default/deployments/st-meta/status', {...d, metadata: {...d.metadata, annotations: {x: 'y'}}, status: {replicas: 1}})).body
+    expect(viaStatus.metadata.annotations).toBeUndefined()
+  })
+
   it('rejects a PUT whose body names another object', async () => {
     const c = (await raw(server).post('/api/v1/namespaces/default/configmaps', {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'named'}})).body
     const r = await raw(server).put('/api/v1/namespaces/default/configmaps/named', {...c, metadata: {...c.metadata, name: 'other'}})

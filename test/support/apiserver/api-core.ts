@@ -41,6 +41,9 @@ import {CEL_NOT_CHECKED, hasBlockingError, hasCelRules, validateCel} from './val
 import {applyDefaults, deepCopy, deepEqual, isObject, prune, pruneNulls, validateListTypes, validateValue, type StructuralSchema} from './validation/schema.js'
 import {authorize, type Identity} from './auth/authz.js'
 
+/** Built-in kinds whose /status writes keep label and annotation changes (their registry status strategies). */
+const STATUS_KEEPS_METADATA = new Set(['Pod', 'Service', 'Node', 'Namespace'])
+
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict'
 
 export interface WriteOptions {
@@ -370,6 +373,15 @@ export class ApiCore {
       obj = deepCopy(old)
       if (next.status === undefined) delete obj.status
       else obj.status = deepCopy(next.status)
+      // The core status strategies of these kinds only reset spec (and, for pods, ownerReferences):
+      // labels and annotations written through /status are kept — istio-cni writes
+      // ambient.istio.io/redirection this way. Custom resources and apps/* kinds drop metadata changes.
+      if (!rt.custom && STATUS_KEEPS_METADATA.has(rt.kind)) {
+        for (const k of ['labels', 'annotations'] as const) {
+          if (next.metadata?.[k] === undefined) delete obj.metadata[k]
+          else obj.metadata[k] = deepCopy(next.metadata[k])
+        }
+      }
     } else {
       obj = deepCopy(next)
       obj.metadata ??= {}
