@@ -40,7 +40,7 @@ export interface CensusRow {
   useWaypoint?: string
   /** istioctl analyze IST0123 fires: the labels it would list. */
   conflict?: string[]
-  /** Application pods by data plane; `gateway` counts waypoint and gateway pods istiod deploys (their istio-proxy is not a sidecar). */
+  /** Application pods by data plane; `gateway` counts the mesh's own pods: waypoints and gateways istiod deploys, ztunnel, istio-cni, istiod (their istio-proxy is not a sidecar). */
   pods: {total: number; sidecar: number; ambient: number; none: number; gateway: number}
   /** Pods outside the mesh in a namespace that is in the mesh (sidecar, ambient or both). */
   outsideMesh: CensusPod[]
@@ -124,11 +124,13 @@ function describeInjection(state: NamespaceState, webhooks: InjectionWebhooks): 
 }
 
 /**
- * Pods istiod deploys for a Gateway (waypoints: istio.io-mesh-controller; Gateway API gateways:
- * istio.io-gateway-controller). Their istio-proxy container is the gateway itself, not a sidecar.
+ * Pods of the mesh itself: what istiod deploys for a Gateway (waypoints: istio.io-mesh-controller;
+ * Gateway API gateways: istio.io-gateway-controller) and the node proxies (ztunnel, istio-cni). The
+ * charts name their main container istio-proxy too, but it is the proxy itself, not a sidecar.
  */
 function isManagedGateway(pod: KubeObject): boolean {
-  return pod.metadata.labels?.[GATEWAY_MANAGED] !== undefined
+  const labels = pod.metadata.labels ?? {}
+  return labels[GATEWAY_MANAGED] !== undefined || labels.app === 'ztunnel' || labels['k8s-app'] === 'istio-cni-node' || labels.app === 'istiod'
 }
 
 /** Pods of a mesh namespace that are not in the mesh, leaving out those deliberately kept out. */

@@ -63,6 +63,9 @@ beforeAll(async () => {
     ambientPod('both-2', 'both'),
     ns('plain'),
     pod('plain-1', 'plain'),
+    // The node proxy: the chart names its container istio-proxy, but it is not a sidecar.
+    ns('istio-system'),
+    pod('ztunnel-abcde', 'istio-system', {labels: {app: 'ztunnel'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/ztunnel:1.28.1'}]}),
     ns('opted-none', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'}),
     {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'done', namespace: 'side-injection'}, spec: {containers: [{name: 'c', image: 'c'}]}, status: {phase: 'Succeeded'}},
   ])
@@ -98,6 +101,7 @@ describe('census', () => {
     // IST0123 counts dataplane-mode=none next to istio-injection=enabled too; the sidecar still injects.
     expect(row(report, 'opted-none')).toMatchObject({mode: 'sidecar', conflict: ['istio-injection=enabled', 'istio.io/dataplane-mode=none']})
     expect(report.summary).toMatchObject({both: 1, ambient: 1, conflicts: 2})
+    expect(row(report, 'istio-system').pods).toEqual({total: 1, sidecar: 0, ambient: 0, none: 0, gateway: 1})
     expect(report.summary.sidecar).toBe(3)
   })
 
