@@ -1,9 +1,11 @@
 // Assembles the inventory of one namespace from a source snapshot (SPEC §4). Pure.
+import {analyzeAuthorizationPolicy} from './classify/authz.js'
 import {classifyObjects} from './classify/index.js'
 import type {ClassifyContext} from './context.js'
 import type {Finding, Inventory, InventoryItem, SourceSnapshot} from './model.js'
 import {analyzeInjectionWebhooks, analyzeNamespace} from './namespace.js'
 import {compareRefs, formatRef} from './refs.js'
+import {serviceAccountRewritable} from './retarget.js'
 import {analyzeServices, servicePortFindings} from './services.js'
 import type {WaypointFor} from './waypoint.js'
 import {analyzeWorkloads} from './workloads.js'
@@ -20,8 +22,20 @@ export interface InventoryOptions {
  * (DOMAIN §8 "Waypoint need per Service"). Client-side config of other namespaces needs *their*
  * waypoints, and root-namespace L7 policies are blockers, so neither counts here.
  */
-export function needsWaypoint(namespace: string, items: InventoryItem[]): boolean {
-  return items.some((i) => i.ref.namespace === namespace && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify'))
+export function needsWaypoint(namespace: string, items: InventoryItem[], rewritable: (item: InventoryItem) => boolean = () => false): boolean {
+  return items.some((i) => i.ref.namespace === namespace && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify') && !rewritable(i))
+}
+
+/** E22: policies whose only L7 part is `when: source.serviceAccount` stay at ztunnel rewritten, without a waypoint. */
+function serviceAccountOnly(ctx: ClassifyContext): (item: InventoryItem) => boolean {
+  const minorText = ctx.istioVersion ? /^1\.(\d+)/.exec(ctx.istioVersion)?.[1] : undefined
+  const minor = minorText === undefined ? undefined : Number(minorText)
+  return (item) => {
+    if (item.ref.kind !== 'AuthorizationPolicy') return false
+    const obj = ctx.objects.find((o) => o.kind === 'AuthorizationPolicy' && o.metadata.namespace === item.ref.namespace && o.metadata.name === item.ref.name)
+    if (!obj) return false
+    return serviceAccountRewritable(analyzeAuthorizationPolicy(obj, ctx), obj.spec?.rules ?? [], item.ref.namespace ?? ctx.namespace, minor)
+  }
 }
 
 const SEVERITY_ORDER = {blocker: 0, error: 1, warning: 2, info: 3} as const
@@ -67,7 +81,7 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     waypointPlanned: false,
   }
   let classified = classifyObjects(base)
-  const waypointRequired = needsWaypoint(namespace, classified.items)
+  const waypointRequired = needsWaypoint(namespace, classified.items, serviceAccountOnly(base))
   if (waypointRequired) classified = classifyObjects({...base, waypointPlanned: true})
 
   const missingKindFindings: Finding[] = snapshot.missingKinds.map((m) => ({

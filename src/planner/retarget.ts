@@ -4,4 +4,5 @@
 export {COPIED_FROM_ANNOTATION, RETARGETABLE_KINDS, companionName, copyName, isRetargetable, l4PartName, markManaged} from './retarget/objects.js'
 export {planPolicyMigration} from './retarget/migrate.js'
 export {MAX_TARGET_REFS} from './retarget/targets.js'
+export {serviceAccountRewritable} from './retarget/authz-rules.js'
 export type {PolicyDecision, PolicyDisposition, PolicyMigration, PolicyMigrationInput, PolicyPlacement, PolicyRole, TargetRef} from './retarget/types.js'

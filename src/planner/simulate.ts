@@ -240,38 +240,49 @@ interface Interval {
   end: number // exclusive boundary index; boundaries.length = persists
 }
 
-/** Hazard intervals over a boundary sequence. */
+/**
+ * Hazard intervals over a boundary sequence, tracked per workload (so a workload's interval is not cut
+ * when others join), then merged: workloads with the same kind, policy and interval form one hazard.
+ */
 function intervals(boundaries: BoundaryState[], start: BoundaryState, policies: SimPolicy[]): Interval[] {
-  const out: Interval[] = []
+  const closed: Interval[] = []
   const open = new Map<string, Interval>()
   const inMeshAtStart = new Set(Object.entries(start.dataPlanes).filter(([, dp]) => dp !== 'outside').map(([k]) => k))
   boundaries.forEach((b, i) => {
     const seen = new Set<string>()
     const mark = (kind: HazardKind, workloads: string[], policy?: string) => {
-      if (workloads.length === 0) return
-      const id = `${kind}|${policy ?? ''}|${workloads.join(',')}`
-      seen.add(id)
-      if (!open.has(id)) open.set(id, {kind, workloads, start: i, end: boundaries.length, ...(policy ? {policy} : {})})
+      for (const w of workloads) {
+        const id = `${kind}|${policy ?? ''}|${w}`
+        seen.add(id)
+        if (!open.has(id)) open.set(id, {kind, workloads: [w], start: i, end: boundaries.length, ...(policy ? {policy} : {})})
+      }
     }
-    mark('pod-leaves-mesh', Object.entries(b.dataPlanes).filter(([k, dp]) => dp === 'outside' && inMeshAtStart.has(k)).map(([k]) => k).sort())
+    mark('pod-leaves-mesh', Object.entries(b.dataPlanes).filter(([k, dp]) => dp === 'outside' && inMeshAtStart.has(k)).map(([k]) => k))
     for (const p of policies) {
       const row = b.policies[p.key] ?? {}
       const startRow = start.policies[p.key] ?? {}
       const wasEnforced = new Set([...(startRow.sidecar ?? []), ...(startRow.ztunnel ?? []), ...(startRow.waypoint ?? [])])
-      mark('policy-deny-all', (row['deny-all'] ?? []).slice().sort(), p.key)
-      mark('policy-not-enforced', (row['not-enforced'] ?? []).filter((w) => wasEnforced.has(w)).sort(), p.key)
-      mark('policy-degraded', (row.degraded ?? []).filter((w) => wasEnforced.has(w)).sort(), p.key)
+      mark('policy-deny-all', row['deny-all'] ?? [], p.key)
+      mark('policy-not-enforced', (row['not-enforced'] ?? []).filter((w) => wasEnforced.has(w)), p.key)
+      mark('policy-degraded', (row.degraded ?? []).filter((w) => wasEnforced.has(w)), p.key)
     }
     for (const [id, interval] of open) {
       if (!seen.has(id)) {
         interval.end = i
-        out.push(interval)
+        closed.push(interval)
         open.delete(id)
       }
     }
   })
-  out.push(...open.values())
-  return out
+  closed.push(...open.values())
+  const merged = new Map<string, Interval>()
+  for (const iv of closed) {
+    const key = `${iv.kind}|${iv.policy ?? ''}|${iv.start}|${iv.end}`
+    const existing = merged.get(key)
+    if (existing) existing.workloads = [...existing.workloads, ...iv.workloads].sort()
+    else merged.set(key, {...iv, workloads: [...iv.workloads]})
+  }
+  return [...merged.values()].sort((a, b) => a.start - b.start || a.kind.localeCompare(b.kind) || (a.policy ?? '').localeCompare(b.policy ?? ''))
 }
 
 function identityHazards(input: SimulationInput): Interval[] {
@@ -330,7 +341,7 @@ export function simulate(input: SimulationInput): Simulation {
     // Boundary i is "after step i"; the interval ends when the step of boundary `end` is applied.
     const inRestartWindow = restartAt > 0 && deleteAt > 0 && iv.start >= restartAt && iv.end <= deleteAt && iv.kind !== 'pod-leaves-mesh'
     hazards.push({
-      id: hazardId('apply', iv.kind, iv.policy ?? iv.workloads.join('+'), label(apply, iv.start, 'apply')),
+      id: hazardId('apply', iv.kind, [iv.policy, iv.workloads.join('+')].filter(Boolean).join('/'), label(apply, iv.start, 'apply')),
       kind: iv.kind,
       phase: 'apply',
       from: label(apply, iv.start, 'apply'),
@@ -350,7 +361,7 @@ export function simulate(input: SimulationInput): Simulation {
     // deleted policies are re-created and closes once the restart has brought the sidecars back.
     const inWindow = rbRecreate >= 0 && rbRestart >= 0 && iv.start >= rbRecreate + 1 && iv.end <= rbRestart + 1 && iv.kind !== 'pod-leaves-mesh'
     hazards.push({
-      id: hazardId('rollback', iv.kind, iv.policy ?? iv.workloads.join('+'), sequence[iv.start]!.after),
+      id: hazardId('rollback', iv.kind, [iv.policy, iv.workloads.join('+')].filter(Boolean).join('/'), sequence[iv.start]!.after),
       kind: iv.kind,
       phase: 'rollback',
       from: sequence[iv.start]!.after,

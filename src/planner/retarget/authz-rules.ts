@@ -311,3 +311,14 @@ export function exemptPeer(rules: AuthorizationRule[], peer: PeerIdentity, polic
 export function usesRequestAuth(a: AuthorizationPolicyAnalysis): string[] {
   return a.l7Fields.filter((f) => f.field === 'requestPrincipals' || f.field === 'notRequestPrincipals' || f.field.startsWith('when:request.auth.')).map((f) => f.path)
 }
+
+/**
+ * E22: the policy's only attribute ztunnel lacks is `when: source.serviceAccount`, and it can be rewritten
+ * as `from.source.serviceAccounts` (Istio >= 1.25, or unknown: assumed) — then ztunnel keeps enforcing it
+ * and it needs no waypoint.
+ */
+export function serviceAccountRewritable(a: AuthorizationPolicyAnalysis, rules: AuthorizationRule[], policyNamespace: string, istioMinor: number | undefined): boolean {
+  if (a.action !== 'ALLOW' && a.action !== 'DENY') return false
+  if (istioMinor !== undefined && istioMinor < 25) return false
+  return onlyServiceAccountConditions(a) && rewriteServiceAccountConditions(rules, policyNamespace).ok
+}
