@@ -145,12 +145,20 @@ interface Owner {
   inferred?: string
 }
 
+/**
+ * istiod renders Gateway API gateways and waypoints as Deployments owned by their Gateway (E8, DOMAIN §1.3). The
+ * Deployment is the workload: the Gateway has no pod template, and the gateway labels live on the Deployment.
+ */
+function ownedByGateway(owner: OwnerReference): boolean {
+  return owner.kind === 'Gateway' && groupOf(owner.apiVersion) === 'gateway.networking.k8s.io'
+}
+
 function resolveOwner(obj: KubeObject, namespace: string, index: ObjectIndex, depth = 0): Owner {
   const owner = controllerOwner(obj)
   const self: Owner = {ref: refOf(obj), object: obj, templateSource: obj}
   // Mirror pods of static pods are "owned" by their Node: the kubelet runs them from a file, so for
   // the migration they are bare pods.
-  if (!owner || owner.kind === 'Node' || depth > 5) return self
+  if (!owner || owner.kind === 'Node' || ownedByGateway(owner) || depth > 5) return self
   const ownerObj = index.getRef(owner)
   if (ownerObj) {
     const top = resolveOwner(ownerObj, namespace, index, depth + 1)
@@ -253,9 +261,13 @@ interface PodObservation {
   hboneCapable: boolean
 }
 
-/** One observed pod, in the order of DOMAIN §2.4: status annotation, containers, native init container, ztunnel. */
-function observePod(pod: PodLike): PodObservation {
-  const placement = proxyPlacement(pod.spec)
+/**
+ * One observed pod, in the order of DOMAIN §2.4: status annotation, containers, native init container, ztunnel.
+ * In a pod istiod deploys for a Gateway (`managedGateway`) the istio-proxy container is the gateway itself, not a
+ * sidecar: such a pod is captured by ztunnel or outside it like any pod without a sidecar (E8).
+ */
+function observePod(pod: PodLike, managedGateway = false): PodObservation {
+  const placement = managedGateway ? {} : proxyPlacement(pod.spec)
   const annotations = pod.metadata.annotations
   const hbone = isHboneCapable(pod, placement)
   const result = (state: ProxyState): PodObservation => ({
@@ -561,13 +573,16 @@ class Context {
     const label = `${ref.kind} ${ref.name}`
 
     const live = group.pods.filter((p) => !isTerminated(p))
-    const observations = (bare ? [template] : live.map((p) => podLike(p.metadata, p.spec))).map(observePod)
+    // Pods istiod deploys for a Gateway: waypoints (istio.io-mesh-controller), Gateway API gateways
+    // (istio.io-gateway-controller), east-west gateways.
+    const managed = controller?.metadata.labels?.[GATEWAY_MANAGED] ?? template.metadata.labels[GATEWAY_MANAGED]
+    const managedGateway = managed !== undefined
+    const observations = (bare ? [template] : live.map((p) => podLike(p.metadata, p.spec))).map((p) => observePod(p, managedGateway))
 
     const traits = new Set<WorkloadTrait>()
     const spec = template.spec
     const meta = template.metadata
     const hostNetwork = spec.hostNetwork === true
-    const managed = controller?.metadata.labels?.[GATEWAY_MANAGED] ?? meta.labels[GATEWAY_MANAGED]
     const templates = injectTemplates(template)
     const placement = proxyPlacement(spec)
     const injectValue = effectiveInjectValue(template)
@@ -578,7 +593,7 @@ class Context {
     if (!injectedGateway && (meta.labels[SIDECAR_INJECT] === 'true' || meta.labels[REVISION_LABEL] !== undefined)) traits.add('pod-opt-in')
     // Only a controller's own template can be manually injected; a pod read in place of a missing
     // controller is injected by the webhook like any other.
-    const fromTemplate = templateSource !== undefined && !isPod(templateSource)
+    const fromTemplate = templateSource !== undefined && !isPod(templateSource) && !managedGateway
     const manualInjection =
       fromTemplate && (meta.annotations[SIDECAR_STATUS] !== undefined || placement.container !== undefined || placement.native !== undefined)
     if (manualInjection) traits.add('manual-injection')

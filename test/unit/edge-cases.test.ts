@@ -1,0 +1,224 @@
+// What the plan does with each edge case of DOMAIN §7 that concerns config or workloads (issue 5 "Done when").
+// One manifest set per edge case under test/fixtures/edge-cases/, read like `--manifests` reads it
+// (loadManifestFiles → snapshot → buildInventory → buildPlan); where exit codes and flags matter, through the
+// built CLI. Every plan generated here must pass the tool's own `validate` (schema and safety rules).
+//
+// Not covered here: E17 (install/upgrade side effects) is a preflight concern with no plan-level behaviour —
+// preflight only names the istio-ingressgateway pruning in the fix text of its ambient check, and there is no
+// component diff to test; E20 (multicluster) is not handled by the planner at all (no istio.io/global, network
+// or cluster markers are read).
+import {mkdtemp, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import {parse} from 'yaml'
+import {beforeAll, describe, expect, it} from 'vitest'
+
+import {buildInventory} from '../../src/planner/inventory.js'
+import type {Finding, Inventory, InventoryItem, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from '../../src/planner/model.js'
+import {buildPlan, simPolicies} from '../../src/planner/plan-builder.js'
+import type {MigrationPlan, Operation, PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
+import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
+import {type BoundaryState, simulate} from '../../src/planner/simulate.js'
+import {loadManifestFiles} from '../../src/sources/manifests.js'
+import {runCli} from '../support/cli.js'
+import {REPO_ROOT} from '../support/shared.js'
+
+const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/edge-cases')
+const NS = 'bookinfo'
+const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
+const WAYPOINT_PRINCIPAL = 'cluster.local/ns/bookinfo/sa/waypoint'
+const MANAGED = {'app.kubernetes.io/managed-by': 'mesh-migrate'}
+
+/** The objects of fixture files, read as `--manifests` reads them. */
+async function fixture(...files: string[]): Promise<KubeObject[]> {
+  const loaded = await loadManifestFiles(files.map((f) => path.join(FIXTURES, f)), {defaultNamespace: NS})
+  expect(loaded.findings).toEqual([])
+  return loaded.objects
+}
+
+type RunOptions = Partial<PlanOptions> & {istioVersion?: string}
+
+interface Planned {
+  inventory: Inventory
+  plan: MigrationPlan
+}
+
+/** Inventory and plan exactly as `plan` builds them; the plan must pass `validate`. */
+function planOf(objects: KubeObject[], opts: RunOptions = {}): Planned {
+  const {istioVersion, ...planOptions} = opts
+  const snapshot: SourceSnapshot = {namespace: NS, rootNamespace: 'istio-system', target: {manifests: ['test/fixtures/edge-cases']}, objects, missingKinds: [], findings: []}
+  const waypointFor = planOptions.waypointFor ?? 'service'
+  const inventory = buildInventory(snapshot, {waypointFor, ...(istioVersion ? {istioVersion} : {})})
+  const plan = buildPlan({
+    inventory,
+    snapshot,
+    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor, ...planOptions},
+    generator: 'mesh-migrate/test',
+    ...(istioVersion ? {istioVersion} : {}),
+  })
+  expect(checkPlanText(renderPlanFile(plan)).problems).toEqual([])
+  return {inventory, plan}
+}
+
+const stepIds = (p: MigrationPlan) => p.spec.steps.map((s) => s.id)
+
+function step(p: MigrationPlan, id: string): PlanStep {
+  const s = p.spec.steps.find((x) => x.id === id)
+  if (!s) throw new Error(`no step ${id} in ${stepIds(p).join(', ')}`)
+  return s
+}
+
+function finding(p: MigrationPlan, id: string): Finding {
+  const f = [...p.spec.blockers, ...p.spec.findings].find((x) => x.id === id)
+  if (!f) throw new Error(`no finding ${id}: ${[...p.spec.blockers, ...p.spec.findings].map((x) => x.id).join(', ')}`)
+  return f
+}
+
+const findingIds = (p: MigrationPlan) => [...p.spec.blockers, ...p.spec.findings].map((f) => f.id)
+const blockerIds = (p: MigrationPlan) => p.spec.blockers.map((f) => f.id).sort()
+
+function item(p: MigrationPlan, kind: string, name: string, namespace = NS): InventoryItem {
+  const i = p.spec.inventory.find((x) => x.ref.kind === kind && x.ref.name === name && x.ref.namespace === namespace)
+  if (!i) throw new Error(`no ${kind} ${namespace}/${name} in the inventory`)
+  return i
+}
+
+function workload(p: MigrationPlan, kind: string, name: string): WorkloadItem {
+  const w = p.spec.workloads.find((x) => x.ref.kind === kind && x.ref.name === name)
+  if (!w) throw new Error(`no workload ${kind}/${name}: ${p.spec.workloads.map((x) => `${x.ref.kind}/${x.ref.name}`).join(', ')}`)
+  return w
+}
+
+/** "apply Kind/name", "delete Kind/name", "label Kind/name", … — what a step writes, in order. */
+const opText = (op: Operation) => `${op.op} ${op.op === 'apply' ? `${op.object.kind}/${op.object.metadata.name}` : `${op.ref.kind}/${op.ref.name}`}`
+const opsOf = (s: PlanStep) => s.operations.map(opText)
+
+function applied(s: PlanStep, name: string): KubeObject {
+  const op = s.operations.find((o): o is Extract<Operation, {op: 'apply'}> => o.op === 'apply' && o.object.metadata.name === name)
+  if (!op) throw new Error(`${s.id} applies no ${name}: ${opsOf(s).join(', ')}`)
+  return op.object
+}
+
+const ref = (apiVersion: string, kind: string, name: string): ObjectRef => ({apiVersion, kind, namespace: NS, name})
+const deployment = (name: string) => ref('apps/v1', 'Deployment', name)
+
+/** Every object a plan's steps (and undos, and verifications) name. */
+function namedAnywhere(p: MigrationPlan): string[] {
+  const names: string[] = []
+  for (const s of p.spec.steps) {
+    for (const op of [...s.operations, ...s.undo.operations]) names.push(op.op === 'apply' ? op.object.metadata.name : op.ref.name)
+    for (const v of s.verify) if ('refs' in v) names.push(...v.refs.map((r) => r.name))
+    for (const m of s.manual ?? []) names.push(m.ref.name)
+  }
+  return names
+}
+
+/** The step-by-step simulation recorded by the plan, as `show --timeline` computes it. */
+function timeline(p: MigrationPlan): {apply: BoundaryState[]; rollback: BoundaryState[]} {
+  return simulate({
+    namespace: NS,
+    workloads: p.spec.workloads,
+    steps: p.spec.steps,
+    policies: simPolicies(p.spec.policies),
+    ambientAtStart: p.spec.observed.namespaceLabels['istio.io/dataplane-mode'] === 'ambient',
+  })
+}
+
+/** A workload's data plane after each apply boundary ("start", then each step id). */
+function dataPlanes(p: MigrationPlan, key: string): Record<string, string> {
+  return Object.fromEntries(timeline(p).apply.map((b) => [b.after, b.dataPlanes[key] ?? '(none)']))
+}
+
+/** The objects with one object's labels replaced (a variant of a fixture). */
+function relabel(objects: KubeObject[], kind: string, name: string, labels: Record<string, string>): KubeObject[] {
+  return objects.map((o) => (o.kind === kind && o.metadata.name === name ? {...o, metadata: {...o.metadata, labels}} : o))
+}
+
+const without = (objects: KubeObject[], kind: string, name: string) => objects.filter((o) => !(o.kind === kind && o.metadata.name === name))
+
+describe('E8 Gateway API gateways of class istio', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E8-kube-gateway.yaml')
+  })
+
+  it('the Deployment istiod renders for the Gateway is the workload; its istio-proxy is the gateway, not a sidecar', () => {
+    const {plan} = planOf(objects)
+    const gw = workload(plan, 'Deployment', 'bookinfo-gateway-istio')
+    expect(gw.proxy).toBe('none')
+    expect(gw.traits).toEqual(['inject-opt-out', 'kube-gateway'])
+    expect(plan.spec.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['Deployment/bookinfo-gateway-istio', 'Deployment/productpage-v1'])
+    expect(findingIds(plan)).not.toContain('E4/manual/Deployment/bookinfo-gateway-istio')
+    expect(finding(plan, 'E8/Deployment/bookinfo-gateway-istio')).toMatchObject({code: 'E8', severity: 'warning'})
+  })
+
+  it('keep-out (default): the Gateway is labelled istio.io/dataplane-mode=none before the namespace turns ambient, and stays outside', () => {
+    const {plan} = planOf(objects)
+    expect(stepIds(plan)).toEqual(['preflight', 'opt-out-workloads', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    const gateway = ref('gateway.networking.k8s.io/v1', 'Gateway', 'bookinfo-gateway')
+    const s = step(plan, 'opt-out-workloads')
+    expect(s.operations).toEqual([{op: 'label', ref: gateway, labels: {'istio.io/dataplane-mode': 'none'}}])
+    expect(s.undo.operations).toEqual([{op: 'label', ref: gateway, labels: {'istio.io/dataplane-mode': null}}])
+    // The gateway is neither restarted nor listed for a person, nor expected to be captured.
+    expect(step(plan, 'restart-workloads').operations).toEqual([{op: 'restart', ref: deployment('productpage-v1')}])
+    expect(step(plan, 'restart-workloads').manual).toBeUndefined()
+    expect(step(plan, 'enable-ambient').verify).toContainEqual({check: 'pods-captured', refs: []})
+    expect(Object.values(dataPlanes(plan, 'Deployment/bookinfo-gateway-istio'))).toEqual(Array(7).fill('outside'))
+    expect(plan.spec.hazards).toEqual([])
+  })
+
+  it('--opted-out enroll: no opt-out step; the gateway pods are captured when the namespace is labelled', () => {
+    const {plan} = planOf(objects, {optedOut: 'enroll'})
+    expect(stepIds(plan)).not.toContain('opt-out-workloads')
+    expect(step(plan, 'enable-ambient').verify).toContainEqual({check: 'pods-captured', refs: [deployment('bookinfo-gateway-istio')]})
+    expect(dataPlanes(plan, 'Deployment/bookinfo-gateway-istio')).toMatchObject({start: 'outside', preflight: 'outside', 'enable-ambient': 'ambient', 'verify-dataplane': 'ambient'})
+  })
+
+  it('running gateway pods (as read from a cluster) are outside the mesh, not sidecars', () => {
+    const pod: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'bookinfo-gateway-istio-7d9c8b6f5-x2x7q',
+        namespace: NS,
+        labels: {'gateway.istio.io/managed': 'istio.io-gateway-controller', 'gateway.networking.k8s.io/gateway-name': 'bookinfo-gateway', 'sidecar.istio.io/inject': 'false', 'pod-template-hash': '7d9c8b6f5'},
+        ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'bookinfo-gateway-istio-7d9c8b6f5', controller: true}],
+      },
+      spec: {containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1', args: ['proxy', 'router']}]},
+      status: {phase: 'Running'},
+    }
+    const {plan} = planOf([...objects, pod])
+    expect(workload(plan, 'Deployment', 'bookinfo-gateway-istio')).toMatchObject({proxy: 'none', pods: {total: 1, sidecar: 0, ambient: 0, none: 1}})
+    expect(step(plan, 'opt-out-workloads').operations).toHaveLength(1)
+  })
+
+  it('a waypoint istiod deployed before the migration is a workload of its own, never restarted or listed as manual', () => {
+    const waypoint: KubeObject = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: {name: 'waypoint', namespace: NS, uid: '0b6f7d2e-5b7e-4f43-a3b0-6d4c1b2a9f10', labels: {'istio.io/waypoint-for': 'service'}},
+      spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}]},
+    }
+    const labels = {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': 'waypoint', 'gateway.networking.k8s.io/gateway-class-name': 'istio-waypoint'}
+    const deploymentOfWaypoint: KubeObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {name: 'waypoint', namespace: NS, labels, ownerReferences: [{apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: 'waypoint', uid: waypoint.metadata.uid!}]},
+      spec: {
+        selector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': 'waypoint'}},
+        template: {
+          metadata: {labels: {...labels, 'istio.io/dataplane-mode': 'none', 'sidecar.istio.io/inject': 'false'}},
+          spec: {serviceAccountName: 'waypoint', containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1', args: ['proxy', 'waypoint']}]},
+        },
+      },
+    }
+    const {plan} = planOf([...objects, waypoint, deploymentOfWaypoint])
+    expect(workload(plan, 'Deployment', 'waypoint')).toMatchObject({proxy: 'none', traits: ['dataplane-none', 'inject-opt-out', 'waypoint']})
+    expect(plan.spec.workloads.some((w) => w.ref.kind === 'Gateway')).toBe(false)
+    const restart = step(plan, 'restart-workloads')
+    expect(restart.operations).toEqual([{op: 'restart', ref: deployment('productpage-v1')}])
+    expect(restart.manual).toBeUndefined()
+    expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'pods-without-sidecar', refs: [deployment('productpage-v1')]})
+  })
+})
