@@ -265,6 +265,21 @@ export function denyBypassStep(inventory: Inventory, waypointName: string, planN
       })
       continue
     }
+    // The DENY selects pods, not a Service: pods that are also behind a headless Service (or StatefulSet pods,
+    // which their peers address directly) would lose that pod-addressed traffic too (E9).
+    const podAddressed = inventory.services.filter((s) => s.headless && s.workloads.some((w) => svc.workloads.includes(w))).map((s) => s.ref.name)
+    const statefulSets = inventory.workloads.filter((w) => w.ref.kind === 'StatefulSet' && svc.workloads.includes(w.ref.name)).map((w) => w.ref.name)
+    if (podAddressed.length > 0 || statefulSets.length > 0) {
+      const why = podAddressed.length > 0 ? `headless Service ${podAddressed.sort().join(', ')}` : `StatefulSet ${statefulSets.sort().join(', ')}`
+      findings.push({
+        id: `deny-bypass-headless/${ns}/${svc.ref.name}`,
+        code: 'BypassDenyHeadless',
+        severity: 'warning',
+        ref: svc.ref,
+        message: `No bypass-prevention DENY for Service ${svc.ref.name}: its pods are also reached by pod IP (${why}), which never goes through a service waypoint; a DENY selecting them would cut that traffic off (E9).`,
+      })
+      continue
+    }
     policies.push({
       apiVersion: 'security.istio.io/v1',
       kind: 'AuthorizationPolicy',

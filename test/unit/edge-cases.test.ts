@@ -222,3 +222,65 @@ describe('E8 Gateway API gateways of class istio', () => {
     expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'pods-without-sidecar', refs: [deployment('productpage-v1')]})
   })
 })
+
+describe('E9 StatefulSets and headless Services', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E9-statefulset-headless.yaml')
+  })
+
+  it('OnDelete and partitioned StatefulSets are listed for a person, never rollout-restarted', () => {
+    const {plan} = planOf(objects)
+    expect(workload(plan, 'StatefulSet', 'mongo').traits).toEqual(['on-delete'])
+    expect(workload(plan, 'StatefulSet', 'kafka').traits).toEqual(['partitioned'])
+    const restart = step(plan, 'restart-workloads')
+    expect(restart.operations).toEqual([])
+    expect(restart.manual).toEqual([
+      {ref: ref('apps/v1', 'StatefulSet', 'kafka'), reason: 'RollingUpdate partition > 0: pods below the partition keep their sidecar; lower the partition or delete them'},
+      {ref: ref('apps/v1', 'StatefulSet', 'mongo'), reason: 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time'},
+    ])
+    expect(finding(plan, 'E9/StatefulSet/mongo')).toMatchObject({code: 'E9', severity: 'warning'})
+    expect(finding(plan, 'E9/StatefulSet/kafka').message).toContain('partition=2')
+    // Nothing the plan restarts is expected to end up ambient; they keep their sidecars until a person acts.
+    expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'pods-without-sidecar', refs: []})
+    expect(dataPlanes(plan, 'StatefulSet/kafka')['verify-dataplane']).toBe('sidecar')
+  })
+
+  it('headless Services are reported and left out of the waypoint-bound check; the carried L7 policy says it misses pod-addressed traffic', () => {
+    const {plan} = planOf(objects)
+    expect(finding(plan, 'E9/headless/bookinfo/mongo')).toMatchObject({code: 'E9', severity: 'warning'})
+    expect(finding(plan, 'E9/headless/bookinfo/kafka-headless')).toMatchObject({code: 'E9', severity: 'warning'})
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/kafka-produce-only/pod-addressed')).toMatchObject({code: 'RetargetMissesPodTraffic', severity: 'warning'})
+    expect(applied(step(plan, 'create-policies'), 'kafka-produce-only-waypoint').spec.targetRefs).toEqual([{group: '', kind: 'Service', name: 'kafka'}])
+    const bound = step(plan, 'verify-dataplane').verify.find((v) => v.check === 'waypoint-bound')
+    expect(bound).toEqual({check: 'waypoint-bound', ref: ref('gateway.networking.k8s.io/v1', 'Gateway', 'waypoint'), services: ['kafka']})
+  })
+
+  it('--deny-waypoint-bypass: no DENY for pods that peers reach by pod IP, whether the Service is headless or not', () => {
+    const {plan} = planOf(objects, {denyWaypointBypass: true})
+    expect(stepIds(plan)).not.toContain('deny-waypoint-bypass')
+    expect(finding(plan, 'deny-bypass-headless/bookinfo/mongo').code).toBe('BypassDenyHeadless')
+    expect(finding(plan, 'deny-bypass-headless/bookinfo/kafka-headless').code).toBe('BypassDenyHeadless')
+    // kafka has a ClusterIP Service too, but its pods are also behind kafka-headless: a DENY selecting them would
+    // cut the brokers' pod-to-pod traffic.
+    expect(finding(plan, 'deny-bypass-headless/bookinfo/kafka')).toMatchObject({code: 'BypassDenyHeadless', severity: 'warning'})
+    expect(finding(plan, 'deny-bypass-headless/bookinfo/kafka').message).toContain('headless Service kafka-headless')
+  })
+
+  it('--deny-waypoint-bypass still protects Deployments that only sit behind a ClusterIP Service', () => {
+    const reviews: KubeObject[] = [
+      {apiVersion: 'v1', kind: 'Service', metadata: {name: 'reviews', namespace: NS}, spec: {selector: {app: 'reviews'}, ports: [{name: 'http', port: 9080}]}},
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: {name: 'reviews-v1', namespace: NS},
+        spec: {selector: {matchLabels: {app: 'reviews'}}, template: {metadata: {labels: {app: 'reviews'}}, spec: {containers: [{name: 'reviews', image: 'docker.io/istio/examples-bookinfo-reviews-v1:1.20.2'}]}}},
+      },
+    ]
+    const {plan} = planOf([...objects, ...reviews], {denyWaypointBypass: true})
+    const deny = step(plan, 'deny-waypoint-bypass')
+    expect(opsOf(deny)).toEqual(['apply AuthorizationPolicy/reviews-deny-waypoint-bypass'])
+    expect(applied(deny, 'reviews-deny-waypoint-bypass').spec).toEqual({selector: {matchLabels: {app: 'reviews'}}, action: 'DENY', rules: [{from: [{source: {notPrincipals: [WAYPOINT_PRINCIPAL]}}]}]})
+    expect(finding(plan, 'deny-bypass-headless/bookinfo/kafka').code).toBe('BypassDenyHeadless')
+  })
+})
