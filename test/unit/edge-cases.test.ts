@@ -284,3 +284,48 @@ describe('E9 StatefulSets and headless Services', () => {
     expect(finding(plan, 'deny-bypass-headless/bookinfo/kafka').code).toBe('BypassDenyHeadless')
   })
 })
+
+describe('E13 DestinationRules of the root namespace', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E13-root-destination-rule.yaml')
+  })
+
+  it('reports per Service which DestinationRule the waypoint resolves: the root *.local rule for ratings, bookinfo/reviews for reviews', () => {
+    const {plan} = planOf(objects)
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    const meshDefaults = item(plan, 'DestinationRule', 'mesh-defaults', 'istio-system')
+    expect(meshDefaults).toMatchObject({verdict: 'L7', action: 'keep', services: ['ratings']})
+    expect(meshDefaults.reasons).toContain('spec.host: not used for reviews: the waypoint resolves DestinationRule bookinfo/reviews first (DRs are not merged across namespaces, E13)')
+    expect(item(plan, 'DestinationRule', 'reviews')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(item(plan, 'DestinationRule', 'reviews').reasons).toContain('spec.trafficPolicy.tls.mode: ISTIO_MUTUAL: ignored at waypoints and by ztunnel; mesh traffic is HBONE (mTLS) anyway')
+  })
+
+  it('a root rule shadowed by the Service namespace\'s own rule was shadowed for sidecar clients too: nothing is lost, nothing blocks', () => {
+    const {plan} = planOf(objects)
+    const lb = item(plan, 'DestinationRule', 'reviews-lb', 'istio-system')
+    expect(lb).toMatchObject({verdict: 'inert', action: 'keep'})
+    expect(lb.reasons.some((r) => r.startsWith('spec.host: sidecar clients of bookinfo resolve DestinationRule bookinfo/reviews first too'))).toBe(true)
+    expect(findingIds(plan).filter((id) => id.startsWith('E13/'))).toEqual([])
+    expect(plan.spec.blockers).toEqual([])
+  })
+
+  it('without bookinfo\'s own rule the waypoint resolves the root rule, and the plan keeps it', () => {
+    const {plan} = planOf(without(objects, 'DestinationRule', 'reviews'))
+    expect(item(plan, 'DestinationRule', 'reviews-lb', 'istio-system')).toMatchObject({verdict: 'L7', action: 'keep', services: ['reviews']})
+    expect(plan.spec.blockers).toEqual([])
+  })
+
+  it('a rule in a client namespace for bookinfo\'s Service is never used by the waypoint: lost unless accepted', () => {
+    const frontend: KubeObject = {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'DestinationRule',
+      metadata: {name: 'reviews-from-frontend', namespace: 'frontend'},
+      spec: {host: 'reviews.bookinfo.svc.cluster.local', trafficPolicy: {loadBalancer: {simple: 'ROUND_ROBIN'}}},
+    }
+    const {plan} = planOf([...objects, frontend])
+    expect(item(plan, 'DestinationRule', 'reviews-from-frontend', 'frontend')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
+    expect(blockerIds(plan)).toEqual(['E13/DestinationRule/frontend/reviews-from-frontend'])
+    expect(planOf([...objects, frontend], {acceptLost: ['E13/DestinationRule/frontend/reviews-from-frontend']}).plan.spec.blockers).toEqual([])
+  })
+})

@@ -146,12 +146,12 @@ function rulesFor(namespace: string, fqdn: string, to: string, ctx: ClassifyCont
  * Namespaces are tried in order waypoint namespace → Service namespace → root namespace (first namespace
  * with a matching DR wins; within it the most specific host).
  */
-function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {used: string[]; shadowed: {service: string; by: string}[]} {
+function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {used: string[]; shadowed: {service: string; by: string; byNamespace?: string}[]} {
   const ns = namespaceOf(obj, ctx)
   const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
   const order = [wns, ctx.namespace, ctx.rootNamespace].filter((n, i, a) => a.indexOf(n) === i)
   const used: string[] = []
-  const shadowed: {service: string; by: string}[] = []
+  const shadowed: {service: string; by: string; byNamespace?: string}[] = []
   for (const svc of target.ownServices) {
     const fqdn = serviceFqdn(svc, ctx.namespace)
     let winner: KubeObject | undefined
@@ -163,7 +163,8 @@ function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext):
       }
     }
     if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === ns) used.push(svc)
-    else shadowed.push({service: svc, by: winner ? formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}) : `no DestinationRule visible from ${wns}`})
+    else if (winner) shadowed.push({service: svc, by: formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}), byNamespace: namespaceOf(winner, ctx)})
+    else shadowed.push({service: svc, by: `no DestinationRule visible from ${wns}`})
   }
   return {used, shadowed}
 }
@@ -225,6 +226,13 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
     reasons.push(...applied, ...inertFields, ...subsetReasons)
     const services = used.length > 0 ? used : target.ownServices
 
+    // E13: a root DR shadowed by a DR of the Service's own namespace (the waypoint's too) was shadowed for the
+    // namespace's sidecar clients as well (client ns → Service ns → root): the migration loses nothing.
+    const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
+    if (root && used.length === 0 && wns === ctx.namespace && shadowed.length > 0 && shadowed.every((s) => s.byNamespace === ctx.namespace)) {
+      reasons.push(reason('spec.host', `sidecar clients of ${ctx.namespace} resolve ${uniqSorted(shadowed.map((s) => s.by)).join(', ')} first too (client namespace → Service namespace → root): this rule does not apply to them today, so nothing is lost`))
+      return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
+    }
     if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
       findings.push(
         finding({
