@@ -2,9 +2,9 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
-import {UserError} from '../errors.js'
-import {applyStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
-import {NamespaceLock, whoAmI} from '../executor/lock.js'
+import {LockHeldError, UserError} from '../errors.js'
+import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
+import {liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import {stderrPainter} from '../ui/color.js'
@@ -61,6 +61,13 @@ ${EXIT_CODES_HELP}
     const state = await PlanState.load(file)
     const p = stderrPainter()
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
+    // A step recorded Running is either being applied right now by the lock's holder or was left by an
+    // apply that died: a live holder is reported as such (exit 5), not as a step to retry.
+    const blocked = flags.retry ? undefined : blockingStep(state)
+    if (blocked && !dryRun) {
+      const holder = await liveHolder(await connectCluster(flags), state.namespace)
+      if (holder) throw new LockHeldError(`namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`, lockHeldSuggestion(state.namespace))
+    }
     const steps = stepsToApply(state, selection, flags.retry)
     if (state.plan.spec.blockers.length > 0) {
       throw new UserError(`the plan has ${state.plan.spec.blockers.length} blocker(s): ${state.plan.spec.blockers.map((b) => b.id).join(', ')}`, {

@@ -38,13 +38,19 @@ const BLOCKING: StepPhase[] = ['Failed', 'Interrupted', 'Running']
 
 export type StepSelection = {kind: 'next'} | {kind: 'all'} | {kind: 'to'; id: string}
 
+/** The first step whose record blocks apply (failed, interrupted, or left Running), if any. */
+export function blockingStep(state: PlanState): PlanStep | undefined {
+  return state.plan.spec.steps.find((s) => BLOCKING.includes(state.phase(s)))
+}
+
 /** The steps `apply` would run now. A failed/interrupted step blocks unless `retry`. */
 export function stepsToApply(state: PlanState, selection: StepSelection, retry: boolean): PlanStep[] {
   const steps = state.plan.spec.steps
-  const blocked = steps.find((s) => BLOCKING.includes(state.phase(s)))
+  const blocked = blockingStep(state)
   if (blocked && !retry) {
     const phase = state.phase(blocked)
-    throw new UserError(`step ${blocked.id} is ${phase}${state.status(blocked.id)?.message ? ` (${state.status(blocked.id)!.message})` : ''}: it must be retried or rolled back first`, {
+    const message = state.status(blocked.id)?.message ?? (phase === 'Running' ? 'the apply that ran it stopped before recording a result' : undefined)
+    throw new UserError(`step ${blocked.id} is ${phase}${message ? ` (${message})` : ''}: it must be retried or rolled back first`, {
       exitCode: 1,
       suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
     })

@@ -64,6 +64,16 @@ export function describeHolder(lease: KubeObject): string {
   return info ? `${info.who} (${info.command}, since ${info.startedAt})` : `${lease.spec?.holderIdentity ?? 'unknown holder'}`
 }
 
+/** Who holds the namespace's lock and still renews it; undefined when it is free or expired. */
+export async function liveHolder(client: KubeClient, namespace: string): Promise<string | undefined> {
+  const lease = await client.get(lockRef(namespace))
+  return lease && !leaseExpired(lease) ? describeHolder(lease) : undefined
+}
+
+export function lockHeldSuggestion(namespace: string): string {
+  return `Wait for it to finish. If its holder is dead (killed, machine gone), break the lock with \`mesh-migrate unlock ${namespace}\`, or wait for the lease to expire (${LEASE_SECONDS} s after its last renewal).`
+}
+
 export class NamespaceLock {
   private renewTimer?: NodeJS.Timeout
   private resourceVersion?: string
@@ -90,7 +100,7 @@ export class NamespaceLock {
         return lock
       }
       if (Date.now() >= deadline) {
-        throw new LockHeldError(`namespace ${opts.namespace} is locked by ${holder}`)
+        throw new LockHeldError(`namespace ${opts.namespace} is locked by ${holder}`, lockHeldSuggestion(opts.namespace))
       }
       if (!waited) opts.onWait?.(holder)
       waited = true
