@@ -140,6 +140,8 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
       if (w) out.waypointCopyIn = w
       if (c) out.companionIn = c
       if (l4) out.l4PartIn = l4
+      // E22: the ztunnel-l4 object of a rewrite is the whole policy in a form ztunnel enforces, not a projection.
+      if (l4 && d.disposition === 'rewrite') out.rewrittenIn = l4
       if (d.disposition === 'carry-keep') out.identityKeyed = true
       return out
     })
@@ -156,6 +158,7 @@ export function simPolicies(inputs: PolicyTimelineInput[]): SimPolicy[] {
     ...(p.waypointCopyIn ? {waypointCopyIn: p.waypointCopyIn} : {}),
     ...(p.companionIn ? {companionIn: p.companionIn} : {}),
     ...(p.l4PartIn ? {l4PartIn: p.l4PartIn} : {}),
+    ...(p.rewrittenIn ? {rewrittenIn: p.rewrittenIn} : {}),
     ...(p.identityKeyed ? {identityKeyed: true} : {}),
   }))
 }

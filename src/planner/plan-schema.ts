@@ -96,6 +96,7 @@ const policyTimelineInput = {
     waypointCopyIn: stepActionRef,
     companionIn: stepActionRef,
     l4PartIn: stepActionRef,
+    rewrittenIn: stepActionRef,
     identityKeyed: {type: 'boolean'},
   },
 }

@@ -127,6 +127,8 @@ export interface PolicyTimelineInput {
   waypointCopyIn?: StepAction
   companionIn?: StepAction
   l4PartIn?: StepAction
+  /** Step that creates the E22 rewrite: an exact equivalent ztunnel enforces (from.source.serviceAccounts). */
+  rewrittenIn?: StepAction
   identityKeyed?: boolean
 }
 

@@ -37,6 +37,8 @@ export interface SimPolicy {
   companionIn?: StepAction
   /** Step that creates the L4 part kept at ztunnel (E15 projection, DENY L4 rules, E22 rewrite). */
   l4PartIn?: StepAction
+  /** Step that creates the E22 rewrite, which ztunnel enforces with the original's full meaning. */
+  rewrittenIn?: StepAction
   /** The original is L4-only and keyed on caller identity/IP (E21): a waypoint in front changes what it sees. */
   identityKeyed?: boolean
 }
@@ -117,6 +119,9 @@ function enforcementOf(p: SimPolicy, w: WorkloadItem, state: SimState): Enforcem
     return 'sidecar'
   }
   // ambient
+  // E22: the rewrite is the policy itself in a form ztunnel enforces (ALLOWs add up and the original's L7-only
+  // rules match nothing; a DENY's blanked clauses never fire), so the original's presence changes nothing.
+  if (present(p.rewrittenIn, state) && !waypointActive) return 'ztunnel'
   if (originalPresent) {
     switch (p.ztunnel ?? 'as-written') {
       case 'as-written':

@@ -329,3 +329,71 @@ describe('E13 DestinationRules of the root namespace', () => {
     expect(planOf([...objects, frontend], {acceptLost: ['E13/DestinationRule/frontend/reviews-from-frontend']}).plan.spec.blockers).toEqual([])
   })
 })
+
+describe('E22 when: source.serviceAccount', () => {
+  let objects: KubeObject[]
+  let rewritableOnly: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E22-source-service-account.yaml')
+    rewritableOnly = without(objects, 'AuthorizationPolicy', 'details-from-productpage')
+  })
+
+  it('rewritable (Istio >= 1.25): the rewrite is created before the switch and the original deleted after the restart — no waypoint, no hazard', () => {
+    const {plan} = planOf(rewritableOnly, {istioVersion: '1.28'})
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+    expect(stepIds(plan)).toEqual(['preflight', 'create-policies', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'delete-sidecar-policies', 'verify-dataplane'])
+    const create = step(plan, 'create-policies')
+    expect(opsOf(create)).toEqual(['apply AuthorizationPolicy/ratings-from-reviews-l4'])
+    expect(applied(create, 'ratings-from-reviews-l4').spec).toEqual({
+      selector: {matchLabels: {app: 'ratings'}},
+      action: 'ALLOW',
+      rules: [{from: [{source: {serviceAccounts: ['bookinfo/bookinfo-reviews']}}], to: [{operation: {ports: ['9080']}}]}],
+    })
+    expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual(['delete AuthorizationPolicy/ratings-from-reviews'])
+    // ztunnel enforces the rewrite exactly: the policy is never degraded or deny-all, before or after the original goes.
+    expect(plan.spec.hazards).toEqual([])
+    expect(plan.spec.blockers).toEqual([])
+    expect(plan.spec.policies).toEqual([
+      {key: 'AuthorizationPolicy/ratings-from-reviews', action: 'ALLOW', ztunnel: 'deny-all', workloads: ['Deployment/ratings-v1'], deletedIn: 'delete-sidecar-policies', l4PartIn: 'create-policies', rewrittenIn: 'create-policies'},
+    ])
+    expect(timeline(plan).apply.at(-1)!.policies['AuthorizationPolicy/ratings-from-reviews']).toEqual({ztunnel: ['Deployment/ratings-v1']})
+  })
+
+  it('rewritable, Istio version unknown: rewritten on the assumption of >= 1.25, said as a warning', () => {
+    const {plan} = planOf(rewritableOnly)
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/ratings-from-reviews/e22-version')).toMatchObject({code: 'ServiceAccountRewriteAssumesVersion', severity: 'warning'})
+    expect(opsOf(step(plan, 'create-policies'))).toEqual(['apply AuthorizationPolicy/ratings-from-reviews-l4'])
+  })
+
+  it('Istio 1.24 (no serviceAccounts at ztunnel): carried to a waypoint instead', () => {
+    const {plan} = planOf(rewritableOnly, {istioVersion: '1.24'})
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(opsOf(step(plan, 'create-policies'))).toEqual(['apply AuthorizationPolicy/ratings-from-reviews-waypoint', 'apply AuthorizationPolicy/ratings-from-reviews-ztunnel'])
+    expect(applied(step(plan, 'create-policies'), 'ratings-from-reviews-waypoint').spec.rules[0].when).toEqual([{key: 'source.serviceAccount', values: ['bookinfo/bookinfo-reviews']}])
+  })
+
+  it('not rewritable (principals in the same source): carried to the waypoint, with the rewritable one also enforced there (E21)', () => {
+    const {plan} = planOf(objects, {istioVersion: '1.28'})
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/details-from-productpage/e22-not-rewritten')).toMatchObject({code: 'ServiceAccountConditionNotRewritten', severity: 'info'})
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/details-from-productpage/e22-not-rewritten').message).toContain('serviceAccounts cannot be combined with principals or namespaces in one source')
+    expect(opsOf(step(plan, 'create-policies'))).toEqual([
+      'apply AuthorizationPolicy/details-from-productpage-waypoint',
+      'apply AuthorizationPolicy/details-from-productpage-ztunnel',
+      'apply AuthorizationPolicy/ratings-from-reviews-waypoint',
+      'apply AuthorizationPolicy/ratings-from-reviews-ztunnel',
+      'apply AuthorizationPolicy/ratings-from-reviews-l4',
+    ])
+    expect(applied(step(plan, 'create-policies'), 'details-from-productpage-waypoint').spec).toEqual({
+      targetRefs: [{group: '', kind: 'Service', name: 'details'}],
+      action: 'ALLOW',
+      rules: [{from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/bookinfo-productpage']}}], when: [{key: 'source.serviceAccount', values: ['bookinfo-productpage']}]}],
+    })
+    expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual([
+      'apply AuthorizationPolicy/details-from-productpage-l4',
+      'delete AuthorizationPolicy/details-from-productpage',
+      'delete AuthorizationPolicy/ratings-from-reviews',
+    ])
+    expect(plan.spec.blockers).toEqual([])
+  })
+})
