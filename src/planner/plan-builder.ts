@@ -179,6 +179,19 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   const sidecarWorkloads = inventory.workloads.filter(hasSidecar)
   const migrating = nsState.mode === 'sidecar' || nsState.mode === 'both' || sidecarWorkloads.length > 0
   const waypointRequired = inventory.waypointRequired && migrating
+  const injectedGateways = inventory.workloads.filter((w) => w.traits.includes('injected-gateway'))
+  if (migrating && inventory.injectionByDefault === true && injectedGateways.length > 0) {
+    // E3 + E7: the auto webhook injects every pod of an unlabelled namespace, and istio-injection=disabled
+    // would also stop the injected gateways' own proxy. No label change drops the sidecars of the others.
+    findings.push({
+      id: `E3-E7/${ns}`,
+      code: 'InjectionByDefaultWithInjectedGateway',
+      severity: 'blocker',
+      ref: nsRef,
+      message: `Injection is enabled by default for namespaces without an injection label (E3) and ${ns} runs injected gateway(s) ${injectedGateways.map((w) => formatRef(w.ref)).join(', ')} (E7): istio-injection=disabled would leave their \`image: auto\` pods without a proxy (IST0146/IST0147), and without it the auto webhook re-injects every restarted pod, so no namespace label can remove the sidecars.`,
+      fix: `Move the injected gateways to a namespace of their own (then istio-injection=disabled can stop injection in ${ns}), or turn off sidecarInjectorWebhook.enableNamespacesByDefault and label the namespaces that need sidecars; then re-run plan.`,
+    })
+  }
 
   // Waypoint: reuse a waypoint of that name if the namespace already has one.
   const existing = snapshot.objects.find((o) => o.metadata.namespace === ns && o.kind === 'Gateway' && o.metadata.name === options.waypointName)

@@ -137,6 +137,101 @@ function relabel(objects: KubeObject[], kind: string, name: string, labels: Reco
 
 const without = (objects: KubeObject[], kind: string, name: string) => objects.filter((o) => !(o.kind === kind && o.metadata.name === name))
 
+describe('E3 injection enabled by default', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E3-injection-by-default.yaml')
+  })
+
+  it('an unlabelled namespace is injected by the auto webhook; the plan sets istio-injection=disabled instead of removing a label', () => {
+    const {inventory, plan} = planOf(objects)
+    expect(inventory.injectionByDefault).toBe(true)
+    expect(inventory.namespaceState).toMatchObject({injection: 'enabled', mode: 'sidecar', sidecarLabels: []})
+    expect(finding(plan, 'E3/bookinfo')).toMatchObject({code: 'E3', severity: 'warning'})
+    expect(finding(plan, 'E3/injection-enabled-by-default').message).toContain('webhook auto.sidecar-injector.istio.io in MutatingWebhookConfiguration istio-sidecar-injector')
+    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    const remove = step(plan, 'remove-sidecar-injection')
+    expect(remove.preconditions).toEqual([{check: 'namespace-labels', labels: {'istio-injection': null}}])
+    expect(remove.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio-injection': 'disabled'}}])
+    expect(remove.verify).toEqual([{check: 'namespace-labels', labels: {'istio-injection': 'disabled'}}])
+    expect(remove.undo.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio-injection': null}}])
+    expect(step(plan, 'restart-workloads').operations).toEqual([{op: 'restart', ref: deployment('details-v1')}])
+    expect(dataPlanes(plan, 'Deployment/details-v1')).toMatchObject({'remove-sidecar-injection': 'sidecar', 'restart-workloads': 'ambient'})
+  })
+
+  it('detected from the injector values alone (no webhook configuration in the source)', () => {
+    const {inventory, plan} = planOf(objects.filter((o) => o.kind !== 'MutatingWebhookConfiguration'))
+    expect(inventory.injectionByDefault).toBe(true)
+    expect(finding(plan, 'E3/injection-enabled-by-default').message).toContain('sidecarInjectorWebhook.enableNamespacesByDefault=true in ConfigMap istio-system/istio-sidecar-injector')
+    expect(step(plan, 'remove-sidecar-injection').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio-injection': 'disabled'}}])
+  })
+
+  it('with an injected gateway in the namespace (E7) no label can work: the plan blocks instead of restarting pods back into sidecars', async () => {
+    const [gateway] = (await fixture('E7-injected-gateway-revisioned.yaml')).filter((o) => o.kind === 'Deployment' && o.metadata.name === 'bookinfo-ingressgateway')
+    const {plan} = planOf([...objects, gateway!])
+    expect(blockerIds(plan)).toEqual(['E3-E7/bookinfo'])
+    expect(finding(plan, 'E3-E7/bookinfo')).toMatchObject({code: 'InjectionByDefaultWithInjectedGateway', severity: 'blocker', ref: nsRef})
+    expect(finding(plan, 'E3-E7/bookinfo').message).toContain('Deployment bookinfo/bookinfo-ingressgateway')
+    // It never sets istio-injection=disabled, which would leave the gateway's `image: auto` pods without a proxy.
+    expect(stepIds(plan)).not.toContain('remove-sidecar-injection')
+  })
+})
+
+describe('E7 injected gateways in a revisioned namespace', () => {
+  let objects: KubeObject[]
+  const gateway = deployment('bookinfo-ingressgateway')
+  beforeAll(async () => {
+    objects = await fixture('E7-injected-gateway-revisioned.yaml')
+  })
+
+  it('pins the gateway to the namespace\'s revision on its pod template, then removes istio.io/rev; undo reverses both', () => {
+    const {plan} = planOf(objects)
+    expect(workload(plan, 'Deployment', 'bookinfo-ingressgateway').traits).toEqual(['injected-gateway'])
+    const remove = step(plan, 'remove-sidecar-injection')
+    expect(remove.operations).toEqual([
+      {op: 'template-labels', ref: gateway, labels: {'istio.io/rev': 'canary'}},
+      {op: 'label', ref: nsRef, labels: {'istio.io/rev': null}},
+    ])
+    expect(remove.undo.operations).toEqual([
+      {op: 'label', ref: nsRef, labels: {'istio.io/rev': 'canary'}},
+      {op: 'template-labels', ref: gateway, labels: {'istio.io/rev': null}},
+    ])
+    expect(remove.preconditions).toEqual([{check: 'namespace-labels', labels: {'istio.io/rev': 'canary'}}, {check: 'object-present', ref: gateway}])
+    expect(remove.description).toMatch(/^Pin the injected gateway\(s\) Deployment bookinfo\/bookinfo-ingressgateway to revision canary/)
+    expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway')).toMatchObject({code: 'E7', severity: 'warning'})
+    expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway').message).toContain('by the default revision instead of canary')
+  })
+
+  it('never sets istio-injection=disabled and leaves the gateway out of restarts and data-plane checks', () => {
+    const {plan} = planOf(objects)
+    expect(JSON.stringify(plan.spec.steps)).not.toContain('"disabled"')
+    expect(step(plan, 'restart-workloads').operations).toEqual([{op: 'restart', ref: deployment('productpage-v1')}])
+    expect(step(plan, 'restart-workloads').manual).toBeUndefined()
+    expect(step(plan, 'verify-dataplane').verify).toEqual([
+      {check: 'pods-without-sidecar', refs: [deployment('productpage-v1')]},
+      {check: 'pods-captured', refs: [deployment('productpage-v1')]},
+    ])
+    expect(step(plan, 'enable-ambient').verify).toContainEqual({check: 'pods-captured', refs: []})
+  })
+
+  it('a gateway already pinned by its template is left as it is', () => {
+    const pinned = objects.map((o) =>
+      o.kind === 'Deployment' && o.metadata.name === 'bookinfo-ingressgateway'
+        ? {...o, spec: {...o.spec, template: {...o.spec.template, metadata: {...o.spec.template.metadata, labels: {...o.spec.template.metadata.labels, 'istio.io/rev': 'canary'}}}}}
+        : o,
+    )
+    const {plan} = planOf(pinned)
+    expect(step(plan, 'remove-sidecar-injection').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/rev': null}}])
+    expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway').severity).toBe('info')
+  })
+
+  it('in a namespace labelled istio-injection the gateway needs no pin: the object webhook keeps injecting it', () => {
+    const {plan} = planOf(relabel(objects, 'Namespace', NS, {'istio-injection': 'enabled'}))
+    expect(step(plan, 'remove-sidecar-injection').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio-injection': null}}])
+    expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway').severity).toBe('info')
+  })
+})
+
 describe('E8 Gateway API gateways of class istio', () => {
   let objects: KubeObject[]
   beforeAll(async () => {
