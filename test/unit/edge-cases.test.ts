@@ -7,7 +7,7 @@
 // preflight only names the istio-ingressgateway pruning in the fix text of its ambient check, and there is no
 // component diff to test; E20 (multicluster) is not handled by the planner at all (no istio.io/global, network
 // or cluster markers are read).
-import {mkdtemp, writeFile} from 'node:fs/promises'
+import {mkdtemp} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -137,6 +137,75 @@ function relabel(objects: KubeObject[], kind: string, name: string, labels: Reco
 
 const without = (objects: KubeObject[], kind: string, name: string) => objects.filter((o) => !(o.kind === kind && o.metadata.name === name))
 
+describe('E1 revision-labelled namespace (a revision tag)', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E1-revision-tag.yaml')
+  })
+
+  it('recognises the tag and the revision it points to', () => {
+    const {inventory, plan} = planOf(objects)
+    expect(inventory.namespaceState).toMatchObject({revision: 'prod-stable', injection: 'enabled', mode: 'sidecar', multipleInjectionLabels: false})
+    expect(finding(plan, 'E1/bookinfo')).toMatchObject({code: 'E1', severity: 'info'})
+    expect(finding(plan, 'E1/bookinfo').message).toContain('revision tag "prod-stable" (→ revision 1-28-1)')
+    expect(findingIds(plan).filter((id) => /^(E2|E3|IST0123)\//.test(id))).toEqual([])
+    expect(workload(plan, 'Deployment', 'reviews-v1').proxy).toBe('sidecar')
+  })
+
+  it('stamps istio.io/rev on the waypoint before the namespace loses it; removes the label and restores its exact value', () => {
+    const {plan} = planOf(objects)
+    expect(plan.spec.waypoints.map((w) => w.metadata.labels)).toEqual([{'istio.io/rev': 'prod-stable', 'istio.io/waypoint-for': 'service', ...MANAGED}])
+    expect(applied(step(plan, 'create-waypoint'), 'waypoint').metadata.labels?.['istio.io/rev']).toBe('prod-stable')
+    expect(stepIds(plan)).toEqual(['preflight', 'create-waypoint', 'wait-waypoint', 'create-policies', 'bind-waypoint', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'delete-sidecar-policies', 'verify-dataplane'])
+    const remove = step(plan, 'remove-sidecar-injection')
+    expect(remove.preconditions).toEqual([{check: 'namespace-labels', labels: {'istio.io/rev': 'prod-stable'}}])
+    expect(remove.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/rev': null}}])
+    expect(remove.undo.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/rev': 'prod-stable'}}])
+    expect(step(plan, 'preflight').preconditions).toEqual([{check: 'namespace-labels', labels: {'istio-injection': null, 'istio.io/rev': 'prod-stable', 'istio.io/dataplane-mode': null, 'istio.io/use-waypoint': null}}])
+  })
+
+  it('half-migrated (istio.io/rev next to dataplane-mode=ambient): IST0123, and the plan only removes the revision label', () => {
+    const {inventory, plan} = planOf(relabel(objects, 'Namespace', NS, {'istio.io/rev': 'prod-stable', 'istio.io/dataplane-mode': 'ambient'}))
+    expect(inventory.namespaceState).toMatchObject({mode: 'both', multipleInjectionLabels: true})
+    expect(finding(plan, 'IST0123/bookinfo')).toMatchObject({code: 'IST0123', severity: 'warning'})
+    expect(finding(plan, 'IST0123/bookinfo').message).toContain('[istio.io/rev=prod-stable istio.io/dataplane-mode=ambient]')
+    expect(stepIds(plan)).not.toContain('enable-ambient')
+    expect(step(plan, 'remove-sidecar-injection').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/rev': null}}])
+  })
+
+  it('a revision no installed webhook serves injects nothing: reported, and there is nothing to migrate', () => {
+    const {inventory, plan} = planOf(relabel(objects, 'Namespace', NS, {'istio.io/rev': '1-22-0'}))
+    expect(inventory.namespaceState.injection).toBe('none')
+    expect(finding(plan, 'E1/bookinfo/unknown-revision')).toMatchObject({code: 'E1', severity: 'warning'})
+    expect(plan.spec.steps).toEqual([])
+  })
+})
+
+describe('E2 istio-injection and istio.io/rev on one namespace', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E2-both-injection-labels.yaml')
+  })
+
+  it('warns that istio.io/rev is inert for injection but owns the waypoint (IST0123 fires too)', () => {
+    const {inventory, plan} = planOf(objects)
+    expect(inventory.namespaceState).toMatchObject({injection: 'enabled', revision: 'canary', multipleInjectionLabels: true})
+    expect(finding(plan, 'E2/bookinfo')).toMatchObject({code: 'E2', severity: 'warning'})
+    expect(finding(plan, 'IST0123/bookinfo').message).toContain('[istio-injection=enabled istio.io/rev=canary]')
+    expect(plan.spec.waypoints[0]!.metadata.labels?.['istio.io/rev']).toBe('canary')
+    expect(stepIds(plan).indexOf('create-waypoint')).toBeLessThan(stepIds(plan).indexOf('remove-sidecar-injection'))
+  })
+
+  it('removes both labels in one step and records both values for rollback', () => {
+    const {plan} = planOf(objects)
+    const remove = step(plan, 'remove-sidecar-injection')
+    expect(remove.preconditions).toEqual([{check: 'namespace-labels', labels: {'istio-injection': 'enabled', 'istio.io/rev': 'canary'}}])
+    expect(remove.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio-injection': null, 'istio.io/rev': null}}])
+    expect(remove.verify).toEqual([{check: 'namespace-labels', labels: {'istio-injection': null, 'istio.io/rev': null}}])
+    expect(remove.undo.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio-injection': 'enabled', 'istio.io/rev': 'canary'}}])
+  })
+})
+
 describe('E3 injection enabled by default', () => {
   let objects: KubeObject[]
   beforeAll(async () => {
@@ -174,6 +243,106 @@ describe('E3 injection enabled by default', () => {
     expect(finding(plan, 'E3-E7/bookinfo').message).toContain('Deployment bookinfo/bookinfo-ingressgateway')
     // It never sets istio-injection=disabled, which would leave the gateway's `image: auto` pods without a proxy.
     expect(stepIds(plan)).not.toContain('remove-sidecar-injection')
+  })
+})
+
+describe('E4 pod-level opt-in and kube-inject templates', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E4-pod-opt-in-and-kube-inject.yaml')
+  })
+
+  it('detects each opt-in and the injected template', () => {
+    const {plan} = planOf(objects)
+    expect(workload(plan, 'Deployment', 'ratings-v1').traits).toEqual(['pod-opt-in'])
+    expect(workload(plan, 'Deployment', 'reviews-v2').traits).toEqual(['pod-opt-in'])
+    expect(workload(plan, 'Deployment', 'details-v1')).toMatchObject({proxy: 'sidecar', traits: ['hbone-capable', 'manual-injection']})
+    expect(finding(plan, 'E4/Deployment/ratings-v1').message).toContain('label sidecar.istio.io/inject=true')
+    expect(finding(plan, 'E4/Deployment/reviews-v2').message).toContain('label istio.io/rev=canary')
+    expect(finding(plan, 'E4/manual/Deployment/details-v1')).toMatchObject({code: 'E4', severity: 'warning'})
+  })
+
+  it('removes the opt-ins from the pod templates in restart-workloads (the change rolls them) and restores their exact values on undo', () => {
+    const {plan} = planOf(objects)
+    const restart = step(plan, 'restart-workloads')
+    expect(restart.operations).toEqual([
+      {op: 'template-labels', ref: deployment('ratings-v1'), labels: {'sidecar.istio.io/inject': null}},
+      {op: 'template-labels', ref: deployment('reviews-v2'), labels: {'istio.io/rev': null}},
+    ])
+    expect(restart.undo.operations).toEqual([
+      {op: 'template-labels', ref: deployment('ratings-v1'), labels: {'sidecar.istio.io/inject': 'true'}},
+      {op: 'template-labels', ref: deployment('reviews-v2'), labels: {'istio.io/rev': 'canary'}},
+    ])
+    expect(restart.verify).toEqual([
+      {check: 'rollouts-complete', refs: [deployment('ratings-v1'), deployment('reviews-v2')]},
+      {check: 'pods-without-sidecar', refs: [deployment('ratings-v1'), deployment('reviews-v2')]},
+    ])
+    expect(dataPlanes(plan, 'Deployment/ratings-v1')).toMatchObject({'remove-sidecar-injection': 'sidecar', 'restart-workloads': 'ambient'})
+    expect(dataPlanes(plan, 'Deployment/reviews-v2')['verify-dataplane']).toBe('ambient')
+  })
+
+  it('the kube-injected workload is listed for a person and not expected to lose its sidecar', () => {
+    const {plan} = planOf(objects)
+    expect(step(plan, 'restart-workloads').manual).toEqual([
+      {ref: deployment('details-v1'), reason: 'the pod template itself contains the sidecar (istioctl kube-inject): remove the injected containers, volumes and annotations from the template'},
+    ])
+    expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'pods-without-sidecar', refs: [deployment('ratings-v1'), deployment('reviews-v2')]})
+    expect(dataPlanes(plan, 'Deployment/details-v1')['verify-dataplane']).toBe('sidecar')
+    expect(plan.spec.hazards).toEqual([])
+  })
+})
+
+describe('E5 pods opted out with sidecar.istio.io/inject=false', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E5-inject-false.yaml')
+  })
+
+  it('reports each one: ztunnel would capture it without a restart', () => {
+    const {plan} = planOf(objects)
+    for (const key of ['Deployment/loadgen', 'Pod/netshoot', 'Job/schema-migrate']) expect(finding(plan, `E5/${key}`)).toMatchObject({code: 'E5', severity: 'warning'})
+    expect(workload(plan, 'Deployment', 'loadgen')).toMatchObject({proxy: 'none', traits: ['inject-opt-out']})
+  })
+
+  it('keep-out (default): labels them istio.io/dataplane-mode=none before enable-ambient; a Job template cannot be patched and is reported', () => {
+    const {plan} = planOf(objects)
+    expect(stepIds(plan)).toEqual(['preflight', 'opt-out-workloads', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    const optOut = step(plan, 'opt-out-workloads')
+    const pod = ref('v1', 'Pod', 'netshoot')
+    expect(optOut.operations).toEqual([
+      {op: 'template-labels', ref: deployment('loadgen'), labels: {'istio.io/dataplane-mode': 'none'}},
+      {op: 'label', ref: pod, labels: {'istio.io/dataplane-mode': 'none'}},
+    ])
+    expect(optOut.undo.operations).toEqual([
+      {op: 'template-labels', ref: deployment('loadgen'), labels: {'istio.io/dataplane-mode': null}},
+      {op: 'label', ref: pod, labels: {'istio.io/dataplane-mode': null}},
+    ])
+    expect(finding(plan, 'E5/opt-out-manual/Job/schema-migrate')).toMatchObject({code: 'OptOutManual', severity: 'warning'})
+    // Captured at enable-ambient: only the Job the plan could not opt out.
+    expect(step(plan, 'enable-ambient').verify).toContainEqual({check: 'pods-captured', refs: [ref('batch/v1', 'Job', 'schema-migrate')]})
+    expect(dataPlanes(plan, 'Deployment/loadgen')).toMatchObject({'enable-ambient': 'outside', 'verify-dataplane': 'outside'})
+    expect(dataPlanes(plan, 'Pod/netshoot')['verify-dataplane']).toBe('outside')
+    expect(dataPlanes(plan, 'Job/schema-migrate')).toMatchObject({'opt-out-workloads': 'outside', 'enable-ambient': 'ambient'})
+  })
+
+  it('--opted-out enroll: no opt-out step; all three are captured at enable-ambient and checked there', () => {
+    const {plan} = planOf(objects, {optedOut: 'enroll'})
+    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    expect(step(plan, 'enable-ambient').verify).toContainEqual({check: 'pods-captured', refs: [deployment('loadgen'), ref('batch/v1', 'Job', 'schema-migrate'), ref('v1', 'Pod', 'netshoot')]})
+    expect(dataPlanes(plan, 'Deployment/loadgen')).toMatchObject({preflight: 'outside', 'enable-ambient': 'ambient'})
+    expect(findingIds(plan)).not.toContain('E5/opt-out-manual/Job/schema-migrate')
+  })
+})
+
+describe('E6 hostNetwork pods', () => {
+  it('are never injected or captured: left out of restarts, captures and data-plane checks', async () => {
+    const {plan} = planOf(await fixture('E6-host-network.yaml'))
+    expect(workload(plan, 'DaemonSet', 'node-exporter')).toMatchObject({proxy: 'none', traits: ['host-network']})
+    expect(finding(plan, 'E6/DaemonSet/node-exporter')).toMatchObject({code: 'E6', severity: 'info'})
+    expect(namedAnywhere(plan)).not.toContain('node-exporter')
+    expect(step(plan, 'restart-workloads').operations).toEqual([{op: 'restart', ref: deployment('details-v1')}])
+    expect(Object.values(dataPlanes(plan, 'DaemonSet/node-exporter'))).toEqual(Array(6).fill('outside'))
+    expect(plan.spec.hazards).toEqual([])
   })
 })
 
@@ -380,6 +549,110 @@ describe('E9 StatefulSets and headless Services', () => {
   })
 })
 
+describe('E10 Jobs, CronJobs, bare Pods, ReplicaSets and quitquitquit scripts', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E10-jobs-bare-pods.yaml')
+  })
+
+  it('restarts only the Deployment; lists the others for a person with what to do', () => {
+    const {plan} = planOf(objects)
+    const restart = step(plan, 'restart-workloads')
+    expect(restart.operations).toEqual([{op: 'restart', ref: deployment('productpage-v1')}])
+    const jobs = 'Jobs cannot be restarted: running pods keep their sidecar until they complete; the next run starts without one'
+    expect(restart.manual).toEqual([
+      {ref: ref('batch/v1', 'CronJob', 'reviews-report'), reason: jobs},
+      {ref: ref('batch/v1', 'Job', 'ratings-import'), reason: jobs},
+      {ref: ref('v1', 'Pod', 'ratings-debug'), reason: 'a bare Pod has no controller to restart it: delete and re-create it from its source'},
+      {ref: ref('apps/v1', 'ReplicaSet', 'details-legacy'), reason: 'ReplicaSet has no rollout restart: recreate its pods'},
+    ])
+    expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'pods-without-sidecar', refs: [deployment('productpage-v1')]})
+    for (const id of ['E10/CronJob/reviews-report', 'E10/Job/ratings-import', 'E10/Pod/ratings-debug', 'E10/ReplicaSet/details-legacy']) {
+      expect(finding(plan, id)).toMatchObject({code: 'E10', severity: 'warning'})
+    }
+    // They keep their sidecars when the plan is done: still in the mesh, no hazard.
+    expect(dataPlanes(plan, 'Pod/ratings-debug')['verify-dataplane']).toBe('sidecar')
+    expect(dataPlanes(plan, 'Job/ratings-import')['verify-dataplane']).toBe('sidecar')
+    expect(plan.spec.hazards).toEqual([])
+  })
+
+  it('flags the container that calls the sidecar\'s quitquitquit endpoint', () => {
+    const {plan} = planOf(objects)
+    expect(workload(plan, 'Job', 'ratings-import').traits).toEqual(['job', 'quitquitquit'])
+    expect(finding(plan, 'E10-quitquitquit/Job/ratings-import')).toMatchObject({code: 'E10', severity: 'warning'})
+    expect(finding(plan, 'E10-quitquitquit/Job/ratings-import').message).toMatch(/^Container\(s\) import of Job ratings-import/)
+    expect(workload(plan, 'CronJob', 'reviews-report').traits).toEqual(['job'])
+  })
+})
+
+describe('E11 client-side routing for other namespaces\' and external hosts', () => {
+  let objects: KubeObject[]
+  const lost = ['E11/DestinationRule/bookinfo/payments-api-tls', 'E11/DestinationRule/bookinfo/shop-ratings-pool', 'E11/VirtualService/bookinfo/shop-ratings-timeout']
+  beforeAll(async () => {
+    objects = await fixture('E11-client-side-routing.yaml')
+  })
+
+  it('each is lost for bookinfo\'s ambient pods and blocks the plan until accepted', () => {
+    const {plan} = planOf(objects)
+    expect(item(plan, 'VirtualService', 'shop-ratings-timeout')).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side'})
+    expect(item(plan, 'DestinationRule', 'shop-ratings-pool')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
+    expect(item(plan, 'DestinationRule', 'payments-api-tls')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
+    expect(item(plan, 'ServiceEntry', 'payments-api')).toMatchObject({verdict: 'L4', action: 'keep'})
+    expect(blockerIds(plan)).toEqual(lost)
+    expect(plan.spec.summary.blockers).toBe(3)
+    expect(finding(plan, 'E11/DestinationRule/bookinfo/payments-api-tls').message).toContain('including TLS origination')
+    for (const id of lost) expect(finding(plan, id).fix).toContain(`--accept-lost ${id}`)
+    // Nothing of it can be carried: the plan has no step for it and no waypoint.
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+  })
+
+  it('--accept-lost turns exactly the named loss into a warning', () => {
+    const one = planOf(objects, {acceptLost: ['E11/VirtualService/bookinfo/shop-ratings-timeout']}).plan
+    expect(blockerIds(one)).toEqual(lost.slice(0, 2))
+    expect(finding(one, 'E11/VirtualService/bookinfo/shop-ratings-timeout')).toMatchObject({severity: 'warning', code: 'ClientSideRoutingLost'})
+    expect(finding(one, 'E11/VirtualService/bookinfo/shop-ratings-timeout').message).toMatch(/\(accepted with --accept-lost\)$/)
+    const all = planOf(objects, {acceptLost: lost}).plan
+    expect(all.spec.blockers).toEqual([])
+    expect(all.spec.steps).toEqual(planOf(objects).plan.spec.steps)
+  })
+})
+
+describe('E12 routing for bookinfo\'s Services that its waypoint never applies', () => {
+  let objects: KubeObject[]
+  const lost = ['E12/VirtualService/bookinfo/ratings-frontend-only', 'E12/VirtualService/frontend/reviews-for-frontend', 'E12/VirtualService/istio-system/reviews-retries']
+  beforeAll(async () => {
+    objects = await fixture('E12-foreign-virtualservices.yaml')
+  })
+
+  it('a client namespace\'s, the root namespace\'s and a non-exported VirtualService are lost and block until accepted', () => {
+    const {plan} = planOf(objects)
+    expect(item(plan, 'VirtualService', 'reviews-for-frontend', 'frontend')).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side', services: ['reviews']})
+    expect(item(plan, 'VirtualService', 'reviews-retries', 'istio-system')).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side', services: ['reviews']})
+    expect(item(plan, 'VirtualService', 'ratings-frontend-only')).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'mesh-routing', services: ['ratings']})
+    expect(item(plan, 'VirtualService', 'reviews-retries', 'istio-system').reasons[0]).toContain('the root namespace istio-system (#58747)')
+    expect(blockerIds(plan)).toEqual(lost)
+    expect(finding(plan, 'E12/VirtualService/bookinfo/ratings-frontend-only').fix).toContain('Export it to bookinfo')
+    // The subsets only a foreign VirtualService uses are no reason for a waypoint of bookinfo.
+    expect(item(plan, 'DestinationRule', 'reviews')).toMatchObject({verdict: 'unaffected', action: 'keep'})
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+  })
+
+  it('even with a waypoint and --routes httproute none of them is converted (none is bookinfo\'s to convert); accepting all unblocks', () => {
+    const l7: KubeObject = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: 'reviews-get-only', namespace: NS},
+      spec: {selector: {matchLabels: {app: 'reviews'}}, action: 'ALLOW', rules: [{from: [{source: {namespaces: ['frontend']}}], to: [{operation: {methods: ['GET']}}]}]},
+    }
+    const {plan} = planOf([...objects, l7], {routes: 'httproute', acceptLost: lost})
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(stepIds(plan)).not.toContain('swap-routes')
+    expect(JSON.stringify(plan.spec.steps)).not.toContain('VirtualService')
+    expect(plan.spec.blockers).toEqual([])
+  })
+})
+
 describe('E13 DestinationRules of the root namespace', () => {
   let objects: KubeObject[]
   beforeAll(async () => {
@@ -422,6 +695,217 @@ describe('E13 DestinationRules of the root namespace', () => {
     expect(item(plan, 'DestinationRule', 'reviews-from-frontend', 'frontend')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
     expect(blockerIds(plan)).toEqual(['E13/DestinationRule/frontend/reviews-from-frontend'])
     expect(planOf([...objects, frontend], {acceptLost: ['E13/DestinationRule/frontend/reviews-from-frontend']}).plan.spec.blockers).toEqual([])
+  })
+})
+
+describe('E14 L7 AuthorizationPolicies in the root namespace', () => {
+  let objects: KubeObject[]
+  const hazardIds = [
+    'hazard/apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads',
+    'hazard/apply/policy-not-enforced/AuthorizationPolicy/istio-system/mesh-no-admin-paths/Deployment/ratings-v1/restart-workloads',
+  ]
+  beforeAll(async () => {
+    objects = await fixture('E14-root-namespace-l7-policies.yaml')
+  })
+
+  it('are blockers with the manifests the mesh administrator should apply; the L4 root policy is kept', () => {
+    const {plan} = planOf(objects)
+    expect(item(plan, 'AuthorizationPolicy', 'mesh-no-admin-paths', 'istio-system')).toMatchObject({verdict: 'blocker', action: 'blocker', scope: 'mesh', ztunnel: 'no-op'})
+    expect(item(plan, 'AuthorizationPolicy', 'ratings-read-only', 'istio-system')).toMatchObject({verdict: 'blocker', action: 'blocker', scope: 'workload', ztunnel: 'deny-all'})
+    expect(item(plan, 'AuthorizationPolicy', 'mesh-deny-legacy-namespace', 'istio-system')).toMatchObject({verdict: 'L4', action: 'keep', ztunnel: 'as-written'})
+    expect(blockerIds(plan)).toEqual([
+      'E14/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
+      'E14/AuthorizationPolicy/istio-system/ratings-read-only',
+      ...hazardIds,
+      'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
+      'retarget-root/AuthorizationPolicy/istio-system/ratings-read-only',
+    ].sort())
+    expect(finding(plan, 'E14/AuthorizationPolicy/istio-system/ratings-read-only').code).toBe('RootNamespaceL7Policy')
+    // The mesh-wide DENY goes to every waypoint through the GatewayClass; the root selector policy is carried per
+    // namespace (for bookinfo: a Service-targeted copy in bookinfo).
+    const mesh = parse(finding(plan, 'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths').fix!.split('\n').slice(1).join('\n').split('---\n')[0]!)
+    expect(mesh).toMatchObject({metadata: {name: 'mesh-no-admin-paths-waypoint', namespace: 'istio-system'}, spec: {targetRefs: [{group: 'gateway.networking.k8s.io', kind: 'GatewayClass', name: 'istio-waypoint'}], action: 'DENY'}})
+    const perNamespace = parse(finding(plan, 'retarget-root/AuthorizationPolicy/istio-system/ratings-read-only').fix!.split('\n').slice(1).join('\n'))
+    expect(perNamespace).toMatchObject({metadata: {name: 'ratings-read-only-waypoint', namespace: 'bookinfo'}, spec: {targetRefs: [{group: '', kind: 'Service', name: 'ratings'}], action: 'ALLOW', rules: [{to: [{operation: {methods: ['GET', 'HEAD']}}]}]}})
+  })
+
+  it('the plan writes nothing outside bookinfo and plans no waypoint for them', () => {
+    const {plan} = planOf(objects)
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    expect(JSON.stringify(plan.spec.steps)).not.toContain('istio-system')
+  })
+
+  it('--accept-hazard accepts the simulation\'s hazards, not the E14 blockers', () => {
+    const ids = hazardIds.map((h) => h.slice('hazard/'.length))
+    const {plan} = planOf(objects, {acceptHazards: ids})
+    expect(plan.spec.hazards.filter((h) => h.accepted).map((h) => h.id).sort()).toEqual(ids.sort())
+    expect(blockerIds(plan)).toEqual([
+      'E14/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
+      'E14/AuthorizationPolicy/istio-system/ratings-read-only',
+      'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
+      'retarget-root/AuthorizationPolicy/istio-system/ratings-read-only',
+    ])
+  })
+})
+
+describe('E15 a selector-less L7 policy in the namespace', () => {
+  it('is split: full rules on the waypoint (Gateway target), the waypoint admitted namespace-wide, the L4 part after the restart', async () => {
+    const {plan} = planOf(await fixture('E15-namespace-wide-l7.yaml'))
+    expect(item(plan, 'AuthorizationPolicy', 'bookinfo-read-only')).toMatchObject({verdict: 'L7', action: 'retarget', scope: 'namespace', ztunnel: 'deny-all'})
+    const create = step(plan, 'create-policies')
+    expect(opsOf(create)).toEqual(['apply AuthorizationPolicy/bookinfo-read-only-waypoint', 'apply AuthorizationPolicy/bookinfo-read-only-ztunnel'])
+    const rules = [{from: [{source: {namespaces: ['bookinfo', 'istio-ingress']}}], to: [{operation: {methods: ['GET', 'HEAD']}}]}]
+    expect(applied(create, 'bookinfo-read-only-waypoint').spec).toEqual({targetRefs: [{group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'waypoint'}], action: 'ALLOW', rules})
+    expect(applied(create, 'bookinfo-read-only-ztunnel').spec).toEqual({action: 'ALLOW', rules: [{from: [{source: {principals: [WAYPOINT_PRINCIPAL]}}]}]})
+    const del = step(plan, 'delete-sidecar-policies')
+    expect(opsOf(del)).toEqual(['apply AuthorizationPolicy/bookinfo-read-only-l4', 'delete AuthorizationPolicy/bookinfo-read-only'])
+    expect(applied(del, 'bookinfo-read-only-l4').spec).toEqual({action: 'ALLOW', rules: [{from: [{source: {namespaces: ['bookinfo', 'istio-ingress']}}]}]})
+    expect(del.undo.operations.map(opText)).toEqual(['apply AuthorizationPolicy/bookinfo-read-only', 'delete AuthorizationPolicy/bookinfo-read-only-l4'])
+    expect(stepIds(plan).indexOf('restart-workloads')).toBe(stepIds(plan).indexOf('delete-sidecar-policies') - 1)
+    // Only the documented windows: the restart windows of apply and rollback, sidecar callers bypassing the waypoint.
+    expect(plan.spec.hazards.map((h) => h.window)).toEqual(['restart', 'rollback-restart', 'sidecar-callers'])
+    expect(plan.spec.blockers).toEqual([])
+  })
+})
+
+describe('E16 CUSTOM, AUDIT and dry-run policies', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E16-custom-audit-dry-run.yaml')
+  })
+
+  it('CUSTOM and AUDIT are carried to the waypoint (provider included) before the restart and deleted after it', () => {
+    const {plan} = planOf(objects, {istioVersion: '1.29'})
+    expect(item(plan, 'AuthorizationPolicy', 'productpage-ext-authz')).toMatchObject({verdict: 'L7', action: 'retarget', ztunnel: 'ignored'})
+    expect(finding(plan, 'E16/AuthorizationPolicy/bookinfo/productpage-ext-authz/custom')).toMatchObject({code: 'CustomAuthorizationStops', severity: 'error'})
+    expect(finding(plan, 'E16/AuthorizationPolicy/bookinfo/details-audit-writes/audit')).toMatchObject({code: 'AuditPolicyStops', severity: 'warning'})
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/productpage-ext-authz/custom-provider').message).toContain('reachable from bookinfo/waypoint')
+    const create = step(plan, 'create-policies')
+    expect(applied(create, 'productpage-ext-authz-waypoint').spec).toEqual({
+      targetRefs: [{group: '', kind: 'Service', name: 'productpage'}],
+      action: 'CUSTOM',
+      provider: {name: 'oauth2-proxy'},
+      rules: [{to: [{operation: {paths: ['/productpage', '/api/*']}}]}],
+    })
+    expect(applied(create, 'details-audit-writes-waypoint').spec).toMatchObject({targetRefs: [{group: '', kind: 'Service', name: 'details'}], action: 'AUDIT'})
+    expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual([
+      'delete AuthorizationPolicy/details-audit-writes',
+      'delete AuthorizationPolicy/details-lockdown-trial',
+      'delete AuthorizationPolicy/productpage-ext-authz',
+    ])
+  })
+
+  it('Istio 1.28: ztunnel would enforce the dry-run policy — a blocker', () => {
+    const {plan} = planOf(objects, {istioVersion: '1.28'})
+    expect(item(plan, 'AuthorizationPolicy', 'details-lockdown-trial')).toMatchObject({verdict: 'blocker', action: 'blocker'})
+    expect(blockerIds(plan)).toEqual(['E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run'])
+    expect(finding(plan, 'E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run').message).toContain('ztunnel on Istio 1.28 ignores istio.io/dry-run and enforces it')
+    expect(JSON.stringify(plan.spec.steps)).not.toContain('details-lockdown-trial')
+  })
+
+  it('Istio 1.29: not sent to ztunnel — a warning; the waypoint copy keeps the dry-run annotation', () => {
+    const {plan} = planOf(objects, {istioVersion: '1.29'})
+    expect(item(plan, 'AuthorizationPolicy', 'details-lockdown-trial')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(finding(plan, 'E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run')).toMatchObject({code: 'DryRunPolicyAtZtunnel', severity: 'warning'})
+    const copy = applied(step(plan, 'create-policies'), 'details-lockdown-trial-waypoint')
+    expect(copy.metadata.annotations?.['istio.io/dry-run']).toBe('true')
+    expect(copy.spec).toEqual({targetRefs: [{group: '', kind: 'Service', name: 'details'}], action: 'DENY', rules: [{from: [{source: {notNamespaces: ['bookinfo']}}]}]})
+    expect(plan.spec.blockers).toEqual([])
+  })
+
+  it('unknown Istio version: the dry-run policy needs a person', () => {
+    const {plan} = planOf(objects)
+    expect(item(plan, 'AuthorizationPolicy', 'details-lockdown-trial')).toMatchObject({verdict: 'blocker', action: 'manual'})
+    expect(blockerIds(plan)).toEqual(['E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run'])
+    expect(finding(plan, 'E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run').message).toContain('the Istio version is unknown')
+  })
+})
+
+describe('E18 PeerAuthentication', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E18-peer-authentication.yaml')
+  })
+
+  it('DISABLE in force for a workload is a blocker; STRICT is kept and names the scraped workload', () => {
+    const {plan} = planOf(objects)
+    expect(item(plan, 'PeerAuthentication', 'legacy-plaintext')).toMatchObject({verdict: 'blocker', action: 'blocker'})
+    expect(blockerIds(plan)).toEqual(['E18/PeerAuthentication/bookinfo/legacy-plaintext/disable'])
+    expect(finding(plan, 'E18/PeerAuthentication/bookinfo/legacy-plaintext/disable').message).toContain('mTLS mode DISABLE for legacy-billing')
+    expect(item(plan, 'PeerAuthentication', 'default')).toMatchObject({verdict: 'L4', action: 'keep'})
+    const strict = finding(plan, 'E18/PeerAuthentication/bookinfo/default/strict')
+    expect(strict).toMatchObject({code: 'StrictRejectsOutOfMeshCallers', severity: 'warning'})
+    expect(strict.message).toContain('Workloads annotated prometheus.io/scrape=true: reviews-v1.')
+    expect(strict.fix).toContain('portLevelMtls {<port>: {mode: PERMISSIVE}}')
+  })
+
+  it('workload-selector portLevelMtls PERMISSIVE is kept (ztunnel honours it); no PeerAuthentication is ever deleted', () => {
+    const {plan} = planOf(without(objects, 'PeerAuthentication', 'legacy-plaintext'))
+    expect(plan.spec.blockers).toEqual([])
+    expect(item(plan, 'PeerAuthentication', 'ratings-metrics').reasons).toContain('spec.portLevelMtls[9090].mode: PERMISSIVE: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)')
+    expect(JSON.stringify(plan.spec.steps)).not.toContain('PeerAuthentication')
+  })
+})
+
+describe('E19 Service ports without a declared protocol behind a waypoint', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E19-unnamed-ports.yaml')
+  })
+
+  it('are warnings once the namespace gets a waypoint (the waypoint sniffs them); declared ports are not', () => {
+    const {plan} = planOf(objects)
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(finding(plan, 'IST0118/bookinfo/reviews/9080')).toMatchObject({code: 'IST0118', severity: 'warning'})
+    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432')).toMatchObject({code: 'IST0118', severity: 'warning'})
+    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432').message).toContain('server-first protocols')
+    expect(findingIds(plan).filter((id) => id.startsWith('IST0118/'))).toEqual(['IST0118/bookinfo/reviews-db/5432', 'IST0118/bookinfo/reviews/9080'])
+    expect(step(plan, 'bind-waypoint').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}])
+  })
+
+  it('are only informational without a waypoint (ztunnel does not sniff)', () => {
+    const {plan} = planOf(without(objects, 'AuthorizationPolicy', 'reviews-get-only'))
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+    expect(finding(plan, 'IST0118/bookinfo/reviews/9080').severity).toBe('info')
+    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432').severity).toBe('info')
+  })
+})
+
+describe('E21 identity-keyed L4 policies meeting the new waypoint', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E21-identity-policy-behind-waypoint.yaml')
+  })
+
+  it('stay at ztunnel; the waypoint enforces them too (with the caller\'s identity) and an ALLOW admits the waypoint', () => {
+    const {plan} = planOf(objects)
+    expect(item(plan, 'AuthorizationPolicy', 'reviews-from-productpage')).toMatchObject({verdict: 'L4', action: 'keep-verify', ztunnel: 'as-written'})
+    expect(item(plan, 'AuthorizationPolicy', 'details-deny-legacy')).toMatchObject({verdict: 'L4', action: 'keep-verify'})
+    expect(finding(plan, 'E21/AuthorizationPolicy/bookinfo/reviews-from-productpage')).toMatchObject({code: 'IdentityPolicyBehindWaypoint', severity: 'warning'})
+    const create = step(plan, 'create-policies')
+    expect(applied(create, 'reviews-from-productpage-waypoint').spec).toEqual({
+      targetRefs: [{group: '', kind: 'Service', name: 'reviews'}],
+      action: 'ALLOW',
+      rules: [{from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/bookinfo-productpage']}}]}],
+    })
+    expect(applied(create, 'reviews-from-productpage-ztunnel').spec).toEqual({selector: {matchLabels: {app: 'reviews'}}, action: 'ALLOW', rules: [{from: [{source: {principals: [WAYPOINT_PRINCIPAL]}}]}]})
+    expect(applied(create, 'details-deny-legacy-waypoint').spec).toEqual({targetRefs: [{group: '', kind: 'Service', name: 'details'}], action: 'DENY', rules: [{from: [{source: {namespaces: ['legacy']}}]}]})
+    expect(opsOf(create)).not.toContain('apply AuthorizationPolicy/details-deny-legacy-ztunnel')
+    // The companions are in place before the waypoint is bound, and the originals are never deleted.
+    expect(stepIds(plan).indexOf('create-policies')).toBeLessThan(stepIds(plan).indexOf('bind-waypoint'))
+    expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual(['apply AuthorizationPolicy/ratings-get-only-l4', 'delete AuthorizationPolicy/ratings-get-only'])
+    expect(plan.spec.policies.find((p) => p.key === 'AuthorizationPolicy/reviews-from-productpage')).toMatchObject({identityKeyed: true, companionIn: 'create-policies', waypointCopyIn: 'create-policies'})
+    expect(plan.spec.hazards.filter((h) => h.kind === 'waypoint-identity')).toEqual([])
+    expect(plan.spec.blockers).toEqual([])
+  })
+
+  it('without a waypoint they are plain L4 policies: kept as they are, nothing created', () => {
+    const {plan} = planOf(without(objects, 'AuthorizationPolicy', 'ratings-get-only'))
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+    expect(item(plan, 'AuthorizationPolicy', 'reviews-from-productpage')).toMatchObject({verdict: 'L4', action: 'keep'})
+    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    expect(findingIds(plan).filter((id) => id.startsWith('E21/'))).toEqual([])
   })
 })
 
@@ -490,5 +974,209 @@ describe('E22 when: source.serviceAccount', () => {
       'delete AuthorizationPolicy/ratings-from-reviews',
     ])
     expect(plan.spec.blockers).toEqual([])
+  })
+})
+
+describe('E23 GitOps-managed namespace, workloads and policies', () => {
+  it('every changed object managed elsewhere is reported; created objects carry none of the manager\'s labels', async () => {
+    const {plan} = planOf(await fixture('E23-gitops-managed.yaml'))
+    expect(finding(plan, 'E23/Namespace/bookinfo').message).toContain('Argo CD (argocd.argoproj.io/instance=bookinfo-platform)')
+    expect(finding(plan, 'E23/Deployment/reviews-v1').message).toContain('Helm (meta.helm.sh/release-name=reviews)')
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/reviews-get-only/gitops')).toMatchObject({code: 'RetargetGitOpsManaged', severity: 'warning'})
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/reviews-get-only/gitops').message).toContain('Flux (kustomize.toolkit.fluxcd.io/name=bookinfo-security)')
+    expect(workload(plan, 'Deployment', 'reviews-v1').traits).toEqual(['gitops-managed'])
+    // A copy with Flux's labels would be pruned (or claimed) by the next sync.
+    const create = step(plan, 'create-policies')
+    for (const op of create.operations) expect((op as Extract<Operation, {op: 'apply'}>).object.metadata.labels).toEqual(MANAGED)
+    // The plan still makes the changes live (it does not emit a manifest diff); the findings say to mirror them in Git.
+    expect(step(plan, 'enable-ambient').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': 'ambient'}}])
+  })
+})
+
+describe('E24 Sidecar with REGISTRY_ONLY', () => {
+  it('is reported as lost egress control and left in place (sidecars coming back on rollback still need it)', async () => {
+    const {plan} = planOf(await fixture('E24-sidecar-registry-only.yaml'))
+    expect(item(plan, 'Sidecar', 'default')).toMatchObject({verdict: 'inert', action: 'no-effect', scope: 'namespace'})
+    expect(item(plan, 'Sidecar', 'default').reasons).toContain('spec.outboundTrafficPolicy.mode: REGISTRY_ONLY: lost — ztunnel passes traffic to destinations outside the registry (it implements no outboundTrafficPolicy)')
+    expect(finding(plan, 'E24/Sidecar/bookinfo/default')).toMatchObject({code: 'SidecarEgressControlLost', severity: 'warning'})
+    expect(finding(plan, 'E24/Sidecar/bookinfo/default').message).toContain('egress host isolation, REGISTRY_ONLY outbound policy')
+    expect(JSON.stringify(plan.spec.steps)).not.toContain('"Sidecar"')
+    expect(plan.spec.blockers).toEqual([])
+  })
+})
+
+describe('E25 NetworkPolicies written for sidecar mode', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E25-network-policies.yaml')
+  })
+
+  it('before anything else, adds NetworkPolicies admitting HBONE from the same peers and kubelet probes from 169.254.7.127', () => {
+    const {plan} = planOf(objects)
+    expect(stepIds(plan)).toEqual(['preflight', 'patch-network-policies', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    const s = step(plan, 'patch-network-policies')
+    expect(opsOf(s)).toEqual(['apply NetworkPolicy/default-deny-ambient', 'apply NetworkPolicy/ratings-from-bookinfo-ambient', 'apply NetworkPolicy/reviews-from-productpage-ambient'])
+    const probe = {from: [{ipBlock: {cidr: '169.254.7.127/32'}}], ports: [{protocol: 'TCP', port: 9080}]}
+    expect(applied(s, 'reviews-from-productpage-ambient').spec).toEqual({
+      podSelector: {matchLabels: {app: 'reviews'}},
+      policyTypes: ['Ingress'],
+      ingress: [{from: [{podSelector: {matchLabels: {app: 'productpage'}}}], ports: [{protocol: 'TCP', port: 15008}]}],
+    })
+    expect(applied(s, 'ratings-from-bookinfo-ambient').spec).toEqual({podSelector: {matchLabels: {app: 'ratings'}}, policyTypes: ['Ingress'], ingress: [probe]})
+    expect(applied(s, 'default-deny-ambient').spec).toEqual({podSelector: {}, policyTypes: ['Ingress'], ingress: [probe]})
+    expect(applied(s, 'default-deny-ambient').metadata).toEqual({name: 'default-deny-ambient', namespace: NS, labels: MANAGED, annotations: {'mesh-migrate.io/complements': 'default-deny', 'mesh-migrate.io/plan': NS}})
+    expect(s.preconditions.map((p) => p.check)).toEqual(['object-absent-or-ours', 'object-absent-or-ours', 'object-absent-or-ours'])
+    expect(s.undo.operations.map(opText)).toEqual(['delete NetworkPolicy/default-deny-ambient', 'delete NetworkPolicy/ratings-from-bookinfo-ambient', 'delete NetworkPolicy/reviews-from-productpage-ambient'])
+    // The originals are never changed.
+    expect(JSON.stringify(s.operations)).not.toContain('"name":"reviews-from-productpage"')
+  })
+
+  it('without NetworkPolicies there is no such step', () => {
+    const {plan} = planOf(objects.filter((o) => o.kind !== 'NetworkPolicy'))
+    expect(stepIds(plan)).not.toContain('patch-network-policies')
+  })
+})
+
+describe('E26 a VirtualService and an HTTPRoute for the same Service', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E26-virtualservice-and-httproute.yaml')
+  })
+
+  it('the mix is reported; with --routes virtualservice the plan keeps the VirtualService for the waypoint', () => {
+    const {plan} = planOf(objects)
+    expect(finding(plan, 'E26/HTTPRoute/bookinfo/reviews-mirror')).toMatchObject({code: 'VirtualServiceAndRouteForSameHost', severity: 'warning'})
+    expect(item(plan, 'HTTPRoute', 'reviews-mirror')).toMatchObject({verdict: 'L7', action: 'keep', services: ['reviews']})
+    expect(item(plan, 'VirtualService', 'reviews')).toMatchObject({verdict: 'L7', action: 'retarget'})
+    expect(stepIds(plan)).not.toContain('swap-routes')
+  })
+
+  it('--routes httproute: per-version Services and the HTTPRoute are created in the step that deletes the VirtualService, after the waypoint is bound', () => {
+    const {plan} = planOf(objects, {routes: 'httproute'})
+    const ids = stepIds(plan)
+    expect(ids.slice(ids.indexOf('bind-waypoint'), ids.indexOf('enable-ambient') + 1)).toEqual(['bind-waypoint', 'swap-routes', 'enable-ambient'])
+    const swap = step(plan, 'swap-routes')
+    expect(opsOf(swap)).toEqual(['apply Service/reviews-v1', 'apply Service/reviews-v2', 'apply HTTPRoute/reviews', 'delete VirtualService/reviews'])
+    expect(applied(swap, 'reviews').spec).toEqual({
+      parentRefs: [{group: '', kind: 'Service', name: 'reviews', port: 9080}],
+      rules: [
+        {matches: [{headers: [{type: 'Exact', name: 'end-user', value: 'jason'}]}], backendRefs: [{name: 'reviews-v2', port: 9080, weight: 1}]},
+        {backendRefs: [{name: 'reviews-v1', port: 9080, weight: 1}]},
+      ],
+    })
+    expect(applied(swap, 'reviews-v2').spec).toEqual({selector: {app: 'reviews', version: 'v2'}, ports: [{name: 'http', port: 9080}]})
+    expect(swap.verify).toEqual([
+      {check: 'objects-present', refs: [ref('v1', 'Service', 'reviews-v1'), ref('v1', 'Service', 'reviews-v2'), ref('gateway.networking.k8s.io/v1', 'HTTPRoute', 'reviews')]},
+      {check: 'objects-absent', refs: [ref('networking.istio.io/v1', 'VirtualService', 'reviews')]},
+    ])
+    expect(swap.undo.operations.map(opText)).toEqual(['apply VirtualService/reviews', 'delete Service/reviews-v1', 'delete Service/reviews-v2', 'delete HTTPRoute/reviews'])
+    // The existing route is left alone: two HTTPRoutes for one parent merge by Gateway API precedence.
+    expect(namedAnywhere(plan)).not.toContain('reviews-mirror')
+  })
+})
+
+describe('E27 gRPC services relying on per-request balancing', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('E27-grpc-per-request-balancing.yaml')
+  })
+
+  it('without a waypoint: a warning that ztunnel balances per connection (no waypoint is deployed for balancing alone)', () => {
+    const {plan} = planOf(objects)
+    expect(plan.spec.summary.waypointRequired).toBe(false)
+    expect(finding(plan, 'E27/bookinfo/ratings-grpc')).toMatchObject({code: 'E27', severity: 'warning'})
+    expect(finding(plan, 'E27/bookinfo/ratings-grpc').message).toContain('9090 (GRPC)')
+    expect(finding(plan, 'E27/bookinfo/ratings-grpc').message).not.toContain('9091')
+  })
+
+  it('with a waypoint in front: informational (the waypoint balances requests again)', () => {
+    const l7: KubeObject = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: 'ratings-grpc-read', namespace: NS},
+      spec: {selector: {matchLabels: {app: 'ratings-grpc'}}, action: 'ALLOW', rules: [{from: [{source: {namespaces: ['bookinfo']}}], to: [{operation: {paths: ['/ratings.v1.Ratings/Get*']}}]}]},
+    }
+    const {plan} = planOf([...objects, l7])
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(finding(plan, 'E27/bookinfo/ratings-grpc').severity).toBe('info')
+  })
+})
+
+describe('bookinfo (examples/bookinfo) with --routes httproute', () => {
+  it('carries header routing, subsets and the L7 authorization; keeps what Gateway API cannot express', async () => {
+    const loaded = await loadManifestFiles([path.join(REPO_ROOT, 'examples/bookinfo')], {defaultNamespace: NS})
+    const {plan} = planOf(loaded.objects, {routes: 'httproute'})
+    expect(plan.spec.blockers).toEqual([])
+    const swap = step(plan, 'swap-routes')
+    expect(opsOf(swap)).toEqual(['apply Service/reviews-v1', 'apply Service/reviews-v2', 'apply HTTPRoute/reviews', 'delete VirtualService/reviews'])
+    expect(applied(swap, 'reviews').spec.rules).toEqual([
+      {matches: [{headers: [{type: 'Exact', name: 'end-user', value: 'jason'}]}], backendRefs: [{name: 'reviews-v2', port: 9080, weight: 1}]},
+      {backendRefs: [{name: 'reviews-v1', port: 9080, weight: 1}]},
+    ])
+    expect(applied(swap, 'reviews-v1').spec.selector).toEqual({app: 'reviews', version: 'v1'})
+    // ratings' retries have no standard-channel equivalent: that VirtualService stays for the waypoint.
+    expect(finding(plan, 'routes-kept/bookinfo/ratings').code).toBe('VirtualServiceKept')
+    expect(opsOf(step(plan, 'create-policies'))).toEqual(expect.arrayContaining(['apply AuthorizationPolicy/ratings-get-only-waypoint', 'apply AuthorizationPolicy/details-no-delete-waypoint']))
+    expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual(['apply AuthorizationPolicy/ratings-get-only-l4', 'delete AuthorizationPolicy/details-no-delete', 'delete AuthorizationPolicy/ratings-get-only'])
+  })
+})
+
+describe('edge cases through the built CLI (exit codes and flags)', () => {
+  let cwd: string
+  beforeAll(async () => {
+    cwd = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-edge-cases-'))
+  })
+  const plan = (file: string, ...flags: string[]) => runCli(['plan', NS, '--manifests', path.join(FIXTURES, file), '--out', '-', ...flags], {cwd})
+
+  it('E11: exit 1 while a client-side loss is unaccepted; each --accept-lost clears exactly its blocker', async () => {
+    const blocked = await plan('E11-client-side-routing.yaml')
+    expect(blocked.code).toBe(1)
+    expect(blocked.stderr).toContain('The plan has 3 blocker(s)')
+    expect((parse(blocked.stdout) as MigrationPlan).spec.summary.blockers).toBe(3)
+    const partly = await plan('E11-client-side-routing.yaml', '--accept-lost', 'E11/VirtualService/bookinfo/shop-ratings-timeout')
+    expect(partly.code).toBe(1)
+    expect((parse(partly.stdout) as MigrationPlan).spec.options.acceptLost).toEqual(['E11/VirtualService/bookinfo/shop-ratings-timeout'])
+    const accepted = await plan(
+      'E11-client-side-routing.yaml',
+      '--accept-lost', 'E11/VirtualService/bookinfo/shop-ratings-timeout',
+      '--accept-lost', 'E11/DestinationRule/bookinfo/shop-ratings-pool',
+      '--accept-lost', 'E11/DestinationRule/bookinfo/payments-api-tls',
+      '--detailed-exitcode',
+    )
+    expect(accepted.code).toBe(10)
+    expect((parse(accepted.stdout) as MigrationPlan).spec.blockers).toEqual([])
+  })
+
+  it('E16: --istio-version 1.28 blocks on the dry-run policy, 1.29 does not', async () => {
+    const old = await plan('E16-custom-audit-dry-run.yaml', '--istio-version', '1.28')
+    expect(old.code).toBe(1)
+    expect((parse(old.stdout) as MigrationPlan).spec.blockers.map((b) => b.id)).toEqual(['E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run'])
+    const current = await plan('E16-custom-audit-dry-run.yaml', '--istio-version', '1.29')
+    expect(current.code).toBe(0)
+    expect((parse(current.stdout) as MigrationPlan).spec.steps.map((s) => s.id)).toContain('create-policies')
+  })
+
+  it('E5/E8: --opted-out enroll drops the opt-out step that keep-out writes', async () => {
+    const keepOut = parse((await plan('E5-inject-false.yaml')).stdout) as MigrationPlan
+    expect(keepOut.spec.steps.map((s) => s.id)).toContain('opt-out-workloads')
+    const enroll = await plan('E5-inject-false.yaml', '--opted-out', 'enroll')
+    expect(enroll.code).toBe(0)
+    expect((parse(enroll.stdout) as MigrationPlan).spec.steps.map((s) => s.id)).not.toContain('opt-out-workloads')
+  })
+
+  it('E14: --accept-hazard cannot accept a blocker that is not a hazard', async () => {
+    const r = await plan('E14-root-namespace-l7-policies.yaml', '--accept-hazard', 'apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads')
+    expect(r.code).toBe(1)
+    const p = parse(r.stdout) as MigrationPlan
+    expect(p.spec.hazards.find((h) => h.accepted)?.id).toBe('apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads')
+    expect(p.spec.blockers.map((b) => b.id)).toContain('E14/AuthorizationPolicy/istio-system/ratings-read-only')
+  })
+
+  it('writes a plan file that `validate` accepts', async () => {
+    const out = path.join(cwd, 'e25.yaml')
+    const r = await runCli(['plan', NS, '--manifests', path.join(FIXTURES, 'E25-network-policies.yaml'), '--out', out], {cwd})
+    expect(r.code).toBe(0)
+    const v = await runCli(['validate', out], {cwd})
+    expect(v.code, v.stderr).toBe(0)
   })
 })
