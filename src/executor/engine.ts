@@ -8,7 +8,7 @@ import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {rollbackSequence} from '../planner/rollback.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, isOurs, operationRef, performOperation, podTemplateOf, stalePreconditions, templateLabelsPatch} from './operations.js'
+import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, stalePreconditions, templateLabelsPatch} from './operations.js'
 import type {PlanState} from './plan-state.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 
@@ -237,7 +237,7 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
           details.push(`${formatRef(op.ref)} labels already restored`)
           break
         }
-        await client.mergePatch(op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, {dryRun: ctx.dryRun})
+        await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun})
         details.push(`restored ${Object.entries(labels).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')}`)
         break
       }
@@ -257,7 +257,7 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
         }
         const current = podTemplateOf(live)?.metadata?.labels ?? {}
         if (Object.entries(labels).every(([k, v]) => (v === null ? !(k in current) : current[k] === v))) break
-        await client.mergePatch(op.ref, {...templateLabelsPatch(live.kind, labels), metadata: {resourceVersion: live.metadata.resourceVersion}}, {dryRun: ctx.dryRun})
+        await guardedMergePatch(client, op.ref, {...templateLabelsPatch(live.kind, labels), metadata: {resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, labels), {dryRun: ctx.dryRun})
         details.push(`restored the pod-template labels of ${formatRef(op.ref)}`)
         break
       }

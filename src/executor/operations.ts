@@ -1,6 +1,7 @@
 // The primitive writes of a step, each idempotent: a write whose effect is already present is skipped,
 // so re-running an interrupted step converges (SPEC §7 "Crash safety").
 import {StalePlanError} from '../errors.js'
+import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import {objectFingerprint} from '../planner/canonical.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
@@ -47,7 +48,8 @@ export function templateLabelsPatch(kind: string, labels: Record<string, string 
   return kind === 'CronJob' ? {spec: {jobTemplate: {spec: {template}}}} : {spec: {template}}
 }
 
-const labelsMatch = (live: Record<string, string>, want: Record<string, string | null>) =>
+/** The object has every wanted label value (null: the label is absent). */
+export const labelsMatch = (live: Record<string, string>, want: Record<string, string | null>) =>
   Object.entries(want).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))
 
 /** Whether an operation's effect is already in the cluster. */
@@ -136,6 +138,27 @@ export async function stalePreconditions(client: KubeClient, preconditions: Prec
   return problems
 }
 
+/**
+ * A merge patch guarded by the resourceVersion just read (409 if someone changed the object since).
+ * When the connection drops after the server applied it, the client resends it with the now old
+ * resourceVersion and gets 409 although the write went through: on 409 the object is read again and
+ * the write counts as done when the object shows its effect (`applied`); a real conflict is thrown.
+ */
+export async function guardedMergePatch(
+  client: KubeClient,
+  ref: ObjectRef,
+  patch: Record<string, unknown>,
+  applied: (live: KubeObject | undefined) => boolean,
+  opts: {dryRun: boolean},
+): Promise<void> {
+  try {
+    await client.mergePatch(ref, patch, opts)
+  } catch (error) {
+    if (!opts.dryRun && error instanceof KubeApiError && error.status === 409 && applied(await client.get(ref))) return
+    throw error
+  }
+}
+
 export interface OperationResult {
   wrote: boolean
   /** What was there before the write, for the step's record. */
@@ -169,7 +192,7 @@ export async function performOperation(
       if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
       // resourceVersion makes the patch fail with 409 if someone changed the object since we read it.
-      await client.mergePatch(op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, {dryRun: opts.dryRun})
+      await guardedMergePatch(client, op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(labelsOf(now), op.labels), {dryRun: opts.dryRun})
       return {wrote: true, before: {labels: previous}}
     }
     case 'template-labels': {
@@ -179,7 +202,7 @@ export async function performOperation(
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, current[k] ?? null]))
       const patch = templateLabelsPatch(live.kind, op.labels)
       ;(patch as {metadata?: unknown}).metadata = {resourceVersion: live.metadata.resourceVersion}
-      await client.mergePatch(op.ref, patch, {dryRun: opts.dryRun})
+      await guardedMergePatch(client, op.ref, patch, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, op.labels), {dryRun: opts.dryRun})
       return {wrote: true, before: {labels: previous}}
     }
     case 'restart': {
