@@ -5,7 +5,7 @@ import {randomBytes} from 'node:crypto'
 import os from 'node:os'
 
 import {LockHeldError, UserError} from '../errors.js'
-import {KubeApiError} from '../kube/errors.js'
+import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../planner/plan-types.js'
@@ -128,6 +128,8 @@ export class NamespaceLock {
       this.resourceVersion = created.metadata.resourceVersion
       return undefined
     } catch (error) {
+      // A create is not resent after a dropped connection: the server may have made the Lease anyway.
+      if (error instanceof KubeConnectionError && (await this.ownLease().catch(() => undefined))) return undefined
       if (!(error instanceof KubeApiError && error.status === 409)) throw lockError(error, this.namespace)
     }
     const current = await this.client.get(ref)
@@ -143,9 +145,24 @@ export class NamespaceLock {
       if (current.spec?.holderIdentity) onTakeover?.(describeHolder(current))
       return undefined
     } catch (error) {
-      if (error instanceof KubeApiError && error.status === 409) return describeHolder(current)
+      if (error instanceof KubeApiError && error.status === 409) {
+        // Our own takeover, applied before the connection dropped, makes its resend conflict.
+        if (await this.ownLease()) {
+          if (current.spec?.holderIdentity) onTakeover?.(describeHolder(current))
+          return undefined
+        }
+        return describeHolder(current)
+      }
       throw lockError(error, this.namespace)
     }
+  }
+
+  /** The Lease when it names this holder (recording its resourceVersion), else undefined. */
+  private async ownLease(): Promise<KubeObject | undefined> {
+    const lease = await this.client.get(lockRef(this.namespace))
+    if (lease?.spec?.holderIdentity !== this.info.holder) return undefined
+    this.resourceVersion = lease.metadata.resourceVersion
+    return lease
   }
 
   private startRenewing(): void {
@@ -164,6 +181,8 @@ export class NamespaceLock {
       this.resourceVersion = updated.metadata.resourceVersion
     } catch (error) {
       if (error instanceof KubeApiError && (error.status === 409 || error.status === 404)) {
+        // A 409 may be the resend of our own renewal after a dropped connection: still ours then.
+        if (error.status === 409 && (await this.ownLease().catch(() => undefined))) return
         this.lost = 'the lock was broken or taken over by someone else'
       }
       // Transient failures: the next renewal retries; the lease lasts 4 renewal periods.
