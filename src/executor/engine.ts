@@ -2,6 +2,7 @@
 // The command layer decides which steps, asks the user and renders progress; this module does the
 // cluster work and keeps the plan file's record true at every moment.
 import {StalePlanError, UserError} from '../errors.js'
+import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
@@ -182,6 +183,11 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
     }
     const message = error instanceof Error ? error.message.split('\n')[0]! : String(error)
     await state.record(step.id, {phase: 'Failed', by: ctx.who, observed, message})
+    // An API error's advice ("grant patch on namespaces", "re-run the command") is not enough once the step is
+    // recorded Failed: plain apply refuses until it is retried.
+    if (error instanceof KubeApiError || error instanceof KubeConnectionError) {
+      throw new UserError(error.message, {exitCode: error.exitCode, suggestion: `${error.suggestion ?? ''} Then \`mesh-migrate apply ${state.file} --retry\` re-runs the step, or \`mesh-migrate rollback ${state.file}\` undoes it.`.trim(), cause: error})
+    }
     throw error
   }
 }
