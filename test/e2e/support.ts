@@ -1,5 +1,6 @@
 // What the end-to-end migrations observe at every step boundary, and the mesh invariants of SPEC §8
 // checked on it — from the cluster's pods and objects, independently of what the tool recorded.
+import {type ChildProcess, spawn} from 'node:child_process'
 import {mkdtemp, readFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -12,7 +13,9 @@ import {cleanObject, stableJson} from '../../src/planner/canonical.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import type {DataPlane} from '../../src/planner/simulate.js'
-import {type CliResult, runCli} from '../support/cli.js'
+import type {RequestLogEntry, TestApiServer} from '../support/apiserver/index.js'
+import {BIN, type CliResult, runCli} from '../support/cli.js'
+import {USERS} from '../support/cluster.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 export interface Observed {
@@ -31,6 +34,68 @@ export async function workdir(): Promise<string> {
 
 export function cli(args: string[], cwd: string, kubeconfig: string): Promise<CliResult> {
   return runCli([...args, '--kubeconfig', kubeconfig], {cwd})
+}
+
+/** A CLI run in the background, to interrupt (SIGINT) or kill (SIGKILL) while it works. */
+export interface BackgroundCli {
+  child: ChildProcess
+  /** What it wrote to stderr so far. */
+  stderr: () => string
+  /** Resolves when it exits; `code` is null when a signal ended it. */
+  done: Promise<CliResult & {signal: NodeJS.Signals | null}>
+}
+
+/** Like `cli`, without waiting: the same environment (CI=true, NO_COLOR) as runCli. */
+export function spawnCli(args: string[], cwd: string, kubeconfig: string): BackgroundCli {
+  const child = spawn(process.execPath, [BIN, ...args, '--kubeconfig', kubeconfig], {
+    cwd,
+    env: {...process.env, NO_COLOR: '1', CI: 'true'},
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+  const done = new Promise<CliResult & {signal: NodeJS.Signals | null}>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code, signal) => resolve({code, signal, stdout, stderr}))
+  })
+  return {child, stderr: () => stderr, done}
+}
+
+/**
+ * Waits until the request log (the server runs in the test process, the CLI in another) shows a
+ * request for which `match` holds. Polls; fails with `what` when nothing matched in time.
+ */
+export async function waitForRequest(server: TestApiServer, match: (e: RequestLogEntry) => boolean, what: string, timeoutMs = 30_000): Promise<RequestLogEntry> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const found = server.requests.find(match)
+    if (found) return found
+    if (Date.now() > deadline) throw new Error(`no request ${what} within ${timeoutMs / 1000}s`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+/** Waits until the server has finished a request (answered it or dropped the connection). */
+export async function waitForCompletion(entry: RequestLogEntry, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (entry.finishedAt === undefined) {
+    if (Date.now() > deadline) throw new Error(`request ${entry.method} ${entry.path} did not finish within ${timeoutMs / 1000}s`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+export const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'] as const
+
+/** The id the next request will get: pass it to `toolWrites` to look at what a command sent. */
+export function nextRequestId(server: TestApiServer): number {
+  return (server.requests.at(-1)?.id ?? 0) + 1
+}
+
+/** Writes the tool (not the harness or the control plane) sent from request `fromId` on. */
+export function toolWrites(server: TestApiServer, fromId: number): RequestLogEntry[] {
+  return server.requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]}).filter((e) => e.id >= fromId)
 }
 
 export async function readPlan(cwd: string, namespace: string): Promise<MigrationPlan> {
