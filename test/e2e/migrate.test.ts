@@ -18,6 +18,8 @@ interface Scenario {
   namespace: string
   fixture: string
   cluster?: Partial<TestClusterOptions>
+  /** Extra flags for `plan`. */
+  planArgs?: string[]
   /** Assertions on the plan before it is applied. */
   checkPlan: (plan: MigrationPlan) => void
   /** Assertions once every step is applied. */
@@ -35,6 +37,43 @@ const SCENARIOS: Scenario[] = [
     },
     checkMigrated: (o) => {
       // The L7 policies are carried: the copies exist and the originals are gone.
+      expect([...o.policies]).toEqual(expect.arrayContaining(['ratings-get-only-waypoint', 'details-no-delete-waypoint', 'ratings-get-only-l4']))
+      expect(o.policies.has('ratings-get-only')).toBe(false)
+      expect(o.policies.has('details-no-delete')).toBe(false)
+      expect(o.waypointReady).toBe(true)
+    },
+  },
+  {
+    name: 'bookinfo with --routes httproute',
+    namespace: 'bookinfo',
+    fixture: path.join(REPO, 'examples/bookinfo'),
+    planArgs: ['--routes', 'httproute'],
+    checkPlan: (plan) => {
+      expect(plan.spec.options.routes).toBe('httproute')
+      const swap = plan.spec.steps.find((s) => s.action === 'swap-routes')!
+      expect(swap.operations.map((o) => `${o.op} ${o.op === 'apply' ? `${o.object.kind}/${o.object.metadata.name}` : `${o.ref.kind}/${o.ref.name}`}`)).toEqual([
+        'apply Service/reviews-v1',
+        'apply Service/reviews-v2',
+        'apply HTTPRoute/reviews',
+        'delete VirtualService/reviews',
+      ])
+    },
+    checkMigrated: async (o, _plan, c) => {
+      const get = (apiVersion: string, kind: string, name: string) => c.client.get({apiVersion, kind, namespace: 'bookinfo', name})
+      // Routing: the VirtualService is replaced by an HTTPRoute with the same header match and subsets as Services.
+      expect(await get('networking.istio.io/v1', 'VirtualService', 'reviews')).toBeUndefined()
+      const route = await get('gateway.networking.k8s.io/v1', 'HTTPRoute', 'reviews')
+      expect(route?.spec.parentRefs).toEqual([{group: '', kind: 'Service', name: 'reviews', port: 9080}])
+      // (The API server adds Gateway API's defaults, e.g. path prefix "/" to every match.)
+      const rules = route?.spec.rules as {matches?: {headers?: unknown}[]; backendRefs: {name: string}[]}[]
+      expect(rules.map((r) => r.backendRefs.map((b) => b.name))).toEqual([['reviews-v2'], ['reviews-v1']])
+      expect(rules[0]!.matches?.map((m) => m.headers)).toEqual([[{type: 'Exact', name: 'end-user', value: 'jason'}]])
+      expect((rules[1]!.matches ?? []).every((m) => m.headers === undefined)).toBe(true)
+      expect((await get('v1', 'Service', 'reviews-v1'))?.spec.selector).toEqual({app: 'reviews', version: 'v1'})
+      expect((await get('v1', 'Service', 'reviews-v2'))?.spec.selector).toEqual({app: 'reviews', version: 'v2'})
+      // ratings' retries have no Gateway API equivalent: its VirtualService stays for the waypoint.
+      expect(await get('networking.istio.io/v1', 'VirtualService', 'ratings')).toBeDefined()
+      // The L7 policies are carried as without the route conversion.
       expect([...o.policies]).toEqual(expect.arrayContaining(['ratings-get-only-waypoint', 'details-no-delete-waypoint', 'ratings-get-only-l4']))
       expect(o.policies.has('ratings-get-only')).toBe(false)
       expect(o.policies.has('details-no-delete')).toBe(false)
@@ -116,7 +155,7 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
   })
 
   it('plans from the live cluster', async () => {
-    const r = await cli(['plan', scenario.namespace], cwd, kube)
+    const r = await cli(['plan', scenario.namespace, ...(scenario.planArgs ?? [])], cwd, kube)
     expect(r.stderr).not.toContain('Error')
     expect(r.code).toBe(0)
     plan = await readPlan(cwd, scenario.namespace)
