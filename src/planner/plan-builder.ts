@@ -163,6 +163,16 @@ export function simPolicies(inputs: PolicyTimelineInput[]): SimPolicy[] {
   }))
 }
 
+/**
+ * What --accept-lost / --accept-hazard name: exact ids, or patterns where `*` stands for any text
+ * (`E11/DestinationRule/*` accepts every lost client-side DestinationRule) — a mesh can have hundreds.
+ */
+export function idMatcher(patterns: string[]): (id: string) => boolean {
+  const exact = new Set(patterns.filter((p) => !p.includes('*')))
+  const globs = patterns.filter((p) => p.includes('*')).map((p) => new RegExp(`^${p.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`))
+  return (id) => exact.has(id) || globs.some((g) => g.test(id))
+}
+
 export function buildPlan(input: BuildPlanInput): MigrationPlan {
   const {inventory, snapshot, options} = input
   const ns = inventory.namespace
@@ -453,24 +463,24 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
 
   // E11/E12: behaviour only client sidecars provided is lost once the pods are ambient. Reviewers must
   // accept each loss explicitly (--accept-lost); otherwise it blocks the plan.
-  const acceptLost = new Set(options.acceptLost ?? [])
+  const acceptLost = idMatcher(options.acceptLost ?? [])
   const lostRefs = new Set(inventory.objects.filter((i) => i.action === 'lost-client-side').map((i) => refKey(i.ref)))
   for (const [i, f] of findings.entries()) {
     if (!migrating || !f.ref || !lostRefs.has(refKey(f.ref)) || f.severity !== 'error') continue
-    findings[i] = acceptLost.has(f.id)
+    findings[i] = acceptLost(f.id)
       ? {...f, severity: 'warning', message: `${f.message} (accepted with --accept-lost)`}
       : {...f, severity: 'blocker', fix: `${f.fix ?? ''} To go ahead without it, re-run plan with --accept-lost ${f.id}.`.trim()}
   }
 
   // Step-by-step safety simulation: hazards outside documented windows block unless accepted.
   const policyInputs = timelinePolicies(ns, policies.decisions)
-  const acceptHazards = new Set(options.acceptHazards ?? [])
+  const acceptHazards = idMatcher(options.acceptHazards ?? [])
   const hazards: PlanHazard[] = []
   if (migrating) {
     const sim = simulate({namespace: ns, workloads: inventory.workloads, steps, policies: simPolicies(policyInputs), ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient'})
     const unexpected = new Set(unexpectedHazards(sim).map((h) => h.id))
     for (const h of sim.hazards) {
-      const accepted = unexpected.has(h.id) && acceptHazards.has(h.id)
+      const accepted = unexpected.has(h.id) && acceptHazards(h.id)
       hazards.push({...h, ...(accepted ? {accepted: true} : {})})
       if (unexpected.has(h.id) && !accepted) {
         findings.push({

@@ -38,6 +38,15 @@ function targetLine(plan: MigrationPlan): string {
   return 'manifests' in t ? `manifests ${t.manifests.join(', ')}` : `cluster ${t.context} (${t.server})`
 }
 
+// A terminal table of a plan with hundreds of operations per step stays readable (and fast to lay out)
+// only if each cell is short: the first few, then a count; -o yaml / show -o markdown have them all.
+const MAX_CELL_LINES = 8
+
+function clip(lines: string[]): string {
+  if (lines.length <= MAX_CELL_LINES) return lines.join('\n')
+  return [...lines.slice(0, MAX_CELL_LINES - 1), `… +${lines.length - MAX_CELL_LINES + 1} more (-o yaml shows all)`].join('\n')
+}
+
 export function renderPlan(plan: MigrationPlan, painter: Painter): string {
   const s = plan.spec.summary
   const out: string[] = []
@@ -52,9 +61,9 @@ export function renderPlan(plan: MigrationPlan, painter: Painter): string {
       ['#', 'STEP', 'STATE', 'CHANGES'],
       plan.spec.steps.map((step, i) => {
         const phase = stepPhase(plan, step)
-        const changes = step.operations.length === 0 ? '(read-only)' : step.operations.map(describeOperation).join('\n')
-        const manual = (step.manual ?? []).map((m) => `manual: ${formatRef(m.ref)}`).join('\n')
-        return [String(i + 1), step.id, painter.paint(PHASE_STYLE[phase], phase), manual ? `${changes}\n${manual}` : changes]
+        const changes = step.operations.length === 0 ? ['(read-only)'] : step.operations.map(describeOperation)
+        const manual = (step.manual ?? []).map((m) => `manual: ${formatRef(m.ref)}`)
+        return [String(i + 1), step.id, painter.paint(PHASE_STYLE[phase], phase), clip([...changes, ...manual])]
       }),
       painter,
     ))

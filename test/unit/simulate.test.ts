@@ -174,3 +174,16 @@ describe('plan with the simulation', () => {
     expect(kept.spec.steps.map((s) => s.action)).toContain('opt-out-workloads')
   })
 })
+
+describe('accepting ids', () => {
+  it('matches exact ids and * patterns, nothing else', async () => {
+    const {idMatcher} = await import('../../src/planner/plan-builder.js')
+    const m = idMatcher(['E12/VirtualService/other/reviews', 'E11/DestinationRule/*'])
+    expect(m('E12/VirtualService/other/reviews')).toBe(true)
+    expect(m('E12/VirtualService/other/ratings')).toBe(false)
+    expect(m('E11/DestinationRule/other-1/dr-0')).toBe(true)
+    expect(m('E11/VirtualService/other-1/vs')).toBe(false)
+    expect(idMatcher(['a.b*'])('aXb-c')).toBe(false)
+    expect(idMatcher(['a.b*'])('a.b-c')).toBe(true)
+  })
+})
