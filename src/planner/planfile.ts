@@ -1,6 +1,8 @@
 // Reading, writing and checking plan files (SPEC §5, §7 "Untrusted plans").
 // Pure: text in, data and problems out. The atomic write lives in the executor's state store.
-import {Ajv, type ErrorObject} from 'ajv'
+import {createRequire} from 'node:module'
+
+import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
 
 import {digestOf, toCanonicalYaml} from './canonical.js'
@@ -68,12 +70,22 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
   return {data, problems}
 }
 
-let compiledSchema: ((data: unknown) => boolean) & {errors?: ErrorObject[] | null} | undefined
+type SchemaValidator = ((data: unknown) => boolean) & {errors?: ErrorObject[] | null}
+let compiledSchema: SchemaValidator | undefined
 
-function schemaValidator() {
+/**
+ * The build compiles the schema to standalone code (scripts/compile-plan-schema.mjs); without it
+ * (running from src/ under tsx) ajv compiles it here, which costs ~150 ms of start-up.
+ */
+function schemaValidator(): SchemaValidator {
   if (!compiledSchema) {
-    const ajv = new Ajv({allErrors: true, strict: false})
-    compiledSchema = ajv.compile(PLAN_SCHEMA)
+    const require = createRequire(import.meta.url)
+    try {
+      compiledSchema = require('./plan-schema.validator.cjs') as SchemaValidator
+    } catch {
+      const {Ajv} = require('ajv') as typeof import('ajv')
+      compiledSchema = new Ajv({allErrors: true, strict: false}).compile(PLAN_SCHEMA)
+    }
   }
   return compiledSchema
 }

@@ -1,0 +1,16 @@
+// Build step: compile the plan-file JSON Schema to standalone validation code (ajv standalone), so that
+// validate/show/apply do not pay for ajv's schema compiler at every start (SPEC §8 "cold start").
+// src/planner/planfile.ts loads dist/planner/plan-schema.validator.cjs when it exists and compiles the
+// schema at run time otherwise (development through tsx).
+import {writeFileSync} from 'node:fs'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {Ajv} from 'ajv'
+import standaloneCode from 'ajv/dist/standalone/index.js'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const {PLAN_SCHEMA} = await import(path.join(root, 'dist/planner/plan-schema.js'))
+const ajv = new Ajv({allErrors: true, strict: false, code: {source: true}})
+const validate = ajv.compile(PLAN_SCHEMA)
+writeFileSync(path.join(root, 'dist/planner/plan-schema.validator.cjs'), standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate))
