@@ -111,7 +111,7 @@ ${EXIT_CODES_HELP}`
     if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
       const {runPreflight} = await import('../preflight/runner.js')
       const {renderPreflight} = await import('../preflight/view.js')
-      const diagnostics = await runPreflight(source.client, namespace, {plan, inventory, rootNamespace: flags['root-namespace']})
+      const diagnostics = await runPreflight(source.client, namespace, {plan, inventory, snapshot, rootNamespace: flags['root-namespace']})
       this.note(`\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`)
     }
 

@@ -6,7 +6,7 @@ import {parse as parseYaml} from 'yaml'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient, ListOptions} from '../kube/types.js'
 import {buildInventory} from '../planner/inventory.js'
-import type {Finding, Inventory, KubeObject} from '../planner/model.js'
+import type {Finding, Inventory, KubeObject, SourceSnapshot} from '../planner/model.js'
 import {analyzeInjectionWebhooks, DATAPLANE_MODE_LABEL, REVISION_LABEL} from '../planner/namespace.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {formatRef} from '../planner/refs.js'
@@ -26,6 +26,8 @@ export interface PreflightInput {
   plan?: MigrationPlan
   /** The live inventory, when the caller has just built one (saves reading the cluster again). */
   inventory?: Inventory
+  /** The snapshot that inventory was built from: its lists are reused instead of listing again. */
+  snapshot?: SourceSnapshot
 }
 
 const WAYPOINT_CONTROLLER_NAME = 'istio.io/mesh-controller'
@@ -48,7 +50,25 @@ async function soft<T>(read: Promise<T>): Promise<T | undefined> {
 export class ClusterReads {
   private readonly memo = new Map<string, Promise<unknown>>()
 
-  constructor(readonly input: PreflightInput) {}
+  constructor(readonly input: PreflightInput) {
+    if (input.snapshot) this.seed(input.snapshot)
+  }
+
+  /** What the cluster source already listed (same kinds, same scopes) needs no second LIST. */
+  private seed(snapshot: SourceSnapshot): void {
+    const missing = new Set(snapshot.missingKinds.map((m) => m.kind))
+    const of = (kind: string, namespace?: string) => snapshot.objects.filter((o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace))
+    const seed = (key: string, kind: string, value: unknown) => {
+      if (!missing.has(kind)) this.memo.set(key, Promise.resolve(value))
+    }
+    const ns = this.input.namespace
+    seed(`list/v1/Pod/${ns}/`, 'Pod', of('Pod', ns))
+    seed(`list/networking.k8s.io/v1/NetworkPolicy/${ns}/`, 'NetworkPolicy', of('NetworkPolicy', ns))
+    seed('list/admissionregistration.k8s.io/v1/MutatingWebhookConfiguration/*/', 'MutatingWebhookConfiguration', of('MutatingWebhookConfiguration'))
+    seed(`list/v1/ConfigMap/${this.input.rootNamespace}/`, 'ConfigMap', of('ConfigMap', this.input.rootNamespace))
+    const namespace = snapshot.objects.find((o) => o.kind === 'Namespace' && o.metadata.name === ns)
+    if (namespace) this.memo.set(`get/v1/Namespace//${ns}`, Promise.resolve(namespace))
+  }
 
   private once<T>(key: string, read: () => Promise<T>): Promise<T> {
     let p = this.memo.get(key) as Promise<T> | undefined

@@ -3,7 +3,7 @@
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {PreflightRunner} from '../executor/verify.js'
-import type {Inventory} from '../planner/model.js'
+import type {Inventory, SourceSnapshot} from '../planner/model.js'
 import {PREFLIGHT_CHECKS} from '../planner/plan-builder.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {CHECKS, type CheckContext, ClusterReads, type PreflightInput} from './checks.js'
@@ -17,6 +17,8 @@ export interface PreflightOptions {
   checks?: string[]
   /** The live inventory when the caller has just built one from this cluster (the blockers check reuses it). */
   inventory?: Inventory
+  /** Its snapshot: lists the checks need that the snapshot already holds are not read again. */
+  snapshot?: SourceSnapshot
 }
 
 /**
@@ -26,7 +28,7 @@ export interface PreflightOptions {
  * hides the other checks' results.
  */
 export async function runPreflight(client: KubeClient, namespace: string, opts: PreflightOptions): Promise<PreflightDiagnostic[]> {
-  const input: PreflightInput = {client, namespace, rootNamespace: opts.rootNamespace, ...(opts.plan ? {plan: opts.plan} : {}), ...(opts.inventory ? {inventory: opts.inventory} : {})}
+  const input: PreflightInput = {client, namespace, rootNamespace: opts.rootNamespace, ...(opts.plan ? {plan: opts.plan} : {}), ...(opts.inventory ? {inventory: opts.inventory} : {}), ...(opts.snapshot ? {snapshot: opts.snapshot} : {})}
   const ctx: CheckContext = {input, reads: new ClusterReads(input)}
   const requested = opts.checks ?? [...PREFLIGHT_CHECKS]
   const out: PreflightDiagnostic[] = []

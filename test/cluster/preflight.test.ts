@@ -46,6 +46,22 @@ async function preflight(s: TestApiServer, checks?: string[], opts: {token?: str
 const of = (diags: PreflightDiagnostic[], check: string) => diags.filter((d) => d.check === check)
 const codes = (diags: PreflightDiagnostic[]) => diags.map((d) => `${d.severity}:${d.code}`)
 
+describe('reads', () => {
+  it('reuses the lists of the snapshot the plan was built from instead of listing them again', async () => {
+    const s = await cluster()
+    const client = await clientFor(s)
+    const snapshot = await (await ClusterSource.open(client)).snapshot(NAMESPACE, {rootNamespace: ROOT})
+    const inventory = buildInventory(snapshot, {waypointFor: 'service'})
+    const plan = buildPlan({inventory, snapshot, options: {rootNamespace: ROOT, waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+    s.resetRequestLog()
+    const diags = await runPreflight(client, NAMESPACE, {plan, inventory, snapshot, rootNamespace: ROOT})
+    expect(diags.filter((d) => d.severity === 'error')).toEqual([])
+    const reread = s.requests.filter((e) => e.user === 'admin' && e.verb === 'list' && ((e.resource === 'pods' && e.namespace === NAMESPACE) || e.resource === 'networkpolicies' || e.resource === 'mutatingwebhookconfigurations' || (e.resource === 'configmaps' && e.namespace === ROOT)))
+    expect(reread).toEqual([])
+    expect(s.requests.filter((e) => e.user === 'admin' && e.verb === 'get' && e.resource === 'namespaces' && e.name === NAMESPACE)).toEqual([])
+  })
+})
+
 describe('a healthy ambient installation', () => {
   it('passes every check, each with an ok diagnostic, and the apply runner says ok', async () => {
     const s = await cluster()
