@@ -63,7 +63,13 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
     problems.push({path: '', message: `YAML: ${err.message.split('\n')[0]}`, ...(line === undefined ? {} : {line})})
   }
   if (problems.length > 0) return {problems}
-  const data: unknown = doc.toJS({maxAliasCount: 0})
+  let data: unknown
+  try {
+    data = doc.toJS({maxAliasCount: 0})
+  } catch (error) {
+    // Aliases (anchors) are refused: the tool never writes them, and they can blow up in size.
+    return {problems: [{path: '', message: `YAML: ${(error as Error).message}; plan files must not use anchors/aliases (*ref) — regenerate the plan with mesh-migrate plan`}]}
+  }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     return {problems: [{path: '', message: 'the file is not a YAML mapping (expected a MigrationPlan)'}]}
   }
@@ -304,6 +310,14 @@ export function digestProblems(plan: MigrationPlan): PlanProblem[] {
   }]
 }
 
+function bestEffort(check: () => PlanProblem[]): PlanProblem[] {
+  try {
+    return check()
+  } catch {
+    return []
+  }
+}
+
 export interface CheckedPlan {
   plan?: MigrationPlan
   problems: PlanProblem[]
@@ -323,7 +337,11 @@ export function checkPlanText(text: string): CheckedPlan {
     return {problems}
   }
   const schema = schemaProblems(data)
-  if (schema.length > 0) return {problems: schema}
+  if (schema.length > 0) {
+    // Still say what else is wrong, as far as the malformed parts allow: a reviewer fixing the schema
+    // error should not discover the edit-after-apply or an unsafe write one round later.
+    return {problems: [...schema, ...bestEffort(() => safetyProblems(data as unknown as MigrationPlan)), ...bestEffort(() => digestProblems(data as unknown as MigrationPlan))]}
+  }
   const plan = data as unknown as MigrationPlan
   const problems = [...safetyProblems(plan), ...digestProblems(plan)]
   return {plan, problems}
