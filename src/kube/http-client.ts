@@ -95,7 +95,12 @@ export class HttpKubeClient implements KubeClient {
       if (response.status >= 400) {
         const error = new KubeApiError(response.status, parsed as StatusBody | undefined, spec.attempt, this.context)
         const transient = response.status === 429 || response.status === 503 || response.status === 504 || (response.status === 500 && spec.idempotent)
-        if (transient) throw error
+        if (transient) {
+          // API priority and fairness says when to come back; honour it (bounded) before the retry.
+          const retryAfter = Number(response.headers.get('retry-after'))
+          if (Number.isFinite(retryAfter) && retryAfter > 0) await new Promise((r) => setTimeout(r, Math.min(retryAfter, 30) * 1000))
+          throw error
+        }
         throw new AbortError(error)
       }
       const responseHeaders: Record<string, string> = {}

@@ -48,6 +48,18 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     expect(pages.map((p) => [p.status, Boolean(p.query.continue)])).toEqual([[200, false], [410, true], [200, false], [200, true], [200, true]])
   })
 
+  it('waits as long as Retry-After says before retrying a 429', async () => {
+    const client = await clientFor(server)
+    const resource = (await client.resourceFor('v1', 'ConfigMap'))!
+    server.faults.add({match: {verb: 'list', resource: 'configmaps', namespace: 'shop'}, times: 1, status: 429, retryAfterSeconds: 1})
+    server.resetRequestLog()
+    await client.list(resource, {namespace: 'shop'})
+    const [first, second] = server.requestsMatching({verb: 'list', resource: 'configmaps', namespace: 'shop'})
+    expect(first!.status).toBe(429)
+    expect(second!.status).toBe(200)
+    expect(second!.startedAt - first!.startedAt).toBeGreaterThanOrEqual(1000)
+  })
+
   it('reads every page of a kind with limit and continue, and each kind with one paginated LIST', async () => {
     const source = await ClusterSource.open(await clientFor(server))
     server.resetRequestLog()
