@@ -49,7 +49,7 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
   })
 
   it('waits as long as Retry-After says before retrying a 429', async () => {
-    const client = await clientFor(server)
+    const client = await clientFor(server, undefined, {retries: 2})
     const resource = (await client.resourceFor('v1', 'ConfigMap'))!
     server.faults.add({match: {verb: 'list', resource: 'configmaps', namespace: 'shop'}, times: 1, status: 429, retryAfterSeconds: 1})
     server.resetRequestLog()

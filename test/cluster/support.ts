@@ -20,11 +20,11 @@ export async function kubeconfigFile(server: TestApiServer, opts: {token?: strin
   return file
 }
 
-/** A KubeClient as `connect()` builds it, for `token`; no retries so failures surface at once. */
-export async function clientFor(server: TestApiServer, token?: string): Promise<HttpKubeClient> {
+/** A KubeClient as `connect()` builds it, for `token`; no retries (unless asked) so failures surface at once. */
+export async function clientFor(server: TestApiServer, token?: string, opts: {retries?: number} = {}): Promise<HttpKubeClient> {
   const file = await kubeconfigFile(server, token ? {token} : {})
   const kc = await loadKubeConfig({kubeconfig: file}, {})
-  return new HttpKubeClient(kc, {retries: 0})
+  return new HttpKubeClient(kc, {retries: opts.retries ?? 0})
 }
 
 export async function writeText(file: string, text: string): Promise<string> {
