@@ -3,7 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
-import {type ExecutionContext, undoStep} from '../executor/engine.js'
+import {checkRollback, type ExecutionContext, undoStep} from '../executor/engine.js'
 import {NamespaceLock, whoAmI} from '../executor/lock.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
@@ -88,6 +88,7 @@ ${EXIT_CODES_HELP}
         })
       }
       const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+      await checkRollback(ctx, selection.steps, (m) => this.note(`Warning: ${m}`))
       await runTasks(selection.steps.map((step) => ({
         title: `undo ${step.id}`,
         run: async (update) => {

@@ -200,6 +200,45 @@ function previousLabels(ctx: ExecutionContext, step: PlanStep, op: Extract<Opera
   return before?.labels ?? {}
 }
 
+/**
+ * E1: restoring istio.io/rev=<r> only brings sidecars back if revision (or tag) r still has an injection
+ * webhook; otherwise the restart would leave the pods without a sidecar and — once dataplane-mode is
+ * removed — outside the mesh. Refuse before writing anything.
+ */
+async function checkRevisionExists(client: KubeClient, revision: string, warn: (m: string) => void): Promise<void> {
+  const resource = await client.resourceFor('admissionregistration.k8s.io/v1', 'MutatingWebhookConfiguration')
+  if (!resource) return
+  try {
+    const byRev = await client.list(resource, {labelSelector: `istio.io/rev=${revision}`})
+    const byTag = byRev.length > 0 ? [] : await client.list(resource, {labelSelector: `istio.io/tag=${revision}`})
+    const injects = [...byRev, ...byTag].some((w) => ((w.webhooks as {name?: string}[] | undefined) ?? []).some((h) => h.name?.endsWith('sidecar-injector.istio.io')))
+    if (!injects) {
+      throw new StalePlanError(
+        `revision "${revision}" no longer has an injection webhook (no MutatingWebhookConfiguration labelled istio.io/rev or istio.io/tag=${revision}): restoring istio.io/rev=${revision} would not bring the sidecars back`,
+        `Reinstall revision ${revision} (or point a tag named ${revision} at a running revision: istioctl tag set ${revision} --revision <rev>), then re-run the rollback.`,
+      )
+    }
+  } catch (error) {
+    if (error instanceof KubeApiError && error.status === 403) {
+      warn(`cannot check that revision ${revision} still exists (no permission to list MutatingWebhookConfigurations)`)
+      return
+    }
+    throw error
+  }
+}
+
+/** Checks that must hold before a rollback writes anything (today: E1, the revision to restore still injects). */
+export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], warn: (message: string) => void): Promise<void> {
+  for (const step of steps) {
+    for (const op of step.undo.operations) {
+      if (op.op !== 'label' || op.ref.kind !== 'Namespace') continue
+      const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
+      const revision = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}['istio.io/rev']
+      if (revision) await checkRevisionExists(ctx.client, revision, warn)
+    }
+  }
+}
+
 /** Undo one step. Only objects this plan created (and still annotated as such) are deleted. */
 export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
   const {client, state} = ctx
@@ -236,6 +275,8 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
         const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
         const seen = forward ? previousLabels(ctx, step, forward) : {}
         const labels = {...op.labels, ...seen}
+        const revision = op.ref.kind === 'Namespace' ? labels['istio.io/rev'] : undefined
+        if (revision) await checkRevisionExists(client, revision, warn)
         const live = await client.get(op.ref)
         if (!live) throw new StalePlanError(`${formatRef(op.ref)} no longer exists`)
         const current = live.metadata.labels ?? {}
