@@ -163,6 +163,9 @@ export function simPolicies(inputs: PolicyTimelineInput[]): SimPolicy[] {
   }))
 }
 
+/** Blocker codes --accept-hazard can accept besides the simulation's hazards. */
+const ACCEPTABLE_BLOCKERS = new Set(['IST0118'])
+
 /**
  * What --accept-lost / --accept-hazard name: exact ids, or patterns where `*` stands for any text
  * (`E11/DestinationRule/*` accepts every lost client-side DestinationRule) — a mesh can have hundreds.
@@ -491,6 +494,13 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
           fix: `Change what causes it (see the step descriptions), or accept it with --accept-hazard ${h.id}.`,
         })
       }
+    }
+  }
+
+  // Blockers a reviewer may accept as a known risk (E19: a port the waypoint will sniff).
+  for (const [i, f] of findings.entries()) {
+    if (f.severity === 'blocker' && ACCEPTABLE_BLOCKERS.has(f.code) && acceptHazards(f.id)) {
+      findings[i] = {...f, severity: 'warning', message: `${f.message} (accepted with --accept-hazard)`}
     }
   }
 

@@ -182,7 +182,9 @@ export function servicePortFindings(
         findings.push({
           id: `IST0118/${name}/${p.port}`,
           code: 'IST0118',
-          severity: opts.waypointPlanned ? 'warning' : 'info',
+          // DOMAIN §5/E19: a port a waypoint would have to sniff must get an explicit protocol first (or be
+          // accepted as sniffed, --accept-hazard): server-first protocols stall behind the HTTP inspector.
+          severity: opts.waypointPlanned ? 'blocker' : 'info',
           message: opts.waypointPlanned
             ? `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: ` +
               'server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP ' +
@@ -190,7 +192,9 @@ export function servicePortFindings(
             : `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol). ztunnel does not sniff, so this ` +
               'only matters once a waypoint serves the Service (IST0118).',
           ref,
-          fix: 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.',
+          fix: opts.waypointPlanned
+            ? `Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol, then re-plan; to let the waypoint sniff it anyway, re-plan with --accept-hazard IST0118/${name}/${p.port}.`
+            : 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.',
         })
       } else if (opts.waypointPlanned && podTrafficToo && !HTTP_FAMILY.has(p.istioProtocol) && p.istioProtocol !== 'UDP') {
         findings.push({

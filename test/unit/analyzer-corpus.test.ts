@@ -205,13 +205,13 @@ describeWithShared('istioctl analyze corpus: Service port names', () => {
     expect(resources(a, code === 'IST0118' ? 'IST0150' : 'IST0118')).toEqual(expectedResources(c, code === 'IST0118' ? 'IST0150' : 'IST0118'))
   })
 
-  it('service-no-port-name.yaml: the flagged ports become warnings once a waypoint is planned', async () => {
+  it('service-no-port-name.yaml: the flagged ports block the plan once a waypoint is planned', async () => {
     const a = await analyze(['service-no-port-name.yaml'])
     const {services} = analyzeServices(a.objects, 'my-namespace1', [])
     const f = servicePortFindings(services, {waypointPlanned: true, waypointFor: 'service'})
     expect(f.map((x) => [x.id, x.severity])).toEqual([
-      ['IST0118/my-namespace1/my-service1/8080', 'warning'],
-      ['IST0118/my-namespace1/my-service1/8081', 'warning'],
+      ['IST0118/my-namespace1/my-service1/8080', 'blocker'],
+      ['IST0118/my-namespace1/my-service1/8081', 'blocker'],
     ])
   })
 

@@ -854,11 +854,14 @@ describe('E19 Service ports without a declared protocol behind a waypoint', () =
     objects = await fixture('E19-unnamed-ports.yaml')
   })
 
-  it('are warnings once the namespace gets a waypoint (the waypoint sniffs them); declared ports are not', () => {
+  it('block the plan once the namespace gets a waypoint (the waypoint would sniff them), until named or accepted; declared ports do not', () => {
     const {plan} = planOf(objects)
     expect(plan.spec.summary.waypointRequired).toBe(true)
-    expect(finding(plan, 'IST0118/bookinfo/reviews/9080')).toMatchObject({code: 'IST0118', severity: 'warning'})
-    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432')).toMatchObject({code: 'IST0118', severity: 'warning'})
+    expect(finding(plan, 'IST0118/bookinfo/reviews/9080')).toMatchObject({code: 'IST0118', severity: 'blocker'})
+    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432')).toMatchObject({code: 'IST0118', severity: 'blocker'})
+    const accepted = planOf(objects, {acceptHazards: ['IST0118/bookinfo/*']}).plan
+    expect(finding(accepted, 'IST0118/bookinfo/reviews/9080')).toMatchObject({severity: 'warning'})
+    expect(accepted.spec.blockers.filter((b) => b.code === 'IST0118')).toEqual([])
     expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432').message).toContain('server-first protocols')
     expect(findingIds(plan).filter((id) => id.startsWith('IST0118/'))).toEqual(['IST0118/bookinfo/reviews-db/5432', 'IST0118/bookinfo/reviews/9080'])
     expect(step(plan, 'bind-waypoint').operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}])

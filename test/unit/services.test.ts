@@ -116,9 +116,10 @@ describe('servicePortFindings', () => {
     expect(f[0]!.message).toContain('(unnamed) (port: 8080, targetPort: 8080)')
   })
 
-  it('with a waypoint: warning with the server-first caveat', () => {
+  it('with a waypoint: a blocker with the server-first caveat, acceptable by its id', () => {
     const f = servicePortFindings([plain], {waypointPlanned: true, waypointFor: 'service'})
-    expect(f.map((x) => [x.id, x.severity])).toEqual([[`IST0118/${NS}/api/8080`, 'warning']])
+    expect(f.map((x) => [x.id, x.severity])).toEqual([[`IST0118/${NS}/api/8080`, 'blocker']])
+    expect(f[0]!.fix).toContain(`--accept-hazard IST0118/${NS}/api/8080`)
     expect(f[0]!.message).toMatch(/server-first protocols/)
     expect(f[0]!.message).not.toMatch(/workload\/all/)
     expect(f[0]!.fix).toMatch(/appProtocol/)
