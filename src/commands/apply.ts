@@ -124,7 +124,9 @@ ${EXIT_CODES_HELP}
           run: async (update) => {
             ctx.onProgress = update
             outcome = await applyStep(ctx, step)
-            return outcome.skippedWrites ? 'already in place, verified' : dryRun ? 'accepted by the server' : 'applied and verified'
+            if (dryRun) return 'accepted by the server'
+            if (step.operations.length === 0) return 'verified'
+            return outcome.skippedWrites ? 'already in place, verified' : 'applied and verified'
           },
         }])
         applied.push({id: step.id, action: step.action, skippedWrites: outcome!.skippedWrites, details: outcome!.details})

@@ -285,7 +285,7 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
           break
         }
         await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun})
-        details.push(`restored ${Object.entries(labels).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')}`)
+        details.push(Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)).join(', '))
         break
       }
       case 'restart': {
