@@ -3,6 +3,7 @@
 import {parse as parseYaml} from 'yaml'
 import type {Finding, KubeObject, NamespaceLabel, NamespaceState, ObjectRef} from './model.js'
 import {groupOf, refOf} from './refs.js'
+import {isRecord} from './json.js'
 
 export const INJECTION_LABEL = 'istio-injection'
 export const REVISION_LABEL = 'istio.io/rev'
@@ -117,9 +118,6 @@ function isInjectorWebhookName(name: string): boolean {
   return name === 'sidecar-injector.istio.io' || name.endsWith('.sidecar-injector.istio.io')
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 function asSelector(value: unknown): LabelSelector | undefined {
   return isRecord(value) ? (value as LabelSelector) : undefined

@@ -7,6 +7,7 @@
 // fd16:9254:7127:1337:ffff:ffff:ffff:ffff) and, depending on the CNI, need an ipBlock allowing it.
 import type {KubeObject} from './model.js'
 import {type LabelSelector, selectorMatches} from './namespace.js'
+import {isRecord} from './json.js'
 
 export const HBONE_PORT = 15008
 export const PROBE_SOURCE_V4 = '169.254.7.127'
@@ -52,7 +53,6 @@ export interface NetworkPolicyIssue {
 }
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The pod's ports and probes, from a live Pod (or a pod template: same shape under spec). */
 export function podEndpoint(name: string, metadata: {labels?: Record<string, string>}, spec: unknown): PodEndpoint {

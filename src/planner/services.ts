@@ -3,6 +3,7 @@
 import type {Finding, KubeObject, ServiceItem, ServicePortItem, WorkloadItem} from './model.js'
 import {INJECTION_IGNORED_NAMESPACES} from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
+import {isRecord, stringMap} from './json.js'
 
 /** Ports that default to TCP instead of being sniffed (SMTP, DNS, MySQL, MongoDB). */
 const WELL_KNOWN_TCP_PORTS = new Set([25, 53, 3306, 27017])
@@ -54,16 +55,7 @@ export function istioProtocol(port: {port: number; name?: string; protocol?: str
   return WELL_KNOWN_TCP_PORTS.has(port.port) ? 'TCP' : SNIFFED
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
-function stringMap(value: unknown): Record<string, string> {
-  if (!isRecord(value)) return {}
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v
-  return out
-}
 
 function portItem(raw: Record<string, unknown>): ServicePortItem | undefined {
   const port = Number(raw.port)

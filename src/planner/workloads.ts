@@ -14,6 +14,7 @@ import {
   NO_INJECTION_WEBHOOKS,
 } from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
+import {isRecord, stringMap} from './json.js'
 
 export const SIDECAR_STATUS = 'sidecar.istio.io/status'
 export const AMBIENT_REDIRECTION = 'ambient.istio.io/redirection'
@@ -63,16 +64,7 @@ function podLike(metadata: unknown, spec: unknown): PodLike {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
-function stringMap(value: unknown): Record<string, string> {
-  if (!isRecord(value)) return {}
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v
-  return out
-}
 
 function containersOf(spec: PodSpec): Container[] {
   return Array.isArray(spec.containers) ? spec.containers : []

@@ -7,6 +7,7 @@ import {ManifestError} from '../errors.js'
 import type {Finding, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {groupOf, objectKey, refOf} from '../planner/refs.js'
 import type {ObjectSource} from './source.js'
+import {isRecord} from '../planner/json.js'
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json'])
 
@@ -352,9 +353,6 @@ function expandLists(value: unknown, at: string): Candidate[] {
   })
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** Undefined when `value` is a usable Kubernetes object, else what is missing. */
 function whyNotAnObject(value: unknown): string | undefined {

@@ -5,6 +5,10 @@ import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, Severity, Ve
 import type {LabelSelector, Labels, PolicyTargetReference} from '../istio-types.js'
 import {groupOf, refOf} from '../refs.js'
 import {USE_WAYPOINT_LABEL, WAYPOINT_CLASS} from '../waypoint.js'
+import {isRecord} from '../json.js'
+import {selectorMatches} from '../namespace.js'
+
+export {isRecord}
 
 export const NETWORKING = 'networking.istio.io'
 export const SECURITY = 'security.istio.io'
@@ -92,9 +96,6 @@ export function list(value: unknown): string[] | undefined {
   return value.map((v) => String(v))
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** Go's strconv.ParseBool, which istiod uses for boolean annotations and labels. */
 export function parseBool(value: string | undefined): boolean | undefined {
@@ -149,30 +150,7 @@ export function allServices(ctx: ClassifyContext): string[] {
 
 /** Kubernetes LabelSelector evaluation (matchLabels AND matchExpressions). */
 export function matchesLabelSelector(selector: LabelSelector | undefined, labels: Labels): boolean {
-  if (!selector) return true
-  if (!labelsSubset(selector.matchLabels, labels)) return false
-  for (const req of selector.matchExpressions ?? []) {
-    const key = req.key ?? ''
-    const has = Object.prototype.hasOwnProperty.call(labels, key)
-    const values = req.values ?? []
-    switch (req.operator) {
-      case 'In':
-        if (!has || !values.includes(labels[key]!)) return false
-        break
-      case 'NotIn':
-        if (has && values.includes(labels[key]!)) return false
-        break
-      case 'Exists':
-        if (!has) return false
-        break
-      case 'DoesNotExist':
-        if (has) return false
-        break
-      default:
-        return false
-    }
-  }
-  return true
+  return selectorMatches(selector as Parameters<typeof selectorMatches>[0], labels)
 }
 
 // --- exportTo ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import {CLUSTER_DOMAIN, compareAge, hostCovers, isRecord} from '../classify/comm
 import type {DestinationRuleSpec, Subset} from '../istio-types.js'
 import type {KubeObject} from '../model.js'
 import {istioProtocol} from '../services.js'
+import {stringMap} from '../json.js'
 
 export interface ServicePortInfo {
   port: number
@@ -28,12 +29,6 @@ export interface ServiceInfo {
 // may be HTTP. TCP, TLS, HTTPS (TLS passthrough), databases and UDP never see `http` routes.
 const HTTP_ROUTED = new Set(['HTTP', 'HTTP2', 'HTTP_PROXY', 'GRPC', 'GRPC-Web', 'auto'])
 
-function stringMap(value: unknown): Record<string, string> {
-  const out: Record<string, string> = {}
-  if (!isRecord(value)) return out
-  for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v
-  return out
-}
 
 export function serviceInfo(obj: KubeObject): ServiceInfo {
   const spec = isRecord(obj.spec) ? obj.spec : {}
