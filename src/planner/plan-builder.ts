@@ -1,6 +1,6 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3).
 import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
-import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from './model.js'
+import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
 import {
   type MigrationPlan,
   type Operation,
@@ -15,7 +15,7 @@ import {
 import {denyBypassStep, gatewayPinOperations, networkPolicyStep, optOutStep, podOptInOperations, swapRoutesStep} from './plan-steps.js'
 import {compareRefs, formatRef, refKey, refOf} from './refs.js'
 import {markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
-import {simulate, type SimPolicy, unexpectedHazards} from './simulate.js'
+import {simulate, unexpectedHazards} from './simulate.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, waypointRevision} from './waypoint.js'
 
 export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
@@ -130,7 +130,7 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
     .filter((d) => d.original.workloads.length > 0)
     .map((d): PolicyTimelineInput => {
       const key = d.ref.namespace && d.ref.namespace !== namespace ? `${d.ref.kind}/${d.ref.namespace}/${d.ref.name}` : `${d.ref.kind}/${d.ref.name}`
-      const ztunnel = d.original.ztunnel ?? (d.ref.kind === 'AuthorizationPolicy' ? 'as-written' : 'ignored')
+      const ztunnel: ZtunnelEffect = d.original.ztunnel ?? (d.ref.kind === 'AuthorizationPolicy' ? 'as-written' : 'ignored')
       const out: PolicyTimelineInput = {key, ztunnel, workloads: [...d.original.workloads].sort()}
       if (d.original.action) out.action = d.original.action
       if (d.original.deletedIn) out.deletedIn = d.original.deletedIn
@@ -148,20 +148,6 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
     .sort((a, b) => a.key.localeCompare(b.key))
 }
 
-export function simPolicies(inputs: PolicyTimelineInput[]): SimPolicy[] {
-  return inputs.map((p) => ({
-    key: p.key,
-    workloads: p.workloads,
-    ...(p.action ? {action: p.action} : {}),
-    ...(p.ztunnel ? {ztunnel: p.ztunnel as SimPolicy['ztunnel']} : {}),
-    ...(p.deletedIn ? {deletedIn: p.deletedIn} : {}),
-    ...(p.waypointCopyIn ? {waypointCopyIn: p.waypointCopyIn} : {}),
-    ...(p.companionIn ? {companionIn: p.companionIn} : {}),
-    ...(p.l4PartIn ? {l4PartIn: p.l4PartIn} : {}),
-    ...(p.rewrittenIn ? {rewrittenIn: p.rewrittenIn} : {}),
-    ...(p.identityKeyed ? {identityKeyed: true} : {}),
-  }))
-}
 
 /** Blocker codes --accept-hazard can accept besides the simulation's hazards. */
 const ACCEPTABLE_BLOCKERS = new Set(['IST0118'])
@@ -480,7 +466,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   const acceptHazards = idMatcher(options.acceptHazards ?? [])
   const hazards: PlanHazard[] = []
   if (migrating) {
-    const sim = simulate({namespace: ns, workloads: inventory.workloads, steps, policies: simPolicies(policyInputs), ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient'})
+    const sim = simulate({namespace: ns, workloads: inventory.workloads, steps, policies: policyInputs, ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient'})
     const unexpected = new Set(unexpectedHazards(sim).map((h) => h.id))
     for (const h of sim.hazards) {
       const accepted = unexpected.has(h.id) && acceptHazards(h.id)

@@ -90,7 +90,7 @@ const policyTimelineInput = {
   properties: {
     key: {type: 'string'},
     action: {type: 'string'},
-    ztunnel: {type: 'string'},
+    ztunnel: {enum: ['as-written', 'deny-all', 'narrowed', 'broadened', 'no-op', 'ignored']},
     workloads: {type: 'array', items: {type: 'string'}},
     deletedIn: stepActionRef,
     waypointCopyIn: stepActionRef,

@@ -1,5 +1,5 @@
 // The plan file (SPEC §5): what `plan` writes, reviewers approve, and `apply`/`rollback` execute.
-import type {Finding, InventoryItem, KubeObject, ObjectRef, SourceTarget, WorkloadItem} from './model.js'
+import type {Finding, InventoryItem, KubeObject, ObjectRef, SourceTarget, WorkloadItem, ZtunnelEffect} from './model.js'
 
 export const PLAN_API_VERSION = 'mesh-migrate.io/v1alpha1'
 export const PLAN_KIND = 'MigrationPlan'
@@ -121,14 +121,21 @@ export interface PolicyTimelineInput {
   /** "Kind/name" (or "Kind/namespace/name" for policies outside the plan's namespace). */
   key: string
   action?: string
-  ztunnel?: string
+  /** ztunnel's effect on the original once its workloads are ambient. */
+  ztunnel?: ZtunnelEffect
+  /** Workload keys ("Kind/name") the original applies to. */
   workloads: string[]
+  /** Step that deletes the original (absent: it stays). */
   deletedIn?: StepAction
+  /** Step that creates a waypoint copy (absent: none). */
   waypointCopyIn?: StepAction
+  /** Step that creates a ztunnel companion admitting the waypoint principal. */
   companionIn?: StepAction
+  /** Step that creates the L4 part kept at ztunnel (E15 projection, DENY L4 rules). */
   l4PartIn?: StepAction
   /** Step that creates the E22 rewrite: an exact equivalent ztunnel enforces (from.source.serviceAccounts). */
   rewrittenIn?: StepAction
+  /** The original is L4-only and keyed on caller identity/IP (E21): a waypoint in front changes what it sees. */
   identityKeyed?: boolean
 }
 

@@ -5,8 +5,8 @@
 // intent is enforced. Intervals where a pod leaves the mesh or a policy is degraded / not enforced are
 // hazards; those inside a documented window (the restart window, sidecar callers bypassing waypoints)
 // are expected, the others must be accepted explicitly.
-import type {WorkloadItem, ZtunnelEffect} from './model.js'
-import type {PlanStep, StepAction} from './plan-types.js'
+import type {WorkloadItem} from './model.js'
+import type {PlanStep, PolicyTimelineInput, StepAction} from './plan-types.js'
 import {UNDO_ORDER} from './rollback.js'
 
 export type DataPlane = 'sidecar' | 'ambient' | 'outside'
@@ -20,28 +20,11 @@ export type Enforcement =
   | 'degraded' // ztunnel enforces a narrower/broader version and no waypoint copy is active
   | 'not-enforced' // nobody enforces it (ztunnel no-op/ignored, policy gone, pod outside the mesh)
 
-/** A policy as the simulator sees it (from the policy migration's decisions). */
-export interface SimPolicy {
-  /** "AuthorizationPolicy/name" */
-  key: string
-  action?: string
-  /** ztunnel's effect on the original once its workloads are ambient. */
-  ztunnel?: ZtunnelEffect
-  /** Workload keys ("Kind/name") the original applies to. */
-  workloads: string[]
-  /** Step that deletes the original (absent: it stays). */
-  deletedIn?: StepAction
-  /** Step that creates a waypoint copy (absent: none). */
-  waypointCopyIn?: StepAction
-  /** Step that creates a ztunnel companion admitting the waypoint principal. */
-  companionIn?: StepAction
-  /** Step that creates the L4 part kept at ztunnel (E15 projection, DENY L4 rules, E22 rewrite). */
-  l4PartIn?: StepAction
-  /** Step that creates the E22 rewrite, which ztunnel enforces with the original's full meaning. */
-  rewrittenIn?: StepAction
-  /** The original is L4-only and keyed on caller identity/IP (E21): a waypoint in front changes what it sees. */
-  identityKeyed?: boolean
-}
+/**
+ * A policy as the simulator sees it: the plan records exactly this (spec.policies), so `show --timeline`
+ * and the end-to-end tests replay the simulation from the plan file alone.
+ */
+export type SimPolicy = PolicyTimelineInput
 
 export interface BoundaryState {
   /** "start", a step id after it was applied, or "undo <step id>" during rollback. */

@@ -1,6 +1,5 @@
 // `show --timeline`: per step boundary, each workload's data plane and where each policy is enforced,
 // then the hazards the simulation found (issue 5 §4).
-import {simPolicies} from '../planner/plan-builder.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {type BoundaryState, type Enforcement, simulate} from '../planner/simulate.js'
 import type {Painter} from './color.js'
@@ -21,7 +20,7 @@ export function timelineOf(plan: MigrationPlan) {
     namespace: plan.metadata.namespace,
     workloads: plan.spec.workloads,
     steps: plan.spec.steps,
-    policies: simPolicies(plan.spec.policies),
+    policies: plan.spec.policies,
     ambientAtStart: plan.spec.observed.namespaceLabels['istio.io/dataplane-mode'] === 'ambient',
   })
 }

@@ -16,7 +16,7 @@ import {beforeAll, describe, expect, it} from 'vitest'
 
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {Finding, Inventory, InventoryItem, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from '../../src/planner/model.js'
-import {buildPlan, simPolicies} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {MigrationPlan, Operation, PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
 import {type BoundaryState, simulate} from '../../src/planner/simulate.js'
@@ -120,7 +120,7 @@ function timeline(p: MigrationPlan): {apply: BoundaryState[]; rollback: Boundary
     namespace: NS,
     workloads: p.spec.workloads,
     steps: p.spec.steps,
-    policies: simPolicies(p.spec.policies),
+    policies: p.spec.policies,
     ambientAtStart: p.spec.observed.namespaceLabels['istio.io/dataplane-mode'] === 'ambient',
   })
 }
