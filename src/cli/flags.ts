@@ -13,3 +13,10 @@ export const waypointNameFlag = Flags.string({
   description: 'Name of the waypoint Gateway (also its Deployment, Service and ServiceAccount). "none" is reserved.',
   default: 'waypoint',
 })
+
+/** How commands that only talk to a cluster find it (kubectl semantics). */
+export const clusterFlags = {
+  kubeconfig: Flags.string({description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).', helpGroup: 'CLUSTER'}),
+  context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
+  'request-timeout': Flags.string({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+}

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
+import {clusterFlags} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
@@ -38,9 +39,7 @@ ${EXIT_CODES_HELP}
     timeout: Flags.string({description: 'How long to wait for each restart to finish.', default: '5m'}),
     'lock-timeout': Flags.string({description: 'How long to wait for another operator\'s lock (exit 5).', default: '0s'}),
     'allow-other-cluster': Flags.boolean({description: 'Run even if the current context is not the plan\'s cluster.'}),
-    kubeconfig: Flags.string({description: 'Path to the kubeconfig file.', helpGroup: 'CLUSTER'}),
-    context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
-    'request-timeout': Flags.string({description: 'Timeout of a single API request (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+    ...clusterFlags,
   }
 
   async run(): Promise<RollbackResult | undefined> {

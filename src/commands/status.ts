@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
+import {clusterFlags} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
@@ -76,9 +77,7 @@ ${EXIT_CODES_HELP}`
     output: outputFlag,
     'detailed-exitcode': Flags.boolean({description: 'Exit 10 when steps are pending.'}),
     offline: Flags.boolean({description: 'Do not contact the cluster (no drift, no lock information).'}),
-    kubeconfig: Flags.string({description: 'Path to the kubeconfig file.', helpGroup: 'CLUSTER'}),
-    context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
-    'request-timeout': Flags.string({description: 'Timeout of a single API request (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+    ...clusterFlags,
   }
 
   async run(): Promise<PlanStatusResult[] | undefined> {

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
+import {clusterFlags} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
@@ -18,9 +19,7 @@ ${EXIT_CODES_HELP}`
   static override args = {namespace: Args.string({description: 'The locked namespace.', required: true})}
   static override flags = {
     confirm: Flags.string({description: 'The namespace, to confirm without a prompt.'}),
-    kubeconfig: Flags.string({description: 'Path to the kubeconfig file.', helpGroup: 'CLUSTER'}),
-    context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
-    'request-timeout': Flags.string({description: 'Timeout of a single API request (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+    ...clusterFlags,
   }
 
   async run(): Promise<{namespace: string; released?: string} | undefined> {
