@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 
 import {buildInventory} from '../planner/inventory.js'
 import type {Inventory} from '../planner/model.js'
-import {openSource} from '../sources/open.js'
+import {openSource, requireNamespace} from '../sources/open.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderInventory} from '../ui/inventory-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
@@ -26,7 +26,7 @@ ${EXIT_CODES_HELP}`
   async run(): Promise<Inventory | undefined> {
     const {args, flags} = await this.parse(InventoryCommand)
     const source = await openSource(flags)
-    const snapshot = await source.snapshot(args.namespace, {rootNamespace: flags['root-namespace']})
+    const snapshot = requireNamespace(await source.snapshot(args.namespace, {rootNamespace: flags['root-namespace']}))
     const inventory = buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),

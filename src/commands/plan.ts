@@ -10,7 +10,7 @@ import {buildPlan} from '../planner/plan-builder.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
-import {openSource} from '../sources/open.js'
+import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
@@ -74,7 +74,7 @@ ${EXIT_CODES_HELP}`
     }
 
     const source = await openSource(flags)
-    const snapshot = await source.snapshot(namespace, {rootNamespace: flags['root-namespace']})
+    const snapshot = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
     const inventory = buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),

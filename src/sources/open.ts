@@ -1,6 +1,7 @@
 // Choose and open the object source from command flags. Sources are imported lazily: the cluster
 // source pulls in @kubernetes/client-node (~0.7 s), which offline commands must never pay for.
 import {UserError} from '../errors.js'
+import type {SourceSnapshot} from '../planner/model.js'
 import type {ObjectSource} from './source.js'
 
 export interface SourceFlags {
@@ -26,4 +27,13 @@ export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
   })
   const {ClusterSource} = await import('./cluster.js')
   return ClusterSource.open(client)
+}
+
+/** inventory/plan of a namespace the cluster does not have is a mistake (a typo, the wrong --context), not "nothing to migrate". */
+export function requireNamespace(snapshot: SourceSnapshot): SourceSnapshot {
+  const missing = snapshot.findings.find((f) => f.code === 'NamespaceNotFound')
+  if (missing) {
+    throw new UserError(missing.message.replace(/\.$/, ''), {suggestion: 'Check the name (kubectl get namespaces) and the --context; to plan from files, pass --manifests.'})
+  }
+  return snapshot
 }

@@ -101,3 +101,16 @@ describe('mesh-migrate census', () => {
     expect(JSON.parse(r.stdout).namespaces.map((n: {namespace: string}) => n.namespace)).toEqual(['amb'])
   })
 })
+
+describe('mesh-migrate inventory and plan on a namespace the cluster does not have', () => {
+  it('exit 1 with the context named and what to check, not "nothing to migrate"', async () => {
+    for (const cmd of ['inventory', 'plan']) {
+      const r = await cli([cmd, 'no-such-ns', '--kubeconfig', kubeconfig])
+      expect(r.code, cmd).toBe(1)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toContain('namespace "no-such-ns" does not exist in context test-apiserver')
+      expect(r.stderr).toContain('--context')
+      expect(hasStackTrace(r.stderr)).toBe(false)
+    }
+  })
+})
