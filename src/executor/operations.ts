@@ -133,6 +133,13 @@ export async function stalePreconditions(client: KubeClient, preconditions: Prec
         if (!(await client.get(p.ref))) problems.push(`${formatRef(p.ref)} no longer exists`)
         break
       }
+      case 'waypoint-ready': {
+        // The readiness gate of DOMAIN §4.2: a bound waypoint that is not ready is bypassed silently.
+        const {runCheck} = await import('./verify.js')
+        const ready = await runCheck({check: 'waypoint-ready', ref: p.ref}, {client, namespace: ctx.namespace})
+        if (!ready.ok) problems.push(`the waypoint is not ready: ${ready.detail}`)
+        break
+      }
     }
   }
   return problems

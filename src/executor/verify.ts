@@ -124,6 +124,22 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
       const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
       return {ok: true, detail: `${count} pod(s) captured by ztunnel`}
     }
+    case 'pods-opted-out': {
+      const pending: string[] = []
+      for (const ref of v.refs) {
+        const obj = await client.get(ref)
+        if (obj && ref.kind !== 'Pod') {
+          const r = rolloutDone(obj)
+          if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
+        }
+      }
+      const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
+      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => p.pod.metadata.labels?.['istio.io/dataplane-mode'] !== 'none').map((p) => p.name))
+      if (pending.length > 0 || offenders.length > 0) {
+        return {ok: false, detail: [...pending, ...(offenders.length > 0 ? [`pods without istio.io/dataplane-mode=none: ${offenders.join(', ')}`] : [])].join('; ')}
+      }
+      return {ok: true, detail: `pods of ${v.refs.length} workload(s) stay out of ambient (istio.io/dataplane-mode=none)`}
+    }
     case 'waypoint-bound': {
       const unbound: string[] = []
       for (const name of v.services) {

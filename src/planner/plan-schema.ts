@@ -131,6 +131,7 @@ const precondition = {
     },
     {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-absent-or-ours'}, ref}},
     {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-present'}, ref}},
+    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'waypoint-ready'}, ref}},
   ],
 }
 
@@ -147,6 +148,7 @@ const verification = {
     {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'rollouts-complete'}, refs: refList}},
     {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-without-sidecar'}, refs: refList}},
     {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-captured'}, refs: refList}},
+    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-opted-out'}, refs: refList}},
     {
       additionalProperties: false,
       required: ['check', 'ref', 'services'],

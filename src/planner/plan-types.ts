@@ -62,6 +62,8 @@ export type Precondition =
   | {check: 'object-absent-or-ours'; ref: ObjectRef}
   /** The object exists (whatever its content). */
   | {check: 'object-present'; ref: ObjectRef}
+  /** The waypoint is Programmed, has status.addresses and an available replica (never bind an unready waypoint). */
+  | {check: 'waypoint-ready'; ref: ObjectRef}
 
 /** Postconditions verified after a step's writes (with --timeout). */
 export type Verification =
@@ -74,6 +76,8 @@ export type Verification =
   | {check: 'pods-without-sidecar'; refs: ObjectRef[]}
   /** Every pod of these workloads has ambient.istio.io/redirection=enabled. */
   | {check: 'pods-captured'; refs: ObjectRef[]}
+  /** Every pod of these workloads carries istio.io/dataplane-mode=none (their template rolls have finished). */
+  | {check: 'pods-opted-out'; refs: ObjectRef[]}
   /** These Services report istio.io/WaypointBound=True for the waypoint. */
   | {check: 'waypoint-bound'; ref: ObjectRef; services: string[]}
   | {check: 'preflight'; checks: string[]}
