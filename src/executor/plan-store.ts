@@ -2,7 +2,7 @@
 // of the directory), so a crash or Ctrl+C at any moment leaves either the old or the new plan,
 // never a half-written one (SPEC §7 "Crash safety").
 import {randomBytes} from 'node:crypto'
-import {open, readdir, readFile, rename, rm} from 'node:fs/promises'
+import {open, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
 import {UserError} from '../errors.js'
@@ -66,12 +66,14 @@ export async function listPlanFiles(plansDir = PLANS_DIR): Promise<string[]> {
  * so a file called like a namespace in the working directory is still found.
  */
 export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise<string> {
-  const exists = async (p: string) => (await open(p, 'r').then((h) => h.close().then(() => true)).catch(() => false))
+  // A regular file only: a directory called like the namespace (a kustomize base, say) must not shadow plans/<ns>.yaml.
+  const exists = async (p: string) => (await stat(p).then((s) => s.isFile()).catch(() => false))
   if (await exists(arg)) return arg
   if (NAMESPACE_NAME.test(arg)) {
     const candidate = defaultPlanPath(arg, plansDir)
     if (await exists(candidate)) return candidate
     throw new UserError(`no plan for namespace "${arg}": ${candidate} does not exist`, {suggestion: `Create it with \`mesh-migrate plan ${arg}\`, or pass the path of a plan file.`})
   }
-  throw new UserError(`plan file ${arg} does not exist`, {suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.'})
+  const isDirectory = await stat(arg).then((s) => s.isDirectory()).catch(() => false)
+  throw new UserError(isDirectory ? `${arg} is a directory, not a plan file` : `plan file ${arg} does not exist`, {suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.'})
 }
