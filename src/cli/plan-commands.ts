@@ -15,13 +15,32 @@ export async function resolvePlanFile(arg: string | undefined, opts: {unfinished
   if (arg) return resolvePlanArg(arg)
   const files = await listPlanFiles()
   const candidates: string[] = []
+  // A plan that does not pass the checks may be the one meant: choosing among the others would be a guess.
+  const invalid: string[] = []
   for (const file of files) {
-    const plan = checkPlanText(await readTextFile(file).catch(() => '')).plan
-    if (!plan) continue
+    let checked: ReturnType<typeof checkPlanText>
+    try {
+      checked = checkPlanText(await readTextFile(file, 'plan file'))
+    } catch (error) {
+      invalid.push(`${file} (${(error as Error).message})`)
+      continue
+    }
+    const plan = checked.plan
+    if (!plan || checked.problems.length > 0) {
+      const first = checked.problems[0]
+      invalid.push(`${file} (${checked.problems.length} problem${checked.problems.length === 1 ? '' : 's'}${first ? `, first: ${first.path ? `${first.path}: ` : ''}${first.message}` : ''})`)
+      continue
+    }
     const phases = plan.spec.steps.map((s) => plan.status?.steps.find((x) => x.id === s.id)?.phase ?? 'Pending')
     const finished = phases.every((p) => p === 'Applied')
     const started = phases.some((p) => mayHaveWritten(p))
     if (opts.unfinishedOnly ? !finished : started) candidates.push(file)
+  }
+  if (invalid.length > 0) {
+    throw new UserError(`cannot choose a plan under ${PLANS_DIR}/: ${invalid.length} plan file${invalid.length === 1 ? ' is' : 's are'} not valid:\n${invalid.map((i) => `  - ${i}`).join('\n')}`, {
+      exitCode: 4,
+      suggestion: `Name the plan to use (a path or a namespace), or fix or remove the invalid file${invalid.length === 1 ? '' : 's'} (\`mesh-migrate validate ${PLANS_DIR}/*.yaml\` lists every problem).`,
+    })
   }
   if (candidates.length === 1) return candidates[0]!
   if (candidates.length === 0) {

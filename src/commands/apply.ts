@@ -75,7 +75,10 @@ ${EXIT_CODES_HELP}
       })
     }
     if (steps.length === 0) {
-      this.note(`Every step of ${file} is applied; nothing to do.`)
+      const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
+      this.note(selection.kind === 'to' && next
+        ? `Step ${selection.id} of ${file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
+        : `Every step of ${file} is applied; nothing to do.`)
       return this.emit({plan: file, namespace: state.namespace, dryRun, applied: [], remaining: []}, 'table', () => '')
     }
     // Fail before touching the cluster when nobody could answer the per-step question.

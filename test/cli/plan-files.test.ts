@@ -1,0 +1,77 @@
+// Which plan apply/rollback act on, and what apply says when there is nothing to do, through the built
+// CLI. Both are decided from the plan files alone, before any cluster is contacted (no kubeconfig here).
+import {mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import {parse} from 'yaml'
+import {beforeAll, describe, expect, it} from 'vitest'
+
+import type {MigrationPlan} from '../../src/planner/plan-types.js'
+import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {hasStackTrace, runCli} from '../support/cli.js'
+import {REPO_ROOT} from '../support/shared.js'
+
+const EXAMPLE = path.join(REPO_ROOT, 'examples/bookinfo')
+/** No cluster: a command that tried to reach one would fail with "no kubeconfig found". */
+const OFFLINE = {KUBECONFIG: '', HOME: os.tmpdir()}
+
+let planned: MigrationPlan
+
+beforeAll(async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-plan-files-'))
+  const r = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', path.join(dir, 'bookinfo.yaml')])
+  expect(r.code, r.stderr).toBe(0)
+  planned = parse(await readFile(path.join(dir, 'bookinfo.yaml'), 'utf8')) as MigrationPlan
+})
+
+async function workdirWith(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-plan-files-'))
+  await mkdir(path.join(dir, 'plans'))
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, 'plans', name), text)
+  return dir
+}
+
+/** The plan with its first `applied` steps recorded Applied. */
+function withApplied(plan: MigrationPlan, applied: number): MigrationPlan {
+  const copy = structuredClone(plan)
+  copy.status = {
+    specDigest: specDigest(copy),
+    steps: copy.spec.steps.slice(0, applied).map((s) => ({id: s.id, phase: 'Applied' as const, at: '2026-01-01T00:00:00.000Z', by: 'test'})),
+  }
+  return copy
+}
+
+describe('choosing the plan when PLAN is omitted', () => {
+  it('an invalid plan under plans/ is reported (exit 4, named) instead of silently skipped', async () => {
+    const cwd = await workdirWith({'bookinfo.yaml': renderPlanFile(planned), 'broken.yaml': 'apiVersion: mesh-migrate.io/v1alpha1\nkind: MigrationPlan\nspec: {}\n'})
+    for (const command of [['apply', '--step', '--yes'], ['rollback', '--confirm', 'bookinfo']]) {
+      const r = await runCli(command, {cwd, env: OFFLINE})
+      expect(r.code, r.stderr).toBe(4)
+      expect(hasStackTrace(r.stderr)).toBe(false)
+      expect(r.stderr).toContain('cannot choose a plan under plans/: 1 plan file is not valid')
+      expect(r.stderr).toContain('plans/broken.yaml')
+      expect(r.stderr).not.toContain('plans/bookinfo.yaml (')
+      expect(r.stderr).toContain('Name the plan to use')
+    }
+  })
+
+  it('with only valid plans, the one unfinished plan is used', async () => {
+    const cwd = await workdirWith({'bookinfo.yaml': renderPlanFile(withApplied(planned, planned.spec.steps.length))})
+    const r = await runCli(['apply', '--step', '--yes'], {cwd, env: OFFLINE})
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stderr).toContain('no unfinished plan under plans/')
+  })
+})
+
+describe('apply --to a step that is already applied', () => {
+  it('says that this step is already applied and names the next pending one, exit 0', async () => {
+    const plan = withApplied(planned, 3)
+    const cwd = await workdirWith({'bookinfo.yaml': renderPlanFile(plan)})
+    const target = plan.spec.steps[1]!.id
+    const r = await runCli(['apply', 'bookinfo', '--to', target, '--yes'], {cwd, env: OFFLINE})
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain(`Step ${target} of plans/bookinfo.yaml is already applied, with every step before it; nothing to do. The next pending step is ${plan.spec.steps[3]!.id}.`)
+    expect(r.stderr).not.toContain('Every step')
+  })
+})
