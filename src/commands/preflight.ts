@@ -22,7 +22,8 @@ export default class PreflightCommand extends BaseCommand {
   static override description = `Runs the read-only checks of a plan's preflight step against the cluster:
 
   istio-version          istiod serving the namespace (its istio.io/rev) runs Istio ≥ 1.24 (1.25+ recommended)
-  ambient-enabled        istiod runs with PILOT_ENABLE_AMBIENT=true; mesh config enables HBONE for new sidecars
+  ambient-enabled        istiod runs with PILOT_ENABLE_AMBIENT=true; mesh config enables HBONE for new sidecars;
+                         not a multicluster namespace (ambient multicluster is alpha: refused)
   ztunnel-ready          the ztunnel DaemonSet is ready on every node it must run on
   istio-cni-ready        the istio-cni DaemonSet likewise, with ambient enabled and the namespace not excluded
   gateway-api-crds       Gateway API CRDs present at Istio's minimum bundle versions

@@ -10,7 +10,7 @@ export const ROOT = 'istio-system'
 export const NAMESPACE = 'shop'
 export const NODES = ['node-a', 'node-b']
 
-export function istiod(opts: {name?: string; revision?: string; version?: string; ambient?: boolean} = {}): KubeObject {
+export function istiod(opts: {name?: string; revision?: string; version?: string; ambient?: boolean; env?: {name: string; value: string}[]} = {}): KubeObject {
   const name = opts.name ?? 'istiod'
   return {
     apiVersion: 'apps/v1',
@@ -24,7 +24,7 @@ export function istiod(opts: {name?: string; revision?: string; version?: string
           containers: [{
             name: 'discovery',
             image: `docker.io/istio/pilot:${opts.version ?? '1.28.1'}-distroless`,
-            env: [{name: 'PILOT_ENABLE_HBONE', value: 'true'}, ...(opts.ambient === false ? [] : [{name: 'PILOT_ENABLE_AMBIENT', value: 'true'}])],
+            env: [{name: 'PILOT_ENABLE_HBONE', value: 'true'}, ...(opts.ambient === false ? [] : [{name: 'PILOT_ENABLE_AMBIENT', value: 'true'}]), ...(opts.env ?? [])],
           }],
         },
       },

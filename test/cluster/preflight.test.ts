@@ -128,6 +128,32 @@ describe('ambient-enabled', () => {
   })
 })
 
+describe('ambient-enabled: multicluster (E20)', () => {
+  const service = (name: string, labels: Record<string, string>): KubeObject => ({apiVersion: 'v1', kind: 'Service', metadata: {name, namespace: NAMESPACE, labels}, spec: {ports: [{name: 'http', port: 80}], selector: {app: name}}})
+
+  it('refuses a namespace set up for ambient multicluster: multi-network ambient istiod, or istio.io/global Services', async () => {
+    const multiNetwork = await preflight(await cluster((s) => s.seed(istiod({env: [{name: 'AMBIENT_ENABLE_MULTI_NETWORK', value: 'true'}]}))), ['ambient-enabled'])
+    expect(codes(multiNetwork)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
+    expect(multiNetwork[1]!.message).toContain('istiod runs with AMBIENT_ENABLE_MULTI_NETWORK=true')
+    expect(multiNetwork[1]!.fix).toContain('refuses multicluster namespaces')
+    await server!.close()
+    const global = await preflight(await cluster((s) => s.seed([service('ratings', {'istio.io/global': 'true'}), service('local', {app: 'local'})])), ['ambient-enabled'])
+    expect(codes(global)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
+    expect(global[1]!.message).toContain('Service(s) ratings of shop carry istio.io/global')
+    expect(global[1]!.message).not.toContain('local')
+  })
+
+  it('warns when the install only looks multicluster (a cluster name, a network), and says nothing for a default install', async () => {
+    const named = await preflight(await cluster((s) => s.seed([istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}), ns(ROOT, {'topology.istio.io/network': 'network1'})])), ['ambient-enabled'])
+    expect(codes(named)).toEqual(['ok:AmbientEnabled', 'warning:PossiblyMulticluster'])
+    expect(named[1]!.message).toContain('istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1')
+    expect(named[1]!.fix).toContain('istioctl remote-clusters')
+    await server!.close()
+    const single = await preflight(await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'Kubernetes'}]}))), ['ambient-enabled'])
+    expect(codes(single)).toEqual(['ok:AmbientEnabled'])
+  })
+})
+
 describe('ztunnel-ready', () => {
   it('is an error naming the node where ztunnel is not ready', async () => {
     const diags = await preflight(await cluster((s) => s.seed([daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b'])])), ['ztunnel-ready'])
