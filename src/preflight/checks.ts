@@ -313,6 +313,7 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
       message: `${istiod.metadata.name} in ${ctx.input.rootNamespace} does not run with PILOT_ENABLE_AMBIENT=true (${ambient.value === undefined ? 'not set' : `set to "${ambient.value}"`}): it pushes no configuration to ztunnel and runs no waypoints.`,
       fix: 'Upgrade the control plane with the ambient profile (`istioctl upgrade --set profile=ambient`, or `helm upgrade istiod istio/istiod --set profile=ambient`); beware that the istioctl ambient profile removes istio-ingressgateway unless you keep it explicitly (components.ingressGateways[name=istio-ingressgateway].enabled=true).',
     })
+    out.push(...(await installSideEffects(ctx)))
   } else {
     out.push({severity: 'ok', code: 'AmbientEnabled', message: `${istiod.metadata.name} runs with PILOT_ENABLE_AMBIENT=true.`})
   }
@@ -341,6 +342,23 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
   }
   out.push(...(await multiclusterDiagnostics(ctx, istiod)))
   return out
+}
+
+/**
+ * E17: the install that enables ambient has side effects of its own. `istioctl install/upgrade --set
+ * profile=ambient` over a default-profile install prunes the gateways istioctl installed (the ambient
+ * profile has none), and the Helm ambient profile switches images to distroless.
+ */
+async function installSideEffects(ctx: CheckContext): Promise<Diag[]> {
+  const gateways = (await ctx.reads.rootDeployments()).filter((d) => d.metadata.labels?.['operator.istio.io/component'] === 'IngressGateways')
+  if (gateways.length === 0) return []
+  const names = gateways.map((d) => d.metadata.name)
+  return [{
+    severity: 'warning',
+    code: 'AmbientProfilePrunesGateways',
+    message: `istioctl installed ${listNames(names)} in ${ctx.input.rootNamespace}: upgrading this install with \`--set profile=ambient\` removes ${names.length === 1 ? 'it' : 'them'} (the ambient profile has no ingress gateway), cutting ingress traffic.`,
+    fix: `Keep ${names.length === 1 ? 'it' : 'them'} explicitly in the IstioOperator you install with (components.ingressGateways: [{name: ${names[0]}, enabled: true}]), or move ${names.length === 1 ? 'it' : 'them'} to a separately managed gateway first; with Helm, note that the ambient profile also switches images to distroless (global.variant).`,
+  }]
 }
 
 /** The default CLUSTER_ID of a single-cluster install (values.global.multiCluster.clusterName unset). */

@@ -128,6 +128,25 @@ describe('ambient-enabled', () => {
   })
 })
 
+describe('ambient-enabled: install side effects (E17)', () => {
+  it('warns, while ambient is not enabled yet, that the istioctl ambient profile prunes the gateways istioctl installed', async () => {
+    const gateway: KubeObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {name: 'istio-ingressgateway', namespace: ROOT, labels: {app: 'istio-ingressgateway', 'operator.istio.io/component': 'IngressGateways', 'install.operator.istio.io/owning-resource': 'unknown'}},
+      spec: {selector: {matchLabels: {app: 'istio-ingressgateway'}}, template: {metadata: {labels: {app: 'istio-ingressgateway'}}, spec: {containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]}}},
+    }
+    const before = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), gateway])), ['ambient-enabled'])
+    expect(codes(before)).toEqual(['error:AmbientNotEnabled', 'warning:AmbientProfilePrunesGateways'])
+    expect(before[1]!.message).toContain('istioctl installed istio-ingressgateway in istio-system')
+    expect(before[1]!.fix).toContain('components.ingressGateways: [{name: istio-ingressgateway, enabled: true}]')
+    await server!.close()
+    // Once ambient is enabled the install has happened: nothing left to warn about.
+    const after = await preflight(await cluster((s) => s.seed(gateway)), ['ambient-enabled'])
+    expect(codes(after)).toEqual(['ok:AmbientEnabled'])
+  })
+})
+
 describe('ambient-enabled: multicluster (E20)', () => {
   const service = (name: string, labels: Record<string, string>): KubeObject => ({apiVersion: 'v1', kind: 'Service', metadata: {name, namespace: NAMESPACE, labels}, spec: {ports: [{name: 'http', port: 80}], selector: {app: name}}})
 
