@@ -5,7 +5,7 @@ import {randomBytes} from 'node:crypto'
 import os from 'node:os'
 
 import {LockHeldError, UserError} from '../errors.js'
-import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
+import {KubeApiError, writeMayHaveApplied} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../planner/plan-types.js'
@@ -128,12 +128,19 @@ export class NamespaceLock {
       this.resourceVersion = created.metadata.resourceVersion
       return undefined
     } catch (error) {
-      // A create is not resent after a dropped connection: the server may have made the Lease anyway.
-      if (error instanceof KubeConnectionError && (await this.ownLease().catch(() => undefined))) return undefined
+      // The client does not resend a create after a dropped connection or a 5xx: the server may have made
+      // the Lease anyway, so read it back.
+      if (writeMayHaveApplied(error) && (await this.ownLease().catch(() => undefined))) return undefined
       if (!(error instanceof KubeApiError && error.status === 409)) throw lockError(error, this.namespace)
     }
     const current = await this.client.get(ref)
     if (!current) return this.tryAcquire(onTakeover)
+    // AlreadyExists for our own Lease: an earlier send of this create was applied (resent by a proxy or after
+    // an ambiguous failure). It is ours.
+    if (current.spec?.holderIdentity === this.info.holder) {
+      this.resourceVersion = current.metadata.resourceVersion
+      return undefined
+    }
     if (!leaseExpired(current)) return describeHolder(current)
     // The holder is gone (released or stopped renewing): take over, guarded by resourceVersion.
     try {

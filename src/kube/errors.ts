@@ -90,3 +90,12 @@ export class KubeConfigError extends UserError {
     super(message, {exitCode: 1, suggestion})
   }
 }
+
+/**
+ * Whether a failed write may have been applied anyway: the connection dropped after the request was
+ * sent, or the server answered 5xx (a timeout, a proxy) after processing it. The client does not resend
+ * such a create (it is not idempotent); a caller that must know reads the object back.
+ */
+export function writeMayHaveApplied(error: unknown): boolean {
+  return error instanceof KubeConnectionError || (error instanceof KubeApiError && error.status >= 500)
+}

@@ -16,6 +16,8 @@ const PAGE_SIZE = 500
 // Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
 // expiry (ECOSYSTEM §5.7); reuse them briefly instead of spawning the plugin once per request.
 const AUTH_REUSE_MS = 30_000
+/** Server errors resent for idempotent requests (500 included: an apiserver panic or a webhook timeout). */
+const RETRIED_5XX = new Set([500, 502, 503, 504])
 
 interface RequestSpec {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -94,7 +96,10 @@ export class HttpKubeClient implements KubeClient {
       }
       if (response.status >= 400) {
         const error = new KubeApiError(response.status, parsed as StatusBody | undefined, spec.attempt, this.context)
-        const transient = response.status === 429 || response.status === 503 || response.status === 504 || (response.status === 500 && spec.idempotent)
+        // 429 (API priority and fairness) means the request was not processed: resending is always safe.
+        // A 5xx may come after the write was applied (a timeout, a proxy in front of the API server): only
+        // requests that can be resent without harm are; a create is left to the caller, who may read back.
+        const transient = response.status === 429 || (spec.idempotent && RETRIED_5XX.has(response.status))
         if (transient) {
           // API priority and fairness says when to come back; honour it (bounded) before the retry.
           const retryAfter = Number(response.headers.get('retry-after'))
