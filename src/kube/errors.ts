@@ -23,6 +23,10 @@ export interface Attempt {
   namespace?: string
 }
 
+function credentialsRejected(context: string): string {
+  return `Log in again so the kubeconfig holds valid credentials (re-run your cloud CLI's get-credentials, e.g. \`aws eks update-kubeconfig\`, \`gcloud container clusters get-credentials\`, \`az aks get-credentials\`, or renew the token / token file), and check that context "${context}" uses the user you expect: \`kubectl config view --minify --context ${context}\`.`
+}
+
 function nextStep(status: number, reason: string | undefined, attempt: Attempt, context: string): string {
   switch (status) {
     case 401:
@@ -52,13 +56,19 @@ export class KubeApiError extends UserError {
   readonly body?: StatusBody
   readonly attempt: Attempt
 
-  constructor(status: number, body: StatusBody | undefined, attempt: Attempt, context: string) {
+  constructor(status: number, body: StatusBody | undefined, attempt: Attempt, context: string, extra: {credentialsReloaded?: boolean; user?: string} = {}) {
     const reason = body?.reason
     const serverMessage = body?.message ?? `HTTP ${status}`
-    super(`${attempt.what} failed: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`, {
-      exitCode: 1,
-      suggestion: nextStep(status, reason, attempt, context),
-    })
+    const rejected = status === 401 && extra.credentialsReloaded
+    super(
+      rejected
+        ? `${attempt.what} failed: 401 ${reason ?? 'Unauthorized'}: the API server rejected the credentials of context "${context}"${extra.user ? ` (user "${extra.user}")` : ''}, also after loading them again from the kubeconfig`
+        : `${attempt.what} failed: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`,
+      {
+        exitCode: 1,
+        suggestion: rejected ? credentialsRejected(context) : nextStep(status, reason, attempt, context),
+      },
+    )
     this.status = status
     if (reason !== undefined) this.reason = reason
     if (body !== undefined) this.body = body

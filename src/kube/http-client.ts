@@ -37,55 +37,102 @@ export interface HttpKubeClientOptions {
   retries?: number
   /** LIST page size (limit); 500 like kubectl. */
   pageSize?: number
+  /**
+   * Loads the kubeconfig again (same files and context) when the server answers 401: a re-login or a
+   * rotated token file is picked up, and exec plugins run again. Without it the loaded config is
+   * copied, which still drops the cached exec-plugin credentials and re-reads token files.
+   */
+  reloadConfig?: () => Promise<KubeConfig>
+}
+
+interface AuthState {
+  at: number
+  /** Bumped by every credential refresh: a 401 for older credentials needs no new refresh. */
+  generation: number
+  init: Promise<RequestInit>
 }
 
 export class HttpKubeClient implements KubeClient {
   readonly context: string
   readonly server: string
   private discovery?: Promise<Discovery>
-  private auth?: {at: number; init: RequestInit}
+  private auth?: AuthState
+  private authGeneration = 0
+  /** The credential refresh in flight: concurrent 401s share it. */
+  private refreshing?: Promise<void>
 
-  constructor(private readonly kc: KubeConfig, private readonly options: HttpKubeClientOptions = {}) {
+  constructor(private kc: KubeConfig, private readonly options: HttpKubeClientOptions = {}) {
     this.context = kc.getCurrentContext()
     this.server = kc.getCurrentCluster()!.server.replace(/\/+$/, '')
   }
 
-  private async fetchInit(): Promise<RequestInit> {
-    if (this.auth && Date.now() - this.auth.at < AUTH_REUSE_MS) return this.auth.init
-    const init = (await this.kc.applyToFetchOptions({})) as unknown as RequestInit
-    this.auth = {at: Date.now(), init}
-    return init
+  /** Credentials and TLS options for a request; concurrent callers share one exec-plugin run. */
+  private fetchInit(): Promise<{init: RequestInit; generation: number}> {
+    if (!this.auth || Date.now() - this.auth.at >= AUTH_REUSE_MS) {
+      const init = this.kc.applyToFetchOptions({}) as unknown as Promise<RequestInit>
+      const state: AuthState = {at: Date.now(), generation: this.authGeneration, init}
+      this.auth = state
+      init.catch(() => {
+        if (this.auth === state) this.auth = undefined
+      })
+    }
+    const {init, generation} = this.auth
+    return init.then((i) => ({init: i, generation}))
+  }
+
+  /** After a 401: load the credentials again, once for all requests that used the rejected ones. */
+  private refreshCredentials(rejectedGeneration: number): Promise<void> {
+    if (rejectedGeneration !== this.authGeneration) return Promise.resolve()
+    this.refreshing ??= (async () => {
+      try {
+        this.kc = this.options.reloadConfig ? await this.options.reloadConfig() : await copyConfig(this.kc)
+        this.authGeneration++
+        this.auth = undefined
+      } finally {
+        this.refreshing = undefined
+      }
+    })()
+    return this.refreshing
   }
 
   private async request<T>(spec: RequestSpec): Promise<{status: number; body: T; headers: Record<string, string>}> {
     const url = new URL(this.server + spec.path)
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, v)
-    const attemptOnce = async () => {
-      const base = await this.fetchInit()
+    const body = spec.body === undefined ? undefined : JSON.stringify(spec.body)
+    const send = async () => {
+      const {init: base, generation} = await this.fetchInit()
       const headers: Record<string, string> = {Accept: 'application/json'}
       ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
         headers[k] = v
       })
-      let body: string | undefined
-      if (spec.body !== undefined) {
-        body = JSON.stringify(spec.body)
-        headers['Content-Type'] = spec.contentType ?? 'application/json'
-      }
-      let response
+      if (body !== undefined) headers['Content-Type'] = spec.contentType ?? 'application/json'
       try {
-        response = await fetch(url.toString(), {
+        const response = await fetch(url.toString(), {
           method: spec.method,
           headers,
           ...(body === undefined ? {} : {body}),
           agent: base.agent,
           ...(this.options.timeoutMs ? {signal: AbortSignal.timeout(this.options.timeoutMs) as never} : {}),
         })
+        return {response, generation}
       } catch (error) {
         const failure = new KubeConnectionError(spec.attempt, this.server, error)
         // A request that may have been applied before the connection dropped is only resent when
         // resending cannot do harm.
         if (!spec.idempotent) throw new AbortError(failure)
         throw failure
+      }
+    }
+    const attemptOnce = async () => {
+      let {response, generation} = await send()
+      let credentialsReloaded = false
+      if (response.status === 401) {
+        // Expired or rotated credentials: load them again (exec plugin, token file, kubeconfig) and resend
+        // once. A 401 comes before anything is processed, so this is safe for every method.
+        await response.text().catch(() => undefined)
+        await this.refreshCredentials(generation)
+        credentialsReloaded = true
+        ;({response, generation} = await send())
       }
       const text = await response.text()
       let parsed: unknown
@@ -95,7 +142,10 @@ export class HttpKubeClient implements KubeClient {
         parsed = undefined
       }
       if (response.status >= 400) {
-        const error = new KubeApiError(response.status, parsed as StatusBody | undefined, spec.attempt, this.context)
+        const error = new KubeApiError(response.status, parsed as StatusBody | undefined, spec.attempt, this.context, {
+          credentialsReloaded,
+          ...(this.kc.getCurrentUser()?.name ? {user: this.kc.getCurrentUser()!.name} : {}),
+        })
         // 429 (API priority and fairness) means the request was not processed: resending is always safe.
         // A 5xx may come after the write was applied (a timeout, a proxy in front of the API server): only
         // requests that can be resent without harm are; a create is left to the caller, who may read back.
@@ -341,9 +391,18 @@ export class HttpKubeClient implements KubeClient {
   }
 }
 
+/** A fresh KubeConfig with the same content: its authenticators start without cached credentials. */
+async function copyConfig(kc: KubeConfig): Promise<KubeConfig> {
+  const {KubeConfig} = await import('@kubernetes/client-node')
+  const copy = new KubeConfig()
+  copy.loadFromOptions({clusters: kc.getClusters(), users: kc.getUsers(), contexts: kc.getContexts(), currentContext: kc.getCurrentContext()})
+  return copy
+}
+
 export async function connect(opts: {kubeconfig?: string; context?: string; requestTimeout?: string}): Promise<HttpKubeClient> {
   const {loadKubeConfig, parseRequestTimeout} = await import('./config.js')
   const kc = await loadKubeConfig(opts)
   const timeoutMs = parseRequestTimeout(opts.requestTimeout)
-  return new HttpKubeClient(kc, timeoutMs === undefined ? {} : {timeoutMs})
+  const reloadConfig = () => loadKubeConfig(opts)
+  return new HttpKubeClient(kc, timeoutMs === undefined ? {reloadConfig} : {timeoutMs, reloadConfig})
 }

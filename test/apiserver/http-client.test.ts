@@ -1,13 +1,19 @@
 // The mesh-migrate Kubernetes client (src/kube/http-client.ts) against the test API server: which
 // failed requests it resends, credential refresh on 401, and the served-version fallback.
+import {readFile, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {stringify} from 'yaml'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {NamespaceLock} from '../../src/executor/lock.js'
 import {KubeApiError, KubeConnectionError} from '../../src/kube/errors.js'
+import {loadKubeConfig} from '../../src/kube/config.js'
+import {connect, HttpKubeClient} from '../../src/kube/http-client.js'
 import type {KubeClient} from '../../src/kube/types.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
-import {clientFor} from '../cluster/support.js'
+import {clientFor, tempDir} from '../cluster/support.js'
 
 let server: TestApiServer
 beforeAll(async () => {
@@ -93,5 +99,94 @@ describe('the namespace Lease', () => {
     lock.assertHeld()
     await lock.release()
     expect(server.get({apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace, name: 'mesh-migrate-lock'})).toBeUndefined()
+  })
+})
+
+// An exec credential plugin that hands out the Nth line of `tokens` on its Nth run (the last line after
+// that) with an expiry an hour ahead, so client-node caches it; `runs` counts its runs.
+const PLUGIN = `
+import {readFileSync, writeFileSync} from 'node:fs'
+const dir = process.argv[2]
+let runs = 0
+try { runs = Number(readFileSync(dir + '/runs', 'utf8')) } catch {}
+runs++
+writeFileSync(dir + '/runs', String(runs))
+const tokens = readFileSync(dir + '/tokens', 'utf8').trim().split('\\n')
+const token = tokens[Math.min(runs, tokens.length) - 1]
+process.stdout.write(JSON.stringify({apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: {token, expirationTimestamp: new Date(Date.now() + 3600_000).toISOString()}}))
+`
+
+async function kubeconfigWith(dir: string, user: Record<string, unknown>): Promise<string> {
+  const file = path.join(dir, 'config')
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{name: 'c', cluster: {server: server.url, 'insecure-skip-tls-verify': true}}],
+      users: [{name: 'the-user', user}],
+      contexts: [{name: 'ctx', context: {cluster: 'c', user: 'the-user'}}],
+      'current-context': 'ctx',
+    }),
+  )
+  return file
+}
+
+async function execPluginClient(tokens: string[]): Promise<{client: HttpKubeClient; runs: () => Promise<number>}> {
+  const dir = await tempDir('mesh-migrate-exec-')
+  await writeFile(path.join(dir, 'plugin.mjs'), PLUGIN)
+  await writeFile(path.join(dir, 'tokens'), tokens.join('\n'))
+  const file = await kubeconfigWith(dir, {exec: {apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [path.join(dir, 'plugin.mjs'), dir], interactiveMode: 'Never'}})
+  const client = new HttpKubeClient(await loadKubeConfig({kubeconfig: file}, {}), {retries: 0})
+  return {client, runs: async () => Number(await readFile(path.join(dir, 'runs'), 'utf8'))}
+}
+
+describe('401 Unauthorized', () => {
+  it('loads the credentials again once (concurrent requests share the refresh) and resends each request once', async () => {
+    const {client, runs} = await execPluginClient(['revoked-token', 'admin-token'])
+    server.resetRequestLog()
+    const versions = await Promise.all([1, 2, 3, 4, 5].map(() => client.serverVersion()))
+    expect(versions).toEqual(Array(5).fill('v1.32.0'))
+    // One plugin run for the rejected token, one for the refresh; not one per request.
+    expect(await runs()).toBe(2)
+    const statuses = server.requests.filter((e) => e.path === '/version').map((e) => e.status)
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5)
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5)
+    // Later requests use the refreshed credentials without another plugin run.
+    expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'hc'}))?.metadata.name).toBe('hc')
+    expect(await runs()).toBe(2)
+  })
+
+  it('a second 401 is an error saying the credentials were rejected and what to do', async () => {
+    const {client, runs} = await execPluginClient(['revoked-token'])
+    server.resetRequestLog()
+    const error = (await client.serverVersion().catch((e: unknown) => e)) as KubeApiError
+    expect(error).toBeInstanceOf(KubeApiError)
+    expect(error.status).toBe(401)
+    expect(error.message).toBe('read the server version failed: 401 Unauthorized: the API server rejected the credentials of context "ctx" (user "the-user"), also after loading them again from the kubeconfig')
+    expect(error.suggestion).toContain('Log in again')
+    expect(error.suggestion).toContain('kubectl config view --minify --context ctx')
+    expect(await runs()).toBe(2)
+    expect(server.requests.filter((e) => e.path === '/version').map((e) => e.status)).toEqual([401, 401])
+  })
+
+  it('picks up a kubeconfig rewritten by a re-login (connect reloads the file)', async () => {
+    const dir = await tempDir('mesh-migrate-relogin-')
+    const file = await kubeconfigWith(dir, {token: 'expired-token'})
+    const client = await connect({kubeconfig: file})
+    await kubeconfigWith(dir, {token: 'admin-token'})
+    server.resetRequestLog()
+    expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'hc'}))?.metadata.name).toBe('hc')
+    expect(server.requests.filter((e) => e.path === '/api').map((e) => e.status)).toEqual([401, 200])
+  })
+
+  it('re-reads a token file after a 401', async () => {
+    const dir = await tempDir('mesh-migrate-token-file-')
+    await writeFile(path.join(dir, 'token'), 'rotated-away')
+    const client = await connect({kubeconfig: await kubeconfigWith(dir, {'token-file': path.join(dir, 'token')})})
+    await writeFile(path.join(dir, 'token'), 'admin-token')
+    server.resetRequestLog()
+    expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'hc'}))?.metadata.name).toBe('hc')
+    expect(server.requests.filter((e) => e.path === '/api').map((e) => e.status)).toEqual([401, 200])
   })
 })
