@@ -78,6 +78,11 @@ export abstract class BaseCommand extends Command {
     }
     // oclif keeps a CLIError's exit code in err.oclif.exit; its own catch loses it under --json (ECOSYSTEM §5.1).
     if (err?.oclif?.exit !== undefined) process.exitCode = err.oclif.exit
+    // Parse errors without a configured code (an --output value outside the options) are usage errors too.
+    if (err && 'parse' in err && (err.oclif?.exit ?? 1) === 1) {
+      process.exitCode = 2
+      if (err.oclif) err.oclif.exit = 2
+    }
     return super.catch(err)
   }
 }

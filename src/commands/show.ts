@@ -10,7 +10,7 @@ import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 
 export default class ShowCommand extends BaseCommand {
   static override summary = 'Render a plan for people: steps with their state, blockers and findings.'
-  static override description = `PLAN is a plan file, or a namespace name meaning plans/<namespace>.yaml. -o markdown gives a pull-request comment body. --timeline shows the step-by-step simulation: after each step of apply (and of a rollback), which pods run with a sidecar, ambient or outside the mesh, and where each policy is enforced.
+  static override description = `PLAN is a plan file, or a namespace name meaning plans/<namespace>.yaml. -o markdown gives a pull-request comment body. -o patches gives the plan's changes as manifests for a Git repository, step by step (Kustomize strategic-merge patches and new objects): for namespaces and workloads that Argo CD, Flux or Helm manage, where a live change is reverted by the next sync (E23). --timeline shows the step-by-step simulation: after each step of apply (and of a rollback), which pods run with a sidecar, ambient or outside the mesh, and where each policy is enforced.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -18,11 +18,12 @@ ${EXIT_CODES_HELP}`
   static override examples = [
     '<%= config.bin %> show plans/bookinfo.yaml',
     '<%= config.bin %> show bookinfo -o markdown > comment.md',
+    '<%= config.bin %> show bookinfo -o patches > migration-patches.yaml',
   ]
 
   static override args = {plan: Args.string({description: 'Plan file, or namespace name.', required: true})}
   static override flags = {
-    output: Flags.option({char: 'o', description: 'Output format.', options: ['table', 'markdown', 'json', 'yaml'] as const, default: 'table' as const})(),
+    output: Flags.option({char: 'o', description: 'Output format.', options: ['table', 'markdown', 'patches', 'json', 'yaml'] as const, default: 'table' as const})(),
     timeline: Flags.boolean({description: 'Show, for every step boundary of apply and of a rollback, each workload\'s data plane and where each policy is enforced, and the hazards.', default: false}),
   }
 
@@ -35,13 +36,20 @@ ${EXIT_CODES_HELP}`
     if (flags.timeline) {
       const {renderTimeline, timelineOf} = await import('../ui/timeline-view.js')
       const sim = timelineOf(plan)
-      return this.emit({...sim, hazards: plan.spec.hazards} as never, flags.output === 'markdown' ? 'table' : flags.output, () => renderTimeline(plan, stdoutPainter()))
+      return this.emit({...sim, hazards: plan.spec.hazards} as never, flags.output === 'markdown' || flags.output === 'patches' ? 'table' : flags.output, () => renderTimeline(plan, stdoutPainter()))
+    }
+    if (flags.output === 'patches') {
+      const {manifestChanges} = await import('../planner/gitops.js')
+      if (this.jsonEnabled()) return this.emit(manifestChanges(plan) as never, 'json', () => '')
+      const {renderManifestPatches} = await import('../ui/patches-view.js')
+      process.stdout.write(renderManifestPatches(plan))
+      return undefined
     }
     if (flags.output === 'markdown' && !this.jsonEnabled()) {
       process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
       return undefined
     }
-    const format = flags.output === 'markdown' ? 'table' : flags.output
+    const format = flags.output === 'markdown' ? 'table' : (flags.output as Exclude<typeof flags.output, 'patches'>)
     return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
   }
 }
