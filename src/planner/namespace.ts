@@ -413,7 +413,7 @@ export function analyzeNamespace(
       severity: 'warning',
       message: `Namespace ${name} is managed by ${manager}: label changes made by the migration are reverted by the next sync.`,
       ref,
-      fix: 'Make the label changes in the source repository (or pause sync) at the step that applies them.',
+      fix: 'Make the label changes in the source repository (or pause sync) at the step that applies them: `mesh-migrate show PLAN -o patches` prints each step\'s changes as manifest patches.',
     })
   }
 

@@ -814,7 +814,7 @@ class Context {
         code: 'E23',
         severity: 'warning',
         message: `${label} is managed by ${manager}: template changes and restart annotations made by the migration may be reverted by the next sync.`,
-        fix: 'Make template changes in the source repository; restarts are safe to repeat.',
+        fix: 'Make template changes in the source repository (`mesh-migrate show PLAN -o patches` prints them per step); restarts are safe to repeat.',
       })
     }
 
