@@ -7,17 +7,19 @@ import type {KubeClient} from '../kube/types.js'
 import type {KubeObject} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
-import {rollbackSequence} from '../planner/rollback.js'
+import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import type {NamespaceLock} from './lock.js'
 import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, stalePreconditions, templateLabelsPatch} from './operations.js'
 import type {PlanState} from './plan-state.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 
 export class StepFailedError extends UserError {
-  constructor(step: PlanStep, detail: string, file: string) {
-    super(`step ${step.id} failed: ${detail}`, {
+  constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
+    super(opts.rollback ? `the rollback of step ${step.id} failed: ${detail}` : `step ${step.id} failed: ${detail}`, {
       exitCode: 1,
-      suggestion: `Fix the cause, then \`mesh-migrate apply ${file} --retry\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
+      suggestion: opts.rollback
+        ? `Fix the cause, then re-run \`mesh-migrate rollback ${file}\` (the step is recorded Failed; its undo is idempotent).`
+        : `Fix the cause, then \`mesh-migrate apply ${file} --retry\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
     })
   }
 }
@@ -44,9 +46,37 @@ export function blockingStep(state: PlanState): PlanStep | undefined {
   return state.plan.spec.steps.find((s) => BLOCKING.includes(state.phase(s)))
 }
 
-/** The steps `apply` would run now. A failed/interrupted step blocks unless `retry`. */
+/**
+ * A plan whose record is out of order: a step that is not Applied comes before a step that may have
+ * written (a rollback stopped half-way: the undo order is not the reverse of the apply order). Running
+ * the earlier step would act "behind" a later one whose effect may be partly undone.
+ */
+export function inconsistentSteps(state: PlanState): {behind: PlanStep; ahead: PlanStep} | undefined {
+  const steps = state.plan.spec.steps
+  const first = steps.findIndex((s) => state.phase(s) !== 'Applied')
+  if (first === -1) return undefined
+  const ahead = [...steps].reverse().find((s, i) => steps.length - 1 - i > first && mayHaveWritten(state.phase(s)))
+  return ahead ? {behind: steps[first]!, ahead} : undefined
+}
+
+/**
+ * The steps `apply` would run now. A failed/interrupted step blocks unless `retry`. An inconsistent
+ * record (see `inconsistentSteps`) blocks too; with `retry` every step from the first one not Applied
+ * up to the last one that may have written is re-run, in order (each is idempotent).
+ */
 export function stepsToApply(state: PlanState, selection: StepSelection, retry: boolean): PlanStep[] {
   const steps = state.plan.spec.steps
+  const inconsistent = inconsistentSteps(state)
+  if (inconsistent && !retry) {
+    const {behind, ahead} = inconsistent
+    throw new UserError(
+      `the plan's record is inconsistent: step ${behind.id} is ${state.phase(behind)} but the later step ${ahead.id} is ${state.phase(ahead)}${state.status(ahead.id)?.message ? ` (${state.status(ahead.id)!.message})` : ''}; apply would run ${behind.id} behind it (a rollback stopped half-way?)`,
+      {
+        exitCode: 1,
+        suggestion: `Finish the rollback with \`mesh-migrate rollback ${state.file}\`, or re-apply with \`mesh-migrate apply ${state.file} --retry\` (re-runs ${behind.id} and every step after it up to ${ahead.id}).`,
+      },
+    )
+  }
   const blocked = blockingStep(state)
   if (blocked && !retry) {
     const phase = state.phase(blocked)
@@ -56,16 +86,22 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
       suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
     })
   }
-  const pending = steps.filter((s) => state.phase(s) !== 'Applied')
+  // With an inconsistent record, the steps from the first one not Applied to the last that may have written
+  // are re-run as one: an Applied step among them may have been partly undone.
+  const unit = inconsistent ? steps.slice(steps.indexOf(inconsistent.behind), steps.indexOf(inconsistent.ahead) + 1) : []
+  const pending = steps.filter((s) => state.phase(s) !== 'Applied' || unit.includes(s))
   if (pending.length === 0) return []
   switch (selection.kind) {
     case 'next':
-      return [pending[0]!]
+      return unit.length > 0 ? unit : [pending[0]!]
     case 'all':
       return pending
     case 'to': {
       const index = steps.findIndex((s) => s.id === selection.id)
       if (index === -1) throw new UserError(`--to ${selection.id}: no such step`, {exitCode: 2, suggestion: `Steps: ${steps.map((s) => s.id).join(', ')}`})
+      if (unit.length > 0 && index < steps.indexOf(unit.at(-1)!)) {
+        throw new UserError(`--to ${selection.id} would stop behind step ${unit.at(-1)!.id}, which may have written: the steps ${unit.map((s) => s.id).join(', ')} are re-run together`, {exitCode: 2, suggestion: `Pass --to ${unit.at(-1)!.id} (or a later step), or finish the rollback with \`mesh-migrate rollback ${state.file}\`.`})
+      }
       return pending.filter((s) => steps.indexOf(s) <= index)
     }
   }
@@ -241,11 +277,29 @@ export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], wa
 
 /** Undo one step. Only objects this plan created (and still annotated as such) are deleted. */
 export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
+  const {state} = ctx
+  ctx.lock?.assertHeld()
+  await state.record(step.id, {phase: state.phase(step), by: ctx.who, message: 'rolling back'})
+  try {
+    return await undoOperations(ctx, step, warn)
+  } catch (error) {
+    if (ctx.dryRun) throw error
+    // The step must not keep looking Applied: record how its undo ended. Both phases may have written, so
+    // the next rollback picks the step up again (every undo operation is idempotent).
+    if (error instanceof InterruptedError || ctx.signal.aborted) {
+      await state.record(step.id, {phase: 'Interrupted', by: ctx.who, message: `the rollback of this step was interrupted; \`mesh-migrate rollback ${state.file}\` finishes it`})
+      throw new InterruptedError()
+    }
+    const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error)
+    await state.record(step.id, {phase: 'Failed', by: ctx.who, message: `rollback failed: ${reason}; fix the cause and re-run \`mesh-migrate rollback ${state.file}\``})
+    throw error
+  }
+}
+
+async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
   const {client, state} = ctx
   const planName = state.plan.metadata.name
   const details: string[] = []
-  ctx.lock?.assertHeld()
-  await state.record(step.id, {phase: state.phase(step), by: ctx.who, message: 'rolling back'})
   for (const op of step.undo.operations) {
     if (ctx.signal.aborted) throw new InterruptedError()
     switch (op.op) {
@@ -316,13 +370,13 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
       .map((o) => o.ref)
     if (rolled.length > 0) {
       const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file)
+      if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
     }
     // Only the restart brings sidecars back; the other rolled workloads were opted out or are gateways.
     const restarted = step.action === 'restart-workloads' ? rolled : []
     if (restarted.length > 0) {
       const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file)
+      if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file, {rollback: true})
       details.push(sidecars.detail)
     }
     await state.record(step.id, {phase: 'RolledBack', by: ctx.who, message: details.join('; ') || 'nothing to undo'})

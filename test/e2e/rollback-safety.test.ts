@@ -1,0 +1,109 @@
+// Rollback keeps the plan's record true and refuses what would hurt (review findings on the executor):
+// an undo that fails or is interrupted is recorded as such (not left looking Applied), apply refuses to
+// run a step behind one a half-finished rollback left applied, a dry run writes nothing (not even the
+// plan file), and labels someone changed since the step wrote them are left alone.
+import path from 'node:path'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import type {StepStatus} from '../../src/planner/plan-types.js'
+import {hasStackTrace} from '../support/cli.js'
+import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
+import {cli, namespaceState, nextRequestId, observe, type Observed, readPlan, REPO, spawnCli, toolWrites, waitForRequest, workdir} from './support.js'
+
+const NS = 'payments'
+const FIXTURE = path.join(REPO, 'test/e2e/fixtures/l4-only.yaml')
+const PLAN_FILE = `plans/${NS}.yaml`
+const external = Boolean(process.env[E2E_KUBECONFIG_ENV])
+if (external) process.stderr.write(`\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the rollback-safety tests (they inject faults into the in-repo test API server).\n`)
+
+describe.skipIf(external)('rollback safety', () => {
+  let cluster: TestCluster
+  let cwd: string
+  let kube: string
+  let startState: string
+  let start: Observed
+
+  const server = () => cluster.server!
+  const record = async (id: string): Promise<StepStatus | undefined> => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
+  const phases = async () => Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
+  const rollback = (extra: string[] = []) => cli(['rollback', NS, '--confirm', NS, '--timeout', '60s', ...extra], cwd, kube)
+  const applyAll = async () => {
+    const r = await cli(['apply', NS, '--all', '--yes', '--timeout', '60s'], cwd, kube)
+    expect(r.code, r.stderr).toBe(0)
+    await cluster.waitForIdle()
+  }
+
+  beforeAll(async () => {
+    cluster = await startTestCluster({fixture: FIXTURE, quiet: true})
+    cwd = await workdir()
+    kube = cluster.kubeconfigPath
+    const r = await cli(['plan', NS], cwd, kube)
+    expect(r.code, r.stderr).toBe(0)
+    startState = await namespaceState(cluster.client, NS)
+    start = await observe(cluster.client, NS)
+    await applyAll()
+  }, 120_000)
+
+  afterAll(async () => {
+    await cluster?.stop()
+  }, 60_000)
+
+  it('an undo that fails is recorded Failed ("rollback failed: …", re-run rollback), not left looking Applied', async () => {
+    const fault = server().faults.add({match: {user: USERS.tool, verb: 'patch', kind: 'Namespace'}, status: 403, message: 'namespaces "payments" is forbidden: injected for the test', times: 1, name: 'forbid-undo'})
+    let r
+    try {
+      r = await rollback()
+    } finally {
+      fault.remove()
+    }
+    expect(r.code, r.stderr).not.toBe(0)
+    expect(hasStackTrace(r.stderr), r.stderr).toBe(false)
+    const failed = await record('remove-sidecar-injection')
+    expect(failed?.phase).toBe('Failed')
+    expect(failed?.message).toMatch(/^rollback failed: .*forbidden/)
+    expect(failed?.message).toContain(`mesh-migrate rollback ${PLAN_FILE}`)
+    expect((await record('verify-dataplane'))?.phase).toBe('RolledBack')
+    // The steps not reached are untouched.
+    expect((await record('restart-workloads'))?.phase).toBe('Applied')
+    expect((await record('enable-ambient'))?.phase).toBe('Applied')
+  }, 60_000)
+
+  it('an undo interrupted by Ctrl+C is recorded Interrupted (rollback finishes it); apply then refuses to run a step behind it', async () => {
+    // Hold the first restart of the undo of restart-workloads, and press Ctrl+C while it is in flight.
+    const fault = server().faults.add({match: {user: USERS.tool, verb: 'patch', kind: 'Deployment'}, latencyMs: 1000, times: 1, name: 'hold-undo-restart'})
+    try {
+      const run = spawnCli(['rollback', NS, '--confirm', NS, '--timeout', '60s'], cwd, kube)
+      await waitForRequest(server(), (e) => e.fault === 'hold-undo-restart', 'held for the undo of restart-workloads', 60_000)
+      run.child.kill('SIGINT')
+      const done = await run.done
+      expect(done.code, done.stderr).toBe(130)
+    } finally {
+      fault.remove()
+    }
+    // The failed step of the previous test was picked up again and finished.
+    expect((await record('remove-sidecar-injection'))?.phase).toBe('RolledBack')
+    const interrupted = await record('restart-workloads')
+    expect(interrupted?.phase).toBe('Interrupted')
+    expect(interrupted?.message).toContain('rollback of this step was interrupted')
+    expect(interrupted?.message).toContain(`mesh-migrate rollback ${PLAN_FILE}`)
+    expect((await record('enable-ambient'))?.phase).toBe('Applied')
+
+    // remove-sidecar-injection is RolledBack, restart-workloads after it may have written: apply must not
+    // re-run the former alone.
+    const from = nextRequestId(server())
+    const apply = await cli(['apply', NS, '--step', '--yes'], cwd, kube)
+    expect(apply.code, apply.stderr).toBe(1)
+    expect(apply.stderr).toContain('inconsistent')
+    expect(apply.stderr).toContain('step remove-sidecar-injection is RolledBack but the later step restart-workloads is Interrupted')
+    expect(apply.stderr).toContain(`mesh-migrate rollback ${PLAN_FILE}`)
+    expect(toolWrites(server(), from).filter((e) => e.resource !== 'leases')).toEqual([])
+
+    const again = await rollback()
+    expect(again.code, again.stderr).toBe(0)
+    await cluster.waitForIdle()
+    expect(Object.values(await phases()).every((p) => p === 'RolledBack')).toBe(true)
+    expect(await namespaceState(cluster.client, NS)).toEqual(startState)
+    expect((await observe(cluster.client, NS)).dataPlanes).toEqual(start.dataPlanes)
+  }, 120_000)
+})
