@@ -21,20 +21,64 @@ export interface Attempt {
   group: string
   resource: string
   namespace?: string
+  /** The kind and apiVersion asked for, when known (for "this API is not installed" advice). */
+  kind?: string
+  apiVersion?: string
 }
 
 function credentialsRejected(context: string): string {
   return `Log in again so the kubeconfig holds valid credentials (re-run your cloud CLI's get-credentials, e.g. \`aws eks update-kubeconfig\`, \`gcloud container clusters get-credentials\`, \`az aks get-credentials\`, or renew the token / token file), and check that context "${context}" uses the user you expect: \`kubectl config view --minify --context ${context}\`.`
 }
 
-function nextStep(status: number, reason: string | undefined, attempt: Attempt, context: string): string {
+/** The RBAC verb and resource a 403 was about: the server's own words when it gives them. */
+function forbiddenWhat(body: StatusBody | undefined, attempt: Attempt): {verb: string; resource: string} {
+  const m = /cannot (\S+) resource "([^"]+)"/.exec(body?.message ?? '')
+  // Server-side apply is authorized as patch (and create for an object that does not exist yet).
+  const verb = m?.[1] ?? ({apply: 'patch', discover: 'get'} as Record<string, string>)[attempt.verb] ?? attempt.verb
+  const plural = m?.[2] ?? attempt.resource
+  return {verb, resource: attempt.group ? `${plural}.${attempt.group}` : plural}
+}
+
+/** Groups served by Kubernetes itself; anything else (Istio, Gateway API, …) comes from CRDs. */
+function builtinGroup(group: string): boolean {
+  return !group.includes('.') || (group.endsWith('.k8s.io') && !group.startsWith('gateway.networking.') && !group.endsWith('.x-k8s.io'))
+}
+
+function installHint(group: string): string {
+  if (group === 'istio.io' || group.endsWith('.istio.io')) return 'Istio installs them: `istioctl install`, or the istio-base Helm chart'
+  if (group.endsWith('gateway.networking.k8s.io')) return 'Gateway API: `kubectl apply -f` the standard-install.yaml of a gateway-api release'
+  return `the CRDs come with the project that owns ${group}`
+}
+
+function notFound(body: StatusBody | undefined, attempt: Attempt): string {
+  const kind = attempt.kind ?? attempt.resource
+  const name = body?.details?.name
+  // A missing object comes with its name in the Status details; a missing resource type does not.
+  if (attempt.verb === 'discover' || !name) {
+    const api = attempt.apiVersion ?? attempt.group
+    if (builtinGroup(attempt.group)) {
+      return `The API server does not serve ${kind} (${api || 'core'}): this Kubernetes version may not have that API (\`kubectl api-resources\` lists what it serves).`
+    }
+    const crd = attempt.verb === 'discover' || !attempt.resource ? `the CustomResourceDefinition for ${kind} in API group ${attempt.group}` : `CustomResourceDefinition ${attempt.resource}.${attempt.group}`
+    return `The ${kind} API (${api}) is missing, not just the object: ${crd} is not installed in this cluster. Install it (${installHint(attempt.group)}), then re-run; \`kubectl get crd | grep ${attempt.group}\` shows what is installed.`
+  }
+  const resource = attempt.group ? `${attempt.resource}.${attempt.group}` : attempt.resource
+  const ns = attempt.namespace
+  return `The object ${resource}/${name}${ns ? ` in namespace ${ns}` : ''} does not exist (its API is served): check the name and namespace (\`kubectl get ${resource} ${name}${ns ? ` -n ${ns}` : ''}\`), or re-plan if it was deleted since the plan was made.`
+}
+
+function nextStep(status: number, body: StatusBody | undefined, attempt: Attempt, context: string): string {
+  const reason = body?.reason
   switch (status) {
     case 401:
       return `Your credentials for context "${context}" were rejected: log in again (refresh the token / re-run your cloud CLI's get-credentials).`
-    case 403:
-      return `Grant "${attempt.verb}" on ${attempt.group ? `${attempt.resource}.${attempt.group}` : attempt.resource}${attempt.namespace ? ` in namespace ${attempt.namespace}` : ' (cluster-wide)'} to this identity (a Role/ClusterRole and binding), or run with a context that has it. \`mesh-migrate preflight NAMESPACE\` lists every permission a plan needs.`
+    case 403: {
+      const {verb, resource} = forbiddenWhat(body, attempt)
+      const ns = attempt.namespace
+      return `Grant "${verb}" on ${resource}${ns ? ` in namespace ${ns}` : ' (cluster-wide)'} to this identity (${ns ? `a Role and RoleBinding in ${ns}` : 'a ClusterRole and ClusterRoleBinding'}), or run with a context that has it; check with \`kubectl --context ${context} auth can-i ${verb} ${resource} ${ns ? `-n ${ns}` : '-A'}\`. \`mesh-migrate preflight NAMESPACE\` lists every permission a plan needs.`
+    }
     case 404:
-      return reason === 'NotFound' && attempt.group && attempt.group !== 'apps' ? `If the ${attempt.group} API is missing, install its CRDs (Istio: istioctl install / the istio-base chart; Gateway API: the standard-install.yaml of gateway-api).` : 'Check the name and namespace.'
+      return notFound(body, attempt)
     case 409:
       return reason === 'AlreadyExists' ? 'Something else created it first; re-run the command (it is idempotent) or inspect the object.' : 'Someone changed the object at the same time; re-run the command (it re-reads the object first).'
     case 422:
@@ -66,7 +110,7 @@ export class KubeApiError extends UserError {
         : `${attempt.what} failed: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`,
       {
         exitCode: 1,
-        suggestion: rejected ? credentialsRejected(context) : nextStep(status, reason, attempt, context),
+        suggestion: rejected ? credentialsRejected(context) : nextStep(status, body, attempt, context),
       },
     )
     this.status = status

@@ -179,13 +179,15 @@ export class HttpKubeClient implements KubeClient {
     return p
   }
 
-  private attempt(verb: string, res: Pick<ApiResource, 'group' | 'plural'>, namespace?: string, name?: string, method = 'GET'): Attempt {
+  private attempt(verb: string, res: ApiResource, namespace?: string, name?: string, method = 'GET'): Attempt {
     const target = `${res.plural}${res.group ? `.${res.group}` : ''}${name ? `/${name}` : ''}`
     return {
       method,
       verb,
       group: res.group,
       resource: res.plural,
+      kind: res.kind,
+      apiVersion: res.apiVersion,
       ...(namespace === undefined ? {} : {namespace}),
       what: `${verb} ${target}${namespace ? ` in namespace ${namespace}` : ''}`,
     }
@@ -258,7 +260,9 @@ export class HttpKubeClient implements KubeClient {
         method: 'GET',
         verb: 'discover',
         group,
-        resource: ref.kind.toLowerCase(),
+        resource: '',
+        kind: ref.kind,
+        apiVersion: ref.apiVersion,
         what: `find the API for ${ref.kind} (${ref.apiVersion})`,
       }, this.context)
     }

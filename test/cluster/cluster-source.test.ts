@@ -151,13 +151,13 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     expect(error).toBeInstanceOf(KubeApiError)
     expect((error as KubeApiError).status).toBe(404)
     expect((error as KubeApiError).message).toContain('the server does not serve Widget in API group "example.com"')
-    expect((error as KubeApiError).suggestion).toContain('install its CRDs')
+    expect((error as KubeApiError).suggestion).toContain('The Widget API (example.com/v1) is missing, not just the object: the CustomResourceDefinition for Widget in API group example.com is not installed')
     // A missing object of a served kind is not an error for get …
     expect(await client.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'absent'})).toBeUndefined()
     // … but is one for a write, with the server's message.
     const patch = await client.mergePatch({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'absent'}, {data: {a: 'b'}}).catch((e: unknown) => e)
     expect((patch as KubeApiError).message).toBe('patch configmaps/absent in namespace shop failed: 404 NotFound: configmaps "absent" not found')
-    expect((patch as KubeApiError).suggestion).toBe('Check the name and namespace.')
+    expect((patch as KubeApiError).suggestion).toBe('The object configmaps/absent in namespace shop does not exist (its API is served): check the name and namespace (`kubectl get configmaps absent -n shop`), or re-plan if it was deleted since the plan was made.')
   })
 
   it('reports a kind whose CRD disappeared after discovery as not installed', async () => {
@@ -168,6 +168,10 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     expect(response.status).toBe(200)
     const snapshot = await source.snapshot('shop', {rootNamespace: 'istio-system'})
     expect(snapshot.missingKinds).toContainEqual({apiVersion: 'extensions.istio.io/v1alpha1', kind: 'WasmPlugin', reason: 'not-installed'})
+    // The server's 404 for the type (not an object) names the missing CRD.
+    const error = (await client.list((await client.resourceFor('extensions.istio.io/v1alpha1', 'WasmPlugin'))!, {namespace: 'shop'}).catch((e: unknown) => e)) as KubeApiError
+    expect(error.status).toBe(404)
+    expect(error.suggestion).toContain('CustomResourceDefinition wasmplugins.extensions.istio.io is not installed in this cluster. Install it (Istio installs them')
   })
 })
 
