@@ -279,11 +279,12 @@ export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], wa
 export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
   const {state} = ctx
   ctx.lock?.assertHeld()
+  // A dry run records nothing: the plan file stays byte for byte as it was.
+  if (ctx.dryRun) return undoOperations(ctx, step, warn)
   await state.record(step.id, {phase: state.phase(step), by: ctx.who, message: 'rolling back'})
   try {
     return await undoOperations(ctx, step, warn)
   } catch (error) {
-    if (ctx.dryRun) throw error
     // The step must not keep looking Applied: record how its undo ended. Both phases may have written, so
     // the next rollback picks the step up again (every undo operation is idempotent).
     if (error instanceof InterruptedError || ctx.signal.aborted) {

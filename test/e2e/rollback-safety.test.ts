@@ -2,6 +2,7 @@
 // an undo that fails or is interrupted is recorded as such (not left looking Applied), apply refuses to
 // run a step behind one a half-finished rollback left applied, a dry run writes nothing (not even the
 // plan file), and labels someone changed since the step wrote them are left alone.
+import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -25,6 +26,7 @@ describe.skipIf(external)('rollback safety', () => {
   let start: Observed
 
   const server = () => cluster.server!
+  const planPath = () => path.join(cwd, PLAN_FILE)
   const record = async (id: string): Promise<StepStatus | undefined> => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
   const phases = async () => Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
   const rollback = (extra: string[] = []) => cli(['rollback', NS, '--confirm', NS, '--timeout', '60s', ...extra], cwd, kube)
@@ -47,6 +49,18 @@ describe.skipIf(external)('rollback safety', () => {
 
   afterAll(async () => {
     await cluster?.stop()
+  }, 60_000)
+
+  it('rollback --dry-run=server leaves the plan file byte for byte as it was and writes nothing', async () => {
+    const before = await readFile(planPath(), 'utf8')
+    const from = nextRequestId(server())
+    const r = await rollback(['--dry-run=server'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(await readFile(planPath(), 'utf8')).toBe(before)
+    // Every write the tool sent was a dry run.
+    expect(toolWrites(server(), from).filter((w) => !w.dryRun).map((w) => `${w.verb} ${w.path}`)).toEqual([])
+    expect(toolWrites(server(), from).length).toBeGreaterThan(0)
+    expect(Object.values(await phases()).every((p) => p === 'Applied')).toBe(true)
   }, 60_000)
 
   it('an undo that fails is recorded Failed ("rollback failed: …", re-run rollback), not left looking Applied', async () => {
