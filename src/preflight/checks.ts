@@ -341,6 +341,42 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
     }
   }
   out.push(...(await multiclusterDiagnostics(ctx, istiod)))
+  if (waypointNeeded(ctx)) out.push(...(await waypointAuthorizationFlags(ctx, istiod)))
+  return out
+}
+
+/**
+ * E21 and DOMAIN §3.1: two istiod flags change what a waypoint binding does to authorization, and the
+ * plan (its companions and its simulation) assumes both are off, as by default.
+ * PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true adds a synthetic ALLOW of the waypoint to every bound workload:
+ * unless other ALLOW policies admit them, callers that do not go through the waypoint — every sidecar
+ * client, which never uses waypoints — are denied from bind-waypoint on.
+ * ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true enforces selector policies as L4 policies in front of
+ * the waypoint as well, which the simulation does not model.
+ */
+async function waypointAuthorizationFlags(ctx: CheckContext, istiod: KubeObject): Promise<Diag[]> {
+  const discovery = mainContainer(istiod, 'discovery')
+  const on = (name: string) => (envValue(discovery, name).value ?? '').toLowerCase() === 'true'
+  const out: Diag[] = []
+  if (on('PILOT_AUTO_ALLOW_WAYPOINT_POLICY')) {
+    const mesh = await soft(ctx.reads.meshSidecarPods())
+    const callers = new Set((mesh ?? []).filter((p) => p.metadata.namespace !== ctx.input.namespace && isLive(p) && hasSidecar(p)).map((p) => p.metadata.namespace!))
+    const known = mesh !== undefined
+    out.push({
+      severity: !known || callers.size > 0 ? 'error' : 'warning',
+      code: 'AutoAllowWaypointPolicy',
+      message: `${istiod.metadata.name} runs with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true: from bind-waypoint on, every bound workload of ${ctx.input.namespace} only admits traffic through the waypoint unless another ALLOW policy admits it, and sidecar clients never use waypoints — ${known ? (callers.size > 0 ? `sidecar pods run in ${callers.size} other namespace(s) (${listNames([...callers].sort(), 5)}) and would be denied` : 'no sidecar pod runs in another namespace now, but any that appears is denied') : 'whether sidecar clients run elsewhere could not be read (pods are not listable cluster-wide)'}.`,
+      fix: 'Migrate the calling namespaces first, or add ALLOW policies that admit their identities at ztunnel, or run istiod with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false (the default) while migrating.',
+    })
+  }
+  if (on('ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES')) {
+    out.push({
+      severity: 'warning',
+      code: 'LayeredWaypointAuthorization',
+      message: `${istiod.metadata.name} runs with ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true: selector-based policies of bound workloads are also enforced, as L4 policies, in front of the waypoint. The plan's step-by-step simulation (show --timeline) assumes the default (false), so between bind-waypoint and delete-sidecar-policies the selector originals may restrict waypoint traffic in ways it does not show.`,
+      fix: 'Run istiod with the default (false) while migrating, or run bind-waypoint through delete-sidecar-policies in one sitting and watch for denied requests.',
+    })
+  }
   return out
 }
 

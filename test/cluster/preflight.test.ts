@@ -147,6 +147,21 @@ describe('ambient-enabled: install side effects (E17)', () => {
   })
 })
 
+describe('ambient-enabled: istiod flags that change waypoint authorization (E21)', () => {
+  const autoAllow = {name: 'PILOT_AUTO_ALLOW_WAYPOINT_POLICY', value: 'true'}
+
+  it('PILOT_AUTO_ALLOW_WAYPOINT_POLICY is an error while sidecar clients run elsewhere, a warning when none do', async () => {
+    const withCallers = await preflight(await cluster((s) => s.seed([istiod({env: [autoAllow]}), ns('payments', {'istio-injection': 'enabled'}), sidecarPod('pay-1', 'payments', {hbone: true})])), ['ambient-enabled'])
+    expect(codes(withCallers)).toEqual(['ok:AmbientEnabled', 'error:AutoAllowWaypointPolicy'])
+    expect(withCallers[1]!.message).toContain('sidecar pods run in 1 other namespace(s) (payments) and would be denied')
+    expect(withCallers[1]!.fix).toContain('PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false')
+    await server!.close()
+    const alone = await preflight(await cluster((s) => s.seed(istiod({env: [autoAllow, {name: 'ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES', value: 'true'}]}))), ['ambient-enabled'])
+    expect(codes(alone)).toEqual(['ok:AmbientEnabled', 'warning:AutoAllowWaypointPolicy', 'warning:LayeredWaypointAuthorization'])
+    expect(alone[1]!.message).toContain('no sidecar pod runs in another namespace now')
+  })
+})
+
 describe('ambient-enabled: multicluster (E20)', () => {
   const service = (name: string, labels: Record<string, string>): KubeObject => ({apiVersion: 'v1', kind: 'Service', metadata: {name, namespace: NAMESPACE, labels}, spec: {ports: [{name: 'http', port: 80}], selector: {app: name}}})
 
