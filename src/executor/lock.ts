@@ -14,6 +14,17 @@ export const LOCK_NAME = 'mesh-migrate-lock'
 export const LOCK_INFO_ANNOTATION = 'mesh-migrate.io/lock-info'
 const LEASE_SECONDS = 60
 const RENEW_EVERY_MS = 15_000
+/**
+ * renewTime is written with the holder's clock and read with ours: a Lease only counts as expired once it
+ * is older than its duration plus this margin, so two operators' clocks may disagree by this much.
+ */
+export const CLOCK_SKEW_SECONDS = 30
+
+/** Lease duration and renewal period (tests shorten them). */
+export interface LockTiming {
+  leaseSeconds: number
+  renewEveryMs: number
+}
 
 export interface LockInfo {
   holder: string
@@ -52,11 +63,14 @@ export function readLockInfo(lease: KubeObject | undefined): LockInfo | undefine
   }
 }
 
-/** Whether the holder stopped renewing: its lease ran out. */
+/**
+ * Whether the holder stopped renewing: the renewTime it recorded is older than the lease duration plus
+ * CLOCK_SKEW_SECONDS by our clock (a holder whose clock runs ahead looks fresher, never expired early).
+ */
 export function leaseExpired(lease: KubeObject, now = Date.now()): boolean {
   const renew = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '')
   const seconds = lease.spec?.leaseDurationSeconds ?? LEASE_SECONDS
-  return !lease.spec?.holderIdentity || Number.isNaN(renew) || renew + seconds * 1000 < now
+  return !lease.spec?.holderIdentity || Number.isNaN(renew) || now - renew > (seconds + CLOCK_SKEW_SECONDS) * 1000
 }
 
 export function describeHolder(lease: KubeObject): string {
@@ -71,18 +85,21 @@ export async function liveHolder(client: KubeClient, namespace: string): Promise
 }
 
 export function lockHeldSuggestion(namespace: string): string {
-  return `Wait for it to finish. If its holder is dead (killed, machine gone), break the lock with \`mesh-migrate unlock ${namespace}\`, or wait for the lease to expire (${LEASE_SECONDS} s after its last renewal).`
+  return `Wait for it to finish. If its holder is dead (killed, machine gone), break the lock with \`mesh-migrate unlock ${namespace}\`, or wait for the lease to expire (${LEASE_SECONDS + CLOCK_SKEW_SECONDS} s after its last renewal).`
 }
 
 export class NamespaceLock {
   private renewTimer?: NodeJS.Timeout
   private resourceVersion?: string
-  /** Set when renewing fails because someone else took the lease: writes must stop. */
+  private renewing = false
+  /** performance.now() when the last successful write of the Lease (create, takeover, renewal) was sent. */
+  private heldSince = 0
+  /** Set when someone else took the lease, or renewing failed for a whole lease duration: writes must stop. */
   lost?: string
 
-  private constructor(private readonly client: KubeClient, private readonly namespace: string, readonly info: LockInfo) {}
+  private constructor(private readonly client: KubeClient, private readonly namespace: string, readonly info: LockInfo, private readonly timing: LockTiming) {}
 
-  static async acquire(client: KubeClient, opts: {namespace: string; command: string; plan: string; timeoutMs: number; onWait?: (holder: string) => void; onTakeover?: (holder: string) => void}): Promise<NamespaceLock> {
+  static async acquire(client: KubeClient, opts: {namespace: string; command: string; plan: string; timeoutMs: number; onWait?: (holder: string) => void; onTakeover?: (holder: string) => void; timing?: Partial<LockTiming>}): Promise<NamespaceLock> {
     const info: LockInfo = {
       holder: `${whoAmI()}/${process.pid}/${randomBytes(3).toString('hex')}`,
       who: whoAmI(),
@@ -90,7 +107,7 @@ export class NamespaceLock {
       plan: opts.plan,
       startedAt: new Date().toISOString(),
     }
-    const lock = new NamespaceLock(client, opts.namespace, info)
+    const lock = new NamespaceLock(client, opts.namespace, info, {leaseSeconds: LEASE_SECONDS, renewEveryMs: RENEW_EVERY_MS, ...opts.timing})
     const deadline = Date.now() + opts.timeoutMs
     let waited = false
     for (;;) {
@@ -112,6 +129,8 @@ export class NamespaceLock {
   private async tryAcquire(onTakeover?: (holder: string) => void): Promise<string | undefined> {
     const ref = lockRef(this.namespace)
     const now = microTime()
+    // Sent now: if this write makes us the holder, the lease runs from here at the latest.
+    this.heldSince = performance.now()
     const body: KubeObject = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -121,7 +140,7 @@ export class NamespaceLock {
         labels: {[MANAGED_BY_LABEL]: MANAGED_BY_VALUE},
         annotations: {[LOCK_INFO_ANNOTATION]: JSON.stringify(this.info)},
       },
-      spec: {holderIdentity: this.info.holder, leaseDurationSeconds: LEASE_SECONDS, acquireTime: now, renewTime: now},
+      spec: {holderIdentity: this.info.holder, leaseDurationSeconds: this.timing.leaseSeconds, acquireTime: now, renewTime: now},
     }
     try {
       const created = await this.client.create(body)
@@ -175,30 +194,60 @@ export class NamespaceLock {
   private startRenewing(): void {
     this.renewTimer = setInterval(() => {
       void this.renew()
-    }, RENEW_EVERY_MS)
+    }, this.timing.renewEveryMs)
     this.renewTimer.unref()
   }
 
   private async renew(): Promise<void> {
+    // One renewal at a time: a hanging request must not pile up others behind it.
+    if (this.lost || this.renewing) return
+    this.renewing = true
+    const sentAt = performance.now()
     try {
       const updated = await this.client.mergePatch(lockRef(this.namespace), {
         metadata: {resourceVersion: this.resourceVersion},
         spec: {renewTime: microTime(), holderIdentity: this.info.holder},
       })
-      this.resourceVersion = updated.metadata.resourceVersion
+      if (updated.spec?.holderIdentity === this.info.holder) {
+        this.resourceVersion = updated.metadata.resourceVersion
+        this.heldSince = sentAt
+      } else {
+        this.lost = `the Lease now names ${describeHolder(updated)} as its holder`
+      }
     } catch (error) {
       if (error instanceof KubeApiError && (error.status === 409 || error.status === 404)) {
         // A 409 may be the resend of our own renewal after a dropped connection: still ours then.
-        if (error.status === 409 && (await this.ownLease().catch(() => undefined))) return
-        this.lost = 'the lock was broken or taken over by someone else'
+        const own = error.status === 409 ? await this.ownLease().catch(() => undefined) : undefined
+        if (own) this.heldSince = sentAt
+        else this.lost = await this.lossReason()
       }
-      // Transient failures: the next renewal retries; the lease lasts 4 renewal periods.
+      // Other failures: the next renewal retries, until a whole lease duration has passed (checkRenewed).
+    } finally {
+      this.renewing = false
+      this.checkRenewed()
     }
   }
 
-  /** Throw if another operator broke or took over the lock: no further writes. */
+  /** Who has the Lease now, for the message when it was taken over or broken. */
+  private async lossReason(): Promise<string> {
+    const lease = await this.client.get(lockRef(this.namespace)).catch(() => undefined)
+    if (!lease) return 'the lock was broken (its Lease was deleted, e.g. by `mesh-migrate unlock`)'
+    return `the lock was taken over by ${describeHolder(lease)}`
+  }
+
+  /** Without a successful renewal for a whole lease duration, another operator may rightly take the lock. */
+  private checkRenewed(): void {
+    if (this.lost || !this.renewTimer) return
+    const since = performance.now() - this.heldSince
+    if (since >= this.timing.leaseSeconds * 1000) {
+      this.lost = `could not renew it for ${Math.round(since / 1000)} s (the lease lasts ${this.timing.leaseSeconds} s), so another operator may have taken it over`
+    }
+  }
+
+  /** Throw if another operator broke or took over the lock, or it could not be renewed in time: no further writes. */
   assertHeld(): void {
-    if (this.lost) throw new LockHeldError(`lost the lock on namespace ${this.namespace}: ${this.lost}`, 'Check who holds it (mesh-migrate status) before retrying.')
+    this.checkRenewed()
+    if (this.lost) throw new LockHeldError(`lost the lock on namespace ${this.namespace}: ${this.lost}`, 'mesh-migrate stopped writing. Check who holds it and what state the namespace is in (`mesh-migrate status`) before retrying.')
   }
 
   async release(): Promise<void> {
