@@ -14,7 +14,7 @@ import {
 } from './plan-types.js'
 import {denyBypassStep, gatewayPinOperations, networkPolicyStep, optOutStep, podOptInOperations, swapRoutesStep} from './plan-steps.js'
 import {compareRefs, formatRef, refKey, refOf} from './refs.js'
-import {markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
+import {allowsNothing, markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
 import {simulate, unexpectedHazards} from './simulate.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, waypointRevision} from './waypoint.js'
 
@@ -126,14 +126,21 @@ export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnaps
 /** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
 export function timelinePolicies(namespace: string, decisions: PolicyDecision[]): PolicyTimelineInput[] {
   const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) => d.created.find((c) => c.role === role)?.createdIn
+  // A targetRefs ALLOW that exists already applies to no workload's selector, but it is part of the waypoint's ALLOW set.
+  const waypointAllow = (p: PolicyPlacement) => p.action === 'ALLOW' && !p.dryRun && p.scope === 'targetRefs' && (p.serviceWorkloads?.length ?? 0) > 0
   return decisions
-    .filter((d) => d.original.workloads.length > 0)
+    .filter((d) => d.original.workloads.length > 0 || waypointAllow(d.original))
     .map((d): PolicyTimelineInput => {
       const key = d.ref.namespace && d.ref.namespace !== namespace ? `${d.ref.kind}/${d.ref.namespace}/${d.ref.name}` : `${d.ref.kind}/${d.ref.name}`
       const ztunnel: ZtunnelEffect = d.original.ztunnel ?? (d.ref.kind === 'AuthorizationPolicy' ? 'as-written' : 'ignored')
       const out: PolicyTimelineInput = {key, ztunnel, workloads: [...d.original.workloads].sort()}
       if (d.original.action) out.action = d.original.action
       if (d.original.deletedIn) out.deletedIn = d.original.deletedIn
+      if (d.original.dryRun) out.dryRun = true
+      if (d.original.action === 'ALLOW' && allowsNothing(d.original.object)) out.allowsNothing = true
+      const copy = d.created.find((c) => c.role === 'waypoint-copy')
+      const atWaypoint = copy && waypointAllow(copy) ? copy : waypointAllow(d.original) ? d.original : undefined
+      if (atWaypoint) out.waypointAllowFor = [...atWaypoint.serviceWorkloads!].sort()
       const w = createdIn(d, 'waypoint-copy')
       const c = createdIn(d, 'ztunnel-companion')
       const l4 = createdIn(d, 'ztunnel-l4')
@@ -296,6 +303,9 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     const why = [
       roles.has('waypoint-copy') ? 'the -waypoint copies carry the full rules to the waypoint, which sees the caller\'s identity (sidecars and ztunnel ignore targetRefs: inert until bind-waypoint)' : '',
       companion ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals[0]}) at the destination, which sees the waypoint instead of the caller for proxied traffic` : '',
+      carried.some((d) => d.disposition === 'keep-copy')
+        ? `the waypoint denies requests to a Service that none of the ALLOWs attached to it matches, so ALLOWs that stay at the destination are copied to the waypoint too (${carried.filter((d) => d.disposition === 'keep-copy').map((d) => d.ref.name).join(', ')})`
+        : '',
       roles.has('ztunnel-l4') ? 'the -l4 objects are what ztunnel enforces of a policy (DENY rules it enforces as written, E22 rewrites); they change nothing while the originals exist' : '',
     ].filter((w) => w !== '')
     steps.push({

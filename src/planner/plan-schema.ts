@@ -98,6 +98,9 @@ const policyTimelineInput = {
     l4PartIn: stepActionRef,
     rewrittenIn: stepActionRef,
     identityKeyed: {type: 'boolean'},
+    dryRun: {type: 'boolean'},
+    allowsNothing: {type: 'boolean'},
+    waypointAllowFor: {type: 'array', items: {type: 'string'}},
   },
 }
 

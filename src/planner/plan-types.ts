@@ -141,6 +141,15 @@ export interface PolicyTimelineInput {
   rewrittenIn?: StepAction
   /** The original is L4-only and keyed on caller identity/IP (E21): a waypoint in front changes what it sees. */
   identityKeyed?: boolean
+  /** istio.io/dry-run: evaluated but not enforced. */
+  dryRun?: boolean
+  /** An ALLOW without rules: it admits nothing anywhere. */
+  allowsNothing?: boolean
+  /**
+   * An ALLOW the waypoint enforces (its copy, or the policy itself when it has targetRefs): the workloads behind
+   * the Services it is attached to. For them the waypoint denies requests that none of its ALLOWs matches.
+   */
+  waypointAllowFor?: string[]
 }
 
 export interface PlanHazard {

@@ -32,9 +32,14 @@ export interface BoundaryState {
   dataPlanes: Record<string, DataPlane>
   /** policy key → enforcement → workload keys */
   policies: Record<string, Partial<Record<Enforcement, string[]>>>
+  /**
+   * policy key → workloads for which that ALLOW admits requests the waypoint denies: the waypoint enforces other
+   * ALLOWs for their Services but not this one (absent when there are none).
+   */
+  waypointAllowGaps?: Record<string, string[]>
 }
 
-export type HazardKind = 'pod-leaves-mesh' | 'policy-deny-all' | 'policy-not-enforced' | 'policy-degraded' | 'waypoint-identity' | 'sidecar-callers-bypass'
+export type HazardKind = 'pod-leaves-mesh' | 'policy-deny-all' | 'policy-not-enforced' | 'policy-degraded' | 'waypoint-identity' | 'waypoint-allow-gap' | 'sidecar-callers-bypass'
 
 export interface Hazard {
   id: string
@@ -140,7 +145,28 @@ function snapshot(after: string, input: SimulationInput, state: SimState): Bound
     }
     policies[p.key] = row
   }
-  return {after, dataPlanes, policies}
+  const gaps = waypointAllowGaps(input, state)
+  return {after, dataPlanes, policies, ...(Object.keys(gaps).length > 0 ? {waypointAllowGaps: gaps} : {})}
+}
+
+/**
+ * The waypoint evaluates ALLOW policies like any proxy (DOMAIN §3.1): for a Service with at least one ALLOW
+ * attached at the waypoint, a request that none of them matches is denied. Every other ALLOW that admits
+ * requests to the pods behind it, without an ALLOW of its own at the waypoint, loses those requests there.
+ */
+function waypointAllowGaps(input: SimulationInput, state: SimState): Record<string, string[]> {
+  if (!state.waypointReady || !state.bound) return {}
+  const enforcedAtWaypoint = (p: SimPolicy) => p.action === 'ALLOW' && !p.dryRun && p.waypointAllowFor !== undefined && (p.waypointCopyIn ? present(p.waypointCopyIn, state) : !present(p.deletedIn, state))
+  const region = new Set(input.policies.filter(enforcedAtWaypoint).flatMap((p) => p.waypointAllowFor!))
+  const gaps: Record<string, string[]> = {}
+  if (region.size === 0) return gaps
+  for (const p of input.policies) {
+    if (p.action !== 'ALLOW' || p.dryRun || p.allowsNothing || present(p.deletedIn, state)) continue
+    const covered = enforcedAtWaypoint(p) ? new Set(p.waypointAllowFor) : new Set<string>()
+    const lost = p.workloads.filter((w) => region.has(w) && !covered.has(w))
+    if (lost.length > 0) gaps[p.key] = [...lost].sort()
+  }
+  return gaps
 }
 
 function applyForward(step: PlanStep, input: SimulationInput, state: SimState): void {
@@ -253,6 +279,7 @@ function intervals(boundaries: BoundaryState[], start: BoundaryState, policies: 
       mark('policy-deny-all', row['deny-all'] ?? [], p.key)
       mark('policy-not-enforced', (row['not-enforced'] ?? []).filter((w) => wasEnforced.has(w)), p.key)
       mark('policy-degraded', (row.degraded ?? []).filter((w) => wasEnforced.has(w)), p.key)
+      mark('waypoint-allow-gap', b.waypointAllowGaps?.[p.key] ?? [], p.key)
     }
     for (const [id, interval] of open) {
       if (!seen.has(id)) {
@@ -294,6 +321,8 @@ function describe(kind: HazardKind, policy: string | undefined, workloads: strin
       return `${policy} is enforced nowhere for ${who}`
     case 'policy-degraded':
       return `${policy} is only enforced in its L4 form at ztunnel for ${who} (no waypoint copy active)`
+    case 'waypoint-allow-gap':
+      return `${policy} allows requests to ${who}, but the waypoint enforces other ALLOW policies for their Services and not this one: requests through the waypoint that only ${policy} allows are denied`
     case 'waypoint-identity':
       return `${policy} admits callers by identity; once the waypoint is bound, ${who} see the waypoint's identity for proxied traffic and deny it`
     case 'sidecar-callers-bypass':

@@ -19,7 +19,7 @@ import type {Finding, Inventory, InventoryItem, KubeObject, ObjectRef, SourceSna
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {MigrationPlan, Operation, PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
-import {type BoundaryState, simulate} from '../../src/planner/simulate.js'
+import {type BoundaryState, simulate, unexpectedHazards} from '../../src/planner/simulate.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
@@ -1004,6 +1004,69 @@ describe('E24 Sidecar with REGISTRY_ONLY', () => {
     expect(finding(plan, 'E24/Sidecar/bookinfo/default')).toMatchObject({code: 'SidecarEgressControlLost', severity: 'warning'})
     expect(finding(plan, 'E24/Sidecar/bookinfo/default').message).toContain('egress host isolation, REGISTRY_ONLY outbound policy')
     expect(JSON.stringify(plan.spec.steps)).not.toContain('"Sidecar"')
+    expect(plan.spec.blockers).toEqual([])
+  })
+})
+
+describe('the waypoint\'s ALLOW set (DOMAIN §3.1)', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('waypoint-allow-set.yaml')
+  })
+
+  it('an L4 ALLOW for pods behind a Service that gets a waypoint ALLOW is copied to the waypoint too; the original stays', () => {
+    const {plan} = planOf(objects)
+    const create = step(plan, 'create-policies')
+    expect(opsOf(create)).toEqual([
+      'apply AuthorizationPolicy/ratings-from-monitoring-waypoint',
+      'apply AuthorizationPolicy/ratings-get-only-waypoint',
+      'apply AuthorizationPolicy/ratings-get-only-ztunnel',
+    ])
+    expect(applied(create, 'ratings-from-monitoring-waypoint').spec).toEqual({targetRefs: [{group: '', kind: 'Service', name: 'ratings'}], action: 'ALLOW', rules: [{to: [{operation: {ports: ['9090']}}]}]})
+    expect(create.preconditions).toContainEqual(expect.objectContaining({check: 'object-unchanged', ref: ref('security.istio.io/v1', 'AuthorizationPolicy', 'ratings-from-monitoring')}))
+    // Nothing for reviews (the waypoint enforces no ALLOW for it) or for the ALLOW that admits nothing; no original of them is deleted.
+    expect(namedAnywhere(plan)).not.toContain('reviews-port-only-waypoint')
+    expect(namedAnywhere(plan)).not.toContain('ratings-allow-nothing-waypoint')
+    expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual(['apply AuthorizationPolicy/ratings-get-only-l4', 'delete AuthorizationPolicy/ratings-get-only'])
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/ratings-from-monitoring/waypoint-allow-set')).toMatchObject({code: 'WaypointAllowSetCopy', severity: 'info'})
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/ratings-from-monitoring/waypoint-allow-set').message).toContain('enforces ALLOW ratings-get-only-waypoint for Service ratings')
+    expect(plan.spec.policies.find((p) => p.key === 'AuthorizationPolicy/ratings-from-monitoring')).toEqual({
+      key: 'AuthorizationPolicy/ratings-from-monitoring', action: 'ALLOW', ztunnel: 'as-written', workloads: ['Deployment/ratings-v1'], waypointCopyIn: 'create-policies', waypointAllowFor: ['Deployment/ratings-v1'],
+    })
+    expect(plan.spec.policies.find((p) => p.key === 'AuthorizationPolicy/ratings-allow-nothing')).toMatchObject({allowsNothing: true})
+    expect(plan.spec.hazards.filter((h) => h.kind === 'waypoint-allow-gap')).toEqual([])
+    expect(plan.spec.blockers).toEqual([])
+  })
+
+  it('the simulation flags an ALLOW the waypoint set lacks: from bind-waypoint on, the waypoint denies what only it allows', () => {
+    const {plan} = planOf(objects)
+    const policies = plan.spec.policies.map((p) => {
+      if (p.key !== 'AuthorizationPolicy/ratings-from-monitoring') return p
+      const {waypointCopyIn: _w, waypointAllowFor: _f, ...rest} = p
+      return rest
+    })
+    const sim = simulate({namespace: NS, workloads: plan.spec.workloads, steps: plan.spec.steps, policies, ambientAtStart: false})
+    const gaps = unexpectedHazards(sim).filter((h) => h.kind === 'waypoint-allow-gap')
+    expect(gaps.map((h) => ({phase: h.phase, from: h.from, until: h.until, policy: h.policy, workloads: h.workloads}))).toEqual([
+      {phase: 'apply', from: 'bind-waypoint', until: 'end', policy: 'AuthorizationPolicy/ratings-from-monitoring', workloads: ['Deployment/ratings-v1']},
+    ])
+    expect(gaps[0]!.message).toContain('the waypoint enforces other ALLOW policies for their Services and not this one')
+    expect(sim.apply.find((b) => b.after === 'create-policies')!.waypointAllowGaps).toBeUndefined()
+    // The plan's own timeline (with the copy) has no gap at any boundary.
+    expect([...timeline(plan).apply, ...timeline(plan).rollback].filter((b) => b.waypointAllowGaps)).toEqual([])
+  })
+
+  it('a targetRefs ALLOW that exists already makes its Service\'s ALLOWs need a copy as well', () => {
+    const existing: KubeObject = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: 'reviews-at-waypoint', namespace: NS},
+      spec: {targetRefs: [{group: '', kind: 'Service', name: 'reviews'}], action: 'ALLOW', rules: [{to: [{operation: {methods: ['GET']}}]}]},
+    }
+    const {plan} = planOf([...objects, existing])
+    expect(applied(step(plan, 'create-policies'), 'reviews-port-only-waypoint').spec).toEqual({targetRefs: [{group: '', kind: 'Service', name: 'reviews'}], action: 'ALLOW', rules: [{to: [{operation: {ports: ['9080']}}]}]})
+    expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/reviews-port-only/waypoint-allow-set').message).toContain('enforces ALLOW reviews-at-waypoint for Service reviews')
+    expect(plan.spec.policies.find((p) => p.key === 'AuthorizationPolicy/reviews-at-waypoint')).toEqual({key: 'AuthorizationPolicy/reviews-at-waypoint', action: 'ALLOW', ztunnel: 'ignored', workloads: [], waypointAllowFor: ['Deployment/reviews-v1']})
     expect(plan.spec.blockers).toEqual([])
   })
 })

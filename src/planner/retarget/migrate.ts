@@ -31,7 +31,7 @@ import {
   usesRequestAuth,
 } from './authz-rules.js'
 import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
-import {GATEWAY_API_GROUP, planTargets, type TargetPlan} from './targets.js'
+import {GATEWAY_API_GROUP, MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
 import type {PolicyDecision, PolicyDisposition, PolicyMigration, PolicyMigrationInput, PolicyPlacement, PolicyRole} from './types.js'
 
 const AP = 'security.istio.io/AuthorizationPolicy'
@@ -129,6 +129,7 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
     const obj = run.objects.get(refKey(item.ref))!
     decisions.push(kindKeyOf(item.ref) === AP ? planAuthorizationPolicy(run, item, obj) : planSelectorKind(run, item, obj))
   }
+  completeWaypointAllowSets(run, decisions)
 
   requestAuthenticationFindings(run, decisions)
   namespaceFindings(run)
@@ -170,6 +171,13 @@ function workloadKeys(workloads: WorkloadItem[]): string[] {
 
 function names(workloads: WorkloadItem[]): string[] {
   return [...new Set(workloads.map((w) => w.ref.name))].sort()
+}
+
+/** "Kind/name" of the workloads behind these Services of the namespace. */
+function workloadsBehind(run: Run, services: string[]): string[] {
+  const wanted = new Set(services)
+  const behind = new Set(run.ctx.services.filter((s) => wanted.has(s.ref.name)).flatMap((s) => s.workloads))
+  return workloadKeys(nonProxy(run.ctx.workloads).filter((w) => behind.has(w.ref.name)))
 }
 
 function selectorText(selector: Record<string, string> | undefined, scope: PolicyPlacement['scope']): string {
@@ -228,6 +236,7 @@ function created(
   }
   if (opts.selector) p.selector = opts.selector
   if (opts.targets) {
+    p.serviceWorkloads = workloadsBehind(run, opts.targets.services)
     p.targetRefs = opts.targets.targetRefs
     if (opts.targets.via === 'services' && !run.serviceTargeted.includes(original.metadata.name)) run.serviceTargeted.push(original.metadata.name)
   }
@@ -365,6 +374,112 @@ function otherAllowsFor(run: Run, ref: ObjectRef, w: string): boolean {
     if (a.workloads.includes(w)) return true
   }
   return false
+}
+
+// --- the waypoint's ALLOW set ---------------------------------------------------------------------
+
+/**
+ * Services for which the waypoint enforces at least one ALLOW policy, with those policies' names. The waypoint
+ * evaluates ALLOW like ztunnel and sidecars (DOMAIN §3.1): once an ALLOW applies to a request, a request that
+ * no ALLOW matches is denied. So for these Services, whatever another ALLOW admits today is denied at the
+ * waypoint unless that ALLOW is attached to the waypoint too. Dry-run policies enforce nothing.
+ */
+function waypointAllowServices(run: Run, decisions: PolicyDecision[]): Map<string, string[]> {
+  const servable = run.ctx.services.filter(waypointServable).map((s) => s.ref.name)
+  const out = new Map<string, string[]>()
+  const add = (service: string, policy: string) => {
+    if (!servable.includes(service)) return
+    const list = out.get(service) ?? []
+    if (!list.includes(policy)) list.push(policy)
+    out.set(service, list)
+  }
+  for (const d of decisions) {
+    if (kindKeyOf(d.ref) !== AP) continue
+    for (const c of d.created) if (c.role === 'waypoint-copy' && c.action === 'ALLOW' && !c.dryRun) for (const svc of c.services) add(svc, c.ref.name)
+    const o = d.original
+    if (o.scope !== 'targetRefs' || o.action !== 'ALLOW' || o.dryRun) continue
+    // A targetRefs ALLOW that exists already: inert for sidecars, enforced by the waypoint once it is bound.
+    const targeted = new Set<string>()
+    for (const t of o.targetRefs ?? []) {
+      if (t.kind === 'Service' && (t.group === '' || t.group === 'core') && d.ref.namespace === run.ns) targeted.add(t.name)
+      const ownGateway = t.kind === 'Gateway' && t.group === GATEWAY_API_GROUP && t.name === run.input.waypointName && d.ref.namespace === run.waypointNs
+      const everyWaypoint = t.kind === 'GatewayClass' && t.group === GATEWAY_API_GROUP && t.name === WAYPOINT_CLASS && d.ref.namespace === run.rootNs
+      if (ownGateway || everyWaypoint) servable.forEach((svc) => targeted.add(svc))
+    }
+    const name = d.ref.namespace === run.ns ? d.ref.name : `${d.ref.namespace}/${d.ref.name}`
+    for (const svc of [...targeted].sort()) add(svc, name)
+    const attached = [...targeted].filter((svc) => servable.includes(svc))
+    if (attached.length > 0) o.serviceWorkloads = workloadsBehind(run, attached)
+  }
+  return out
+}
+
+/** An ALLOW without rules matches no request (at sidecars, ztunnel and waypoints alike). */
+export function allowsNothing(obj: KubeObject): boolean {
+  return (writtenRules(obj) ?? []).length === 0
+}
+
+/**
+ * Completes the waypoint's ALLOW set: every other ALLOW that applies to pods behind such a Service (an L4 ALLOW
+ * that otherwise stays at ztunnel only, an E22 rewrite) gets a targetRefs copy on the waypoint for those
+ * Services, created with the other copies before the waypoint is bound. The original stays where it is.
+ */
+function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void {
+  if (!run.waypointPlanned) return
+  const allowed = waypointAllowServices(run, decisions)
+  if (allowed.size === 0) return
+  const servable = run.ctx.services.filter(waypointServable).sort((a, b) => a.ref.name.localeCompare(b.ref.name))
+  for (const d of decisions) {
+    if (kindKeyOf(d.ref) !== AP || d.disposition === 'blocked') continue
+    const o = d.original
+    if (o.action !== 'ALLOW' || o.dryRun || o.scope === 'targetRefs' || d.created.some((c) => c.role === 'waypoint-copy')) continue
+    const a = run.analyses.get(refKey(d.ref))
+    if (!a || (d.ref.namespace !== run.ns && a.scope !== 'mesh' && a.scope !== 'root-selector')) continue
+    // An ALLOW without rules admits nothing: the waypoint cannot deny anything it allows.
+    if (allowsNothing(run.objects.get(refKey(d.ref))!)) continue
+    const selected = selectedWorkloads(run, a)
+    if (selected.length === 0) continue
+    const selectedNames = new Set(selected.map((w) => w.ref.name))
+    const namespaceWide = a.scope === 'namespace' || a.scope === 'mesh'
+    const hit = servable.filter((s) => allowed.has(s.ref.name) && (namespaceWide || s.workloads.some((w) => selectedNames.has(w))))
+    if (hit.length === 0) continue
+    const hitNames = hit.map((s) => s.ref.name)
+    const triggers = [...new Set(hitNames.flatMap((svc) => allowed.get(svc) ?? []))].sort()
+    const name = formatRef(d.ref)
+    if (hit.length > MAX_TARGET_REFS) {
+      finding(run, {
+        id: idFor(d.ref, 'waypoint-allow-set'),
+        code: 'WaypointAllowSetIncomplete',
+        severity: 'blocker',
+        ref: d.ref,
+        message: `${name} allows requests to pods behind ${hit.length} Services for which the waypoint enforces other ALLOW policies (${list(triggers)}); a copy would need more than the ${MAX_TARGET_REFS} targetRefs an object may list, so the waypoint would deny what only ${name} allows.`,
+        fix: 'Split the policy per group of Services, then re-run plan.',
+      })
+      continue
+    }
+    const obj = run.objects.get(refKey(d.ref))!
+    const t: TargetPlan = {
+      targetRefs: hitNames.map((svc) => ({group: '', kind: 'Service', name: svc})),
+      via: 'services',
+      services: hitNames,
+      covering: hitNames,
+      partial: namespaceWide ? [] : hit.map((s) => ({service: s.ref.name, uncovered: s.workloads.filter((w) => !selectedNames.has(w)).sort()})).filter((p) => p.uncovered.length > 0),
+      podAddressed: [],
+    }
+    const copy = waypointCopy(run, obj, a, t, writtenRules(obj), true)
+    d.created.push(copy)
+    if (d.disposition === 'keep') d.disposition = 'keep-copy'
+    d.why = `${d.why}; the waypoint enforces ALLOW ${list(triggers)} for Service ${list(hitNames)}, so it denies requests no ALLOW attached to it matches: ${copy.ref.name} attaches this ALLOW there too`
+    // The original keeps applying at the destination, so pod-addressed traffic is covered as before.
+    coverageFindings(run, d.ref, AP, a.action, t, namespaceWide, true)
+    finding(run, {
+      id: idFor(d.ref, 'waypoint-allow-set'),
+      code: 'WaypointAllowSetCopy',
+      severity: 'info',
+      ref: d.ref,
+      message: `Once the waypoint is bound it enforces ALLOW ${list(triggers)} for Service ${list(hitNames)} and denies every request to them that no ALLOW attached to it matches. ${name} also allows requests to those pods, so the plan copies it to the waypoint (${copy.ref.name}, targetRefs Service ${list(hitNames)}); the original stays at the destination.`,
+    })
+  }
 }
 
 function requestAuthenticationFindings(run: Run, decisions: PolicyDecision[]): void {

@@ -35,6 +35,8 @@ export interface PolicyPlacement {
   workloads: string[]
   /** Services whose traffic the waypoint applies a targetRefs object to (none for the other scopes). */
   services: string[]
+  /** Workloads ("Kind/name") behind `services`: whose Service-addressed traffic the waypoint applies it to. */
+  serviceWorkloads?: string[]
   /** AuthorizationPolicy action. */
   action?: 'ALLOW' | 'DENY' | 'CUSTOM' | 'AUDIT'
   /** AuthorizationPolicy: what ztunnel makes of it once its workloads are ambient (`ignored` for targetRefs). */
@@ -55,9 +57,11 @@ export interface PolicyPlacement {
  * - `carry-keep`: identity/IP-keyed L4 policy (E21): waypoint copy (and companion), the original stays at ztunnel;
  * - `rewrite`: E22 rewrite at ztunnel replaces the original (plus E21 objects when a waypoint fronts it);
  * - `keep`: nothing to do (L4 as written, already targetRefs, not affected, or no waypoint);
+ * - `keep-copy`: an ALLOW kept as written at ztunnel that the waypoint must also apply, because the waypoint
+ *   enforces other ALLOW policies for its Services and denies what none of them matches (DOMAIN §3.1);
  * - `blocked`: the plan cannot carry it; a blocker finding (or the classifier's) says why.
  */
-export type PolicyDisposition = 'carry' | 'carry-keep' | 'rewrite' | 'keep' | 'blocked'
+export type PolicyDisposition = 'carry' | 'carry-keep' | 'rewrite' | 'keep' | 'keep-copy' | 'blocked'
 
 export interface PolicyDecision {
   ref: ObjectRef
