@@ -4,7 +4,7 @@
 import {StalePlanError, UserError} from '../errors.js'
 import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
-import type {KubeObject} from '../planner/model.js'
+import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
@@ -236,6 +236,40 @@ function previousLabels(ctx: ExecutionContext, step: PlanStep, op: Extract<Opera
   return before?.labels ?? {}
 }
 
+/** What the step recorded of an object before its first write (observed.before), by refKey. */
+function recordedBefore(ctx: ExecutionContext, step: PlanStep, ref: ObjectRef): {existed?: boolean; labels?: Record<string, string | null>} | undefined {
+  return (ctx.state.status(step.id)?.observed?.before as Record<string, {existed?: boolean; labels?: Record<string, string | null>}> | undefined)?.[refKey(ref)]
+}
+
+const labelValue = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
+
+/**
+ * Of the label values an undo would restore, those it may write: a key whose live value is no longer
+ * what the step wrote was changed by someone since — it is left as it is, with a warning. Keys already
+ * at the value to restore need no write (a re-run rollback).
+ */
+function restorableLabels(
+  what: string,
+  live: Record<string, string>,
+  restore: Record<string, string | null>,
+  wrote: Record<string, string | null> | undefined,
+  warn: (message: string) => void,
+): {labels: Record<string, string | null>; left: string[]} {
+  const labels: Record<string, string | null> = {}
+  const left: string[] = []
+  for (const [key, target] of Object.entries(restore)) {
+    const now = live[key] ?? null
+    if (now === target) continue
+    if (wrote && key in wrote && now !== wrote[key]) {
+      warn(`${what}: label ${key} is ${labelValue(now)}, but the plan wrote ${labelValue(wrote[key])}; someone changed it since, so it is left as it is (rollback would have restored ${labelValue(target)})`)
+      left.push(key)
+      continue
+    }
+    labels[key] = target
+  }
+  return {labels, left}
+}
+
 /**
  * E1: restoring istio.io/rev=<r> only brings sidecars back if revision (or tag) r still has an injection
  * webhook; otherwise the restart would leave the pods without a sidecar and — once dataplane-mode is
@@ -305,6 +339,13 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
     if (ctx.signal.aborted) throw new InterruptedError()
     switch (op.op) {
       case 'delete': {
+        // An object the step applied over one that already existed (observed.before) is not the step's to delete.
+        const createdHere = step.operations.some((o) => o.op === 'apply' && refKey(operationRef(o)) === refKey(op.ref))
+        if (createdHere && recordedBefore(ctx, step, op.ref)?.existed === true) {
+          warn(`${formatRef(op.ref)} existed before step ${step.id} wrote it: left in place`)
+          details.push(`left ${formatRef(op.ref)} (it existed before the step)`)
+          break
+        }
         const live = await client.get(op.ref)
         if (!live) break
         if (!isOurs(live, planName)) {
@@ -329,18 +370,18 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
         // Restore exactly what the step saw before it wrote; the plan's undo is the fallback.
         const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
         const seen = forward ? previousLabels(ctx, step, forward) : {}
-        const labels = {...op.labels, ...seen}
-        const revision = op.ref.kind === 'Namespace' ? labels['istio.io/rev'] : undefined
-        if (revision) await checkRevisionExists(client, revision, warn)
         const live = await client.get(op.ref)
         if (!live) throw new StalePlanError(`${formatRef(op.ref)} no longer exists`)
-        const current = live.metadata.labels ?? {}
-        if (Object.entries(labels).every(([k, v]) => (v === null ? !(k in current) : current[k] === v))) {
-          details.push(`${formatRef(op.ref)} labels already restored`)
+        // Only keys still as the step left them are restored.
+        const {labels, left} = restorableLabels(formatRef(op.ref), live.metadata.labels ?? {}, {...op.labels, ...seen}, forward?.labels, warn)
+        if (Object.keys(labels).length === 0) {
+          details.push(left.length > 0 ? `${formatRef(op.ref)} labels ${left.join(', ')} left as changed since` : `${formatRef(op.ref)} labels already restored`)
           break
         }
+        const revision = op.ref.kind === 'Namespace' ? labels['istio.io/rev'] : undefined
+        if (revision) await checkRevisionExists(client, revision, warn)
         await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun})
-        details.push(Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)).join(', '))
+        details.push([...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)), ...left.map((k) => `left ${k} (changed since)`)].join(', '))
         break
       }
       case 'restart': {
@@ -351,14 +392,14 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
       }
       case 'template-labels': {
         const forward = step.operations.find((o): o is Extract<Operation, {op: 'template-labels'}> => o.op === 'template-labels' && refKey(o.ref) === refKey(op.ref))
-        const labels = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}
         const live = await client.get(op.ref)
         if (!live) {
           warn(`${formatRef(op.ref)} no longer exists: its pod template cannot be restored`)
           break
         }
         const current = podTemplateOf(live)?.metadata?.labels ?? {}
-        if (Object.entries(labels).every(([k, v]) => (v === null ? !(k in current) : current[k] === v))) break
+        const {labels} = restorableLabels(`the pod template of ${formatRef(op.ref)}`, current, {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}, forward?.labels, warn)
+        if (Object.keys(labels).length === 0) break
         await guardedMergePatch(client, op.ref, {...templateLabelsPatch(live.kind, labels), metadata: {resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, labels), {dryRun: ctx.dryRun})
         details.push(`restored the pod-template labels of ${formatRef(op.ref)}`)
         break

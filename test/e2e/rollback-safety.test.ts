@@ -2,12 +2,15 @@
 // an undo that fails or is interrupted is recorded as such (not left looking Applied), apply refuses to
 // run a step behind one a half-finished rollback left applied, a dry run writes nothing (not even the
 // plan file), and labels someone changed since the step wrote them are left alone.
-import {readFile} from 'node:fs/promises'
+import {copyFile, readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import type {StepStatus} from '../../src/planner/plan-types.js'
+import {applyStep, type ExecutionContext, undoStep} from '../../src/executor/engine.js'
+import {PlanState} from '../../src/executor/plan-state.js'
+import type {KubeObject} from '../../src/planner/model.js'
+import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION, type PlanStep, type StepStatus} from '../../src/planner/plan-types.js'
 import {hasStackTrace} from '../support/cli.js'
 import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
 import {cli, namespaceState, nextRequestId, observe, type Observed, readPlan, REPO, spawnCli, toolWrites, waitForRequest, workdir} from './support.js'
@@ -120,4 +123,63 @@ describe.skipIf(external)('rollback safety', () => {
     expect(await namespaceState(cluster.client, NS)).toEqual(startState)
     expect((await observe(cluster.client, NS)).dataPlanes).toEqual(start.dataPlanes)
   }, 120_000)
+
+  it('a label someone changed since the step wrote it is left as it is, with a warning naming the key, its value and what the plan wrote', async () => {
+    await applyAll()
+    const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
+    // Someone opts the namespace out of ambient after the migration.
+    await cluster.api.patch(nsRef, {metadata: {labels: {'istio.io/dataplane-mode': 'none'}}})
+    await cluster.waitForIdle()
+    const r = await rollback()
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain('label istio.io/dataplane-mode is "none", but the plan wrote "ambient"')
+    expect(r.stderr).toContain('left as it is')
+    const ns = await cluster.api.get(nsRef)
+    expect(ns?.metadata.labels?.['istio.io/dataplane-mode']).toBe('none')
+    // The labels nobody touched were restored.
+    expect(ns?.metadata.labels?.['istio-injection']).toBe('enabled')
+    expect(Object.values(await phases()).every((p) => p === 'RolledBack')).toBe(true)
+    await cluster.api.patch(nsRef, {metadata: {labels: {'istio.io/dataplane-mode': null}}})
+    await cluster.waitForIdle()
+    expect(await namespaceState(cluster.client, NS)).toEqual(startState)
+  }, 120_000)
+
+  it("undo does not delete an object the step's record shows existed before the step wrote it; one the step created is deleted", async () => {
+    // A scratch copy of the plan with one extra step creating an AuthorizationPolicy (the file is the step's record).
+    const file = path.join(cwd, 'scratch.yaml')
+    await copyFile(planPath(), file)
+    const state = await PlanState.load(file)
+    const planName = state.plan.metadata.name
+    const policy = (name: string, ports: string[]): KubeObject => ({
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name, namespace: NS, labels: {[MANAGED_BY_LABEL]: MANAGED_BY_VALUE}, annotations: {[PLAN_ANNOTATION]: planName}},
+      spec: {selector: {matchLabels: {app: 'ledger'}}, action: 'ALLOW', rules: [{to: [{operation: {ports}}]}]},
+    })
+    const createStep = (id: string, object: KubeObject): PlanStep => {
+      const ref = {apiVersion: object.apiVersion, kind: object.kind, namespace: NS, name: object.metadata.name}
+      const step: PlanStep = {id, action: 'create-policies', description: id, preconditions: [], operations: [{op: 'apply', object}], verify: [], undo: {description: 'delete it', operations: [{op: 'delete', ref, object}]}}
+      state.plan.spec.steps.push(step)
+      return step
+    }
+    const warnings: string[] = []
+    const ctx: ExecutionContext = {client: cluster.client, state, who: 'test', dryRun: false, timeoutMs: 30_000, signal: new AbortController().signal}
+
+    // Existed before (an earlier version of it, still marked as this plan's): the step overwrites it.
+    const existing = createStep('scratch-existing', policy('scratch-existing', ['7000']))
+    await cluster.api.create(policy('scratch-existing', ['7001']))
+    await applyStep(ctx, existing)
+    expect(state.status(existing.id)?.observed?.before).toEqual({'security.istio.io/AuthorizationPolicy/payments/scratch-existing': {existed: true}})
+    await undoStep(ctx, existing, (m) => warnings.push(m))
+    expect(await cluster.api.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-existing'})).toBeDefined()
+    expect(warnings.join('\n')).toContain(`AuthorizationPolicy ${NS}/scratch-existing existed before step scratch-existing wrote it: left in place`)
+    expect(state.status(existing.id)?.phase).toBe('RolledBack')
+
+    // Created by the step: deleted.
+    const created = createStep('scratch-created', policy('scratch-created', ['7000']))
+    await applyStep(ctx, created)
+    await undoStep(ctx, created, (m) => warnings.push(m))
+    expect(await cluster.api.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-created'})).toBeUndefined()
+    await cluster.api.delete({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-existing'})
+  }, 60_000)
 })
