@@ -3,6 +3,7 @@
 import {StalePlanError, UserError} from '../errors.js'
 import type {PlanState} from '../executor/plan-state.js'
 import {listPlanFiles, PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import {checkPlanText} from '../planner/planfile.js'
 import {mayHaveWritten} from '../planner/rollback.js'
@@ -64,22 +65,54 @@ export async function connectCluster(flags: ClusterFlags): Promise<KubeClient> {
   })
 }
 
-/** The plan must run against the cluster it was made from (kube-system's uid), unless overridden. */
+/** A server URL reduced to what identifies the endpoint: scheme, host, port (default ports dropped), path. */
+export function normalizeServer(server: string): string {
+  try {
+    const url = new URL(server)
+    return `${url.protocol}//${url.host.toLowerCase()}${url.pathname.replace(/\/+$/, '')}`
+  } catch {
+    return server.trim().replace(/\/+$/, '').toLowerCase()
+  }
+}
+
+/**
+ * The plan must run against the cluster it was made from (kube-system's uid), unless overridden. When
+ * either side has no uid (kube-system was not readable when planning, or is not now: 403), the API
+ * server URL is compared instead, with a warning.
+ */
 export async function checkTargetCluster(client: KubeClient, state: PlanState, allowOther: boolean, note: (m: string) => void): Promise<void> {
   const target = state.plan.spec.target
   if (!('clusterID' in target)) {
     note(`The plan was made from manifests (${target.manifests.join(', ')}); every step re-checks its preconditions against context ${client.context}.`)
     return
   }
-  const kubeSystem = await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'kube-system'}).catch(() => undefined)
-  const current = kubeSystem?.metadata.uid ?? ''
-  if (target.clusterID && current && target.clusterID === current) return
+  let current = ''
+  let forbidden = false
+  try {
+    current = (await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'kube-system'}))?.metadata.uid ?? ''
+  } catch (error) {
+    // Without read access to kube-system the uid cannot be compared; anything else (unreachable
+    // cluster, bad credentials) is a real failure, not "another cluster".
+    if (!(error instanceof KubeApiError && error.status === 403)) throw error
+    forbidden = true
+  }
+  const recorded = target.clusterID
+  if (recorded && current) {
+    if (recorded === current) return
+  } else {
+    if (normalizeServer(target.server) === normalizeServer(client.server)) {
+      const why = !recorded ? 'the plan recorded no kube-system uid (it was not readable when planning)' : forbidden ? `reading namespace kube-system is forbidden for context ${client.context}` : 'namespace kube-system has no uid'
+      note(`Warning: cannot confirm the cluster by its kube-system uid: ${why}. The API server URL matches the plan's (${client.server}), so this is taken to be the plan's cluster.`)
+      return
+    }
+  }
+  const currentDesc = current ? ` (uid ${current})` : forbidden ? ' (kube-system not readable: forbidden)' : ' (no kube-system uid)'
   if (allowOther) {
-    note(`Warning: the plan was made for cluster ${target.clusterID || '(unknown)'} (context ${target.context}); this is ${current || 'an unidentified cluster'} (context ${client.context}). Proceeding because of --allow-other-cluster.`)
+    note(`Warning: the plan was made for cluster ${recorded || '(unknown)'} (context ${target.context}, ${target.server}); this is ${current || 'an unidentified cluster'} (context ${client.context}, ${client.server}). Proceeding because of --allow-other-cluster.`)
     return
   }
   throw new StalePlanError(
-    `the plan was made for another cluster: context ${target.context} (${target.server}, kube-system uid ${target.clusterID || 'unknown'}); the current context ${client.context} is ${client.server}${current ? ` (uid ${current})` : ' (kube-system not readable)'}`,
+    `the plan was made for another cluster: context ${target.context} (${target.server}, kube-system uid ${recorded || 'unknown'}); the current context ${client.context} is ${client.server}${currentDesc}${!recorded || !current ? ', and the server URLs differ' : ''}`,
     'Switch to the right context (--context), or re-plan against this cluster; --allow-other-cluster overrides the check.',
   )
 }

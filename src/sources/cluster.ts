@@ -113,6 +113,16 @@ export class ClusterSource implements ObjectSource {
       })
     }
 
+    if ('clusterID' in this.target && !this.target.clusterID) {
+      findings.push({
+        id: 'cluster-unidentified',
+        code: 'ClusterUnidentified',
+        severity: 'info',
+        message: `namespace kube-system could not be read, so the plan records no cluster uid: apply and rollback will recognise the cluster by its API server URL (${this.target.server}) only.`,
+        fix: 'Grant get on namespaces/kube-system to pin plans to the cluster itself.',
+      })
+    }
+
     const istioVersion = this.istioVersion(objects, namespace, opts.rootNamespace)
     return {
       namespace,

@@ -145,6 +145,21 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     expect(apiError.suggestion).toContain('Grant "list" on deployments.apps in namespace shop')
   })
 
+  it('without read access to kube-system, records no cluster uid and says the plan will be matched by server URL', async () => {
+    server.addToken('namespace-scoped', {user: 'namespace-scoped', permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: ['shop', 'istio-system']}]})
+    const snapshot = await (await ClusterSource.open(await clientFor(server, 'namespace-scoped'))).snapshot('shop', {rootNamespace: 'istio-system'})
+    expect(snapshot.target).toEqual({context: expect.any(String), server: server.url, clusterID: ''})
+    expect(snapshot.findings.find((f) => f.code === 'ClusterUnidentified')).toEqual({
+      id: 'cluster-unidentified',
+      code: 'ClusterUnidentified',
+      severity: 'info',
+      message: `namespace kube-system could not be read, so the plan records no cluster uid: apply and rollback will recognise the cluster by its API server URL (${server.url}) only.`,
+      fix: 'Grant get on namespaces/kube-system to pin plans to the cluster itself.',
+    })
+    const admin = await (await ClusterSource.open(await clientFor(server))).snapshot('shop', {rootNamespace: 'istio-system'})
+    expect(admin.findings.some((f) => f.code === 'ClusterUnidentified')).toBe(false)
+  })
+
   it('explains a 404 for a kind the cluster does not serve, and for a missing object', async () => {
     const client = await clientFor(server)
     const error = await client.get({apiVersion: 'example.com/v1', kind: 'Widget', namespace: 'shop', name: 'w'}).catch((e: unknown) => e)
