@@ -321,7 +321,7 @@ export class HttpKubeClient implements KubeClient {
       method: 'POST',
       path: this.resourcePath(res, obj.metadata.namespace),
       query: {fieldManager: FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined},
-      body: obj,
+      body: atServedVersion(obj, res),
       attempt: this.attempt('create', res, obj.metadata.namespace, obj.metadata.name, 'POST'),
       idempotent: false,
     })
@@ -334,7 +334,7 @@ export class HttpKubeClient implements KubeClient {
       method: 'PATCH',
       path: this.resourcePath(res, obj.metadata.namespace, obj.metadata.name),
       query: {fieldManager: FIELD_MANAGER, force: opts.force ? 'true' : undefined, dryRun: opts.dryRun ? 'All' : undefined},
-      body: obj,
+      body: atServedVersion(obj, res),
       contentType: 'application/apply-patch+yaml',
       attempt: this.attempt('apply', res, obj.metadata.namespace, obj.metadata.name, 'PATCH'),
       idempotent: true,
@@ -348,7 +348,7 @@ export class HttpKubeClient implements KubeClient {
       method: 'PATCH',
       path: this.resourcePath(res, ref.namespace, ref.name),
       query: {fieldManager: FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined},
-      body: patch,
+      body: 'apiVersion' in patch ? atServedVersion(patch, res) : patch,
       contentType: 'application/merge-patch+json',
       attempt: this.attempt('patch', res, ref.namespace, ref.name, 'PATCH'),
       idempotent: true,
@@ -393,6 +393,15 @@ export class HttpKubeClient implements KubeClient {
     const {body} = await this.request<{gitVersion?: string}>({method: 'GET', path: '/version', attempt: {method: 'GET', verb: 'get', group: '', resource: 'version', what: 'read the server version'}, idempotent: true})
     return body?.gitVersion
   }
+}
+
+/**
+ * The body as the resource it is sent to expects it: when the object's apiVersion is not served and
+ * resourceFor fell back to another version of the group (Istio serves the same kinds as v1, v1beta1,
+ * v1alpha3), the server refuses a body whose apiVersion does not match the URL's.
+ */
+function atServedVersion<T extends {apiVersion?: unknown}>(obj: T, res: ApiResource): T {
+  return obj.apiVersion === res.apiVersion ? obj : {...obj, apiVersion: res.apiVersion}
 }
 
 /** A fresh KubeConfig with the same content: its authenticators start without cached credentials. */

@@ -190,3 +190,35 @@ describe('401 Unauthorized', () => {
     expect(server.requests.filter((e) => e.path === '/api').map((e) => e.status)).toEqual([401, 200])
   })
 })
+
+describe('a kind whose requested apiVersion is not served', () => {
+  it('is written at the version the server serves, with the body apiVersion rewritten to match', async () => {
+    const admin = await clientFor(server)
+    await admin.create({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: {name: 'widgets.example.org'},
+      spec: {
+        group: 'example.org',
+        names: {kind: 'Widget', listKind: 'WidgetList', plural: 'widgets', singular: 'widget'},
+        scope: 'Namespaced',
+        versions: [{name: 'v1beta1', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}}],
+      },
+    })
+    // A fresh client, so its discovery sees the CRD.
+    const client = await clientFor(server)
+    expect((await client.resourceFor('example.org/v1', 'Widget'))?.apiVersion).toBe('example.org/v1beta1')
+    const widget = (name: string): KubeObject => ({apiVersion: 'example.org/v1', kind: 'Widget', metadata: {name, namespace: 'hc'}, spec: {size: 1}})
+    server.resetRequestLog()
+    const applied = await client.apply(widget('applied'))
+    const created = await client.create(widget('created'))
+    const patched = await client.mergePatch({apiVersion: 'example.org/v1', kind: 'Widget', namespace: 'hc', name: 'created'}, {apiVersion: 'example.org/v1', kind: 'Widget', spec: {size: 2}})
+    expect([applied.apiVersion, created.apiVersion, patched.apiVersion]).toEqual(['example.org/v1beta1', 'example.org/v1beta1', 'example.org/v1beta1'])
+    expect(patched.spec).toEqual({size: 2})
+    expect(server.requestsMatching({group: 'example.org'}).map((e) => [e.verb, e.version, e.status])).toEqual([
+      ['patch', 'v1beta1', 201],
+      ['create', 'v1beta1', 201],
+      ['patch', 'v1beta1', 200],
+    ])
+  })
+})
