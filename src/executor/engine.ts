@@ -11,6 +11,7 @@ import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import type {NamespaceLock} from './lock.js'
 import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, stalePreconditions, templateLabelsPatch} from './operations.js'
 import type {PlanState} from './plan-state.js'
+import {hasSidecar, livePods} from './observe.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 
 export class StepFailedError extends UserError {
@@ -297,8 +298,58 @@ async function checkRevisionExists(client: KubeClient, revision: string, warn: (
   }
 }
 
-/** Checks that must hold before a rollback writes anything (today: E1, the revision to restore still injects). */
+const DATAPLANE_MODE = 'istio.io/dataplane-mode'
+
+/** Workloads whose pods had no sidecar before the plan: enable-ambient captured them, and its undo only returns them to that. */
+function capturedBeforePlan(step: PlanStep): ObjectRef[] {
+  return step.verify.flatMap((v) => (v.check === 'pods-captured' ? v.refs : []))
+}
+
+/**
+ * Removing istio.io/dataplane-mode (the undo of enable-ambient) un-enrols every running sidecar-less pod of the
+ * namespace at once: they leave the mesh (plaintext, rejected by STRICT peers) until restarted. Refuse while a
+ * captured pod without a sidecar would, unless its workload was sidecar-less before the plan or is one the
+ * rollback restarts with sidecars before that write (`returning`).
+ */
+async function checkPodsStayInMesh(ctx: ExecutionContext, enableAmbient: PlanStep, returning: ObjectRef[]): Promise<void> {
+  const {state} = ctx
+  const allowed = new Set([...capturedBeforePlan(enableAmbient), ...returning].map(refKey))
+  const offenders = (await livePods(ctx.client, state.namespace)).filter((p) => !hasSidecar(p) && p.captured && !(p.owner && allowed.has(refKey(p.owner))))
+  if (offenders.length === 0) return
+  const byOwner = new Map<string, {owner: ObjectRef | undefined; pods: string[]}>()
+  for (const p of offenders) {
+    const key = p.owner ? refKey(p.owner) : p.name
+    byOwner.set(key, {owner: p.owner, pods: [...(byOwner.get(key)?.pods ?? []), p.name]})
+  }
+  const list = [...byOwner.values()].map(({owner, pods}) => `  - ${owner && owner.kind !== 'Pod' ? `${formatRef(owner)}: pod(s) ${pods.join(', ')}` : `Pod ${state.namespace}/${pods.join(', ')}`}`).join('\n')
+  const restartable = [...byOwner.values()].flatMap(({owner}) => (owner && ['Deployment', 'StatefulSet', 'DaemonSet'].includes(owner.kind) ? [`${owner.kind.toLowerCase()}/${owner.name}`] : []))
+  const injection = state.plan.spec.steps
+    .filter((s) => s.action === 'remove-sidecar-injection')
+    .flatMap((s) => s.undo.operations.flatMap((o) => (o.op === 'label' && o.ref.kind === 'Namespace' ? Object.entries(o.labels).filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`) : [])))
+  throw new StalePlanError(
+    `removing ${DATAPLANE_MODE} from namespace ${state.namespace} would take running pods out of the mesh: they have no sidecar and are captured by ztunnel, and their workloads were not sidecar-less before the migration:\n${list}`,
+    `Restart them after the injection label is restored${injection.length > 0 ? ` (if it is not back yet: kubectl label namespace ${state.namespace} ${injection.join(' ')})` : ''} so they get sidecars${restartable.length > 0 ? ` (kubectl rollout restart -n ${state.namespace} ${restartable.join(' ')})` : ''}, or remove them; then re-run \`mesh-migrate rollback ${state.file}\` once they have sidecars again.`,
+  )
+}
+
+/**
+ * Checks that must hold before a rollback writes anything: E1 (the revision to restore still injects), and no
+ * pod falls out of the mesh when the undo of enable-ambient removes istio.io/dataplane-mode.
+ */
 export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], warn: (message: string) => void): Promise<void> {
+  const enableAmbient = steps.find((s) => s.action === 'enable-ambient')
+  if (enableAmbient) {
+    const ns = await ctx.client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.state.namespace})
+    const wrote = enableAmbient.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && o.ref.kind === 'Namespace')?.labels[DATAPLANE_MODE]
+    // The undo writes the label only while it still has the value the step wrote.
+    if (wrote !== undefined && (ns?.metadata.labels?.[DATAPLANE_MODE] ?? null) === wrote) {
+      // Pods the steps undone before it restart (with the injection label back) get their sidecars first.
+      const returning = steps
+        .slice(0, steps.indexOf(enableAmbient))
+        .flatMap((s) => s.undo.operations.flatMap((o) => ((o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob' ? [o.ref] : [])))
+      await checkPodsStayInMesh(ctx, enableAmbient, returning)
+    }
+  }
   for (const step of steps) {
     for (const op of step.undo.operations) {
       if (op.op !== 'label' || op.ref.kind !== 'Namespace') continue
@@ -380,6 +431,11 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
         }
         const revision = op.ref.kind === 'Namespace' ? labels['istio.io/rev'] : undefined
         if (revision) await checkRevisionExists(client, revision, warn)
+        // Again right before the write: the steps undone before this one restarted pods, others may have appeared.
+        if (op.ref.kind === 'Namespace' && DATAPLANE_MODE in labels && labels[DATAPLANE_MODE] !== 'ambient' && !ctx.dryRun) {
+          const enableAmbient = step.action === 'enable-ambient' ? step : state.plan.spec.steps.find((s) => s.action === 'enable-ambient')
+          if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
+        }
         await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun})
         details.push([...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)), ...left.map((k) => `left ${k} (changed since)`)].join(', '))
         break

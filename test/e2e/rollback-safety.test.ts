@@ -7,7 +7,8 @@ import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {applyStep, type ExecutionContext, undoStep} from '../../src/executor/engine.js'
+import {applyStep, checkRollback, type ExecutionContext, undoStep} from '../../src/executor/engine.js'
+import {rollbackSequence} from '../../src/planner/rollback.js'
 import {PlanState} from '../../src/executor/plan-state.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION, type PlanStep, type StepStatus} from '../../src/planner/plan-types.js'
@@ -182,4 +183,82 @@ describe.skipIf(external)('rollback safety', () => {
     expect(await cluster.api.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-created'})).toBeUndefined()
     await cluster.api.delete({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-existing'})
   }, 60_000)
+
+  /** A Deployment created after the migration: its pods have no sidecar and are captured by ztunnel. */
+  const newDeployment = (name: string, templateLabels: Record<string, string> = {}): KubeObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {name, namespace: NS},
+    spec: {
+      replicas: 1,
+      selector: {matchLabels: {app: name}},
+      template: {metadata: {labels: {app: name, ...templateLabels}}, spec: {serviceAccountName: 'api', containers: [{name, image: `example/${name}:1`}]}},
+    },
+  })
+  const deploymentRef = (name: string) => ({apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name})
+  const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
+
+  it('rollback refuses (exit 3, before any write) to remove istio.io/dataplane-mode while pods that were not sidecar-less before the plan would fall out of the mesh', async () => {
+    await applyAll()
+    await cluster.api.create(newDeployment('newapp'))
+    await cluster.waitForIdle()
+    expect((await observe(cluster.client, NS)).dataPlanes['Deployment/newapp']).toBe('ambient')
+
+    const before = await readFile(planPath(), 'utf8')
+    const from = nextRequestId(server())
+    const r = await rollback()
+    expect(r.code, r.stderr).toBe(3)
+    expect(hasStackTrace(r.stderr), r.stderr).toBe(false)
+    expect(r.stderr).toContain(`removing istio.io/dataplane-mode from namespace ${NS} would take running pods out of the mesh`)
+    expect(r.stderr).toContain(`Deployment ${NS}/newapp: pod(s) newapp-`)
+    expect(r.stderr).toContain(`kubectl label namespace ${NS} istio-injection=enabled`)
+    expect(r.stderr).toContain(`kubectl rollout restart -n ${NS} deployment/newapp`)
+    // The workloads of the plan were restarted by it and get their sidecars back in the rollback: not named.
+    expect(r.stderr).not.toContain('Deployment payments/ledger')
+    expect(toolWrites(server(), from).filter((e) => e.resource !== 'leases').map((e) => `${e.verb} ${e.path}`)).toEqual([])
+    expect(await readFile(planPath(), 'utf8')).toBe(before)
+
+    // Doing what it says: the injection label back, newapp restarted with a sidecar; rollback then finishes.
+    await cluster.api.patch(nsRef, {metadata: {labels: {'istio-injection': 'enabled'}}})
+    await cluster.api.patch(deploymentRef('newapp'), {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date().toISOString()}}}}})
+    await cluster.waitForIdle()
+    expect((await observe(cluster.client, NS)).dataPlanes['Deployment/newapp']).toBe('sidecar')
+    const again = await rollback()
+    expect(again.code, again.stderr).toBe(0)
+    expect(Object.values(await phases()).every((p) => p === 'RolledBack')).toBe(true)
+    await cluster.api.delete(deploymentRef('newapp'))
+    await cluster.waitForIdle()
+    expect(await namespaceState(cluster.client, NS)).toEqual(startState)
+  }, 180_000)
+
+  it('the undo of enable-ambient checks again right before the label write: a sidecar-less pod that appeared during the rollback stops it (exit 3, recorded Failed)', async () => {
+    await applyAll()
+    const state = await PlanState.load(planPath())
+    const ctx: ExecutionContext = {client: cluster.client, state, who: 'test', dryRun: false, timeoutMs: 60_000, signal: new AbortController().signal}
+    const warn = () => undefined
+    const {steps} = rollbackSequence(state.plan)
+    await checkRollback(ctx, steps, warn)
+    const index = steps.findIndex((s) => s.action === 'enable-ambient')
+    for (const step of steps.slice(0, index)) await undoStep(ctx, step, warn)
+    // While the rollback restarts the workloads, someone deploys a workload opted out of injection.
+    await cluster.api.create(newDeployment('optout', {'sidecar.istio.io/inject': 'false'}))
+    await cluster.waitForIdle()
+    expect((await observe(cluster.client, NS)).dataPlanes['Deployment/optout']).toBe('ambient')
+
+    const enableAmbient = steps[index]!
+    await expect(undoStep(ctx, enableAmbient, warn)).rejects.toMatchObject({exitCode: 3, message: expect.stringContaining(`Deployment ${NS}/optout: pod(s) optout-`)})
+    expect((await cluster.api.get(nsRef))?.metadata.labels?.['istio.io/dataplane-mode']).toBe('ambient')
+    const failed = await record(enableAmbient.id)
+    expect(failed?.phase).toBe('Failed')
+    expect(failed?.message).toMatch(/^rollback failed: removing istio.io\/dataplane-mode/)
+
+    await cluster.api.delete(deploymentRef('optout'))
+    await cluster.waitForIdle()
+    const finish = await rollback()
+    expect(finish.code, finish.stderr).toBe(0)
+    await cluster.waitForIdle()
+    expect(Object.values(await phases()).every((p) => p === 'RolledBack')).toBe(true)
+    expect(await namespaceState(cluster.client, NS)).toEqual(startState)
+    expect((await observe(cluster.client, NS)).dataPlanes).toEqual(start.dataPlanes)
+  }, 180_000)
 })
