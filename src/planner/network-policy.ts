@@ -245,3 +245,60 @@ export function analyzeNetworkPolicies(policies: KubeObject[], pods: PodEndpoint
   }
   return [...hbone.values(), ...probeIssues.values()]
 }
+
+// ---------------------------------------------------------------------------------------------
+// Waypoints (DOMAIN §1.3, §3.14): ambient callers reach the waypoint's pods on TCP 15008, and the waypoint
+// reaches the pods behind it on TCP 15008 with its own pod IP — a peer the NetworkPolicies of sidecar mode never
+// named.
+
+/** Labels istiod puts on a waypoint's pods (DOMAIN §1.3: the waypoint template). */
+export function waypointPodLabels(name: string): Record<string, string> {
+  return {
+    'gateway.networking.k8s.io/gateway-name': name,
+    'gateway.networking.k8s.io/gateway-class-name': 'istio-waypoint',
+    'gateway.istio.io/managed': 'istio.io-mesh-controller',
+    'service.istio.io/canonical-name': name,
+    'sidecar.istio.io/inject': 'false',
+    'istio.io/dataplane-mode': 'none',
+  }
+}
+
+/** The peer that selects a waypoint's pods in NetworkPolicy rules (same namespace as the policy). */
+export function waypointPeer(name: string): PolicyPeer {
+  return {podSelector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': name}}}
+}
+
+/**
+ * Whether a peer admits a pod of namespace `podNamespace` with these labels (policy in `policyNamespace`,
+ * whose namespace carries `namespaceLabels`). ipBlock peers are not counted: pod IPs are unknown to the plan.
+ */
+export function peerAdmitsPod(peer: PolicyPeer, podLabels: Record<string, string>, podNamespace: string, policyNamespace: string, namespaceLabels: Record<string, string>): boolean {
+  if (peer.ipBlock) return false
+  if (!peer.podSelector && !peer.namespaceSelector) return false
+  const nsOk = peer.namespaceSelector ? selectorMatches(peer.namespaceSelector, namespaceLabels) : podNamespace === policyNamespace
+  return nsOk && (peer.podSelector ? selectorMatches(peer.podSelector, podLabels) : true)
+}
+
+/** Whether some ingress rule of these policies admits that pod (as a peer) on TCP `port` of `pod`. */
+export function rulesAdmitPodOnPort(
+  rules: {policy: KubeObject; rule: IngressRule}[],
+  pod: PodEndpoint,
+  port: number,
+  peer: {labels: Record<string, string>; namespace: string; namespaceLabels: Record<string, string>},
+): boolean {
+  return rules.some(
+    ({policy, rule}) =>
+      ruleAdmitsPort(rule, port, pod) &&
+      (ruleFromEverywhere(rule) || (rule.from ?? []).some((p) => peerAdmitsPod(p, peer.labels, peer.namespace, policy.metadata.namespace ?? peer.namespace, peer.namespaceLabels))),
+  )
+}
+
+/** The ingress rules of the policies selecting `pod` (each with its policy), probe-only rules left out. */
+export function rulesSelecting(policies: KubeObject[], pod: PodEndpoint): {policy: KubeObject; rule: IngressRule; index: number}[] {
+  return policies
+    .filter((p) => affectsIngress(p) && selectsPod(p, pod.labels))
+    .flatMap((policy) => ingressRules(policy).map((rule, index) => ({policy, rule, index})))
+    .filter((r) => !probeSourceOnly(r.rule))
+}
+
+export type {IngressRule, PolicyPeer}

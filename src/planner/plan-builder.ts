@@ -261,7 +261,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   }
 
   if (migrating) {
-    const np = networkPolicyStep(inventory, snapshot, ns)
+    const np = networkPolicyStep(inventory, snapshot, ns, waypointRequired ? options.waypointName : undefined)
     findings.push(...np.findings)
     if (np.step) steps.push(np.step)
   }

@@ -3,10 +3,25 @@
 // opt-ins (E4), and the bypass-prevention DENY (DOMAIN §3.1 recipe). Pure.
 import {cleanObject, objectFingerprint} from './canonical.js'
 import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from './model.js'
-import {analyzeNetworkPolicies, HBONE_PORT, podEndpoint, PROBE_SOURCE_V4, type PodEndpoint} from './network-policy.js'
+import {
+  affectsIngress,
+  analyzeNetworkPolicies,
+  HBONE_PORT,
+  podEndpoint,
+  PROBE_SOURCE_V4,
+  type PodEndpoint,
+  ruleAdmitsPort,
+  ruleFromEverywhere,
+  rulesAdmitPodOnPort,
+  rulesSelecting,
+  selectsPod,
+  waypointPeer,
+  waypointPodLabels,
+} from './network-policy.js'
 import type {Operation, PlanStep, Precondition} from './plan-types.js'
 import {formatRef, refKey, refOf} from './refs.js'
 import {markManaged} from './retarget.js'
+import {waypointServable} from './retarget/targets.js'
 import {convertVirtualServices} from './routes.js'
 import {waypointPrincipal} from './waypoint.js'
 
@@ -46,13 +61,17 @@ export function podEndpoints(inventory: Inventory, snapshot: SourceSnapshot): Po
  * the same `from` on TCP 15008 (ambient peers and waypoints arrive there), and 169.254.7.127/32 on the
  * probed ports. NetworkPolicies only add up, so nothing the original denies becomes allowed except
  * HBONE from the peers it already admitted, and probes.
+ *
+ * With a waypoint (`waypointName`): the pods behind it receive HBONE from the waypoint's pods, so every
+ * allowance for them also admits those pods on 15008; and when a policy selects the waypoint's own pods
+ * (a default-deny), one more allowance admits on 15008 the callers the pods behind it admitted.
  */
-export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planName: string): {step?: PlanStep; findings: Finding[]} {
+export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planName: string, waypointName?: string): {step?: PlanStep; findings: Finding[]} {
   const ns = inventory.namespace
   const policies = snapshot.objects.filter((o) => o.kind === 'NetworkPolicy' && o.apiVersion.startsWith('networking.k8s.io/') && o.metadata.namespace === ns)
   if (policies.length === 0) return {findings: []}
-  const issues = analyzeNetworkPolicies(policies, podEndpoints(inventory, snapshot))
-  if (issues.length === 0) return {findings: []}
+  const pods = podEndpoints(inventory, snapshot)
+  const issues = analyzeNetworkPolicies(policies, pods)
   const byName = new Map(policies.map((p) => [p.metadata.name, p]))
   const rulesFor = new Map<string, unknown[]>()
   const add = (policy: string, rule: unknown) => {
@@ -69,24 +88,122 @@ export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot
       for (const name of issue.policies) add(name, {from: [{ipBlock: {cidr: `${PROBE_SOURCE_V4}/32`}}], ...(issue.port === undefined ? {} : {ports: [{protocol: 'TCP', port: issue.port}]})})
     }
   }
-  const created: KubeObject[] = [...rulesFor.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, ingress]) =>
-    markManaged({
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: {name: `${name}-ambient`.slice(0, 253), namespace: ns, annotations: {'mesh-migrate.io/complements': name}},
-      spec: {podSelector: structuredClone(byName.get(name)?.spec?.podSelector ?? {}), policyTypes: ['Ingress'], ingress},
-    }, planName),
-  )
+  const details = issues.map((i) => i.detail)
+  const findings: Finding[] = []
+  const extra: KubeObject[] = []
+  if (waypointName) {
+    const waypoint = waypointAllowances(inventory, policies, pods, waypointName, planName)
+    for (const [policy, rule] of waypoint.rules) add(policy, rule)
+    details.push(...waypoint.details)
+    findings.push(...waypoint.findings)
+    if (waypoint.object) extra.push(waypoint.object)
+  }
+  if (rulesFor.size === 0 && extra.length === 0) return {findings}
+  const created: KubeObject[] = [
+    ...[...rulesFor.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, ingress]) =>
+      markManaged({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: {name: `${name}-ambient`.slice(0, 253), namespace: ns, annotations: {'mesh-migrate.io/complements': name}},
+        spec: {podSelector: structuredClone(byName.get(name)?.spec?.podSelector ?? {}), policyTypes: ['Ingress'], ingress},
+      }, planName),
+    ),
+    ...extra,
+  ]
   const step: PlanStep = {
     id: 'patch-network-policies',
     action: 'patch-network-policies',
-    description: `Before any traffic moves, add ${created.length} NetworkPolic${created.length === 1 ? 'y' : 'ies'} next to the existing ones: ${issues.map((i) => i.detail).join('; ')}. Ambient peers and waypoints reach pods on TCP ${HBONE_PORT}, and kubelet probes come from ${PROBE_SOURCE_V4} once pods are captured; NetworkPolicies add up, so the new ones admit exactly that and nothing else.`,
+    description: `Before any traffic moves, add ${created.length} NetworkPolic${created.length === 1 ? 'y' : 'ies'} next to the existing ones: ${details.join('; ')}. Ambient peers and waypoints reach pods on TCP ${HBONE_PORT}, and kubelet probes come from ${PROBE_SOURCE_V4} once pods are captured; NetworkPolicies add up, so the new ones admit exactly that and nothing else.`,
     preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
     operations: created.map((object): Operation => ({op: 'apply', object})),
     verify: [{check: 'objects-present', refs: created.map(refOf)}],
     undo: {description: 'Delete the NetworkPolicies this step added.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
   }
-  return {step, findings: []}
+  return {step, findings}
+}
+
+/** Name of the allowance admitting HBONE to the waypoint's own pods. */
+export function waypointAllowanceName(waypointName: string): string {
+  return `${waypointName}-waypoint-ambient`
+}
+
+/**
+ * What NetworkPolicies need once a waypoint fronts the namespace's Services (DOMAIN §1.3, §3.14):
+ * - the pods behind it are reached on TCP 15008 from the waypoint's pods (the waypoint does not keep the
+ *   caller's IP): each policy with rules for such a pod gets a rule admitting the waypoint's pods on 15008;
+ * - the waypoint's pods are reached on TCP 15008 by the callers: when a policy selects them (a default-deny
+ *   with `podSelector: {}`), an allowance selecting them admits on 15008 every peer that the pods behind it
+ *   admitted (from everywhere if one of them admitted everyone or is selected by no policy).
+ */
+function waypointAllowances(
+  inventory: Inventory,
+  policies: KubeObject[],
+  pods: PodEndpoint[],
+  waypointName: string,
+  planName: string,
+): {rules: [string, unknown][]; details: string[]; findings: Finding[]; object?: KubeObject} {
+  const ns = inventory.namespace
+  const namespaceLabels = {...inventory.namespaceState.labels, 'kubernetes.io/metadata.name': ns}
+  const labels = waypointPodLabels(waypointName)
+  const peer = {labels, namespace: ns, namespaceLabels}
+  const hbone = {protocol: 'TCP', port: HBONE_PORT}
+  const behind = new Set(inventory.services.filter(waypointServable).flatMap((s) => s.workloads))
+  const skipped = new Set(inventory.workloads.filter((w) => w.traits.includes('waypoint')).map((w) => `${w.ref.kind}/${w.ref.name}`))
+  const rules: [string, unknown][] = []
+  const details: string[] = []
+  const findings: Finding[] = []
+  const callers: unknown[] = []
+  let fromEverywhere = false
+  const reached: string[] = []
+  const restricting = new Set<string>()
+  for (const pod of pods) {
+    if (skipped.has(pod.name) || !behind.has(pod.name.slice(pod.name.indexOf('/') + 1))) continue
+    if (!policies.some((p) => affectsIngress(p) && selectsPod(p, pod.labels))) {
+      fromEverywhere = true
+      continue
+    }
+    const selecting = rulesSelecting(policies, pod)
+    if (selecting.length === 0) continue // nothing reaches it today, nothing through the waypoint either
+    for (const r of selecting) {
+      if (ruleFromEverywhere(r.rule)) fromEverywhere = true
+      else for (const p of r.rule.from ?? []) if (!callers.some((c) => JSON.stringify(c) === JSON.stringify(p))) callers.push(structuredClone(p))
+    }
+    if (rulesAdmitPodOnPort(selecting, pod, HBONE_PORT, peer)) continue
+    for (const name of [...new Set(selecting.map((r) => r.policy.metadata.name))].sort()) {
+      rules.push([name, {from: [waypointPeer(waypointName)], ports: [hbone]}])
+      restricting.add(name)
+    }
+    reached.push(pod.name)
+  }
+  if (reached.length > 0) {
+    details.push(`the waypoint ${waypointName} reaches ${reached.join(', ')} on TCP ${HBONE_PORT} from its own pods, which ${[...restricting].sort().join(', ')} do${restricting.size === 1 ? 'es' : ''} not admit`)
+    findings.push({
+      id: `E25/waypoint-peer/${ns}`,
+      code: 'NetworkPolicySeesWaypoint',
+      severity: 'warning',
+      message: `For traffic through the waypoint, NetworkPolicy sees the waypoint's pods, not the caller: once ${[...restricting].sort().join(', ')} admit the waypoint on TCP ${HBONE_PORT}, they no longer tell apart the callers the waypoint forwards to ${reached.join(', ')}.`,
+      fix: 'Restrict callers with AuthorizationPolicies (the waypoint enforces them with the caller\'s identity) where the NetworkPolicies did it.',
+    })
+  }
+  const selectingWaypoint = policies.filter((p) => affectsIngress(p) && selectsPod(p, labels)).map((p) => p.metadata.name).sort()
+  if (selectingWaypoint.length === 0 || (!fromEverywhere && callers.length === 0)) return {rules, details, findings}
+  const waypointPod: PodEndpoint = {name: `waypoint ${waypointName}`, labels, ports: [{containerPort: HBONE_PORT, name: 'mesh'}], probes: []}
+  if (rulesSelecting(policies, waypointPod).some((r) => ruleFromEverywhere(r.rule) && ruleAdmitsPort(r.rule, HBONE_PORT, waypointPod))) return {rules, details, findings}
+  const object = markManaged(
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: {name: waypointAllowanceName(waypointName), namespace: ns, annotations: {'mesh-migrate.io/complements': selectingWaypoint.join(',')}},
+      spec: {
+        podSelector: structuredClone(waypointPeer(waypointName).podSelector),
+        policyTypes: ['Ingress'],
+        ingress: [{...(fromEverywhere ? {} : {from: callers}), ports: [hbone]}],
+      },
+    },
+    planName,
+  )
+  details.push(`${selectingWaypoint.join(', ')} select${selectingWaypoint.length === 1 ? 's' : ''} the waypoint's own pods (gateway.networking.k8s.io/gateway-name=${waypointName}), which callers reach on TCP ${HBONE_PORT}: ${object.metadata.name} admits ${fromEverywhere ? 'every source' : 'the peers the pods behind the waypoint admit'} there`)
+  return {rules, details, findings, object}
 }
 
 // ---------------------------------------------------------------------------------------------

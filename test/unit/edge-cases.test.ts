@@ -1101,6 +1101,47 @@ describe('E25 NetworkPolicies written for sidecar mode', () => {
     const {plan} = planOf(objects.filter((o) => o.kind !== 'NetworkPolicy'))
     expect(stepIds(plan)).not.toContain('patch-network-policies')
   })
+
+  it('with a waypoint: the pods behind it admit the waypoint\'s pods on 15008, and the waypoint\'s own pods (selected by default-deny) admit the callers on 15008', async () => {
+    const {plan} = planOf(await fixture('E25-network-policies.yaml', 'E25-waypoint.yaml'))
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    const s = step(plan, 'patch-network-policies')
+    expect(opsOf(s)).toEqual([
+      'apply NetworkPolicy/default-deny-ambient',
+      'apply NetworkPolicy/ratings-from-bookinfo-ambient',
+      'apply NetworkPolicy/reviews-from-productpage-ambient',
+      'apply NetworkPolicy/waypoint-waypoint-ambient',
+    ])
+    const fromWaypoint = {from: [{podSelector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': 'waypoint'}}}], ports: [{protocol: 'TCP', port: 15008}]}
+    expect(applied(s, 'reviews-from-productpage-ambient').spec.ingress).toEqual([
+      {from: [{podSelector: {matchLabels: {app: 'productpage'}}}], ports: [{protocol: 'TCP', port: 15008}]},
+      fromWaypoint,
+    ])
+    // ratings-from-bookinfo admits bookinfo's pods on 15008 already, the waypoint's included.
+    expect(applied(s, 'ratings-from-bookinfo-ambient').spec.ingress).not.toContainEqual(fromWaypoint)
+    expect(applied(s, 'waypoint-waypoint-ambient')).toEqual({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: {name: 'waypoint-waypoint-ambient', namespace: NS, labels: MANAGED, annotations: {'mesh-migrate.io/complements': 'default-deny', 'mesh-migrate.io/plan': NS}},
+      spec: {
+        podSelector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': 'waypoint'}},
+        policyTypes: ['Ingress'],
+        ingress: [{from: [{namespaceSelector: {matchLabels: {'kubernetes.io/metadata.name': 'bookinfo'}}}, {podSelector: {matchLabels: {app: 'productpage'}}}], ports: [{protocol: 'TCP', port: 15008}]}],
+      },
+    })
+    expect(s.description).toContain('default-deny selects the waypoint\'s own pods')
+    expect(s.undo.operations.map(opText)).toContain('delete NetworkPolicy/waypoint-waypoint-ambient')
+    expect(finding(plan, 'E25/waypoint-peer/bookinfo')).toMatchObject({code: 'NetworkPolicySeesWaypoint', severity: 'warning'})
+    expect(stepIds(plan).indexOf('patch-network-policies')).toBeLessThan(stepIds(plan).indexOf('create-waypoint'))
+  })
+
+  it('with a waypoint and no policy selecting its pods, only the pods behind it need the waypoint admitted', async () => {
+    const objs = (await fixture('E25-network-policies.yaml', 'E25-waypoint.yaml')).filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'default-deny'))
+    const {plan} = planOf(objs)
+    const s = step(plan, 'patch-network-policies')
+    expect(opsOf(s)).not.toContain('apply NetworkPolicy/waypoint-waypoint-ambient')
+    expect(applied(s, 'reviews-from-productpage-ambient').spec.ingress).toContainEqual({from: [{podSelector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': 'waypoint'}}}], ports: [{protocol: 'TCP', port: 15008}]})
+  })
 })
 
 describe('E26 a VirtualService and an HTTPRoute for the same Service', () => {
