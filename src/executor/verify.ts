@@ -57,6 +57,38 @@ function missingPods(refs: ObjectRef[], byWorkload: Map<string, unknown[]>): str
   return refs.filter((r) => (byWorkload.get(refKey(r))?.length ?? 0) === 0).map(formatRef)
 }
 
+/** How many running pods a workload should have now (0: none expected, e.g. scaled to 0, a Job, or gone). */
+async function podsWanted(client: KubeClient, ref: ObjectRef): Promise<number> {
+  if (ref.kind === 'Job' || ref.kind === 'CronJob') return 0
+  const obj = await client.get(ref)
+  if (!obj) return 0
+  switch (obj.kind) {
+    case 'Deployment':
+    case 'StatefulSet':
+    case 'ReplicaSet':
+      return typeof obj.spec?.replicas === 'number' ? obj.spec.replicas : 1
+    case 'DaemonSet':
+      return obj.status?.desiredNumberScheduled ?? 0
+    default:
+      // A bare Pod that exists but is not running has finished; other kinds have no replica count to go by.
+      return 0
+  }
+}
+
+/**
+ * A pod check over a workload without any running pod holds vacuously: while it should have pods (replicas > 0)
+ * they are still coming up, and the check must wait for them instead of passing.
+ */
+async function podsNotUpYet(client: KubeClient, refs: ObjectRef[], byWorkload: Map<string, unknown[]>): Promise<CheckResult | undefined> {
+  const waiting: string[] = []
+  for (const ref of refs) {
+    if ((byWorkload.get(refKey(ref))?.length ?? 0) > 0) continue
+    const wanted = await podsWanted(client, ref)
+    if (wanted > 0) waiting.push(`${formatRef(ref)} (${wanted} wanted)`)
+  }
+  return waiting.length > 0 ? {ok: false, detail: `no running pods yet for ${waiting.join(', ')}`} : undefined
+}
+
 export async function runCheck(v: Verification, ctx: VerifyContext): Promise<CheckResult> {
   const {client} = ctx
   switch (v.check) {
@@ -113,6 +145,8 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
       const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
       const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter(hasSidecar).map((p) => p.name))
       if (offenders.length > 0) return {ok: false, detail: `pods still with a sidecar: ${offenders.join(', ')}`}
+      const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+      if (notUp) return notUp
       const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
       const noPods = missingPods(v.refs, byWorkload)
       return {ok: true, detail: `${count} pod(s) without sidecar${noPods.length > 0 ? `; no running pods for ${noPods.join(', ')}` : ''}`}
@@ -121,6 +155,8 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
       const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
       const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => !p.captured).map((p) => `${p.name}${hasSidecar(p) ? ' (has a sidecar)' : ''}`))
       if (offenders.length > 0) return {ok: false, detail: `pods not captured by ztunnel (ambient.istio.io/redirection != enabled): ${offenders.join(', ')}`}
+      const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+      if (notUp) return notUp
       const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
       return {ok: true, detail: `${count} pod(s) captured by ztunnel`}
     }
@@ -138,6 +174,8 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
       if (pending.length > 0 || offenders.length > 0) {
         return {ok: false, detail: [...pending, ...(offenders.length > 0 ? [`pods without istio.io/dataplane-mode=none: ${offenders.join(', ')}`] : [])].join('; ')}
       }
+      const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+      if (notUp) return notUp
       return {ok: true, detail: `pods of ${v.refs.length} workload(s) stay out of ambient (istio.io/dataplane-mode=none)`}
     }
     case 'waypoint-bound': {
