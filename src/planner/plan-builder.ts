@@ -1,6 +1,6 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3).
 import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
-import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
+import type {Finding, Inventory, KubeObject, ObjectRef, ServiceItem, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
 import {
   type MigrationPlan,
   type Operation,
@@ -16,7 +16,9 @@ import {denyBypassStep, gatewayPinOperations, networkPolicyStep, optOutStep, pod
 import {compareRefs, formatRef, refKey, refOf} from './refs.js'
 import {allowsNothing, markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
 import {simulate, unexpectedHazards} from './simulate.js'
-import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, waypointRevision} from './waypoint.js'
+import {USE_WAYPOINT_NAMESPACE_LABEL} from './classify/common.js'
+import {waypointServable} from './retarget/targets.js'
+import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, WAYPOINT_FOR_LABEL, waypointRevision} from './waypoint.js'
 
 export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
 export const INJECTION_LABEL = 'istio-injection'
@@ -169,6 +171,69 @@ export function idMatcher(patterns: string[]): (id: string) => boolean {
   return (id) => exact.has(id) || globs.some((g) => g.test(id))
 }
 
+/** What labelling the namespace istio.io/use-waypoint=<waypoint> binds (DOMAIN §1.5). */
+export interface NamespaceBinding {
+  /** Services the waypoint will serve: servable (cluster IP, selector, not a waypoint's own) and not labelled for another waypoint. */
+  bound: ServiceItem[]
+  /** Services with an istio.io/use-waypoint of their own that is not this waypoint: the namespace label does not bind them. */
+  ownLabel: {service: ServiceItem; target: string}[]
+}
+
+export function namespaceBinding(inventory: Inventory, waypointName: string): NamespaceBinding {
+  const ns = inventory.namespace
+  const bound: ServiceItem[] = []
+  const ownLabel: NamespaceBinding['ownLabel'] = []
+  for (const s of [...inventory.services].sort((a, b) => a.ref.name.localeCompare(b.ref.name))) {
+    if (!waypointServable(s)) continue
+    const own = s.labels?.[USE_WAYPOINT_LABEL]
+    const ownNs = s.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] || ns
+    if (own !== undefined && !(own === waypointName && ownNs === ns)) ownLabel.push({service: s, target: own === 'none' ? 'none' : `${ownNs}/${own}`})
+    else bound.push(s)
+  }
+  return {bound, ownLabel}
+}
+
+/**
+ * A waypoint Gateway the plan reuses instead of creating one: it must serve Service traffic, and in a
+ * revision-labelled namespace carry that revision itself (DOMAIN §1.4, §1.8).
+ */
+function existingWaypointFindings(existing: KubeObject, snapshot: SourceSnapshot, nsState: Inventory['namespaceState']): Finding[] {
+  const ns = existing.metadata.namespace ?? nsState.name
+  const name = existing.metadata.name
+  const ref = refOf(existing)
+  const findings: Finding[] = []
+  const own = existing.metadata.labels?.[WAYPOINT_FOR_LABEL]
+  const gatewayClass = snapshot.objects.find((o) => o.kind === 'GatewayClass' && o.apiVersion.startsWith('gateway.networking.k8s.io/') && o.metadata.name === existing.spec?.gatewayClassName)
+  const fromClass = gatewayClass?.metadata.labels?.[WAYPOINT_FOR_LABEL]
+  const effective = own ?? fromClass ?? 'service'
+  if (effective !== 'service' && effective !== 'all') {
+    findings.push({
+      id: `existing-waypoint/waypoint-for/${ns}/${name}`,
+      code: 'ExistingWaypointTrafficType',
+      severity: 'blocker',
+      ref,
+      message: `The plan reuses waypoint ${ns}/${name}, which is istio.io/waypoint-for=${effective}${own === undefined ? ` (from GatewayClass ${gatewayClass?.metadata.name})` : ''}: Services are not bound to it (UnsupportedTrafficType), so binding the namespace would bind no Service and the policies carried to it would never apply.`,
+      fix: `kubectl label gateway ${name} -n ${ns} ${WAYPOINT_FOR_LABEL}=service --overwrite (or all), or plan with another --waypoint-name; then re-run plan.`,
+    })
+  }
+  const revision = waypointRevision(nsState)
+  const gatewayRevision = existing.metadata.labels?.[REVISION_LABEL]
+  if (revision && gatewayRevision !== revision) {
+    findings.push({
+      id: `existing-waypoint/revision/${ns}/${name}`,
+      code: 'ExistingWaypointRevision',
+      severity: 'blocker',
+      ref,
+      message:
+        gatewayRevision === undefined
+          ? `The plan reuses waypoint ${ns}/${name}, which has no istio.io/rev: istiod takes the owner from the namespace's istio.io/rev=${revision}, which remove-sidecar-injection removes, so the waypoint would move to the default revision or be left unmanaged (DOMAIN §1.8).`
+          : `The plan reuses waypoint ${ns}/${name}, labelled istio.io/rev=${gatewayRevision}, but the namespace's revision is ${revision}: another control plane revision manages it.`,
+      fix: `kubectl label gateway ${name} -n ${ns} ${REVISION_LABEL}=${revision} --overwrite, wait until it is Programmed again, then re-run plan.`,
+    })
+  }
+  return findings
+}
+
 export function buildPlan(input: BuildPlanInput): MigrationPlan {
   const {inventory, snapshot, options} = input
   const ns = inventory.namespace
@@ -214,6 +279,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
         fix: 'Choose another name with --waypoint-name.',
       })
     }
+    if (existing && isWaypointGateway(existing)) findings.push(...existingWaypointFindings(existing, snapshot, nsState))
     const waypoint = markManaged(
       buildWaypoint({name: options.waypointName, namespace: ns, waypointFor: options.waypointFor, revision: waypointRevision(nsState)}),
       ns,
@@ -322,16 +388,42 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     })
   }
 
+  const binding = waypointRequired ? namespaceBinding(inventory, options.waypointName) : {bound: [], ownLabel: []}
+  const boundNames = binding.bound.map((s) => s.ref.name)
   if (waypointRequired && waypointRef) {
+    // Services with an istio.io/use-waypoint of their own keep it: a Service label beats the namespace label (DOMAIN §1.5).
+    const copiesTo = (svc: string) =>
+      policies.decisions.flatMap((d) => d.created.filter((c) => c.role === 'waypoint-copy' && c.services.includes(svc)).map((c) => c.ref.name)).sort()
+    for (const {service, target} of binding.ownLabel) {
+      const copies = copiesTo(service.ref.name)
+      findings.push({
+        id: `bind-waypoint/service-label/${ns}/${service.ref.name}`,
+        code: 'ServiceUsesOwnWaypoint',
+        severity: copies.length > 0 ? 'blocker' : 'warning',
+        ref: service.ref,
+        message: `Service ${service.ref.name} is labelled ${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypointRef)} (${target === 'none' ? 'it uses no waypoint' : `it stays on ${target}`})${copies.length > 0 ? `, and ${copies.join(', ')} attached to it on this waypoint would never apply` : ''}.`,
+        fix: copies.length > 0
+          ? `Remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) so the namespace label binds it, or carry its policies to ${target === 'none' ? 'a waypoint it uses' : target} yourself; then re-run plan.`
+          : `Nothing to do if that is intended; otherwise remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) and re-run plan.`,
+      })
+    }
     const previous = labels[USE_WAYPOINT_LABEL] ?? null
+    const previousNamespace = labels[USE_WAYPOINT_NAMESPACE_LABEL] ?? null
+    // A namespace istio.io/use-waypoint-namespace would send the binding to a waypoint of that namespace.
+    const change: Record<string, string | null> = {[USE_WAYPOINT_LABEL]: options.waypointName, ...(previousNamespace !== null ? {[USE_WAYPOINT_NAMESPACE_LABEL]: null} : {})}
+    const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
+    const excluded = binding.ownLabel.map((o) => o.service.ref.name)
     steps.push({
       id: 'bind-waypoint',
       action: 'bind-waypoint',
-      description: `Label namespace ${ns} istio.io/use-waypoint=${options.waypointName}: its Services are bound to the waypoint. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
-      preconditions: [labelPrecondition(labels, [USE_WAYPOINT_LABEL])],
-      operations: [{op: 'label', ref: nsRef, labels: {[USE_WAYPOINT_LABEL]: options.waypointName}}],
-      verify: [{check: 'namespace-labels', labels: {[USE_WAYPOINT_LABEL]: options.waypointName}}],
-      undo: {description: previous === null ? `Remove istio.io/use-waypoint from namespace ${ns}.` : `Restore istio.io/use-waypoint=${previous}.`, operations: [{op: 'label', ref: nsRef, labels: {[USE_WAYPOINT_LABEL]: previous}}]},
+      description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}: its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+      preconditions: [labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL])],
+      operations: [{op: 'label', ref: nsRef, labels: change}],
+      verify: [{check: 'namespace-labels', labels: change}],
+      undo: {
+        description: previous === null && previousNamespace === null ? `Remove ${USE_WAYPOINT_LABEL} from namespace ${ns}.` : `Restore ${Object.entries(restore).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')}.`,
+        operations: [{op: 'label', ref: nsRef, labels: restore}],
+      },
     })
   }
 
@@ -448,7 +540,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       verify: [
         {check: 'pods-without-sidecar', refs},
         {check: 'pods-captured', refs},
-        ...(waypointRef ? [{check: 'waypoint-bound' as const, ref: waypointRef, services: inventory.services.filter((s) => !s.headless).map((s) => s.ref.name).sort()}] : []),
+        ...(waypointRef ? [{check: 'waypoint-bound' as const, ref: waypointRef, services: boundNames}] : []),
       ],
       undo: {description: 'Nothing to undo: read-only.', operations: []},
     })

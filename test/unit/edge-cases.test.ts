@@ -1071,6 +1071,84 @@ describe('the waypoint\'s ALLOW set (DOMAIN §3.1)', () => {
   })
 })
 
+describe('bind-waypoint: what the namespace label binds (DOMAIN §1.5, §1.4, §1.8)', () => {
+  let objects: KubeObject[]
+  beforeAll(async () => {
+    objects = await fixture('bind-waypoint.yaml')
+  })
+  const gateway = (labels: Record<string, string>): KubeObject => ({
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: {name: 'waypoint', namespace: NS, labels},
+    spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}]},
+  })
+
+  it('removes istio.io/use-waypoint-namespace with the label it sets, and undo restores both exactly', () => {
+    const {plan} = planOf(objects)
+    const bind = step(plan, 'bind-waypoint')
+    expect(bind.preconditions).toContainEqual({check: 'namespace-labels', labels: {'istio.io/use-waypoint': null, 'istio.io/use-waypoint-namespace': 'shared-waypoints'}})
+    expect(bind.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint', 'istio.io/use-waypoint-namespace': null}}])
+    expect(bind.verify).toContainEqual({check: 'namespace-labels', labels: {'istio.io/use-waypoint': 'waypoint', 'istio.io/use-waypoint-namespace': null}})
+    expect(bind.undo.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': null, 'istio.io/use-waypoint-namespace': 'shared-waypoints'}}])
+    expect(bind.undo.description).toBe('Restore no istio.io/use-waypoint, istio.io/use-waypoint-namespace=shared-waypoints.')
+  })
+
+  it('without istio.io/use-waypoint-namespace on the namespace, only istio.io/use-waypoint changes (and must still be absent)', () => {
+    const {plan} = planOf(relabel(objects, 'Namespace', NS, {'istio-injection': 'enabled'}))
+    const bind = step(plan, 'bind-waypoint')
+    expect(bind.preconditions).toContainEqual({check: 'namespace-labels', labels: {'istio.io/use-waypoint': null, 'istio.io/use-waypoint-namespace': null}})
+    expect(bind.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}])
+    expect(bind.undo.operations).toEqual([{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': null}}])
+  })
+
+  it('Services with an istio.io/use-waypoint of their own are reported and not claimed as bound; one naming this waypoint is', () => {
+    const {plan} = planOf(objects)
+    expect(finding(plan, 'bind-waypoint/service-label/bookinfo/reviews')).toMatchObject({code: 'ServiceUsesOwnWaypoint', severity: 'warning', ref: ref('v1', 'Service', 'reviews')})
+    expect(finding(plan, 'bind-waypoint/service-label/bookinfo/reviews').message).toContain('it uses no waypoint')
+    expect(finding(plan, 'bind-waypoint/service-label/bookinfo/details').message).toContain('it stays on bookinfo/team-waypoint')
+    expect(findingIds(plan)).not.toContain('bind-waypoint/service-label/bookinfo/productpage')
+    const bind = step(plan, 'bind-waypoint')
+    expect(bind.description).toContain('(productpage, ratings), except details, reviews, which carry istio.io/use-waypoint of their own')
+    expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'waypoint-bound', ref: ref('gateway.networking.k8s.io/v1', 'Gateway', 'waypoint'), services: ['productpage', 'ratings']})
+    expect(plan.spec.blockers).toEqual([])
+  })
+
+  it('a policy carried to a Service the namespace label does not bind blocks: its copy would never apply', () => {
+    const detailsL7: KubeObject = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: 'details-get-only', namespace: NS},
+      spec: {selector: {matchLabels: {app: 'details'}}, action: 'ALLOW', rules: [{to: [{operation: {methods: ['GET']}}]}]},
+    }
+    const {plan} = planOf([...objects, detailsL7])
+    expect(finding(plan, 'bind-waypoint/service-label/bookinfo/details')).toMatchObject({code: 'ServiceUsesOwnWaypoint', severity: 'blocker'})
+    expect(finding(plan, 'bind-waypoint/service-label/bookinfo/details').message).toContain('details-get-only-waypoint attached to it on this waypoint would never apply')
+  })
+
+  it('an existing waypoint that serves no Service traffic blocks, with the label to fix', () => {
+    const {plan} = planOf([...objects, gateway({'istio.io/waypoint-for': 'workload'})])
+    expect(stepIds(plan)).not.toContain('create-waypoint')
+    expect(finding(plan, 'existing-waypoint/waypoint-for/bookinfo/waypoint')).toMatchObject({code: 'ExistingWaypointTrafficType', severity: 'blocker'})
+    expect(finding(plan, 'existing-waypoint/waypoint-for/bookinfo/waypoint').fix).toContain('kubectl label gateway waypoint -n bookinfo istio.io/waypoint-for=service --overwrite')
+    // service, all, or no label (istiod's default is service) are fine.
+    for (const labels of [{'istio.io/waypoint-for': 'service'}, {'istio.io/waypoint-for': 'all'}, {}]) {
+      expect(findingIds(planOf([...objects, gateway(labels)]).plan).filter((id) => id.startsWith('existing-waypoint/'))).toEqual([])
+    }
+  })
+
+  it('an existing waypoint in a revision-labelled namespace must carry that revision itself', () => {
+    const revisioned = relabel(objects, 'Namespace', NS, {'istio.io/rev': 'canary'})
+    const unlabelled = planOf([...revisioned, gateway({'istio.io/waypoint-for': 'service'})]).plan
+    expect(finding(unlabelled, 'existing-waypoint/revision/bookinfo/waypoint')).toMatchObject({code: 'ExistingWaypointRevision', severity: 'blocker'})
+    expect(finding(unlabelled, 'existing-waypoint/revision/bookinfo/waypoint').message).toContain('remove-sidecar-injection removes')
+    expect(finding(unlabelled, 'existing-waypoint/revision/bookinfo/waypoint').fix).toContain('kubectl label gateway waypoint -n bookinfo istio.io/rev=canary --overwrite')
+    const other = planOf([...revisioned, gateway({'istio.io/waypoint-for': 'service', 'istio.io/rev': 'stable'})]).plan
+    expect(finding(other, 'existing-waypoint/revision/bookinfo/waypoint').message).toContain('labelled istio.io/rev=stable, but the namespace\'s revision is canary')
+    const same = planOf([...revisioned, gateway({'istio.io/waypoint-for': 'service', 'istio.io/rev': 'canary'})]).plan
+    expect(findingIds(same).filter((id) => id.startsWith('existing-waypoint/'))).toEqual([])
+  })
+})
+
 describe('E25 NetworkPolicies written for sidecar mode', () => {
   let objects: KubeObject[]
   beforeAll(async () => {
