@@ -416,10 +416,14 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     steps.push({
       id: 'bind-waypoint',
       action: 'bind-waypoint',
-      description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}: its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
-      preconditions: [labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL])],
+      description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+      // The readiness gate (DOMAIN §4.2): re-checked right before the label is written, not only by wait-waypoint.
+      preconditions: [labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]), {check: 'waypoint-ready', ref: waypointRef}],
       operations: [{op: 'label', ref: nsRef, labels: change}],
-      verify: [{check: 'namespace-labels', labels: change}],
+      verify: [
+        {check: 'namespace-labels', labels: change},
+        {check: 'waypoint-bound', ref: waypointRef, services: boundNames},
+      ],
       undo: {
         description: previous === null && previousNamespace === null ? `Remove ${USE_WAYPOINT_LABEL} from namespace ${ns}.` : `Restore ${Object.entries(restore).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')}.`,
         operations: [{op: 'label', ref: nsRef, labels: restore}],
@@ -510,6 +514,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       preconditions: [
         ...toDelete.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
         ...toApply.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
+        // The originals go only while the waypoint that enforces their copies is ready.
+        ...(waypointRef ? [{check: 'waypoint-ready' as const, ref: waypointRef}] : []),
       ],
       operations: [
         ...toApply.map((object): Operation => ({op: 'apply', object})),

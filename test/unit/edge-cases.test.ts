@@ -1113,6 +1113,23 @@ describe('bind-waypoint: what the namespace label binds (DOMAIN §1.5, §1.4, §
     expect(plan.spec.blockers).toEqual([])
   })
 
+  it('readiness gate: bind-waypoint and delete-sidecar-policies re-check that the waypoint is ready; bind-waypoint verifies exactly the Services it binds', () => {
+    const {plan} = planOf(objects)
+    const waypointRef = ref('gateway.networking.k8s.io/v1', 'Gateway', 'waypoint')
+    const bind = step(plan, 'bind-waypoint')
+    expect(bind.preconditions).toContainEqual({check: 'waypoint-ready', ref: waypointRef})
+    expect(bind.verify).toContainEqual({check: 'waypoint-bound', ref: waypointRef, services: ['productpage', 'ratings']})
+    expect(step(plan, 'delete-sidecar-policies').preconditions).toContainEqual({check: 'waypoint-ready', ref: waypointRef})
+  })
+
+  it('readiness gate: headless and ExternalName Services are not among what bind-waypoint verifies; without a waypoint nothing waits for one', async () => {
+    const external: KubeObject = {apiVersion: 'v1', kind: 'Service', metadata: {name: 'legacy', namespace: NS}, spec: {type: 'ExternalName', externalName: 'legacy.example.com'}}
+    const {plan} = planOf([...(await fixture('E9-statefulset-headless.yaml')), external])
+    expect(step(plan, 'bind-waypoint').verify).toContainEqual({check: 'waypoint-bound', ref: ref('gateway.networking.k8s.io/v1', 'Gateway', 'waypoint'), services: ['kafka']})
+    const noWaypoint = planOf(without(await fixture('E22-source-service-account.yaml'), 'AuthorizationPolicy', 'details-from-productpage'), {istioVersion: '1.28'}).plan
+    expect(noWaypoint.spec.steps.flatMap((s) => s.preconditions).filter((p) => p.check === 'waypoint-ready')).toEqual([])
+  })
+
   it('a policy carried to a Service the namespace label does not bind blocks: its copy would never apply', () => {
     const detailsL7: KubeObject = {
       apiVersion: 'security.istio.io/v1',
@@ -1131,7 +1148,7 @@ describe('bind-waypoint: what the namespace label binds (DOMAIN §1.5, §1.4, §
     expect(finding(plan, 'existing-waypoint/waypoint-for/bookinfo/waypoint')).toMatchObject({code: 'ExistingWaypointTrafficType', severity: 'blocker'})
     expect(finding(plan, 'existing-waypoint/waypoint-for/bookinfo/waypoint').fix).toContain('kubectl label gateway waypoint -n bookinfo istio.io/waypoint-for=service --overwrite')
     // service, all, or no label (istiod's default is service) are fine.
-    for (const labels of [{'istio.io/waypoint-for': 'service'}, {'istio.io/waypoint-for': 'all'}, {}]) {
+    for (const labels of [{'istio.io/waypoint-for': 'service'}, {'istio.io/waypoint-for': 'all'}, {}] as Record<string, string>[]) {
       expect(findingIds(planOf([...objects, gateway(labels)]).plan).filter((id) => id.startsWith('existing-waypoint/'))).toEqual([])
     }
   })
