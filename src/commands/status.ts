@@ -42,11 +42,12 @@ function age(at: string | undefined, now = Date.now()): string {
   return `${Math.round(s / 86_400)}d`
 }
 
-/** Compare what each applied step did with the cluster now: applied effects present, rolled-back ones absent. */
+/** Compare what each applied step did with the cluster now: are its effects still present? */
 async function driftOf(client: KubeClient, state: PlanState, rows: StepRow[]): Promise<void> {
   for (const row of rows) {
     const step = state.plan.spec.steps.find((s) => s.id === row.id)!
-    if (step.operations.length === 0 || (row.phase !== 'Applied' && row.phase !== 'RolledBack')) {
+    // Only an Applied step's effects are expected in the cluster; a RolledBack one's are gone on purpose.
+    if (step.operations.length === 0 || row.phase !== 'Applied') {
       row.drift = 'n/a'
       continue
     }
@@ -56,7 +57,7 @@ async function driftOf(client: KubeClient, state: PlanState, rows: StepRow[]): P
       // A later restart replaces the timestamp without undoing anything: restarts are not drift.
       if (op.op === 'restart') continue
       const present = await effectPresent(client, op, state.plan.metadata.name, stamp)
-      if (row.phase === 'Applied' && !present) missing.push(op.op === 'apply' ? `${op.object.kind} ${op.object.metadata.name} missing or changed` : op.op === 'delete' ? `${op.ref.kind} ${op.ref.name} is back` : `labels of ${op.ref.kind} ${op.ref.name} changed`)
+      if (!present) missing.push(op.op === 'apply' ? `${op.object.kind} ${op.object.metadata.name} missing or changed` : op.op === 'delete' ? `${op.ref.kind} ${op.ref.name} is back` : `labels of ${op.ref.kind} ${op.ref.name} changed`)
     }
     row.drift = missing.length === 0 ? 'in-sync' : 'drifted'
     if (missing.length > 0) row.driftDetail = missing.join('; ')
@@ -92,8 +93,19 @@ ${EXIT_CODES_HELP}`
       })
     }
     const results: PlanStatusResult[] = []
+    let invalid = 0
+    let invalidExit = 4
     for (const file of files) {
-      const state = await PlanState.load(file)
+      let state: PlanState
+      try {
+        state = await PlanState.load(file)
+      } catch (error) {
+        // Listing every plan: one that cannot be read is reported and the others are still listed.
+        if (args.plan || !(error instanceof UserError)) throw error
+        if (invalid++ === 0) invalidExit = error.exitCode
+        this.note(`${error.message}${error.suggestion ? `\n${error.suggestion}` : ''}`)
+        continue
+      }
       const rows: StepRow[] = state.plan.spec.steps.map((s) => {
         const st = state.status(s.id)
         return {id: s.id, action: s.action, phase: st?.phase ?? 'Pending', ...(st?.at ? {at: st.at} : {}), ...(st?.by ? {by: st.by} : {}), ...(st?.message ? {message: st.message} : {})}
@@ -111,6 +123,10 @@ ${EXIT_CODES_HELP}`
       results.push({plan: file, namespace: state.namespace, pending: rows.filter((r) => r.phase !== 'Applied').length, ...(lock ? {lock} : {}), steps: rows})
     }
     if (flags['detailed-exitcode'] && results.some((r) => r.pending > 0)) process.exitCode = 10
+    if (invalid > 0) {
+      this.note(`${invalid} of ${files.length} plan(s) could not be read (see above).`)
+      process.exitCode = invalidExit
+    }
     return this.emit(results, flags.output, () => {
       const p = stdoutPainter()
       return results.map((r) => {

@@ -260,5 +260,11 @@ describe.skipIf(external)('rollback safety', () => {
     expect(Object.values(await phases()).every((p) => p === 'RolledBack')).toBe(true)
     expect(await namespaceState(cluster.client, NS)).toEqual(startState)
     expect((await observe(cluster.client, NS)).dataPlanes).toEqual(start.dataPlanes)
+
+    // status: rolled-back steps are not compared with the cluster (their effects are gone on purpose).
+    const status = await cli(['status', NS, '-o', 'json'], cwd, kube)
+    expect(status.code, status.stderr).toBe(0)
+    const [report] = JSON.parse(status.stdout) as {steps: {id: string; phase: string; drift?: string}[]}[]
+    expect(report!.steps.filter((s) => s.phase === 'RolledBack').map((s) => s.drift)).toEqual(report!.steps.map(() => 'n/a'))
   }, 180_000)
 })
