@@ -307,7 +307,8 @@ export function optOutStep(inventory: Inventory, snapshot: SourceSnapshot): {ste
       description: `Keep ${optedOut.length} workload(s) that are outside the mesh today outside it once the namespace is ambient, by labelling their pods istio.io/dataplane-mode=none (the ambient equivalent of sidecar.istio.io/inject=false): ${optedOut.map((w) => formatRef(w.ref)).join(', ')}. Template changes roll their pods; without this step ztunnel would capture them the moment the namespace is labelled (E5, E8). Pass --opted-out enroll to let them join instead.`,
       preconditions: ops.map((op): Precondition => ({check: 'object-present', ref: op.op === 'apply' ? refOf(op.object) : op.ref})),
       operations: ops,
-      verify: [],
+      // A CronJob's template change reaches pods only at its next run: nothing to wait for now.
+      verify: [{check: 'pods-opted-out', refs: optedOut.filter((w) => w.ref.kind !== 'CronJob').map((w) => w.ref)}],
       undo: {description: 'Remove the istio.io/dataplane-mode=none labels this step added.', operations: undo},
     },
   }
@@ -342,7 +343,8 @@ export function podOptInOperations(inventory: Inventory, snapshot: SourceSnapsho
   const workloads: WorkloadItem[] = []
   for (const w of inventory.workloads) {
     const t = new Set(w.traits)
-    if (!t.has('pod-opt-in') || t.has('manual-injection') || t.has('injected-gateway') || !TEMPLATE_KINDS.has(w.ref.kind)) continue
+    // dataplane-none: the workload stays out of ambient; without its opt-in it would lose its sidecar and leave the mesh.
+    if (!t.has('pod-opt-in') || t.has('manual-injection') || t.has('injected-gateway') || t.has('dataplane-none') || !TEMPLATE_KINDS.has(w.ref.kind)) continue
     const labels = templateOf(objectFor(snapshot, w.ref) ?? ({} as KubeObject))?.metadata?.labels ?? {}
     const change: Record<string, string | null> = {}
     const restore: Record<string, string | null> = {}

@@ -281,6 +281,20 @@ describe('E4 pod-level opt-in and kube-inject templates', () => {
     expect(dataPlanes(plan, 'Deployment/reviews-v2')['verify-dataplane']).toBe('ambient')
   })
 
+  it('a pod opt-in next to istio.io/dataplane-mode=none is left alone: without it the workload would lose its sidecar and leave the mesh', () => {
+    const pinned = objects.map((o) =>
+      o.kind === 'Deployment' && o.metadata.name === 'ratings-v1'
+        ? {...o, spec: {...o.spec, template: {...o.spec.template, metadata: {...o.spec.template.metadata, labels: {...o.spec.template.metadata.labels, 'istio.io/dataplane-mode': 'none'}}}}}
+        : o,
+    )
+    const {plan} = planOf(pinned)
+    expect(workload(plan, 'Deployment', 'ratings-v1').traits).toContain('dataplane-none')
+    const restart = step(plan, 'restart-workloads')
+    expect(restart.operations).toEqual([{op: 'template-labels', ref: deployment('reviews-v2'), labels: {'istio.io/rev': null}}])
+    expect(namedAnywhere(plan)).not.toContain('ratings-v1')
+    expect(dataPlanes(plan, 'Deployment/ratings-v1')['verify-dataplane']).toBe('sidecar')
+  })
+
   it('the kube-injected workload is listed for a person and not expected to lose its sidecar', () => {
     const {plan} = planOf(objects)
     expect(step(plan, 'restart-workloads').manual).toEqual([
@@ -317,6 +331,7 @@ describe('E5 pods opted out with sidecar.istio.io/inject=false', () => {
       {op: 'template-labels', ref: deployment('loadgen'), labels: {'istio.io/dataplane-mode': null}},
       {op: 'label', ref: pod, labels: {'istio.io/dataplane-mode': null}},
     ])
+    expect(optOut.verify).toEqual([{check: 'pods-opted-out', refs: [deployment('loadgen'), pod]}])
     expect(finding(plan, 'E5/opt-out-manual/Job/schema-migrate')).toMatchObject({code: 'OptOutManual', severity: 'warning'})
     // Captured at enable-ambient: only the Job the plan could not opt out.
     expect(step(plan, 'enable-ambient').verify).toContainEqual({check: 'pods-captured', refs: [ref('batch/v1', 'Job', 'schema-migrate')]})
@@ -423,6 +438,8 @@ describe('E8 Gateway API gateways of class istio', () => {
     const gateway = ref('gateway.networking.k8s.io/v1', 'Gateway', 'bookinfo-gateway')
     const s = step(plan, 'opt-out-workloads')
     expect(s.operations).toEqual([{op: 'label', ref: gateway, labels: {'istio.io/dataplane-mode': 'none'}}])
+    // istiod propagates the Gateway's labels to the Deployment it renders: its pods are what is checked.
+    expect(s.verify).toEqual([{check: 'pods-opted-out', refs: [deployment('bookinfo-gateway-istio')]}])
     expect(s.undo.operations).toEqual([{op: 'label', ref: gateway, labels: {'istio.io/dataplane-mode': null}}])
     // The gateway is neither restarted nor listed for a person, nor expected to be captured.
     expect(step(plan, 'restart-workloads').operations).toEqual([{op: 'restart', ref: deployment('productpage-v1')}])
