@@ -168,7 +168,8 @@ function waypointAllowances(
       if (ruleFromEverywhere(r.rule)) fromEverywhere = true
       else for (const p of r.rule.from ?? []) if (!callers.some((c) => JSON.stringify(c) === JSON.stringify(p))) callers.push(structuredClone(p))
     }
-    if (rulesAdmitPodOnPort(selecting, pod, HBONE_PORT, peer)) continue
+    // A rule admitting every source gets (or has) 15008 from every source too, the waypoint's pods included.
+    if (selecting.some((r) => ruleFromEverywhere(r.rule)) || rulesAdmitPodOnPort(selecting, pod, HBONE_PORT, peer)) continue
     for (const name of [...new Set(selecting.map((r) => r.policy.metadata.name))].sort()) {
       rules.push([name, {from: [waypointPeer(waypointName)], ports: [hbone]}])
       restricting.add(name)

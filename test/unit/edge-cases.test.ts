@@ -1247,6 +1247,15 @@ describe('E25 NetworkPolicies written for sidecar mode', () => {
     expect(stepIds(plan).indexOf('patch-network-policies')).toBeLessThan(stepIds(plan).indexOf('create-waypoint'))
   })
 
+  it('with a waypoint, a rule admitting every source needs no waypoint rule, and the waypoint\'s pods then admit every source on 15008', async () => {
+    const objs = (await fixture('E25-network-policies.yaml', 'E25-waypoint.yaml')).map((o) =>
+      o.kind === 'NetworkPolicy' && o.metadata.name === 'reviews-from-productpage' ? {...o, spec: {...o.spec, ingress: [{ports: [{protocol: 'TCP', port: 9080}]}]}} : o,
+    )
+    const s = step(planOf(objs).plan, 'patch-network-policies')
+    expect(applied(s, 'reviews-from-productpage-ambient').spec.ingress).toEqual([{ports: [{protocol: 'TCP', port: 15008}]}])
+    expect(applied(s, 'waypoint-waypoint-ambient').spec.ingress).toEqual([{ports: [{protocol: 'TCP', port: 15008}]}])
+  })
+
   it('with a waypoint and no policy selecting its pods, only the pods behind it need the waypoint admitted', async () => {
     const objs = (await fixture('E25-network-policies.yaml', 'E25-waypoint.yaml')).filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'default-deny'))
     const {plan} = planOf(objs)
