@@ -7,9 +7,11 @@ import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
+import {DATAPLANE_MODE_LABEL as DATAPLANE_MODE} from '../planner/namespace.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
+import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, stalePreconditions, templateLabelsPatch} from './operations.js'
+import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, stalePreconditions} from './operations.js'
 import type {PlanState} from './plan-state.js'
 import {hasSidecar, livePods} from './observe.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
@@ -297,8 +299,6 @@ async function checkRevisionExists(client: KubeClient, revision: string, warn: (
     throw error
   }
 }
-
-const DATAPLANE_MODE = 'istio.io/dataplane-mode'
 
 /** Workloads whose pods had no sidecar before the plan: enable-ambient captured them, and its undo only returns them to that. */
 function capturedBeforePlan(step: PlanStep): ObjectRef[] {

@@ -7,6 +7,7 @@ import {objectFingerprint} from '../planner/canonical.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Operation, PLAN_ANNOTATION, type Precondition} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
+import {templateLabelsPatch} from '../planner/workloads.js'
 
 export const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt'
 
@@ -40,12 +41,6 @@ function labelsOf(obj: KubeObject | undefined): Record<string, string> {
 export function podTemplateOf(obj: KubeObject | undefined): {metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}} | undefined {
   if (!obj) return undefined
   return obj.kind === 'CronJob' ? obj.spec?.jobTemplate?.spec?.template : obj.spec?.template
-}
-
-/** The merge patch that sets pod-template labels. */
-export function templateLabelsPatch(kind: string, labels: Record<string, string | null>): Record<string, unknown> {
-  const template = {metadata: {labels}}
-  return kind === 'CronJob' ? {spec: {jobTemplate: {spec: {template}}}} : {spec: {template}}
 }
 
 /** The object has every wanted label value (null: the label is absent). */

@@ -6,6 +6,7 @@
 import type {KubeObject, ObjectRef} from './model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type MigrationPlan, type Operation, PLAN_ANNOTATION, type StepAction} from './plan-types.js'
 import {refKey} from './refs.js'
+import {templateLabelsPatch} from './workloads.js'
 
 export type ManifestChangeKind = 'labels' | 'template-labels' | 'add' | 'remove'
 
@@ -43,11 +44,6 @@ export function gitOpsManagedObjects(plan: MigrationPlan): Map<string, string> {
 
 const identity = (ref: ObjectRef) => ({apiVersion: ref.apiVersion, kind: ref.kind, metadata: {name: ref.name, ...(ref.namespace ? {namespace: ref.namespace} : {})}})
 
-function podTemplatePath(kind: string, labels: Record<string, string | null>): Record<string, unknown> {
-  const template = {metadata: {labels}}
-  return kind === 'CronJob' ? {jobTemplate: {spec: {template}}} : {template}
-}
-
 /**
  * A created object as it goes into the repository: without the tool's ownership marks. Once Git manages
  * it, rollback must not delete it (it deletes only objects still carrying the plan annotation); a revert
@@ -71,7 +67,7 @@ function changeOf(op: Operation): Omit<ManifestChange, 'managedBy'> | undefined 
       return {kind: 'labels', ref: op.ref, document: {...id, metadata: {...id.metadata, labels: op.labels}}}
     }
     case 'template-labels':
-      return {kind: 'template-labels', ref: op.ref, document: {...identity(op.ref), spec: podTemplatePath(op.ref.kind, op.labels)}}
+      return {kind: 'template-labels', ref: op.ref, document: {...identity(op.ref), ...templateLabelsPatch(op.ref.kind, op.labels)}}
     case 'apply': {
       const {apiVersion, kind, metadata} = op.object
       return {kind: 'add', ref: {apiVersion, kind, name: metadata.name, ...(metadata.namespace ? {namespace: metadata.namespace} : {})}, document: asRepositoryObject(op.object)}

@@ -101,12 +101,7 @@ export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot
   if (rulesFor.size === 0 && extra.length === 0) return {findings}
   const created: KubeObject[] = [
     ...[...rulesFor.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, ingress]) =>
-      markManaged({
-        apiVersion: 'networking.k8s.io/v1',
-        kind: 'NetworkPolicy',
-        metadata: {name: `${name}-ambient`.slice(0, 253), namespace: ns, annotations: {'mesh-migrate.io/complements': name}},
-        spec: {podSelector: structuredClone(byName.get(name)?.spec?.podSelector ?? {}), policyTypes: ['Ingress'], ingress},
-      }, planName),
+      ingressAllowance({name: `${name}-ambient`.slice(0, 253), namespace: ns, complements: name, podSelector: byName.get(name)?.spec?.podSelector ?? {}, ingress}, planName),
     ),
     ...extra,
   ]
@@ -120,6 +115,16 @@ export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot
     undo: {description: 'Delete the NetworkPolicies this step added.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
   }
   return {step, findings}
+}
+
+/** An ingress-only NetworkPolicy that adds `ingress` for the pods `podSelector` selects, next to the policy it complements. */
+function ingressAllowance(a: {name: string; namespace: string; complements: string; podSelector: unknown; ingress: unknown[]}, planName: string): KubeObject {
+  return markManaged({
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: {name: a.name, namespace: a.namespace, annotations: {'mesh-migrate.io/complements': a.complements}},
+    spec: {podSelector: structuredClone(a.podSelector), policyTypes: ['Ingress'], ingress: a.ingress},
+  }, planName)
 }
 
 /** Name of the allowance admitting HBONE to the waypoint's own pods. */
@@ -190,19 +195,13 @@ function waypointAllowances(
   if (selectingWaypoint.length === 0 || (!fromEverywhere && callers.length === 0)) return {rules, details, findings}
   const waypointPod: PodEndpoint = {name: `waypoint ${waypointName}`, labels, ports: [{containerPort: HBONE_PORT, name: 'mesh'}], probes: []}
   if (rulesSelecting(policies, waypointPod).some((r) => ruleFromEverywhere(r.rule) && ruleAdmitsPort(r.rule, HBONE_PORT, waypointPod))) return {rules, details, findings}
-  const object = markManaged(
-    {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: {name: waypointAllowanceName(waypointName), namespace: ns, annotations: {'mesh-migrate.io/complements': selectingWaypoint.join(',')}},
-      spec: {
-        podSelector: structuredClone(waypointPeer(waypointName).podSelector),
-        policyTypes: ['Ingress'],
-        ingress: [{...(fromEverywhere ? {} : {from: callers}), ports: [hbone]}],
-      },
-    },
-    planName,
-  )
+  const object = ingressAllowance({
+    name: waypointAllowanceName(waypointName),
+    namespace: ns,
+    complements: selectingWaypoint.join(','),
+    podSelector: waypointPeer(waypointName).podSelector,
+    ingress: [{...(fromEverywhere ? {} : {from: callers}), ports: [hbone]}],
+  }, planName)
   details.push(`${selectingWaypoint.join(', ')} select${selectingWaypoint.length === 1 ? 's' : ''} the waypoint's own pods (gateway.networking.k8s.io/gateway-name=${waypointName}), which callers reach on TCP ${HBONE_PORT}: ${object.metadata.name} admits ${fromEverywhere ? 'every source' : 'the peers the pods behind the waypoint admit'} there`)
   return {rules, details, findings, object}
 }

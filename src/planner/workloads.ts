@@ -966,3 +966,9 @@ function restartAdvice(
 export function podProxyState(pod: KubeObject): ProxyState {
   return observePod(podLike(pod.metadata, pod.spec)).state
 }
+
+/** The merge patch (also a strategic-merge patch) that sets or removes (null) pod-template labels. */
+export function templateLabelsPatch(kind: string, labels: Record<string, string | null>): Record<string, unknown> {
+  const template = {metadata: {labels}}
+  return kind === 'CronJob' ? {spec: {jobTemplate: {spec: {template}}}} : {spec: {template}}
+}
