@@ -20,10 +20,13 @@ export interface InventoryOptions {
  * Whether the namespace needs a waypoint of its own: some object of this namespace carries L7
  * behaviour that only a waypoint in front of its Services can enforce once sidecars are gone
  * (DOMAIN §8 "Waypoint need per Service"). Client-side config of other namespaces needs *their*
- * waypoints, and root-namespace L7 policies are blockers, so neither counts here.
+ * waypoints, and root-namespace L7 policies are blockers, so neither counts here — except mesh-wide config
+ * that the namespace's own waypoint applies as it is (root Telemetry with L7 settings, DOMAIN §3.11): without
+ * a waypoint its effect on this namespace's traffic is gone.
  */
 export function needsWaypoint(namespace: string, items: InventoryItem[], rewritable: (item: InventoryItem) => boolean = () => false): boolean {
-  return items.some((i) => i.ref.namespace === namespace && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify') && !rewritable(i))
+  const carried = (i: InventoryItem) => i.ref.namespace === namespace || (i.scope === 'mesh' && i.action === 'keep')
+  return items.some((i) => carried(i) && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify') && !rewritable(i))
 }
 
 /** E22: policies whose only L7 part is `when: source.serviceAccount` stay at ztunnel rewritten, without a waypoint. */

@@ -139,6 +139,7 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
       if (d.original.action) out.action = d.original.action
       if (d.original.deletedIn) out.deletedIn = d.original.deletedIn
       if (d.original.dryRun) out.dryRun = true
+      if (d.original.appliedByWaypoint) out.appliedByWaypoint = true
       if (d.original.action === 'ALLOW' && allowsNothing(d.original.object)) out.allowsNothing = true
       const copy = d.created.find((c) => c.role === 'waypoint-copy')
       const atWaypoint = copy && waypointAllow(copy) ? copy : waypointAllow(d.original) ? d.original : undefined
@@ -413,10 +414,15 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     const change: Record<string, string | null> = {[USE_WAYPOINT_LABEL]: options.waypointName, ...(previousNamespace !== null ? {[USE_WAYPOINT_NAMESPACE_LABEL]: null} : {})}
     const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
     const excluded = binding.ownLabel.map((o) => o.service.ref.name)
+    // ServiceEntries of the namespace without a label of their own are bound too: the waypoint is their egress waypoint.
+    const entries = snapshot.objects
+      .filter((o) => o.kind === 'ServiceEntry' && o.apiVersion.startsWith('networking.istio.io/') && (o.metadata.namespace ?? ns) === ns && o.metadata.labels?.[USE_WAYPOINT_LABEL] === undefined)
+      .map((o) => o.metadata.name)
+    const boundEntries = [...new Set(entries)].sort()
     steps.push({
       id: 'bind-waypoint',
       action: 'bind-waypoint',
-      description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+      description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
       // The readiness gate (DOMAIN §4.2): re-checked right before the label is written, not only by wait-waypoint.
       preconditions: [labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]), {check: 'waypoint-ready', ref: waypointRef}],
       operations: [{op: 'label', ref: nsRef, labels: change}],

@@ -94,6 +94,7 @@ const policyTimelineInput = {
     workloads: {type: 'array', items: {type: 'string'}},
     deletedIn: stepActionRef,
     waypointCopyIn: stepActionRef,
+    appliedByWaypoint: {type: 'boolean'},
     companionIn: stepActionRef,
     l4PartIn: stepActionRef,
     rewrittenIn: stepActionRef,

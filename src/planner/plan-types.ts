@@ -133,6 +133,11 @@ export interface PolicyTimelineInput {
   deletedIn?: StepAction
   /** Step that creates a waypoint copy (absent: none). */
   waypointCopyIn?: StepAction
+  /**
+   * The waypoint applies the original itself, as it is, once it is ready and bound (namespace-wide and
+   * root Telemetry, DOMAIN §3.11): no copy is needed.
+   */
+  appliedByWaypoint?: boolean
   /** Step that creates a ztunnel companion admitting the waypoint principal. */
   companionIn?: StepAction
   /** Step that creates the L4 part kept at ztunnel (E15 projection, DENY L4 rules). */

@@ -100,7 +100,7 @@ function present(step: StepAction | undefined, state: SimState): boolean {
 function enforcementOf(p: SimPolicy, w: WorkloadItem, state: SimState): Enforcement {
   const dp = dataPlane(w, state)
   const originalPresent = !present(p.deletedIn, state)
-  const waypointActive = present(p.waypointCopyIn, state) && state.waypointReady && state.bound
+  const waypointActive = (p.appliedByWaypoint ? originalPresent : present(p.waypointCopyIn, state)) && state.waypointReady && state.bound
   if (dp === 'outside') return 'not-enforced'
   if (dp === 'sidecar') {
     if (!originalPresent) return waypointActive ? 'waypoint' : 'not-enforced'
@@ -390,7 +390,7 @@ export function simulate(input: SimulationInput): Simulation {
     })
   }
   // Only behaviour that ztunnel cannot keep for direct callers is lost to sidecar callers.
-  const carried = input.policies.filter((p) => p.waypointCopyIn && (p.deletedIn || (p.ztunnel ?? 'as-written') !== 'as-written')).map((p) => p.key).sort()
+  const carried = input.policies.filter((p) => (p.waypointCopyIn || p.appliedByWaypoint) && (p.deletedIn || (p.ztunnel ?? 'as-written') !== 'as-written')).map((p) => p.key).sort()
   if (carried.length > 0) {
     hazards.push({
       id: 'apply/sidecar-callers-bypass',

@@ -153,13 +153,15 @@ const cases: Case[] = [
     expect: [{kind: 'DestinationRule', name: 'reviews', verdict: 'L7', action: 'keep', services: ['reviews']}],
   },
   {
-    title: 'bookinfo egress to googleapis: ServiceEntry kept, client-side TLS origination and rewrite lost',
+    // issue 10 point 2: the ServiceEntry is bound to bookinfo's waypoint by the namespace label, which then applies the
+    // DestinationRule and the VirtualService for its host (https://istio.io/latest/docs/ambient/usage/egress-gateway/).
+    title: 'bookinfo egress to googleapis: ServiceEntry kept, TLS origination and rewrite applied by the namespace waypoint',
     files: [BOOKINFO, 'bookinfo/networking/egress-rule-google-apis.yaml'],
     namespace: 'bookinfo',
     expect: [
       {kind: 'ServiceEntry', name: 'googleapis', verdict: 'L4', action: 'keep'},
-      {kind: 'DestinationRule', name: 'originate-tls-for-googleapis', verdict: 'L7', action: 'lost-client-side'},
-      {kind: 'VirtualService', name: 'rewrite-port-for-googleapis', verdict: 'L7', action: 'lost-client-side'},
+      {kind: 'DestinationRule', name: 'originate-tls-for-googleapis', verdict: 'L7', action: 'keep'},
+      {kind: 'VirtualService', name: 'rewrite-port-for-googleapis', verdict: 'L7', action: 'keep'},
     ],
   },
   {
@@ -273,14 +275,16 @@ const cases: Case[] = [
     expect: [{kind: 'Gateway', name: 'egress-gateway', namespace: 'common-infrastructure', verdict: 'blocker', action: 'blocker'}],
   },
   {
-    title: 'egress gateway: ServiceEntries kept, targetRefs policy kept, TLS origination lost without an egress waypoint',
+    // issue 10 point 2: the namespace's own waypoint is the egress waypoint of its ServiceEntries and applies the
+    // TLS-originating DestinationRule (https://istio.io/latest/docs/ambient/usage/egress-gateway/).
+    title: 'egress gateway: ServiceEntries kept, targetRefs policy kept, TLS origination applied by the namespace waypoint',
     files: [`${S}ambient-usage-egress-gateway-2.yaml`, `${S}ambient-usage-egress-gateway-3.yaml`, `${S}ambient-usage-egress-gateway-4.yaml`],
     namespace: 'istio-egress',
     expect: [
       {kind: 'ServiceEntry', name: 'httpbin-org', verdict: 'L4', action: 'keep'},
       {kind: 'ServiceEntry', name: 'example-com', verdict: 'L4', action: 'keep'},
       {kind: 'AuthorizationPolicy', name: 'httpbin-org', verdict: 'L7', action: 'keep', ztunnel: 'ignored'},
-      {kind: 'DestinationRule', name: 'httpbin-org-tls', verdict: 'L7', action: 'lost-client-side'},
+      {kind: 'DestinationRule', name: 'httpbin-org-tls', verdict: 'L7', action: 'keep'},
     ],
   },
   {

@@ -41,14 +41,30 @@ describe('Telemetry (§3.11)', () => {
     const r = run([istio('Telemetry', 'no-logs', {selector: {matchLabels: {app: 'reviews'}}, accessLogging: [{disabled: true}]})])
     expect(r.get('Telemetry', 'no-logs')).toMatchObject({verdict: 'L7', action: 'retarget', scope: 'workload'})
   })
-  it('selector-less and root Telemetry are kept: applied at a waypoint when one is planned, else inert', () => {
+  // issue 10 point 1. Waypoints apply namespace-wide and root Telemetry as it is (istio/istio
+  // pilot/pkg/model/telemetry.go), ztunnel none; L7 telemetry needs a waypoint
+  // (https://istio.io/latest/docs/ambient/usage/waypoint/: "HTTP metrics, access logs, tracing").
+  it('selector-less and root Telemetry with L7 settings are kept and need the waypoint: L7 whether or not one is planned yet', () => {
     const objs = [istio('Telemetry', 'ns-default', {accessLogging: [{providers: [{name: 'envoy'}]}]}), istio('Telemetry', 'mesh-default', {metrics: [{}]}, {namespace: 'istio-system'})]
     const without = run(objs)
-    expect(without.get('Telemetry', 'ns-default')).toMatchObject({verdict: 'inert', action: 'keep', scope: 'namespace'})
-    expect(without.get('Telemetry', 'mesh-default', 'istio-system')).toMatchObject({verdict: 'inert', action: 'keep', scope: 'mesh'})
+    expect(without.get('Telemetry', 'ns-default')).toMatchObject({verdict: 'L7', action: 'keep', scope: 'namespace'})
+    expect(without.get('Telemetry', 'ns-default')!.reasons.join('\n')).toContain('bookinfo needs a waypoint to keep it')
+    expect(without.get('Telemetry', 'mesh-default', 'istio-system')).toMatchObject({verdict: 'L7', action: 'keep', scope: 'mesh'})
     const withWaypoint = run(objs, {waypointPlanned: true})
     expect(withWaypoint.get('Telemetry', 'ns-default')).toMatchObject({verdict: 'L7', action: 'keep'})
+    expect(withWaypoint.get('Telemetry', 'ns-default')!.reasons.join('\n')).toContain('the waypoint that will serve bookinfo applies it as it is')
     expect(withWaypoint.get('Telemetry', 'mesh-default', 'istio-system')).toMatchObject({verdict: 'L7', action: 'keep'})
+  })
+  it('a namespace-wide Telemetry that only switches telemetry off needs no waypoint: inert', () => {
+    const r = run([
+      istio('Telemetry', 'no-logs', {accessLogging: [{disabled: true}], tracing: [{disableSpanReporting: true}]}),
+      istio('Telemetry', 'no-metrics', {metrics: [{overrides: [{disabled: true}]}]}),
+      istio('Telemetry', 'some-metrics', {metrics: [{overrides: [{disabled: true}, {tagOverrides: {x: {value: 'y'}}}]}]}),
+    ])
+    expect(r.get('Telemetry', 'no-logs')).toMatchObject({verdict: 'inert', action: 'keep'})
+    expect(r.get('Telemetry', 'no-logs')!.reasons[0]).toContain('only switches Envoy telemetry off')
+    expect(r.get('Telemetry', 'no-metrics')).toMatchObject({verdict: 'inert', action: 'keep'})
+    expect(r.get('Telemetry', 'some-metrics')).toMatchObject({verdict: 'L7', action: 'keep'})
   })
   it('root selector Telemetry only applies in the root namespace: skipped', () => {
     expect(run([istio('Telemetry', 'root-sel', {selector: {matchLabels: {app: 'reviews'}}}, {namespace: 'istio-system'})]).get('Telemetry', 'root-sel', 'istio-system')).toBeUndefined()

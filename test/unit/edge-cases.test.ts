@@ -604,29 +604,30 @@ describe('E10 Jobs, CronJobs, bare Pods, ReplicaSets and quitquitquit scripts', 
 
 describe('E11 client-side routing for other namespaces\' and external hosts', () => {
   let objects: KubeObject[]
-  const lost = ['E11/DestinationRule/bookinfo/payments-api-tls', 'E11/DestinationRule/bookinfo/shop-ratings-pool', 'E11/VirtualService/bookinfo/shop-ratings-timeout']
+  const lost = ['E11/DestinationRule/bookinfo/shop-ratings-pool', 'E11/VirtualService/bookinfo/shop-ratings-timeout']
   beforeAll(async () => {
     objects = await fixture('E11-client-side-routing.yaml')
   })
 
-  it('each is lost for bookinfo\'s ambient pods and blocks the plan until accepted', () => {
+  it('each is lost for bookinfo\'s ambient pods and blocks the plan until accepted; the egress TLS origination is kept', () => {
     const {plan} = planOf(objects)
     expect(item(plan, 'VirtualService', 'shop-ratings-timeout')).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side'})
     expect(item(plan, 'DestinationRule', 'shop-ratings-pool')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
-    expect(item(plan, 'DestinationRule', 'payments-api-tls')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
+    // issue 10 point 2 (https://istio.io/latest/docs/ambient/usage/egress-gateway/): bookinfo's own ServiceEntry is
+    // bound to bookinfo's waypoint by the namespace label, and that waypoint originates the TLS.
+    expect(item(plan, 'DestinationRule', 'payments-api-tls')).toMatchObject({verdict: 'L7', action: 'keep'})
     expect(item(plan, 'ServiceEntry', 'payments-api')).toMatchObject({verdict: 'L4', action: 'keep'})
     expect(blockerIds(plan)).toEqual(lost)
-    expect(plan.spec.summary.blockers).toBe(3)
-    expect(finding(plan, 'E11/DestinationRule/bookinfo/payments-api-tls').message).toContain('including TLS origination')
+    expect(plan.spec.summary.blockers).toBe(2)
     for (const id of lost) expect(finding(plan, id).fix).toContain(`--accept-lost ${id}`)
-    // Nothing of it can be carried: the plan has no step for it and no waypoint.
-    expect(plan.spec.summary.waypointRequired).toBe(false)
-    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    // What is lost cannot be carried; the waypoint is there for the egress host only.
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(step(plan, 'bind-waypoint').description).toContain('so are its ServiceEntries (payments-api)')
   })
 
   it('--accept-lost turns exactly the named loss into a warning', () => {
     const one = planOf(objects, {acceptLost: ['E11/VirtualService/bookinfo/shop-ratings-timeout']}).plan
-    expect(blockerIds(one)).toEqual(lost.slice(0, 2))
+    expect(blockerIds(one)).toEqual(lost.slice(0, 1))
     expect(finding(one, 'E11/VirtualService/bookinfo/shop-ratings-timeout')).toMatchObject({severity: 'warning', code: 'ClientSideRoutingLost'})
     expect(finding(one, 'E11/VirtualService/bookinfo/shop-ratings-timeout').message).toMatch(/\(accepted with --accept-lost\)$/)
     const all = planOf(objects, {acceptLost: lost}).plan
@@ -1359,8 +1360,8 @@ describe('edge cases through the built CLI (exit codes and flags)', () => {
   it('E11: exit 1 while a client-side loss is unaccepted; each --accept-lost clears exactly its blocker', async () => {
     const blocked = await plan('E11-client-side-routing.yaml')
     expect(blocked.code).toBe(1)
-    expect(blocked.stderr).toContain('The plan has 3 blocker(s)')
-    expect((parse(blocked.stdout) as MigrationPlan).spec.summary.blockers).toBe(3)
+    expect(blocked.stderr).toContain('The plan has 2 blocker(s)')
+    expect((parse(blocked.stdout) as MigrationPlan).spec.summary.blockers).toBe(2)
     const partly = await plan('E11-client-side-routing.yaml', '--accept-lost', 'E11/VirtualService/bookinfo/shop-ratings-timeout')
     expect(partly.code).toBe(1)
     expect((parse(partly.stdout) as MigrationPlan).spec.options.acceptLost).toEqual(['E11/VirtualService/bookinfo/shop-ratings-timeout'])
@@ -1368,7 +1369,6 @@ describe('edge cases through the built CLI (exit codes and flags)', () => {
       'E11-client-side-routing.yaml',
       '--accept-lost', 'E11/VirtualService/bookinfo/shop-ratings-timeout',
       '--accept-lost', 'E11/DestinationRule/bookinfo/shop-ratings-pool',
-      '--accept-lost', 'E11/DestinationRule/bookinfo/payments-api-tls',
       '--detailed-exitcode',
     )
     expect(accepted.code).toBe(10)

@@ -616,8 +616,23 @@ function ruleReason(a: AuthorizationPolicyAnalysis, r: AuthzRuleAnalysis): strin
   }
 }
 
+/**
+ * Why ztunnel never sees a policy: istiod converts only ALLOW and DENY for ztunnel (CUSTOM and AUDIT get
+ * ZtunnelAccepted=False), and on >= 1.29 not dry-run ones (istio/istio pilot/pkg/serviceregistry/ambient/authorization.go).
+ */
+function notSentText(a: AuthorizationPolicyAnalysis): string {
+  return a.action === 'CUSTOM' || a.action === 'AUDIT' ? `action ${a.action} is never sent to ztunnel` : 'dry-run policies are not sent to ztunnel on this Istio version'
+}
+
 function fieldReasons(a: AuthorizationPolicyAnalysis): string[] {
-  return a.rules.flatMap((r) => r.fields.map((f) => reason(f.path, f.why)))
+  const unsent = a.scope !== 'targetRefs' && !a.sentToZtunnel
+  return a.rules.flatMap((r) =>
+    r.fields.map((f) => {
+      // An L4 attribute is only "enforced by ztunnel" when the policy reaches ztunnel at all.
+      if (!unsent || f.layer !== 'L4') return reason(f.path, f.why)
+      return reason(f.path, `${f.why.split(': L4')[0]}: an L4 attribute, but ${notSentText(a)}: not enforced by ztunnel`)
+    }),
+  )
 }
 
 function dryRunReason(a: AuthorizationPolicyAnalysis): string {
@@ -669,15 +684,21 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
           ? 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'
           : proxiesOnly
             ? `matches only gateway/waypoint pods (${a.workloads.join(', ')}), which keep their own proxy: unaffected by the migration`
-            : `workload scope: enforced by the destination ztunnel for ${a.workloads.join(', ')}; waypoints ignore selector policies`,
+            : a.sentToZtunnel
+              ? `workload scope: enforced by the destination ztunnel for ${a.workloads.join(', ')}; waypoints ignore selector policies`
+              : `workload scope (${a.workloads.join(', ')}), but ${notSentText(a)}; waypoints ignore selector policies`,
       ),
     )
-  } else if (a.scope === 'root-selector') {
-    reasons.push(reason('spec.selector', `root-namespace selector: matches pods of every namespace, here ${a.workloads.join(', ')}; enforced by ztunnel, never by waypoints`))
-  } else if (a.scope === 'namespace') {
-    reasons.push(reason('spec', `no selector: namespace scope, enforced by ztunnel for every captured workload of ${ref.namespace} (including pod-IP traffic); never applied by waypoints`))
   } else {
-    reasons.push(reason('spec', `no selector in the root namespace ${ctx.rootNamespace}: GLOBAL scope, enforced by ztunnel for every captured pod of the mesh; never applied by waypoints`))
+    // Who would enforce it: ztunnel only when istiod sends it there (ALLOW/DENY, DOMAIN §3.1).
+    const byZtunnel = a.sentToZtunnel ? 'enforced by ztunnel' : `not enforced by ztunnel (${notSentText(a)})`
+    if (a.scope === 'root-selector') {
+      reasons.push(reason('spec.selector', `root-namespace selector: matches pods of every namespace, here ${a.workloads.join(', ')}; ${byZtunnel}, never by waypoints`))
+    } else if (a.scope === 'namespace') {
+      reasons.push(reason('spec', `no selector: namespace scope, ${byZtunnel}${a.sentToZtunnel ? ` for every captured workload of ${ref.namespace} (including pod-IP traffic)` : ''}; never applied by waypoints`))
+    } else {
+      reasons.push(reason('spec', `no selector in the root namespace ${ctx.rootNamespace}: GLOBAL scope, ${byZtunnel}${a.sentToZtunnel ? ' for every captured pod of the mesh' : ''}; never applied by waypoints`))
+    }
   }
 
   // Action.

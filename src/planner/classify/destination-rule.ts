@@ -34,6 +34,7 @@ import {
   serviceFqdn,
   uniqSorted,
 } from './common.js'
+import {namespaceEgressEntry} from './service-entry.js'
 import {destinations, isMeshBound} from './virtual-service.js'
 
 export interface TrafficPolicyFields {
@@ -179,6 +180,28 @@ function destinationWaypointApplies(target: HostTarget, drNamespace: string, exp
   return `${wp.namespace}/${wp.name}`
 }
 
+/**
+ * Whether the namespace's own waypoint applies this DestinationRule as the egress waypoint of an external host
+ * (DOMAIN §3.5): a ServiceEntry of the namespace declares the host and is served by that waypoint
+ * (namespaceEgressEntry), and the rule is the one the waypoint resolves for it (waypoint = ServiceEntry namespace
+ * → root namespace, most specific host first). `served: false` with the reason when the entry exists but the
+ * waypoint cannot serve it, or another rule wins.
+ */
+function namespaceEgress(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {served: boolean; why: string; shadowedLocally?: boolean} | undefined {
+  if (target.wildcard || target.serviceName) return undefined
+  const egress = namespaceEgressEntry(target.fqdn, ctx)
+  if (!egress || !egress.served) return egress
+  let winner: KubeObject | undefined
+  for (const n of [ctx.namespace, ctx.rootNamespace]) {
+    winner = rulesFor(n, target.fqdn, ctx.namespace, ctx)[0]?.obj
+    if (winner) break
+  }
+  if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === namespaceOf(obj, ctx)) return egress
+  const by = winner ? formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}) : 'no rule it can see (exportTo)'
+  // A winner in this namespace also won for its sidecar callers (client namespace first): this rule never applied to them.
+  return {served: false, why: `${egress.why}, but it resolves ${by} for ${target.fqdn} (DestinationRules are not merged)`, shadowedLocally: winner !== undefined && namespaceOf(winner, ctx) === ctx.namespace}
+}
+
 export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
   const ns = ref.namespace!
@@ -255,6 +278,21 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
   }
 
+  // An external host declared by a ServiceEntry of this namespace: the namespace's waypoint is its egress waypoint.
+  const egress = namespaceEgress(obj, target, ctx)
+  if (egress?.served && (local || ctx.waypointPlanned)) {
+    reasons.push(reason('spec.host', `${host}: ${egress.why}; it applies this DestinationRule for the host to every ambient caller (callers that still have sidecars keep applying it themselves)`))
+    reasons.push(...applied, ...inertFields, ...subsetReasons)
+    if (applied.length === 0) return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services: []}), findings}
+    return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services: []}), findings}
+  }
+
+  if (egress?.shadowedLocally) {
+    reasons.push(reason('spec.host', `${host}: not applied to ${ctx.namespace}'s callers before or after the migration: ${egress.why}, and its sidecars resolve that one first too — nothing is lost`))
+    reasons.push(...applied, ...inertFields, ...subsetReasons)
+    return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: []}), findings}
+  }
+
   // Client-side DestinationRule for other namespaces' or external hosts, seen by this namespace's callers (E11).
   const wp = destinationWaypointApplies(target, ns, spec.exportTo, ctx)
   reasons.push(
@@ -264,6 +302,7 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
         (wp ? `; the destination's waypoint ${wp} applies it for ambient callers` : ''),
     ),
   )
+  if (egress) reasons.push(reason('spec.host', `not served by the waypoint of ${ctx.namespace}: ${egress.why}`))
   reasons.push(...applied, ...inertFields, ...subsetReasons)
   if (applied.length === 0 && !uses.some((u) => u.namespace === ctx.namespace)) {
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: []}), findings}
@@ -275,7 +314,7 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
       ref,
       code: 'ClientSideTrafficPolicyLost',
       severity: 'error',
-      message: `${name}${local ? '' : ` (in ${ns})`} sets client-side traffic policy for ${host} (${[applied.length > 0 ? `${applied.length} traffic setting(s)` : '', uses.length > 0 ? `subsets used by ${uniqSorted(uses.map((u) => u.by)).join(', ')}` : ''].filter(Boolean).join('; ')}${spec.trafficPolicy?.tls?.mode === 'SIMPLE' || spec.trafficPolicy?.tls?.mode === 'MUTUAL' ? ', including TLS origination' : ''}); once ${ctx.namespace}'s pods are ambient it no longer applies to their outbound traffic.`,
+      message: `${name}${local ? '' : ` (in ${ns})`} sets client-side traffic policy for ${host} (${[applied.length > 0 ? `${applied.length} traffic setting(s)` : '', uses.length > 0 ? `subsets used by ${uniqSorted(uses.map((u) => u.by)).join(', ')}` : ''].filter(Boolean).join('; ')}${spec.trafficPolicy?.tls?.mode === 'SIMPLE' || spec.trafficPolicy?.tls?.mode === 'MUTUAL' ? ', including TLS origination' : ''}); once ${ctx.namespace}'s pods are ambient it no longer applies to their outbound traffic${egress ? ` (${egress.why})` : ''}.`,
       fix: "Have the destination's waypoint (DestinationRule in the destination's namespace) or an egress waypoint apply it; or accept the loss.",
     }),
   )

@@ -17,6 +17,7 @@ import {
   finding,
   hasLabels,
   isRecord,
+  istioMinor,
   item,
   itemRef,
   objectsOfKind,
@@ -27,6 +28,50 @@ import {
   selectorCoverage,
   workloadNames,
 } from './common.js'
+
+/** ServiceEntry label that opts out of istiod's IP auto-allocation (`"false"`). */
+export const AUTOALLOCATE_LABEL = 'networking.istio.io/enable-autoallocate-ip'
+
+/**
+ * Whether ztunnel gets a VIP for one host of a ServiceEntry: only then can it recognise traffic to the host and
+ * send it to the entry's waypoint. Explicit `spec.addresses` are used as they are; otherwise istiod auto-allocates
+ * one (PILOT_ENABLE_IP_AUTOALLOCATE, on by default since Istio 1.25) unless the resolution is NONE, the entry opts
+ * out with networking.istio.io/enable-autoallocate-ip=false, or the host is a wildcard without DYNAMIC_DNS.
+ * Sources: istio/istio pilot/pkg/serviceregistry/ambient (ServiceEntry → workloadapi.Service: auto-assigned
+ * addresses only when `Resolution != NONE`, wildcards only with DYNAMIC_DNS) and
+ * pilot/pkg/serviceregistry/serviceentry (shouldV2AutoAllocateIPFromPieces); DOMAIN §3.7.
+ */
+export function serviceEntryVip(obj: KubeObject, host: string, ctx: ClassifyContext): {vip: boolean; why: string} {
+  const spec: ServiceEntrySpec = isRecord(obj.spec) ? obj.spec : {}
+  const resolution = spec.resolution ?? 'NONE'
+  if ((list(spec.addresses) ?? []).length > 0) return {vip: true, why: `VIP ${list(spec.addresses)!.join(', ')} (spec.addresses)`}
+  if (resolution === 'NONE') return {vip: false, why: 'no VIP: resolution NONE without spec.addresses is never auto-allocated one, so ztunnel cannot tell its traffic from traffic to any other IP (plain passthrough, never sent to a waypoint)'}
+  if (obj.metadata.labels?.[AUTOALLOCATE_LABEL]?.toLowerCase() === 'false') return {vip: false, why: `no VIP: ${AUTOALLOCATE_LABEL}=false opts out of auto-allocation and spec.addresses is empty (plain passthrough, never sent to a waypoint)`}
+  if (host.startsWith('*') && resolution !== 'DYNAMIC_DNS') return {vip: false, why: 'no VIP: wildcard hosts are auto-allocated an address only with resolution DYNAMIC_DNS'}
+  const minor = istioMinor(ctx)
+  if (minor !== undefined && minor < 25) return {vip: false, why: `no VIP unless istiod runs with PILOT_ENABLE_IP_AUTOALLOCATE=true (off by default on Istio ${ctx.istioVersion}) and spec.addresses is empty`}
+  return {vip: true, why: 'VIP auto-allocated by istiod (PILOT_ENABLE_IP_AUTOALLOCATE, on by default since Istio 1.25; ambient DNS capture resolves the host to it)'}
+}
+
+/**
+ * The ServiceEntry of the migrated namespace declaring an external host, and whether the namespace's own
+ * waypoint will serve it once bind-waypoint labels the namespace istio.io/use-waypoint: the entry has no
+ * istio.io/use-waypoint of its own (which would beat the namespace's) and ztunnel has a VIP for the host.
+ * For such hosts the namespace waypoint is the egress waypoint (https://istio.io/latest/docs/ambient/usage/egress-gateway/).
+ */
+export function namespaceEgressEntry(fqdn: string, ctx: ClassifyContext): {entry: KubeObject; served: boolean; why: string} | undefined {
+  const entry = objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`).find(
+    (se) => namespaceOf(se, ctx) === ctx.namespace && (list(se.spec?.hosts) ?? []).some((h) => h.toLowerCase() === fqdn),
+  )
+  if (!entry) return undefined
+  const own = entry.metadata.labels?.[USE_WAYPOINT_LABEL]
+  const name = `ServiceEntry ${entry.metadata.name}`
+  if (own === 'none') return {entry, served: false, why: `${name} is labelled ${USE_WAYPOINT_LABEL}=none: no waypoint serves it`}
+  if (own) return undefined // bound to a waypoint of its own: destinationWaypoint() answers for it
+  const vip = serviceEntryVip(entry, fqdn, ctx)
+  if (!vip.vip) return {entry, served: false, why: `${name} has ${vip.why}`}
+  return {entry, served: true, why: `${name} (${vip.why.split(' (')[0]}) is bound to the waypoint of ${ctx.namespace} by the namespace's ${USE_WAYPOINT_LABEL} (bind-waypoint): that waypoint is its egress waypoint`}
+}
 
 export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
@@ -39,13 +84,19 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
   const location = spec.location ?? 'MESH_EXTERNAL'
   const resolution = spec.resolution ?? 'NONE'
   const labels = obj.metadata.labels ?? {}
-  const waypoint = labels[USE_WAYPOINT_LABEL] && labels[USE_WAYPOINT_LABEL] !== 'none' ? `${labels[USE_WAYPOINT_NAMESPACE_LABEL] || ref.namespace}/${labels[USE_WAYPOINT_LABEL]}` : undefined
+  // Its own label beats the namespace's; without one, the namespace's istio.io/use-waypoint binds it (DOMAIN §1.5).
+  const nsWaypoint = ctx.waypointPlanned ? 'the waypoint of the namespace' : ctx.namespaceState.useWaypoint && ctx.namespaceState.useWaypoint !== 'none' ? `${ctx.namespace}/${ctx.namespaceState.useWaypoint}` : undefined
+  const own = labels[USE_WAYPOINT_LABEL]
+  const waypoint = own && own !== 'none' ? `${labels[USE_WAYPOINT_NAMESPACE_LABEL] || ref.namespace}/${own}` : !own && local ? nsWaypoint : undefined
   const scope = local ? undefined : 'client-side'
 
+  // Point 4 of issue 10: ztunnel only captures hosts it has a VIP for; say which, and why not.
+  const vips = hosts.map((h) => ({host: h, ...serviceEntryVip(obj, h, ctx)}))
+  const whys = [...new Set(vips.map((v) => v.why))]
   reasons.push(
     reason(
       'spec.hosts',
-      `${hosts.join(', ') || '(none)'} (${location}, resolution ${resolution}): published to ztunnel as a service (VIP; ambient DNS capture resolves it)` +
+      `${hosts.join(', ') || '(none)'} (${location}, resolution ${resolution}): published to ztunnel as a service; ${whys.length <= 1 ? (whys[0] ?? 'no host') : vips.map((v) => `${v.host}: ${v.why}`).join('; ')}` +
         (local ? '' : `; defined in ${ref.namespace} and used by ${ctx.namespace}'s clients`),
     ),
   )
@@ -57,7 +108,18 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
     const cov = selectorCoverage(ctx, spec.workloadSelector!.matchLabels)
     reasons.push(reason('spec.workloadSelector', `selects ${cov.workloads.length > 0 ? workloadNames(cov.workloads) : 'no workload of the namespace'} (and WorkloadEntries): endpoints are kept for ambient pods`))
   }
-  if (waypoint) reasons.push(reason(`metadata.labels[${USE_WAYPOINT_LABEL}]`, `bound to waypoint ${waypoint}: L7 (egress) policy and routes apply there`))
+  if (waypoint && own) reasons.push(reason(`metadata.labels[${USE_WAYPOINT_LABEL}]`, `bound to waypoint ${waypoint}: L7 (egress) policy and routes apply there`))
+  else if (waypoint) {
+    const served = vips.filter((v) => v.vip).map((v) => v.host)
+    reasons.push(
+      reason(
+        'metadata.labels',
+        served.length > 0
+          ? `no ${USE_WAYPOINT_LABEL} of its own: bound to ${waypoint} by the namespace's label, which serves ambient callers' traffic to ${served.join(', ')} as their egress waypoint (DestinationRules and targetRefs policies for the host apply there)`
+          : `no ${USE_WAYPOINT_LABEL} of its own, so the namespace's label binds it to ${waypoint}, but without a VIP ztunnel never sends its traffic there`,
+      ),
+    )
+  }
 
   if (wildcards.length > 0) {
     const supported = resolution === 'DYNAMIC_DNS' && location === 'MESH_EXTERNAL'

@@ -26,6 +26,26 @@ function configured(spec: TelemetrySpec): string {
   return parts.length > 0 ? parts.join(', ') : 'no metrics/accessLogging/tracing'
 }
 
+/** An entry that only switches something off: `accessLogging[].disabled`, `tracing[].disableSpanReporting`, metrics overrides all `disabled`. */
+function onlyDisables(key: 'metrics' | 'accessLogging' | 'tracing', entry: unknown): boolean {
+  if (!isRecord(entry)) return false
+  if (key === 'accessLogging') return entry.disabled === true
+  if (key === 'tracing') return entry.disableSpanReporting === true
+  const overrides = Array.isArray(entry.overrides) ? entry.overrides : []
+  return overrides.length > 0 && overrides.every((o) => isRecord(o) && o.disabled === true && o.tagOverrides === undefined)
+}
+
+/**
+ * The L7 telemetry a Telemetry turns on or shapes (access logs, spans, request metrics): only an Envoy proxy
+ * produces it, so in ambient only a waypoint keeps it (ztunnel has no Telemetry support and emits its own L4
+ * metrics and logs). Entries that only switch something off need no waypoint: without one there is nothing to
+ * switch off. Sources: istio/istio pilot/pkg/model/telemetry.go (waypoints apply namespace/root Telemetry),
+ * https://istio.io/latest/docs/ambient/usage/waypoint/ ("HTTP metrics, access logs, tracing" need a waypoint).
+ */
+export function telemetryNeedingWaypoint(spec: TelemetrySpec): string[] {
+  return (['metrics', 'accessLogging', 'tracing'] as const).filter((k) => Array.isArray(spec[k]) && spec[k]!.some((e) => !onlyDisables(k, e)))
+}
+
 export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
   const spec: TelemetrySpec = isRecord(obj.spec) ? obj.spec : {}
@@ -57,13 +77,19 @@ export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classi
 
   const scope = root ? 'mesh' : 'namespace'
   const where = root ? `root-namespace (mesh-wide)` : 'namespace-wide'
+  const l7 = telemetryNeedingWaypoint(spec)
   if (ctx.waypointPlanned) {
-    reasons.push(reason('spec', `${where} Telemetry (${configured(spec)}): ignored by ztunnel, applied by the waypoint that will serve ${ctx.namespace}`))
+    reasons.push(reason('spec', `${where} Telemetry (${configured(spec)}): ztunnel has no Telemetry support; the waypoint that will serve ${ctx.namespace} applies it as it is, to the traffic it proxies (Service-addressed calls from ambient clients)`))
     return {item: item(ref, 'L7', 'keep', reasons, {scope, services: allServices(ctx)}), findings: []}
   }
-  reasons.push(
-    reason('spec', `${where} Telemetry (${configured(spec)}): ztunnel ignores it (it emits its own L4 metrics, reporter="source"); it would apply at a waypoint, but none is planned for ${ctx.namespace}`),
-  )
+  if (l7.length > 0) {
+    // Counted by needsWaypoint: the plan deploys the namespace's waypoint and binds it, and the second
+    // classification pass (waypointPlanned) writes the reason above.
+    reasons.push(reason('spec', `${where} Telemetry (${l7.join(', ')}): L7 telemetry exists only where a waypoint proxies the traffic (ztunnel has no Telemetry support): ${ctx.namespace} needs a waypoint to keep it`))
+    return {item: item(ref, 'L7', 'keep', reasons, {scope, services: allServices(ctx)}), findings: []}
+  }
+  const what = configured(spec) === 'no metrics/accessLogging/tracing' ? 'configures no metrics, access logging or tracing' : `only switches Envoy telemetry off (${configured(spec)}), and without a waypoint there is none to switch off`
+  reasons.push(reason('spec', `${where} Telemetry ${what} (ztunnel emits its own L4 metrics, reporter="source"): nothing is lost`))
   return {item: item(ref, 'inert', 'keep', reasons, {scope, services: allServices(ctx)}), findings: []}
 }
 

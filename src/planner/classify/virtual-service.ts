@@ -28,6 +28,7 @@ import {
   reason,
   uniqSorted,
 } from './common.js'
+import {namespaceEgressEntry} from './service-entry.js'
 
 /** Bound to the mesh (client sidecars, waypoints): `gateways` absent/empty or containing `mesh`. */
 export function isMeshBound(spec: VirtualServiceSpec): boolean {
@@ -231,20 +232,28 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
   }
 
   // Client-side routing for other namespaces' or external hosts, applying to this namespace's callers.
-  const covered = hosts.map((h) => ({h, waypoint: appliedByDestinationWaypoint(h, ns, spec.exportTo, ctx)}))
-  for (const {h, waypoint} of covered) {
+  // External hosts of this namespace's ServiceEntries: its own waypoint is their egress waypoint and applies a
+  // VirtualService of its namespace exported to it (DOMAIN §3.4, §3.5; istio.io ambient egress-gateway).
+  const egressOf = (h: HostTarget) =>
+    local && !h.wildcard && !h.serviceName && exportedTo(spec.exportTo, ns, ns) ? namespaceEgressEntry(h.fqdn, ctx) : undefined
+  const covered = hosts.map((h) => ({h, waypoint: appliedByDestinationWaypoint(h, ns, spec.exportTo, ctx), egress: egressOf(h)}))
+  for (const {h, waypoint, egress} of covered) {
     reasons.push(
       reason(
         'spec.hosts',
         waypoint
           ? `${h.host}: applied for ambient callers by the destination's waypoint ${waypoint} (VirtualService in the destination's namespace)`
-          : `${h.host}: routing applied client-side by ${ctx.namespace}'s sidecars today; ztunnel ignores VirtualServices, so ${ctx.namespace}'s ambient pods lose it unless the destination's waypoint applies an equivalent (E11)`,
+          : egress?.served
+            ? `${h.host}: ${egress.why}; it applies this VirtualService (Alpha on waypoints) for every ambient caller`
+            : `${h.host}: routing applied client-side by ${ctx.namespace}'s sidecars today; ztunnel ignores VirtualServices, so ${ctx.namespace}'s ambient pods lose it unless the destination's waypoint applies an equivalent (E11)${egress ? `; not served by the waypoint of ${ctx.namespace}: ${egress.why}` : ''}`,
       ),
     )
   }
   reasons.push(...features.reasons)
-  if (covered.length > 0 && covered.every((c) => c.waypoint)) {
-    return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'client-side', services: []}), findings}
+  if (covered.length > 0 && covered.every((c) => c.waypoint || c.egress?.served)) {
+    // Counted by needsWaypoint when the namespace's own waypoint must apply it.
+    const needsOwn = covered.some((c) => !c.waypoint)
+    return {item: item(ref, needsOwn ? 'L7' : 'unaffected', 'keep', reasons, {scope: needsOwn ? 'mesh-routing' : 'client-side', services: []}), findings}
   }
   findings.push(
     lostFinding(

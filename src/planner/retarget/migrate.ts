@@ -1008,6 +1008,21 @@ function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, 
 
 // --- RequestAuthentication, WasmPlugin, Telemetry ------------------------------------------------
 
+/**
+ * Namespace-wide and root Telemetry: waypoints apply it as it is (pilot/pkg/model/telemetry.go), ztunnel not at
+ * all. With the namespace's waypoint bound it keeps applying to the traffic the waypoint proxies; one that only
+ * switches Envoy telemetry off (verdict inert) loses nothing without a waypoint, so there is nothing to simulate.
+ */
+function namespaceTelemetry(run: Run, item: InventoryItem, original: PolicyPlacement): PolicyDecision {
+  if (item.verdict === 'inert') {
+    original.workloads = []
+    return decision(item.ref, 'keep', 'only switches Envoy telemetry off: without a waypoint there is none to switch off', original)
+  }
+  if (!run.waypointPlanned) return decision(item.ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
+  original.appliedByWaypoint = true
+  return decision(item.ref, 'keep', `${original.scope === 'mesh' ? 'root' : 'namespace-wide'} Telemetry: the waypoint of ${run.ns} applies it as it is once bound`, original)
+}
+
 function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): PolicyDecision {
   const ref = item.ref
   const kind = kindKeyOf(ref)
@@ -1020,7 +1035,8 @@ function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): Polic
   const original = originalPlacement(item, obj, {scope, ...(selector ? {selector} : {}), workloads: workloadKeys(selected), services: scope === 'targetRefs' ? item.services ?? [] : []})
   if (hasTargetRefs) return decision(ref, 'keep', 'already attached with targetRefs: applied by the waypoint', original)
   if (item.action === 'manual' || item.action === 'blocker') return decision(ref, 'blocked', item.reasons[item.reasons.length - 1] ?? 'needs a person (see the inventory)', original)
-  if (item.action !== 'retarget' || ref.namespace !== run.ns) return decision(ref, 'keep', kind === TELEMETRY && !selector ? 'namespace-wide Telemetry: waypoints apply it as it is' : 'nothing to carry', original)
+  if (kind === TELEMETRY && !selector && !hasTargetRefs) return namespaceTelemetry(run, item, original)
+  if (item.action !== 'retarget' || ref.namespace !== run.ns) return decision(ref, 'keep', 'nothing to carry', original)
   if (!run.waypointPlanned) return decision(ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
   if (selected.length === 0) return decision(ref, 'keep', `applies to no workload of ${run.ns} that becomes ambient`, original)
 

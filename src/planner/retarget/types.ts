@@ -42,6 +42,8 @@ export interface PolicyPlacement {
   /** AuthorizationPolicy: what ztunnel makes of it once its workloads are ambient (`ignored` for targetRefs). */
   ztunnel?: ZtunnelEffect
   dryRun?: boolean
+  /** An original the waypoint applies as it is once bound (namespace-wide and root Telemetry, DOMAIN §3.11). */
+  appliedByWaypoint?: boolean
   /** The step that creates it; absent for originals. */
   createdIn?: 'create-policies' | 'delete-sidecar-policies'
   /** The step that deletes it; absent when it outlives the plan. */
