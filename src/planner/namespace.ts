@@ -260,6 +260,17 @@ function namespaceRef(name: string, obj: KubeObject | undefined): ObjectRef {
 }
 
 /**
+ * The namespace's sidecar labels the migration removes. `istio-injection` with any value but `enabled` (usually
+ * `disabled`) matches no injection webhook — neither namespace injection nor pod opt-ins (sidecar.istio.io/inject=true,
+ * pod istio.io/rev) — so it stays: removing it would *start* injection for opted-in pods (and, with
+ * enableNamespacesByDefault, for every pod). Source: istio/istio
+ * manifests/charts/istio-control/istio-discovery/templates/mutatingwebhook.yaml (DOMAIN §2.1).
+ */
+export function sidecarLabelsToRemove(state: Pick<NamespaceState, 'sidecarLabels'>): NamespaceLabel[] {
+  return state.sidecarLabels.filter((l) => l.key !== INJECTION_LABEL || l.value === 'enabled')
+}
+
+/**
  * Effective namespace-level injection: does an ordinary pod (no injection labels of its own) created
  * in this namespace get a sidecar?
  */
@@ -456,6 +467,8 @@ export interface InjectionPrediction {
   injected: boolean
   /** Why, in words, for messages: "namespace istio-injection=enabled", "pod label sidecar.istio.io/inject=true"… */
   reason: string
+  /** No injection webhook matches the namespace and pod labels at all (not a per-pod refusal such as hostNetwork). */
+  noWebhook?: true
 }
 
 /**
@@ -466,7 +479,7 @@ export interface InjectionPrediction {
  */
 export function predictInjection(pod: PodInjectionInput, ns: NamespaceState, webhooks: InjectionWebhooks = NO_INJECTION_WEBHOOKS): InjectionPrediction {
   const matched = matchingWebhook(pod, ns, webhooks)
-  if (!matched) return {injected: false, reason: 'no injection webhook matches the namespace and pod labels'}
+  if (!matched) return {injected: false, reason: 'no injection webhook matches the namespace and pod labels', noWebhook: true}
   if (pod.hostNetwork) return {injected: false, reason: 'hostNetwork pods are never injected'}
   if (INJECTION_IGNORED_NAMESPACES.includes(pod.namespace)) return {injected: false, reason: `${pod.namespace} is never injected`}
 

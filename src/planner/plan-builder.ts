@@ -15,6 +15,7 @@ import {
 import {denyBypassStep, gatewayPinOperations, networkPolicyStep, optOutStep, podOptInOperations, swapRoutesStep} from './plan-steps.js'
 import {compareRefs, formatRef, refKey, refOf} from './refs.js'
 import {allowsNothing, markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
+import {sidecarLabelsToRemove} from './namespace.js'
 import {simulate, unexpectedHazards} from './simulate.js'
 import {USE_WAYPOINT_NAMESPACE_LABEL} from './classify/common.js'
 import {waypointServable} from './retarget/targets.js'
@@ -462,7 +463,9 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     })
   }
 
-  const sidecarLabelKeys = nsState.sidecarLabels.map((l) => l.key)
+  // istio-injection=disabled (any value but enabled) stays: it blocks pod opt-ins too (E4, issue 10 point 6).
+  const removedLabels = sidecarLabelsToRemove(nsState)
+  const sidecarLabelKeys = removedLabels.map((l) => l.key)
   if (migrating && (sidecarLabelKeys.length > 0 || injectionByDefault)) {
     const change: Record<string, string | null> = {}
     for (const key of sidecarLabelKeys) change[key] = null
@@ -470,7 +473,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     // istio-injection=disabled matches no webhook.
     if (injectionByDefault) change[INJECTION_LABEL] = 'disabled'
     const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
-    const what = nsState.sidecarLabels.map((l) => `${l.key}=${l.value}`).join(' and ')
+    const what = removedLabels.map((l) => `${l.key}=${l.value}`).join(' and ')
     // E7: injected gateways follow the namespace's istio.io/rev; pin them first, or they silently move to
     // the default revision (or lose injection) when the label goes.
     const pin = gatewayPinOperations(inventory, snapshot)

@@ -137,7 +137,9 @@ function analyzeVirtualService(
   })
   for (const section of ['tcp', 'tls'] as const) {
     if (Array.isArray(spec[section]) && (spec[section] as unknown[]).length > 0) {
-      ctx.reasons.push(reason(`spec.${section}`, `${section.toUpperCase()} routes: ${section === 'tcp' ? 'TCPRoute' : 'TLSRoute'} is a different conversion, not done here`))
+      // DOMAIN §3.4, §3.6: their Gateway API form is TCPRoute/TLSRoute (Alpha, experimental channel), never an
+      // HTTPRoute; the waypoint applies them as a VirtualService on its TCP chain.
+      ctx.reasons.push(reason(`spec.${section}`, `${section} routes: their Gateway API form is ${section === 'tcp' ? 'TCPRoute' : 'TLSRoute'} (Alpha, experimental channel), not HTTPRoute, which is all --routes httproute writes; the waypoint applies them from the VirtualService`))
     }
   }
   const http = Array.isArray(spec.http) ? spec.http : []
@@ -237,7 +239,7 @@ export function convertVirtualServices(input: RouteConversionInput): RouteConver
           ref,
           code: 'VirtualServiceKept',
           severity: 'warning',
-          message: `${formatRef(ref)} stays a VirtualService (applied by the waypoint; VirtualService on waypoints is Alpha): ${analysis.reasons.length} part(s) have no Gateway API equivalent, e.g. ${analysis.reasons[0]}.`,
+          message: `${formatRef(ref)} stays a VirtualService (applied by the waypoint; VirtualService on waypoints is Alpha): ${analysis.reasons.length} part(s) have no HTTPRoute equivalent, e.g. ${analysis.reasons[0]}.`,
           fix: 'Keep it, or rewrite the listed parts and plan again; never add an HTTPRoute for the same host while it exists (E26).',
         }),
       )

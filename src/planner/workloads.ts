@@ -9,6 +9,7 @@ import {
   analyzeNamespace,
   gitOpsManager,
   predictInjection,
+  sidecarLabelsToRemove,
   type InjectionPrediction,
   type InjectionWebhooks,
   NO_INJECTION_WEBHOOKS,
@@ -531,8 +532,7 @@ class Context {
     private readonly webhooks: InjectionWebhooks,
   ) {
     const labels = {...ns.labels}
-    delete labels[INJECTION_LABEL]
-    delete labels[REVISION_LABEL]
+    for (const l of sidecarLabelsToRemove(ns)) delete labels[l.key]
     labels[DATAPLANE_MODE_LABEL] = 'ambient'
     this.after = analyzeNamespace(ns.name, {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns.name, labels}}, {webhooks}).state
   }
@@ -581,8 +581,12 @@ class Context {
     const injectedGateway = templates.includes('gateway') || placement.placeholder !== undefined
     if (hostNetwork) traits.add('host-network')
     if (injectValue === 'false') traits.add('inject-opt-out')
-    // Only labels opt in after the namespace labels are gone: the webhooks' object selectors read labels.
-    if (!injectedGateway && (meta.labels[SIDECAR_INJECT] === 'true' || meta.labels[REVISION_LABEL] !== undefined)) traits.add('pod-opt-in')
+    // Only labels opt in after the namespace labels are gone: the webhooks' object selectors read labels. In a
+    // namespace whose istio-injection is not `enabled` (e.g. disabled), which the plan keeps, no webhook matches
+    // the pod, so the opt-in gives no sidecar (DOMAIN §2.1; issue 10 point 6).
+    const optInLabel = !injectedGateway && (meta.labels[SIDECAR_INJECT] === 'true' || meta.labels[REVISION_LABEL] !== undefined)
+    const optInBlocked = optInLabel && this.predict(template).noWebhook === true && this.predict(template, this.after).noWebhook === true
+    if (optInLabel && !optInBlocked) traits.add('pod-opt-in')
     // Only a controller's own template can be manually injected; a pod read in place of a missing
     // controller is injected by the webhook like any other.
     const fromTemplate = templateSource !== undefined && !isPod(templateSource) && !managedGateway
@@ -751,8 +755,22 @@ class Context {
       })
     }
 
+    const how = meta.labels[SIDECAR_INJECT] === 'true' ? `label ${SIDECAR_INJECT}=true` : `label ${REVISION_LABEL}=${meta.labels[REVISION_LABEL]}`
+    if (optInBlocked) {
+      const injectionLabel = this.ns.labels[INJECTION_LABEL]
+      say({
+        id: `E4/${ref.kind}/${ref.name}`,
+        code: 'E4',
+        severity: 'info',
+        message:
+          `The pod template of ${label} opts in to sidecars (${how}), but no injection webhook matches its pods` +
+          (injectionLabel !== undefined
+            ? `: namespace ${this.ns.name} is labelled ${INJECTION_LABEL}=${injectionLabel}, which blocks pod opt-ins too, so the opt-in gives no sidecar. The plan keeps that label; removing it would start injecting these pods.`
+            : ', so the opt-in gives no sidecar.'),
+        fix: `Nothing to do for the migration. Remove the opt-in from the template if ${label} should never get a sidecar.`,
+      })
+    }
     if (traits.has('pod-opt-in')) {
-      const how = meta.labels[SIDECAR_INJECT] === 'true' ? `label ${SIDECAR_INJECT}=true` : `label ${REVISION_LABEL}=${meta.labels[REVISION_LABEL]}`
       say({
         id: `E4/${ref.kind}/${ref.name}`,
         code: 'E4',

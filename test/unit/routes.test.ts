@@ -126,8 +126,11 @@ describe('hosts', () => {
 
   it('no hosts (a delegate VirtualService), tcp and tls sections are kept', () => {
     expect(keptReasons(run([virtualService('d', {http: [toReviews]})]))[0]).toMatch(/^spec\.hosts: no hosts: a delegate/)
-    expect(keptReasons(run([oneRoute(toReviews, {tcp: [{route: [{destination: {host: 'reviews'}}]}]})]))).toEqual(['spec.tcp: TCP routes: TCPRoute is a different conversion, not done here'])
-    expect(keptReasons(run([oneRoute(toReviews, {tls: [{match: [{sniHosts: ['reviews']}], route: [{destination: {host: 'reviews'}}]}]})]))[0]).toMatch(/^spec\.tls: TLS routes/)
+    // issue 10 point 7: tcp/tls routes are TCPRoute/TLSRoute material, never HTTPRoute (DOMAIN §3.4, §3.6).
+    expect(keptReasons(run([oneRoute(toReviews, {tcp: [{route: [{destination: {host: 'reviews'}}]}]})]))).toEqual([
+      'spec.tcp: tcp routes: their Gateway API form is TCPRoute (Alpha, experimental channel), not HTTPRoute, which is all --routes httproute writes; the waypoint applies them from the VirtualService',
+    ])
+    expect(keptReasons(run([oneRoute(toReviews, {tls: [{match: [{sniHosts: ['reviews']}], route: [{destination: {host: 'reviews'}}]}]})]))[0]).toMatch(/^spec\.tls: tls routes: their Gateway API form is TLSRoute/)
   })
 
   it('exportTo narrower than "*" is reported: a Service-parented HTTPRoute serves every namespace', () => {
@@ -718,6 +721,6 @@ describe('output', () => {
     expect(out.findings).toEqual([
       expect.objectContaining({id: 'VirtualServiceKept/VirtualService/shop/reviews', code: 'VirtualServiceKept', severity: 'warning', ref: {apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', namespace: NS, name: 'reviews'}}),
     ])
-    expect(out.findings[0]!.message).toMatch(/2 part\(s\) have no Gateway API equivalent/)
+    expect(out.findings[0]!.message).toMatch(/2 part\(s\) have no HTTPRoute equivalent/)
   })
 })

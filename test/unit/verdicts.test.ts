@@ -18,7 +18,12 @@ const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/verdicts')
 const NS = 'shop'
 
 async function fixture(...files: string[]): Promise<KubeObject[]> {
-  const loaded = await loadManifestFiles(['base-shop.yaml', ...files].map((f) => path.join(FIXTURES, f)), {defaultNamespace: NS})
+  return standalone('base-shop.yaml', ...files)
+}
+
+/** Fixture files without base-shop.yaml (they bring their own Namespace). */
+async function standalone(...files: string[]): Promise<KubeObject[]> {
+  const loaded = await loadManifestFiles(files.map((f) => path.join(FIXTURES, f)), {defaultNamespace: NS})
   expect(loaded.findings).toEqual([])
   return loaded.objects
 }
@@ -137,5 +142,120 @@ describe('3. AUDIT is not sent to ztunnel', () => {
       expect(reasonsOf(ap)).toContain('action AUDIT is never sent to ztunnel')
     }
     expect(reasonsOf(item(plan, 'AuthorizationPolicy', 'audit-l4'))).toContain('spec.rules[0].to[0].operation.ports: destination port: an L4 attribute, but action AUDIT is never sent to ztunnel: not enforced by ztunnel')
+  })
+})
+
+describe('4. ServiceEntry addresses', () => {
+  // Sources: istio/istio pilot/pkg/serviceregistry/ambient (ServiceEntry → workloadapi.Service: auto-assigned
+  // addresses only when resolution != NONE, and for wildcard hosts only with DYNAMIC_DNS),
+  // pilot/pkg/serviceregistry/serviceentry shouldV2AutoAllocateIPFromPieces (label
+  // networking.istio.io/enable-autoallocate-ip=false opts out; spec.addresses win), pilot/pkg/features
+  // PILOT_ENABLE_IP_AUTOALLOCATE (default true; the 1.24 compatibility profile sets it false); DOMAIN §3.7.
+  const se = (name: string, spec: Record<string, unknown>, labels?: Record<string, string>) =>
+    istio('ServiceEntry', name, {location: 'MESH_EXTERNAL', ports: [{number: 443, name: 'tls', protocol: 'TLS'}], ...spec}, {namespace: NS, ...(labels ? {labels} : {})})
+  const hostsReason = (plan: MigrationPlan, name: string) => item(plan, 'ServiceEntry', name).reasons.find((r) => r.startsWith('spec.hosts: '))!
+
+  it('reasons promise a VIP only where ztunnel gets one', async () => {
+    const plan = planOf([
+      ...(await fixture()),
+      se('explicit', {hosts: ['a.example.com'], addresses: ['240.0.0.10'], resolution: 'NONE'}),
+      se('dns', {hosts: ['b.example.com'], resolution: 'DNS'}),
+      se('none', {hosts: ['c.example.com'], resolution: 'NONE'}),
+      se('opted-out', {hosts: ['d.example.com'], resolution: 'DNS'}, {'networking.istio.io/enable-autoallocate-ip': 'false'}),
+      se('static', {hosts: ['e.example.com'], resolution: 'STATIC', endpoints: [{address: '10.1.2.3'}]}),
+    ])
+    expect(hostsReason(plan, 'explicit')).toContain('VIP 240.0.0.10 (spec.addresses)')
+    expect(hostsReason(plan, 'dns')).toContain('VIP auto-allocated by istiod')
+    expect(hostsReason(plan, 'static')).toContain('VIP auto-allocated by istiod')
+    expect(hostsReason(plan, 'none')).toContain('no VIP: resolution NONE without spec.addresses')
+    expect(hostsReason(plan, 'opted-out')).toContain('no VIP: networking.istio.io/enable-autoallocate-ip=false')
+    for (const name of ['none', 'opted-out']) expect(hostsReason(plan, name)).not.toContain('ambient DNS capture resolves')
+  })
+
+  it('wildcard hosts get a VIP only with DYNAMIC_DNS; Istio < 1.25 does not auto-allocate by default', async () => {
+    const plan = planOf([...(await fixture()), se('wild', {hosts: ['*.example.com'], resolution: 'DNS'}), se('wild-dynamic', {hosts: ['*.example.org'], resolution: 'DYNAMIC_DNS'})])
+    expect(hostsReason(plan, 'wild')).toContain('no VIP: wildcard hosts are auto-allocated an address only with resolution DYNAMIC_DNS')
+    expect(hostsReason(plan, 'wild-dynamic')).toContain('VIP auto-allocated')
+    const old = planOf([...(await fixture()), se('dns', {hosts: ['b.example.com'], resolution: 'DNS'})], {istioVersion: '1.24'})
+    expect(hostsReason(old, 'dns')).toContain('no VIP unless istiod runs with PILOT_ENABLE_IP_AUTOALLOCATE=true')
+  })
+})
+
+describe('5. PeerAuthentication port exceptions are honoured by ztunnel', () => {
+  // Sources: istio/istio pilot/pkg/serviceregistry/ambient/policies.go (workload portLevelMtls → per-port
+  // exceptions of the STRICT DENY, merged with a STRICT parent since 1.25, #54073); security/v1beta1
+  // peer_authentication.proto; DOMAIN §3.2, E18.
+  it('the STRICT finding names the exception, does not say "every plaintext caller", and does not ask for it again', async () => {
+    const plan = planOf(await fixture('peer-authentication-port-exception.yaml'))
+    const strict = [...plan.spec.findings, ...plan.spec.blockers].filter((f) => f.code === 'StrictRejectsOutOfMeshCallers')
+    expect(strict.map((f) => f.id).sort()).toEqual(['E18/PeerAuthentication/shop/cart-metrics/strict'])
+    const f = strict[0]!
+    expect(f.message).not.toContain('every plaintext caller')
+    expect(f.message).toContain('on every port except the portLevelMtls PERMISSIVE exceptions it honours: cart port(s) 9090 (PeerAuthentication cart-metrics)')
+    expect(f.fix).toContain('nothing to add for those ports')
+    expect(f.fix).not.toContain('add a workload-selector PeerAuthentication with portLevelMtls {<port>')
+    expect(item(plan, 'PeerAuthentication', 'cart-metrics').reasons).toContain('spec.portLevelMtls[9090].mode: PERMISSIVE: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)')
+  })
+
+  it('inherited STRICT (workload policy without a mode) still counts the exception; without one the advice stays', async () => {
+    const objects = (await fixture('peer-authentication-port-exception.yaml')).map((o) =>
+      o.metadata.name === 'cart-metrics' ? {...o, spec: {selector: o.spec.selector, portLevelMtls: o.spec.portLevelMtls}} : o,
+    )
+    const inherited = planOf(objects)
+    const f = inherited.spec.findings.find((x) => x.code === 'StrictRejectsOutOfMeshCallers')!
+    expect(f.id).toBe('E18/PeerAuthentication/shop/default/strict')
+    expect(f.message).toContain('except the portLevelMtls PERMISSIVE exceptions it honours: cart port(s) 9090')
+    const plain = planOf((await fixture('peer-authentication-port-exception.yaml')).filter((o) => o.metadata.name !== 'cart-metrics'))
+    const g = plain.spec.findings.find((x) => x.code === 'StrictRejectsOutOfMeshCallers')!
+    expect(g.message).toContain('rejects every plaintext caller outside the mesh')
+    expect(g.fix).toContain('add a workload-selector PeerAuthentication with portLevelMtls')
+  })
+})
+
+describe('6. Injection in istio-injection=disabled namespaces', () => {
+  // Source: istio/istio manifests/charts/istio-control/istio-discovery/templates/mutatingwebhook.yaml — every
+  // webhook requires istio-injection In [enabled] or DoesNotExist, so `disabled` blocks pod opt-ins as well;
+  // DOMAIN §2.1, E4.
+  it('E4 says the opt-in gives no sidecar, the plan keeps istio-injection=disabled, and only the injected workload is migrated', async () => {
+    const plan = planOf(await standalone('injection-disabled.yaml'))
+    const e4 = plan.spec.findings.find((f) => f.id === 'E4/Deployment/cart')!
+    expect(e4.severity).toBe('info')
+    expect(e4.message).toContain('namespace shop is labelled istio-injection=disabled, which blocks pod opt-ins too, so the opt-in gives no sidecar')
+    expect(e4.message).toContain('removing it would start injecting these pods')
+    expect(e4.message).not.toContain('does not stop its injection')
+    const cart = plan.spec.workloads.find((w) => w.ref.name === 'cart')!
+    expect(cart.traits).not.toContain('pod-opt-in')
+    expect(cart.proxy).toBe('none')
+    // The label that blocks injection is never removed (no remove-sidecar-injection step touches it).
+    for (const s of plan.spec.steps) {
+      for (const op of s.operations) if (op.op === 'label' && op.ref.kind === 'Namespace') expect(Object.keys(op.labels)).not.toContain('istio-injection')
+    }
+    expect(stepIds(plan)).not.toContain('remove-sidecar-injection')
+  })
+
+  it('with istio-injection=enabled the opt-in is still reported as keeping the sidecar', async () => {
+    const objects = (await standalone('injection-disabled.yaml')).map((o) => (o.kind === 'Namespace' ? {...o, metadata: {...o.metadata, labels: {'istio-injection': 'enabled'}}} : o))
+    const plan = planOf(objects)
+    expect(plan.spec.findings.find((f) => f.id === 'E4/Deployment/cart')).toMatchObject({severity: 'warning'})
+    expect(plan.spec.workloads.find((w) => w.ref.name === 'cart')!.traits).toContain('pod-opt-in')
+  })
+})
+
+describe('7. Routes by protocol', () => {
+  // Sources: istio/istio pilot/pkg/networking/core/listener_waypoint.go (tcp/tls VirtualService routes on the
+  // waypoint's TCP chain), https://istio.io/latest/docs/ambient/overview/APIs/ (TCPRoute, TLSRoute Alpha); DOMAIN §3.4, §3.6.
+  it('a tcp-only VirtualService is TCPRoute material, not HTTPRoute; --routes httproute keeps it as a VirtualService', async () => {
+    const objects = await fixture('tcp-virtual-service.yaml')
+    const plan = planOf(objects)
+    const vs = item(plan, 'VirtualService', 'db-split')
+    expect(vs).toMatchObject({verdict: 'L7', action: 'retarget'})
+    expect(reasonsOf(vs)).toContain('rewrite as TCPRoute (Alpha, experimental-channel CRDs), not HTTPRoute, for its tcp routes — or keep it a VirtualService on the waypoint')
+    expect(reasonsOf(vs)).not.toContain('rewrite as HTTPRoute')
+
+    const swapped = planOf(objects, {routes: 'httproute'})
+    const kept = swapped.spec.findings.find((f) => f.id === 'VirtualServiceKept/VirtualService/shop/db-split')!
+    expect(kept.message).toContain('their Gateway API form is TCPRoute')
+    const created = swapped.spec.steps.flatMap((s) => s.operations).filter((op) => op.op === 'apply' && op.object.kind === 'HTTPRoute')
+    expect(created).toEqual([])
   })
 })

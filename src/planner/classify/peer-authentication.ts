@@ -110,6 +110,23 @@ function inForce(obj: KubeObject, ctx: ClassifyContext): WorkloadItem[] {
   })
 }
 
+/**
+ * Ports a STRICT workload keeps open to plaintext: the PERMISSIVE entries of the workload-selector policy in force
+ * for it (outside the root namespace). ztunnel honours them: istiod converts them into per-port exceptions
+ * (notDestinationPorts) of the workload's STRICT DENY, merged with a STRICT parent since 1.25
+ * (istio/istio pilot/pkg/serviceregistry/ambient/policies.go, #54073; DOMAIN §3.2, E18).
+ */
+function plaintextPorts(ctx: ClassifyContext, workloads: WorkloadItem[]): {workload: WorkloadItem; ports: string[]; policy: string}[] {
+  const out: {workload: WorkloadItem; ports: string[]; policy: string}[] = []
+  for (const w of workloads) {
+    const wp = resolve(ctx, w).workloadPolicy
+    const portLevel = wp && isRecord(wp.spec?.portLevelMtls) ? Object.entries(wp.spec.portLevelMtls as Record<string, {mode?: string}>) : []
+    const ports = portLevel.filter(([, setting]) => String(setting?.mode ?? '').toUpperCase() === 'PERMISSIVE').map(([port]) => port)
+    if (ports.length > 0) out.push({workload: w, ports, policy: wp!.metadata.name})
+  }
+  return out
+}
+
 /** Pod template annotations of a workload, read from its controller in the snapshot. */
 function templateAnnotations(ctx: ClassifyContext, w: WorkloadItem): Record<string, string> {
   const obj = objectsOfKind(ctx, kindKey(w.ref)).find((o) => o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace)
@@ -217,25 +234,37 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
     return {item: item(ref, 'blocker', 'blocker', reasons, {scope, services}), findings}
   }
 
-  if (mode === 'STRICT' && effective) {
-    const scraped = (decided.namespaceWide ? ctx.workloads : decided.workloads).filter((w) => templateAnnotations(ctx, w)['prometheus.io/scrape'] === 'true')
-    findings.push(
-      finding({
-        prefix: 'E18',
-        ref,
-        topic: 'strict',
-        code: 'StrictRejectsOutOfMeshCallers',
-        severity: 'warning',
-        message:
-          `${name} makes ${decidedText} STRICT: once ambient, ztunnel rejects every plaintext caller outside the mesh (a Prometheus that is not in the mesh — sidecar mode served merged metrics on 15020 —, pods of non-mesh namespaces, node agents).` +
-          (scraped.length > 0 ? ` Workloads annotated prometheus.io/scrape=true: ${workloadNames(scraped)}.` : ''),
-        fix: 'Enrol those callers in the mesh, or add a workload-selector PeerAuthentication with portLevelMtls {<port>: {mode: PERMISSIVE}} (honoured by ztunnel) for the ports they call. Keep the STRICT policy: removing it re-allows plaintext.',
-      }),
-    )
-  }
+  if (mode === 'STRICT' && effective) findings.push(strictFinding(obj, ctx, decided.namespaceWide ? ctx.workloads : decided.workloads, decidedText))
 
   const verdict = mode === 'DISABLE' ? 'inert' : 'L4'
   return {item: item(ref, verdict, 'keep', reasons, {scope, services: level === 'workload' ? servicesCovering(ctx, cov.workloads) : services}), findings}
+}
+
+/** E18: who a STRICT policy shuts out once ztunnel enforces it, minus the port exceptions ztunnel honours (issue 10 point 5). */
+function strictFinding(obj: KubeObject, ctx: ClassifyContext, workloads: WorkloadItem[], decidedText: string): Finding {
+  const ref = itemRef(obj, ctx)
+  const name = formatRef(ref)
+  const scraped = workloads.filter((w) => templateAnnotations(ctx, w)['prometheus.io/scrape'] === 'true')
+  const open = plaintextPorts(ctx, workloads)
+  const callers = 'plaintext callers outside the mesh (a Prometheus that is not in the mesh — sidecar mode served merged metrics on 15020 —, pods of non-mesh namespaces, node agents)'
+  const openText = open.map((o) => `${o.workload.ref.name} port(s) ${o.ports.join(', ')} (PeerAuthentication ${o.policy})`).join('; ')
+  const everyWorkloadOpen = open.length === workloads.length && workloads.length > 0
+  return finding({
+    prefix: 'E18',
+    ref,
+    topic: 'strict',
+    code: 'StrictRejectsOutOfMeshCallers',
+    severity: 'warning',
+    message:
+      (open.length === 0
+        ? `${name} makes ${decidedText} STRICT: once ambient, ztunnel rejects every ${callers.replace('plaintext callers', 'plaintext caller')}.`
+        : `${name} makes ${decidedText} STRICT: once ambient, ztunnel rejects ${callers} on every port except the portLevelMtls PERMISSIVE exceptions it honours: ${openText}.`) +
+      (scraped.length > 0 ? ` Workloads annotated prometheus.io/scrape=true: ${workloadNames(scraped)}.` : ''),
+    fix:
+      open.length === 0
+        ? 'Enrol those callers in the mesh, or add a workload-selector PeerAuthentication with portLevelMtls {<port>: {mode: PERMISSIVE}} (honoured by ztunnel) for the ports they call. Keep the STRICT policy: removing it re-allows plaintext.'
+        : `The exceptions above keep working in ambient: nothing to add for those ports. For other ports that plaintext callers use${everyWorkloadOpen ? '' : ` (and for ${workloadNames(workloads.filter((w) => !open.some((o) => o.workload === w)))}, which have none)`}, enrol the callers in the mesh or add the port to a workload-selector portLevelMtls. Keep the STRICT policy: removing it re-allows plaintext.`,
+  })
 }
 
 /** Root-namespace PeerAuthentications: the mesh-wide one, and selector ones that match pods here (reported as ignored). */

@@ -187,7 +187,7 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
     reasons.push(
       reason(
         'spec.hosts',
-        `${hostText}: routing for ${ownHostServices.join(', ')} of this namespace — sidecar callers apply it client-side today; after the migration only a waypoint applies it (VirtualService on waypoints is Alpha): rewrite as HTTPRoute, and never keep both for the same host`,
+        `${hostText}: routing for ${ownHostServices.join(', ')} of this namespace — sidecar callers apply it client-side today; after the migration only a waypoint applies it (VirtualService on waypoints is Alpha): ${rewriteAdvice(spec)}, and never keep both for the same host`,
       ),
     )
     for (const h of otherHosts) reasons.push(reason('spec.hosts', `${h.host}: not a Service of ${ctx.namespace}; client-side routing for it is lost for ambient callers (E11)`))
@@ -264,6 +264,21 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
     ),
   )
   return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: []}), findings}
+}
+
+/**
+ * What a mesh VirtualService becomes in Gateway API, by route section: `http` → HTTPRoute, `tcp` → TCPRoute,
+ * `tls` → TLSRoute (both Alpha in ambient, experimental-channel CRDs) — or it stays a VirtualService, which the
+ * waypoint applies on its TCP chain for tcp/tls routes (istio/istio pilot/pkg/networking/core/listener_waypoint.go;
+ * https://istio.io/latest/docs/ambient/overview/APIs/; DOMAIN §3.4, §3.6). `--routes httproute` converts only
+ * `http` routes and keeps the others as VirtualServices (routes.ts).
+ */
+export function rewriteAdvice(spec: VirtualServiceSpec): string {
+  const has = (section: 'http' | 'tcp' | 'tls') => Array.isArray(spec[section]) && spec[section]!.length > 0
+  const layer4 = [...(has('tcp') ? ['TCPRoute'] : []), ...(has('tls') ? ['TLSRoute'] : [])]
+  if (layer4.length === 0) return 'rewrite as HTTPRoute'
+  const others = `${layer4.join(' / ')} (Alpha, experimental-channel CRDs), not HTTPRoute, for its ${[has('tcp') ? 'tcp' : '', has('tls') ? 'tls' : ''].filter(Boolean).join(' and ')} routes`
+  return has('http') ? `rewrite its http routes as HTTPRoute and ${others} — or keep it a VirtualService on the waypoint` : `rewrite as ${others} — or keep it a VirtualService on the waypoint`
 }
 
 function lostFinding(prefix: string, ref: ObjectRef, message: string, fix: string): Finding {
