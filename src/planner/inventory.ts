@@ -21,11 +21,11 @@ export interface InventoryOptions {
  * behaviour that only a waypoint in front of its Services can enforce once sidecars are gone
  * (DOMAIN §8 "Waypoint need per Service"). Client-side config of other namespaces needs *their*
  * waypoints, and root-namespace L7 policies are blockers, so neither counts here — except mesh-wide config
- * that the namespace's own waypoint applies as it is (root Telemetry with L7 settings, DOMAIN §3.11): without
- * a waypoint its effect on this namespace's traffic is gone.
+ * that the namespace's own waypoint applies as it is (root Telemetry with L7 settings, DOMAIN §3.11) or through a
+ * copy in the namespace (a mesh-wide L7 DENY, E14): without a waypoint its effect on this namespace's traffic is gone.
  */
 export function needsWaypoint(namespace: string, items: InventoryItem[], rewritable: (item: InventoryItem) => boolean = () => false): boolean {
-  const carried = (i: InventoryItem) => i.ref.namespace === namespace || (i.scope === 'mesh' && i.action === 'keep')
+  const carried = (i: InventoryItem) => i.ref.namespace === namespace || (i.scope === 'mesh' && (i.action === 'keep' || i.action === 'retarget'))
   return items.some((i) => carried(i) && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify') && !rewritable(i))
 }
 

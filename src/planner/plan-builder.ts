@@ -17,6 +17,7 @@ import {compareRefs, formatRef, refKey, refOf} from './refs.js'
 import {allowsNothing, markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
 import {sidecarLabelsToRemove} from './namespace.js'
 import {simulate, unexpectedHazards} from './simulate.js'
+import {ROOT_DENY_CODE} from './classify/authz.js'
 import {USE_WAYPOINT_NAMESPACE_LABEL} from './classify/common.js'
 import {waypointServable} from './retarget/targets.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, WAYPOINT_FOR_LABEL, waypointRevision} from './waypoint.js'
@@ -570,9 +571,10 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   // E11/E12: behaviour only client sidecars provided is lost once the pods are ambient. Reviewers must
   // accept each loss explicitly (--accept-lost); otherwise it blocks the plan.
   const acceptLost = idMatcher(options.acceptLost ?? [])
+  // A mesh-wide L7 DENY carried only into the namespace (issue 10 point 8) leaves a gap reviewers accept the same way.
   const lostRefs = new Set(inventory.objects.filter((i) => i.action === 'lost-client-side').map((i) => refKey(i.ref)))
   for (const [i, f] of findings.entries()) {
-    if (!migrating || !f.ref || !lostRefs.has(refKey(f.ref)) || f.severity !== 'error') continue
+    if (!migrating || !f.ref || !(lostRefs.has(refKey(f.ref)) || f.code === ROOT_DENY_CODE) || f.severity !== 'error') continue
     findings[i] = acceptLost(f.id)
       ? {...f, severity: 'warning', message: `${f.message} (accepted with --accept-lost)`}
       : {...f, severity: 'blocker', fix: `${f.fix ?? ''} To go ahead without it, re-run plan with --accept-lost ${f.id}.`.trim()}

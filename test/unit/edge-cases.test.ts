@@ -718,27 +718,28 @@ describe('E13 DestinationRules of the root namespace', () => {
 
 describe('E14 L7 AuthorizationPolicies in the root namespace', () => {
   let objects: KubeObject[]
-  const hazardIds = [
-    'hazard/apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads',
-    'hazard/apply/policy-not-enforced/AuthorizationPolicy/istio-system/mesh-no-admin-paths/Deployment/ratings-v1/restart-workloads',
-  ]
+  // The mesh-wide DENY is copied onto bookinfo's waypoint (issue 10 point 8), so it is no longer "enforced nowhere".
+  const hazardIds = ['hazard/apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads']
   beforeAll(async () => {
     objects = await fixture('E14-root-namespace-l7-policies.yaml')
   })
 
   it('are blockers with the manifests the mesh administrator should apply; the L4 root policy is kept', () => {
     const {plan} = planOf(objects)
-    expect(item(plan, 'AuthorizationPolicy', 'mesh-no-admin-paths', 'istio-system')).toMatchObject({verdict: 'blocker', action: 'blocker', scope: 'mesh', ztunnel: 'no-op'})
+    expect(item(plan, 'AuthorizationPolicy', 'mesh-no-admin-paths', 'istio-system')).toMatchObject({verdict: 'L7', action: 'retarget', scope: 'mesh', ztunnel: 'no-op'})
     expect(item(plan, 'AuthorizationPolicy', 'ratings-read-only', 'istio-system')).toMatchObject({verdict: 'blocker', action: 'blocker', scope: 'workload', ztunnel: 'deny-all'})
-    expect(item(plan, 'AuthorizationPolicy', 'mesh-deny-legacy-namespace', 'istio-system')).toMatchObject({verdict: 'L4', action: 'keep', ztunnel: 'as-written'})
+    // L4 and kept at ztunnel; keyed on the caller's namespace, so with bookinfo's waypoint planned it is also
+    // copied onto the waypoint (E21).
+    expect(item(plan, 'AuthorizationPolicy', 'mesh-deny-legacy-namespace', 'istio-system')).toMatchObject({verdict: 'L4', action: 'keep-verify', ztunnel: 'as-written'})
     expect(blockerIds(plan)).toEqual([
       'E14/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
       'E14/AuthorizationPolicy/istio-system/ratings-read-only',
       ...hazardIds,
-      'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
       'retarget-root/AuthorizationPolicy/istio-system/ratings-read-only',
     ].sort())
     expect(finding(plan, 'E14/AuthorizationPolicy/istio-system/ratings-read-only').code).toBe('RootNamespaceL7Policy')
+    expect(finding(plan, 'E14/AuthorizationPolicy/istio-system/mesh-no-admin-paths').code).toBe('RootL7DenyOutsideWaypoint')
+    expect(finding(plan, 'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths').severity).toBe('warning')
     // The mesh-wide DENY goes to every waypoint through the GatewayClass; the root selector policy is carried per
     // namespace (for bookinfo: a Service-targeted copy in bookinfo).
     const mesh = parse(finding(plan, 'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths').fix!.split('\n').slice(1).join('\n').split('---\n')[0]!)
@@ -747,11 +748,18 @@ describe('E14 L7 AuthorizationPolicies in the root namespace', () => {
     expect(perNamespace).toMatchObject({metadata: {name: 'ratings-read-only-waypoint', namespace: 'bookinfo'}, spec: {targetRefs: [{group: '', kind: 'Service', name: 'ratings'}], action: 'ALLOW', rules: [{to: [{operation: {methods: ['GET', 'HEAD']}}]}]}})
   })
 
-  it('the plan writes nothing outside bookinfo and plans no waypoint for them', () => {
+  it('the plan writes nothing outside bookinfo; for the mesh-wide DENY it plans bookinfo\'s waypoint and a copy there', () => {
     const {plan} = planOf(objects)
-    expect(plan.spec.summary.waypointRequired).toBe(false)
-    expect(stepIds(plan)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
-    expect(JSON.stringify(plan.spec.steps)).not.toContain('istio-system')
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    expect(stepIds(plan)).toEqual(['preflight', 'create-waypoint', 'wait-waypoint', 'create-policies', 'bind-waypoint', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+    expect(opsOf(step(plan, 'create-policies'))).toEqual(['apply AuthorizationPolicy/mesh-deny-legacy-namespace-waypoint', 'apply AuthorizationPolicy/mesh-no-admin-paths-waypoint'])
+    expect(applied(step(plan, 'create-policies'), 'mesh-no-admin-paths-waypoint').spec).toEqual({
+      targetRefs: [{group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'waypoint'}],
+      action: 'DENY',
+      rules: [{to: [{operation: {paths: ['/admin', '/admin/*']}}]}],
+    })
+    const ops = plan.spec.steps.flatMap((s) => s.operations)
+    for (const op of ops) expect(op.op === 'apply' ? op.object.metadata.namespace : op.ref.namespace ?? 'bookinfo').toBe('bookinfo')
   })
 
   it('--accept-hazard accepts the simulation\'s hazards, not the E14 blockers', () => {
@@ -761,7 +769,6 @@ describe('E14 L7 AuthorizationPolicies in the root namespace', () => {
     expect(blockerIds(plan)).toEqual([
       'E14/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
       'E14/AuthorizationPolicy/istio-system/ratings-read-only',
-      'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin-paths',
       'retarget-root/AuthorizationPolicy/istio-system/ratings-read-only',
     ])
   })

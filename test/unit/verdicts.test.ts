@@ -259,3 +259,53 @@ describe('7. Routes by protocol', () => {
     expect(created).toEqual([])
   })
 })
+
+describe('8. Mesh-wide L7 DENY in the root namespace', () => {
+  // Sources: istio/istio pilot/pkg/model/policyattachment.go (waypoints apply only targetRefs policies, never
+  // selector-less root ones; targetRefs kind Gateway = the waypoint), pilot/pkg/serviceregistry/ambient/authorization.go
+  // (ztunnel strips L7 from a DENY: an L7-only rule never fires, a mixed one is enforced on its L4 part);
+  // istio/istio#51445 (sidecar callers never go through waypoints); DOMAIN §3.0, §3.1, E14.
+  it('plans the namespace waypoint and a copy targeting it; the E14 finding says exactly what remains unenforced', async () => {
+    const plan = planOf(await fixture('root-mesh-deny.yaml'))
+    const ap = item(plan, 'AuthorizationPolicy', 'mesh-no-admin', 'istio-system')
+    expect(ap).toMatchObject({verdict: 'L7', action: 'retarget', scope: 'mesh', ztunnel: 'broadened'})
+    expect(plan.spec.summary.waypointRequired).toBe(true)
+    const create = plan.spec.steps.find((s) => s.id === 'create-policies')!
+    const copy = create.operations.find((op) => op.op === 'apply')!
+    expect(copy.op === 'apply' && copy.object).toMatchObject({
+      metadata: {name: 'mesh-no-admin-waypoint', namespace: NS, annotations: {'mesh-migrate.io/copied-from': 'istio-system/mesh-no-admin'}},
+      spec: {targetRefs: [{group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'waypoint'}], action: 'DENY', rules: (await fixture('root-mesh-deny.yaml')).find((o) => o.metadata.name === 'mesh-no-admin')!.spec.rules},
+    })
+    // The original is not the plan's to change or delete.
+    expect(JSON.stringify(plan.spec.steps.flatMap((s) => s.operations))).not.toContain('"namespace":"istio-system"')
+
+    expect(blockerIds(plan)).toEqual(['E14/AuthorizationPolicy/istio-system/mesh-no-admin'])
+    const e14 = plan.spec.blockers[0]!
+    expect(e14.code).toBe('RootL7DenyOutsideWaypoint')
+    expect(e14.message).toContain('copies the DENY into shop with targetRefs Gateway (the waypoint), so requests through the waypoint (Service-addressed calls from ambient clients) stay denied')
+    expect(e14.message).toContain('still unenforced for shop\'s pods: requests that bypass the waypoint — callers that still have sidecars, traffic addressed to pod IPs, ingress gateways without istio.io/ingress-use-waypoint — get only its L4 part at ztunnel')
+    expect(e14.fix).toContain('--accept-lost E14/AuthorizationPolicy/istio-system/mesh-no-admin')
+    // The mesh administrator's manifests stay available, as advice.
+    expect(plan.spec.findings.find((f) => f.id === 'retarget-root/AuthorizationPolicy/istio-system/mesh-no-admin')).toMatchObject({severity: 'warning'})
+
+    // The simulation sees the copy: enforced at the waypoint after the restart, no "enforced nowhere".
+    expect(plan.spec.policies.find((p) => p.key === 'AuthorizationPolicy/istio-system/mesh-no-admin')).toMatchObject({waypointCopyIn: 'create-policies', ztunnel: 'broadened'})
+    expect(plan.spec.hazards.filter((h) => !h.window)).toEqual([])
+
+    const accepted = planOf(await fixture('root-mesh-deny.yaml'), {acceptLost: ['E14/AuthorizationPolicy/istio-system/mesh-no-admin']})
+    expect(accepted.spec.blockers).toEqual([])
+    expect(accepted.spec.findings.find((f) => f.id === 'E14/AuthorizationPolicy/istio-system/mesh-no-admin')!.message).toMatch(/\(accepted with --accept-lost\)$/)
+  })
+
+  it('an L7-only DENY gets nothing at ztunnel; a mesh-wide L7 ALLOW stays a blocker with no copy', async () => {
+    const l7Only = istio('AuthorizationPolicy', 'mesh-no-admin', {action: 'DENY', rules: [{to: [{operation: {paths: ['/admin']}}]}]}, {namespace: 'istio-system'})
+    const plan = planOf([...(await fixture()), l7Only])
+    expect(plan.spec.blockers[0]!.message).toContain('get nothing of it (its L7-only rules never fire at ztunnel)')
+
+    const allow = istio('AuthorizationPolicy', 'mesh-get-only', {action: 'ALLOW', rules: [{to: [{operation: {methods: ['GET']}}]}]}, {namespace: 'istio-system'})
+    const blocked = planOf([...(await fixture()), allow])
+    expect(item(blocked, 'AuthorizationPolicy', 'mesh-get-only', 'istio-system')).toMatchObject({verdict: 'blocker', action: 'blocker'})
+    expect(blocked.spec.summary.waypointRequired).toBe(false)
+    expect(blockerIds(blocked)).toContain('retarget-root/AuthorizationPolicy/istio-system/mesh-get-only')
+  })
+})

@@ -647,6 +647,19 @@ function dryRunReason(a: AuthorizationPolicyAnalysis): string {
   }
 }
 
+/** Code of the finding about a mesh-wide L7 DENY that the plan carries into the namespace only (acceptable with --accept-lost). */
+export const ROOT_DENY_CODE = 'RootL7DenyOutsideWaypoint'
+
+/**
+ * A mesh-wide (root namespace, no selector) L7 DENY: besides the mesh administrator's fix, the plan can keep it for
+ * the migrated namespace's traffic through its own waypoint with a copy there targeting the waypoint Gateway
+ * (waypoints apply only targetRefs policies: istio/istio pilot/pkg/model/policyattachment.go; DOMAIN §3.0, E14).
+ * ALLOWs cannot be split that way (ztunnel makes the root ALLOW deny-all), nor can root selector policies.
+ */
+export function carriedRootDeny(a: Pick<AuthorizationPolicyAnalysis, 'scope' | 'action' | 'needsWaypoint'>): boolean {
+  return a.scope === 'mesh' && a.action === 'DENY' && a.needsWaypoint
+}
+
 function verdictFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, local: boolean, proxiesOnly: boolean, unmatched: boolean, atWaypoint: boolean): {verdict: Verdict; action: Action} {
   // targetRefs policies attached to a waypoint are already in ambient form; others (an ingress Gateway) are not ours.
   if (a.scope === 'targetRefs') return atWaypoint ? {verdict: 'L7', action: 'keep'} : {verdict: 'unaffected', action: 'keep'}
@@ -656,7 +669,7 @@ function verdictFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, local:
   if (a.dryRun && a.dryRunAtZtunnel === 'enforced') return {verdict: 'blocker', action: 'blocker'}
   if (a.dryRun && a.dryRunAtZtunnel === 'unknown-version') return {verdict: 'blocker', action: 'manual'}
   if (a.dryRun && a.dryRunAtZtunnel === 'not-sent') return {verdict: 'inert', action: local ? 'no-effect' : 'keep'}
-  if (a.needsWaypoint) return root ? {verdict: 'blocker', action: 'blocker'} : {verdict: 'L7', action: 'retarget'}
+  if (a.needsWaypoint) return root && !carriedRootDeny(a) ? {verdict: 'blocker', action: 'blocker'} : {verdict: 'L7', action: 'retarget'}
   if (a.ztunnelEffect !== 'as-written') return {verdict: 'L4', action: 'keep-verify'}
   if (ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) return {verdict: 'L4', action: 'keep-verify'}
   return {verdict: 'L4', action: 'keep'}
@@ -740,6 +753,7 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   if (affected && a.needsWaypoint && (verdict === 'L7' || verdict === 'blocker')) {
     if (a.scope === 'mesh' || a.scope === 'root-selector') {
       reasons.push(reason('metadata.namespace', `in the root namespace: the degradation applies to every namespace whose pods become ambient (E14); retarget it with targetRefs GatewayClass ${'istio-waypoint'} in ${ctx.rootNamespace} and an L4-only selector policy`))
+      if (carriedRootDeny(a)) reasons.push(reason('spec', `for ${ctx.namespace}: ${rootDenyCarry(a, ctx)}`))
     } else {
       reasons.push(
         reason(
@@ -766,13 +780,33 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   return {item: item(ref, verdict, action, reasons, {scope, ztunnel: a.ztunnelEffect, services: a.services}), findings}
 }
 
+/** What the plan does with a mesh-wide L7 DENY inside the namespace, and exactly what stays unenforced (issue 10 point 8). */
+function rootDenyCarry(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext): string {
+  const atZtunnel = a.ztunnelEffect === 'no-op' ? 'nothing of it (its L7-only rules never fire at ztunnel)' : 'only its L4 part at ztunnel (denying more than written)'
+  return (
+    `deploys the namespace's waypoint and copies the DENY into ${ctx.namespace} with targetRefs Gateway (the waypoint), so requests through the waypoint (Service-addressed calls from ambient clients) stay denied; ` +
+    `still unenforced for ${ctx.namespace}'s pods: requests that bypass the waypoint — callers that still have sidecars, traffic addressed to pod IPs, ingress gateways without istio.io/ingress-use-waypoint — get ${atZtunnel}`
+  )
+}
+
 function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdict: Verdict, affected: boolean): Finding[] {
   const out: Finding[] = []
   const ref = a.ref
   const name = formatRef(ref)
   const root = a.scope === 'mesh' || a.scope === 'root-selector'
 
-  if (affected && root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
+  if (affected && carriedRootDeny(a) && !a.dryRun) {
+    out.push(
+      finding({
+        prefix: 'E14',
+        ref,
+        code: ROOT_DENY_CODE,
+        severity: 'error',
+        message: `${name} is a mesh-wide DENY with attributes ztunnel cannot enforce; ${a.consequence}. This hits every namespace whose pods become ambient, not only ${ctx.namespace}. Inside ${ctx.namespace} the plan ${rootDenyCarry(a, ctx)}.`,
+        fix: `The mesh administrator should carry it to every waypoint (targetRefs GatewayClass istio-waypoint in ${ctx.rootNamespace}, see finding retarget-root/${ref.kind}/${ref.namespace}/${ref.name}), which closes the gap for callers that bypass this namespace's waypoint only where they pass another waypoint; the ztunnel gap stays until the DENY is L4-only.`,
+      }),
+    )
+  } else if (affected && root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
     out.push(
       finding({
         prefix: 'E14',

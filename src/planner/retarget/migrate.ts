@@ -11,7 +11,7 @@
 // admitting the waypoint at the destination (so what the waypoint authorised passes), and the part the
 // destination can enforce for bypassing callers.
 import {cleanObject, toCanonicalYaml} from '../canonical.js'
-import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis} from '../classify/authz.js'
+import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis, carriedRootDeny} from '../classify/authz.js'
 import {isProxyWorkload, matchingWorkloads} from '../classify/common.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
@@ -680,7 +680,9 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
 
   if (a.needsWaypoint) {
     if (root) {
-      rootBlocker(run, obj, a, selected)
+      const carried = carriedRootDeny(a) && run.waypointPlanned
+      rootBlocker(run, obj, a, selected, carried)
+      if (carried) return planRootDenyCopy(run, obj, a, original, targetsFor())
       return blocked(`root-namespace policy with attributes ztunnel cannot enforce (E14): only the mesh administrator can split it`)
     }
     if (!run.waypointPlanned) return keep('needs a waypoint, but none is planned for the namespace')
@@ -952,8 +954,27 @@ function windowDenyCheck(run: Run, ref: ObjectRef, rules: AuthorizationRule[]): 
   })
 }
 
+/**
+ * Issue 10 point 8: a mesh-wide L7 DENY the plan cannot change (it lives in the root namespace) is copied into the
+ * namespace with targetRefs Gateway, so the namespace's waypoint denies what it proxies; the original stays and
+ * ztunnel keeps doing what it can with it. The classifier's E14 finding says what remains unenforced.
+ */
+function planRootDenyCopy(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, original: PolicyPlacement, t: TargetPlan): PolicyDecision {
+  if (t.via === 'none') {
+    noServiceFinding(run, a.ref, t.noTarget!)
+    return decision(a.ref, 'blocked', t.noTarget!, original)
+  }
+  const rules = writtenRules(obj)
+  const copy = waypointCopy(run, obj, a, t, rules, true)
+  // What ztunnel enforces of the original (its L4 part) also meets the waypoint as the peer of proxied requests.
+  permanentDenyCheck(run, a.ref, obj, a.ztunnelPolicy?.rules ?? [])
+  windowDenyCheck(run, a.ref, rules ?? [])
+  run.carriedL7.push(obj.metadata.name)
+  return decision(a.ref, 'copy-root', `mesh-wide L7 DENY (${a.ztunnelEffect} at ztunnel): copied onto ${run.ns}'s waypoint; the original stays in ${run.rootNs} (outside the plan)`, original, [copy])
+}
+
 /** E14: root-namespace policies the waypoints never see; the carry is outside the plan's namespace (SPEC §6). */
-function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, selected: WorkloadItem[]): void {
+function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, selected: WorkloadItem[], carriedHere = false): void {
   const ref = a.ref
   const rules = writtenRules(obj)
   const manifests: KubeObject[] = []
@@ -999,9 +1020,10 @@ function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, 
   finding(run, {
     id: `retarget-root/${ref.kind}/${ref.namespace}/${ref.name}`,
     code: 'RootPolicyNeedsWaypointCopy',
-    severity: 'blocker',
+    // Carried into this namespace: the mesh administrator's part is advice here; what remains is the E14 finding.
+    severity: carriedHere ? 'warning' : 'blocker',
     ref,
-    message: `${formatRef(ref)} is a ${a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector'} ${a.action} policy with attributes ztunnel cannot enforce (E14) and waypoints never apply it. Carrying it means writing in ${run.rootNs}, outside this plan's namespace, so the plan cannot do it.`,
+    message: `${formatRef(ref)} is a ${a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector'} ${a.action} policy with attributes ztunnel cannot enforce (E14) and waypoints never apply it. Carrying it means writing in ${run.rootNs}, outside this plan's namespace, so the plan cannot do it${carriedHere ? ` for the mesh; for ${run.ns} it creates ${copyName(obj.metadata.name)} on the namespace's waypoint` : ''}.`,
     fix: `The mesh administrator should ${how}:\n${manifests.map((m) => toCanonicalYaml(m)).join('---\n')}`,
   })
 }

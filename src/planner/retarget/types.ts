@@ -61,9 +61,10 @@ export interface PolicyPlacement {
  * - `keep`: nothing to do (L4 as written, already targetRefs, not affected, or no waypoint);
  * - `keep-copy`: an ALLOW kept as written at ztunnel that the waypoint must also apply, because the waypoint
  *   enforces other ALLOW policies for its Services and denies what none of them matches (DOMAIN §3.1);
+ * - `copy-root`: a mesh-wide L7 DENY of the root namespace: a waypoint copy in the namespace, the original stays;
  * - `blocked`: the plan cannot carry it; a blocker finding (or the classifier's) says why.
  */
-export type PolicyDisposition = 'carry' | 'carry-keep' | 'rewrite' | 'keep' | 'keep-copy' | 'blocked'
+export type PolicyDisposition = 'carry' | 'carry-keep' | 'rewrite' | 'keep' | 'keep-copy' | 'copy-root' | 'blocked'
 
 export interface PolicyDecision {
   ref: ObjectRef
