@@ -52,7 +52,7 @@ ${EXIT_CODES_HELP}`
       default: 'keep-out' as const,
     })(),
     'deny-waypoint-bypass': Flags.boolean({description: 'Add a last, optional step with the bypass-prevention DENY (only once every caller is ambient).', default: false}),
-    'accept-lost': Flags.string({description: 'Finding id of client-side behaviour that will be lost (E11/E12) and that you accept; * matches any text (e.g. "E11/DestinationRule/*"). Repeatable.', multiple: true, multipleNonGreedy: true}),
+    'accept-lost': Flags.string({description: 'Finding id of behaviour that will be lost and that you accept: client-side routing (E11/E12), or the part of a mesh-wide L7 DENY that callers bypassing the waypoint escape (E14); * matches any text (e.g. "E11/DestinationRule/*"). Repeatable.', multiple: true, multipleNonGreedy: true}),
     'accept-hazard': Flags.string({description: 'Hazard id (outside a documented window) that you accept; * matches any text. Repeatable.', multiple: true, multipleNonGreedy: true}),
   }
 
