@@ -18,6 +18,7 @@ import {allowsNothing, markManaged, planPolicyMigration, type PolicyDecision, ty
 import {sidecarLabelsToRemove} from './namespace.js'
 import {simulate, unexpectedHazards} from './simulate.js'
 import {ROOT_DENY_CODE} from './classify/authz.js'
+import {serviceEntryVip} from './classify/service-entry.js'
 import {USE_WAYPOINT_NAMESPACE_LABEL} from './classify/common.js'
 import {waypointServable} from './retarget/targets.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, WAYPOINT_FOR_LABEL, waypointRevision} from './waypoint.js'
@@ -416,9 +417,11 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     const change: Record<string, string | null> = {[USE_WAYPOINT_LABEL]: options.waypointName, ...(previousNamespace !== null ? {[USE_WAYPOINT_NAMESPACE_LABEL]: null} : {})}
     const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
     const excluded = binding.ownLabel.map((o) => o.service.ref.name)
-    // ServiceEntries of the namespace without a label of their own are bound too: the waypoint is their egress waypoint.
+    // ServiceEntries of the namespace without a label of their own are bound too: the waypoint is the egress waypoint
+    // of those ztunnel has a VIP for (the others never reach it).
     const entries = snapshot.objects
       .filter((o) => o.kind === 'ServiceEntry' && o.apiVersion.startsWith('networking.istio.io/') && (o.metadata.namespace ?? ns) === ns && o.metadata.labels?.[USE_WAYPOINT_LABEL] === undefined)
+      .filter((o) => (Array.isArray(o.spec?.hosts) ? o.spec.hosts : []).some((h: unknown) => serviceEntryVip(o, String(h), {...(istioVersion ? {istioVersion} : {})}).vip))
       .map((o) => o.metadata.name)
     const boundEntries = [...new Set(entries)].sort()
     steps.push({

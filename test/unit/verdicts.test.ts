@@ -103,6 +103,9 @@ describe('2. Egress through the namespace\'s waypoint', () => {
     expect(item(plan, 'DestinationRule', 'legacy-ldap-mtls')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
     expect(blockerIds(plan)).toEqual(['E11/DestinationRule/shop/legacy-ldap-mtls'])
     expect(plan.spec.blockers[0]!.message).toContain('ServiceEntry legacy-ldap has no VIP: resolution NONE without spec.addresses')
+    // Only entries with a VIP are named as served by the waypoint.
+    expect(plan.spec.steps.find((s) => s.id === 'bind-waypoint')!.description).toContain('so are its ServiceEntries (payments-api):')
+    expect(reasonsOf(item(plan, 'ServiceEntry', 'legacy-ldap'))).toContain('but without a VIP ztunnel never sends its traffic there')
 
     const objects = (await fixture('egress-tls-origination.yaml')).map((o) =>
       o.kind === 'ServiceEntry' ? {...o, metadata: {...o.metadata, labels: {'istio.io/use-waypoint': 'none'}}} : o,

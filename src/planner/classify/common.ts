@@ -108,7 +108,7 @@ export function parseBool(value: string | undefined): boolean | undefined {
 // --- Istio version -------------------------------------------------------------------------------
 
 /** Minor version from "1.NN" / "1.NN.P", or undefined when unknown or unparsable. */
-export function istioMinor(ctx: ClassifyContext): number | undefined {
+export function istioMinor(ctx: Pick<ClassifyContext, 'istioVersion'>): number | undefined {
   const m = /^v?1\.(\d+)/.exec(ctx.istioVersion ?? '')
   return m ? Number(m[1]) : undefined
 }

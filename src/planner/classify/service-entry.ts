@@ -41,7 +41,7 @@ export const AUTOALLOCATE_LABEL = 'networking.istio.io/enable-autoallocate-ip'
  * addresses only when `Resolution != NONE`, wildcards only with DYNAMIC_DNS) and
  * pilot/pkg/serviceregistry/serviceentry (shouldV2AutoAllocateIPFromPieces); DOMAIN §3.7.
  */
-export function serviceEntryVip(obj: KubeObject, host: string, ctx: ClassifyContext): {vip: boolean; why: string} {
+export function serviceEntryVip(obj: KubeObject, host: string, ctx: Pick<ClassifyContext, 'istioVersion'>): {vip: boolean; why: string} {
   const spec: ServiceEntrySpec = isRecord(obj.spec) ? obj.spec : {}
   const resolution = spec.resolution ?? 'NONE'
   if ((list(spec.addresses) ?? []).length > 0) return {vip: true, why: `VIP ${list(spec.addresses)!.join(', ')} (spec.addresses)`}
