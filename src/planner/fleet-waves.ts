@@ -77,7 +77,7 @@ function components(nodes: string[], next: Map<string, string[]>): string[][] {
 export function cycleSuggestion(namespaces: string[], edges: FleetEdge[]): string {
   const list = namespaces.join(', ')
   const routing = edges.filter((e) => e.kind === 'routing')
-  const parts = [`Migrate ${list} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --step), then the remaining steps, so that every waypoint is in place before any caller switches.`]
+  const parts = [`Migrate ${list} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`]
   if (routing.length > 0) {
     const destinations = [...new Set(routing.map((e) => e.from))].sort(byName)
     parts.push(`Their exported routing stays a blocker in the callers' plans until accepted (--accept-lost ${destinations.map((d) => `E11/destination/${d}`).join(' ')}) or moved to an HTTPRoute in the destination namespace.`)

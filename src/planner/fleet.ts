@@ -8,15 +8,13 @@ import {buildInventory, type InventoryOptions} from './inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from './model.js'
 import {INJECTION_IGNORED_NAMESPACES, NAMESPACE_NAME_LABEL, parseLabelSelector, selectorMatches} from './namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
-import {PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from './plan-types.js'
+import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from './plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from './refs.js'
 import {USE_WAYPOINT_LABEL} from './waypoint.js'
 
 export {computeWaves, type FleetCycle, type FleetEdge}
 
-export const FLEET_KIND = 'FleetPlan'
-/** The overview's file name inside the plans directory (a namespace cannot be planned under this name). */
-export const FLEET_FILE = 'fleet.yaml'
+export {FLEET_FILE, FLEET_KIND}
 
 /** Which namespaces a fleet plan covers, as the user chose them. */
 export type FleetSelection = {allNamespaces: true} | {selector: string} | {namespaces: string[]}
