@@ -225,8 +225,16 @@ describe('dependencies beyond the example', () => {
     {apiVersion: 'v1', kind: 'Service', metadata: {name, namespace, labels}, spec: {selector: {app: name}, ports: [{name: 'http', port: 80}]}},
     {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name, namespace}, spec: {selector: {matchLabels: {app: name}}, template: {metadata: {labels: {app: name}}, spec: {containers: [{name, image: 'x'}]}}}},
   ]
-  const snapshotsOf = (objects: KubeObject[], names: string[]): SourceSnapshot[] =>
-    names.map((namespace) => ({namespace, rootNamespace: 'istio-system', target: {manifests: ['test']}, objects, missingKinds: [], findings: []}))
+  const snapshotsOf = (objects: KubeObject[], names: string[], opts: {clusterCut?: boolean} = {}): SourceSnapshot[] =>
+    names.map((namespace) => ({
+      namespace,
+      rootNamespace: 'istio-system',
+      target: {manifests: ['test']},
+      // A cluster read keeps workloads and Services of the planned namespace only (src/sources/kinds.ts scope "namespace").
+      objects: opts.clusterCut ? objects.filter((o) => !['Service', 'Deployment'].includes(o.kind) || o.metadata.namespace === namespace) : objects,
+      missingKinds: [],
+      findings: [],
+    }))
 
   it('a namespace using a waypoint of another (istio.io/use-waypoint-namespace) goes after it', () => {
     const objects = [
@@ -255,16 +263,29 @@ describe('dependencies beyond the example', () => {
     expect(fleet.spec.waves).toEqual([{wave: 1, namespaces: ['a', 'b']}])
   })
 
-  it('a DestinationRule exported by a namespace with a waypoint orders its callers after it, like a VirtualService', () => {
+  it('a DestinationRule exported by a namespace with a waypoint orders its callers after it, like a VirtualService — also from a cluster read, which has no other namespace\'s Services', () => {
     const objects = [
       ns('db'), ...app('db', 'pg'),
       {apiVersion: 'networking.istio.io/v1', kind: 'DestinationRule', metadata: {name: 'pg', namespace: 'db'}, spec: {host: 'pg', trafficPolicy: {connectionPool: {http: {http1MaxPendingRequests: 10}}, loadBalancer: {simple: 'LEAST_REQUEST'}}}},
       ns('api'), ...app('api', 'web'),
     ]
-    const single = singlePlan(snapshotsOf(objects, ['api'])[0]!)
-    expect(ids(single).blockers).toEqual(['E11/destination/db'])
+    for (const clusterCut of [false, true]) {
+      const single = singlePlan(snapshotsOf(objects, ['api'], {clusterCut})[0]!)
+      expect(ids(single).blockers).toEqual(['E11/destination/db'])
+      const {fleet, plans} = planFleet(fleetInput(snapshotsOf(objects, ['api', 'db'], {clusterCut})))
+      expect(fleet.spec.edges.map((e) => `${e.from}->${e.to}:${e.kind}`)).toEqual(['db->api:routing'])
+      expect(ids(planOf(plans, 'api')).blockers).toEqual([])
+    }
+  })
+
+  it('a destination Service labelled istio.io/use-waypoint=none keeps no waypoint: its routing stays lost', () => {
+    const objects = [
+      ns('db'), ...app('db', 'pg', {'istio.io/use-waypoint': 'none'}),
+      {apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: {name: 'pg', namespace: 'db'}, spec: {hosts: ['pg'], http: [{timeout: '1s', route: [{destination: {host: 'pg'}}]}]}},
+      ns('api'), ...app('api', 'web'),
+    ]
     const {fleet, plans} = planFleet(fleetInput(snapshotsOf(objects, ['api', 'db'])))
-    expect(fleet.spec.edges.map((e) => `${e.from}->${e.to}:${e.kind}`)).toEqual(['db->api:routing'])
-    expect(ids(planOf(plans, 'api')).blockers).toEqual([])
+    expect(fleet.spec.edges.filter((e) => e.kind === 'routing')).toEqual([])
+    expect(ids(planOf(plans, 'api')).blockers).toEqual(['E11/destination/db'])
   })
 })

@@ -418,8 +418,9 @@ export function compareAge(a: KubeObject, b: KubeObject): number {
 function plannedWaypoint(ctx: ClassifyContext, namespace: string, service: string): WaypointBinding | undefined {
   const name = ctx.earlierWaypoints?.[namespace]
   if (!name || namespace === ctx.namespace) return undefined
+  // A cluster read of one namespace has no other namespace's Services: only a label seen opts one out.
   const svc = findObject(ctx, '', 'Service', namespace, service)
-  if (!svc || svc.metadata.labels?.[USE_WAYPOINT_LABEL] !== undefined) return undefined
+  if (svc?.metadata.labels?.[USE_WAYPOINT_LABEL] !== undefined) return undefined
   return {namespace, name, via: 'fleet-plan'}
 }
 
