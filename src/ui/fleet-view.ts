@@ -40,10 +40,14 @@ export function fleetMermaid(fleet: FleetPlan): string {
   const s = fleet.spec
   const id = new Map(s.namespaces.map((n, i) => [n.name, `ns${i}`]))
   const result = new Map(s.namespaces.map((n) => [n.name, n.result]))
+  // -A on a big cluster: namespaces with nothing to migrate and no edge would only crowd the graph (the table lists them).
+  const linked = new Set(s.edges.flatMap((e) => [e.from, e.to]))
+  const drawn = (n: string) => result.get(n) !== 'nothing-to-migrate' || linked.has(n)
   const lines = ['flowchart LR']
   for (const w of s.waves) {
+    if (!w.namespaces.some(drawn)) continue
     lines.push(`  subgraph wave${w.wave}["Wave ${w.wave}"]`)
-    for (const n of w.namespaces) lines.push(`    ${id.get(n)}["${label(n)}${result.get(n) === 'blocked' ? ' (blocked)' : result.get(n) === 'nothing-to-migrate' ? ' (nothing to migrate)' : ''}"]`)
+    for (const n of w.namespaces.filter(drawn)) lines.push(`    ${id.get(n)}["${label(n)}${result.get(n) === 'blocked' ? ' (blocked)' : result.get(n) === 'nothing-to-migrate' ? ' (nothing to migrate)' : ''}"]`)
     lines.push('  end')
   }
   const inCycle = new Set(s.cycles.flatMap((c) => c.edges.map((e) => `${e.from}\0${e.to}`)))

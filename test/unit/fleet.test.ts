@@ -216,6 +216,12 @@ describe('the fleet plan of examples/fleet', () => {
     expect(mermaid).toMatch(/ns0 -->\|"routing"\| ns3/)
     expect(mermaid).toMatch(/ns2 -\.->\|"authorization \(cycle\)"\| ns3/)
     expect(checkFleetText(one.replace('kind: FleetPlan', 'kind: MigrationPlan')).problems[0]).toMatchObject({path: 'kind'})
+    // A namespace with nothing to migrate and no edge is in the table, not in the graph.
+    const quiet = structuredClone(checked.fleet!)
+    quiet.spec.namespaces.push({name: 'idle', wave: 1, result: 'nothing-to-migrate', from: 'none', waypointRequired: false, steps: 0, blockers: []})
+    quiet.spec.waves[0]!.namespaces.push('idle')
+    expect(fleetMermaid(quiet)).not.toContain('idle')
+    expect(fleetMermaid(quiet)).toContain('ns0["catalog (blocked)"]')
   })
 })
 
