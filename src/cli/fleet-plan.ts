@@ -53,9 +53,10 @@ async function selected(request: FleetPlanRequest) {
   if (picked.selected.length === 0) {
     throw new UserError('no namespace matches the selection', {suggestion: 'Check the selector (kubectl get namespaces -l SELECTOR), or name the namespaces.'})
   }
-  if (picked.selected.includes(path.parse(FLEET_FILE).name)) {
-    throw new UserError(`namespace "${path.parse(FLEET_FILE).name}" would be planned to ${defaultPlanPath(path.parse(FLEET_FILE).name)}, the fleet overview's file`, {
-      suggestion: `Leave it out of the selection and plan it on its own: mesh-migrate plan ${path.parse(FLEET_FILE).name} --out plans/namespace-${path.parse(FLEET_FILE).name}.yaml`,
+  const clash = path.parse(FLEET_FILE).name
+  if (picked.selected.includes(clash)) {
+    throw new UserError(`namespace "${clash}" would be planned to ${defaultPlanPath(clash)}, the fleet overview's file`, {
+      suggestion: `Leave it out of the selection and plan it on its own: mesh-migrate plan ${clash} --out plans/namespace-${clash}.yaml`,
     })
   }
   return {read, namespaces: picked.selected}
