@@ -48,6 +48,8 @@ export interface CensusRow {
   sidecarInAmbient: CensusPod[]
   waypoints: CensusWaypoint[]
   plans: CensusPlan[]
+  /** The namespace's migration wave in the fleet plan (plans/fleet.yaml), when it has one. */
+  wave?: number
 }
 
 export interface CensusReport {
@@ -68,6 +70,8 @@ export interface CensusInput {
   deployments: KubeObject[]
   mutatingWebhooks: KubeObject[]
   plans: {file: string; plan: MigrationPlan}[]
+  /** namespace → wave, from the fleet plan (plans/fleet.yaml) when there is one. */
+  waves?: Record<string, number>
   notes?: string[]
 }
 
@@ -216,6 +220,7 @@ export function buildCensus(input: CensusInput): CensusReport {
       sidecarInAmbient: sidecarInAmbient(pods, state),
       waypoints: (gatewaysByNs.get(name) ?? []).map((g) => waypointReadiness(g, deploymentByKey.get(`${name}/${g.metadata.name}`))).sort((a, b) => a.name.localeCompare(b.name)),
       plans: (plansByNs.get(name) ?? []).sort((a, b) => a.file.localeCompare(b.file)),
+      ...(input.waves?.[name] !== undefined ? {wave: input.waves[name]} : {}),
     }
     rows.push(row)
   }

@@ -1,11 +1,15 @@
 // The cluster reads of `census`: one cluster-wide paginated LIST per kind, never one call per
 // namespace (SPEC §8), plus the plan files on disk.
+import {readFile} from 'node:fs/promises'
+import path from 'node:path'
+
 import {UserError} from '../errors.js'
 import {listPlanFiles, readTextFile} from '../executor/plan-store.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient, ListOptions} from '../kube/types.js'
 import type {KubeObject} from '../planner/model.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
+import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
 import {checkPlanText} from '../planner/planfile.js'
 import {GATEWAY_MANAGED, WAYPOINT_CONTROLLER} from '../planner/workloads.js'
 import type {CensusInput} from './census.js'
@@ -61,7 +65,9 @@ export async function readCensusInput(client: KubeClient, opts: {selector?: stri
     plans.push({file, plan: checked.plan})
   }
 
+  const waves = await fleetWaves(opts.plansDir, notes)
   return {
+    ...(waves ? {waves} : {}),
     context: client.context,
     namespaces,
     pods: pods.filter(inSelected),
@@ -71,4 +77,17 @@ export async function readCensusInput(client: KubeClient, opts: {selector?: stri
     plans,
     notes,
   }
+}
+
+/** Each namespace's wave from the fleet plan (plan -A writes plans/fleet.yaml), if there is a readable one. */
+async function fleetWaves(plansDir: string, notes: string[]): Promise<Record<string, number> | undefined> {
+  const file = path.join(plansDir, FLEET_FILE)
+  const text = await readFile(file, 'utf8').catch(() => undefined)
+  if (text === undefined) return undefined
+  const checked = checkFleetText(text)
+  if (!checked.fleet) {
+    notes.push(`${file} is not a readable fleet plan (${checked.problems[0]?.message ?? 'invalid'}); waves are not shown.`)
+    return undefined
+  }
+  return Object.fromEntries(checked.fleet.spec.namespaces.map((n) => [n.name, n.wave]))
 }

@@ -22,7 +22,10 @@ function labelsCell(row: CensusRow): string {
 const names = (pods: {name: string}[], max = 3) => (pods.length <= max ? pods.map((p) => p.name).join(',') : `${pods.slice(0, max).map((p) => p.name).join(',')},+${pods.length - max}`)
 
 export function renderCensus(report: CensusReport, painter: Painter): string {
+  // WAVE only when a fleet plan exists (plan -A): the order to migrate the namespaces in.
+  const waves = report.namespaces.some((r) => r.wave !== undefined)
   const rows = report.namespaces.map((r) => [
+    ...(waves ? [r.wave === undefined ? '-' : String(r.wave)] : []),
     r.namespace,
     modeCell(r, painter),
     labelsCell(r),
@@ -34,5 +37,5 @@ export function renderCensus(report: CensusReport, painter: Painter): string {
   ])
   const s = report.summary
   const footer = `${report.namespaces.length} namespace(s): ${s.sidecar} sidecar, ${s.ambient} ambient, ${s.both} both, ${s.none} none; ${s.conflicts} with IST0123, ${s.outsideMesh} pod(s) outside the mesh, ${s.sidecarInAmbient} sidecar pod(s) in ambient namespaces.`
-  return `${renderTable(['NAMESPACE', 'MODE', 'LABELS', 'PODS (SIDECAR/AMBIENT/NONE)', 'OUTSIDE-MESH', 'SIDECAR-IN-AMBIENT', 'WAYPOINTS', 'PLANS'], rows, painter)}\n\n${footer}\n`
+  return `${renderTable([...(waves ? ['WAVE'] : []), 'NAMESPACE', 'MODE', 'LABELS', 'PODS (SIDECAR/AMBIENT/NONE)', 'OUTSIDE-MESH', 'SIDECAR-IN-AMBIENT', 'WAYPOINTS', 'PLANS'], rows, painter)}\n\n${footer}\n`
 }

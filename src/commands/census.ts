@@ -16,6 +16,7 @@ export default class CensusCommand extends BaseCommand {
   SIDECAR-IN-AMBIENT   pods still carrying a sidecar in an ambient namespace (not restarted, or opting in)
   WAYPOINTS            istio-waypoint Gateways and whether they are ready (Programmed, address, Deployment available)
   PLANS                plans under plans/ for the namespace: applied/total steps, state, next step
+  WAVE                 the namespace's migration wave in plans/fleet.yaml (written by plan -A / -l / NS1 NS2), when there is one
 
 EXIT CODES
 ${EXIT_CODES_HELP}`

@@ -1,13 +1,14 @@
 import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
-import {Args, Flags} from '@oclif/core'
+import {Args, Flags, type Interfaces} from '@oclif/core'
 
 import {UserError} from '../errors.js'
 import {defaultPlanPath, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
-import type {MigrationPlan} from '../planner/plan-types.js'
+import type {FleetPlan} from '../planner/fleet.js'
+import type {MigrationPlan, PlanOptions} from '../planner/plan-types.js'
 import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
@@ -18,10 +19,12 @@ import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 
 export default class PlanCommand extends BaseCommand {
-  static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml.'
+  static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml (of many: -A, -l, or several names, with the fleet overview plans/fleet.yaml).'
   static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (preflight, create-waypoint, wait-waypoint, create-policies, bind-waypoint, enable-ambient, remove-sidecar-injection, restart-workloads, delete-sidecar-policies, verify-dataplane — only those the namespace needs), each with the objects it writes, its verification and its undo.
 
 The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1.
+
+FLEET: with --all-namespaces (-A), --selector (-l) or several namespaces, the cluster is read once (one cluster-wide LIST per kind, whatever the number of namespaces), each namespace gets its plan (-A/-l: only those with something to migrate) and plans/fleet.yaml orders them into migration waves from their cross-namespace dependencies (routing they export to each other, AuthorizationPolicies naming each other, callers that would bypass a waypoint, shared waypoints). A namespace's exported routing applied by a waypoint of an earlier wave is not lost for its callers. --accept-lost/--accept-hazard apply to every plan. Read it with mesh-migrate show --fleet.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -30,10 +33,17 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> plan bookinfo --manifests examples/bookinfo',
     '<%= config.bin %> plan bookinfo --context prod --waypoint-name bookinfo-waypoint',
     '<%= config.bin %> plan bookinfo --detailed-exitcode   # 0: nothing to migrate, 10: plan has steps',
+    '<%= config.bin %> plan -A                              # every namespace, plus plans/fleet.yaml',
+    '<%= config.bin %> plan -l team=payments --accept-lost "E11/*"',
+    '<%= config.bin %> plan shop payments catalog --manifests gitops/',
   ]
 
-  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
+  // Several namespaces may be named (fleet planning).
+  static override strict = false
+  static override args = {namespace: Args.string({description: 'The namespace to migrate (several: a fleet plan).'})}
   static override flags = {
+    'all-namespaces': Flags.boolean({char: 'A', description: 'Plan every namespace (except kube-* and the root namespace) and write plans/fleet.yaml.', default: false, exclusive: ['selector']}),
+    selector: Flags.string({char: 'l', description: 'Plan the namespaces matching this label selector (e.g. team=payments,env!=dev) and write plans/fleet.yaml.'}),
     ...sourceFlags,
     output: outputFlag,
     out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
@@ -56,11 +66,15 @@ ${EXIT_CODES_HELP}`
     'accept-hazard': Flags.string({description: 'Hazard id (outside a documented window) that you accept; * matches any text. Repeatable.', multiple: true, multipleNonGreedy: true}),
   }
 
-  async run(): Promise<MigrationPlan | undefined> {
-    const {args, flags} = await this.parse(PlanCommand)
-    const namespace = args.namespace
+  async run(): Promise<MigrationPlan | FleetPlan | undefined> {
+    const {argv, flags} = await this.parse(PlanCommand)
+    const names = argv as string[]
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UserError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`, {exitCode: 2})
+    const fleet = flags['all-namespaces'] || flags.selector !== undefined || names.length > 1
+    if (fleet) return this.runFleet(names, flags)
+    const namespace = names[0]
+    if (!namespace) throw new UserError('which namespace? Name one (or several), or pass --all-namespaces / --selector', {exitCode: 2, suggestion: 'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A'})
 
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
@@ -82,16 +96,7 @@ ${EXIT_CODES_HELP}`
     const plan = buildPlan({
       inventory,
       snapshot,
-      options: {
-        rootNamespace: flags['root-namespace'],
-        waypointName: flags['waypoint-name'],
-        waypointFor: flags['waypoint-for'],
-        routes: flags.routes,
-        optedOut: flags['opted-out'],
-        denyWaypointBypass: flags['deny-waypoint-bypass'],
-        ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
-        ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
-      },
+      options: planOptions(flags),
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
@@ -124,5 +129,48 @@ ${EXIT_CODES_HELP}`
     }
     if (out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
     return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
+  }
+
+  private async runFleet(names: string[], flags: PlanFlags): Promise<FleetPlan | undefined> {
+    if (flags.out !== undefined) throw new UserError('--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml', {exitCode: 2, suggestion: 'Leave out --out.'})
+    if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
+      throw new UserError('name namespaces or select them (--all-namespaces, --selector), not both', {exitCode: 2})
+    }
+    const {runFleetPlan} = await import('../cli/fleet-plan.js')
+    const fleet = await runFleetPlan({
+      source: flags,
+      rootNamespace: flags['root-namespace'],
+      selection: flags['all-namespaces'] ? {allNamespaces: true} : flags.selector !== undefined ? {selector: flags.selector} : {namespaces: names},
+      options: planOptions(flags),
+      inventory: {waypointFor: flags['waypoint-for'], ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {})},
+      generator: `mesh-migrate/${this.config.version}`,
+      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+      force: flags.force,
+      note: (m) => this.note(m),
+    })
+    if (fleet.spec.summary.blocked > 0) {
+      process.exitCode = 1
+      this.note(`${fleet.spec.summary.blocked} plan(s) have blockers; they cannot be applied until resolved (mesh-migrate show --fleet).`)
+    } else if (flags['detailed-exitcode']) {
+      process.exitCode = fleet.spec.namespaces.some((n) => n.steps > 0) ? 10 : 0
+    }
+    const {renderFleet} = await import('../ui/fleet-view.js')
+    return this.emit(fleet, flags.output, () => renderFleet(fleet, stdoutPainter()))
+  }
+}
+
+type PlanFlags = Interfaces.InferredFlags<typeof PlanCommand.flags>
+
+/** The plan options every plan of the run shares (acceptances are given once, for the fleet too). */
+function planOptions(flags: PlanFlags): PlanOptions {
+  return {
+    rootNamespace: flags['root-namespace'],
+    waypointName: flags['waypoint-name'],
+    waypointFor: flags['waypoint-for'],
+    routes: flags.routes,
+    optedOut: flags['opted-out'],
+    denyWaypointBypass: flags['deny-waypoint-bypass'],
+    ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
+    ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
   }
 }

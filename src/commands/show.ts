@@ -1,7 +1,11 @@
 import {Args, Flags} from '@oclif/core'
 
-import {InvalidPlanError} from '../errors.js'
-import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import path from 'node:path'
+
+import {InvalidPlanError, UserError} from '../errors.js'
+import {PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import type {FleetPlan} from '../planner/fleet.js'
+import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {checkPlanText} from '../planner/planfile.js'
 import {stdoutPainter} from '../ui/color.js'
@@ -19,16 +23,20 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> show plans/bookinfo.yaml',
     '<%= config.bin %> show bookinfo -o markdown > comment.md',
     '<%= config.bin %> show bookinfo -o patches > migration-patches.yaml',
+    '<%= config.bin %> show --fleet -o markdown > fleet-comment.md',
   ]
 
-  static override args = {plan: Args.string({description: 'Plan file, or namespace name.', required: true})}
+  static override args = {plan: Args.string({description: 'Plan file, or namespace name (with --fleet: the fleet file, default plans/fleet.yaml).'})}
   static override flags = {
     output: Flags.option({char: 'o', description: 'Output format.', options: ['table', 'markdown', 'patches', 'json', 'yaml'] as const, default: 'table' as const})(),
+    fleet: Flags.boolean({description: 'Show the fleet overview (plans/fleet.yaml, written by plan -A / -l / NS1 NS2): waves, the edges that order them, cycles; -o markdown draws them as a Mermaid graph.', default: false, exclusive: ['timeline']}),
     timeline: Flags.boolean({description: 'Show, for every step boundary of apply and of a rollback, each workload\'s data plane and where each policy is enforced, and the hazards.', default: false}),
   }
 
-  async run(): Promise<MigrationPlan | undefined> {
+  async run(): Promise<MigrationPlan | FleetPlan | undefined> {
     const {args, flags} = await this.parse(ShowCommand)
+    if (flags.fleet) return this.showFleet(args.plan, flags.output)
+    if (!args.plan) throw new UserError('which plan? Name a plan file or a namespace (or pass --fleet)', {exitCode: 2, suggestion: 'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet'})
     const file = await resolvePlanArg(args.plan)
     const checked = checkPlanText(await readTextFile(file, 'plan file'))
     if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
@@ -51,5 +59,22 @@ ${EXIT_CODES_HELP}`
     }
     const format = flags.output === 'markdown' ? 'table' : (flags.output as Exclude<typeof flags.output, 'patches'>)
     return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
+  }
+
+  private async showFleet(arg: string | undefined, output: 'table' | 'markdown' | 'patches' | 'json' | 'yaml'): Promise<FleetPlan | undefined> {
+    const file = arg ?? path.join(PLANS_DIR, FLEET_FILE)
+    const checked = checkFleetText(await readTextFile(file, 'fleet file').catch((error: unknown) => {
+      if (error instanceof UserError && !arg) throw new UserError(`${file} does not exist`, {suggestion: 'Write it with mesh-migrate plan -A (or -l SELECTOR, or several namespaces).'})
+      throw error
+    }))
+    if (!checked.fleet) throw new InvalidPlanError(file, checked.problems)
+    const fleet = checked.fleet
+    const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
+    if (output === 'patches') throw new UserError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml', {exitCode: 2})
+    if (output === 'markdown' && !this.jsonEnabled()) {
+      process.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
+      return undefined
+    }
+    return this.emit(fleet, output === 'markdown' ? 'table' : output, () => renderFleet(fleet, stdoutPainter()))
   }
 }

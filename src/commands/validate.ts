@@ -2,6 +2,7 @@ import {Args} from '@oclif/core'
 
 import {UserError} from '../errors.js'
 import {readTextFile} from '../executor/plan-store.js'
+import {checkFleetText} from '../planner/fleet-file.js'
 import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
@@ -31,7 +32,9 @@ ${EXIT_CODES_HELP}`
     for (const file of argv as string[]) {
       let problems: PlanProblem[]
       try {
-        problems = checkPlanText(await readTextFile(file, 'plan file')).problems
+        const text = await readTextFile(file, 'plan file')
+        // plans/fleet.yaml (plan -A) sits next to the plans: check it as what it is.
+        problems = /^kind: FleetPlan$/m.test(text) ? checkFleetText(text).problems : checkPlanText(text).problems
       } catch (error) {
         if (!(error instanceof UserError)) throw error
         problems = [{path: '', message: error.message}]

@@ -6,6 +6,7 @@ import {open, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
 import {UserError} from '../errors.js'
+import {FLEET_FILE} from '../planner/plan-types.js'
 
 export async function writeFileAtomic(file: string, text: string): Promise<void> {
   const dir = path.dirname(file)
@@ -56,7 +57,8 @@ export function defaultPlanPath(namespace: string, plansDir = PLANS_DIR): string
 export async function listPlanFiles(plansDir = PLANS_DIR): Promise<string[]> {
   const entries = await readdir(plansDir, {withFileTypes: true}).catch(() => [])
   return entries
-    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name) && !e.name.startsWith('.'))
+    // plans/fleet.yaml is the fleet overview (plan -A), not a namespace's plan.
+    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name) && !e.name.startsWith('.') && e.name !== FLEET_FILE)
     .map((e) => path.join(plansDir, e.name))
     .sort()
 }

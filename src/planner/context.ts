@@ -21,4 +21,10 @@ export interface ClassifyContext {
    * (identity-keyed L4 policies, DestinationRules) depend on it (DOMAIN §3.1, §8).
    */
   waypointPlanned: boolean
+  /**
+   * Fleet planning: other namespaces whose plans, in an earlier wave, bind their Services to a waypoint of
+   * their own (namespace → waypoint name). Their waypoints apply their exported routing for this namespace's
+   * ambient callers, as if it were there today (issue 11 §5).
+   */
+  earlierWaypoints?: Record<string, string>
 }

@@ -6,6 +6,7 @@ import type {Finding, Inventory, InventoryItem, SourceSnapshot} from './model.js
 import {analyzeInjectionWebhooks, analyzeNamespace} from './namespace.js'
 import {compareRefs, formatRef} from './refs.js'
 import {serviceAccountRewritable} from './retarget.js'
+import {groupLostRouting} from './lost-routing.js'
 import {analyzeServices, servicePortFindings} from './services.js'
 import type {WaypointFor} from './waypoint.js'
 import {analyzeWorkloads} from './workloads.js'
@@ -14,6 +15,8 @@ export interface InventoryOptions {
   /** Istio minor version ("1.28") when known. */
   istioVersion?: string
   waypointFor: WaypointFor
+  /** Fleet planning: namespaces an earlier wave binds to a waypoint of their own (see ClassifyContext). */
+  earlierWaypoints?: Record<string, string>
 }
 
 /**
@@ -82,6 +85,7 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     objects: snapshot.objects,
     ...((options.istioVersion ?? snapshot.istioVersion) ? {istioVersion: options.istioVersion ?? snapshot.istioVersion} : {}),
     waypointPlanned: false,
+    ...(options.earlierWaypoints ? {earlierWaypoints: options.earlierWaypoints} : {}),
   }
   let classified = classifyObjects(base)
   const waypointRequired = needsWaypoint(namespace, classified.items, serviceAccountOnly(base))
@@ -118,6 +122,6 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     objects: [...classified.items].sort((a, b) => compareRefs(a.ref, b.ref)),
     workloads: [...workloadAnalysis.workloads].sort((a, b) => compareRefs(a.ref, b.ref)),
     services: [...serviceAnalysis.services].sort((a, b) => compareRefs(a.ref, b.ref)),
-    findings: normalizeFindings(findings),
+    findings: normalizeFindings(groupLostRouting(namespace, findings, snapshot.objects)),
   }
 }

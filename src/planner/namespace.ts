@@ -593,3 +593,27 @@ export function gitOpsManager(meta: {labels?: Record<string, string>; annotation
 function labelOrAnnotation(key: string, map: Record<string, string>): string | undefined {
   return map[key] !== undefined ? `${key}=${map[key]}` : undefined
 }
+
+/**
+ * A label selector as kubectl takes it (`-l`): `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a)`,
+ * comma-separated. Throws an Error saying which part it cannot read.
+ */
+export function parseLabelSelector(text: string): LabelSelector {
+  const parts = text.split(/,(?![^()]*\))/).map((p) => p.trim()).filter(Boolean)
+  const matchExpressions: LabelSelectorRequirement[] = []
+  for (const part of parts) {
+    let m: RegExpExecArray | null
+    if ((m = /^([\w./-]+)\s+(in|notin)\s+\(([^()]*)\)$/.exec(part))) {
+      matchExpressions.push({key: m[1]!, operator: m[2] === 'in' ? 'In' : 'NotIn', values: m[3]!.split(',').map((v) => v.trim()).filter(Boolean)})
+    } else if ((m = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part))) {
+      matchExpressions.push({key: m[1]!, operator: m[2] === '!=' ? 'NotIn' : 'In', values: [m[3]!]})
+    } else if ((m = /^!\s*([\w./-]+)$/.exec(part))) {
+      matchExpressions.push({key: m[1]!, operator: 'DoesNotExist'})
+    } else if ((m = /^([\w./-]+)$/.exec(part))) {
+      matchExpressions.push({key: m[1]!, operator: 'Exists'})
+    } else {
+      throw new Error(`cannot read "${part}" (expected key=value, key!=value, key, !key, key in (a,b) or key notin (a,b))`)
+    }
+  }
+  return {matchExpressions}
+}

@@ -1,4 +1,5 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3).
+import {isGroupedLostFinding} from './lost-routing.js'
 import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
 import type {Finding, Inventory, KubeObject, ObjectRef, ServiceItem, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
 import {
@@ -238,6 +239,12 @@ function existingWaypointFindings(existing: KubeObject, snapshot: SourceSnapshot
   return findings
 }
 
+/** Whether the namespace has anything to migrate: sidecar labels, or workloads that still run a sidecar. */
+export function isMigrating(inventory: Inventory): boolean {
+  const mode = inventory.namespaceState.mode
+  return mode === 'sidecar' || mode === 'both' || inventory.workloads.some(hasSidecar)
+}
+
 export function buildPlan(input: BuildPlanInput): MigrationPlan {
   const {inventory, snapshot, options} = input
   const ns = inventory.namespace
@@ -251,8 +258,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   // gateways (E7): they need injection to get their proxy, so a person must decide.
   const injectionByDefault = inventory.injectionByDefault === true && !inventory.workloads.some((w) => w.traits.includes('injected-gateway'))
 
-  const sidecarWorkloads = inventory.workloads.filter(hasSidecar)
-  const migrating = nsState.mode === 'sidecar' || nsState.mode === 'both' || sidecarWorkloads.length > 0
+  const migrating = isMigrating(inventory)
   const waypointRequired = inventory.waypointRequired && migrating
   const injectedGateways = inventory.workloads.filter((w) => w.traits.includes('injected-gateway'))
   if (migrating && inventory.injectionByDefault === true && injectedGateways.length > 0) {
@@ -577,7 +583,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   // A mesh-wide L7 DENY carried only into the namespace (issue 10 point 8) leaves a gap reviewers accept the same way.
   const lostRefs = new Set(inventory.objects.filter((i) => i.action === 'lost-client-side').map((i) => refKey(i.ref)))
   for (const [i, f] of findings.entries()) {
-    if (!migrating || !f.ref || !(lostRefs.has(refKey(f.ref)) || f.code === ROOT_DENY_CODE) || f.severity !== 'error') continue
+    if (!migrating || !f.ref || !(lostRefs.has(refKey(f.ref)) || f.code === ROOT_DENY_CODE || isGroupedLostFinding(f)) || f.severity !== 'error') continue
     findings[i] = acceptLost(f.id)
       ? {...f, severity: 'warning', message: `${f.message} (accepted with --accept-lost)`}
       : {...f, severity: 'blocker', fix: `${f.fix ?? ''} To go ahead without it, re-run plan with --accept-lost ${f.id}.`.trim()}

@@ -3,6 +3,9 @@ import type {Finding, InventoryItem, KubeObject, ObjectRef, SourceTarget, Worklo
 
 export const PLAN_API_VERSION = 'mesh-migrate.io/v1alpha1'
 export const PLAN_KIND = 'MigrationPlan'
+/** The fleet overview (plan -A): its kind and its file name in the plans directory (src/planner/fleet.ts). */
+export const FLEET_KIND = 'FleetPlan'
+export const FLEET_FILE = 'fleet.yaml'
 
 /** Label and annotation the tool puts on every object it creates; rollback deletes only these. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'

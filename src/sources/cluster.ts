@@ -1,11 +1,12 @@
 // The live-cluster source: discovery first, then one paginated LIST per kind (SPEC §3, §8).
 // Kinds the cluster does not serve become `missingKinds` (findings), never crashes.
+import {UserError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {ApiResource, KubeClient} from '../kube/types.js'
 import type {Finding, KubeObject, MissingKind, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {groupOf} from '../planner/refs.js'
-import {INVENTORY_KINDS, type InventoryKind, istioMinorFromImage} from './kinds.js'
-import type {ObjectSource} from './source.js'
+import {INVENTORY_KINDS, type InventoryKind, istioMinorFromImage, NAMESPACE_KIND} from './kinds.js'
+import type {FleetRead, ObjectSource} from './source.js'
 
 /** Run `fn` over `items` with at most `limit` in flight, keeping the order of results. */
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -32,6 +33,7 @@ export function pickResource(resources: ApiResource[], kind: Pick<InventoryKind,
 }
 
 interface ListOutcome {
+  kind: InventoryKind
   objects: KubeObject[]
   missing?: MissingKind
   findings: Finding[]
@@ -52,27 +54,32 @@ export class ClusterSource implements ObjectSource {
     return new ClusterSource(client, {context: client.context, server: client.server, clusterID})
   }
 
-  private async listKind(kind: InventoryKind, resource: ApiResource | undefined, namespace: string, rootNamespace: string): Promise<ListOutcome> {
-    if (!resource) return {objects: [], missing: {apiVersion: kind.apiVersion, kind: kind.kind, reason: 'not-installed'}, findings: []}
+  /**
+   * One LIST of a kind. `namespace` undefined (fleet read): namespace-scoped kinds are listed cluster-wide
+   * once, and a forbidden cluster-wide list is an error (the fleet cannot be planned from a part of it).
+   */
+  private async listKind(kind: InventoryKind, resource: ApiResource | undefined, namespace: string | undefined, rootNamespace: string): Promise<ListOutcome> {
+    if (!resource) return {kind, objects: [], missing: {apiVersion: kind.apiVersion, kind: kind.kind, reason: 'not-installed'}, findings: []}
     const selector = kind.labelSelector ? {labelSelector: kind.labelSelector} : {}
-    const forbidden = (): ListOutcome => ({objects: [], missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'forbidden'}, findings: []})
+    const forbidden = (): ListOutcome => ({kind, objects: [], missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'forbidden'}, findings: []})
     try {
       switch (kind.scope) {
         case 'namespace':
-          return {objects: await this.client.list(resource, {namespace, ...selector}), findings: []}
+          return {kind, objects: await this.client.list(resource, namespace === undefined ? selector : {namespace, ...selector}), findings: []}
         case 'root':
-          return {objects: await this.client.list(resource, {namespace: rootNamespace, ...selector}), findings: []}
+          return {kind, objects: await this.client.list(resource, {namespace: rootNamespace, ...selector}), findings: []}
         case 'cluster':
-          return {objects: await this.client.list(resource, selector), findings: []}
+          return {kind, objects: await this.client.list(resource, selector), findings: []}
         case 'mesh':
           try {
-            return {objects: await this.client.list(resource, selector), findings: []}
+            return {kind, objects: await this.client.list(resource, selector), findings: []}
           } catch (error) {
-            if (!(error instanceof KubeApiError && error.status === 403)) throw error
+            if (!(error instanceof KubeApiError && error.status === 403) || namespace === undefined) throw error
             // No cluster-wide read: fall back to the two namespaces that matter most, and say what is missing.
             const namespaces = [...new Set([namespace, rootNamespace])]
             const lists = await Promise.all(namespaces.map((ns) => this.client.list(resource, {namespace: ns, ...selector})))
             return {
+              kind,
               objects: lists.flat(),
               findings: [{
                 id: `partial-list/${resource.apiVersion}/${kind.kind}`,
@@ -85,15 +92,42 @@ export class ClusterSource implements ObjectSource {
           }
       }
     } catch (error) {
-      if (error instanceof KubeApiError && error.status === 403) return forbidden()
-      if (error instanceof KubeApiError && error.status === 404) return {objects: [], missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'not-installed'}, findings: []}
+      if (error instanceof KubeApiError && error.status === 403) {
+        if (namespace === undefined && kind.scope !== 'cluster' && kind.scope !== 'root') {
+          throw new UserError(`${kind.kind} could not be listed in all namespaces (forbidden): a fleet plan needs cluster-wide read access`, {
+            suggestion: `Grant cluster-wide list on ${resource.plural}${resource.group ? `.${resource.group}` : ''}, or plan the namespaces one at a time (mesh-migrate plan NAMESPACE).`,
+          })
+        }
+        return forbidden()
+      }
+      if (error instanceof KubeApiError && error.status === 404) return {kind, objects: [], missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'not-installed'}, findings: []}
       throw error
     }
   }
 
-  async snapshot(namespace: string, opts: {rootNamespace: string}): Promise<SourceSnapshot> {
+  private async listAll(namespace: string | undefined, rootNamespace: string): Promise<ListOutcome[]> {
     const {resources} = await this.client.discover()
-    const outcomes = await mapLimit(INVENTORY_KINDS, LIST_CONCURRENCY, (kind) => this.listKind(kind, pickResource(resources, kind), namespace, opts.rootNamespace))
+    return mapLimit(INVENTORY_KINDS, LIST_CONCURRENCY, (kind) => this.listKind(kind, pickResource(resources, kind), namespace, rootNamespace))
+  }
+
+  async snapshot(namespace: string, opts: {rootNamespace: string}): Promise<SourceSnapshot> {
+    return this.assemble(namespace, await this.listAll(namespace, opts.rootNamespace), opts.rootNamespace)
+  }
+
+  /** Issue 11 §4: one cluster-wide LIST per kind for the whole fleet, then each namespace's snapshot from it. */
+  async fleet(opts: {rootNamespace: string}): Promise<FleetRead> {
+    const outcomes = await this.listAll(undefined, opts.rootNamespace)
+    const nsList = outcomes.find((o) => o.kind === NAMESPACE_KIND)
+    if (nsList?.missing) {
+      throw new UserError('namespaces could not be listed (forbidden): a fleet plan needs to list them', {suggestion: 'Grant list on namespaces, or plan the namespaces one at a time (mesh-migrate plan NAMESPACE).'})
+    }
+    const namespaces = nsList?.objects ?? []
+    // Namespace-scoped kinds were read cluster-wide: each namespace's snapshot keeps only its own objects of them.
+    const byNamespace = (ns: string) => outcomes.map((o) => (o.kind.scope === 'namespace' ? {...o, objects: o.objects.filter((x) => x.metadata.namespace === ns)} : o))
+    return {namespaces, snapshot: (ns) => this.assemble(ns, byNamespace(ns), opts.rootNamespace)}
+  }
+
+  private async assemble(namespace: string, outcomes: ListOutcome[], rootNamespace: string): Promise<SourceSnapshot> {
     const objects = outcomes.flatMap((o) => o.objects)
     const missingKinds = outcomes.flatMap((o) => (o.missing ? [o.missing] : []))
     const findings = outcomes.flatMap((o) => o.findings)
@@ -123,10 +157,10 @@ export class ClusterSource implements ObjectSource {
       })
     }
 
-    const istioVersion = this.istioVersion(objects, namespace, opts.rootNamespace)
+    const istioVersion = this.istioVersion(objects, namespace, rootNamespace)
     return {
       namespace,
-      rootNamespace: opts.rootNamespace,
+      rootNamespace,
       target: this.target,
       objects,
       missingKinds,

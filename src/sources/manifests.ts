@@ -6,7 +6,7 @@ import {LineCounter, parseAllDocuments} from 'yaml'
 import {ManifestError} from '../errors.js'
 import type {Finding, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {groupOf, objectKey, refOf} from '../planner/refs.js'
-import type {ObjectSource} from './source.js'
+import type {FleetRead, ObjectSource} from './source.js'
 import {isRecord} from '../planner/json.js'
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json'])
@@ -433,9 +433,13 @@ export class ManifestSource implements ObjectSource {
 
   async snapshot(namespace: string, opts: {rootNamespace: string}): Promise<SourceSnapshot> {
     const loaded = await loadManifestFiles(this.paths, {defaultNamespace: namespace})
+    return this.snapshotOf(namespace, loaded, opts.rootNamespace)
+  }
+
+  private snapshotOf(namespace: string, loaded: LoadedManifests, rootNamespace: string): SourceSnapshot {
     return {
       namespace,
-      rootNamespace: opts.rootNamespace,
+      rootNamespace,
       target: this.target,
       objects: loaded.objects,
       // Files cannot tell which CRDs a cluster has installed; the cluster source reports those.
@@ -443,4 +447,34 @@ export class ManifestSource implements ObjectSource {
       findings: loaded.findings,
     }
   }
+
+  /**
+   * The files are read once; objects that would take the planned namespace by default (SPEC §3) get a
+   * placeholder namespace, replaced per namespace — the same snapshot as `snapshot(namespace)`.
+   */
+  async fleet(opts: {rootNamespace: string}): Promise<FleetRead> {
+    const loaded = await loadManifestFiles(this.paths, {defaultNamespace: DEFAULT_PLACEHOLDER})
+    const seen = new Map<string, KubeObject>()
+    for (const o of loaded.objects) if (o.kind === 'Namespace' && groupOf(o.apiVersion) === '') seen.set(o.metadata.name, o)
+    // Namespaces only named by objects (no Namespace manifest) can still be planned by name.
+    for (const o of loaded.objects) {
+      const ns = o.metadata.namespace
+      if (ns && ns !== DEFAULT_PLACEHOLDER && !seen.has(ns)) seen.set(ns, {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
+    }
+    const place = (ns: string) => (o: KubeObject): KubeObject => (o.metadata.namespace === DEFAULT_PLACEHOLDER ? {...o, metadata: {...o.metadata, namespace: ns}} : o)
+    const placeText = (ns: string) => (text: string) => text.split(DEFAULT_PLACEHOLDER).join(ns)
+    return {
+      namespaces: [...seen.values()],
+      snapshot: async (ns) =>
+        this.snapshotOf(ns, {
+          ...loaded,
+          objects: loaded.objects.map(place(ns)),
+          findings: loaded.findings.map((f) => ({...f, id: placeText(ns)(f.id), message: placeText(ns)(f.message), ...(f.ref?.namespace === DEFAULT_PLACEHOLDER ? {ref: {...f.ref, namespace: ns}} : {})})),
+        }, opts.rootNamespace),
+    }
+  }
 }
+
+/** Stands for "the namespace being planned" in a fleet read (not a valid namespace name, so never a real one). */
+const DEFAULT_PLACEHOLDER = '<planned namespace>'
+

@@ -1,4 +1,4 @@
-import type {SourceSnapshot, SourceTarget} from '../planner/model.js'
+import type {KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 
 /**
  * Where objects come from: manifest files (`--manifests`) or a live cluster. Both hand the planner the
@@ -11,4 +11,12 @@ export interface ObjectSource {
    * (the planner decides relevance), plus the Namespace objects seen.
    */
   snapshot(namespace: string, opts: {rootNamespace: string}): Promise<SourceSnapshot>
+  /** Fleet planning: one read for many namespaces (issue 11 §4). */
+  fleet(opts: {rootNamespace: string}): Promise<FleetRead>
+}
+
+/** What a fleet read gives: the Namespace objects seen, and each namespace's snapshot cut from the one read. */
+export interface FleetRead {
+  namespaces: KubeObject[]
+  snapshot(namespace: string): Promise<SourceSnapshot>
 }

@@ -198,6 +198,11 @@ export function hostCovers(pattern: string, fqdn: string): boolean {
 
 const SERVICE_FQDN = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\..+)?$/
 
+/** The namespace of the Kubernetes Service a resolved host names (`name.ns.svc[.domain]`), if it names one. */
+export function hostServiceNamespace(fqdn: string): string | undefined {
+  return fqdn.startsWith('*') ? undefined : SERVICE_FQDN.exec(fqdn)?.[3]
+}
+
 export function hostTarget(host: string, objectNamespace: string, ctx: ClassifyContext): HostTarget {
   const fqdn = resolveHost(host, objectNamespace)
   const wildcard = fqdn.startsWith('*')
@@ -252,8 +257,8 @@ export function namespaceLabels(ctx: ClassifyContext, namespace: string): Labels
 export interface WaypointBinding {
   namespace: string
   name: string
-  /** Where the binding comes from. */
-  via: 'service' | 'namespace'
+  /** Where the binding comes from (fleet-plan: an earlier wave of the fleet plan creates it). */
+  via: 'service' | 'namespace' | 'fleet-plan'
 }
 
 /**
@@ -409,9 +414,19 @@ export function compareAge(a: KubeObject, b: KubeObject): number {
  * The waypoint that serves a destination host outside the migrated namespace: a Kubernetes Service's binding,
  * or a ServiceEntry (with that host) labelled istio.io/use-waypoint. `namespace` is the destination's namespace.
  */
+/** The waypoint an earlier wave of the fleet plan binds the Service to (not a Service that opts out with use-waypoint: none). */
+function plannedWaypoint(ctx: ClassifyContext, namespace: string, service: string): WaypointBinding | undefined {
+  const name = ctx.earlierWaypoints?.[namespace]
+  if (!name || namespace === ctx.namespace) return undefined
+  // A cluster read of one namespace has no other namespace's Services: only a label seen opts one out.
+  const svc = findObject(ctx, '', 'Service', namespace, service)
+  if (svc?.metadata.labels?.[USE_WAYPOINT_LABEL] !== undefined) return undefined
+  return {namespace, name, via: 'fleet-plan'}
+}
+
 export function destinationWaypoint(ctx: ClassifyContext, target: HostTarget): {waypoint: WaypointBinding; namespace: string} | undefined {
   if (target.serviceNamespace && target.serviceName) {
-    const wp = serviceWaypoint(ctx, target.serviceNamespace, target.serviceName)
+    const wp = serviceWaypoint(ctx, target.serviceNamespace, target.serviceName) ?? plannedWaypoint(ctx, target.serviceNamespace, target.serviceName)
     return wp ? {waypoint: wp, namespace: target.serviceNamespace} : undefined
   }
   if (target.wildcard) return undefined

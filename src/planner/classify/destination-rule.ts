@@ -177,7 +177,7 @@ function destinationWaypointApplies(target: HostTarget, drNamespace: string, exp
   const wp = dest.waypoint
   if (![wp.namespace, dest.namespace, ctx.rootNamespace].includes(drNamespace)) return undefined
   if (!exportedTo(exportTo, drNamespace, wp.namespace)) return undefined
-  return `${wp.namespace}/${wp.name}`
+  return `${wp.namespace}/${wp.name}${wp.via === 'fleet-plan' ? ' (bound by an earlier wave of the fleet plan)' : ''}`
 }
 
 /**

@@ -137,7 +137,7 @@ function appliedByDestinationWaypoint(t: HostTarget, vsNamespace: string, export
   const wp = dest.waypoint
   if (vsNamespace !== dest.namespace && vsNamespace !== wp.namespace) return undefined
   if (!exportedTo(exportTo, vsNamespace, wp.namespace)) return undefined
-  return `${wp.namespace}/${wp.name}`
+  return `${wp.namespace}/${wp.name}${wp.via === 'fleet-plan' ? ' (bound by an earlier wave of the fleet plan)' : ''}`
 }
 
 export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): Classified {

@@ -1,0 +1,100 @@
+// `plan -A`, `plan -l SELECTOR`, `plan NS1 NS2 …`: one read of the source for the whole fleet, one plan
+// file per namespace and the fleet overview plans/fleet.yaml (issue 11 §4). The planning itself is the
+// pure planFleet; this reads, refuses to overwrite plans in progress, and writes.
+import {mkdir} from 'node:fs/promises'
+import path from 'node:path'
+
+import {UserError} from '../errors.js'
+import {defaultPlanPath, PLANS_DIR, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
+import {FLEET_FILE, type FleetPlan, type FleetSelection, planFleet, selectNamespaces} from '../planner/fleet.js'
+import {renderFleetFile} from '../planner/fleet-file.js'
+import type {InventoryOptions} from '../planner/inventory.js'
+import type {PlanOptions} from '../planner/plan-types.js'
+import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
+import {openSource, type SourceFlags} from '../sources/open.js'
+
+export interface FleetPlanRequest {
+  source: SourceFlags
+  rootNamespace: string
+  selection: FleetSelection
+  options: PlanOptions
+  inventory: InventoryOptions
+  generator: string
+  istioVersion?: string
+  force: boolean
+  note: (message: string) => void
+}
+
+/** Namespaces whose plan on disk has applied steps: regenerating it would lose its progress record. */
+async function plansInProgress(files: string[]): Promise<string[]> {
+  const out: string[] = []
+  for (const file of files) {
+    const text = await readTextFile(file).catch(() => undefined)
+    const plan = text === undefined ? undefined : checkPlanText(text).plan
+    if (plan && hasStarted(plan)) out.push(file)
+  }
+  return out
+}
+
+async function selected(request: FleetPlanRequest) {
+  const source = await openSource(request.source)
+  const read = await source.fleet({rootNamespace: request.rootNamespace})
+  let picked: ReturnType<typeof selectNamespaces>
+  try {
+    picked = selectNamespaces(read.namespaces, request.selection, request.rootNamespace)
+  } catch (error) {
+    throw new UserError(`--selector: ${(error as Error).message}`, {exitCode: 2})
+  }
+  if (picked.unknown.length > 0) {
+    throw new UserError(`namespace(s) ${picked.unknown.join(', ')} do not exist in ${'manifests' in source.target ? 'the manifests' : `context ${source.target.context}`}`, {
+      suggestion: 'Check the names (kubectl get namespaces) and the --context; to plan from files, pass --manifests.',
+    })
+  }
+  if (picked.selected.length === 0) {
+    throw new UserError('no namespace matches the selection', {suggestion: 'Check the selector (kubectl get namespaces -l SELECTOR), or name the namespaces.'})
+  }
+  const clash = path.parse(FLEET_FILE).name
+  if (picked.selected.includes(clash)) {
+    throw new UserError(`namespace "${clash}" would be planned to ${defaultPlanPath(clash)}, the fleet overview's file`, {
+      suggestion: `Leave it out of the selection and plan it on its own: mesh-migrate plan ${clash} --out plans/namespace-${clash}.yaml`,
+    })
+  }
+  return {read, namespaces: picked.selected}
+}
+
+/** Plans the fleet and writes every plan, then plans/fleet.yaml (each file atomically). */
+export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan> {
+  const {read, namespaces} = await selected(request)
+  const inProgress = request.force ? [] : await plansInProgress(namespaces.map((ns) => defaultPlanPath(ns)))
+  if (inProgress.length > 0) {
+    throw new UserError(`${inProgress.join(', ')} ha${inProgress.length === 1 ? 's' : 've'} applied steps: refusing to overwrite plans in progress`, {
+      suggestion: 'Finish or roll them back first (mesh-migrate apply/rollback NS), leave those namespaces out of the selection, or pass --force (their progress records are lost).',
+    })
+  }
+  const snapshots = []
+  for (const ns of namespaces) snapshots.push(await read.snapshot(ns))
+  const {fleet, plans} = planFleet({
+    snapshots,
+    selection: request.selection,
+    options: request.options,
+    inventory: request.inventory,
+    generator: request.generator,
+    ...(request.istioVersion ? {istioVersion: request.istioVersion} : {}),
+    planPath: (ns) => defaultPlanPath(ns),
+    keepEmpty: 'namespaces' in request.selection,
+  })
+
+  await mkdir(PLANS_DIR, {recursive: true})
+  let written = 0
+  for (const plan of plans) {
+    const file = defaultPlanPath(plan.metadata.namespace)
+    const text = renderPlanFile(plan)
+    if ((await readTextFile(file).catch(() => undefined)) === text) continue
+    await writeFileAtomic(file, text)
+    written++
+  }
+  const fleetFile = path.join(PLANS_DIR, FLEET_FILE)
+  await writeFileAtomic(fleetFile, renderFleetFile(fleet))
+  request.note(`Wrote ${fleetFile} and ${plans.length} plan(s) (${written} changed, ${plans.length - written} unchanged); ${fleet.spec.namespaces.length - plans.length} namespace(s) have nothing to migrate.`)
+  return fleet
+}

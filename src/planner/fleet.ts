@@ -1,0 +1,376 @@
+// Fleet planning (issue 11 §4): the plans of many namespaces from one read of the cluster, and the
+// fleet overview (plans/fleet.yaml) ordering them into migration waves from the cross-namespace
+// dependencies the inventory sees. Pure: snapshots in, plans and the overview out.
+import {GATEWAY_API, NETWORKING, SECURITY, USE_WAYPOINT_NAMESPACE_LABEL, hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from './fleet-waves.js'
+import type {AuthorizationPolicySpec} from './istio-types.js'
+import {buildInventory, type InventoryOptions} from './inventory.js'
+import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from './model.js'
+import {INJECTION_IGNORED_NAMESPACES, NAMESPACE_NAME_LABEL, parseLabelSelector, selectorMatches} from './namespace.js'
+import {buildPlan, isMigrating} from './plan-builder.js'
+import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from './plan-types.js'
+import {formatRef, groupOf, refKey, refOf} from './refs.js'
+import {USE_WAYPOINT_LABEL} from './waypoint.js'
+
+export {computeWaves, type FleetCycle, type FleetEdge}
+
+export {FLEET_FILE, FLEET_KIND}
+
+/** Which namespaces a fleet plan covers, as the user chose them. */
+export type FleetSelection = {allNamespaces: true} | {selector: string} | {namespaces: string[]}
+
+export type FleetNamespaceResult = 'ready' | 'blocked' | 'nothing-to-migrate'
+
+export interface FleetNamespace {
+  name: string
+  wave: number
+  /** The plan file written for it (absent when there is nothing to migrate). */
+  plan?: string
+  result: FleetNamespaceResult
+  from: string
+  waypointRequired: boolean
+  steps: number
+  /** Ids of the plan's blockers (what --accept-lost/--accept-hazard or a fix must clear). */
+  blockers: string[]
+}
+
+export interface FleetPlan {
+  apiVersion: typeof PLAN_API_VERSION
+  kind: typeof FLEET_KIND
+  metadata: {name: 'fleet'; generator: string}
+  spec: {
+    target: SourceTarget
+    selection: FleetSelection
+    /** Given once for the fleet; every plan carries them. */
+    options: PlanOptions
+    summary: {namespaces: number; waves: number; edges: number; cycles: number; blocked: number}
+    waves: {wave: number; namespaces: string[]}[]
+    namespaces: FleetNamespace[]
+    edges: FleetEdge[]
+    cycles: FleetCycle[]
+  }
+}
+
+export interface FleetInput {
+  /** One snapshot per selected namespace (each holds every object that namespace's plan may look at). */
+  snapshots: SourceSnapshot[]
+  selection: FleetSelection
+  options: PlanOptions
+  inventory: InventoryOptions
+  generator: string
+  istioVersion?: string
+  /** Where the plan of a namespace is written (for the overview). */
+  planPath: (namespace: string) => string
+  /** Write plans of namespaces with nothing to migrate too (explicitly named namespaces). */
+  keepEmpty: boolean
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dependencies
+
+interface Member {
+  namespace: string
+  snapshot: SourceSnapshot
+  inventory: Inventory
+  migrating: boolean
+}
+
+const addEdge = (edges: Map<string, FleetEdge>, e: FleetEdge) => {
+  const key = `${e.from}\0${e.to}\0${e.kind}`
+  const seen = edges.get(key)
+  if (!seen) edges.set(key, {...e, refs: [...new Set(e.refs)].sort()})
+  else seen.refs = [...new Set([...seen.refs, ...e.refs])].sort()
+}
+
+/** Istio string match (exact, prefix*, *suffix, *) against a namespace name. */
+function namesMatch(pattern: string, name: string): boolean {
+  if (pattern === '*') return false // names every namespace, none in particular: no ordering
+  if (pattern.endsWith('*')) return name.startsWith(pattern.slice(0, -1))
+  if (pattern.startsWith('*')) return name.endsWith(pattern.slice(1))
+  return pattern === name
+}
+
+/** Namespaces an AuthorizationPolicy names as sources (namespaces, principals …/ns/X/sa/…, serviceAccounts X/sa, when source.*). */
+export function namedSourceNamespaces(spec: AuthorizationPolicySpec, fleet: string[]): {namespace: string; path: string}[] {
+  const out: {namespace: string; path: string}[] = []
+  const add = (path: string, patterns: string[], toNs: (p: string) => string | undefined) => {
+    for (const p of patterns) {
+      const pattern = toNs(p)
+      if (pattern !== undefined) for (const ns of fleet) if (namesMatch(pattern, ns)) out.push({namespace: ns, path})
+    }
+  }
+  const principalNs = (p: string) => /(?:^|\/)ns\/([^/]+)\/sa\//.exec(p)?.[1]
+  ;(Array.isArray(spec.rules) ? spec.rules : []).forEach((rule, i) => {
+    ;(Array.isArray(rule?.from) ? rule.from : []).forEach((f, j) => {
+      const s = f?.source
+      if (!isRecord(s)) return
+      const path = `spec.rules[${i}].from[${j}].source`
+      add(`${path}.namespaces`, list(s.namespaces) ?? [], (p) => p)
+      add(`${path}.principals`, list(s.principals) ?? [], principalNs)
+      add(`${path}.serviceAccounts`, list(s.serviceAccounts) ?? [], (p) => (p.includes('/') ? p.split('/')[0] : undefined))
+    })
+    ;(Array.isArray(rule?.when) ? rule.when : []).forEach((c, j) => {
+      const values = list(c?.values) ?? []
+      if (c?.key === 'source.namespace') add(`spec.rules[${i}].when[${j}]`, values, (p) => p)
+      if (c?.key === 'source.principal') add(`spec.rules[${i}].when[${j}]`, values, principalNs)
+    })
+  })
+  return out
+}
+
+/** Namespaces whose Services an object of a caller namespace addresses (routing hosts, destinations, route parents and backends). */
+function addressedNamespaces(obj: KubeObject): string[] {
+  const ns = obj.metadata.namespace ?? ''
+  const spec = isRecord(obj.spec) ? obj.spec : {}
+  const hosts: string[] = []
+  if (obj.kind === 'VirtualService') {
+    hosts.push(...(list(spec.hosts) ?? []))
+    for (const section of ['http', 'tcp', 'tls'] as const) {
+      for (const r of Array.isArray(spec[section]) ? spec[section] : []) for (const d of Array.isArray(r?.route) ? r.route : []) if (d?.destination?.host) hosts.push(String(d.destination.host))
+    }
+  } else if (obj.kind === 'DestinationRule' && spec.host) {
+    hosts.push(String(spec.host))
+  }
+  const out = hosts.map((h) => hostServiceNamespace(resolveHost(h, ns))).filter((x): x is string => x !== undefined)
+  if (groupOf(obj.apiVersion) === GATEWAY_API) {
+    for (const r of [...(Array.isArray(spec.parentRefs) ? spec.parentRefs : []), ...(Array.isArray(spec.rules) ? spec.rules.flatMap((x: {backendRefs?: unknown[]}) => x?.backendRefs ?? []) : [])]) {
+      if (isRecord(r) && r.kind === 'Service' && (r.group === '' || r.group === 'core' || r.group === undefined)) out.push(String(r.namespace ?? ns))
+    }
+  }
+  return out
+}
+
+/** The namespace's own L7 policies: what only its waypoint will enforce once it is ambient. */
+function l7Policies(m: Member): string[] {
+  const kinds = new Set(['AuthorizationPolicy', 'RequestAuthentication', 'WasmPlugin'])
+  return m.inventory.objects
+    .filter((i) => i.ref.namespace === m.namespace && kinds.has(i.ref.kind) && i.verdict === 'L7' && ['retarget', 'keep', 'keep-verify'].includes(i.action))
+    .map((i) => formatRef(i.ref))
+}
+
+function sharedWaypointEdges(members: Member[], fleet: Set<string>, edges: Map<string, FleetEdge>): void {
+  for (const m of members) {
+    const nsLabels = m.inventory.namespaceState.labels
+    const users: {waypointNs: string; waypoint: string; ref: string}[] = []
+    if (nsLabels[USE_WAYPOINT_LABEL] && nsLabels[USE_WAYPOINT_NAMESPACE_LABEL]) users.push({waypointNs: nsLabels[USE_WAYPOINT_NAMESPACE_LABEL], waypoint: nsLabels[USE_WAYPOINT_LABEL], ref: `Namespace ${m.namespace}`})
+    for (const s of m.inventory.services) {
+      const l = s.labels ?? {}
+      if (l[USE_WAYPOINT_LABEL] && l[USE_WAYPOINT_NAMESPACE_LABEL]) users.push({waypointNs: l[USE_WAYPOINT_NAMESPACE_LABEL], waypoint: l[USE_WAYPOINT_LABEL], ref: formatRef(s.ref)})
+    }
+    for (const u of users) {
+      if (u.waypointNs === m.namespace || !fleet.has(u.waypointNs)) continue
+      addEdge(edges, {
+        from: u.waypointNs,
+        to: m.namespace,
+        kind: 'shared-waypoint',
+        reason: `${m.namespace} uses waypoint ${u.waypointNs}/${u.waypoint} (${USE_WAYPOINT_NAMESPACE_LABEL}); it must exist and be ready before ${m.namespace} switches, so ${u.waypointNs} goes first.`,
+        refs: [u.ref],
+      })
+    }
+  }
+}
+
+function authorizationEdges(members: Member[], fleet: string[], edges: Map<string, FleetEdge>): void {
+  for (const d of members) {
+    if (!d.migrating) continue
+    const l7 = new Set(l7Policies(d).filter((r) => r.startsWith('AuthorizationPolicy ')))
+    for (const obj of d.snapshot.objects) {
+      if (obj.kind !== 'AuthorizationPolicy' || groupOf(obj.apiVersion) !== SECURITY || obj.metadata.namespace !== d.namespace) continue
+      const ref = formatRef(refOf(obj))
+      if (!l7.has(ref)) continue
+      for (const named of namedSourceNamespaces(isRecord(obj.spec) ? obj.spec : {}, fleet)) {
+        if (named.namespace === d.namespace) continue
+        addEdge(edges, {
+          from: named.namespace,
+          to: d.namespace,
+          kind: 'authorization',
+          reason: `${ref} names ${named.namespace} (${named.path}); its L7 rules will be enforced only by ${d.namespace}'s waypoint, which ${named.namespace}'s sidecars bypass: migrate ${named.namespace} first.`,
+          refs: [ref],
+        })
+      }
+    }
+  }
+}
+
+function bypassEdges(members: Member[], fleet: Set<string>, edges: Map<string, FleetEdge>): void {
+  const policies = new Map(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => [m.namespace, l7Policies(m)]))
+  const callerKinds = new Set([`${NETWORKING}/VirtualService`, `${NETWORKING}/DestinationRule`, `${GATEWAY_API}/HTTPRoute`, `${GATEWAY_API}/GRPCRoute`])
+  const seen = new Set<string>()
+  for (const c of members) {
+    if (!c.migrating) continue
+    for (const obj of c.snapshot.objects) {
+      if (obj.metadata.namespace !== c.namespace || !callerKinds.has(`${groupOf(obj.apiVersion)}/${obj.kind}`) || seen.has(refKey(refOf(obj)))) continue
+      seen.add(refKey(refOf(obj)))
+      for (const d of new Set(addressedNamespaces(obj))) {
+        const l7 = policies.get(d)
+        if (d === c.namespace || !fleet.has(d) || !l7 || l7.length === 0) continue
+        addEdge(edges, {
+          from: c.namespace,
+          to: d,
+          kind: 'waypoint-bypass',
+          reason: `${c.namespace} calls ${d} (${formatRef(refOf(obj))} addresses its Services); ${d}'s L7 policies (${l7.join(', ')}) will be enforced only by its waypoint, which ${c.namespace}'s sidecars bypass: migrate ${c.namespace} first.`,
+          refs: [formatRef(refOf(obj))],
+        })
+      }
+    }
+  }
+}
+
+/** The lost client-side items of an inventory, by key. */
+const lostItems = (inv: Inventory) => new Map(inv.objects.filter((i) => i.action === 'lost-client-side').map((i) => [refKey(i.ref), i]))
+
+/**
+ * Routing edges (E11): exported VirtualServices and DestinationRules of a namespace that gets a waypoint,
+ * lost by a caller namespace today, kept when that waypoint is in place first.
+ */
+function routingEdges(members: Member[], input: FleetInput, edges: Map<string, FleetEdge>): void {
+  const withWaypoint = members.filter((m) => m.migrating && m.inventory.waypointRequired)
+  if (withWaypoint.length === 0) return
+  for (const x of members) {
+    if (!x.migrating) continue
+    const candidates = Object.fromEntries(withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, input.options.waypointName]))
+    if (Object.keys(candidates).length === 0) continue
+    const before = lostItems(x.inventory)
+    if (before.size === 0) continue
+    const after = lostItems(buildInventory(x.snapshot, {...input.inventory, earlierWaypoints: candidates}))
+    for (const [key, item] of before) {
+      const d = item.ref.namespace
+      if (after.has(key) || !d || !(d in candidates)) continue
+      addEdge(edges, {
+        from: d,
+        to: x.namespace,
+        kind: 'routing',
+        reason: `${formatRef(item.ref)} is exported to ${x.namespace} and applied by its sidecars today; once ${x.namespace} is ambient only ${d}'s waypoint applies it (E11), so ${d} goes first.`,
+        refs: [formatRef(item.ref)],
+      })
+    }
+  }
+}
+
+export function fleetEdges(members: Member[], input: FleetInput): FleetEdge[] {
+  const names = members.map((m) => m.namespace)
+  const edges = new Map<string, FleetEdge>()
+  sharedWaypointEdges(members, new Set(names), edges)
+  authorizationEdges(members, names, edges)
+  bypassEdges(members, new Set(names), edges)
+  routingEdges(members, input, edges)
+  const order = ['shared-waypoint', 'routing', 'authorization', 'waypoint-bypass']
+  return [...edges.values()].sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : a.to < b.to ? -1 : a.to > b.to ? 1 : order.indexOf(a.kind) - order.indexOf(b.kind)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans and the overview
+
+/** What the plan of `namespace` counts on: the namespaces before it, and the cycle it is part of. */
+function orderFindings(namespace: string, edges: FleetEdge[], wave: Map<string, number>, cycles: FleetCycle[]): Finding[] {
+  const out: Finding[] = []
+  const mine = wave.get(namespace)!
+  const before = edges.filter((e) => e.to === namespace && wave.get(e.from)! < mine)
+  for (const from of [...new Set(before.map((e) => e.from))]) {
+    const reasons = before.filter((e) => e.from === from).map((e) => e.reason)
+    out.push({
+      id: `fleet-order/${from}`,
+      code: 'FleetOrder',
+      severity: 'warning',
+      message: `This plan counts on namespace ${from} being migrated first (wave ${wave.get(from)} of the fleet plan; this namespace is in wave ${mine}): ${reasons.join(' ')}`,
+      fix: `Apply plans/${from}.yaml before this one (mesh-migrate show --fleet).`,
+    })
+  }
+  const cycle = cycles.find((c) => c.namespaces.includes(namespace))
+  if (cycle) {
+    out.push({
+      id: `fleet-cycle/${cycle.namespaces.join('+')}`,
+      code: 'FleetCycle',
+      severity: 'warning',
+      message: `Namespaces ${cycle.namespaces.join(', ')} depend on each other (${cycle.edges.map((e) => `${e.from} → ${e.to}: ${e.kind}`).join('; ')}), so they share wave ${mine}.`,
+      fix: cycle.suggestion,
+    })
+  }
+  return out
+}
+
+function fleetNamespace(plan: MigrationPlan, wave: number, file: string | undefined): FleetNamespace {
+  const s = plan.spec.summary
+  const result: FleetNamespaceResult = s.blockers > 0 ? 'blocked' : s.steps === 0 ? 'nothing-to-migrate' : 'ready'
+  return {
+    name: plan.metadata.namespace,
+    wave,
+    ...(file ? {plan: file} : {}),
+    result,
+    from: s.from,
+    waypointRequired: s.waypointRequired,
+    steps: s.steps,
+    blockers: plan.spec.blockers.map((b) => b.id),
+  }
+}
+
+export interface FleetResult {
+  fleet: FleetPlan
+  /** The plans to write (namespaces with nothing to migrate are left out unless named explicitly). */
+  plans: MigrationPlan[]
+}
+
+export function planFleet(input: FleetInput): FleetResult {
+  const snapshots = [...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1))
+  const members: Member[] = snapshots.map((snapshot) => {
+    const inventory = buildInventory(snapshot, input.inventory)
+    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
+  })
+  const edges = fleetEdges(members, input)
+  const {waves, cycles} = computeWaves(members.map((m) => m.namespace), edges)
+  const wave = waveIndex(waves)
+  const waypointNs = new Set(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => m.namespace))
+
+  const plans: MigrationPlan[] = []
+  const namespaces: FleetNamespace[] = []
+  for (const m of members) {
+    const mine = wave.get(m.namespace)!
+    const earlier = Object.fromEntries([...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]))
+    const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...orderFindings(m.namespace, edges, wave, cycles)]}
+    const inventory = buildInventory(snapshot, {...input.inventory, ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {})})
+    const plan = buildPlan({inventory, snapshot, options: input.options, generator: input.generator, ...(input.istioVersion ? {istioVersion: input.istioVersion} : {})})
+    const written = input.keepEmpty || plan.spec.steps.length > 0 || plan.spec.blockers.length > 0
+    if (written) plans.push(plan)
+    namespaces.push(fleetNamespace(plan, mine, written ? input.planPath(m.namespace) : undefined))
+  }
+
+  const fleet: FleetPlan = {
+    apiVersion: PLAN_API_VERSION,
+    kind: FLEET_KIND,
+    metadata: {name: 'fleet', generator: input.generator},
+    spec: {
+      target: snapshots[0]?.target ?? {manifests: []},
+      selection: input.selection,
+      options: input.options,
+      summary: {namespaces: namespaces.length, waves: waves.length, edges: edges.length, cycles: cycles.length, blocked: namespaces.filter((n) => n.result === 'blocked').length},
+      waves: waves.map((ns, i) => ({wave: i + 1, namespaces: ns})),
+      namespaces,
+      edges,
+      cycles,
+    },
+  }
+  return {fleet, plans}
+}
+
+/** Namespaces -A never plans: Kubernetes' own and the Istio root namespace. */
+function systemNamespace(name: string, rootNamespace: string): boolean {
+  return name === rootNamespace || INJECTION_IGNORED_NAMESPACES.includes(name)
+}
+
+/**
+ * The namespaces a selection covers, sorted. Explicit names must exist (a typo is an error, not "nothing to
+ * migrate"); -A and -l leave out Kubernetes' namespaces and the root namespace.
+ */
+export function selectNamespaces(namespaces: KubeObject[], selection: FleetSelection, rootNamespace: string): {selected: string[]; unknown: string[]} {
+  const names = namespaces.map((n) => n.metadata.name)
+  if ('namespaces' in selection) {
+    const known = new Set(names)
+    return {selected: [...new Set(selection.namespaces)].filter((n) => known.has(n)).sort(), unknown: selection.namespaces.filter((n) => !known.has(n))}
+  }
+  const selector = 'selector' in selection ? parseLabelSelector(selection.selector) : undefined
+  const selected = namespaces
+    .filter((n) => !systemNamespace(n.metadata.name, rootNamespace))
+    .filter((n) => !selector || selectorMatches(selector, {[NAMESPACE_NAME_LABEL]: n.metadata.name, ...(n.metadata.labels ?? {})}))
+    .map((n) => n.metadata.name)
+  return {selected: [...new Set(selected)].sort(), unknown: []}
+}

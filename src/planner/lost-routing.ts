@@ -1,0 +1,64 @@
+// Issue 11 §5: other namespaces' VirtualServices and DestinationRules are exported to every namespace by
+// default, so a namespace's inventory would list every one of them as lost client-side routing (E11).
+// They are grouped by destination namespace — one finding each, listing the hosts — because what saves
+// them is the destination namespace's waypoint: migrate that namespace first (fleet waves), move the
+// routing there, or accept the loss. Pure.
+import {NETWORKING, hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import type {Finding, KubeObject} from './model.js'
+import {formatRef, objectKey, refKey} from './refs.js'
+
+/** Id of the grouped finding: `E11/destination/<namespace>` (stable; what --accept-lost names). */
+export const GROUPED_LOST_PREFIX = 'E11/destination/'
+
+const GROUPED_KINDS = new Set(['VirtualService', 'DestinationRule'])
+
+export function isGroupedLostFinding(f: Finding): boolean {
+  return f.id.startsWith(GROUPED_LOST_PREFIX)
+}
+
+/** Hosts an object routes, resolved against its namespace. */
+function hostsOf(obj: KubeObject): string[] {
+  const ns = obj.metadata.namespace ?? ''
+  const spec = isRecord(obj.spec) ? obj.spec : {}
+  const hosts = obj.kind === 'DestinationRule' ? [String(spec.host ?? '')] : (list(spec.hosts) ?? [])
+  return hosts.filter(Boolean).map((h) => resolveHost(h, ns))
+}
+
+/**
+ * Replaces the E11 findings of objects outside `namespace` by one finding per destination namespace: the
+ * namespace of the Service a host names, or the object's own namespace for external and wildcard hosts.
+ */
+export function groupLostRouting(namespace: string, findings: Finding[], objects: KubeObject[]): Finding[] {
+  const isForeignE11 = (f: Finding) => f.id.startsWith('E11/') && f.ref !== undefined && GROUPED_KINDS.has(f.ref.kind) && f.ref.namespace !== namespace
+  const foreign = findings.filter(isForeignE11)
+  if (foreign.length === 0) return findings
+  const byKey = new Map<string, KubeObject>()
+  for (const o of objects) if (o.apiVersion.startsWith(`${NETWORKING}/`) && GROUPED_KINDS.has(o.kind)) byKey.set(objectKey(o), o)
+
+  const groups = new Map<string, {hosts: Set<string>; refs: Set<string>}>()
+  for (const f of foreign) {
+    const obj = byKey.get(refKey(f.ref!))
+    const objectNs = f.ref!.namespace ?? ''
+    const hosts = obj ? hostsOf(obj) : []
+    const targets = hosts.length > 0 ? hosts.map((h) => ({h, ns: hostServiceNamespace(h) ?? objectNs})) : [{h: '(unknown host)', ns: objectNs}]
+    for (const {h, ns} of targets) {
+      const g = groups.get(ns) ?? {hosts: new Set<string>(), refs: new Set<string>()}
+      g.hosts.add(h)
+      g.refs.add(formatRef(f.ref!))
+      groups.set(ns, g)
+    }
+  }
+  const grouped: Finding[] = [...groups.entries()].map(([dest, g]) => {
+    const refs = [...g.refs].sort()
+    const id = `${GROUPED_LOST_PREFIX}${dest}`
+    return {
+      id,
+      code: 'ClientSideRoutingLost',
+      severity: 'error',
+      ref: {apiVersion: 'v1', kind: 'Namespace', name: dest},
+      message: `Routing for namespace ${dest}'s hosts (${[...g.hosts].sort().join(', ')}) from ${refs.length} object(s) outside ${namespace} (${refs.join(', ')}) is applied client-side by ${namespace}'s sidecars today; once ${namespace}'s pods are ambient it no longer applies to their traffic unless a waypoint of ${dest} applies it (it applies only those defined in ${dest} for its own Services).`,
+      fix: `Migrate ${dest} first with a waypoint that applies it (mesh-migrate plan -A orders namespaces into waves; an earlier wave's waypoint keeps the routing), move the routing into ${dest}, or accept the loss.`,
+    }
+  })
+  return [...findings.filter((f) => !isForeignE11(f)), ...grouped]
+}
