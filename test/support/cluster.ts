@@ -1,6 +1,9 @@
 // The end-to-end test cluster: an API server, the control-plane fixture, the fake control plane and
 // a fixture of workloads and Istio config, with a kubeconfig for the tool.
 //
+// - Inside the vitest run's cluster project with a real kube-apiserver (test/support/envtest.ts,
+//   started once per run when KUBEBUILDER_ASSETS is set or ../shared/tools/envtest exists): that
+//   server, with its token users (the tool is "admin", the harness and the control plane have their own).
 // - MESH_MIGRATE_E2E_KUBECONFIG set: that cluster (e.g. an envtest kube-apiserver without
 //   controllers). The Istio and Gateway API CRDs are installed from ../shared when missing; fixture
 //   namespaces must not exist yet (the harness refuses to touch namespaces it did not create) and
@@ -11,7 +14,7 @@
 // the control plane and the harness (their own tokens in-repo), so the request log tells them apart.
 import {randomBytes} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {mkdtemp, readdir, rm} from 'node:fs/promises'
+import {mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -33,6 +36,7 @@ import {
   startControlPlane,
   uninstallControlPlane,
 } from './control-plane/index.js'
+import {type EnvtestInfo, envtestKubeconfig, runEnvtest} from './envtest.js'
 import {CRDS_DIR} from './shared.js'
 
 export const E2E_KUBECONFIG_ENV = 'MESH_MIGRATE_E2E_KUBECONFIG'
@@ -82,6 +86,8 @@ export interface TestCluster {
   controlPlane: ControlPlane
   /** The in-repo server (absent on an external cluster). */
   server?: TestApiServer
+  /** The run's real kube-apiserver, when the cluster is that one (its tokens: reader, nobody, …). */
+  envtest?: EnvtestInfo
   external: boolean
   installed?: InstalledControlPlane
   /** Creates more objects (namespaces first), then waits for the control plane unless told not to. */
@@ -209,7 +215,8 @@ const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.
 
 export async function startTestCluster(opts: TestClusterOptions = {}): Promise<TestCluster> {
   const externalKubeconfig = process.env[E2E_KUBECONFIG_ENV]
-  const external = !opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== ''
+  const envtest = opts.inRepo ? undefined : runEnvtest()
+  const external = envtest !== undefined || (!opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== '')
   const runId = randomBytes(4).toString('hex')
   let server: TestApiServer | undefined
   let tmpDir: string | undefined
@@ -218,17 +225,17 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
   let controlPlaneApi: ClusterApi
 
   let releaseLock: (() => Promise<void>) | undefined
-  if (external) {
-    kubeconfigPath = path.resolve(externalKubeconfig!)
+  if (envtest) {
+    // Each identity has its own token on the real server, as in-repo (the request logs and field managers tell them apart).
+    tmpDir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-e2e-'))
+    kubeconfigPath = opts.kubeconfigPath ? path.resolve(opts.kubeconfigPath) : path.join(tmpDir, 'kubeconfig')
+    await writeFile(kubeconfigPath, envtestKubeconfig(envtest, 'admin'))
+    api = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'harness'), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
+    controlPlaneApi = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'controlPlane'))
+  } else if (externalKubeconfig && !opts.inRepo) {
+    kubeconfigPath = path.resolve(externalKubeconfig)
     api = await clusterApiFromKubeconfig(kubeconfigPath, {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
     controlPlaneApi = api.as({userAgent: 'mesh-migrate-test-control-plane', fieldManager: 'mesh-migrate-test-control-plane'})
-    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) => process.stderr.write(`[test-cluster] ${m}\n`))
-    try {
-      await ensureCrds(api)
-    } catch (error) {
-      await releaseLock()
-      throw error
-    }
   } else {
     server = await startApiServer({
       ...(opts.crds ? {crdFiles: opts.crds} : {}),
@@ -248,6 +255,15 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
     await server.writeKubeconfig(kubeconfigPath)
     api = await clusterApiFromKubeconfigText(server.kubeconfig({token: HARNESS_TOKEN}), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
     controlPlaneApi = await clusterApiFromKubeconfigText(server.kubeconfig({token: CONTROL_PLANE_TOKEN}))
+  }
+  if (external) {
+    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) => process.stderr.write(`[test-cluster] ${m}\n`))
+    try {
+      await ensureCrds(api)
+    } catch (error) {
+      await releaseLock()
+      throw error
+    }
   }
 
   const createdNamespaces: string[] = []
@@ -334,6 +350,7 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       api,
       controlPlane: cp,
       ...(server ? {server} : {}),
+      ...(envtest ? {envtest} : {}),
       external,
       ...(installed ? {installed} : {}),
       load,
