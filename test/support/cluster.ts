@@ -109,7 +109,7 @@ async function upstreamCrds(): Promise<KubeObject[]> {
 }
 
 /** Creates the CRDs the suite needs when the cluster lacks them, and waits until they are Established. */
-async function ensureCrds(api: ClusterApi): Promise<void> {
+export async function ensureCrds(api: ClusterApi): Promise<void> {
   const crds = await upstreamCrds()
   const required = [
     ['networking.istio.io/v1', 'VirtualService'],
