@@ -36,7 +36,8 @@ import {
   startControlPlane,
   uninstallControlPlane,
 } from './control-plane/index.js'
-import {type EnvtestInfo, envtestKubeconfig, runEnvtest} from './envtest.js'
+import {type EnvtestInfo, envtestKubeconfig, runEnvtest, tokenKubeconfig} from './envtest.js'
+import {type FaultProxy, startFaultProxy} from './fault-proxy.js'
 import {CRDS_DIR} from './shared.js'
 
 export const E2E_KUBECONFIG_ENV = 'MESH_MIGRATE_E2E_KUBECONFIG'
@@ -74,7 +75,21 @@ export interface TestClusterOptions {
   quiet?: boolean
   /** Start the in-repo server even when MESH_MIGRATE_E2E_KUBECONFIG is set (npm run test-cluster). */
   inRepo?: boolean
+  /**
+   * On the real server: send the tool's requests through a loopback fault proxy
+   * (test/support/fault-proxy.ts), so tests can count them and inject faults (`recorder`). In-repo the
+   * server itself records every request.
+   */
+  recordRequests?: boolean
+  /** This real server instead of the run's (a second cluster, e.g. startEnvtest() in a test). */
+  envtest?: EnvtestInfo
 }
+
+/**
+ * Where tests read the requests sent and inject faults: the in-repo server (every identity's
+ * requests), or the fault proxy in front of the real server (the tool's requests only).
+ */
+export type RequestRecorder = Pick<TestApiServer, 'requests' | 'requestsMatching' | 'resetRequestLog' | 'faults'>
 
 export interface TestCluster {
   /** The kubeconfig the tool uses (--kubeconfig). */
@@ -88,6 +103,8 @@ export interface TestCluster {
   server?: TestApiServer
   /** The run's real kube-apiserver, when the cluster is that one (its tokens: reader, nobody, …). */
   envtest?: EnvtestInfo
+  /** The request log and faults: the in-repo server, or the fault proxy with `recordRequests` on the real server. */
+  recorder?: RequestRecorder
   external: boolean
   installed?: InstalledControlPlane
   /** Creates more objects (namespaces first), then waits for the control plane unless told not to. */
@@ -215,7 +232,7 @@ const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.
 
 export async function startTestCluster(opts: TestClusterOptions = {}): Promise<TestCluster> {
   const externalKubeconfig = process.env[E2E_KUBECONFIG_ENV]
-  const envtest = opts.inRepo ? undefined : runEnvtest()
+  const envtest = opts.inRepo ? undefined : (opts.envtest ?? runEnvtest())
   const external = envtest !== undefined || (!opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== '')
   const runId = randomBytes(4).toString('hex')
   let server: TestApiServer | undefined
@@ -225,11 +242,17 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
   let controlPlaneApi: ClusterApi
 
   let releaseLock: (() => Promise<void>) | undefined
+  let proxy: FaultProxy | undefined
   if (envtest) {
     // Each identity has its own token on the real server, as in-repo (the request logs and field managers tell them apart).
     tmpDir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-e2e-'))
     kubeconfigPath = opts.kubeconfigPath ? path.resolve(opts.kubeconfigPath) : path.join(tmpDir, 'kubeconfig')
-    await writeFile(kubeconfigPath, envtestKubeconfig(envtest, 'admin'))
+    if (opts.recordRequests) {
+      proxy = await startFaultProxy({target: envtest.url, ca: envtest.caPem})
+      await writeFile(kubeconfigPath, tokenKubeconfig(proxy.url, envtest.tokens.admin))
+    } else {
+      await writeFile(kubeconfigPath, envtestKubeconfig(envtest, 'admin'))
+    }
     api = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'harness'), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
     controlPlaneApi = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'controlPlane'))
   } else if (externalKubeconfig && !opts.inRepo) {
@@ -293,6 +316,7 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       controlPlane?.stop()
     }
     await server?.close()
+    await proxy?.close()
     if (tmpDir) await rm(tmpDir, {recursive: true, force: true})
   }
 
@@ -351,6 +375,7 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       controlPlane: cp,
       ...(server ? {server} : {}),
       ...(envtest ? {envtest} : {}),
+      ...(server || proxy ? {recorder: server ?? proxy} : {}),
       external,
       ...(installed ? {installed} : {}),
       load,

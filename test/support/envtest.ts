@@ -74,12 +74,22 @@ export const READER_ROLE = 'mesh-migrate-test-reader'
 
 /** Kubeconfig text for `user` of a running server (TLS verified against the server's own certificate). */
 export function envtestKubeconfig(info: EnvtestInfo, user: EnvtestUser = 'admin', opts: {context?: string} = {}): string {
+  return tokenKubeconfig(info.url, info.tokens[user], {...opts, caPem: info.caPem, user})
+}
+
+/**
+ * Kubeconfig text for a bearer token at `server`: TLS verified with `caPem`, or, for a plain-http
+ * loopback server (the fault proxy), `insecure-skip-tls-verify` as the tool requires for http.
+ */
+export function tokenKubeconfig(server: string, token: string, opts: {context?: string; caPem?: string; user?: string} = {}): string {
   const context = opts.context ?? 'envtest'
+  const user = opts.user ?? 'user'
+  const cluster = opts.caPem ? {server, 'certificate-authority-data': Buffer.from(opts.caPem).toString('base64')} : {server, 'insecure-skip-tls-verify': true}
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{name: 'envtest', cluster: {server: info.url, 'certificate-authority-data': Buffer.from(info.caPem).toString('base64')}}],
-    users: [{name: user, user: {token: info.tokens[user]}}],
+    clusters: [{name: 'envtest', cluster}],
+    users: [{name: user, user: {token}}],
     contexts: [{name: context, context: {cluster: 'envtest', user}}],
     'current-context': context,
   }, null, 2)
