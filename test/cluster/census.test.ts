@@ -31,7 +31,8 @@ function waypoint(name: string, namespace: string, ready: boolean): KubeObject[]
       kind: 'Deployment',
       metadata: {name, namespace, labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': name}},
       spec: {selector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': name}}, template: {metadata: {labels: {'gateway.networking.k8s.io/gateway-name': name}}, spec: {containers: [{name: 'istio-proxy', image: 'auto'}]}}},
-      status: {replicas: 1, availableReplicas: ready ? 1 : 0},
+      // A real server refuses availableReplicas above readyReplicas.
+      status: {replicas: 1, readyReplicas: ready ? 1 : 0, availableReplicas: ready ? 1 : 0},
     },
   ]
 }

@@ -30,6 +30,8 @@ export interface ClusterServer {
   /** Where the tool connects (the fault proxy on the real server). */
   url: string
   real: boolean
+  /** The server's gitVersion (/version). */
+  version: string
   /** The administrator's bearer token at `url` (for raw requests). */
   adminToken: string
   readonly requests: readonly RequestLogEntry[]
@@ -67,6 +69,7 @@ async function inRepo(opts: ClusterServerOptions): Promise<ClusterServer> {
   return {
     url: server.url,
     real: false,
+    version: 'v1.32.0',
     adminToken: ADMIN_TOKEN,
     get requests() {
       return server.requests
@@ -109,6 +112,7 @@ async function startReal(dir: string, opts: ClusterServerOptions): Promise<Clust
     return {
       url: p.url,
       real: true,
+      version: env.version,
       adminToken: env.tokens.admin,
       get requests() {
         return p.requests
@@ -187,9 +191,15 @@ async function seedReal(api: ClusterApi, objects: KubeObject[]): Promise<void> {
       live = await api.create(body as KubeObject)
     } catch (error) {
       if (!isConflict(error)) throw error
-      // Replaced, as the in-repo seed did (a PUT with the live resourceVersion).
       const current = (await api.get(ref))!
-      live = await api.request('PUT', await objectPath(api, ref), `replace ${o.kind}/${o.metadata.name}`, {body: {...body, metadata: {...body.metadata, resourceVersion: current.metadata.resourceVersion}}})
+      if (o.kind === 'Pod') {
+        // A pod's spec is immutable: replaced as a kubelet-less cluster can, deleted at once and created again.
+        await api.delete(ref, {gracePeriodSeconds: 0, preconditions: {uid: current.metadata.uid!}})
+        live = await api.create(body as KubeObject)
+      } else {
+        // Replaced, as the in-repo seed did (a PUT with the live resourceVersion).
+        live = await api.request('PUT', await objectPath(api, ref), `replace ${o.kind}/${o.metadata.name}`, {body: {...body, metadata: {...body.metadata, resourceVersion: current.metadata.resourceVersion}}})
+      }
     }
     if (status !== undefined) await api.patch(ref, {status}, {subresource: 'status'}).catch((e: unknown) => {
       // Kinds without a status subresource keep what the create stored.
