@@ -24,6 +24,9 @@ export default defineConfig({
           include: ['test/cluster/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           globalSetup: ['test/support/envtest-global-setup.ts'],
           fileParallelism: false,
+          // Tearing a cluster down on a real server waits for the fake control plane to empty and
+          // finalize namespaces (up to 60 s of its own) after uninstalling; beforeAll hooks start servers.
+          hookTimeout: 180_000,
         },
       },
     ],

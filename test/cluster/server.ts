@@ -13,9 +13,7 @@
 //   Ready Node's `node.kubernetes.io/not-ready` taint lifted as the node lifecycle controller would;
 // - addToken: a ServiceAccount with a TokenRequest token, granted the rules with Roles/ClusterRoles,
 //   so 403s come from the real authorizer (the user is `system:serviceaccount:test-users:NAME`).
-import {existsSync} from 'node:fs'
 import {writeFile} from 'node:fs/promises'
-import path from 'node:path'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import {ADMIN_TOKEN, type RequestFilter, type RequestLogEntry, startApiServer, type TestApiServer} from '../support/apiserver/index.js'
@@ -23,7 +21,7 @@ import type {PermissionRule} from '../support/apiserver/auth/authz.js'
 import type {Faults} from '../support/apiserver/faults.js'
 import {ensureCrds} from '../support/cluster.js'
 import {ApiError, type ClusterApi, clusterApiFromKubeconfigText, isConflict} from '../support/control-plane/index.js'
-import {type Envtest, envtestAssets, startEnvtest, tokenKubeconfig} from '../support/envtest.js'
+import {type Envtest, envtestAssets, runEnvtest, startEnvtest, tokenKubeconfig} from '../support/envtest.js'
 import {type FaultProxy, startFaultProxy} from '../support/fault-proxy.js'
 
 export interface ClusterServer {
@@ -54,12 +52,9 @@ export interface ClusterServerOptions {
   crds?: 'upstream' | 'none' | string[]
 }
 
-let assetsLookup: Promise<string | undefined> | undefined
-const assets = () => (assetsLookup ??= envtestAssets().catch(() => undefined))
-
+/** A real server when the run has one (its globalSetup found the binaries and said so), else the in-repo one. */
 export async function startClusterServer(opts: ClusterServerOptions = {}): Promise<ClusterServer> {
-  const dir = await assets()
-  if (dir && existsSync(path.join(dir, 'kube-apiserver'))) return startReal(dir, opts)
+  if (runEnvtest()) return startReal((await envtestAssets())!, opts)
   return inRepo(opts)
 }
 

@@ -19,9 +19,15 @@ import {ASSETS_ENV, ENVTEST_DIR, type Envtest, envtestAssets, startEnvtest} from
 let env: Envtest | undefined
 
 export async function setup(project: TestProject): Promise<void> {
-  const assets = await envtestAssets()
+  let assets: string | undefined
+  let why = `${ASSETS_ENV} is not set and ${ENVTEST_DIR} is absent`
+  try {
+    assets = await envtestAssets()
+  } catch (error) {
+    why = `${ENVTEST_DIR}/setup.sh failed: ${(error as Error).message.trim()}`
+  }
   if (!assets) {
-    process.stderr.write(`\n[mesh-migrate tests] no kube-apiserver (${ASSETS_ENV} is not set and ${ENVTEST_DIR} is absent): the cluster and end-to-end tiers run against the in-repo test API server instead of a real one.\n`)
+    process.stderr.write(`\n[mesh-migrate tests] no kube-apiserver (${why}): the cluster and end-to-end tiers run against the in-repo test API server instead of a real one.\n`)
     return
   }
   const started = Date.now()

@@ -171,10 +171,12 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     if (fault) entry.fault = fault.name ?? 'fault'
     const effect = fault?.effect ?? {}
 
+    // The whole request first: a client that dies while its request is held (latency) has still sent
+    // it, and the server processes it, as the in-repo server does (the crash tests rely on that).
+    const body = await readBody(req)
     if (effect.latencyMs) await sleep(effect.latencyMs)
     if (effect.drop === 'before') return drop()
     if (effect.status) {
-      await readBody(req)
       const err = statusForCode(effect.status, effect.message, effect.retryAfterSeconds)
       const text = JSON.stringify(err.status)
       res.writeHead(err.code, {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-cache, private', ...err.headers})
@@ -222,7 +224,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy()
     })
-    req.pipe(upstream)
+    upstream.end(body)
   }
 
   const server = createServer((req, res) => {
