@@ -30,6 +30,9 @@ export async function setup(project: TestProject): Promise<void> {
     process.stderr.write(`\n[mesh-migrate tests] no kube-apiserver (${why}): the cluster and end-to-end tiers run against the in-repo test API server instead of a real one.\n`)
     return
   }
+  // The workers (and the CLI processes they start) see the folder too: per-file servers
+  // (test/cluster/server.ts) and second servers then skip setup.sh.
+  process.env[ASSETS_ENV] = assets
   const started = Date.now()
   env = await startEnvtest({assets})
   process.stderr.write(`\n[mesh-migrate tests] real kube-apiserver ${env.version} at ${env.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
