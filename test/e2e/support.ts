@@ -125,7 +125,9 @@ export async function observe(client: KubeClient, namespace: string): Promise<Ob
   const policies = new Set((await list(client, 'security.istio.io/v1', 'AuthorizationPolicy', namespace)).map((p) => p.metadata.name))
   const gateways = (await list(client, 'gateway.networking.k8s.io/v1', 'Gateway', namespace)).filter((g) => g.spec?.gatewayClassName === 'istio-waypoint')
   const waypointReady = gateways.some((g) => (g.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Programmed' && c.status === 'True') && (g.status?.addresses ?? []).length > 0)
-  return {labels: {...(ns?.metadata.labels ?? {})}, dataPlanes, policies, waypointReady}
+  const labels = {...(ns?.metadata.labels ?? {})}
+  delete labels[RUN_LABEL] // the harness's bookkeeping (namespaceState says why)
+  return {labels, dataPlanes, policies, waypointReady}
 }
 
 /**

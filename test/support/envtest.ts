@@ -122,12 +122,34 @@ async function freePort(): Promise<number> {
   })
 }
 
+/**
+ * Children still running. If this process exits without stop() (a worker ended while a test that
+ * started a server timed out), they are killed on the way out: kube-apiserver would die of SIGPIPE
+ * on its next log line, but a quiet etcd would be left behind.
+ */
+const running = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of running) {
+    try {
+      if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+})
+
 function startProcess(bin: string, args: string[], logFile: string): {child: ChildProcess; exited: Promise<number | null>; log: () => Promise<string>} {
   const child = spawn(bin, args, {stdio: ['ignore', 'pipe', 'pipe']})
   const chunks: Buffer[] = []
   child.stdout!.on('data', (d: Buffer) => chunks.push(d))
   child.stderr!.on('data', (d: Buffer) => chunks.push(d))
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  running.add(child)
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      running.delete(child)
+      resolve(code)
+    }),
+  )
   child.on('error', () => undefined)
   const log = async () => {
     const text = Buffer.concat(chunks).toString()
