@@ -16,10 +16,11 @@
 import {writeFile} from 'node:fs/promises'
 
 import type {KubeObject} from '../../src/planner/model.js'
+import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {ADMIN_TOKEN, type RequestFilter, type RequestLogEntry, startApiServer, type TestApiServer} from '../support/apiserver/index.js'
 import type {PermissionRule} from '../support/apiserver/auth/authz.js'
 import type {Faults} from '../support/apiserver/faults.js'
-import {ensureCrds} from '../support/cluster.js'
+import {ensureCrds, waitForCrds} from '../support/cluster.js'
 import {ApiError, type ClusterApi, clusterApiFromKubeconfigText, isConflict} from '../support/control-plane/index.js'
 import {type Envtest, envtestAssets, runEnvtest, startEnvtest, tokenKubeconfig} from '../support/envtest.js'
 import {type FaultProxy, startFaultProxy} from '../support/fault-proxy.js'
@@ -133,19 +134,10 @@ async function startReal(dir: string, opts: ClusterServerOptions): Promise<Clust
 }
 
 async function createCrds(api: ClusterApi, files: string[]): Promise<void> {
-  const {loadManifestFiles} = await import('../../src/sources/manifests.js')
   const {objects} = await loadManifestFiles(files)
-  for (const crd of objects.filter((o) => o.kind === 'CustomResourceDefinition')) await api.create(crd)
-  const deadline = Date.now() + 60_000
-  for (const crd of objects.filter((o) => o.kind === 'CustomResourceDefinition')) {
-    for (;;) {
-      const live = await api.get({apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: crd.metadata.name})
-      if ((live?.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True')) break
-      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} did not become Established`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-  api.refreshDiscovery()
+  const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition')
+  for (const crd of crds) await api.create(crd)
+  await waitForCrds(api, crds.map((c) => ({apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: c.metadata.name})))
 }
 
 async function objectPath(api: ClusterApi, ref: ReturnType<typeof refOf>): Promise<string> {

@@ -146,8 +146,13 @@ export async function ensureCrds(api: ClusterApi): Promise<void> {
     await api.create(crd)
     created.push(ref)
   }
+  await waitForCrds(api, created)
+}
+
+/** Waits until the CRDs are Established (served), then makes `api` discover their kinds. */
+export async function waitForCrds(api: ClusterApi, crds: ObjectRef[]): Promise<void> {
   const deadline = Date.now() + 60_000
-  for (const ref of created) {
+  for (const ref of crds) {
     for (;;) {
       const crd = await api.get(ref)
       if ((crd?.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True')) break
@@ -155,7 +160,7 @@ export async function ensureCrds(api: ClusterApi): Promise<void> {
       await new Promise((r) => setTimeout(r, 100))
     }
   }
-  if (created.length > 0) api.refreshDiscovery()
+  if (crds.length > 0) api.refreshDiscovery()
 }
 
 // ---------------------------------------------------------------------------------------------
