@@ -8,10 +8,10 @@
 // each with their own control plane on one server would fight over the same objects; and the
 // cluster-tier tests list cluster-wide (census, preflight). Each file therefore has the server to
 // itself (its namespaces, its control plane), and startTestCluster's Lease still guards against
-// another run sharing the server. Measured on 2 cores (see test/support/apiserver/README.md): the
-// server starts in ~5 s, once; a server per file would cost that per file and double the memory,
-// for parallelism the 2 cores do not have (the CLI processes, the control plane and the server
-// already keep both busy).
+// another run sharing the server. Measured on 2 cores (numbers in test/support/apiserver/README.md):
+// the server starts in 4.4 s idle (up to 11 s under load), once; a server per file would cost that
+// per file and the memory of several servers, for parallelism the 2 cores do not have (the CLI
+// processes, the control plane and the server already keep both busy).
 import type {TestProject} from 'vitest/node'
 
 import {ASSETS_ENV, ENVTEST_DIR, type Envtest, envtestAssets, startEnvtest} from './envtest.js'
