@@ -3,7 +3,7 @@
 // sidecar namespace "shop" with one L7 policy (so its plan deploys a waypoint). Tests break one thing
 // at a time on top of it.
 import type {KubeObject} from '../../src/planner/model.js'
-import {ADMIN_TOKEN, type TestApiServer} from '../support/apiserver/index.js'
+import type {ClusterServer} from './server.js'
 import {ns, pod, sidecarPod} from './support.js'
 
 export const ROOT = 'istio-system'
@@ -126,23 +126,23 @@ export function shopObjects(): KubeObject[] {
 const GATEWAY_API_CRDS = ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes', 'tcproutes', 'tlsroutes', 'backendtlspolicies']
 
 /** Sets the bundle-version annotation of the Gateway API CRDs (as an administrator would see it). */
-export async function setBundleVersion(server: TestApiServer, plural: string, version: string): Promise<void> {
+export async function setBundleVersion(server: ClusterServer, plural: string, version: string): Promise<void> {
   const r = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${plural}.gateway.networking.k8s.io`, {
     method: 'PATCH',
-    headers: {Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/merge-patch+json'},
+    headers: {Authorization: `Bearer ${server.adminToken}`, 'Content-Type': 'application/merge-patch+json'},
     body: JSON.stringify({metadata: {annotations: {'gateway.networking.k8s.io/bundle-version': version}}}),
   })
   if (r.status !== 200) throw new Error(`patching CRD ${plural}: ${r.status} ${await r.text()}`)
 }
 
-export async function deleteCrd(server: TestApiServer, name: string): Promise<void> {
-  const r = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, {method: 'DELETE', headers: {Authorization: `Bearer ${ADMIN_TOKEN}`}})
+export async function deleteCrd(server: ClusterServer, name: string): Promise<void> {
+  const r = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, {method: 'DELETE', headers: {Authorization: `Bearer ${server.adminToken}`}})
   if (r.status !== 200) throw new Error(`deleting CRD ${name}: ${r.status} ${await r.text()}`)
 }
 
 /** Everything a healthy ambient installation shows. */
-export async function seedAmbientCluster(server: TestApiServer): Promise<void> {
-  server.seed([
+export async function seedAmbientCluster(server: ClusterServer): Promise<void> {
+  await server.seed([
     ns(ROOT),
     istiod(),
     meshConfig(),

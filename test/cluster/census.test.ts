@@ -12,7 +12,7 @@ import type {KubeObject} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
-import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {type ClusterServer, startClusterServer} from './server.js'
 import {ambientPod, clientFor, ns, pod, sidecarPod, tempDir} from './support.js'
 
 function waypoint(name: string, namespace: string, ready: boolean): KubeObject[] {
@@ -31,16 +31,17 @@ function waypoint(name: string, namespace: string, ready: boolean): KubeObject[]
       kind: 'Deployment',
       metadata: {name, namespace, labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': name}},
       spec: {selector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': name}}, template: {metadata: {labels: {'gateway.networking.k8s.io/gateway-name': name}}, spec: {containers: [{name: 'istio-proxy', image: 'auto'}]}}},
-      status: {replicas: 1, availableReplicas: ready ? 1 : 0},
+      // A real server refuses availableReplicas above readyReplicas.
+      status: {replicas: 1, readyReplicas: ready ? 1 : 0, availableReplicas: ready ? 1 : 0},
     },
   ]
 }
 
-let server: TestApiServer
+let server: ClusterServer
 let plansDir: string
 beforeAll(async () => {
-  server = await startApiServer({quiet: true})
-  server.seed([
+  server = await startClusterServer()
+  await server.seed([
     ns('side-injection', {'istio-injection': 'enabled', team: 'payments'}),
     sidecarPod('pay-1', 'side-injection'),
     pod('pay-old', 'side-injection', {labels: {app: 'pay'}}),

@@ -6,17 +6,17 @@ import {parse as parseYaml} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {hasStackTrace, runCli} from '../support/cli.js'
-import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {type ClusterServer, startClusterServer} from './server.js'
 import {daemonSet, daemonSetPods, NAMESPACE, seedAmbientCluster, ZTUNNEL_LABELS} from './ambient-cluster.js'
 import {kubeconfigFile, ns, pod, sidecarPod, tempDir} from './support.js'
 
-let server: TestApiServer
+let server: ClusterServer
 let kubeconfig: string
 let cwd: string
 beforeAll(async () => {
-  server = await startApiServer({quiet: true})
+  server = await startClusterServer()
   await seedAmbientCluster(server)
-  server.seed([ns('amb', {'istio.io/dataplane-mode': 'ambient'}), sidecarPod('stale', 'amb'), pod('plain-1', 'default')])
+  await server.seed([ns('amb', {'istio.io/dataplane-mode': 'ambient'}), sidecarPod('stale', 'amb'), pod('plain-1', 'default')])
   kubeconfig = await kubeconfigFile(server)
   // An empty working directory: no plans/ (census shows none, preflight builds the plan in memory).
   cwd = await tempDir('mesh-migrate-cli-cwd-')
@@ -37,7 +37,7 @@ describe('mesh-migrate preflight', () => {
   })
 
   it('exits 1 when a check fails, and the table names the check, status and fix', async () => {
-    server.seed([daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b'])])
+    await server.seed([daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b'])])
     try {
       const r = await cli(['preflight', NAMESPACE, '--kubeconfig', kubeconfig, '--check', 'ztunnel-ready', '--check', 'istio-version'])
       expect(r.code).toBe(1)
@@ -50,7 +50,7 @@ describe('mesh-migrate preflight', () => {
       expect(yaml.code).toBe(1)
       expect(parseYaml(yaml.stdout)).toMatchObject({ok: false, diagnostics: [{check: 'ztunnel-ready', severity: 'error', code: 'ZtunnelNotReady'}]})
     } finally {
-      server.seed([daemonSet('ztunnel', ZTUNNEL_LABELS), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS)])
+      await server.seed([daemonSet('ztunnel', ZTUNNEL_LABELS), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS)])
     }
   })
 

@@ -6,14 +6,14 @@ import {buildPlan} from '../../src/planner/plan-builder.js'
 import {refKey} from '../../src/planner/refs.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
 import {loadManifestFiles, ManifestSource} from '../../src/sources/manifests.js'
-import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {type ClusterServer, startClusterServer} from './server.js'
 import {clientFor} from './support.js'
 
-let server: TestApiServer
+let server: ClusterServer
 beforeAll(async () => {
-  server = await startApiServer({quiet: true})
+  server = await startClusterServer()
   const {objects} = await loadManifestFiles(['examples/bookinfo'], {defaultNamespace: 'bookinfo'})
-  server.seed(objects as never)
+  await server.seed(objects as never)
 })
 afterAll(() => server.close())
 

@@ -9,7 +9,8 @@ import {KubeApiError} from '../../src/kube/errors.js'
 import {buildInventory} from '../../src/planner/inventory.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
 import {INVENTORY_KINDS} from '../../src/sources/kinds.js'
-import {ADMIN_TOKEN, startApiServer, type RequestLogEntry, type TestApiServer} from '../support/apiserver/index.js'
+import {type RequestLogEntry} from '../support/apiserver/index.js'
+import {type ClusterServer, startClusterServer} from './server.js'
 import {clientFor, ns, tempDir, writeText} from './support.js'
 
 /** The first page of every LIST (no `continue`), keyed by what was listed. */
@@ -25,12 +26,12 @@ const authorizationPolicy = (name: string, namespace: string, apiVersion = 'secu
 })
 
 describe('a cluster with the Istio and Gateway API CRDs', () => {
-  let server: TestApiServer
+  let server: ClusterServer
   beforeAll(async () => {
-    server = await startApiServer({quiet: true})
-    server.seed([ns('shop', {'istio-injection': 'enabled'}), authorizationPolicy('ratings-get', 'shop')])
+    server = await startClusterServer()
+    await server.seed([ns('shop', {'istio-injection': 'enabled'}), authorizationPolicy('ratings-get', 'shop')])
     // More ConfigMaps in the root namespace than fit in one page of 500.
-    server.seed(Array.from({length: 1201}, (_, i) => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: `cm-${String(i).padStart(4, '0')}`, namespace: 'istio-system'}, data: {i: String(i)}})))
+    await server.seed(Array.from({length: 1201}, (_, i) => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: `cm-${String(i).padStart(4, '0')}`, namespace: 'istio-system'}, data: {i: String(i)}})))
   })
   afterAll(() => server.close())
   afterEach(() => server.faults.clear())
@@ -93,15 +94,15 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
       metadata: {name, namespace: 'istio-system', labels: {app: 'istiod', ...(rev ? {'istio.io/rev': rev} : {})}},
       spec: {selector: {matchLabels: {app: 'istiod'}}, template: {metadata: {labels: {app: 'istiod'}}, spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${tag}`}]}}},
     })
-    server.seed([istiod('istiod', undefined, '1.27.3'), istiod('istiod-canary', 'canary', '1.29.0-distroless'), ns('canary-ns', {'istio.io/rev': 'canary'})])
+    await server.seed([istiod('istiod', undefined, '1.27.3'), istiod('istiod-canary', 'canary', '1.29.0-distroless'), ns('canary-ns', {'istio.io/rev': 'canary'})])
     const source = await ClusterSource.open(await clientFor(server))
     expect((await source.snapshot('shop', {rootNamespace: 'istio-system'})).istioVersion).toBe('1.27')
     expect((await source.snapshot('canary-ns', {rootNamespace: 'istio-system'})).istioVersion).toBe('1.29')
   })
 
   it('falls back to the namespace and the root namespace when a mesh-wide LIST is forbidden, and says so', async () => {
-    server.seed([ns('other'), authorizationPolicy('exported', 'other'), authorizationPolicy('root-policy', 'istio-system')])
-    server.addToken('partial-token', {
+    await server.seed([ns('other'), authorizationPolicy('exported', 'other'), authorizationPolicy('root-policy', 'istio-system')])
+    await server.addToken('partial-token', {
       user: 'partial',
       permissions: [
         {verbs: ['get', 'list'], apiGroups: ['', 'apps', 'batch', 'networking.k8s.io', 'admissionregistration.k8s.io', 'networking.istio.io', 'telemetry.istio.io', 'extensions.istio.io', 'gateway.networking.k8s.io'], resources: ['*']},
@@ -120,7 +121,7 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
   })
 
   it('turns a forbidden kind into a missing kind and an inventory finding, and a 403 into a message naming verb and resource', async () => {
-    server.addToken('no-deployments', {
+    await server.addToken('no-deployments', {
       user: 'no-deployments',
       permissions: [
         {verbs: ['get', 'list'], apiGroups: ['', 'batch', 'networking.k8s.io', 'admissionregistration.k8s.io', 'networking.istio.io', 'security.istio.io', 'telemetry.istio.io', 'extensions.istio.io', 'gateway.networking.k8s.io'], resources: ['*']},
@@ -146,7 +147,7 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
   })
 
   it('without read access to kube-system, records no cluster uid and says the plan will be matched by server URL', async () => {
-    server.addToken('namespace-scoped', {user: 'namespace-scoped', permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: ['shop', 'istio-system']}]})
+    await server.addToken('namespace-scoped', {user: 'namespace-scoped', permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: ['shop', 'istio-system']}]})
     const snapshot = await (await ClusterSource.open(await clientFor(server, 'namespace-scoped'))).snapshot('shop', {rootNamespace: 'istio-system'})
     expect(snapshot.target).toEqual({context: expect.any(String), server: server.url, clusterID: ''})
     expect(snapshot.findings.find((f) => f.code === 'ClusterUnidentified')).toEqual({
@@ -179,7 +180,7 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     const client = await clientFor(server)
     const source = await ClusterSource.open(client)
     await client.discover()
-    const response = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/wasmplugins.extensions.istio.io`, {method: 'DELETE', headers: {Authorization: `Bearer ${ADMIN_TOKEN}`}})
+    const response = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/wasmplugins.extensions.istio.io`, {method: 'DELETE', headers: {Authorization: `Bearer ${server.adminToken}`}})
     expect(response.status).toBe(200)
     const snapshot = await source.snapshot('shop', {rootNamespace: 'istio-system'})
     expect(snapshot.missingKinds).toContainEqual({apiVersion: 'extensions.istio.io/v1alpha1', kind: 'WasmPlugin', reason: 'not-installed'})
@@ -191,7 +192,7 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
 })
 
 describe('a cluster without Gateway API and with AuthorizationPolicy served only at v1beta1', () => {
-  let server: TestApiServer
+  let server: ClusterServer
   beforeAll(async () => {
     // An older Istio: security.istio.io serves AuthorizationPolicy at v1beta1 only; no Gateway API at all.
     const crd = {
@@ -206,8 +207,8 @@ describe('a cluster without Gateway API and with AuthorizationPolicy served only
       },
     }
     const file = await writeText(path.join(await tempDir(), 'old-istio-crds.yaml'), stringify(crd))
-    server = await startApiServer({quiet: true, crdFiles: [file]})
-    server.seed([
+    server = await startClusterServer({crds: [file]})
+    await server.seed([
       ns('shop', {'istio-injection': 'enabled'}),
       authorizationPolicy('ratings-get', 'shop', 'security.istio.io/v1beta1'),
       {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'ratings', namespace: 'shop'}, spec: {selector: {matchLabels: {app: 'ratings'}}, template: {metadata: {labels: {app: 'ratings'}}, spec: {containers: [{name: 'ratings', image: 'ratings:1'}]}}}},

@@ -9,7 +9,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {loadKubeConfig, parseRequestTimeout} from '../../src/kube/config.js'
 import {KubeConfigError} from '../../src/kube/errors.js'
 import {HttpKubeClient} from '../../src/kube/http-client.js'
-import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {type ClusterServer, startClusterServer} from './server.js'
 import {tempDir, writeText} from './support.js'
 
 function kubeconfig(opts: {clusters: [string, string, boolean?][]; users?: [string, string][]; contexts: [string, string, string][]; current?: string}): string {
@@ -17,16 +17,16 @@ function kubeconfig(opts: {clusters: [string, string, boolean?][]; users?: [stri
     apiVersion: 'v1',
     kind: 'Config',
     clusters: opts.clusters.map(([name, server, insecure]) => ({name, cluster: {server, ...(insecure === false ? {} : {'insecure-skip-tls-verify': true})}})),
-    users: (opts.users ?? [['admin', 'admin-token']]).map(([name, token]) => ({name, user: {token}})),
+    users: (opts.users ?? [['admin', server.adminToken]]).map(([name, token]) => ({name, user: {token}})),
     contexts: opts.contexts.map(([name, cluster, user]) => ({name, context: {cluster, user}})),
     ...(opts.current ? {'current-context': opts.current} : {}),
   })
 }
 
-let server: TestApiServer
+let server: ClusterServer
 let dir: string
 beforeAll(async () => {
-  server = await startApiServer({quiet: true, crdFiles: 'builtin'})
+  server = await startClusterServer({crds: 'none'})
   dir = await tempDir('mesh-migrate-kubeconfig-')
 })
 afterAll(() => server.close())
@@ -43,10 +43,10 @@ describe('$KUBECONFIG with several files', () => {
     const kc = await loadKubeConfig({}, {KUBECONFIG: [first, second].join(path.delimiter)})
     expect(kc.getCurrentContext()).toBe('dup') // the first file's current-context
     expect(kc.getCurrentCluster()?.server).toBe(server.url) // the first file's "shared"
-    expect(kc.getCurrentUser()?.token).toBe('admin-token')
+    expect(kc.getCurrentUser()?.token).toBe(server.adminToken)
     expect(kc.getContexts().map((c) => c.name).sort()).toEqual(['dup', 'second-ctx'])
     // The merged config really talks to the server of the first file.
-    expect(await new HttpKubeClient(kc, {retries: 0}).serverVersion()).toBe('v1.32.0')
+    expect(await new HttpKubeClient(kc, {retries: 0}).serverVersion()).toBe(server.version)
     // Names only the second file defines are still there.
     const other = await loadKubeConfig({context: 'second-ctx'}, {KUBECONFIG: [first, second].join(path.delimiter)})
     expect(other.getCurrentCluster()?.server).toBe('https://only-second.invalid:6443')

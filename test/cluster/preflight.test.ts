@@ -1,6 +1,6 @@
 // Every preflight check against the test API server, passing on a healthy ambient installation and
 // failing for each thing that can be wrong (issue 3 item 2, DOMAIN §4.4).
-import {afterEach, describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it, vi} from 'vitest'
 
 import type {HttpKubeClient} from '../../src/kube/http-client.js'
 import {buildInventory} from '../../src/planner/inventory.js'
@@ -11,19 +11,25 @@ import {planAccessNeeds} from '../../src/preflight/rbac.js'
 import {preflightRunner, runPreflight} from '../../src/preflight/runner.js'
 import type {PreflightDiagnostic} from '../../src/preflight/types.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
-import {startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {runEnvtest} from '../support/envtest.js'
+import {type ClusterServer, startClusterServer} from './server.js'
 import {cniConfigMap, daemonSet, daemonSetPods, deleteCrd, istiod, meshConfig, NAMESPACE, node, ROOT, seedAmbientCluster, setBundleVersion, waypointClass, ZTUNNEL_LABELS} from './ambient-cluster.js'
 import {clientFor, ns, pod, sidecarPod} from './support.js'
 
-let server: TestApiServer | undefined
+// Each test gets a fresh cluster; a real kube-apiserver takes seconds to start and to establish the
+// CRDs (measured 12–50 s per cluster under a load average of 20 here; one test builds three), the
+// in-repo one milliseconds.
+if (runEnvtest()) vi.setConfig({testTimeout: 300_000})
+
+let server: ClusterServer | undefined
 afterEach(async () => {
   await server?.close()
   server = undefined
 })
 
 /** A fresh server with a healthy ambient installation, then `change` applied to it. */
-async function cluster(change: (s: TestApiServer) => unknown | Promise<unknown> = () => undefined): Promise<TestApiServer> {
-  server = await startApiServer({quiet: true})
+async function cluster(change: (s: ClusterServer) => unknown | Promise<unknown> = () => undefined): Promise<ClusterServer> {
+  server = await startClusterServer()
   await seedAmbientCluster(server)
   await change(server)
   return server
@@ -36,7 +42,7 @@ async function planFrom(client: HttpKubeClient, namespace = NAMESPACE): Promise<
   return {plan, inventory}
 }
 
-async function preflight(s: TestApiServer, checks?: string[], opts: {token?: string; namespace?: string} = {}): Promise<PreflightDiagnostic[]> {
+async function preflight(s: ClusterServer, checks?: string[], opts: {token?: string; namespace?: string} = {}): Promise<PreflightDiagnostic[]> {
   const admin = await clientFor(s)
   const {plan} = await planFrom(admin, opts.namespace)
   const client = opts.token ? await clientFor(s, opts.token) : admin
@@ -211,7 +217,7 @@ describe('ztunnel-ready', () => {
     expect(excluded[1]!.message).not.toContain('win-1')
     await server!.close()
     const missing = await preflight(await cluster(async (s) => {
-      await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {method: 'DELETE', headers: {Authorization: 'Bearer admin-token'}})
+      await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {method: 'DELETE', headers: {Authorization: `Bearer ${s.adminToken}`}})
     }), ['ztunnel-ready'])
     expect(codes(missing)).toEqual(['error:ZtunnelNotFound'])
   })
@@ -255,13 +261,13 @@ describe('gateway-api-crds', () => {
 describe('waypoint-gatewayclass', () => {
   it('is an error when the class is missing or has another controller', async () => {
     const missing = await preflight(await cluster(async (s) => {
-      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: 'Bearer admin-token'}})
+      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: `Bearer ${s.adminToken}`}})
     }), ['waypoint-gatewayclass'])
     expect(codes(missing)).toEqual(['error:WaypointClassMissing'])
     await server!.close()
     const wrong = await preflight(await cluster(async (s) => {
-      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: 'Bearer admin-token'}})
-      s.seed(waypointClass('example.com/other-controller'))
+      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: `Bearer ${s.adminToken}`}})
+      await s.seed(waypointClass('example.com/other-controller'))
     }), ['waypoint-gatewayclass'])
     expect(codes(wrong)).toEqual(['error:WaypointClassWrongController'])
   })
@@ -293,7 +299,7 @@ describe('blockers', () => {
     expect(diags.some((d) => d.message.includes('PeerAuthentication shop/no-mtls'))).toBe(true)
 
     // A WorkloadEntry that shows up after planning is found live.
-    s.seed({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'vm-1', namespace: NAMESPACE}, spec: {address: '10.0.0.5', labels: {app: 'web'}}})
+    await s.seed({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'vm-1', namespace: NAMESPACE}, spec: {address: '10.0.0.5', labels: {app: 'web'}}})
     const later = await runPreflight(client, NAMESPACE, {plan, rootNamespace: ROOT, checks: ['blockers']})
     const fresh = later.filter((d) => d.message.includes('new since the plan was made'))
     expect(fresh.length).toBeGreaterThan(0)

@@ -6,14 +6,17 @@ import path from 'node:path'
 import {loadKubeConfig} from '../../src/kube/config.js'
 import {HttpKubeClient} from '../../src/kube/http-client.js'
 import type {KubeObject} from '../../src/planner/model.js'
-import type {TestApiServer} from '../support/apiserver/index.js'
+import type {ClusterServer} from './server.js'
+
+/** A server that writes kubeconfigs: the cluster tier's (ClusterServer) or the in-repo one. */
+type KubeconfigWriter = Pick<ClusterServer, 'writeKubeconfig'>
 
 export async function tempDir(prefix = 'mesh-migrate-cluster-'): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), prefix))
 }
 
 /** Writes the server's kubeconfig (for `token`) and returns its path. */
-export async function kubeconfigFile(server: TestApiServer, opts: {token?: string; context?: string} = {}): Promise<string> {
+export async function kubeconfigFile(server: KubeconfigWriter, opts: {token?: string; context?: string} = {}): Promise<string> {
   const dir = await tempDir('mesh-migrate-kubeconfig-')
   const file = path.join(dir, 'config')
   await server.writeKubeconfig(file, opts)
@@ -21,7 +24,7 @@ export async function kubeconfigFile(server: TestApiServer, opts: {token?: strin
 }
 
 /** A KubeClient as `connect()` builds it, for `token`; no retries (unless asked) so failures surface at once. */
-export async function clientFor(server: TestApiServer, token?: string, opts: {retries?: number} = {}): Promise<HttpKubeClient> {
+export async function clientFor(server: KubeconfigWriter, token?: string, opts: {retries?: number} = {}): Promise<HttpKubeClient> {
   const file = await kubeconfigFile(server, token ? {token} : {})
   const kc = await loadKubeConfig({kubeconfig: file}, {})
   return new HttpKubeClient(kc, {retries: opts.retries ?? 0})

@@ -14,6 +14,7 @@ import {checkPlanText} from '../../src/planner/planfile.js'
 import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
 import type {FaultRule} from '../support/apiserver/index.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
+import {type Envtest, runEnvtest, startEnvtest} from '../support/envtest.js'
 import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
 import {cli, namespaceState, observe, type Observed, readPlan, REPO, spawnCli, waitForCompletion, waitForRequest, workdir} from './support.js'
 
@@ -21,7 +22,9 @@ const NS = 'bookinfo'
 const FIXTURE = path.join(REPO, 'examples/bookinfo')
 const PLAN_FILE = `plans/${NS}.yaml`
 // Faults and the request log need the in-repo API server.
-const external = Boolean(process.env[E2E_KUBECONFIG_ENV])
+// On the run's real server the fault proxy records the tool's requests (recordRequests); a cluster named by
+// MESH_MIGRATE_E2E_KUBECONFIG has neither.
+const external = Boolean(process.env[E2E_KUBECONFIG_ENV]) && !runEnvtest()
 if (external) process.stderr.write(`\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the crash tests (they inject API faults, which only the in-repo test API server can).\n`)
 
 /** Where to kill apply: a request of the step held at the server (latency) while the process dies. */
@@ -61,6 +64,7 @@ async function uninterruptedRun(c: TestCluster): Promise<{state: string; observe
 
 describe.skipIf(external)('apply and rollback killed in the middle of every writing step', () => {
   let cluster: TestCluster
+  let referenceServer: Envtest | undefined
   let reference: TestCluster
   let referenceRun: Promise<{state: string; observed: Observed}>
   let cwd: string
@@ -69,7 +73,7 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
   let startState: string
   let start: Observed
 
-  const server = () => cluster.server!
+  const server = () => cluster.recorder!
   const stepId = (action: string) => plan.spec.steps.find((s) => s.action === action)!.id
   const record = async (id: string): Promise<StepStatus | undefined> => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
   const phases = async () => Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
@@ -104,9 +108,11 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
   beforeAll(async () => {
     // The waypoint of the cluster under test is never Programmed until the Ctrl+C test allows it:
     // wait-waypoint is then a long step that only an interruption ends.
+    // The reference run needs a cluster of its own: on the real server, a second real server.
+    referenceServer = runEnvtest() ? await startEnvtest() : undefined
     ;[cluster, reference] = await Promise.all([
-      startTestCluster({fixture: FIXTURE, quiet: true, controlPlane: {waypoint: {readyDelayMs: 'never'}}}),
-      startTestCluster({fixture: FIXTURE, quiet: true}),
+      startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true, controlPlane: {waypoint: {readyDelayMs: 'never'}}}),
+      startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true, ...(referenceServer ? {envtest: referenceServer} : {})}),
     ])
     cwd = await workdir()
     kube = cluster.kubeconfigPath
@@ -123,6 +129,7 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
 
   afterAll(async () => {
     await Promise.all([cluster?.stop(), reference?.stop()])
+    await referenceServer?.stop()
   })
 
   for (const point of CRASH_POINTS) {

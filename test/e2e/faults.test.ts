@@ -99,7 +99,8 @@ describe.skipIf(external)('API faults during apply', () => {
   const applyNext = (extra: string[] = []) => cli(['apply', NS, '--step', '--yes', '--timeout', '60s', ...extra], cwd, kube)
 
   beforeAll(async () => {
-    ;[cluster, storefront] = await Promise.all([startTestCluster({fixture: FIXTURE, quiet: true}), startTestCluster({fixture: STOREFRONT_FIXTURE, quiet: true})])
+    // In-repo until these tests move to the fault proxy in front of the real server (issue 9 part 3, another branch).
+    ;[cluster, storefront] = await Promise.all([startTestCluster({fixture: FIXTURE, quiet: true, inRepo: true}), startTestCluster({fixture: STOREFRONT_FIXTURE, quiet: true, inRepo: true})])
     cwd = await workdir()
     kube = cluster.kubeconfigPath
     const r = await cli(['plan', NS], cwd, kube)

@@ -12,7 +12,7 @@ describe('rollback of a revisioned namespace whose revision is gone', () => {
   let cwd: string
 
   beforeAll(async () => {
-    cluster = await startTestCluster({fixture: path.join(REPO, 'test/e2e/fixtures/revisioned.yaml'), quiet: true, install: {revisions: [{revision: 'canary'}]}})
+    cluster = await startTestCluster({fixture: path.join(REPO, 'test/e2e/fixtures/revisioned.yaml'), quiet: true, install: {revisions: [{revision: 'canary'}]}, recordRequests: true})
     cwd = await workdir()
   }, 120_000)
   afterAll(async () => {
@@ -33,7 +33,7 @@ describe('rollback of a revisioned namespace whose revision is gone', () => {
     for (const w of canary) await cluster.client.delete({apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', name: w.metadata.name})
 
     const before = await observe(cluster.client, 'shop')
-    const writesBefore = cluster.server?.requests.filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? '')).length
+    const writesBefore = cluster.recorder?.requests.filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? '')).length
     const r = await cli(['rollback', 'shop', '--confirm', 'shop', '--timeout', '60s'], cwd, kube)
     expect(r.code).toBe(3)
     expect(r.stderr).toContain('revision "canary" no longer has an injection webhook')
@@ -45,8 +45,8 @@ describe('rollback of a revisioned namespace whose revision is gone', () => {
     expect(after.dataPlanes).toEqual(before.dataPlanes)
     expect(after.policies).toEqual(before.policies)
     // Nothing but the namespace lock was written: the policies were not re-created either.
-    if (cluster.server) {
-      const writes = cluster.server.requests.filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? '')).slice(writesBefore)
+    if (cluster.recorder) {
+      const writes = cluster.recorder.requests.filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? '')).slice(writesBefore)
       expect(writes.filter((e) => e.resource !== 'leases')).toEqual([])
     }
   }, 180_000)

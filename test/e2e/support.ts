@@ -15,8 +15,11 @@ import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import type {DataPlane} from '../../src/planner/simulate.js'
 import type {RequestLogEntry, TestApiServer} from '../support/apiserver/index.js'
 import {BIN, type CliResult, runCli} from '../support/cli.js'
-import {USERS} from '../support/cluster.js'
+import {RUN_LABEL, USERS} from '../support/cluster.js'
 import {REPO_ROOT} from '../support/shared.js'
+
+/** A request log: the in-repo test server's, or the fault proxy's in front of a real server. */
+export type RequestLog = Pick<TestApiServer, 'requests' | 'requestsMatching'>
 
 export interface Observed {
   labels: Record<string, string>
@@ -67,7 +70,7 @@ export function spawnCli(args: string[], cwd: string, kubeconfig: string): Backg
  * Waits until the request log (the server runs in the test process, the CLI in another) shows a
  * request for which `match` holds. Polls; fails with `what` when nothing matched in time.
  */
-export async function waitForRequest(server: TestApiServer, match: (e: RequestLogEntry) => boolean, what: string, timeoutMs = 30_000): Promise<RequestLogEntry> {
+export async function waitForRequest(server: RequestLog, match: (e: RequestLogEntry) => boolean, what: string, timeoutMs = 30_000): Promise<RequestLogEntry> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const found = server.requests.find(match)
@@ -89,12 +92,12 @@ export async function waitForCompletion(entry: RequestLogEntry, timeoutMs = 30_0
 export const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'] as const
 
 /** The id the next request will get: pass it to `toolWrites` to look at what a command sent. */
-export function nextRequestId(server: TestApiServer): number {
+export function nextRequestId(server: RequestLog): number {
   return (server.requests.at(-1)?.id ?? 0) + 1
 }
 
 /** Writes the tool (not the harness or the control plane) sent from request `fromId` on. */
-export function toolWrites(server: TestApiServer, fromId: number): RequestLogEntry[] {
+export function toolWrites(server: RequestLog, fromId: number): RequestLogEntry[] {
   return server.requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]}).filter((e) => e.id >= fromId)
 }
 
@@ -122,7 +125,9 @@ export async function observe(client: KubeClient, namespace: string): Promise<Ob
   const policies = new Set((await list(client, 'security.istio.io/v1', 'AuthorizationPolicy', namespace)).map((p) => p.metadata.name))
   const gateways = (await list(client, 'gateway.networking.k8s.io/v1', 'Gateway', namespace)).filter((g) => g.spec?.gatewayClassName === 'istio-waypoint')
   const waypointReady = gateways.some((g) => (g.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Programmed' && c.status === 'True') && (g.status?.addresses ?? []).length > 0)
-  return {labels: {...(ns?.metadata.labels ?? {})}, dataPlanes, policies, waypointReady}
+  const labels = {...(ns?.metadata.labels ?? {})}
+  delete labels[RUN_LABEL] // the harness's bookkeeping (namespaceState says why)
+  return {labels, dataPlanes, policies, waypointReady}
 }
 
 /**
@@ -210,8 +215,12 @@ export async function namespaceState(client: KubeClient, namespace: string): Pro
     }
   }
   objects.sort((a, b) => stableJson(a).localeCompare(stableJson(b)))
+  // The harness marks the namespaces it created on a shared server with its run id: bookkeeping of
+  // the test, different on every cluster, not state of the namespace.
+  const labels = {...(ns?.metadata.labels ?? {})}
+  delete labels[RUN_LABEL]
   // Key order is not state: compare canonical JSON, pretty-printed so a failure diff is readable.
-  return JSON.stringify(JSON.parse(stableJson({labels: ns?.metadata.labels ?? {}, objects})), null, 1)
+  return JSON.stringify(JSON.parse(stableJson({labels, objects})), null, 1)
 }
 
 export const REPO = REPO_ROOT

@@ -1,6 +1,9 @@
 // The end-to-end test cluster: an API server, the control-plane fixture, the fake control plane and
 // a fixture of workloads and Istio config, with a kubeconfig for the tool.
 //
+// - Inside the vitest run's cluster project with a real kube-apiserver (test/support/envtest.ts,
+//   started once per run when KUBEBUILDER_ASSETS is set or ../shared/tools/envtest exists): that
+//   server, with its token users (the tool is "admin", the harness and the control plane have their own).
 // - MESH_MIGRATE_E2E_KUBECONFIG set: that cluster (e.g. an envtest kube-apiserver without
 //   controllers). The Istio and Gateway API CRDs are installed from ../shared when missing; fixture
 //   namespaces must not exist yet (the harness refuses to touch namespaces it did not create) and
@@ -11,7 +14,7 @@
 // the control plane and the harness (their own tokens in-repo), so the request log tells them apart.
 import {randomBytes} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {mkdtemp, readdir, rm} from 'node:fs/promises'
+import {mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -33,6 +36,8 @@ import {
   startControlPlane,
   uninstallControlPlane,
 } from './control-plane/index.js'
+import {type EnvtestInfo, envtestKubeconfig, runEnvtest, tokenKubeconfig} from './envtest.js'
+import {type FaultProxy, startFaultProxy} from './fault-proxy.js'
 import {CRDS_DIR} from './shared.js'
 
 export const E2E_KUBECONFIG_ENV = 'MESH_MIGRATE_E2E_KUBECONFIG'
@@ -70,7 +75,21 @@ export interface TestClusterOptions {
   quiet?: boolean
   /** Start the in-repo server even when MESH_MIGRATE_E2E_KUBECONFIG is set (npm run test-cluster). */
   inRepo?: boolean
+  /**
+   * On the real server: send the tool's requests through a loopback fault proxy
+   * (test/support/fault-proxy.ts), so tests can count them and inject faults (`recorder`). In-repo the
+   * server itself records every request.
+   */
+  recordRequests?: boolean
+  /** This real server instead of the run's (a second cluster, e.g. startEnvtest() in a test). */
+  envtest?: EnvtestInfo
 }
+
+/**
+ * Where tests read the requests sent and inject faults: the in-repo server (every identity's
+ * requests), or the fault proxy in front of the real server (the tool's requests only).
+ */
+export type RequestRecorder = Pick<TestApiServer, 'requests' | 'requestsMatching' | 'resetRequestLog' | 'faults'>
 
 export interface TestCluster {
   /** The kubeconfig the tool uses (--kubeconfig). */
@@ -82,6 +101,10 @@ export interface TestCluster {
   controlPlane: ControlPlane
   /** The in-repo server (absent on an external cluster). */
   server?: TestApiServer
+  /** The run's real kube-apiserver, when the cluster is that one (its tokens: reader, nobody, …). */
+  envtest?: EnvtestInfo
+  /** The request log and faults: the in-repo server, or the fault proxy with `recordRequests` on the real server. */
+  recorder?: RequestRecorder
   external: boolean
   installed?: InstalledControlPlane
   /** Creates more objects (namespaces first), then waits for the control plane unless told not to. */
@@ -103,7 +126,7 @@ async function upstreamCrds(): Promise<KubeObject[]> {
 }
 
 /** Creates the CRDs the suite needs when the cluster lacks them, and waits until they are Established. */
-async function ensureCrds(api: ClusterApi): Promise<void> {
+export async function ensureCrds(api: ClusterApi): Promise<void> {
   const crds = await upstreamCrds()
   const required = [
     ['networking.istio.io/v1', 'VirtualService'],
@@ -123,8 +146,13 @@ async function ensureCrds(api: ClusterApi): Promise<void> {
     await api.create(crd)
     created.push(ref)
   }
+  await waitForCrds(api, created)
+}
+
+/** Waits until the CRDs are Established (served), then makes `api` discover their kinds. */
+export async function waitForCrds(api: ClusterApi, crds: ObjectRef[]): Promise<void> {
   const deadline = Date.now() + 60_000
-  for (const ref of created) {
+  for (const ref of crds) {
     for (;;) {
       const crd = await api.get(ref)
       if ((crd?.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True')) break
@@ -132,7 +160,7 @@ async function ensureCrds(api: ClusterApi): Promise<void> {
       await new Promise((r) => setTimeout(r, 100))
     }
   }
-  if (created.length > 0) api.refreshDiscovery()
+  if (crds.length > 0) api.refreshDiscovery()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,7 +237,8 @@ const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.
 
 export async function startTestCluster(opts: TestClusterOptions = {}): Promise<TestCluster> {
   const externalKubeconfig = process.env[E2E_KUBECONFIG_ENV]
-  const external = !opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== ''
+  const envtest = opts.inRepo ? undefined : (opts.envtest ?? runEnvtest())
+  const external = envtest !== undefined || (!opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== '')
   const runId = randomBytes(4).toString('hex')
   let server: TestApiServer | undefined
   let tmpDir: string | undefined
@@ -218,17 +247,23 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
   let controlPlaneApi: ClusterApi
 
   let releaseLock: (() => Promise<void>) | undefined
-  if (external) {
-    kubeconfigPath = path.resolve(externalKubeconfig!)
+  let proxy: FaultProxy | undefined
+  if (envtest) {
+    // Each identity has its own token on the real server, as in-repo (the request logs and field managers tell them apart).
+    tmpDir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-e2e-'))
+    kubeconfigPath = opts.kubeconfigPath ? path.resolve(opts.kubeconfigPath) : path.join(tmpDir, 'kubeconfig')
+    if (opts.recordRequests) {
+      proxy = await startFaultProxy({target: envtest.url, ca: envtest.caPem})
+      await writeFile(kubeconfigPath, tokenKubeconfig(proxy.url, envtest.tokens.admin))
+    } else {
+      await writeFile(kubeconfigPath, envtestKubeconfig(envtest, 'admin'))
+    }
+    api = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'harness'), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
+    controlPlaneApi = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'controlPlane'))
+  } else if (externalKubeconfig && !opts.inRepo) {
+    kubeconfigPath = path.resolve(externalKubeconfig)
     api = await clusterApiFromKubeconfig(kubeconfigPath, {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
     controlPlaneApi = api.as({userAgent: 'mesh-migrate-test-control-plane', fieldManager: 'mesh-migrate-test-control-plane'})
-    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) => process.stderr.write(`[test-cluster] ${m}\n`))
-    try {
-      await ensureCrds(api)
-    } catch (error) {
-      await releaseLock()
-      throw error
-    }
   } else {
     server = await startApiServer({
       ...(opts.crds ? {crdFiles: opts.crds} : {}),
@@ -248,6 +283,15 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
     await server.writeKubeconfig(kubeconfigPath)
     api = await clusterApiFromKubeconfigText(server.kubeconfig({token: HARNESS_TOKEN}), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
     controlPlaneApi = await clusterApiFromKubeconfigText(server.kubeconfig({token: CONTROL_PLANE_TOKEN}))
+  }
+  if (external) {
+    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) => process.stderr.write(`[test-cluster] ${m}\n`))
+    try {
+      await ensureCrds(api)
+    } catch (error) {
+      await releaseLock()
+      throw error
+    }
   }
 
   const createdNamespaces: string[] = []
@@ -277,6 +321,7 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       controlPlane?.stop()
     }
     await server?.close()
+    await proxy?.close()
     if (tmpDir) await rm(tmpDir, {recursive: true, force: true})
   }
 
@@ -334,6 +379,8 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       api,
       controlPlane: cp,
       ...(server ? {server} : {}),
+      ...(envtest ? {envtest} : {}),
+      ...(server || proxy ? {recorder: server ?? proxy} : {}),
       external,
       ...(installed ? {installed} : {}),
       load,

@@ -13,6 +13,7 @@ import {IstioCniAgent} from './controllers/istio-cni.js'
 import {JobController} from './controllers/job.js'
 import {Kubelet} from './controllers/kubelet.js'
 import {NamespaceController} from './controllers/namespace.js'
+import {NodeLifecycleController} from './controllers/node-lifecycle.js'
 import {PodFactory} from './controllers/pods.js'
 import {ReplicaSetController} from './controllers/replicaset.js'
 import {DefaultServiceAccounts} from './controllers/service-account.js'
@@ -66,6 +67,7 @@ export class ControlPlane {
       new DefaultServiceAccounts(ctx),
       new GarbageCollector(ctx),
       new NamespaceController(ctx),
+      new NodeLifecycleController(ctx),
     ]
     // Nothing acts on a half-filled cache: the queues wait for every kind's first list.
     for (const c of this.controllers) c.queue.pause()

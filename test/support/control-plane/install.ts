@@ -91,7 +91,7 @@ const suffixed = (base: string, revision: string) => (revision === 'default' ? b
 function webhook(name: string, service: string, root: string, namespaceSelector: unknown, objectSelector: unknown): Record<string, unknown> {
   return {
     name,
-    clientConfig: {service: {name: service, namespace: root, path: '/inject/cluster/Kubernetes/net/network-1', port: 443}},
+    clientConfig: {service: {name: service, namespace: root, path: '/inject', port: 443}},
     sideEffects: 'None',
     rules: [{operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods']}],
     failurePolicy: 'Fail',

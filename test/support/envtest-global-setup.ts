@@ -1,0 +1,44 @@
+// vitest globalSetup of the cluster project (test/e2e, test/cluster): one real kube-apiserver for
+// the whole run, handed to the test workers with provide/inject (runEnvtest() in envtest.ts), its
+// version printed once. Without a binary the tiers run on the in-repo test API server, and say so.
+//
+// Why one server with the cluster project's files run one after another (fileParallelism: false)
+// rather than one server per worker: the fake control plane acts cluster-wide (scheduling, garbage
+// collection, namespace finalization, injection), as kube-controller-manager does, so two test files
+// each with their own control plane on one server would fight over the same objects; and the
+// cluster-tier tests list cluster-wide (census, preflight). Each file therefore has the server to
+// itself (its namespaces, its control plane), and startTestCluster's Lease still guards against
+// another run sharing the server. Measured on 2 cores (numbers in test/support/apiserver/README.md):
+// the server starts in 4.4 s idle (up to 11 s under load), once; a server per file would cost that
+// per file and the memory of several servers, for parallelism the 2 cores do not have (the CLI
+// processes, the control plane and the server already keep both busy).
+import type {TestProject} from 'vitest/node'
+
+import {ASSETS_ENV, ENVTEST_DIR, type Envtest, envtestAssets, startEnvtest} from './envtest.js'
+
+let env: Envtest | undefined
+
+export async function setup(project: TestProject): Promise<void> {
+  let assets: string | undefined
+  let why = `${ASSETS_ENV} is not set and ${ENVTEST_DIR} is absent`
+  try {
+    assets = await envtestAssets()
+  } catch (error) {
+    why = `${ENVTEST_DIR}/setup.sh failed: ${(error as Error).message.trim()}`
+  }
+  if (!assets) {
+    process.stderr.write(`\n[mesh-migrate tests] no kube-apiserver (${why}): the cluster and end-to-end tiers run against the in-repo test API server instead of a real one.\n`)
+    return
+  }
+  // The workers (and the CLI processes they start) see the folder too: per-file servers
+  // (test/cluster/server.ts) and second servers then skip setup.sh.
+  process.env[ASSETS_ENV] = assets
+  const started = Date.now()
+  env = await startEnvtest({assets})
+  process.stderr.write(`\n[mesh-migrate tests] real kube-apiserver ${env.version} at ${env.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+  project.provide('envtest', {url: env.url, version: env.version, caPem: env.caPem, tokens: env.tokens})
+}
+
+export async function teardown(): Promise<void> {
+  await env?.stop()
+}
