@@ -18,6 +18,9 @@ import {BIN, type CliResult, runCli} from '../support/cli.js'
 import {USERS} from '../support/cluster.js'
 import {REPO_ROOT} from '../support/shared.js'
 
+/** A request log: the in-repo test server's, or the fault proxy's in front of a real server. */
+export type RequestLog = Pick<TestApiServer, 'requests' | 'requestsMatching'>
+
 export interface Observed {
   labels: Record<string, string>
   /** workload key ("Kind/name") → data plane of all its pods, or "mixed" while they disagree. */
@@ -67,7 +70,7 @@ export function spawnCli(args: string[], cwd: string, kubeconfig: string): Backg
  * Waits until the request log (the server runs in the test process, the CLI in another) shows a
  * request for which `match` holds. Polls; fails with `what` when nothing matched in time.
  */
-export async function waitForRequest(server: TestApiServer, match: (e: RequestLogEntry) => boolean, what: string, timeoutMs = 30_000): Promise<RequestLogEntry> {
+export async function waitForRequest(server: RequestLog, match: (e: RequestLogEntry) => boolean, what: string, timeoutMs = 30_000): Promise<RequestLogEntry> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const found = server.requests.find(match)
@@ -89,12 +92,12 @@ export async function waitForCompletion(entry: RequestLogEntry, timeoutMs = 30_0
 export const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'] as const
 
 /** The id the next request will get: pass it to `toolWrites` to look at what a command sent. */
-export function nextRequestId(server: TestApiServer): number {
+export function nextRequestId(server: RequestLog): number {
   return (server.requests.at(-1)?.id ?? 0) + 1
 }
 
 /** Writes the tool (not the harness or the control plane) sent from request `fromId` on. */
-export function toolWrites(server: TestApiServer, fromId: number): RequestLogEntry[] {
+export function toolWrites(server: RequestLog, fromId: number): RequestLogEntry[] {
   return server.requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]}).filter((e) => e.id >= fromId)
 }
 

@@ -189,6 +189,12 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         void readBody(answer).then(drop, drop)
         return
       }
+      if (res.destroyed) {
+        // The client gave up while the request was held (its timeout): the server still processed it,
+        // as it would a slow request; nobody is left to answer.
+        void readBody(answer).then(() => finish(status), () => finish(status))
+        return
+      }
       res.writeHead(status, endToEnd(answer.headers))
       // A watch's headers come long before its first event: send them now, not with the first chunk.
       res.flushHeaders()
@@ -211,6 +217,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       entry.status = status
     })
     upstream.on('error', () => drop())
+    res.on('error', () => undefined)
     // The client hung up (a watch it no longer wants, a timeout): stop the forwarded request too.
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy()
@@ -238,7 +245,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       stringify({
         apiVersion: 'v1',
         kind: 'Config',
-        clusters: [{name: 'fault-proxy', cluster: {server: url}}],
+        // The tool accepts a plain-http server only when told so (as kubectl's users must say it).
+        clusters: [{name: 'fault-proxy', cluster: {server: url, 'insecure-skip-tls-verify': true}}],
         users: [{name: 'user', user: typeof credentials === 'string' ? {token: credentials} : credentials}],
         contexts: [{name: 'fault-proxy', context: {cluster: 'fault-proxy', user: 'user'}}],
         'current-context': 'fault-proxy',

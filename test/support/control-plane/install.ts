@@ -91,7 +91,7 @@ const suffixed = (base: string, revision: string) => (revision === 'default' ? b
 function webhook(name: string, service: string, root: string, namespaceSelector: unknown, objectSelector: unknown): Record<string, unknown> {
   return {
     name,
-    clientConfig: {service: {name: service, namespace: root, path: '/inject/cluster/Kubernetes/net/network-1', port: 443}},
+    clientConfig: {service: {name: service, namespace: root, path: '/inject', port: 443}},
     sideEffects: 'None',
     rules: [{operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods']}],
     failurePolicy: 'Fail',
@@ -414,9 +414,22 @@ export async function installControlPlane(api: ClusterApi, input: InstallOptions
       throw error
     }
     if (status !== undefined) await api.patch(ref, {status}, {subresource: 'status'})
+    if (obj.kind === 'Node') await removeNotReadyTaint(api, ref)
     result.created.push(ref)
   }
   return result
+}
+
+/**
+ * A real server taints new Nodes node.kubernetes.io/not-ready:NoSchedule (admission plugin
+ * TaintNodesByCondition); the node lifecycle controller lifts it once the Node is Ready. Play that
+ * controller for the Nodes installed Ready, or only tolerating pods (DaemonSets) would be placed.
+ */
+async function removeNotReadyTaint(api: ClusterApi, ref: ObjectRef): Promise<void> {
+  const node = await api.get(ref)
+  const taints: {key: string}[] = node?.spec?.taints ?? []
+  const kept = taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready')
+  if (kept.length !== taints.length) await api.patch(ref, {metadata: {resourceVersion: node!.metadata.resourceVersion}, spec: {taints: kept}})
 }
 
 /** Deletes what installControlPlane created, newest first. */
