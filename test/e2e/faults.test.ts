@@ -24,9 +24,9 @@ import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
 import {specDigest} from '../../src/planner/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
 import {hasStackTrace} from '../support/cli.js'
-import {E2E_KUBECONFIG_ENV, type Fixture, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
+import {type Fixture, type TestCluster, USERS} from '../support/cluster.js'
 import {type FaultProxy, type FaultRule, type RequestFilter, type RequestLogEntry, startFaultProxy} from '../support/fault-proxy.js'
-import {ADMIN_TOKEN, describeWithRealApiServer, type RealApiServer, realApiServerAssets, startRealApiServer} from '../support/real-apiserver.js'
+import {ADMIN_TOKEN, describeWithRealApiServer, type RealApiServer, realApiServerAssets, startClusterOnRealServer, startRealApiServer} from '../support/real-apiserver.js'
 import {hasShared} from '../support/shared.js'
 import {cli, nextRequestId, observe, readPlan, REPO, spawnCli, waitForCompletion, waitForRequest, workdir} from './support.js'
 
@@ -99,22 +99,9 @@ describeWithRealApiServer('API faults during apply', () => {
     if (dir) await rm(dir, {recursive: true, force: true})
   }, 60_000)
 
-  /**
-   * The fake control plane and a fixture on the real server, through startTestCluster's external
-   * mode. The harness's own real-server starter (test/support/envtest.ts) replaces this at merge.
-   */
-  const startCluster = async (fixture: Fixture): Promise<TestCluster> => {
-    const kubeconfig = path.join(dir, `admin-${Math.random().toString(36).slice(2)}`)
-    await writeFile(kubeconfig, real.kubeconfig())
-    const saved = process.env[E2E_KUBECONFIG_ENV]
-    process.env[E2E_KUBECONFIG_ENV] = kubeconfig
-    try {
-      return await startTestCluster({fixture, quiet: true})
-    } finally {
-      if (saved === undefined) delete process.env[E2E_KUBECONFIG_ENV]
-      else process.env[E2E_KUBECONFIG_ENV] = saved
-    }
-  }
+  /** The fake control plane and a fixture on the real server (the harness's envtest starter replaces this at merge). */
+  const startCluster = (fixture: Fixture): Promise<TestCluster> =>
+    startClusterOnRealServer(real, path.join(dir, `admin-${Math.random().toString(36).slice(2)}`), {fixture, quiet: true})
 
   describe('bookinfo, through the fault proxy', () => {
     let cluster: TestCluster

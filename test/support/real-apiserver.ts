@@ -2,7 +2,8 @@
 //
 // Interim starter for the fault proxy tests and `npm run test-cluster`: the harness's own starter
 // (test/support/envtest.ts, issue 9 parts 1–2) replaces it; everything here goes through
-// `realApiServerAssets()` and `startRealApiServer()` only, so swapping it is a two-line change.
+// `realApiServerAssets()`, `startRealApiServer()` and `startClusterOnRealServer()` only, so swapping
+// it is a small change.
 //
 // The server runs without controllers; webhook admission is disabled so it never dials a Service
 // (traffic must stay on loopback). It serves HTTPS with its own self-signed certificate and knows
@@ -19,6 +20,7 @@ import path from 'node:path'
 import {stringify} from 'yaml'
 import {describe} from 'vitest'
 
+import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, type TestClusterOptions} from './cluster.js'
 import {SHARED_DIR} from './shared.js'
 
 export const ENVTEST_SETUP = path.join(SHARED_DIR, 'tools/envtest/setup.sh')
@@ -96,15 +98,15 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
   await exited
   clearTimeout(timer)
 }
 
 /** Starts etcd and kube-apiserver from `assetsDir` on free loopback ports; resolves once /readyz answers 200. */
-export async function startRealApiServer(assetsDir: string, opts: {timeoutMs?: number} = {}): Promise<RealApiServer> {
+export async function startRealApiServer(assetsDir: string, opts: {timeoutMs?: number; port?: number} = {}): Promise<RealApiServer> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-kube-apiserver-'))
-  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()]
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), opts.port || (await freePort())]
   const {publicKey, privateKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
   await writeFile(path.join(dir, 'sa.key'), privateKey.export({type: 'pkcs8', format: 'pem'}))
   await writeFile(path.join(dir, 'sa.pub'), publicKey.export({type: 'spki', format: 'pem'}))
@@ -197,4 +199,21 @@ export function describeWithRealApiServer(name: string, fn: () => void): void {
     process.stderr.write(`\n[mesh-migrate tests] KUBEBUILDER_ASSETS is not set and ${ENVTEST_SETUP} is not present: skipping the tests that need a real kube-apiserver (${name} and others).\n`)
   }
   describe.skip(`${name} (needs a real kube-apiserver: KUBEBUILDER_ASSETS)`, fn)
+}
+
+/**
+ * The fake control plane and a fixture on a real server, through startTestCluster's external mode
+ * (MESH_MIGRATE_E2E_KUBECONFIG, set for the call only). Writes the admin kubeconfig to `kubeconfigPath`;
+ * the cluster's tool client, harness and control plane all use it.
+ */
+export async function startClusterOnRealServer(real: RealApiServer, kubeconfigPath: string, opts: Omit<TestClusterOptions, 'inRepo' | 'kubeconfigPath' | 'port' | 'crds'> = {}): Promise<TestCluster> {
+  await writeFile(kubeconfigPath, real.kubeconfig(), {mode: 0o600})
+  const saved = process.env[E2E_KUBECONFIG_ENV]
+  process.env[E2E_KUBECONFIG_ENV] = kubeconfigPath
+  try {
+    return await startTestCluster(opts)
+  } finally {
+    if (saved === undefined) delete process.env[E2E_KUBECONFIG_ENV]
+    else process.env[E2E_KUBECONFIG_ENV] = saved
+  }
 }
