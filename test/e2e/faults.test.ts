@@ -138,7 +138,7 @@ describeWithRealApiServer('API faults during apply', () => {
       plan = await readPlan(cwd, NS)
       const preflight = await applyNext()
       expect(preflight.code, preflight.stderr).toBe(0)
-    }, 180_000)
+    }, 300_000)
 
     afterAll(async () => {
       await proxy?.close()
@@ -375,7 +375,7 @@ describeWithRealApiServer('API faults during apply', () => {
     let storefront: TestCluster
     beforeAll(async () => {
       storefront = await startCluster(STOREFRONT_FIXTURE)
-    }, 180_000)
+    }, 300_000)
     afterAll(async () => {
       await storefront?.stop()
     }, 90_000)
