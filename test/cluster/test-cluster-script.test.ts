@@ -9,7 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {promisify} from 'node:util'
 
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {describeWithRealApiServer} from '../support/real-apiserver.js'
 import {REPO_ROOT} from '../support/shared.js'
@@ -35,7 +35,9 @@ function startScript(args: string[], opts: {closeStdout?: boolean} = {}): Script
   else child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => child.on('exit', (code, signal) => resolve({code, signal})))
-  return {child, stdout: () => stdout, stderr: () => stderr, exited}
+  const script = {child, stdout: () => stdout, stderr: () => stderr, exited}
+  started.push(script)
+  return script
 }
 
 async function waitForBanner(script: Script, timeoutMs = 150_000): Promise<string> {
@@ -50,18 +52,22 @@ async function waitForBanner(script: Script, timeoutMs = 150_000): Promise<strin
 const exportedPath = (banner: string) => /^ {2}export KUBECONFIG=(.+)$/m.exec(banner)?.[1]
 
 let dir: string
-let running: Script | undefined
+let running: Script
+const started: Script[] = []
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-test-cluster-'))
 })
-afterAll(async () => {
-  // A failed test must not leave the script (and its servers) behind: end it by its own PID.
-  if (running && running.child.exitCode === null) {
-    running.child.kill('SIGTERM')
-    await running.exited
+afterEach(async () => {
+  // A failed test must not leave its script (and the servers it started) behind: end it by its own PID.
+  for (const script of started.splice(0)) {
+    if (script.child.exitCode !== null || script.child.signalCode !== null) continue
+    script.child.kill('SIGTERM')
+    await script.exited
   }
-  await rm(dir, {recursive: true, force: true})
 }, 60_000)
+afterAll(async () => {
+  await rm(dir, {recursive: true, force: true})
+})
 
 describeWithRealApiServer('npm run test-cluster on a real kube-apiserver', () => {
   it('serves HTTPS with a token: kubectl get pods -n bookinfo works with the printed KUBECONFIG; SIGHUP stops everything and removes it', async () => {
