@@ -39,7 +39,7 @@ export interface FaultProxy {
   requestsMatching(filter?: RequestFilter): RequestLogEntry[]
   resetRequestLog(): void
   readonly faults: Faults
-  /** A kubeconfig that sends a bearer token (or other kubeconfig `user` credentials: tokenFile, exec) through the proxy. */
+  /** A kubeconfig that sends a bearer token (or other kubeconfig `user` credentials, e.g. an exec plugin) through the proxy. */
   kubeconfig(credentials: string | Record<string, unknown>): string
   close(): Promise<void>
 }
