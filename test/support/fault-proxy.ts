@@ -12,15 +12,15 @@
 // It listens on plain http://127.0.0.1 (client-node sends bearer tokens there; kubectl and client-go
 // do not — the proxy is for the tool under test, not for kubectl) and forwards to the target over
 // HTTPS (or HTTP), streaming responses as they come, so watches work through it.
-import {type IncomingHttpHeaders, type IncomingMessage, request as httpRequest, type RequestOptions, type ServerResponse, createServer, Agent as HttpAgent} from 'node:http'
+import {Agent as HttpAgent, type ClientRequest, createServer, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest, type RequestOptions, type ServerResponse} from 'node:http'
 import {Agent as HttpsAgent, request as httpsRequest} from 'node:https'
 import type {AddressInfo} from 'node:net'
 
 import {stringify} from 'yaml'
 
 import {statusForCode} from './apiserver/errors.js'
-import {Faults, filterRequests, type RequestDescription, type RequestFilter, type RequestLogEntry} from './apiserver/faults.js'
-import {parseRequestInfo} from './apiserver/http/request-info.js'
+import {type FaultEffect, Faults, filterRequests, type RequestFilter, type RequestLogEntry} from './apiserver/faults.js'
+import {parseRequestInfo, requestLogEntry} from './apiserver/http/request-info.js'
 
 export type {ActiveFault, FaultRule, RequestFilter, RequestLogEntry} from './apiserver/faults.js'
 
@@ -39,7 +39,7 @@ export interface FaultProxy {
   requestsMatching(filter?: RequestFilter): RequestLogEntry[]
   resetRequestLog(): void
   readonly faults: Faults
-  /** A kubeconfig that sends a bearer token (or other kubeconfig `user` credentials: tokenFile, exec) through the proxy. */
+  /** A kubeconfig that sends a bearer token (or other kubeconfig `user` credentials, e.g. an exec plugin) through the proxy. */
   kubeconfig(credentials: string | Record<string, unknown>): string
   close(): Promise<void>
 }
@@ -98,13 +98,15 @@ class TargetFacts {
 
 let nextId = 1
 
-export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
+type Forward = (options: RequestOptions, onResponse: (res: IncomingMessage) => void) => ClientRequest
+
+/** Requests to the target (over one keep-alive agent), and the proxy's own questions to it. */
+function targetClient(opts: FaultProxyOptions): {forward: Forward; facts: TargetFacts; close(): void} {
   const target = new URL(opts.target)
   const secure = target.protocol === 'https:'
   const agent = secure ? new HttpsAgent({keepAlive: true, ...(opts.ca ? {ca: opts.ca} : {rejectUnauthorized: false})}) : new HttpAgent({keepAlive: true})
-  const forward = (options: RequestOptions, onResponse: (res: IncomingMessage) => void) =>
+  const forward: Forward = (options, onResponse) =>
     (secure ? httpsRequest : httpRequest)({protocol: target.protocol, hostname: target.hostname, port: target.port, agent, ...options}, onResponse)
-
   const send = (method: string, path: string, authorization: string, body?: string) =>
     new Promise<{status: number; body: Buffer}>((resolve, reject) => {
       const req = forward({method, path, headers: {authorization, accept: 'application/json', ...(body ? {'content-type': 'application/json'} : {})}}, (res) => {
@@ -113,118 +115,106 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       req.on('error', reject)
       req.end(body)
     })
-  const facts = new TargetFacts(send)
+  return {forward, facts: new TargetFacts(send), close: () => agent.destroy()}
+}
+
+/** The log entry for a request, as the in-repo server describes requests (apiserver/http/request-info.ts). */
+async function logEntry(facts: TargetFacts, req: IncomingMessage, url: URL): Promise<RequestLogEntry> {
+  const info = parseRequestInfo((req.method ?? 'GET').toUpperCase(), url.pathname, url.searchParams)
+  const authorization = req.headers.authorization
+  const [user, kind] = await Promise.all([facts.user(authorization), info.resourceRequest ? facts.kind(info.group, info.version, info.resource, authorization) : undefined])
+  return requestLogEntry(nextId++, req.headers, url, info, {user, kind})
+}
+
+/** One request's outcome, recorded in its log entry. */
+class Outcome {
+  constructor(
+    readonly entry: RequestLogEntry,
+    private readonly req: IncomingMessage,
+  ) {}
+  finish(status: number | undefined, reason?: string): void {
+    if (status !== undefined) this.entry.status = status
+    if (reason) this.entry.reason = reason
+    this.entry.finishedAt ??= Date.now()
+  }
+  /** Hang up on the client: it sees a reset, no answer. */
+  drop(): void {
+    this.entry.dropped = true
+    this.finish(undefined)
+    this.req.socket.destroy()
+  }
+}
+
+/** Answers in the target's place, with the Status body the real server sends for that code. */
+function answerWithStatus(res: ServerResponse, effect: FaultEffect, outcome: Outcome): void {
+  const err = statusForCode(effect.status!, effect.message, effect.retryAfterSeconds)
+  const text = JSON.stringify(err.status)
+  res.writeHead(err.code, {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-cache, private', ...err.headers})
+  res.end(text)
+  outcome.finish(err.code, err.status.reason)
+}
+
+/** Sends the request on to the target and its answer back as it streams in (or hangs up after the write, for 'after-write'). */
+function forwardToTarget(forward: Forward, req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, effect: FaultEffect, outcome: Outcome): void {
+  const upstream = forward({method: outcome.entry.method, path: url.pathname + url.search, headers: endToEnd(req.headers)}, (answer) => {
+    const status = answer.statusCode ?? 502
+    const settle = (then: () => void) => void readBody(answer).then(then, then)
+    // The target has processed the request; wait for its whole answer, then hang up instead.
+    if (effect.drop === 'after-write') return settle(() => outcome.drop())
+    // The client gave up while the request was held (its timeout): the server still processed it,
+    // as it would a slow request; nobody is left to answer.
+    if (res.destroyed) return settle(() => outcome.finish(status))
+    res.writeHead(status, endToEnd(answer.headers))
+    // A watch's headers come long before its first event: send them now, not with the first chunk.
+    res.flushHeaders()
+    outcome.entry.status = status
+    const errorBody: Buffer[] = []
+    answer.on('data', (chunk: Buffer) => {
+      if (status >= 400) errorBody.push(chunk)
+      res.write(chunk)
+    })
+    answer.on('end', () => {
+      res.end()
+      outcome.finish(status, status >= 400 ? statusReason(Buffer.concat(errorBody)) : undefined)
+    })
+    answer.on('error', () => outcome.drop())
+  })
+  upstream.on('error', () => outcome.drop())
+  res.on('error', () => undefined)
+  // The client hung up (a watch it no longer wants, a timeout): stop the forwarded request too.
+  res.on('close', () => {
+    if (!res.writableFinished) upstream.destroy()
+  })
+  upstream.end(body)
+}
+
+function statusReason(body: Buffer): string | undefined {
+  try {
+    return (JSON.parse(body.toString()) as {reason?: string}).reason
+  } catch {
+    return undefined
+  }
+}
+
+export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
+  const target = targetClient(opts)
   const log: RequestLogEntry[] = []
   const faults = new Faults()
 
-  async function describe(req: IncomingMessage, url: URL): Promise<{desc: RequestDescription; watch: boolean}> {
-    const method = (req.method ?? 'GET').toUpperCase()
-    const info = parseRequestInfo(method, url.pathname, url.searchParams)
-    const authorization = req.headers.authorization
-    const [user, kind] = await Promise.all([facts.user(authorization), info.resourceRequest ? facts.kind(info.group, info.version, info.resource, authorization) : undefined])
-    const desc: RequestDescription = {
-      method,
-      path: url.pathname,
-      verb: info.verb,
-      user,
-      ...(info.resourceRequest
-        ? {
-            group: info.group,
-            version: info.version,
-            resource: info.resource,
-            ...(info.subresource ? {subresource: info.subresource} : {}),
-            ...(kind ? {kind} : {}),
-            ...(info.namespace ? {namespace: info.namespace} : {}),
-            ...(info.name ? {name: info.name} : {}),
-          }
-        : {}),
-    }
-    return {desc, watch: info.verb === 'watch'}
-  }
-
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost')
-    const {desc, watch} = await describe(req, url)
-    const entry: RequestLogEntry = {
-      ...desc,
-      id: nextId++,
-      query: Object.fromEntries(url.searchParams),
-      ...(req.headers['content-type'] ? {contentType: req.headers['content-type']} : {}),
-      ...(req.headers['user-agent'] ? {userAgent: req.headers['user-agent']} : {}),
-      watch,
-      dryRun: url.searchParams.getAll('dryRun').includes('All'),
-      startedAt: Date.now(),
-      dropped: false,
-    }
-    log.push(entry)
-    const finish = (status: number | undefined, reason?: string) => {
-      if (status !== undefined) entry.status = status
-      if (reason) entry.reason = reason
-      entry.finishedAt ??= Date.now()
-    }
-    const drop = () => {
-      entry.dropped = true
-      finish(undefined)
-      req.socket.destroy()
-    }
-    const fault = faults.pick(desc)
-    if (fault) entry.fault = fault.name ?? 'fault'
+    const outcome = new Outcome(await logEntry(target.facts, req, url), req)
+    log.push(outcome.entry)
+    const fault = faults.pick(outcome.entry)
+    if (fault) outcome.entry.fault = fault.name ?? 'fault'
     const effect = fault?.effect ?? {}
-
     // The whole request first: a client that dies while its request is held (latency) has still sent
-    // it, and the server processes it, as the in-repo server does (the crash tests rely on that).
+    // it, and the server must still see it, as a slow server would.
     const body = await readBody(req)
     if (effect.latencyMs) await sleep(effect.latencyMs)
-    if (effect.drop === 'before') return drop()
-    if (effect.status) {
-      const err = statusForCode(effect.status, effect.message, effect.retryAfterSeconds)
-      const text = JSON.stringify(err.status)
-      res.writeHead(err.code, {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-cache, private', ...err.headers})
-      res.end(text)
-      return finish(err.code, err.status.reason)
-    }
-
-    const upstream = forward({method: desc.method, path: url.pathname + url.search, headers: endToEnd(req.headers)}, (answer) => {
-      const status = answer.statusCode ?? 502
-      if (effect.drop === 'after-write') {
-        // The target has processed the request; wait for its whole answer, then hang up instead.
-        void readBody(answer).then(drop, drop)
-        return
-      }
-      if (res.destroyed) {
-        // The client gave up while the request was held (its timeout): the server still processed it,
-        // as it would a slow request; nobody is left to answer.
-        void readBody(answer).then(() => finish(status), () => finish(status))
-        return
-      }
-      res.writeHead(status, endToEnd(answer.headers))
-      // A watch's headers come long before its first event: send them now, not with the first chunk.
-      res.flushHeaders()
-      const errorBody: Buffer[] = []
-      answer.on('data', (chunk: Buffer) => {
-        if (status >= 400) errorBody.push(chunk)
-        res.write(chunk)
-      })
-      answer.on('end', () => {
-        res.end()
-        let reason: string | undefined
-        try {
-          reason = status >= 400 ? (JSON.parse(Buffer.concat(errorBody).toString()) as {reason?: string}).reason : undefined
-        } catch {
-          reason = undefined
-        }
-        finish(status, reason)
-      })
-      answer.on('error', () => drop())
-      entry.status = status
-    })
-    upstream.on('error', () => drop())
-    res.on('error', () => undefined)
-    // The client hung up (a watch it no longer wants, a timeout): stop the forwarded request too.
-    res.on('close', () => {
-      if (!res.writableFinished) upstream.destroy()
-    })
-    upstream.end(body)
+    if (effect.drop === 'before') return outcome.drop()
+    if (effect.status) return answerWithStatus(res, effect, outcome)
+    forwardToTarget(target.forward, req, res, url, body, effect, outcome)
   }
 
   const server = createServer((req, res) => {
@@ -247,7 +237,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       stringify({
         apiVersion: 'v1',
         kind: 'Config',
-        clusters: [{name: 'fault-proxy', cluster: {server: url}}],
+        // The tool accepts a plain-http server only when told so (as kubectl's users must say it).
+        clusters: [{name: 'fault-proxy', cluster: {server: url, 'insecure-skip-tls-verify': true}}],
         users: [{name: 'user', user: typeof credentials === 'string' ? {token: credentials} : credentials}],
         contexts: [{name: 'fault-proxy', context: {cluster: 'fault-proxy', user: 'user'}}],
         'current-context': 'fault-proxy',
@@ -255,7 +246,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     close: async () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      agent.destroy()
+      target.close()
     },
   }
 }

@@ -414,9 +414,22 @@ export async function installControlPlane(api: ClusterApi, input: InstallOptions
       throw error
     }
     if (status !== undefined) await api.patch(ref, {status}, {subresource: 'status'})
+    if (obj.kind === 'Node') await removeNotReadyTaint(api, ref)
     result.created.push(ref)
   }
   return result
+}
+
+/**
+ * A real server taints new Nodes node.kubernetes.io/not-ready:NoSchedule (admission plugin
+ * TaintNodesByCondition); the node lifecycle controller lifts it once the Node is Ready. Play that
+ * controller for the Nodes installed Ready, or only tolerating pods (DaemonSets) would be placed.
+ */
+async function removeNotReadyTaint(api: ClusterApi, ref: ObjectRef): Promise<void> {
+  const node = await api.get(ref)
+  const taints: {key: string}[] = node?.spec?.taints ?? []
+  const kept = taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready')
+  if (kept.length !== taints.length) await api.patch(ref, {metadata: {resourceVersion: node!.metadata.resourceVersion}, spec: {taints: kept}})
 }
 
 /** Deletes what installControlPlane created, newest first. */

@@ -6,9 +6,9 @@ import {parse as parseYaml} from 'yaml'
 import {ApiCore, PATCH_TYPES, type DeleteOptions, type FieldValidation, type Result, type WriteOptions} from '../api-core.js'
 import {authorize, forbiddenMessage, type Authenticator, type Identity, type RequestAttributes} from '../auth/authz.js'
 import {ApiError, badRequest, fieldError, forbidden, internalError, invalid, methodNotAllowed, resourceNotFound, statusForCode, unauthorized, type FieldError} from '../errors.js'
-import type {Faults, RequestDescription, RequestLogEntry} from '../faults.js'
+import type {Faults, RequestLogEntry} from '../faults.js'
 import type {JsonObject} from '../types.js'
-import {parseRequestInfo, type RequestInfo} from './request-info.js'
+import {parseRequestInfo, requestLogEntry, type RequestInfo} from './request-info.js'
 import type {WatchHub} from './watch.js'
 
 export interface HandlerDeps {
@@ -27,12 +27,6 @@ let nextRequestId = 1
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 class DroppedBeforeProcessing extends Error {}
-
-function query(url: URL): Record<string, string> {
-  const q: Record<string, string> = {}
-  for (const [k, v] of url.searchParams) q[k] = v
-  return q
-}
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = []
@@ -90,41 +84,14 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const info = parseRequestInfo(method, url.pathname, url.searchParams)
     const identity = authn.authenticate(req.headers.authorization)
     const resolved = info.resourceRequest ? core.registry.resolve(info.group, info.version, info.resource) : undefined
-    const desc: RequestDescription = {
-      method,
-      path: url.pathname,
-      verb: info.verb,
-      user: identity?.user ?? '',
-      ...(info.resourceRequest
-        ? {
-            group: info.group,
-            version: info.version,
-            resource: info.resource,
-            ...(info.subresource ? {subresource: info.subresource} : {}),
-            ...(resolved ? {kind: resolved.rt.kind} : {}),
-            ...(info.namespace ? {namespace: info.namespace} : {}),
-            ...(info.name ? {name: info.name} : {}),
-          }
-        : {}),
-    }
-    const entry: RequestLogEntry = {
-      ...desc,
-      id: nextRequestId++,
-      query: query(url),
-      ...(req.headers['content-type'] ? {contentType: req.headers['content-type']} : {}),
-      ...(req.headers['user-agent'] ? {userAgent: req.headers['user-agent']} : {}),
-      watch: info.verb === 'watch',
-      dryRun: url.searchParams.getAll('dryRun').includes('All'),
-      startedAt: Date.now(),
-      dropped: false,
-    }
+    const entry = requestLogEntry(nextRequestId++, req.headers, url, info, {user: identity?.user ?? '', ...(resolved ? {kind: resolved.rt.kind} : {})})
     log.push(entry)
     const finish = (status: number | undefined, reason?: string) => {
       if (status !== undefined) entry.status = status
       if (reason) entry.reason = reason
       entry.finishedAt = Date.now()
     }
-    const fault = faults.pick(desc)
+    const fault = faults.pick(entry)
     if (fault) entry.fault = fault.name ?? 'fault'
 
     try {

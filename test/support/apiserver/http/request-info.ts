@@ -1,8 +1,12 @@
 // URL → request attributes, as k8s.io/apiserver/pkg/endpoints/request.RequestInfoFactory
 // derives them (namespace, resource, name, subresource, verb).
-import type {Verb} from '../faults.js'
+import type {IncomingHttpHeaders} from 'node:http'
+
+import type {RequestLogEntry, Verb} from '../faults.js'
 
 export interface RequestInfo {
+  /** The HTTP method, upper case. */
+  method: string
   resourceRequest: boolean
   path: string
   verb: Verb
@@ -26,6 +30,7 @@ const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize'])
 export function parseRequestInfo(method: string, pathname: string, query: URLSearchParams): RequestInfo {
   const parts = pathname.split('/').filter((p) => p !== '').map(decodeURIComponent)
   const base: RequestInfo = {
+    method,
     resourceRequest: false,
     path: pathname,
     verb: 'other',
@@ -90,4 +95,36 @@ export function parseRequestInfo(method: string, pathname: string, query: URLSea
   }
   info.authVerb = info.verb === 'other' ? method.toLowerCase() : info.verb
   return info
+}
+
+/**
+ * The request log entry of a request as it arrives (no answer yet): what its URL says, who sent it
+ * and the kind its resource serves (both as the caller resolved them).
+ */
+export function requestLogEntry(id: number, headers: IncomingHttpHeaders, url: URL, info: RequestInfo, who: {user: string; kind?: string | undefined}): RequestLogEntry {
+  return {
+    id,
+    method: info.method,
+    path: url.pathname,
+    verb: info.verb,
+    user: who.user,
+    ...(info.resourceRequest
+      ? {
+          group: info.group,
+          version: info.version,
+          resource: info.resource,
+          ...(info.subresource ? {subresource: info.subresource} : {}),
+          ...(who.kind ? {kind: who.kind} : {}),
+          ...(info.namespace ? {namespace: info.namespace} : {}),
+          ...(info.name ? {name: info.name} : {}),
+        }
+      : {}),
+    query: Object.fromEntries(url.searchParams),
+    ...(headers['content-type'] ? {contentType: headers['content-type']} : {}),
+    ...(headers['user-agent'] ? {userAgent: headers['user-agent']} : {}),
+    watch: info.verb === 'watch',
+    dryRun: url.searchParams.getAll('dryRun').includes('All'),
+    startedAt: Date.now(),
+    dropped: false,
+  }
 }
