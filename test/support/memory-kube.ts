@@ -45,6 +45,8 @@ export interface RequestRecord {
   /** apply: force; delete: preconditions. */
   force?: boolean
   preconditions?: {uid?: string; resourceVersion?: string}
+  /** Set once the server processed the request (an injected fault with afterWrite included). */
+  processed?: boolean
 }
 
 export interface Fault {
@@ -389,9 +391,9 @@ export class MemoryKube implements KubeClient {
     return [...this.store.values()].map((s) => copy(s.obj)).filter((o) => !kind || o.kind === kind)
   }
 
-  /** Requests that change the cluster (not dry runs). */
+  /** Write requests the server processed for real (not refused, not dry runs): what changed the cluster. */
   writes(): RequestRecord[] {
-    return this.requests.filter((r) => r.verb !== 'get' && r.verb !== 'list' && !r.dryRun)
+    return this.requests.filter((r) => r.verb !== 'get' && r.verb !== 'list' && !r.dryRun && r.processed === true)
   }
 
   failNext(fault: Fault): this {
@@ -465,6 +467,7 @@ export class MemoryKube implements KubeClient {
     const fault = this.takeFault(req)
     if (fault && !fault.afterWrite) throw this.faultError(fault, req, res)
     const result = await run()
+    req.processed = true
     if (fault) throw this.faultError(fault, req, res)
     return result
   }
