@@ -32,7 +32,11 @@ const deployment = (namespace: string, name: string): KubeObject => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: {name, namespace, labels: {app: name}},
-  spec: {replicas: 1, selector: {matchLabels: {app: name}}, template: {metadata: {labels: {app: name}}, spec: {containers: [{name: 'app', image: 'example.invalid/app:1'}]}}},
+  spec: {
+    replicas: 1,
+    selector: {matchLabels: {app: name}},
+    template: {metadata: {labels: {app: name}}, spec: {containers: [{name: 'app', image: 'example.invalid/app:1'}]}},
+  },
   status: {replicas: 7},
 })
 
@@ -44,7 +48,12 @@ export interface ContractOptions {
 /** Registers the contract's tests; `client()` is called inside each test, after the caller's setup. */
 export function kubeClientContract(client: () => KubeClient, opts: ContractOptions = {}): void {
   let ns = ''
-  const ref = (kind: string, name: string, apiVersion = kind === 'Deployment' ? 'apps/v1' : 'v1'): ObjectRef => ({apiVersion, kind, namespace: ns, name})
+  const ref = (kind: string, name: string, apiVersion = kind === 'Deployment' ? 'apps/v1' : 'v1'): ObjectRef => ({
+    apiVersion,
+    kind,
+    namespace: ns,
+    name,
+  })
   const namespace = async () => {
     ns = `contract-${randomBytes(4).toString('hex')}`
     await client().create({apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
@@ -62,25 +71,36 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
 
   it('create in a namespace that does not exist is 404', async () => {
     await namespace()
-    const missing = await rejection(client().create({...configMap(ns, 'x'), metadata: {name: 'x', namespace: `${ns}-missing`}}))
+    const missing = await rejection(
+      client().create({...configMap(ns, 'x'), metadata: {name: 'x', namespace: `${ns}-missing`}}),
+    )
     expect([missing.status, missing.reason]).toEqual([404, 'NotFound'])
   })
 
   // kube-apiserver v1.32.13 drops status on create (DeploymentStrategy.PrepareForCreate; checked with envtest).
-  it.skipIf(opts.statusKeptOnCreate === true)('create ignores status for a kind with a status subresource, and starts generation at 1', async () => {
-    await namespace()
-    const created = await client().create(deployment(ns, 'web'))
-    expect(created.status?.replicas).not.toBe(7)
-    expect(created.metadata.generation).toBe(1)
-  })
+  it.skipIf(opts.statusKeptOnCreate === true)(
+    'create ignores status for a kind with a status subresource, and starts generation at 1',
+    async () => {
+      await namespace()
+      const created = await client().create(deployment(ns, 'web'))
+      expect(created.status?.replicas).not.toBe(7)
+      expect(created.metadata.generation).toBe(1)
+    },
+  )
 
   it('merge patch: null removes a key, a stale resourceVersion is 409 Conflict, a patch that changes nothing keeps the resourceVersion', async () => {
     await namespace()
     const created = await client().create(configMap(ns, 'cm', {keep: 'yes', drop: 'me'}))
-    const patched = await client().mergePatch(ref('ConfigMap', 'cm'), {metadata: {labels: {drop: null, added: 'x'}, resourceVersion: created.metadata.resourceVersion}})
+    const patched = await client().mergePatch(ref('ConfigMap', 'cm'), {
+      metadata: {labels: {drop: null, added: 'x'}, resourceVersion: created.metadata.resourceVersion},
+    })
     expect(patched.metadata.labels).toEqual({keep: 'yes', added: 'x'})
     expect(Number(patched.metadata.resourceVersion)).toBeGreaterThan(Number(created.metadata.resourceVersion))
-    const stale = await rejection(client().mergePatch(ref('ConfigMap', 'cm'), {metadata: {labels: {other: 'y'}, resourceVersion: created.metadata.resourceVersion}}))
+    const stale = await rejection(
+      client().mergePatch(ref('ConfigMap', 'cm'), {
+        metadata: {labels: {other: 'y'}, resourceVersion: created.metadata.resourceVersion},
+      }),
+    )
     expect([stale.status, stale.reason]).toEqual([409, 'Conflict'])
     const noop = await client().mergePatch(ref('ConfigMap', 'cm'), {metadata: {labels: {keep: 'yes'}}})
     expect(noop.metadata.resourceVersion).toBe(patched.metadata.resourceVersion)
@@ -94,7 +114,9 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
     await client().create(deployment(ns, 'web'))
     const relabelled = await client().mergePatch(ref('Deployment', 'web'), {metadata: {labels: {extra: 'x'}}})
     expect(relabelled.metadata.generation).toBe(1)
-    const restarted = await client().mergePatch(ref('Deployment', 'web'), {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': '2025-01-01T00:00:00Z'}}}}})
+    const restarted = await client().mergePatch(ref('Deployment', 'web'), {
+      spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': '2025-01-01T00:00:00Z'}}}},
+    })
     expect(restarted.metadata.generation).toBe(2)
     const dry = await client().mergePatch(ref('Deployment', 'web'), {spec: {replicas: 3}}, {dryRun: true})
     expect(dry.spec.replicas).toBe(3)
@@ -105,9 +127,15 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
 
   it('server-side apply creates, merges, and drops the fields this manager no longer applies', async () => {
     await namespace()
-    const first = await client().apply({...configMap(ns, 'applied', {a: '1', b: '2'}), data: {x: '1', y: '2'}}, {force: true})
+    const first = await client().apply(
+      {...configMap(ns, 'applied', {a: '1', b: '2'}), data: {x: '1', y: '2'}},
+      {force: true},
+    )
     expect(first.metadata.labels).toEqual({a: '1', b: '2'})
-    const again = await client().apply({...configMap(ns, 'applied', {a: '1', b: '2'}), data: {x: '1', y: '2'}}, {force: true})
+    const again = await client().apply(
+      {...configMap(ns, 'applied', {a: '1', b: '2'}), data: {x: '1', y: '2'}},
+      {force: true},
+    )
     expect(again.metadata.resourceVersion).toBe(first.metadata.resourceVersion)
     const second = await client().apply({...configMap(ns, 'applied', {a: '1'}), data: {x: '9'}}, {force: true})
     expect(second.metadata.labels).toEqual({a: '1'})
@@ -117,7 +145,9 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
   it('delete: a uid precondition that does not match is 409 and deletes nothing; deleting a missing object resolves false', async () => {
     await namespace()
     await client().create(configMap(ns, 'gone'))
-    const wrong = await rejection(client().delete(ref('ConfigMap', 'gone'), {preconditions: {uid: '00000000-0000-0000-0000-000000000000'}}))
+    const wrong = await rejection(
+      client().delete(ref('ConfigMap', 'gone'), {preconditions: {uid: '00000000-0000-0000-0000-000000000000'}}),
+    )
     expect([wrong.status, wrong.reason]).toEqual([409, 'Conflict'])
     expect(await client().get(ref('ConfigMap', 'gone'))).toBeDefined()
     const live = await client().get(ref('ConfigMap', 'gone'))
@@ -133,7 +163,10 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
     await client().create(configMap(ns, 'c', {}))
     const res = (await client().resourceFor('v1', 'ConfigMap'))!
     const names = async (labelSelector?: string) =>
-      (await client().list(res, {namespace: ns, ...(labelSelector ? {labelSelector} : {})})).map((o) => o.metadata.name).filter((n) => ['a', 'b', 'c'].includes(n)).sort()
+      (await client().list(res, {namespace: ns, ...(labelSelector ? {labelSelector} : {})}))
+        .map((o) => o.metadata.name)
+        .filter((n) => ['a', 'b', 'c'].includes(n))
+        .sort()
     expect(await names()).toEqual(['a', 'b', 'c'])
     expect(await names('tier=web')).toEqual(['a'])
     expect(await names('tier!=web')).toEqual(['b', 'c'])

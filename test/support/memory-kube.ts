@@ -26,7 +26,17 @@
 import {randomUUID} from 'node:crypto'
 
 import {type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from '../../src/kube/errors.js'
-import type {AccessAttributes, AccessReview, ApiResource, ApplyOptions, DeleteOptions, Discovery, KubeClient, ListOptions, WriteOptions} from '../../src/kube/types.js'
+import type {
+  AccessAttributes,
+  AccessReview,
+  ApiResource,
+  ApplyOptions,
+  DeleteOptions,
+  Discovery,
+  KubeClient,
+  ListOptions,
+  WriteOptions,
+} from '../../src/kube/types.js'
 import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import {type LabelSelector, type LabelSelectorRequirement, selectorMatches} from '../../src/planner/namespace.js'
 import {groupOf, refKey, versionOf} from '../../src/planner/refs.js'
@@ -78,45 +88,73 @@ export interface MemoryResource {
   generation?: boolean
 }
 
-const WORKLOAD = {status: true, generation: true}
-const ISTIO = {status: true, generation: true}
+/** Kinds with a status subresource that track metadata.generation (workloads, Istio and Gateway API CRDs). */
+const TRACKED = {status: true, generation: true}
+const STATUS = {status: true}
+const GENERATION = {generation: true}
+const NONE = {}
+
+function served(
+  group: string,
+  versions: string,
+  kind: string,
+  plural: string,
+  namespaced: boolean,
+  flags: {status?: boolean; generation?: boolean},
+): MemoryResource {
+  return {group, versions: versions.split(','), kind, plural, namespaced, ...flags}
+}
 
 /** What a cluster with Istio (ambient) and the Gateway API serves, as far as mesh-migrate reads or writes it. */
 export const DEFAULT_RESOURCES: MemoryResource[] = [
-  {group: '', versions: ['v1'], kind: 'Namespace', plural: 'namespaces', namespaced: false, status: true},
-  {group: '', versions: ['v1'], kind: 'Node', plural: 'nodes', namespaced: false, status: true},
-  {group: '', versions: ['v1'], kind: 'Pod', plural: 'pods', namespaced: true, status: true},
-  {group: '', versions: ['v1'], kind: 'Service', plural: 'services', namespaced: true, status: true},
-  {group: '', versions: ['v1'], kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true},
-  {group: '', versions: ['v1'], kind: 'ConfigMap', plural: 'configmaps', namespaced: true},
-  {group: '', versions: ['v1'], kind: 'Secret', plural: 'secrets', namespaced: true},
-  {group: 'apps', versions: ['v1'], kind: 'Deployment', plural: 'deployments', namespaced: true, ...WORKLOAD},
-  {group: 'apps', versions: ['v1'], kind: 'StatefulSet', plural: 'statefulsets', namespaced: true, ...WORKLOAD},
-  {group: 'apps', versions: ['v1'], kind: 'DaemonSet', plural: 'daemonsets', namespaced: true, ...WORKLOAD},
-  {group: 'apps', versions: ['v1'], kind: 'ReplicaSet', plural: 'replicasets', namespaced: true, ...WORKLOAD},
-  {group: 'batch', versions: ['v1'], kind: 'Job', plural: 'jobs', namespaced: true, ...WORKLOAD},
-  {group: 'batch', versions: ['v1'], kind: 'CronJob', plural: 'cronjobs', namespaced: true, ...WORKLOAD},
-  {group: 'coordination.k8s.io', versions: ['v1'], kind: 'Lease', plural: 'leases', namespaced: true},
-  {group: 'networking.k8s.io', versions: ['v1'], kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true, generation: true},
-  {group: 'admissionregistration.k8s.io', versions: ['v1'], kind: 'MutatingWebhookConfiguration', plural: 'mutatingwebhookconfigurations', namespaced: false, generation: true},
-  {group: 'admissionregistration.k8s.io', versions: ['v1'], kind: 'ValidatingWebhookConfiguration', plural: 'validatingwebhookconfigurations', namespaced: false, generation: true},
-  {group: 'security.istio.io', versions: ['v1', 'v1beta1'], kind: 'AuthorizationPolicy', plural: 'authorizationpolicies', namespaced: true, ...ISTIO},
-  {group: 'security.istio.io', versions: ['v1', 'v1beta1'], kind: 'PeerAuthentication', plural: 'peerauthentications', namespaced: true, ...ISTIO},
-  {group: 'security.istio.io', versions: ['v1', 'v1beta1'], kind: 'RequestAuthentication', plural: 'requestauthentications', namespaced: true, ...ISTIO},
-  {group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'], kind: 'VirtualService', plural: 'virtualservices', namespaced: true, ...ISTIO},
-  {group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'], kind: 'DestinationRule', plural: 'destinationrules', namespaced: true, ...ISTIO},
-  {group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'], kind: 'ServiceEntry', plural: 'serviceentries', namespaced: true, ...ISTIO},
-  {group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'], kind: 'Sidecar', plural: 'sidecars', namespaced: true, ...ISTIO},
-  {group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'], kind: 'Gateway', plural: 'gateways', namespaced: true, ...ISTIO},
-  {group: 'networking.istio.io', versions: ['v1alpha3'], kind: 'EnvoyFilter', plural: 'envoyfilters', namespaced: true, ...ISTIO},
-  {group: 'telemetry.istio.io', versions: ['v1', 'v1alpha1'], kind: 'Telemetry', plural: 'telemetries', namespaced: true, ...ISTIO},
-  {group: 'extensions.istio.io', versions: ['v1alpha1'], kind: 'WasmPlugin', plural: 'wasmplugins', namespaced: true, ...ISTIO},
-  {group: 'gateway.networking.k8s.io', versions: ['v1', 'v1beta1'], kind: 'Gateway', plural: 'gateways', namespaced: true, ...ISTIO},
-  {group: 'gateway.networking.k8s.io', versions: ['v1', 'v1beta1'], kind: 'GatewayClass', plural: 'gatewayclasses', namespaced: false, ...ISTIO},
-  {group: 'gateway.networking.k8s.io', versions: ['v1', 'v1beta1'], kind: 'HTTPRoute', plural: 'httproutes', namespaced: true, ...ISTIO},
-  {group: 'gateway.networking.k8s.io', versions: ['v1'], kind: 'GRPCRoute', plural: 'grpcroutes', namespaced: true, ...ISTIO},
-  {group: 'gateway.networking.k8s.io', versions: ['v1alpha2'], kind: 'TCPRoute', plural: 'tcproutes', namespaced: true, ...ISTIO},
-  {group: 'gateway.networking.k8s.io', versions: ['v1alpha2'], kind: 'TLSRoute', plural: 'tlsroutes', namespaced: true, ...ISTIO},
+  served('', 'v1', 'Namespace', 'namespaces', false, STATUS),
+  served('', 'v1', 'Node', 'nodes', false, STATUS),
+  served('', 'v1', 'Pod', 'pods', true, STATUS),
+  served('', 'v1', 'Service', 'services', true, STATUS),
+  served('', 'v1', 'ServiceAccount', 'serviceaccounts', true, NONE),
+  served('', 'v1', 'ConfigMap', 'configmaps', true, NONE),
+  served('', 'v1', 'Secret', 'secrets', true, NONE),
+  served('apps', 'v1', 'Deployment', 'deployments', true, TRACKED),
+  served('apps', 'v1', 'StatefulSet', 'statefulsets', true, TRACKED),
+  served('apps', 'v1', 'DaemonSet', 'daemonsets', true, TRACKED),
+  served('apps', 'v1', 'ReplicaSet', 'replicasets', true, TRACKED),
+  served('batch', 'v1', 'Job', 'jobs', true, TRACKED),
+  served('batch', 'v1', 'CronJob', 'cronjobs', true, TRACKED),
+  served('coordination.k8s.io', 'v1', 'Lease', 'leases', true, NONE),
+  served('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', true, GENERATION),
+  served(
+    'admissionregistration.k8s.io',
+    'v1',
+    'MutatingWebhookConfiguration',
+    'mutatingwebhookconfigurations',
+    false,
+    GENERATION,
+  ),
+  served(
+    'admissionregistration.k8s.io',
+    'v1',
+    'ValidatingWebhookConfiguration',
+    'validatingwebhookconfigurations',
+    false,
+    GENERATION,
+  ),
+  served('security.istio.io', 'v1,v1beta1', 'AuthorizationPolicy', 'authorizationpolicies', true, TRACKED),
+  served('security.istio.io', 'v1,v1beta1', 'PeerAuthentication', 'peerauthentications', true, TRACKED),
+  served('security.istio.io', 'v1,v1beta1', 'RequestAuthentication', 'requestauthentications', true, TRACKED),
+  served('networking.istio.io', 'v1,v1beta1,v1alpha3', 'VirtualService', 'virtualservices', true, TRACKED),
+  served('networking.istio.io', 'v1,v1beta1,v1alpha3', 'DestinationRule', 'destinationrules', true, TRACKED),
+  served('networking.istio.io', 'v1,v1beta1,v1alpha3', 'ServiceEntry', 'serviceentries', true, TRACKED),
+  served('networking.istio.io', 'v1,v1beta1,v1alpha3', 'Sidecar', 'sidecars', true, TRACKED),
+  served('networking.istio.io', 'v1,v1beta1,v1alpha3', 'Gateway', 'gateways', true, TRACKED),
+  served('networking.istio.io', 'v1alpha3', 'EnvoyFilter', 'envoyfilters', true, TRACKED),
+  served('telemetry.istio.io', 'v1,v1alpha1', 'Telemetry', 'telemetries', true, TRACKED),
+  served('extensions.istio.io', 'v1alpha1', 'WasmPlugin', 'wasmplugins', true, TRACKED),
+  served('gateway.networking.k8s.io', 'v1,v1beta1', 'Gateway', 'gateways', true, TRACKED),
+  served('gateway.networking.k8s.io', 'v1,v1beta1', 'GatewayClass', 'gatewayclasses', false, TRACKED),
+  served('gateway.networking.k8s.io', 'v1,v1beta1', 'HTTPRoute', 'httproutes', true, TRACKED),
+  served('gateway.networking.k8s.io', 'v1', 'GRPCRoute', 'grpcroutes', true, TRACKED),
+  served('gateway.networking.k8s.io', 'v1alpha2', 'TCPRoute', 'tcproutes', true, TRACKED),
+  served('gateway.networking.k8s.io', 'v1alpha2', 'TLSRoute', 'tlsroutes', true, TRACKED),
 ]
 
 interface Stored {
@@ -130,7 +168,8 @@ const isMap = (v: unknown): v is Json => typeof v === 'object' && v !== null && 
 const copy = <T>(v: T): T => structuredClone(v)
 /** Deep equality regardless of key order (JSON data only). */
 function same(a: unknown, b: unknown): boolean {
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => same(v, b[i]))
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => same(v, b[i]))
   if (!isMap(a) || !isMap(b)) return a === b
   const keys = Object.keys(a).filter((k) => a[k] !== undefined)
   return keys.length === Object.keys(b).filter((k) => b[k] !== undefined).length && keys.every((k) => same(a[k], b[k]))
@@ -168,7 +207,8 @@ function removeAt(value: unknown, path: string[]): void {
 function configOf(obj: KubeObject): Json {
   const {apiVersion: _a, kind: _k, status: _s, ...rest} = copy(obj) as Json
   const meta = {...(rest.metadata as Json)}
-  for (const k of ['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields']) delete meta[k]
+  for (const k of ['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields'])
+    delete meta[k]
   return {...rest, metadata: meta}
 }
 
@@ -180,7 +220,12 @@ export function parseLabelSelector(text: string): LabelSelector | undefined {
     const set = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(raw)
     const eq = /^([^=!\s]+)\s*(==|=|!=)\s*([^=!\s]*)$/.exec(raw)
     const exists = /^(!?)([A-Za-z0-9][-A-Za-z0-9_./]*)$/.exec(raw)
-    if (set) requirements.push({key: set[1]!, operator: set[2] === 'in' ? 'In' : 'NotIn', values: set[3]!.split(',').map((v) => v.trim())})
+    if (set)
+      requirements.push({
+        key: set[1]!,
+        operator: set[2] === 'in' ? 'In' : 'NotIn',
+        values: set[3]!.split(',').map((v) => v.trim()),
+      })
     else if (eq) requirements.push({key: eq[1]!, operator: eq[2] === '!=' ? 'NotIn' : 'In', values: [eq[3]!]})
     else if (exists) requirements.push({key: exists[2]!, operator: exists[1] ? 'DoesNotExist' : 'Exists'})
     else return undefined
@@ -219,8 +264,13 @@ export class MemoryKube implements KubeClient {
   // --- KubeClient ------------------------------------------------------------------------------
 
   async discover(): Promise<Discovery> {
-    const groupVersions = [...new Set(this.resources.flatMap((r) => r.versions.map((v) => (r.group ? `${r.group}/${v}` : v))))]
-    return {groupVersions, resources: this.resources.flatMap((r) => r.versions.map((v, i) => this.apiResource(r, v, i === 0)))}
+    const groupVersions = [
+      ...new Set(this.resources.flatMap((r) => r.versions.map((v) => (r.group ? `${r.group}/${v}` : v)))),
+    ]
+    return {
+      groupVersions,
+      resources: this.resources.flatMap((r) => r.versions.map((v, i) => this.apiResource(r, v, i === 0))),
+    }
   }
 
   async resourceFor(apiVersion: string, kind: string): Promise<ApiResource | undefined> {
@@ -232,10 +282,23 @@ export class MemoryKube implements KubeClient {
 
   async list(resource: ApiResource, opts: ListOptions = {}): Promise<KubeObject[]> {
     const r = this.served(resource)
-    const req = this.record({verb: 'list', kind: r.kind, apiVersion: resource.apiVersion, ...(opts.namespace ? {namespace: opts.namespace} : {}), dryRun: false})
+    const req = this.record({
+      verb: 'list',
+      kind: r.kind,
+      apiVersion: resource.apiVersion,
+      ...(opts.namespace ? {namespace: opts.namespace} : {}),
+      dryRun: false,
+    })
     return this.handle(req, resource, () => {
       const labels = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined
-      if (opts.labelSelector && !labels) throw this.error(400, 'BadRequest', `unable to parse requirement: invalid label selector "${opts.labelSelector}"`, req, resource)
+      if (opts.labelSelector && !labels)
+        throw this.error(
+          400,
+          'BadRequest',
+          `unable to parse requirement: invalid label selector "${opts.labelSelector}"`,
+          req,
+          resource,
+        )
       const fields = this.fieldFilter(opts.fieldSelector, req, resource)
       return [...this.store.values()]
         .map((s) => s.obj)
@@ -243,7 +306,11 @@ export class MemoryKube implements KubeClient {
         .filter((o) => !r.namespaced || !opts.namespace || o.metadata.namespace === opts.namespace)
         .filter((o) => !labels || selectorMatches(labels, o.metadata.labels ?? {}))
         .filter(fields)
-        .sort((a, b) => `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`))
+        .sort((a, b) =>
+          `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
+            `${b.metadata.namespace ?? ''}/${b.metadata.name}`,
+          ),
+        )
         .map((o) => ({...copy(o), apiVersion: resource.apiVersion, kind: resource.kind}))
     })
   }
@@ -259,9 +326,24 @@ export class MemoryKube implements KubeClient {
 
   async create(obj: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
     const res = await this.requireResource(obj)
-    const req = this.record({verb: 'create', kind: obj.kind, apiVersion: res.apiVersion, ...scope(refOfObject(obj)), dryRun: opts.dryRun === true, body: copy(obj)})
+    const req = this.record({
+      verb: 'create',
+      kind: obj.kind,
+      apiVersion: res.apiVersion,
+      ...scope(refOfObject(obj)),
+      dryRun: opts.dryRun === true,
+      body: copy(obj),
+    })
     return this.handle(req, res, () => {
-      if (this.store.has(refKey(refOfObject(obj)))) throw this.error(409, 'AlreadyExists', `${this.qualified(res)} "${obj.metadata.name}" already exists`, req, res, obj.metadata.name)
+      if (this.store.has(refKey(refOfObject(obj))))
+        throw this.error(
+          409,
+          'AlreadyExists',
+          `${this.qualified(res)} "${obj.metadata.name}" already exists`,
+          req,
+          res,
+          obj.metadata.name,
+        )
       return this.persist(req, this.newObject(obj, res, req))
     })
   }
@@ -269,7 +351,15 @@ export class MemoryKube implements KubeClient {
   async apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeObject> {
     const res = await this.requireResource(obj)
     const ref = refOfObject(obj)
-    const req = this.record({verb: 'apply', kind: obj.kind, apiVersion: res.apiVersion, ...scope(ref), dryRun: opts.dryRun === true, body: copy(obj), force: opts.force === true})
+    const req = this.record({
+      verb: 'apply',
+      kind: obj.kind,
+      apiVersion: res.apiVersion,
+      ...scope(ref),
+      dryRun: opts.dryRun === true,
+      body: copy(obj),
+      force: opts.force === true,
+    })
     return this.handle(req, res, () => {
       const stored = this.store.get(refKey(ref))
       const config = configOf(obj)
@@ -287,11 +377,23 @@ export class MemoryKube implements KubeClient {
 
   async mergePatch(ref: ObjectRef, patch: Record<string, unknown>, opts: WriteOptions = {}): Promise<KubeObject> {
     const res = await this.requireResource(ref)
-    const req = this.record({verb: 'patch', kind: ref.kind, apiVersion: res.apiVersion, ...scope(ref), dryRun: opts.dryRun === true, body: copy(patch)})
+    const req = this.record({
+      verb: 'patch',
+      kind: ref.kind,
+      apiVersion: res.apiVersion,
+      ...scope(ref),
+      dryRun: opts.dryRun === true,
+      body: copy(patch),
+    })
     return this.handle(req, res, () => {
       const stored = this.store.get(refKey(ref))
       if (!stored) throw this.notFound(req, res, ref.name)
-      this.checkResourceVersion((patch.metadata as Json | undefined)?.resourceVersion as string | undefined, stored.obj, req, res)
+      this.checkResourceVersion(
+        (patch.metadata as Json | undefined)?.resourceVersion as string | undefined,
+        stored.obj,
+        req,
+        res,
+      )
       const patched = mergePatchOf(stored.obj, patch) as KubeObject
       return this.update(req, res, stored, patched, stored.applied)
     })
@@ -299,17 +401,38 @@ export class MemoryKube implements KubeClient {
 
   async delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<boolean> {
     const res = await this.requireResource(ref)
-    const req = this.record({verb: 'delete', kind: ref.kind, apiVersion: res.apiVersion, ...scope(ref), dryRun: opts.dryRun === true, ...(opts.preconditions ? {preconditions: opts.preconditions} : {})})
+    const req = this.record({
+      verb: 'delete',
+      kind: ref.kind,
+      apiVersion: res.apiVersion,
+      ...scope(ref),
+      dryRun: opts.dryRun === true,
+      ...(opts.preconditions ? {preconditions: opts.preconditions} : {}),
+    })
     try {
       return await this.handle(req, res, () => {
         const stored = this.store.get(refKey(ref))
         if (!stored) throw this.notFound(req, res, ref.name)
         const {uid, resourceVersion} = opts.preconditions ?? {}
         if (uid !== undefined && uid !== stored.obj.metadata.uid) {
-          throw this.error(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${stored.obj.metadata.uid}`, req, res, ref.name)
+          throw this.error(
+            409,
+            'Conflict',
+            `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${stored.obj.metadata.uid}`,
+            req,
+            res,
+            ref.name,
+          )
         }
         if (resourceVersion !== undefined && resourceVersion !== stored.obj.metadata.resourceVersion) {
-          throw this.error(409, 'Conflict', `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${stored.obj.metadata.resourceVersion}`, req, res, ref.name)
+          throw this.error(
+            409,
+            'Conflict',
+            `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${stored.obj.metadata.resourceVersion}`,
+            req,
+            res,
+            ref.name,
+          )
         }
         if (req.dryRun) return true
         const finalizers = (stored.obj.metadata.finalizers as string[] | undefined) ?? []
@@ -363,7 +486,8 @@ export class MemoryKube implements KubeClient {
     mutate(next)
     const r = this.kindOf(next)
     next.metadata.resourceVersion = this.nextRevision()
-    if (r.generation && !same(specOf(next), specOf(stored.obj))) next.metadata.generation = (stored.obj.metadata.generation ?? 0) + 1
+    if (r.generation && !same(specOf(next), specOf(stored.obj)))
+      next.metadata.generation = (stored.obj.metadata.generation ?? 0) + 1
     this.store.set(refKey(ref), {...stored, obj: next})
     return copy(next)
   }
@@ -428,7 +552,16 @@ export class MemoryKube implements KubeClient {
   private apiResource(r: MemoryResource, version: string, preferred: boolean): ApiResource {
     const apiVersion = r.group ? `${r.group}/${version}` : version
     const verbs = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']
-    return {group: r.group, version, apiVersion, kind: r.kind, plural: r.plural, namespaced: r.namespaced, verbs, preferred}
+    return {
+      group: r.group,
+      version,
+      apiVersion,
+      kind: r.kind,
+      plural: r.plural,
+      namespaced: r.namespaced,
+      verbs,
+      preferred,
+    }
   }
 
   private served(res: Pick<ApiResource, 'group' | 'kind'>): MemoryResource {
@@ -446,8 +579,27 @@ export class MemoryKube implements KubeClient {
     const res = await this.resourceFor(ref.apiVersion, ref.kind)
     if (res) return res
     const group = groupOf(ref.apiVersion)
-    const body: StatusBody = {kind: 'Status', status: 'Failure', code: 404, reason: 'NotFound', message: `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`}
-    throw new KubeApiError(404, body, {method: 'GET', verb: 'discover', group, resource: '', kind: ref.kind, apiVersion: ref.apiVersion, what: `find the API for ${ref.kind} (${ref.apiVersion})`}, this.context)
+    const body: StatusBody = {
+      kind: 'Status',
+      status: 'Failure',
+      code: 404,
+      reason: 'NotFound',
+      message: `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`,
+    }
+    throw new KubeApiError(
+      404,
+      body,
+      {
+        method: 'GET',
+        verb: 'discover',
+        group,
+        resource: '',
+        kind: ref.kind,
+        apiVersion: ref.apiVersion,
+        what: `find the API for ${ref.kind} (${ref.apiVersion})`,
+      },
+      this.context,
+    )
   }
 
   private record(req: RequestRecord): RequestRecord {
@@ -462,7 +614,14 @@ export class MemoryKube implements KubeClient {
     if (this.denies(rbacVerb, res.group, res.plural, req.namespace)) {
       const where = req.namespace ? ` in the namespace "${req.namespace}"` : ' at the cluster scope'
       const target = req.name ? `${this.qualified(res)} "${req.name}"` : this.qualified(res)
-      throw this.error(403, 'Forbidden', `${target} is forbidden: User "memory-user" cannot ${rbacVerb} resource "${res.plural}" in API group "${res.group}"${where}`, req, res, req.name)
+      throw this.error(
+        403,
+        'Forbidden',
+        `${target} is forbidden: User "memory-user" cannot ${rbacVerb} resource "${res.plural}" in API group "${res.group}"${where}`,
+        req,
+        res,
+        req.name,
+      )
     }
     const fault = this.takeFault(req)
     if (fault && !fault.afterWrite) throw this.faultError(fault, req, res)
@@ -473,11 +632,16 @@ export class MemoryKube implements KubeClient {
   }
 
   private denies(verb: string, group: string, resource: string, namespace: string | undefined): boolean {
-    return this.forbidden.some((f) => f.verb === verb && f.group === group && f.resource === resource && (!f.namespace || f.namespace === namespace))
+    return this.forbidden.some(
+      (f) =>
+        f.verb === verb && f.group === group && f.resource === resource && (!f.namespace || f.namespace === namespace),
+    )
   }
 
   private takeFault(req: RequestRecord): Fault | undefined {
-    const fault = this.faults.find((f) => f.verb === req.verb && (!f.kind || f.kind === req.kind) && (!f.name || f.name === req.name))
+    const fault = this.faults.find(
+      (f) => f.verb === req.verb && (!f.kind || f.kind === req.kind) && (!f.name || f.name === req.name),
+    )
     if (!fault) return undefined
     fault.times = (fault.times ?? 1) - 1
     if (fault.times <= 0) this.faults = this.faults.filter((f) => f !== fault)
@@ -485,9 +649,21 @@ export class MemoryKube implements KubeClient {
   }
 
   private faultError(fault: Fault, req: RequestRecord, res: ApiResource): Error {
-    if (fault.connection) return new KubeConnectionError(this.attempt(req, res), this.server, Object.assign(new Error('socket hang up'), {code: 'ECONNRESET'}))
+    if (fault.connection)
+      return new KubeConnectionError(
+        this.attempt(req, res),
+        this.server,
+        Object.assign(new Error('socket hang up'), {code: 'ECONNRESET'}),
+      )
     const status = fault.status ?? 500
-    return this.error(status, fault.reason ?? (status === 409 ? 'Conflict' : 'InternalError'), fault.message ?? `injected ${status}`, req, res, req.name)
+    return this.error(
+      status,
+      fault.reason ?? (status === 409 ? 'Conflict' : 'InternalError'),
+      fault.message ?? `injected ${status}`,
+      req,
+      res,
+      req.name,
+    )
   }
 
   private attempt(req: RequestRecord, res: ApiResource): Attempt {
@@ -509,8 +685,22 @@ export class MemoryKube implements KubeClient {
     return res.group ? `${res.plural}.${res.group}` : res.plural
   }
 
-  private error(status: number, reason: string, message: string, req: RequestRecord, res: ApiResource, name?: string): KubeApiError {
-    const body: StatusBody = {kind: 'Status', status: 'Failure', code: status, reason, message, ...(name ? {details: {name, group: res.group, kind: res.plural}} : {})}
+  private error(
+    status: number,
+    reason: string,
+    message: string,
+    req: RequestRecord,
+    res: ApiResource,
+    name?: string,
+  ): KubeApiError {
+    const body: StatusBody = {
+      kind: 'Status',
+      status: 'Failure',
+      code: status,
+      reason,
+      message,
+      ...(name ? {details: {name, group: res.group, kind: res.plural}} : {}),
+    }
     return new KubeApiError(status, body, this.attempt(req, res), this.context)
   }
 
@@ -518,9 +708,21 @@ export class MemoryKube implements KubeClient {
     return this.error(404, 'NotFound', `${this.qualified(res)} "${name}" not found`, req, res, name)
   }
 
-  private checkResourceVersion(wanted: string | undefined, live: KubeObject, req: RequestRecord, res: ApiResource): void {
+  private checkResourceVersion(
+    wanted: string | undefined,
+    live: KubeObject,
+    req: RequestRecord,
+    res: ApiResource,
+  ): void {
     if (wanted === undefined || wanted === live.metadata.resourceVersion) return
-    throw this.error(409, 'Conflict', `Operation cannot be fulfilled on ${this.qualified(res)} "${live.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`, req, res, live.metadata.name)
+    throw this.error(
+      409,
+      'Conflict',
+      `Operation cannot be fulfilled on ${this.qualified(res)} "${live.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+      req,
+      res,
+      live.metadata.name,
+    )
   }
 
   /** Without force, applying a value over one another writer set is a conflict (the field is theirs). */
@@ -532,13 +734,27 @@ export class MemoryKube implements KubeClient {
     })
     if (conflicts.length === 0) return
     const list = conflicts.map((p) => `.${p.join('.')}`).join(', ')
-    throw this.error(409, 'Conflict', `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: conflict with another field manager using ${res.apiVersion}: ${list}`, req, res, stored.obj.metadata.name)
+    throw this.error(
+      409,
+      'Conflict',
+      `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: conflict with another field manager using ${res.apiVersion}: ${list}`,
+      req,
+      res,
+      stored.obj.metadata.name,
+    )
   }
 
   private fieldFilter(selector: string | undefined, req: RequestRecord, res: ApiResource): (o: KubeObject) => boolean {
     if (!selector) return () => true
     const terms = selector.split(',').map((t) => /^(metadata\.name|metadata\.namespace)(==|=|!=)(.*)$/.exec(t.trim()))
-    if (terms.some((t) => !t)) throw this.error(400, 'BadRequest', `"${selector}" is not a known field selector: only "metadata.name", "metadata.namespace"`, req, res)
+    if (terms.some((t) => !t))
+      throw this.error(
+        400,
+        'BadRequest',
+        `"${selector}" is not a known field selector: only "metadata.name", "metadata.namespace"`,
+        req,
+        res,
+      )
     return (o) =>
       terms.every((t) => {
         const value = t![1] === 'metadata.name' ? o.metadata.name : o.metadata.namespace
@@ -549,13 +765,35 @@ export class MemoryKube implements KubeClient {
   /** A new object as the server stores it (create, or apply of an absent object). */
   private newObject(obj: KubeObject, res: ApiResource, req: RequestRecord): KubeObject {
     const r = this.served(res)
-    if (!obj.metadata?.name) throw this.error(422, 'Invalid', `${res.kind} is invalid: metadata.name: Required value: name or generateName is required`, req, res)
+    if (!obj.metadata?.name)
+      throw this.error(
+        422,
+        'Invalid',
+        `${res.kind} is invalid: metadata.name: Required value: name or generateName is required`,
+        req,
+        res,
+      )
     if (r.namespaced) {
       const namespace = obj.metadata.namespace
       const ns = namespace ? this.store.get(refKey({apiVersion: 'v1', kind: 'Namespace', name: namespace})) : undefined
-      if (!ns) throw this.error(404, 'NotFound', `namespaces "${namespace ?? ''}" not found`, req, {group: '', plural: 'namespaces'} as ApiResource, namespace)
+      if (!ns)
+        throw this.error(
+          404,
+          'NotFound',
+          `namespaces "${namespace ?? ''}" not found`,
+          req,
+          {group: '', plural: 'namespaces'} as ApiResource,
+          namespace,
+        )
       if (ns.obj.metadata.deletionTimestamp) {
-        throw this.error(403, 'Forbidden', `${this.qualified(res)} "${obj.metadata.name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`, req, res, obj.metadata.name)
+        throw this.error(
+          403,
+          'Forbidden',
+          `${this.qualified(res)} "${obj.metadata.name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+          req,
+          res,
+          obj.metadata.name,
+        )
       }
     }
     const o = copy(obj)
@@ -569,7 +807,13 @@ export class MemoryKube implements KubeClient {
   }
 
   /** Store an object's new state (unless dry run); a write that changes nothing keeps its resourceVersion. */
-  private update(req: RequestRecord, res: ApiResource, stored: Stored, next: KubeObject, applied: Json | undefined): Promise<KubeObject> | KubeObject {
+  private update(
+    req: RequestRecord,
+    res: ApiResource,
+    stored: Stored,
+    next: KubeObject,
+    applied: Json | undefined,
+  ): Promise<KubeObject> | KubeObject {
     const r = this.served(res)
     const out = copy(next)
     // Identity, server-owned metadata and (for kinds with a status subresource) status stay as stored.
@@ -591,7 +835,8 @@ export class MemoryKube implements KubeClient {
   /** New resourceVersion; generation bumped when something outside metadata and status changed. */
   private stamp(next: KubeObject, previous: KubeObject, res: ApiResource): KubeObject {
     next.metadata.resourceVersion = this.nextRevision()
-    if (this.served(res).generation && !same(specOf(next), specOf(previous))) next.metadata.generation = (previous.metadata.generation ?? 0) + 1
+    if (this.served(res).generation && !same(specOf(next), specOf(previous)))
+      next.metadata.generation = (previous.metadata.generation ?? 0) + 1
     return next
   }
 
@@ -599,7 +844,10 @@ export class MemoryKube implements KubeClient {
     if (req.dryRun) return copy(obj)
     obj.metadata.resourceVersion ??= this.nextRevision()
     const existing = this.store.get(refKey(refOfObject(obj)))
-    this.store.set(refKey(refOfObject(obj)), {obj, ...((applied ?? existing?.applied) ? {applied: applied ?? existing?.applied} : {})})
+    this.store.set(refKey(refOfObject(obj)), {
+      obj,
+      ...((applied ?? existing?.applied) ? {applied: applied ?? existing?.applied} : {}),
+    })
     if (this.writeHooks.length === 0) return copy(obj)
     return (async () => {
       for (const hook of [...this.writeHooks]) await hook(copy(obj), req)
@@ -614,7 +862,12 @@ export class MemoryKube implements KubeClient {
 }
 
 function refOfObject(obj: KubeObject): ObjectRef {
-  return {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? {namespace: obj.metadata.namespace} : {})}
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    name: obj.metadata.name,
+    ...(obj.metadata.namespace ? {namespace: obj.metadata.namespace} : {}),
+  }
 }
 
 function scope(ref: ObjectRef): {namespace?: string; name: string} {

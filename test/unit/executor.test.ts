@@ -25,8 +25,18 @@ import {REPO_ROOT} from '../support/shared.js'
 
 const NS = 'bookinfo'
 const nsRef: ObjectRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
-const waypointRef: ObjectRef = {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint'}
-const policy = (name: string): ObjectRef => ({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name})
+const waypointRef: ObjectRef = {
+  apiVersion: 'gateway.networking.k8s.io/v1',
+  kind: 'Gateway',
+  namespace: NS,
+  name: 'waypoint',
+}
+const policy = (name: string): ObjectRef => ({
+  apiVersion: 'security.istio.io/v1',
+  kind: 'AuthorizationPolicy',
+  namespace: NS,
+  name,
+})
 
 let manifests: KubeObject[]
 let planText: string
@@ -34,9 +44,23 @@ let planText: string
 beforeAll(async () => {
   const dir = path.join(REPO_ROOT, 'examples/bookinfo')
   manifests = (await loadManifestFiles([dir], {defaultNamespace: NS})).objects
-  const snapshot: SourceSnapshot = {namespace: NS, rootNamespace: 'istio-system', target: {manifests: ['examples/bookinfo']}, objects: manifests, missingKinds: [], findings: []}
+  const snapshot: SourceSnapshot = {
+    namespace: NS,
+    rootNamespace: 'istio-system',
+    target: {manifests: ['examples/bookinfo']},
+    objects: manifests,
+    missingKinds: [],
+    findings: [],
+  }
   const inventory = buildInventory(snapshot, {waypointFor: 'service'})
-  planText = renderPlanFile(buildPlan({inventory, snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'mesh-migrate/test'}))
+  planText = renderPlanFile(
+    buildPlan({
+      inventory,
+      snapshot,
+      options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+      generator: 'mesh-migrate/test',
+    }),
+  )
 })
 
 afterEach(() => {
@@ -57,7 +81,15 @@ async function rig(overrides: Partial<ExecutionContext> = {}): Promise<Rig> {
   await writeFile(file, planText)
   const state = await PlanState.load(file)
   const kube = new MemoryKube().seed(...manifests)
-  const ctx: ExecutionContext = {client: kube, state, who: 'tester', dryRun: false, timeoutMs: 20, signal: new AbortController().signal, ...overrides}
+  const ctx: ExecutionContext = {
+    client: kube,
+    state,
+    who: 'tester',
+    dryRun: false,
+    timeoutMs: 20,
+    signal: new AbortController().signal,
+    ...overrides,
+  }
   const step = (action: string) => {
     const s = state.plan.spec.steps.find((x) => x.action === action)
     if (!s) throw new Error(`no ${action} step in ${state.plan.spec.steps.map((x) => x.action).join(', ')}`)
@@ -66,8 +98,14 @@ async function rig(overrides: Partial<ExecutionContext> = {}): Promise<Rig> {
   return {kube, state, ctx, warnings: [], step}
 }
 
-const applied = (step: PlanStep) => step.operations.filter((o): o is Extract<Operation, {op: 'apply'}> => o.op === 'apply').map((o) => o.object)
-const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace!, name: o.metadata.name})
+const applied = (step: PlanStep) =>
+  step.operations.filter((o): o is Extract<Operation, {op: 'apply'}> => o.op === 'apply').map((o) => o.object)
+const refOf = (o: KubeObject): ObjectRef => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  namespace: o.metadata.namespace!,
+  name: o.metadata.name,
+})
 const writtenRefs = (kube: MemoryKube) => kube.writes().map((w) => `${w.verb} ${w.kind}/${w.name}`)
 
 /** The error a promise rejects with. */
@@ -82,14 +120,23 @@ async function failure(promise: Promise<unknown>): Promise<Error> {
 
 /** What istiod and the Deployment controller do for a waypoint Gateway: Programmed, an address, a ready proxy. */
 function programWaypoint(kube: MemoryKube): void {
-  kube.setStatus(waypointRef, {addresses: [{type: 'IPAddress', value: '10.96.0.10'}], conditions: [{type: 'Programmed', status: 'True', reason: 'Programmed'}]})
+  kube.setStatus(waypointRef, {
+    addresses: [{type: 'IPAddress', value: '10.96.0.10'}],
+    conditions: [{type: 'Programmed', status: 'True', reason: 'Programmed'}],
+  })
   if (!kube.peek({apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'waypoint'})) {
-    kube.seed({apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'waypoint', namespace: NS}, spec: {replicas: 1}, status: {observedGeneration: 1, availableReplicas: 1}})
+    kube.seed({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {name: 'waypoint', namespace: NS},
+      spec: {replicas: 1},
+      status: {observedGeneration: 1, availableReplicas: 1},
+    })
   }
 }
 
 describe('applyStep: writes', () => {
-  it('create-policies creates each object of the step, marked as this plan\'s, and records Applied with what was there before', async () => {
+  it("create-policies creates each object of the step, marked as this plan's, and records Applied with what was there before", async () => {
     const {kube, state, ctx, step} = await rig()
     const s = step('create-policies')
     const objects = applied(s)
@@ -149,8 +196,13 @@ describe('applyStep: writes', () => {
     const s = step('bind-waypoint')
     await applyStep(ctx, s)
     const patch = kube.requests.find((r) => r.verb === 'patch' && r.kind === 'Namespace')!
-    expect(patch.body).toEqual({metadata: {labels: {'istio.io/use-waypoint': 'waypoint'}, resourceVersion: readVersion}})
-    expect(kube.peek(nsRef)?.metadata.labels).toMatchObject({'istio-injection': 'enabled', 'istio.io/use-waypoint': 'waypoint'})
+    expect(patch.body).toEqual({
+      metadata: {labels: {'istio.io/use-waypoint': 'waypoint'}, resourceVersion: readVersion},
+    })
+    expect(kube.peek(nsRef)?.metadata.labels).toMatchObject({
+      'istio-injection': 'enabled',
+      'istio.io/use-waypoint': 'waypoint',
+    })
     expect(state.phase(s)).toBe('Applied')
     expect(state.status(s.id)?.observed?.before).toEqual({[refKey(nsRef)]: {labels: {'istio.io/use-waypoint': null}}})
   })
@@ -173,11 +225,18 @@ describe('applyStep: refusals (exit 3, nothing written)', () => {
   it('an object of the same name that this plan did not create is never overwritten', async () => {
     const {kube, ctx, step} = await rig()
     const [first] = applied(step('create-policies'))
-    const theirs: KubeObject = {apiVersion: first!.apiVersion, kind: first!.kind, metadata: {name: first!.metadata.name, namespace: NS}, spec: {action: 'DENY', rules: [{}]}}
+    const theirs: KubeObject = {
+      apiVersion: first!.apiVersion,
+      kind: first!.kind,
+      metadata: {name: first!.metadata.name, namespace: NS},
+      spec: {action: 'DENY', rules: [{}]},
+    }
     kube.seed(theirs)
     const error = await failure(applyStep(ctx, step('create-policies')))
     expect((error as UserError).exitCode).toBe(3)
-    expect(error.message).toContain(`${first!.kind} ${NS}/${first!.metadata.name} exists and was not created by this plan`)
+    expect(error.message).toContain(
+      `${first!.kind} ${NS}/${first!.metadata.name} exists and was not created by this plan`,
+    )
     expect(kube.writes()).toEqual([])
     expect(kube.peek(refOf(first!))?.spec).toEqual(theirs.spec)
   })
@@ -185,7 +244,12 @@ describe('applyStep: refusals (exit 3, nothing written)', () => {
   it('performOperation refuses to apply over a foreign object even without preconditions, and sends no apply', async () => {
     const {kube, step} = await rig()
     const op = step('create-waypoint').operations[0]!
-    kube.seed({apiVersion: waypointRef.apiVersion, kind: 'Gateway', metadata: {name: 'waypoint', namespace: NS}, spec: {gatewayClassName: 'other'}})
+    kube.seed({
+      apiVersion: waypointRef.apiVersion,
+      kind: 'Gateway',
+      metadata: {name: 'waypoint', namespace: NS},
+      spec: {gatewayClassName: 'other'},
+    })
     const error = await failure(performOperation(kube, op, {planName: NS, dryRun: false, restartStamp: 'x'}))
     expect(error).toBeInstanceOf(StalePlanError)
     expect(kube.requests.filter((r) => r.verb === 'apply')).toEqual([])
@@ -295,7 +359,13 @@ describe('applyStep: verification polling', () => {
     const started = Date.now()
     // istiod programs the waypoint 5 s (of the fake clock) after the wait began.
     kube.onRequest((req) => {
-      if (req.verb === 'get' && req.kind === 'Gateway' && Date.now() - started >= 5_000 && !kube.peek(waypointRef)?.status) programWaypoint(kube)
+      if (
+        req.verb === 'get' &&
+        req.kind === 'Gateway' &&
+        Date.now() - started >= 5_000 &&
+        !kube.peek(waypointRef)?.status
+      )
+        programWaypoint(kube)
     })
     const s = step('wait-waypoint')
     let done = false
@@ -316,7 +386,7 @@ describe('applyStep: verification polling', () => {
 })
 
 describe('undoStep', () => {
-  it('deletes exactly what the step created, each with its uid as precondition; leaves an object no longer marked as this plan\'s', async () => {
+  it("deletes exactly what the step created, each with its uid as precondition; leaves an object no longer marked as this plan's", async () => {
     const {kube, state, ctx, step} = await rig()
     const s = step('create-policies')
     await applyStep(ctx, s)
@@ -331,10 +401,18 @@ describe('undoStep', () => {
     expect(deletes.map((d) => d.name).sort()).toEqual(rest.map((o) => o.metadata.name).sort())
     expect(deletes.every((d) => d.preconditions?.uid === uids[d.name!])).toBe(true)
     expect(kube.peek(refOf(kept!))).toBeDefined()
-    expect(warnings).toEqual([`${kept!.kind} ${NS}/${kept!.metadata.name} is not marked as created by this plan any more: left in place`])
+    expect(warnings).toEqual([
+      `${kept!.kind} ${NS}/${kept!.metadata.name} is not marked as created by this plan any more: left in place`,
+    ])
     expect(state.phase(s)).toBe('RolledBack')
     // What the manifests had is untouched.
-    expect(manifests.every((m) => kube.peek(refOf({...m, metadata: {...m.metadata, namespace: m.metadata.namespace ?? NS}})) || m.kind === 'Namespace')).toBe(true)
+    expect(
+      manifests.every(
+        (m) =>
+          kube.peek(refOf({...m, metadata: {...m.metadata, namespace: m.metadata.namespace ?? NS}})) ||
+          m.kind === 'Namespace',
+      ),
+    ).toBe(true)
   })
 
   it('restores the namespace labels the step replaced; a label someone changed since is left, with a warning', async () => {
@@ -354,7 +432,9 @@ describe('undoStep', () => {
     const warnings: string[] = []
     const details = await undoStep(ctx, e, (m) => warnings.push(m))
     expect(kube.peek(nsRef)?.metadata.labels?.['istio.io/dataplane-mode']).toBe('none')
-    expect(warnings.join('\n')).toContain('label istio.io/dataplane-mode is "none", but the plan wrote "ambient"; someone changed it since, so it is left as it is')
+    expect(warnings.join('\n')).toContain(
+      'label istio.io/dataplane-mode is "none", but the plan wrote "ambient"; someone changed it since, so it is left as it is',
+    )
     expect(details.join(' ')).toContain('left as changed since')
   })
 
@@ -374,14 +454,34 @@ describe('undoStep', () => {
 describe('checkRollback: E1, the revision to restore must still inject', () => {
   /** A plan of a revision-labelled namespace (istio.io/rev=canary instead of istio-injection). */
   async function revisionRig(): Promise<Rig> {
-    const objects = manifests.map((o) => (o.kind === 'Namespace' ? {...o, metadata: {...o.metadata, labels: {'istio.io/rev': 'canary'}}} : o))
-    const snapshot: SourceSnapshot = {namespace: NS, rootNamespace: 'istio-system', target: {manifests: ['examples/bookinfo']}, objects, missingKinds: [], findings: []}
-    const plan = buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'mesh-migrate/test'})
+    const objects = manifests.map((o) =>
+      o.kind === 'Namespace' ? {...o, metadata: {...o.metadata, labels: {'istio.io/rev': 'canary'}}} : o,
+    )
+    const snapshot: SourceSnapshot = {
+      namespace: NS,
+      rootNamespace: 'istio-system',
+      target: {manifests: ['examples/bookinfo']},
+      objects,
+      missingKinds: [],
+      findings: [],
+    }
+    const plan = buildPlan({
+      inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+      snapshot,
+      options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+      generator: 'mesh-migrate/test',
+    })
     const r = await rig()
     await writeFile(r.state.file, renderPlanFile(plan))
     const state = await PlanState.load(r.state.file)
     const kube = new MemoryKube().seed(...objects)
-    return {...r, kube, state, ctx: {...r.ctx, client: kube, state}, step: (action) => state.plan.spec.steps.find((s) => s.action === action)!}
+    return {
+      ...r,
+      kube,
+      state,
+      ctx: {...r.ctx, client: kube, state},
+      step: (action) => state.plan.spec.steps.find((s) => s.action === action)!,
+    }
   }
   const webhook = (labels: Record<string, string>): KubeObject => ({
     apiVersion: 'admissionregistration.k8s.io/v1',
@@ -412,7 +512,9 @@ describe('checkRollback: E1, the revision to restore must still inject', () => {
     kube.forbid('list', 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations')
     const warnings: string[] = []
     await checkRollback(ctx, [s], (m) => warnings.push(m))
-    expect(warnings).toEqual(['cannot check that revision canary still exists (no permission to list MutatingWebhookConfigurations)'])
+    expect(warnings).toEqual([
+      'cannot check that revision canary still exists (no permission to list MutatingWebhookConfigurations)',
+    ])
   })
 })
 
@@ -423,11 +525,15 @@ describe('performOperation and stalePreconditions', () => {
     const {kube} = await rig()
     const op: Operation = {op: 'restart', ref: deploymentRef}
     const generation = kube.peek(deploymentRef)!.metadata.generation!
-    expect(await performOperation(kube, op, {planName: NS, dryRun: false, restartStamp: '2025-01-01T00:00:00Z'})).toEqual({wrote: true})
+    expect(
+      await performOperation(kube, op, {planName: NS, dryRun: false, restartStamp: '2025-01-01T00:00:00Z'}),
+    ).toEqual({wrote: true})
     const live = kube.peek(deploymentRef)!
     expect(live.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBe('2025-01-01T00:00:00Z')
     expect(live.metadata.generation).toBe(generation + 1)
-    expect(await performOperation(kube, op, {planName: NS, dryRun: false, restartStamp: '2025-01-01T00:00:00Z'})).toEqual({wrote: false})
+    expect(
+      await performOperation(kube, op, {planName: NS, dryRun: false, restartStamp: '2025-01-01T00:00:00Z'}),
+    ).toEqual({wrote: false})
     expect(kube.writes()).toHaveLength(1)
   })
 
@@ -440,7 +546,9 @@ describe('performOperation and stalePreconditions', () => {
       kube.remove(ref)
       kube.seed({...original, metadata: {...original.metadata, uid: 'replacement'}})
     })
-    const error = await failure(performOperation(kube, {op: 'delete', ref, object: original}, {planName: NS, dryRun: false, restartStamp: 'x'}))
+    const error = await failure(
+      performOperation(kube, {op: 'delete', ref, object: original}, {planName: NS, dryRun: false, restartStamp: 'x'}),
+    )
     expect(error.message).toContain('409 Conflict')
     expect(kube.peek(ref)?.metadata.uid).toBe('replacement')
   })
@@ -451,7 +559,14 @@ describe('performOperation and stalePreconditions', () => {
       delete o.metadata.labels!['istio-injection']
     })
     kube.remove(policy('ratings-get-only'))
-    const ctx = {namespace: NS, planName: NS, stored: new Map(), fromManifests: true, targetLabels: {'istio-injection': null}, deletes: new Set([refKey(policy('ratings-get-only'))])}
+    const ctx = {
+      namespace: NS,
+      planName: NS,
+      stored: new Map(),
+      fromManifests: true,
+      targetLabels: {'istio-injection': null},
+      deletes: new Set([refKey(policy('ratings-get-only'))]),
+    }
     const checks = [
       {check: 'namespace-labels' as const, labels: {'istio-injection': 'enabled'}},
       {check: 'object-unchanged' as const, ref: policy('ratings-get-only'), fingerprint: 'sha256:whatever'},

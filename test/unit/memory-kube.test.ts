@@ -28,13 +28,17 @@ describe('MemoryKube: faults, RBAC and other actors', () => {
     expect((await kube.mergePatch(ref, {metadata: {labels: {a: '4'}}})).metadata.labels).toEqual({a: '4'})
   })
 
-  it('forbid: the verb is refused with the API server\'s 403 message and canI says no', async () => {
+  it("forbid: the verb is refused with the API server's 403 message and canI says no", async () => {
     const kube = seeded().forbid('patch', '', 'configmaps', 'ns')
     const error = await rejection(kube.mergePatch(ref, {metadata: {labels: {a: '2'}}}))
     expect(error.status).toBe(403)
-    expect(error.message).toContain('User "memory-user" cannot patch resource "configmaps" in API group "" in the namespace "ns"')
+    expect(error.message).toContain(
+      'User "memory-user" cannot patch resource "configmaps" in API group "" in the namespace "ns"',
+    )
     expect(error.suggestion).toContain('Grant "patch" on configmaps in namespace ns')
-    expect(await kube.canI({verb: 'patch', group: '', resource: 'configmaps', namespace: 'ns'})).toMatchObject({allowed: false})
+    expect(await kube.canI({verb: 'patch', group: '', resource: 'configmaps', namespace: 'ns'})).toMatchObject({
+      allowed: false,
+    })
     expect(await kube.canI({verb: 'get', group: '', resource: 'configmaps', namespace: 'ns'})).toEqual({allowed: true})
   })
 
@@ -44,16 +48,22 @@ describe('MemoryKube: faults, RBAC and other actors', () => {
     kube.edit(ref, (o) => {
       o.metadata.labels = {a: 'theirs'}
     })
-    const error = await rejection(kube.mergePatch(ref, {metadata: {labels: {a: 'ours'}, resourceVersion: before!.metadata.resourceVersion}}))
+    const error = await rejection(
+      kube.mergePatch(ref, {metadata: {labels: {a: 'ours'}, resourceVersion: before!.metadata.resourceVersion}}),
+    )
     expect(error.reason).toBe('Conflict')
     expect(kube.peek(ref)?.metadata.labels).toEqual({a: 'theirs'})
   })
 
   it('an API that is not served is a 404 naming the missing CRD, before any request', async () => {
     const kube = new MemoryKube({resources: []})
-    const error = await rejection(kube.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: 'ns', name: 'x'}))
+    const error = await rejection(
+      kube.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: 'ns', name: 'x'}),
+    )
     expect(error.status).toBe(404)
-    expect(error.suggestion).toContain('CustomResourceDefinition for AuthorizationPolicy in API group security.istio.io is not installed')
+    expect(error.suggestion).toContain(
+      'CustomResourceDefinition for AuthorizationPolicy in API group security.istio.io is not installed',
+    )
     expect(kube.requests).toEqual([])
   })
 
@@ -61,7 +71,9 @@ describe('MemoryKube: faults, RBAC and other actors', () => {
     const kube = seeded()
     const error = await rejection(kube.apply({...cm, metadata: {...cm.metadata, labels: {a: 'mine'}}}))
     expect(error.reason).toBe('Conflict')
-    expect((await kube.apply({...cm, metadata: {...cm.metadata, labels: {a: 'mine'}}}, {force: true})).metadata.labels).toEqual({a: 'mine'})
+    expect(
+      (await kube.apply({...cm, metadata: {...cm.metadata, labels: {a: 'mine'}}}, {force: true})).metadata.labels,
+    ).toEqual({a: 'mine'})
   })
 
   it('objects are copies: changing what get returned changes nothing stored', async () => {
