@@ -120,6 +120,13 @@ export class KubeApiError extends UserError {
   }
 }
 
+/** A kind whose API the server does not serve (no CRD, or an unknown version): a 404 before any request is sent. */
+export function apiNotServed(ref: {apiVersion: string; kind: string}, group: string, context: string): KubeApiError {
+  const message = `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`
+  const attempt: Attempt = {method: 'GET', verb: 'discover', group, resource: '', kind: ref.kind, apiVersion: ref.apiVersion, what: `find the API for ${ref.kind} (${ref.apiVersion})`}
+  return new KubeApiError(404, {reason: 'NotFound', message}, attempt, context)
+}
+
 /** The API server could not be reached, or the connection dropped before an answer. */
 export class KubeConnectionError extends UserError {
   readonly attempt: Attempt

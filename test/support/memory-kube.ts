@@ -25,7 +25,7 @@
 // `onWrite` after a stored write (a controller).
 import {randomUUID} from 'node:crypto'
 
-import {type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from '../../src/kube/errors.js'
+import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from '../../src/kube/errors.js'
 import type {
   AccessAttributes,
   AccessReview,
@@ -577,29 +577,8 @@ export class MemoryKube implements KubeClient {
   /** As HttpKubeClient: an API that is not served is a 404 before any request. */
   private async requireResource(ref: Pick<ObjectRef, 'apiVersion' | 'kind'>): Promise<ApiResource> {
     const res = await this.resourceFor(ref.apiVersion, ref.kind)
-    if (res) return res
-    const group = groupOf(ref.apiVersion)
-    const body: StatusBody = {
-      kind: 'Status',
-      status: 'Failure',
-      code: 404,
-      reason: 'NotFound',
-      message: `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`,
-    }
-    throw new KubeApiError(
-      404,
-      body,
-      {
-        method: 'GET',
-        verb: 'discover',
-        group,
-        resource: '',
-        kind: ref.kind,
-        apiVersion: ref.apiVersion,
-        what: `find the API for ${ref.kind} (${ref.apiVersion})`,
-      },
-      this.context,
-    )
+    if (!res) throw apiNotServed(ref, groupOf(ref.apiVersion), this.context)
+    return res
   }
 
   private record(req: RequestRecord): RequestRecord {
