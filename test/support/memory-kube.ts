@@ -282,13 +282,7 @@ export class MemoryKube implements KubeClient {
 
   async list(resource: ApiResource, opts: ListOptions = {}): Promise<KubeObject[]> {
     const r = this.served(resource)
-    const req = this.record({
-      verb: 'list',
-      kind: r.kind,
-      apiVersion: resource.apiVersion,
-      ...(opts.namespace ? {namespace: opts.namespace} : {}),
-      dryRun: false,
-    })
+    const req = this.record('list', resource, opts.namespace ? {namespace: opts.namespace} : {})
     return this.handle(req, resource, () => {
       const labels = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined
       if (opts.labelSelector && !labels)
@@ -317,7 +311,7 @@ export class MemoryKube implements KubeClient {
 
   async get(ref: ObjectRef): Promise<KubeObject | undefined> {
     const res = await this.requireResource(ref)
-    const req = this.record({verb: 'get', kind: ref.kind, apiVersion: res.apiVersion, ...scope(ref), dryRun: false})
+    const req = this.record('get', res, scope(ref))
     return this.handle(req, res, () => {
       const stored = this.store.get(refKey(ref))
       return stored ? {...copy(stored.obj), apiVersion: res.apiVersion} : undefined
@@ -326,14 +320,7 @@ export class MemoryKube implements KubeClient {
 
   async create(obj: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
     const res = await this.requireResource(obj)
-    const req = this.record({
-      verb: 'create',
-      kind: obj.kind,
-      apiVersion: res.apiVersion,
-      ...scope(refOfObject(obj)),
-      dryRun: opts.dryRun === true,
-      body: copy(obj),
-    })
+    const req = this.record('create', res, {...scope(refOfObject(obj)), dryRun: opts.dryRun === true, body: copy(obj)})
     return this.handle(req, res, () => {
       if (this.store.has(refKey(refOfObject(obj))))
         throw this.error(
@@ -351,10 +338,7 @@ export class MemoryKube implements KubeClient {
   async apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeObject> {
     const res = await this.requireResource(obj)
     const ref = refOfObject(obj)
-    const req = this.record({
-      verb: 'apply',
-      kind: obj.kind,
-      apiVersion: res.apiVersion,
+    const req = this.record('apply', res, {
       ...scope(ref),
       dryRun: opts.dryRun === true,
       body: copy(obj),
@@ -377,14 +361,7 @@ export class MemoryKube implements KubeClient {
 
   async mergePatch(ref: ObjectRef, patch: Record<string, unknown>, opts: WriteOptions = {}): Promise<KubeObject> {
     const res = await this.requireResource(ref)
-    const req = this.record({
-      verb: 'patch',
-      kind: ref.kind,
-      apiVersion: res.apiVersion,
-      ...scope(ref),
-      dryRun: opts.dryRun === true,
-      body: copy(patch),
-    })
+    const req = this.record('patch', res, {...scope(ref), dryRun: opts.dryRun === true, body: copy(patch)})
     return this.handle(req, res, () => {
       const stored = this.store.get(refKey(ref))
       if (!stored) throw this.notFound(req, res, ref.name)
@@ -401,10 +378,7 @@ export class MemoryKube implements KubeClient {
 
   async delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<boolean> {
     const res = await this.requireResource(ref)
-    const req = this.record({
-      verb: 'delete',
-      kind: ref.kind,
-      apiVersion: res.apiVersion,
+    const req = this.record('delete', res, {
       ...scope(ref),
       dryRun: opts.dryRun === true,
       ...(opts.preconditions ? {preconditions: opts.preconditions} : {}),
@@ -581,7 +555,9 @@ export class MemoryKube implements KubeClient {
     return res
   }
 
-  private record(req: RequestRecord): RequestRecord {
+  /** Log a request as the server would see it: verb, resource, namespace/name, dryRun, body. */
+  private record(verb: Verb, res: ApiResource, details: Partial<RequestRecord>): RequestRecord {
+    const req: RequestRecord = {verb, kind: res.kind, apiVersion: res.apiVersion, dryRun: false, ...details}
     this.requests.push(req)
     return req
   }
