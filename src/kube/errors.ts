@@ -1,5 +1,6 @@
 // API failures turned into messages a person can act on (SPEC §7 "Errors"): what was attempted,
 // the HTTP status and reason, and the next thing to try. Never a stack trace.
+import {ExitCode} from '../cli/exit-codes.js'
 import {UserError} from '../errors.js'
 
 /** A v1.Status body as kube-apiserver sends it. */
@@ -109,7 +110,7 @@ export class KubeApiError extends UserError {
         ? `${attempt.what} failed: 401 ${reason ?? 'Unauthorized'}: the API server rejected the credentials of context "${context}"${extra.user ? ` (user "${extra.user}")` : ''}, also after loading them again from the kubeconfig`
         : `${attempt.what} failed: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`,
       {
-        exitCode: 1,
+        exitCode: ExitCode.Failure,
         suggestion: rejected ? credentialsRejected(context) : nextStep(status, body, attempt, context),
       },
     )
@@ -135,7 +136,7 @@ export class KubeConnectionError extends UserError {
     const detail = cause instanceof Error ? cause.message : String(cause)
     const timedOut = cause instanceof Error && (cause.name === 'AbortError' || cause.name === 'TimeoutError')
     super(`${attempt.what} failed: ${timedOut ? 'the request timed out' : `no answer from ${server}`} (${detail})`, {
-      exitCode: 1,
+      exitCode: ExitCode.Failure,
       suggestion: timedOut
         ? 'Raise --request-timeout, or check the API server\'s health.'
         : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
@@ -148,7 +149,7 @@ export class KubeConnectionError extends UserError {
 /** A missing or unusable kubeconfig: no fallback to localhost:8080 (ECOSYSTEM §5.6). */
 export class KubeConfigError extends UserError {
   constructor(message: string, suggestion: string) {
-    super(message, {exitCode: 1, suggestion})
+    super(message, {exitCode: ExitCode.Failure, suggestion})
   }
 }
 
