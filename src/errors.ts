@@ -1,5 +1,6 @@
 // Expected failures. A command catches these and prints the message and the suggestion on stderr
 // and exits with `exitCode` — never a stack trace (docs/architecture.md, "Exit codes").
+import {ExitCode} from './cli/exit-codes.js'
 
 /** A failure the user can act on: bad input, an unreachable cluster, a stale plan… */
 export class UserError extends Error {
@@ -10,7 +11,7 @@ export class UserError extends Error {
   constructor(message: string, opts: {exitCode?: number; suggestion?: string; cause?: unknown} = {}) {
     super(message, opts.cause === undefined ? undefined : {cause: opts.cause})
     this.name = new.target.name
-    this.exitCode = opts.exitCode ?? 1
+    this.exitCode = opts.exitCode ?? ExitCode.Failure
     if (opts.suggestion !== undefined) this.suggestion = opts.suggestion
   }
 }
@@ -29,7 +30,7 @@ export class ManifestError extends UserError {
     message: string,
     opts: {file: string; line?: number; column?: number; suggestion?: string; cause?: unknown},
   ) {
-    super(message, {exitCode: 1, suggestion: opts.suggestion, cause: opts.cause})
+    super(message, {exitCode: ExitCode.Failure, suggestion: opts.suggestion, cause: opts.cause})
     this.file = opts.file
     if (opts.line !== undefined) this.line = opts.line
     if (opts.column !== undefined) this.column = opts.column
@@ -43,7 +44,7 @@ export class InvalidPlanError extends UserError {
   constructor(file: string, problems: {path: string; message: string; line?: number}[]) {
     const list = problems.map((p) => `  - ${p.line === undefined ? '' : `line ${p.line}: `}${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n')
     super(`${file} is not a valid plan (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${list}`, {
-      exitCode: 4,
+      exitCode: ExitCode.Invalid,
       suggestion: 'Plans are written by the tool: regenerate it with `mesh-migrate plan NAMESPACE` rather than editing it, and review the new one.',
     })
     this.problems = problems
@@ -53,13 +54,13 @@ export class InvalidPlanError extends UserError {
 /** The cluster no longer matches what the plan recorded (exit 3). */
 export class StalePlanError extends UserError {
   constructor(message: string, suggestion?: string) {
-    super(message, {exitCode: 3, suggestion: suggestion ?? 'Re-run `mesh-migrate plan NAMESPACE` against the current cluster and review the new plan.'})
+    super(message, {exitCode: ExitCode.Stale, suggestion: suggestion ?? 'Re-run `mesh-migrate plan NAMESPACE` against the current cluster and review the new plan.'})
   }
 }
 
 /** Another operator holds the namespace's lock (exit 5). */
 export class LockHeldError extends UserError {
   constructor(message: string, suggestion?: string) {
-    super(message, {exitCode: 5, suggestion: suggestion ?? 'Wait for the other operation to finish; if its holder is dead, break the lock with `mesh-migrate unlock NAMESPACE`.'})
+    super(message, {exitCode: ExitCode.Locked, suggestion: suggestion ?? 'Wait for the other operation to finish; if its holder is dead, break the lock with `mesh-migrate unlock NAMESPACE`.'})
   }
 }

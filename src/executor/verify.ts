@@ -1,5 +1,7 @@
 // Postconditions of steps (SPEC §6, §7): each check reads the cluster and says whether it holds and
 // why not; `waitUntil` polls a check until it holds, the timeout passes, or the user interrupts.
+import {ExitCode} from '../cli/exit-codes.js'
+import {UserError} from '../errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {ObjectRef} from '../planner/model.js'
 import type {Verification} from '../planner/plan-types.js'
@@ -12,10 +14,13 @@ export interface CheckResult {
   detail: string
 }
 
-export class InterruptedError extends Error {
+/** The user interrupted (Ctrl+C): expected, so a UserError; apply and rollback record the step as Interrupted. */
+export class InterruptedError extends UserError {
   constructor() {
-    super('interrupted')
-    this.name = 'InterruptedError'
+    super('interrupted', {
+      exitCode: ExitCode.Interrupted,
+      suggestion: 'Re-run the command: `mesh-migrate apply PLAN --retry` finishes an interrupted step, `mesh-migrate rollback PLAN` undoes it.',
+    })
   }
 }
 

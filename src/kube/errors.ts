@@ -1,5 +1,6 @@
 // API failures turned into messages a person can act on (SPEC §7 "Errors"): what was attempted,
 // the HTTP status and reason, and the next thing to try. Never a stack trace.
+import {ExitCode} from '../cli/exit-codes.js'
 import {UserError} from '../errors.js'
 
 /** A v1.Status body as kube-apiserver sends it. */
@@ -109,7 +110,7 @@ export class KubeApiError extends UserError {
         ? `${attempt.what} failed: 401 ${reason ?? 'Unauthorized'}: the API server rejected the credentials of context "${context}"${extra.user ? ` (user "${extra.user}")` : ''}, also after loading them again from the kubeconfig`
         : `${attempt.what} failed: ${status}${reason ? ` ${reason}` : ''}: ${serverMessage}`,
       {
-        exitCode: 1,
+        exitCode: ExitCode.Failure,
         suggestion: rejected ? credentialsRejected(context) : nextStep(status, body, attempt, context),
       },
     )
@@ -120,6 +121,13 @@ export class KubeApiError extends UserError {
   }
 }
 
+/** A kind whose API the server does not serve (no CRD, or an unknown version): a 404 before any request is sent. */
+export function apiNotServed(ref: {apiVersion: string; kind: string}, group: string, context: string): KubeApiError {
+  const message = `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`
+  const attempt: Attempt = {method: 'GET', verb: 'discover', group, resource: '', kind: ref.kind, apiVersion: ref.apiVersion, what: `find the API for ${ref.kind} (${ref.apiVersion})`}
+  return new KubeApiError(404, {reason: 'NotFound', message}, attempt, context)
+}
+
 /** The API server could not be reached, or the connection dropped before an answer. */
 export class KubeConnectionError extends UserError {
   readonly attempt: Attempt
@@ -128,7 +136,7 @@ export class KubeConnectionError extends UserError {
     const detail = cause instanceof Error ? cause.message : String(cause)
     const timedOut = cause instanceof Error && (cause.name === 'AbortError' || cause.name === 'TimeoutError')
     super(`${attempt.what} failed: ${timedOut ? 'the request timed out' : `no answer from ${server}`} (${detail})`, {
-      exitCode: 1,
+      exitCode: ExitCode.Failure,
       suggestion: timedOut
         ? 'Raise --request-timeout, or check the API server\'s health.'
         : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
@@ -141,7 +149,7 @@ export class KubeConnectionError extends UserError {
 /** A missing or unusable kubeconfig: no fallback to localhost:8080 (ECOSYSTEM §5.6). */
 export class KubeConfigError extends UserError {
   constructor(message: string, suggestion: string) {
-    super(message, {exitCode: 1, suggestion})
+    super(message, {exitCode: ExitCode.Failure, suggestion})
   }
 }
 

@@ -9,7 +9,7 @@ import pRetry, {AbortError} from 'p-retry'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {FIELD_MANAGER} from '../planner/plan-types.js'
 import {groupOf, versionOf} from '../planner/refs.js'
-import {type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from './errors.js'
+import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from './errors.js'
 import type {AccessAttributes, AccessReview, ApiResource, ApplyOptions, DeleteOptions, Discovery, KubeClient, ListOptions, WriteOptions} from './types.js'
 
 const PAGE_SIZE = 500
@@ -254,18 +254,7 @@ export class HttpKubeClient implements KubeClient {
 
   private async requireResource(ref: Pick<ObjectRef, 'apiVersion' | 'kind'>): Promise<ApiResource> {
     const res = await this.resourceFor(ref.apiVersion, ref.kind)
-    if (!res) {
-      const group = groupOf(ref.apiVersion)
-      throw new KubeApiError(404, {reason: 'NotFound', message: `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`}, {
-        method: 'GET',
-        verb: 'discover',
-        group,
-        resource: '',
-        kind: ref.kind,
-        apiVersion: ref.apiVersion,
-        what: `find the API for ${ref.kind} (${ref.apiVersion})`,
-      }, this.context)
-    }
+    if (!res) throw apiNotServed(ref, groupOf(ref.apiVersion), this.context)
     return res
   }
 

@@ -16,7 +16,10 @@ import type {TestProject} from 'vitest/node'
 
 import {ASSETS_ENV, ENVTEST_DIR, type Envtest, envtestAssets, startEnvtest} from './envtest.js'
 
-let env: Envtest | undefined
+// The cluster and e2e projects both name this setup; when vitest shares the module between them they share
+// the server too (one start, one version line), and the last teardown stops it.
+let env: Promise<Envtest> | undefined
+let users = 0
 
 export async function setup(project: TestProject): Promise<void> {
   let assets: string | undefined
@@ -34,11 +37,19 @@ export async function setup(project: TestProject): Promise<void> {
   // (test/cluster/server.ts) and second servers then skip setup.sh.
   process.env[ASSETS_ENV] = assets
   const started = Date.now()
-  env = await startEnvtest({assets})
-  process.stderr.write(`\n[mesh-migrate tests] real kube-apiserver ${env.version} at ${env.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
-  project.provide('envtest', {url: env.url, version: env.version, caPem: env.caPem, tokens: env.tokens})
+  if (!env) {
+    env = startEnvtest({assets})
+    const server = await env
+    process.stderr.write(`\n[mesh-migrate tests] real kube-apiserver ${server.version} at ${server.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+  }
+  const server = await env
+  users++
+  project.provide('envtest', {url: server.url, version: server.version, caPem: server.caPem, tokens: server.tokens})
 }
 
 export async function teardown(): Promise<void> {
-  await env?.stop()
+  if (!env || --users > 0) return
+  const server = env
+  env = undefined
+  await (await server).stop()
 }

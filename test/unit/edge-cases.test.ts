@@ -1,14 +1,12 @@
 // What the plan does with each edge case of DOMAIN §7 that concerns config or workloads (issue 5 "Done when").
 // One manifest set per edge case under test/fixtures/edge-cases/, read like `--manifests` reads it
 // (loadManifestFiles → snapshot → buildInventory → buildPlan); where exit codes and flags matter, through the
-// built CLI. Every plan generated here must pass the tool's own `validate` (schema and safety rules).
+// built CLI in test/cli/edge-cases.test.ts. Every plan generated here must pass the tool's own `validate` (schema and safety rules).
 //
 // Not covered here: E17 (install/upgrade side effects) is a preflight concern with no plan-level behaviour —
 // preflight only names the istio-ingressgateway pruning in the fix text of its ambient check, and there is no
 // component diff to test; E20 (multicluster) is not handled by the planner at all (no istio.io/global, network
 // or cluster markers are read).
-import {mkdtemp} from 'node:fs/promises'
-import os from 'node:os'
 import path from 'node:path'
 
 import {parse} from 'yaml'
@@ -21,7 +19,6 @@ import type {MigrationPlan, Operation, PlanOptions, PlanStep} from '../../src/pl
 import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
 import {type BoundaryState, simulate, unexpectedHazards} from '../../src/planner/simulate.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
-import {runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/edge-cases')
@@ -1354,64 +1351,5 @@ describe('bookinfo (examples/bookinfo) with --routes httproute', () => {
     expect(finding(plan, 'routes-kept/bookinfo/ratings').code).toBe('VirtualServiceKept')
     expect(opsOf(step(plan, 'create-policies'))).toEqual(expect.arrayContaining(['apply AuthorizationPolicy/ratings-get-only-waypoint', 'apply AuthorizationPolicy/details-no-delete-waypoint']))
     expect(opsOf(step(plan, 'delete-sidecar-policies'))).toEqual(['apply AuthorizationPolicy/ratings-get-only-l4', 'delete AuthorizationPolicy/details-no-delete', 'delete AuthorizationPolicy/ratings-get-only'])
-  })
-})
-
-describe('edge cases through the built CLI (exit codes and flags)', () => {
-  let cwd: string
-  beforeAll(async () => {
-    cwd = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-edge-cases-'))
-  })
-  const plan = (file: string, ...flags: string[]) => runCli(['plan', NS, '--manifests', path.join(FIXTURES, file), '--out', '-', ...flags], {cwd})
-
-  it('E11: exit 1 while a client-side loss is unaccepted; each --accept-lost clears exactly its blocker', async () => {
-    const blocked = await plan('E11-client-side-routing.yaml')
-    expect(blocked.code).toBe(1)
-    expect(blocked.stderr).toContain('The plan has 2 blocker(s)')
-    expect((parse(blocked.stdout) as MigrationPlan).spec.summary.blockers).toBe(2)
-    const partly = await plan('E11-client-side-routing.yaml', '--accept-lost', 'E11/VirtualService/bookinfo/shop-ratings-timeout')
-    expect(partly.code).toBe(1)
-    expect((parse(partly.stdout) as MigrationPlan).spec.options.acceptLost).toEqual(['E11/VirtualService/bookinfo/shop-ratings-timeout'])
-    const accepted = await plan(
-      'E11-client-side-routing.yaml',
-      '--accept-lost', 'E11/VirtualService/bookinfo/shop-ratings-timeout',
-      '--accept-lost', 'E11/DestinationRule/bookinfo/shop-ratings-pool',
-      '--detailed-exitcode',
-    )
-    expect(accepted.code).toBe(10)
-    expect((parse(accepted.stdout) as MigrationPlan).spec.blockers).toEqual([])
-  })
-
-  it('E16: --istio-version 1.28 blocks on the dry-run policy, 1.29 does not', async () => {
-    const old = await plan('E16-custom-audit-dry-run.yaml', '--istio-version', '1.28')
-    expect(old.code).toBe(1)
-    expect((parse(old.stdout) as MigrationPlan).spec.blockers.map((b) => b.id)).toEqual(['E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run'])
-    const current = await plan('E16-custom-audit-dry-run.yaml', '--istio-version', '1.29')
-    expect(current.code).toBe(0)
-    expect((parse(current.stdout) as MigrationPlan).spec.steps.map((s) => s.id)).toContain('create-policies')
-  })
-
-  it('E5/E8: --opted-out enroll drops the opt-out step that keep-out writes', async () => {
-    const keepOut = parse((await plan('E5-inject-false.yaml')).stdout) as MigrationPlan
-    expect(keepOut.spec.steps.map((s) => s.id)).toContain('opt-out-workloads')
-    const enroll = await plan('E5-inject-false.yaml', '--opted-out', 'enroll')
-    expect(enroll.code).toBe(0)
-    expect((parse(enroll.stdout) as MigrationPlan).spec.steps.map((s) => s.id)).not.toContain('opt-out-workloads')
-  })
-
-  it('E14: --accept-hazard cannot accept a blocker that is not a hazard', async () => {
-    const r = await plan('E14-root-namespace-l7-policies.yaml', '--accept-hazard', 'apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads')
-    expect(r.code).toBe(1)
-    const p = parse(r.stdout) as MigrationPlan
-    expect(p.spec.hazards.find((h) => h.accepted)?.id).toBe('apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads')
-    expect(p.spec.blockers.map((b) => b.id)).toContain('E14/AuthorizationPolicy/istio-system/ratings-read-only')
-  })
-
-  it('writes a plan file that `validate` accepts', async () => {
-    const out = path.join(cwd, 'e25.yaml')
-    const r = await runCli(['plan', NS, '--manifests', path.join(FIXTURES, 'E25-network-policies.yaml'), '--out', out], {cwd})
-    expect(r.code).toBe(0)
-    const v = await runCli(['validate', out], {cwd})
-    expect(v.code, v.stderr).toBe(0)
   })
 })

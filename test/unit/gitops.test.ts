@@ -1,9 +1,6 @@
 // E23: the plan of a GitOps-managed namespace as manifest changes (`show -o patches`), step by step.
-import {mkdtemp} from 'node:fs/promises'
-import os from 'node:os'
 import path from 'node:path'
 
-import {parseAllDocuments} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {gitOpsManagedObjects, manifestChanges} from '../../src/planner/gitops.js'
@@ -12,7 +9,6 @@ import type {SourceSnapshot} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
-import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/edge-cases/E23-gitops-managed.yaml')
@@ -76,30 +72,5 @@ describe('manifestChanges', () => {
     // The plan itself is not changed by the rendering.
     const planned = plan.spec.steps.find((s) => s.id === 'create-policies')!.operations[0] as {object: {metadata: {labels: Record<string, string>}}}
     expect(planned.object.metadata.labels['app.kubernetes.io/managed-by']).toBe('mesh-migrate')
-  })
-})
-
-describe('show -o patches (built CLI)', () => {
-  it('prints a YAML stream that parses, one document per change, with the managed objects listed first', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-gitops-'))
-    const out = path.join(dir, 'bookinfo.yaml')
-    expect((await runCli(['plan', NS, '--manifests', FIXTURE, '--out', out])).code).toBe(0)
-    const r = await runCli(['show', out, '-o', 'patches'])
-    expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toContain('#   Namespace bookinfo: Argo CD (argocd.argoproj.io/instance=bookinfo-platform)')
-    expect(r.stdout).toContain('#   kubectl -n bookinfo rollout restart deployment/reviews-v1')
-    const docs = parseAllDocuments(r.stdout)
-    expect(docs.every((d) => d.errors.length === 0)).toBe(true)
-    const objects = docs.map((d) => d.toJS()).filter((d) => d !== null)
-    expect(objects).toHaveLength(8)
-    expect(objects[3]).toEqual({apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'bookinfo', labels: {'istio.io/use-waypoint': 'waypoint'}}})
-
-    const json = await runCli(['show', out, '-o', 'patches', '--json'])
-    expect(json.code).toBe(0)
-    expect((JSON.parse(json.stdout) as unknown[]).length).toBe(manifestChanges(plan).length)
-
-    const bad = await runCli(['show', out, '-o', 'diff'])
-    expect(bad.code).toBe(2)
-    expect(hasStackTrace(bad.stderr)).toBe(false)
   })
 })
