@@ -6,9 +6,12 @@ import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, res
 import {LockHeldError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
 import {liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
+import {checkOwner, claimNamespace} from '../executor/ownership.js'
+import {ProjectedCluster} from '../executor/projection.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import {stderrPainter} from '../ui/color.js'
+import {dryRunLines} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
 
@@ -57,24 +60,28 @@ ${EXIT_CODES_HELP}
     const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
     const dryRun = flags['dry-run'] === 'server'
     const file = await resolvePlanFile(args.plan, {unfinishedOnly: true})
-    const state = await PlanState.load(file)
+    let state = await PlanState.load(file)
     const p = stderrPainter()
+    // Every line of a dry run says so: nothing of it was persisted or recorded.
+    const say = (m: string) => this.note(dryRun ? dryRunLines(m) : m)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
     // A step recorded Running is either being applied right now by the lock's holder or was left by an
-    // apply that died: a live holder is reported as such (exit 5), not as a step to retry.
+    // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
+    // --lock-timeout the lock is waited for first, and the record read again once it is ours.
     const blocked = flags.retry ? undefined : blockingStep(state)
-    if (blocked && !dryRun) {
+    if (blocked && !dryRun && lockTimeoutMs === 0) {
       const holder = await liveHolder(await connectCluster(flags), state.namespace)
       if (holder) throw new LockHeldError(`namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`, lockHeldSuggestion(state.namespace))
     }
-    const steps = stepsToApply(state, selection, flags.retry)
+    const waitForHolder = blocked !== undefined && !dryRun && lockTimeoutMs > 0
+    let steps = waitForHolder ? [] : stepsToApply(state, selection, flags.retry)
     if (state.plan.spec.blockers.length > 0) {
       throw new UserError(`the plan has ${state.plan.spec.blockers.length} blocker(s): ${state.plan.spec.blockers.map((b) => b.id).join(', ')}`, {
         exitCode: 1,
-        suggestion: `Resolve them (mesh-migrate show ${file}), then re-run mesh-migrate plan.`,
+        suggestion: `Resolve them (mesh-migrate show ${file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
       })
     }
-    if (steps.length === 0) {
+    if (!waitForHolder && steps.length === 0) {
       const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
       this.note(selection.kind === 'to' && next
         ? `Step ${selection.id} of ${file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
@@ -101,18 +108,24 @@ ${EXIT_CODES_HELP}
           onWait: (holder) => this.note(`Namespace ${state.namespace} is locked by ${holder}; waiting up to ${flags['lock-timeout']}…`),
           onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
         })
+        // The holder we waited for may have changed the record: judge the steps on the file as it is now.
+        state = await PlanState.load(file)
+        steps = stepsToApply(state, selection, flags.retry)
+        await claimNamespace(client, state, whoAmI())
         await state.begin()
+      } else {
+        await checkOwner(client, state, 'apply')
       }
-      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {}), ...(dryRun ? {projection: new ProjectedCluster(client)} : {})}
       const {preflightRunner} = await import('../preflight/runner.js')
       ctx.preflight = preflightRunner(client, state.plan)
       const total = state.plan.spec.steps.length
       for (const step of steps) {
         const index = state.plan.spec.steps.indexOf(step) + 1
-        this.note(`\n${p.paint('bold', `Step ${index}/${total} ${step.id}`)}: ${step.description}`)
-        for (const line of describeStepWrites(step)) this.note(`  will ${line}`)
-        if (step.verify.length > 0) this.note(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
-        this.note(`  undo: ${step.undo.description}`)
+        say(`\n${p.paint('bold', `Step ${index}/${total} ${step.id}`)}: ${step.description}`)
+        for (const line of describeStepWrites(step)) say(`  will ${line}`)
+        if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
+        say(`  undo: ${step.undo.description}`)
         if (!flags.yes && !dryRun) {
           const check = await checkStep(ctx, step)
           if (check.stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
@@ -122,17 +135,17 @@ ${EXIT_CODES_HELP}
         }
         let outcome: {skippedWrites: boolean; details: string[]} | undefined
         await runTasks([{
-          title: `${step.id}${dryRun ? ' (dry run)' : ''}`,
+          title: dryRun ? dryRunLines(step.id) : step.id,
           run: async (update) => {
             ctx.onProgress = update
             outcome = await applyStep(ctx, step)
-            if (dryRun) return 'accepted by the server'
+            if (dryRun) return step.operations.length === 0 ? 'read-only, nothing sent' : 'accepted by the server, nothing persisted'
             if (step.operations.length === 0) return 'verified'
             return outcome.skippedWrites ? 'already in place, verified' : 'applied and verified'
           },
         }])
         applied.push({id: step.id, action: step.action, skippedWrites: outcome!.skippedWrites, details: outcome!.details})
-        for (const d of outcome!.details) this.note(`  ${d}`)
+        for (const d of outcome!.details) say(`  ${d}`)
       }
     } catch (error) {
       if (error instanceof InterruptedError) {

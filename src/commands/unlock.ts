@@ -4,7 +4,7 @@ import {clusterFlags} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
-import {breakLock, describeHolder, leaseExpired, lockRef} from '../executor/lock.js'
+import {breakLock, describeHolder, holderState, lockRef} from '../executor/lock.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 
 export default class UnlockCommand extends BaseCommand {
@@ -32,7 +32,7 @@ ${EXIT_CODES_HELP}`
       return this.emit({namespace: ns}, 'table', () => '')
     }
     const holder = describeHolder(lease)
-    this.note(`Namespace ${ns} is locked by ${holder}${leaseExpired(lease) ? ' (expired: the holder stopped renewing)' : ' (still being renewed: the holder looks alive)'}.`)
+    this.note(`Namespace ${ns} is locked by ${holder} (${holderState(lease)}).`)
     if (flags.confirm !== undefined) {
       if (flags.confirm !== ns) throw new UserError(`--confirm ${flags.confirm} does not match ${ns}`, {exitCode: 2})
     } else if (!canPrompt()) {

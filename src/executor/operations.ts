@@ -33,6 +33,29 @@ export function containsAll(actual: unknown, wanted: unknown): boolean {
   return Object.entries(wanted).every(([k, v]) => v === undefined || containsAll((actual as Record<string, unknown>)[k], v))
 }
 
+/**
+ * Where `actual` first departs from `wanted` (a JSON path like `spec.rules[0].to`), or undefined when it
+ * has every field of `wanted` — what a drift report names.
+ */
+export function firstDifference(actual: unknown, wanted: unknown, path = ''): string | undefined {
+  if (wanted === null || typeof wanted !== 'object') return deepEqual(actual, wanted) ? undefined : path || '.'
+  if (Array.isArray(wanted)) {
+    if (!Array.isArray(actual) || actual.length !== wanted.length) return path || '.'
+    for (const [i, w] of wanted.entries()) {
+      const d = firstDifference(actual[i], w, `${path}[${i}]`)
+      if (d) return d
+    }
+    return undefined
+  }
+  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return path || '.'
+  for (const [k, v] of Object.entries(wanted)) {
+    if (v === undefined) continue
+    const d = firstDifference((actual as Record<string, unknown>)[k], v, path ? `${path}.${k}` : k)
+    if (d) return d
+  }
+  return undefined
+}
+
 function labelsOf(obj: KubeObject | undefined): Record<string, string> {
   return obj?.metadata.labels ?? {}
 }
