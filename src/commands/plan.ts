@@ -8,7 +8,8 @@ import {defaultPlanPath, readTextFile, writeFileAtomic} from '../executor/plan-s
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
+import {checkPlanText, renderPlanFile} from '../planner/planfile.js'
+import {mayHaveWritten, phaseOf} from '../planner/rollback.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
@@ -66,9 +67,10 @@ ${EXIT_CODES_HELP}`
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
     if (previousText !== undefined && !flags.force) {
       const previous = checkPlanText(previousText).plan
-      if (previous && hasStarted(previous)) {
+      // A fully rolled-back plan has nothing left to undo: it may be replaced.
+      if (previous && previous.spec.steps.some((s) => mayHaveWritten(phaseOf(previous, s)))) {
         throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
-          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out}\`; --force overwrites it (its progress record is lost).`,
+          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it); --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
         })
       }
     }

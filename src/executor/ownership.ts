@@ -4,6 +4,8 @@
 // write of a plan records it as the namespace's owner (an annotation on the Namespace, kept until the
 // plan is fully rolled back); another plan's apply or rollback is refused before any write (exit 5),
 // as a held lock is.
+import path from 'node:path'
+
 import {LockHeldError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
@@ -50,18 +52,26 @@ function refuse(state: PlanState, owner: PlanOwner, verb: 'apply' | 'roll back')
   )
 }
 
+/**
+ * The owner is this plan: the same reviewed spec, or the same plan file (re-planned with --force, which
+ * replaces the plan in progress and takes over what it applied).
+ */
+function ownedBy(owner: PlanOwner, state: PlanState): boolean {
+  return owner.digest === planDigest(state) || path.normalize(owner.plan) === path.normalize(state.file)
+}
+
 /** Refuse (exit 5) when another plan owns the namespace; returns the Namespace as read. */
 export async function checkOwner(client: KubeClient, state: PlanState, verb: 'apply' | 'roll back'): Promise<KubeObject | undefined> {
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
-  if (owner && owner.digest !== planDigest(state)) refuse(state, owner, verb)
+  if (owner && !ownedBy(owner, state)) refuse(state, owner, verb)
   return ns
 }
 
 /** Before the plan's first write: record it as the namespace's owner (refused when another plan is). */
 export async function claimNamespace(client: KubeClient, state: PlanState, who: string): Promise<void> {
   const ns = await checkOwner(client, state, 'apply')
-  if (!ns || readOwner(ns)) return
+  if (!ns || readOwner(ns)?.digest === planDigest(state)) return
   const owner: PlanOwner = {plan: state.file, digest: planDigest(state), by: who, since: new Date().toISOString()}
   try {
     await client.mergePatch(nsRef(state.namespace), {metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: JSON.stringify(owner)}}})
@@ -77,7 +87,7 @@ export async function releaseIfRolledBack(client: KubeClient, state: PlanState):
   if (state.plan.spec.steps.some((s) => mayHaveWritten(state.phase(s)))) return false
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
-  if (!ns || !owner || owner.digest !== planDigest(state)) return false
+  if (!ns || !owner || !ownedBy(owner, state)) return false
   await client.mergePatch(nsRef(state.namespace), {metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: null}}})
   return true
 }
