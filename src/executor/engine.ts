@@ -11,7 +11,7 @@ import {DATAPLANE_MODE_LABEL as DATAPLANE_MODE} from '../planner/namespace.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, type PreconditionContext, stalePreconditions} from './operations.js'
+import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, podTemplateOf, type PreconditionContext, stalePreconditions} from './operations.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import type {PlanState} from './plan-state.js'
 import {hasSidecar, livePods} from './observe.js'
@@ -478,7 +478,8 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
           const enableAmbient = step.action === 'enable-ambient' ? step : state.plan.spec.steps.find((s) => s.action === 'enable-ambient')
           if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
         }
-        await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun})
+        const seenNow = Object.fromEntries(Object.keys(labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
+        await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun, unchanged: labelsStill(seenNow, (o) => o.metadata.labels ?? {})})
         details.push([...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)), ...left.map((k) => `left ${k} (changed since)`)].join(', '))
         break
       }

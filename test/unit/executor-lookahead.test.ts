@@ -8,7 +8,8 @@ import {describe, expect, it} from 'vitest'
 
 import {stepDrift} from '../../src/executor/drift.js'
 import {holderAlive, holderProcessGone, LOCK_INFO_ANNOTATION} from '../../src/executor/lock.js'
-import {firstDifference} from '../../src/executor/operations.js'
+import {firstDifference, performOperation} from '../../src/executor/operations.js'
+import {KubeApiError} from '../../src/kube/errors.js'
 import {laterStepProblems, ProjectedCluster, projectablePreconditions} from '../../src/executor/projection.js'
 import type {KubeClient} from '../../src/kube/types.js'
 import {objectFingerprint} from '../../src/planner/canonical.js'
@@ -131,5 +132,49 @@ describe('drift names the object and the label key or field', () => {
     const edited = {...waypoint, spec: {gatewayClassName: 'istio'}}
     expect(await stepDrift(mapClient([edited]), steps[0]!, NS)).toEqual([`Gateway ${NS}/waypoint: field spec.gatewayClassName differs from what the step wrote`])
     expect(await stepDrift(mapClient([]), steps[0]!, NS)).toEqual([`Gateway ${NS}/waypoint is missing`])
+  })
+})
+
+describe('a 409 on a namespace label patch from an unrelated writer (point 17)', () => {
+  const attempt = {method: 'PATCH', verb: 'patch', group: '', resource: 'namespaces', what: `patch namespaces/${NS}`}
+  const conflict = () => new KubeApiError(409, {reason: 'Conflict', message: 'the object has been modified; please apply your changes to the latest version and try again'}, attempt, 'test')
+
+  /** A namespace another controller keeps annotating: the first patch conflicts, the state then is `after`. */
+  function racingClient(after: Record<string, string>): KubeClient & {patches: Record<string, unknown>[]} {
+    let rv = 1
+    let labels: Record<string, string> = {'istio-injection': 'enabled'}
+    const c = {
+      patches: [] as Record<string, unknown>[],
+      get: async () => ({...nsRef, metadata: {name: NS, labels: {...labels}, resourceVersion: String(rv)}}),
+      mergePatch: async (_ref: ObjectRef, patch: {metadata: {labels: Record<string, string | null>; resourceVersion: string}}) => {
+        c.patches.push(patch)
+        if (c.patches.length === 1) {
+          // The unrelated write lands between our read and our patch.
+          rv++
+          labels = after
+          throw conflict()
+        }
+        if (patch.metadata.resourceVersion !== String(rv)) throw conflict()
+        labels = Object.fromEntries(Object.entries({...labels, ...patch.metadata.labels}).filter(([, v]) => v !== null)) as Record<string, string>
+        rv++
+        return {...nsRef, metadata: {name: NS, labels}}
+      },
+    }
+    return c as unknown as KubeClient & {patches: Record<string, unknown>[]}
+  }
+  const op = {op: 'label' as const, ref: nsRef, labels: {'istio.io/dataplane-mode': 'ambient'}}
+
+  it('re-reads and retries on the fresh resourceVersion when the labels the step needs are unchanged', async () => {
+    const client = racingClient({'istio-injection': 'enabled'})
+    const result = await performOperation(client, op, {planName: NS, dryRun: false, restartStamp: ''})
+    expect(result.before).toEqual({labels: {'istio.io/dataplane-mode': null}})
+    expect(client.patches.map((p) => (p as {metadata: {resourceVersion: string}}).metadata.resourceVersion)).toEqual(['1', '2'])
+    expect((await client.get(nsRef))?.metadata.labels).toEqual({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'})
+  })
+
+  it('a conflict on the label the step writes (someone set it meanwhile) is not retried over', async () => {
+    const client = racingClient({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'})
+    await expect(performOperation(client, op, {planName: NS, dryRun: false, restartStamp: ''})).rejects.toMatchObject({status: 409})
+    expect(client.patches).toHaveLength(1)
   })
 })
