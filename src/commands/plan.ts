@@ -18,11 +18,23 @@ import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 
+/** Why a namespace needs no step, in the words of its data-plane mode. */
+function nothingToMigrateWhy(plan: MigrationPlan): string {
+  switch (plan.spec.summary.from) {
+    case 'ambient':
+      return 'it is already in ambient mode'
+    case 'none':
+      return 'none of its pods is in the mesh and nothing injects sidecars there (no istio-injection or istio.io/rev label)'
+    default:
+      return `its data-plane mode is ${plan.spec.summary.from} and no step applies`
+  }
+}
+
 export default class PlanCommand extends BaseCommand {
   static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml.'
   static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (preflight, create-waypoint, wait-waypoint, create-policies, bind-waypoint, enable-ambient, remove-sidecar-injection, restart-workloads, delete-sidecar-policies, verify-dataplane — only those the namespace needs), each with the objects it writes, its verification and its undo.
 
-The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1.
+The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -99,8 +111,12 @@ ${EXIT_CODES_HELP}`
     })
     const text = renderPlanFile(plan)
 
+    const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
     if (out === '-') {
       if (!this.jsonEnabled() && flags.output === 'table') process.stdout.write(text)
+    } else if (nothingToDo) {
+      // A plan without steps would only be a file to review and merge for nothing.
+      this.note(`Nothing to migrate in namespace ${namespace}: ${nothingToMigrateWhy(plan)}. No plan file written${previousText !== undefined ? ` (${out} from an earlier plan is left as it is)` : ''}.`)
     } else if (previousText === text) {
       this.note(`${out} is up to date (unchanged).`)
     } else {
