@@ -14,6 +14,7 @@ import {stderrPainter} from '../ui/color.js'
 import {dryRunLines} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
+import {describeWindow, openWindows} from '../planner/windows.js'
 
 interface ApplyResult {
   plan: string
@@ -161,6 +162,14 @@ ${EXIT_CODES_HELP}
       await lock?.release().catch(() => undefined)
     }
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+    if (!dryRun && remaining.length > 0) {
+      // Stopping inside a hazard window leaves policies degraded until a later step: say which, until when.
+      const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
+      if (windows.length > 0) {
+        this.note(p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`))
+        for (const w of windows) this.note(p.paint('yellow', `  - ${describeWindow(w)}`))
+      }
+    }
     if (!dryRun) this.note(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (mesh-migrate apply ${file} --step). ${remaining.length} step(s) left.`)
     return this.emit({plan: file, namespace: state.namespace, dryRun, applied, remaining}, 'table', () => '')
   }

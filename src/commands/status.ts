@@ -13,6 +13,7 @@ import type {KubeClient} from '../kube/types.js'
 import type {StepPhase} from '../planner/plan-types.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
+import {describeWindow, openWindows} from '../planner/windows.js'
 
 interface StepRow {
   id: string
@@ -34,6 +35,8 @@ interface PlanStatusResult {
   pending: number
   /** Steps whose writes the cluster no longer shows. */
   drifted: number
+  /** Hazard windows the plan is stopped inside (policies degraded until a later step is applied). */
+  openWindows: string[]
   /** Set when the current context is not the plan's cluster (no drift is reported then). */
   otherCluster?: string
   lock?: string
@@ -140,6 +143,7 @@ ${EXIT_CODES_HELP}`
         state: planProgress(file, state.plan).state,
         pending: rows.filter((r) => r.phase !== 'Applied').length,
         drifted: rows.filter((r) => r.drift === 'drifted').length,
+        openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
         ...(elsewhere ? {otherCluster: elsewhere} : {}),
         ...(lock ? {lock} : {}),
         steps: rows,
@@ -162,7 +166,8 @@ ${EXIT_CODES_HELP}`
           s.drift === 'drifted' ? p.paint('red', 'drifted') : s.drift ?? '-',
           s.driftDetail ?? (s.phase === 'Failed' || s.phase === 'Interrupted' ? s.message ?? '' : ''),
         ]), p)
-        return `${head}\n${table}`
+        const windows = r.openWindows.length > 0 ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}` : ''
+        return `${head}\n${table}${windows}`
       }).join('\n\n')
     })
   }

@@ -147,4 +147,22 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     expect(next.code, next.stderr).toBe(0)
     expect(JSON.parse((await cluster.api.get(nsRef))!.metadata.annotations![OWNER_ANNOTATION]!).plan).toBe(second)
   }, 180_000)
+
+  it('stopping inside a hazard window (after restart-workloads) warns which policy is degraded until which step; status shows it', async () => {
+    const second = 'plans/second.yaml'
+    const restart = stepOf('restart-workloads').id
+    const r = await cli(['apply', second, '--to', restart, '--yes', '--timeout', '90s'], cwd, kube)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain('Warning: stopped inside 1 hazard window(s); until they close:')
+    expect(r.stderr).toMatch(new RegExp(`  - AuthorizationPolicy/ratings-get-only: AuthorizationPolicy/ratings-get-only is deny-all at ztunnel .* — until step ${stepOf('delete-sidecar-policies').id} is applied`))
+    const status = await cli(['status', second, '-o', 'json'], cwd, kube)
+    const [result] = JSON.parse(status.stdout) as {openWindows: string[]}[]
+    expect(result!.openWindows).toHaveLength(1)
+    expect(result!.openWindows[0]).toContain('AuthorizationPolicy/ratings-get-only')
+    // Closed by the next step: no window, no warning.
+    const next = await cli(['apply', second, '--step', '--yes', '--timeout', '90s'], cwd, kube)
+    expect(next.code, next.stderr).toBe(0)
+    expect(next.stderr).not.toContain('hazard window')
+    expect((JSON.parse((await cli(['status', second, '-o', 'json'], cwd, kube)).stdout) as {openWindows: string[]}[])[0]!.openWindows).toEqual([])
+  }, 240_000)
 })
