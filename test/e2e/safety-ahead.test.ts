@@ -143,6 +143,10 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     expect(rollback.code, rollback.stderr).toBe(0)
     expect(rollback.stderr).toContain(`namespace ${NS} is free for another plan`)
     expect((await cluster.api.get(nsRef))!.metadata.annotations?.[OWNER_ANNOTATION]).toBeUndefined()
+    // The second plan was made while the first plan's objects were there (it took them for the namespace's
+    // own): re-made on the namespace as it is now, it may apply.
+    const remade = await cli(['plan', NS, '--out', second, '--waypoint-name', 'waypoint-b'], cwd, kube)
+    expect(remade.code, remade.stderr).toBe(0)
     const next = await cli(['apply', second, '--step', '--yes', '--timeout', '60s'], cwd, kube)
     expect(next.code, next.stderr).toBe(0)
     expect(JSON.parse((await cluster.api.get(nsRef))!.metadata.annotations![OWNER_ANNOTATION]!).plan).toBe(second)
