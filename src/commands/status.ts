@@ -80,7 +80,7 @@ async function otherCluster(client: KubeClient, state: PlanState): Promise<strin
 
 export default class StatusCommand extends BaseCommand {
   static override summary = 'Plan progress (step, phase, when, by whom) and live drift.'
-  static override description = `Without PLAN: every plan under plans/. With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did?
+  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
