@@ -6,7 +6,7 @@ import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, res
 import {LockHeldError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
 import {liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
-import {checkOwner, claimNamespace} from '../executor/ownership.js'
+import {checkOwner} from '../executor/ownership.js'
 import {ProjectedCluster} from '../executor/projection.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
@@ -116,11 +116,10 @@ ${EXIT_CODES_HELP}
         // The holder we waited for may have changed the record: judge the steps on the file as it is now.
         state = await PlanState.load(file)
         steps = stepsToApply(state, selection, flags.retry)
-        await claimNamespace(client, state, whoAmI())
-        await state.begin()
-      } else {
-        await checkOwner(client, state, 'apply')
       }
+      // Another plan owns the namespace: refused before anything is written (the first write claims it).
+      await checkOwner(client, state, 'apply')
+      if (!dryRun) await state.begin()
       const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {}), ...(dryRun ? {projection: new ProjectedCluster(client)} : {})}
       const {preflightRunner} = await import('../preflight/runner.js')
       ctx.preflight = preflightRunner(client, state.plan)

@@ -12,6 +12,7 @@ import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
 import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, podTemplateOf, type PreconditionContext, stalePreconditions} from './operations.js'
+import {claimNamespace} from './ownership.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import type {PlanState} from './plan-state.js'
 import {hasSidecar, livePods} from './observe.js'
@@ -232,7 +233,11 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
     throw new StalePlanError(`the cluster changed since the plan was made; step ${step.id} would act on a different state:\n${check.stale.map((s) => `  - ${s}`).join('\n')}`, staleSuggestion(state))
   }
   if (ctx.dryRun) return dryRunStep(ctx, step, check)
-  if (step.operations.length > 0) await checkLaterSteps(ctx, step)
+  if (step.operations.length > 0) {
+    await checkLaterSteps(ctx, step)
+    // Right before the plan's first write: it becomes the namespace's owner (no write when it already is).
+    await claimNamespace(ctx.client, state, ctx.who)
+  }
   ctx.lock?.assertHeld()
   const previous = state.status(step.id)
   const observed: Record<string, unknown> = {...(previous?.observed ?? {})}
