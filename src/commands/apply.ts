@@ -59,6 +59,15 @@ ${EXIT_CODES_HELP}
     ...clusterFlags,
   }
 
+  /** Stopping inside a hazard window leaves policies degraded until a later step: say which, until when. */
+  private warnOpenWindows(state: PlanState): void {
+    const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
+    if (windows.length === 0) return
+    const p = stderrPainter()
+    this.note(p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`))
+    for (const w of windows) this.note(p.paint('yellow', `  - ${describeWindow(w)}`))
+  }
+
   async run(): Promise<ApplyResult | undefined> {
     const {args, flags} = await this.parse(ApplyCommand)
     const timeoutMs = parseDuration(flags.timeout, '--timeout')
@@ -165,14 +174,7 @@ ${EXIT_CODES_HELP}
       await lock?.release().catch(() => undefined)
     }
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
-    if (!dryRun && remaining.length > 0) {
-      // Stopping inside a hazard window leaves policies degraded until a later step: say which, until when.
-      const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
-      if (windows.length > 0) {
-        this.note(p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`))
-        for (const w of windows) this.note(p.paint('yellow', `  - ${describeWindow(w)}`))
-      }
-    }
+    if (!dryRun && remaining.length > 0) this.warnOpenWindows(state)
     if (!dryRun) this.note(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (mesh-migrate apply ${file} --step). ${remaining.length} step(s) left.`)
     return this.emit({plan: file, namespace: state.namespace, dryRun, applied, remaining}, 'table', () => '')
   }
