@@ -108,7 +108,7 @@ ${EXIT_CODES_HELP}
     }
 
     const client = await connectCluster(flags)
-    await checkTargetCluster(client, state, flags['allow-other-cluster'], (m) => this.note(m))
+    await checkTargetCluster(client, state, flags['allow-other-cluster'], say)
     const interrupt = interruptHandler((m) => this.note(m))
     let lock: NamespaceLock | undefined
     const applied: ApplyResult['applied'] = []
