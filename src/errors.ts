@@ -45,7 +45,8 @@ export class InvalidPlanError extends UserError {
     const list = problems.map((p) => `  - ${p.line === undefined ? '' : `line ${p.line}: `}${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n')
     super(`${file} is not a valid plan (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${list}`, {
       exitCode: ExitCode.Invalid,
-      suggestion: 'Plans are written by the tool: regenerate it with `mesh-migrate plan NAMESPACE` rather than editing it, and review the new one.',
+      // apply and rollback refuse an invalid plan, and plan refuses to overwrite one in progress without --force.
+      suggestion: `Plans are written by the tool: restore the reviewed file (e.g. \`git checkout -- ${file}\`), or regenerate it with \`mesh-migrate plan NAMESPACE\` rather than editing it (with --force if steps were applied: their record is then lost) and review the new one.`,
     })
     this.problems = problems
   }

@@ -25,7 +25,8 @@ export interface CensusPlan {
   /** Applied steps of the plan. */
   applied: number
   steps: number
-  state: 'not-started' | 'in-progress' | 'applied' | 'failed' | 'interrupted' | 'rolled-back'
+  /** blocked: the plan has blockers and cannot be applied (it has written nothing). */
+  state: 'blocked' | 'not-started' | 'in-progress' | 'applied' | 'failed' | 'interrupted' | 'rolled-back'
   /** The step that needs attention next (failed/interrupted one, else the first pending). */
   next?: string
 }
@@ -96,7 +97,8 @@ export function waypointReadiness(gateway: KubeObject, deployment: KubeObject | 
   return {name, ready: true, detail: `Programmed, ${available} replica(s) available`}
 }
 
-function planProgress(file: string, plan: MigrationPlan): CensusPlan {
+/** A plan's state and progress as census and status show it. */
+export function planProgress(file: string, plan: MigrationPlan): CensusPlan {
   const phase = (id: string): StepPhase => plan.status?.steps.find((s) => s.id === id)?.phase ?? 'Pending'
   const phases = plan.spec.steps.map((s) => ({id: s.id, phase: phase(s.id)}))
   const applied = phases.filter((p) => p.phase === 'Applied').length
@@ -109,6 +111,7 @@ function planProgress(file: string, plan: MigrationPlan): CensusPlan {
   else if (interrupted) state = 'interrupted'
   else if (phases.length > 0 && applied === phases.length) state = 'applied'
   else if (applied > 0) state = 'in-progress'
+  else if (plan.spec.blockers.length > 0) state = 'blocked'
   else if (rolledBack) state = 'rolled-back'
   else state = 'not-started'
   const next = failed?.id ?? interrupted?.id ?? pending?.id

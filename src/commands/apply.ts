@@ -6,11 +6,15 @@ import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, res
 import {LockHeldError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
 import {liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
+import {checkOwner} from '../executor/ownership.js'
+import {ProjectedCluster} from '../executor/projection.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import {stderrPainter} from '../ui/color.js'
+import {dryRunLines} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
+import {describeWindow, openWindows} from '../planner/windows.js'
 
 interface ApplyResult {
   plan: string
@@ -24,7 +28,11 @@ export default class ApplyCommand extends BaseCommand {
   static override summary = 'Apply the next step of a plan (or several), verify it, and record it in the plan file.'
   static override description = `PLAN is a plan file or a namespace (plans/<namespace>.yaml); omitted, the one unfinished plan under plans/.
 
-For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the step's preconditions (exit 3 if the cluster changed), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back.
+For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
+
+One plan per namespace: the first write records the plan as the namespace's owner (annotation mesh-migrate.io/owner-plan, removed when the plan is fully rolled back); another plan file for the namespace is refused with exit 5, naming the owner.
+
+--dry-run=server sends every write with dryRun=All and marks every line "[server dry run]"; each step's preconditions see the dry-run writes of the steps before it, so --all gets through every step. What cannot be judged without really applying (the readiness of a waypoint created in the same run) is named; read-only steps send nothing.
 
 EXIT CODES
 ${EXIT_CODES_HELP}
@@ -51,30 +59,43 @@ ${EXIT_CODES_HELP}
     ...clusterFlags,
   }
 
+  /** Stopping inside a hazard window leaves policies degraded until a later step: say which, until when. */
+  private warnOpenWindows(state: PlanState): void {
+    const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
+    if (windows.length === 0) return
+    const p = stderrPainter()
+    this.note(p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`))
+    for (const w of windows) this.note(p.paint('yellow', `  - ${describeWindow(w)}`))
+  }
+
   async run(): Promise<ApplyResult | undefined> {
     const {args, flags} = await this.parse(ApplyCommand)
     const timeoutMs = parseDuration(flags.timeout, '--timeout')
     const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
     const dryRun = flags['dry-run'] === 'server'
     const file = await resolvePlanFile(args.plan, {unfinishedOnly: true})
-    const state = await PlanState.load(file)
+    let state = await PlanState.load(file)
     const p = stderrPainter()
+    // Every line of a dry run says so: nothing of it was persisted or recorded.
+    const say = (m: string) => this.note(dryRun ? dryRunLines(m) : m)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
     // A step recorded Running is either being applied right now by the lock's holder or was left by an
-    // apply that died: a live holder is reported as such (exit 5), not as a step to retry.
+    // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
+    // --lock-timeout the lock is waited for first, and the record read again once it is ours.
     const blocked = flags.retry ? undefined : blockingStep(state)
-    if (blocked && !dryRun) {
+    if (blocked && !dryRun && lockTimeoutMs === 0) {
       const holder = await liveHolder(await connectCluster(flags), state.namespace)
       if (holder) throw new LockHeldError(`namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`, lockHeldSuggestion(state.namespace))
     }
-    const steps = stepsToApply(state, selection, flags.retry)
+    const waitForHolder = blocked !== undefined && !dryRun && lockTimeoutMs > 0
+    let steps = waitForHolder ? [] : stepsToApply(state, selection, flags.retry)
     if (state.plan.spec.blockers.length > 0) {
       throw new UserError(`the plan has ${state.plan.spec.blockers.length} blocker(s): ${state.plan.spec.blockers.map((b) => b.id).join(', ')}`, {
         exitCode: 1,
-        suggestion: `Resolve them (mesh-migrate show ${file}), then re-run mesh-migrate plan.`,
+        suggestion: `Resolve them (mesh-migrate show ${file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
       })
     }
-    if (steps.length === 0) {
+    if (!waitForHolder && steps.length === 0) {
       const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
       this.note(selection.kind === 'to' && next
         ? `Step ${selection.id} of ${file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
@@ -87,7 +108,7 @@ ${EXIT_CODES_HELP}
     }
 
     const client = await connectCluster(flags)
-    await checkTargetCluster(client, state, flags['allow-other-cluster'], (m) => this.note(m))
+    await checkTargetCluster(client, state, flags['allow-other-cluster'], say)
     const interrupt = interruptHandler((m) => this.note(m))
     let lock: NamespaceLock | undefined
     const applied: ApplyResult['applied'] = []
@@ -101,18 +122,23 @@ ${EXIT_CODES_HELP}
           onWait: (holder) => this.note(`Namespace ${state.namespace} is locked by ${holder}; waiting up to ${flags['lock-timeout']}…`),
           onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
         })
-        await state.begin()
+        // The holder we waited for may have changed the record: judge the steps on the file as it is now.
+        state = await PlanState.load(file)
+        steps = stepsToApply(state, selection, flags.retry)
       }
-      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+      // Another plan owns the namespace: refused before anything is written (the first write claims it).
+      await checkOwner(client, state, 'apply')
+      if (!dryRun) await state.begin()
+      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {}), ...(dryRun ? {projection: new ProjectedCluster(client)} : {})}
       const {preflightRunner} = await import('../preflight/runner.js')
       ctx.preflight = preflightRunner(client, state.plan)
       const total = state.plan.spec.steps.length
       for (const step of steps) {
         const index = state.plan.spec.steps.indexOf(step) + 1
-        this.note(`\n${p.paint('bold', `Step ${index}/${total} ${step.id}`)}: ${step.description}`)
-        for (const line of describeStepWrites(step)) this.note(`  will ${line}`)
-        if (step.verify.length > 0) this.note(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
-        this.note(`  undo: ${step.undo.description}`)
+        say(`\n${p.paint('bold', `Step ${index}/${total} ${step.id}`)}: ${step.description}`)
+        for (const line of describeStepWrites(step)) say(`  will ${line}`)
+        if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
+        say(`  undo: ${step.undo.description}`)
         if (!flags.yes && !dryRun) {
           const check = await checkStep(ctx, step)
           if (check.stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
@@ -122,17 +148,17 @@ ${EXIT_CODES_HELP}
         }
         let outcome: {skippedWrites: boolean; details: string[]} | undefined
         await runTasks([{
-          title: `${step.id}${dryRun ? ' (dry run)' : ''}`,
+          title: dryRun ? dryRunLines(step.id) : step.id,
           run: async (update) => {
             ctx.onProgress = update
             outcome = await applyStep(ctx, step)
-            if (dryRun) return 'accepted by the server'
+            if (dryRun) return step.operations.length === 0 ? 'read-only, nothing sent' : 'accepted by the server, nothing persisted'
             if (step.operations.length === 0) return 'verified'
             return outcome.skippedWrites ? 'already in place, verified' : 'applied and verified'
           },
         }])
         applied.push({id: step.id, action: step.action, skippedWrites: outcome!.skippedWrites, details: outcome!.details})
-        for (const d of outcome!.details) this.note(`  ${d}`)
+        for (const d of outcome!.details) say(`  ${d}`)
       }
     } catch (error) {
       if (error instanceof InterruptedError) {
@@ -148,6 +174,7 @@ ${EXIT_CODES_HELP}
       await lock?.release().catch(() => undefined)
     }
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+    if (!dryRun && remaining.length > 0) this.warnOpenWindows(state)
     if (!dryRun) this.note(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (mesh-migrate apply ${file} --step). ${remaining.length} step(s) left.`)
     return this.emit({plan: file, namespace: state.namespace, dryRun, applied, remaining}, 'table', () => '')
   }

@@ -10,6 +10,7 @@ import {buildPlan} from '../planner/plan-builder.js'
 import type {FleetPlan} from '../planner/fleet.js'
 import type {MigrationPlan, PlanOptions} from '../planner/plan-types.js'
 import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
+import {mayHaveWritten, phaseOf} from '../planner/rollback.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
@@ -18,11 +19,23 @@ import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 
+/** Why a namespace needs no step, in the words of its data-plane mode. */
+function nothingToMigrateWhy(plan: MigrationPlan): string {
+  switch (plan.spec.summary.from) {
+    case 'ambient':
+      return 'it is already in ambient mode'
+    case 'none':
+      return 'none of its pods is in the mesh and nothing injects sidecars there (no istio-injection or istio.io/rev label)'
+    default:
+      return `its data-plane mode is ${plan.spec.summary.from} and no step applies`
+  }
+}
+
 export default class PlanCommand extends BaseCommand {
   static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml (of many: -A, -l, or several names, with the fleet overview plans/fleet.yaml).'
   static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (preflight, create-waypoint, wait-waypoint, create-policies, bind-waypoint, enable-ambient, remove-sidecar-injection, restart-workloads, delete-sidecar-policies, verify-dataplane — only those the namespace needs), each with the objects it writes, its verification and its undo.
 
-The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1.
+The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
 
 FLEET: with --all-namespaces (-A), --selector (-l) or several namespaces, the cluster is read once (one cluster-wide LIST per kind, whatever the number of namespaces), each namespace gets its plan (-A/-l: only those with something to migrate) and plans/fleet.yaml orders them into migration waves from their cross-namespace dependencies (routing they export to each other, AuthorizationPolicies naming each other, callers that would bypass a waypoint, shared waypoints). A namespace's exported routing applied by a waypoint of an earlier wave is not lost for its callers. --accept-lost/--accept-hazard apply to every plan. Read it with mesh-migrate show --fleet.
 
@@ -80,9 +93,10 @@ ${EXIT_CODES_HELP}`
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
     if (previousText !== undefined && !flags.force) {
       const previous = checkPlanText(previousText).plan
-      if (previous && hasStarted(previous)) {
+      // A fully rolled-back plan has nothing left to undo: it may be replaced.
+      if (previous && previous.spec.steps.some((s) => mayHaveWritten(phaseOf(previous, s)))) {
         throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
-          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out}\`; --force overwrites it (its progress record is lost).`,
+          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it); --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
         })
       }
     }
@@ -102,8 +116,12 @@ ${EXIT_CODES_HELP}`
     })
     const text = renderPlanFile(plan)
 
+    const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
     if (out === '-') {
       if (!this.jsonEnabled() && flags.output === 'table') process.stdout.write(text)
+    } else if (nothingToDo) {
+      // A plan without steps would only be a file to review and merge for nothing.
+      this.note(`Nothing to migrate in namespace ${namespace}: ${nothingToMigrateWhy(plan)}. No plan file written${previousText !== undefined ? ` (${out} from an earlier plan is left as it is)` : ''}.`)
     } else if (previousText === text) {
       this.note(`${out} is up to date (unchanged).`)
     } else {

@@ -6,10 +6,12 @@ import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, res
 import {UserError} from '../errors.js'
 import {checkRollback, type ExecutionContext, undoStep} from '../executor/engine.js'
 import {NamespaceLock, whoAmI} from '../executor/lock.js'
+import {checkOwner, releaseIfRolledBack} from '../executor/ownership.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import {rollbackSequence} from '../planner/rollback.js'
 import {stderrPainter} from '../ui/color.js'
+import {dryRunLines} from '../ui/dry-run.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
 
@@ -21,7 +23,7 @@ interface RollbackResult {
 
 export default class RollbackCommand extends BaseCommand {
   static override summary = 'Undo applied steps of a plan in the safe order (default: all of them).'
-  static override description = `Never a blind reverse: the injection label is restored and the workloads restarted (so pods get their sidecars back) before istio.io/dataplane-mode is removed; deleted sidecar policies are re-created before that restart; the waypoint is unbound and deleted last. Only objects this plan created and that still carry its annotation are deleted. Steps whose undo only makes sense together (remove-sidecar-injection, restart-workloads, delete-sidecar-policies) are undone together even with --step.
+  static override description = `Never a blind reverse: the injection label is restored and the workloads restarted (so pods get their sidecars back) before istio.io/dataplane-mode is removed; deleted sidecar policies are re-created before that restart; the waypoint is unbound and deleted last. Only objects this plan created and that still carry its annotation are deleted; objects that existed before the step are left. A plan that does not own the namespace (another plan's first write made that one its owner) is refused with exit 5; a plan fully rolled back gives the namespace up. With --dry-run=server every line is marked "[server dry run]". Steps whose undo only makes sense together (remove-sidecar-injection, restart-workloads, delete-sidecar-policies) are undone together even with --step.
 
 Destructive: asks you to type the namespace, or pass --confirm NAMESPACE.
 
@@ -56,9 +58,11 @@ ${EXIT_CODES_HELP}
       return this.emit({plan: file, namespace: ns, rolledBack: []}, 'table', () => '')
     }
     const p = stderrPainter()
-    this.note(`Rolling back ${selection.steps.length} step(s) of ${file}, in this order:`)
-    for (const step of selection.steps) this.note(`  - ${step.id}: ${step.undo.description}`)
-    if (selection.note) this.note(p.paint('yellow', `Note: ${selection.note}.`))
+    // Every line of a dry run says so: nothing of it was persisted or recorded.
+    const say = (m: string) => this.note(dryRun ? dryRunLines(m) : m)
+    say(`Rolling back ${selection.steps.length} step(s) of ${file}, in this order:`)
+    for (const step of selection.steps) say(`  - ${step.id}: ${step.undo.description}`)
+    if (selection.note) say(p.paint('yellow', `Note: ${selection.note}.`))
 
     if (!dryRun) {
       if (flags.confirm !== undefined) {
@@ -71,7 +75,7 @@ ${EXIT_CODES_HELP}
     }
 
     const client = await connectCluster(flags)
-    await checkTargetCluster(client, state, flags['allow-other-cluster'], (m) => this.note(m))
+    await checkTargetCluster(client, state, flags['allow-other-cluster'], say)
     const interrupt = interruptHandler((m) => this.note(m))
     let lock: NamespaceLock | undefined
     const rolledBack: RollbackResult['rolledBack'] = []
@@ -86,17 +90,22 @@ ${EXIT_CODES_HELP}
           onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
         })
       }
+      // Another plan's objects carry the same plan name: never undo over what another plan applied.
+      await checkOwner(client, state, 'roll back')
       const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
-      await checkRollback(ctx, selection.steps, (m) => this.note(`Warning: ${m}`))
+      const warn = (m: string) => say(`Warning: ${m}`)
+      await checkRollback(ctx, selection.steps, warn)
       await runTasks(selection.steps.map((step) => ({
-        title: `undo ${step.id}`,
+        title: dryRun ? dryRunLines(`undo ${step.id}`) : `undo ${step.id}`,
         run: async (update) => {
           ctx.onProgress = update
-          const details = await undoStep(ctx, step, (m) => this.note(`Warning: ${m}`))
+          const details = await undoStep(ctx, step, warn)
           rolledBack.push({id: step.id, details})
-          return details.length === 0 ? 'nothing to undo' : details.join('; ')
+          const summary = details.length === 0 ? 'nothing to undo' : details.join('; ')
+          return dryRun && step.undo.operations.length > 0 ? `accepted by the server, nothing persisted: ${summary}` : summary
         },
       })))
+      if (!dryRun && (await releaseIfRolledBack(client, state))) this.note(`Every step of ${file} is rolled back: namespace ${ns} is free for another plan.`)
     } catch (error) {
       if (error instanceof InterruptedError) {
         process.exitCode = 130

@@ -2,16 +2,18 @@ import {Args, Flags} from '@oclif/core'
 
 import {clusterFlags} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-import {connectCluster} from '../cli/plan-commands.js'
-import {UserError} from '../errors.js'
-import {describeHolder, lockRef} from '../executor/lock.js'
-import {effectPresent} from '../executor/operations.js'
+import {checkTargetCluster, connectCluster} from '../cli/plan-commands.js'
+import {type CensusPlan, planProgress} from '../census/census.js'
+import {StalePlanError, UserError} from '../errors.js'
+import {describeHolder, holderAlive, holderState, lockRef} from '../executor/lock.js'
+import {stepDrift} from '../executor/drift.js'
 import {PlanState} from '../executor/plan-state.js'
 import {listPlanFiles, resolvePlanArg} from '../executor/plan-store.js'
 import type {KubeClient} from '../kube/types.js'
 import type {StepPhase} from '../planner/plan-types.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
+import {describeWindow, openWindows} from '../planner/windows.js'
 
 interface StepRow {
   id: string
@@ -28,7 +30,15 @@ interface StepRow {
 interface PlanStatusResult {
   plan: string
   namespace: string
+  /** As census shows it: blocked, not-started, in-progress, applied, failed, interrupted, rolled-back. */
+  state: CensusPlan['state']
   pending: number
+  /** Steps whose writes the cluster no longer shows. */
+  drifted: number
+  /** Hazard windows the plan is stopped inside (policies degraded until a later step is applied). */
+  openWindows: string[]
+  /** Set when the current context is not the plan's cluster (no drift is reported then). */
+  otherCluster?: string
   lock?: string
   steps: StepRow[]
 }
@@ -51,22 +61,26 @@ async function driftOf(client: KubeClient, state: PlanState, rows: StepRow[]): P
       row.drift = 'n/a'
       continue
     }
-    const stamp = state.status(step.id)?.observed?.restartedAt as string | undefined
-    const missing: string[] = []
-    for (const op of step.operations) {
-      // A later restart replaces the timestamp without undoing anything: restarts are not drift.
-      if (op.op === 'restart') continue
-      const present = await effectPresent(client, op, state.plan.metadata.name, stamp)
-      if (!present) missing.push(op.op === 'apply' ? `${op.object.kind} ${op.object.metadata.name} missing or changed` : op.op === 'delete' ? `${op.ref.kind} ${op.ref.name} is back` : `labels of ${op.ref.kind} ${op.ref.name} changed`)
-    }
-    row.drift = missing.length === 0 ? 'in-sync' : 'drifted'
-    if (missing.length > 0) row.driftDetail = missing.join('; ')
+    const found = await stepDrift(client, step, state.plan.metadata.name)
+    row.drift = found.length === 0 ? 'in-sync' : 'drifted'
+    if (found.length > 0) row.driftDetail = found.join('; ')
+  }
+}
+
+/** The plan's cluster is not the current one: say so instead of reporting its steps as drifted. */
+async function otherCluster(client: KubeClient, state: PlanState): Promise<string | undefined> {
+  try {
+    await checkTargetCluster(client, state, false, () => undefined)
+    return undefined
+  } catch (error) {
+    if (error instanceof StalePlanError) return error.message.replace(/^the plan was made for another cluster: /, '')
+    throw error
   }
 }
 
 export default class StatusCommand extends BaseCommand {
   static override summary = 'Plan progress (step, phase, when, by whom) and live drift.'
-  static override description = `Without PLAN: every plan under plans/. With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did?
+  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -76,7 +90,7 @@ ${EXIT_CODES_HELP}`
   static override args = {plan: Args.string({description: 'Plan file or namespace (default: every plan under plans/).'})}
   static override flags = {
     output: outputFlag,
-    'detailed-exitcode': Flags.boolean({description: 'Exit 10 when steps are pending.'}),
+    'detailed-exitcode': Flags.boolean({description: 'Exit 10 when steps are pending or the cluster drifted from what applied steps wrote.'}),
     offline: Flags.boolean({description: 'Do not contact the cluster (no drift, no lock information).'}),
     ...clusterFlags,
   }
@@ -111,18 +125,31 @@ ${EXIT_CODES_HELP}`
         return {id: s.id, action: s.action, phase: st?.phase ?? 'Pending', ...(st?.at ? {at: st.at} : {}), ...(st?.by ? {by: st.by} : {}), ...(st?.message ? {message: st.message} : {})}
       })
       let lock: string | undefined
+      let elsewhere: string | undefined
       if (client) {
         try {
+          elsewhere = await otherCluster(client, state)
+          if (elsewhere) throw new UserError(`the plan belongs to another cluster: ${elsewhere}`)
           await driftOf(client, state, rows)
           const lease = await client.get(lockRef(state.namespace))
-          if (lease?.spec?.holderIdentity) lock = describeHolder(lease)
+          if (lease?.spec?.holderIdentity) lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
         } catch (error) {
           this.note(`${file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
         }
       }
-      results.push({plan: file, namespace: state.namespace, pending: rows.filter((r) => r.phase !== 'Applied').length, ...(lock ? {lock} : {}), steps: rows})
+      results.push({
+        plan: file,
+        namespace: state.namespace,
+        state: planProgress(file, state.plan).state,
+        pending: rows.filter((r) => r.phase !== 'Applied').length,
+        drifted: rows.filter((r) => r.drift === 'drifted').length,
+        openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
+        ...(elsewhere ? {otherCluster: elsewhere} : {}),
+        ...(lock ? {lock} : {}),
+        steps: rows,
+      })
     }
-    if (flags['detailed-exitcode'] && results.some((r) => r.pending > 0)) process.exitCode = 10
+    if (flags['detailed-exitcode'] && results.some((r) => r.pending > 0 || r.drifted > 0)) process.exitCode = 10
     if (invalid > 0) {
       this.note(`${invalid} of ${files.length} plan(s) could not be read (see above).`)
       process.exitCode = invalidExit
@@ -130,7 +157,7 @@ ${EXIT_CODES_HELP}`
     return this.emit(results, flags.output, () => {
       const p = stdoutPainter()
       return results.map((r) => {
-        const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.steps.length - r.pending}/${r.steps.length} applied${r.lock ? ` — locked by ${r.lock}` : ''}`
+        const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
         const table = renderTable(['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'], r.steps.map((s) => [
           s.id,
           s.phase,
@@ -139,7 +166,8 @@ ${EXIT_CODES_HELP}`
           s.drift === 'drifted' ? p.paint('red', 'drifted') : s.drift ?? '-',
           s.driftDetail ?? (s.phase === 'Failed' || s.phase === 'Interrupted' ? s.message ?? '' : ''),
         ]), p)
-        return `${head}\n${table}`
+        const windows = r.openWindows.length > 0 ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}` : ''
+        return `${head}\n${table}${windows}`
       }).join('\n\n')
     })
   }

@@ -4,12 +4,12 @@ import {clusterFlags} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
-import {breakLock, describeHolder, leaseExpired, lockRef} from '../executor/lock.js'
+import {breakLock, describeHolder, holderState, lockRef} from '../executor/lock.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 
 export default class UnlockCommand extends BaseCommand {
   static override summary = 'Break the lock on a namespace left by an operator whose apply/rollback died.'
-  static override description = `apply and rollback hold a Lease (mesh-migrate-lock) in the namespace while they run and renew it; a killed process leaves it until it expires (60 s lease plus a 30 s clock-skew margin). unlock deletes it at once. Only do this when you are sure the holder is not running: two operators migrating one namespace at the same time is what the lock prevents.
+  static override description = `apply and rollback hold a Lease (mesh-migrate-lock) in the namespace while they run and renew it; a killed process leaves it until it expires (60 s lease plus a 30 s clock-skew margin). A holder that ran on this host and whose process is gone is shown as dead (apply takes its lock over without waiting). unlock deletes it at once. Only do this when you are sure the holder is not running: two operators migrating one namespace at the same time is what the lock prevents.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -32,7 +32,7 @@ ${EXIT_CODES_HELP}`
       return this.emit({namespace: ns}, 'table', () => '')
     }
     const holder = describeHolder(lease)
-    this.note(`Namespace ${ns} is locked by ${holder}${leaseExpired(lease) ? ' (expired: the holder stopped renewing)' : ' (still being renewed: the holder looks alive)'}.`)
+    this.note(`Namespace ${ns} is locked by ${holder} (${holderState(lease)}).`)
     if (flags.confirm !== undefined) {
       if (flags.confirm !== ns) throw new UserError(`--confirm ${flags.confirm} does not match ${ns}`, {exitCode: 2})
     } else if (!canPrompt()) {

@@ -11,11 +11,19 @@ interface FileResult {
   file: string
   valid: boolean
   problems: PlanProblem[]
+  /** Ids of the plan's blockers: a blocked plan cannot be applied, so it does not pass the gate. */
+  blockers: string[]
+}
+
+function verdict(r: FileResult): string {
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+  if (r.problems.length > 0) return `invalid (${plural(r.problems.length, 'problem')}${r.blockers.length > 0 ? `, ${plural(r.blockers.length, 'blocker')}` : ''})`
+  return `blocked (${plural(r.blockers.length, 'blocker')}: ${r.blockers.join(', ')})`
 }
 
 export default class ValidateCommand extends BaseCommand {
   static override summary = 'Check plan files without touching a cluster: schema, digest and safety (the pull-request gate).'
-  static override description = `A plan from a pull request is input, not code. validate rejects unknown fields and actions, writes outside the plan's namespace, cluster-scoped objects, kinds a step may not write, waypoints that are not class istio-waypoint, Secrets, and a spec edited after the first apply. Every problem of every file is listed; the exit code is 4 when any file is invalid.
+  static override description = `A plan from a pull request is input, not code. validate rejects unknown fields and actions, writes outside the plan's namespace, cluster-scoped objects, kinds a step may not write, waypoints that are not class istio-waypoint, Secrets, and a spec edited after the first apply. A plan with blockers cannot be applied, so it does not pass either. Every problem and blocker of every file is listed; the exit code is 4 when any file is invalid or blocked.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -31,15 +39,22 @@ ${EXIT_CODES_HELP}`
     const results: FileResult[] = []
     for (const file of argv as string[]) {
       let problems: PlanProblem[]
+      let blockers: string[] = []
       try {
         const text = await readTextFile(file, 'plan file')
         // plans/fleet.yaml (plan -A) sits next to the plans: check it as what it is.
-        problems = /^kind: FleetPlan$/m.test(text) ? checkFleetText(text).problems : checkPlanText(text).problems
+        if (/^kind: FleetPlan$/m.test(text)) {
+          problems = checkFleetText(text).problems
+        } else {
+          const checked = checkPlanText(text)
+          problems = checked.problems
+          blockers = checked.plan?.spec.blockers.map((b) => b.id) ?? []
+        }
       } catch (error) {
         if (!(error instanceof UserError)) throw error
         problems = [{path: '', message: error.message}]
       }
-      results.push({file, valid: problems.length === 0, problems})
+      results.push({file, valid: problems.length === 0 && blockers.length === 0, problems, blockers})
     }
     const invalid = results.filter((r) => !r.valid)
     if (invalid.length > 0) {
@@ -50,11 +65,12 @@ ${EXIT_CODES_HELP}`
           const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
           process.stderr.write(`${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`)
         }
+        for (const id of r.blockers) process.stderr.write(`${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`)
       }
     }
     return this.emit(results, flags.output, () => {
       const painter = stdoutPainter()
-      return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', `invalid (${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})`)}`).join('\n')
+      return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`).join('\n')
     })
   }
 }

@@ -11,7 +11,9 @@ import {DATAPLANE_MODE_LABEL as DATAPLANE_MODE} from '../planner/namespace.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, guardedMergePatch, isOurs, labelsMatch, operationRef, performOperation, podTemplateOf, stalePreconditions} from './operations.js'
+import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, podTemplateOf, type PreconditionContext, stalePreconditions} from './operations.js'
+import {claimNamespace} from './ownership.js'
+import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import type {PlanState} from './plan-state.js'
 import {hasSidecar, livePods} from './observe.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
@@ -37,6 +39,8 @@ export interface ExecutionContext {
   signal: AbortSignal
   preflight?: PreflightRunner
   onProgress?: (message: string) => void
+  /** Dry runs of several steps: the earlier steps' dry-run writes, as later preconditions must see them. */
+  projection?: ProjectedCluster
 }
 
 /** Phases that block apply until retried or rolled back. */
@@ -138,32 +142,73 @@ export function describeStepWrites(step: PlanStep): string[] {
   })
 }
 
-/** Re-read the step's preconditions: what changed since the plan was made (empty = may run). */
-export async function checkStep(ctx: ExecutionContext, step: PlanStep): Promise<{alreadyDone: boolean; stale: string[]}> {
+function preconditionContext(ctx: ExecutionContext): Omit<PreconditionContext, 'targetLabels' | 'deletes'> {
+  return {namespace: ctx.state.namespace, planName: ctx.state.plan.metadata.name, stored: storedObjects(ctx.state), fromManifests: fromManifests(ctx.state)}
+}
+
+/**
+ * Re-read the step's preconditions: what changed since the plan was made (empty = may run). In a dry run
+ * of several steps the cluster is seen through `ctx.projection` (the dry-run writes of the earlier steps);
+ * `notChecked` lists what cannot be judged there.
+ */
+export async function checkStep(ctx: ExecutionContext, step: PlanStep): Promise<{alreadyDone: boolean; stale: string[]; notChecked: string[]}> {
+  const client = ctx.projection?.asClient() ?? ctx.client
   const stamp = ctx.state.status(step.id)?.observed?.restartedAt as string | undefined
   let alreadyDone = step.operations.length > 0
   for (const op of step.operations) {
-    if (!(await effectPresent(ctx.client, op, ctx.state.plan.metadata.name, stamp))) {
+    if (!(await effectPresent(client, op, ctx.state.plan.metadata.name, stamp))) {
       alreadyDone = false
       break
     }
   }
-  if (alreadyDone) return {alreadyDone, stale: []}
-  const targetLabels: Record<string, string | null> = {}
-  const deletes = new Set<string>()
-  for (const op of step.operations) {
-    if (op.op === 'label') Object.assign(targetLabels, op.labels)
-    if (op.op === 'delete') deletes.add(refKey(op.ref))
+  if (alreadyDone) return {alreadyDone, stale: [], notChecked: []}
+  const {checks, skipped} = ctx.projection ? projectablePreconditions(step, ctx.projection) : {checks: step.preconditions, skipped: []}
+  const stale = await stalePreconditions(client, checks, {...preconditionContext(ctx), ...ownWrites(step)})
+  return {alreadyDone, stale, notChecked: skipped}
+}
+
+/**
+ * Drift is caught before traffic changes: before a step writes, the preconditions of every step after it
+ * that has not run yet are checked against the cluster as the steps before them will leave it. A policy
+ * edited after create-policies stops apply before bind-waypoint, not after the restart.
+ */
+async function checkLaterSteps(ctx: ExecutionContext, step: PlanStep): Promise<void> {
+  const steps = ctx.state.plan.spec.steps
+  const rest = steps.slice(steps.indexOf(step)).filter((s, i) => i === 0 || ctx.state.phase(s) !== 'Applied')
+  const found = await laterStepProblems(ctx.client, rest, preconditionContext(ctx))
+  if (found.length === 0) return
+  const list = found.flatMap(({step: later, problems}) => problems.map((p) => `  - ${p} (precondition of step ${later.id})`)).join('\n')
+  throw new StalePlanError(
+    `the cluster changed since the plan was made; a later step would act on a different state, so apply stops before step ${step.id} (nothing was written by it):\n${list}`,
+    staleSuggestion(ctx.state),
+  )
+}
+
+/**
+ * What to do about a stale plan, as commands that work in its state: a plan that has not written yet can
+ * be re-planned; one in progress is rolled back first (or replaced with --force, losing its record).
+ */
+export function staleSuggestion(state: PlanState): string {
+  const started = state.plan.spec.steps.some((s) => mayHaveWritten(state.phase(s)))
+  const ns = state.namespace
+  if (!started) return `Re-run \`mesh-migrate plan ${ns}\` against the current cluster and review the new plan (or restore what changed and re-run the apply).`
+  return `Restore what changed and re-run the apply; or undo the applied steps with \`mesh-migrate rollback ${state.file} --confirm ${ns}\`, then \`mesh-migrate plan ${ns}\` (a fully rolled-back plan is replaced without --force). \`mesh-migrate plan ${ns} --force\` replaces the plan in progress at once, but loses its record of what was applied, so that rollback can no longer undo it.`
+}
+
+/**
+ * A server dry run of one step: every write sent with dryRun=All, and laid over `ctx.projection` so the
+ * next steps' preconditions see it. A read-only step sends nothing, so nothing is "accepted" for it.
+ */
+async function dryRunStep(ctx: ExecutionContext, step: PlanStep, check: {alreadyDone: boolean; notChecked: string[]}): Promise<{skippedWrites: boolean; details: string[]}> {
+  const details = check.notChecked.map((n) => `not checked in a dry run: ${n}`)
+  if (step.operations.length === 0) {
+    details.push(`read-only step: nothing sent to the server${step.verify.length > 0 ? `; its checks (${step.verify.map((v) => v.check).join(', ')}) run on a real apply` : ''}`)
+    return {skippedWrites: true, details}
   }
-  const stale = await stalePreconditions(ctx.client, step.preconditions, {
-    namespace: ctx.state.namespace,
-    planName: ctx.state.plan.metadata.name,
-    stored: storedObjects(ctx.state),
-    fromManifests: fromManifests(ctx.state),
-    targetLabels,
-    deletes,
-  })
-  return {alreadyDone, stale}
+  for (const op of step.operations) await performOperation(ctx.client, op, {planName: ctx.state.plan.metadata.name, dryRun: true, restartStamp: new Date().toISOString()})
+  ctx.projection?.addStep(step)
+  details.push(`the server accepted all ${step.operations.length} write(s) with dryRun=All; nothing was persisted or recorded`)
+  return {skippedWrites: check.alreadyDone, details}
 }
 
 async function verifyStep(ctx: ExecutionContext, step: PlanStep): Promise<string[]> {
@@ -185,11 +230,13 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
   const {state} = ctx
   const check = await checkStep(ctx, step)
   if (check.stale.length > 0) {
-    throw new StalePlanError(`the cluster changed since the plan was made; step ${step.id} would act on a different state:\n${check.stale.map((s) => `  - ${s}`).join('\n')}`)
+    throw new StalePlanError(`the cluster changed since the plan was made; step ${step.id} would act on a different state:\n${check.stale.map((s) => `  - ${s}`).join('\n')}`, staleSuggestion(state))
   }
-  if (ctx.dryRun) {
-    for (const op of step.operations) await performOperation(ctx.client, op, {planName: state.plan.metadata.name, dryRun: true, restartStamp: new Date().toISOString()})
-    return {skippedWrites: check.alreadyDone, details: ['server accepted every write (dryRun=All); nothing was changed or recorded']}
+  if (ctx.dryRun) return dryRunStep(ctx, step, check)
+  if (step.operations.length > 0) {
+    await checkLaterSteps(ctx, step)
+    // Right before the plan's first write: it becomes the namespace's owner (no write when it already is).
+    await claimNamespace(ctx.client, state, ctx.who)
   }
   ctx.lock?.assertHeld()
   const previous = state.status(step.id)
@@ -436,7 +483,8 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
           const enableAmbient = step.action === 'enable-ambient' ? step : state.plan.spec.steps.find((s) => s.action === 'enable-ambient')
           if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
         }
-        await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun})
+        const seenNow = Object.fromEntries(Object.keys(labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
+        await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun, unchanged: labelsStill(seenNow, (o) => o.metadata.labels ?? {})})
         details.push([...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)), ...left.map((k) => `left ${k} (changed since)`)].join(', '))
         break
       }

@@ -73,6 +73,38 @@ export function leaseExpired(lease: KubeObject, now = Date.now()): boolean {
   return !lease.spec?.holderIdentity || Number.isNaN(renew) || now - renew > (seconds + CLOCK_SKEW_SECONDS) * 1000
 }
 
+/**
+ * The holder's process is known to be gone: the Lease names this host (holder "user@host/pid/…") and no
+ * process with that PID runs here. A holder on another host, or a PID that runs (maybe reused by another
+ * process), is not known to be gone.
+ */
+export function holderProcessGone(lease: KubeObject, host = os.hostname()): {pid: number} | undefined {
+  const holder = readLockInfo(lease)?.holder ?? lease.spec?.holderIdentity ?? ''
+  const [who, pidText] = holder.split('/')
+  const pid = Number(pidText)
+  if (!who || who.slice(who.lastIndexOf('@') + 1) !== host || !Number.isInteger(pid) || pid <= 0) return undefined
+  try {
+    process.kill(pid, 0)
+    return undefined
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH' ? {pid} : undefined
+  }
+}
+
+/** Whether the Lease still stands for a running holder: renewed in time, and not a dead process of this host. */
+export function holderAlive(lease: KubeObject): boolean {
+  return !leaseExpired(lease) && !holderProcessGone(lease)
+}
+
+/** Why a Lease no longer stands for a running holder, for messages ("expired", "process 123 …"). */
+export function holderState(lease: KubeObject): string {
+  if (leaseExpired(lease)) return 'expired: the holder stopped renewing'
+  const gone = holderProcessGone(lease)
+  if (gone) return `dead: process ${gone.pid} is not running on this host`
+  return 'still being renewed: the holder looks alive'
+}
+
 export function describeHolder(lease: KubeObject): string {
   const info = readLockInfo(lease)
   return info ? `${info.who} (${info.command}, since ${info.startedAt})` : `${lease.spec?.holderIdentity ?? 'unknown holder'}`
@@ -81,7 +113,7 @@ export function describeHolder(lease: KubeObject): string {
 /** Who holds the namespace's lock and still renews it; undefined when it is free or expired. */
 export async function liveHolder(client: KubeClient, namespace: string): Promise<string | undefined> {
   const lease = await client.get(lockRef(namespace))
-  return lease && !leaseExpired(lease) ? describeHolder(lease) : undefined
+  return lease && holderAlive(lease) ? describeHolder(lease) : undefined
 }
 
 export function lockHeldSuggestion(namespace: string): string {
@@ -160,8 +192,8 @@ export class NamespaceLock {
       this.resourceVersion = current.metadata.resourceVersion
       return undefined
     }
-    if (!leaseExpired(current)) return describeHolder(current)
-    // The holder is gone (released or stopped renewing): take over, guarded by resourceVersion.
+    if (holderAlive(current)) return describeHolder(current)
+    // The holder is gone (released, stopped renewing, or its process on this host died): take over, guarded by resourceVersion.
     try {
       const updated = await this.client.mergePatch(ref, {
         metadata: {resourceVersion: current.metadata.resourceVersion, annotations: body.metadata.annotations},

@@ -33,6 +33,29 @@ export function containsAll(actual: unknown, wanted: unknown): boolean {
   return Object.entries(wanted).every(([k, v]) => v === undefined || containsAll((actual as Record<string, unknown>)[k], v))
 }
 
+/**
+ * Where `actual` first departs from `wanted` (a JSON path like `spec.rules[0].to`), or undefined when it
+ * has every field of `wanted` — what a drift report names.
+ */
+export function firstDifference(actual: unknown, wanted: unknown, path = ''): string | undefined {
+  if (wanted === null || typeof wanted !== 'object') return deepEqual(actual, wanted) ? undefined : path || '.'
+  if (Array.isArray(wanted)) {
+    if (!Array.isArray(actual) || actual.length !== wanted.length) return path || '.'
+    for (const [i, w] of wanted.entries()) {
+      const d = firstDifference(actual[i], w, `${path}[${i}]`)
+      if (d) return d
+    }
+    return undefined
+  }
+  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return path || '.'
+  for (const [k, v] of Object.entries(wanted)) {
+    if (v === undefined) continue
+    const d = firstDifference((actual as Record<string, unknown>)[k], v, path ? `${path}.${k}` : k)
+    if (d) return d
+  }
+  return undefined
+}
+
 function labelsOf(obj: KubeObject | undefined): Record<string, string> {
   return obj?.metadata.labels ?? {}
 }
@@ -144,20 +167,41 @@ export async function stalePreconditions(client: KubeClient, preconditions: Prec
  * A merge patch guarded by the resourceVersion just read (409 if someone changed the object since).
  * When the connection drops after the server applied it, the client resends it with the now old
  * resourceVersion and gets 409 although the write went through: on 409 the object is read again and
- * the write counts as done when the object shows its effect (`applied`); a real conflict is thrown.
+ * the write counts as done when the object shows its effect (`applied`). A 409 caused by an unrelated
+ * writer (another controller annotating the namespace) is retried on the fresh resourceVersion while
+ * `unchanged` holds — the values the write is about are still those it was decided on; otherwise the
+ * conflict is thrown.
  */
 export async function guardedMergePatch(
   client: KubeClient,
   ref: ObjectRef,
   patch: Record<string, unknown>,
   applied: (live: KubeObject | undefined) => boolean,
-  opts: {dryRun: boolean},
+  opts: {dryRun: boolean; unchanged?: (live: KubeObject) => boolean},
 ): Promise<void> {
-  try {
-    await client.mergePatch(ref, patch, opts)
-  } catch (error) {
-    if (!opts.dryRun && error instanceof KubeApiError && error.status === 409 && applied(await client.get(ref))) return
-    throw error
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.mergePatch(ref, patch, {dryRun: opts.dryRun})
+      return
+    } catch (error) {
+      if (opts.dryRun || !(error instanceof KubeApiError && error.status === 409)) throw error
+      const live = await client.get(ref)
+      if (applied(live)) return
+      if (!live || !opts.unchanged?.(live) || attempt >= CONFLICT_RETRIES) throw error
+      const metadata = (patch.metadata ?? {}) as Record<string, unknown>
+      patch = {...patch, metadata: {...metadata, resourceVersion: live.metadata.resourceVersion}}
+    }
+  }
+}
+
+/** How often a write is retried after conflicts with unrelated writers. */
+const CONFLICT_RETRIES = 5
+
+/** The object's labels (or pod-template labels) still have the values `seen` recorded for these keys. */
+export function labelsStill(seen: Record<string, string | null>, of: (live: KubeObject) => Record<string, string>): (live: KubeObject) => boolean {
+  return (live) => {
+    const now = of(live)
+    return Object.entries(seen).every(([k, v]) => (now[k] ?? null) === v)
   }
 }
 
@@ -194,7 +238,7 @@ export async function performOperation(
       if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
       // resourceVersion makes the patch fail with 409 if someone changed the object since we read it.
-      await guardedMergePatch(client, op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(labelsOf(now), op.labels), {dryRun: opts.dryRun})
+      await guardedMergePatch(client, op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(labelsOf(now), op.labels), {dryRun: opts.dryRun, unchanged: labelsStill(previous, labelsOf)})
       return {wrote: true, before: {labels: previous}}
     }
     case 'template-labels': {
@@ -204,7 +248,7 @@ export async function performOperation(
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, current[k] ?? null]))
       const patch = templateLabelsPatch(live.kind, op.labels)
       ;(patch as {metadata?: unknown}).metadata = {resourceVersion: live.metadata.resourceVersion}
-      await guardedMergePatch(client, op.ref, patch, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, op.labels), {dryRun: opts.dryRun})
+      await guardedMergePatch(client, op.ref, patch, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, op.labels), {dryRun: opts.dryRun, unchanged: labelsStill(previous, (o) => podTemplateOf(o)?.metadata?.labels ?? {})})
       return {wrote: true, before: {labels: previous}}
     }
     case 'restart': {

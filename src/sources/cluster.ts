@@ -134,7 +134,9 @@ export class ClusterSource implements ObjectSource {
 
     // Namespaces may be unlistable for namespace-scoped users: read the one that matters directly.
     if (missingKinds.some((m) => m.kind === 'Namespace' && m.reason === 'forbidden')) {
-      const ns = await this.client.get({apiVersion: 'v1', kind: 'Namespace', name: namespace}).catch(() => undefined)
+      // A 403 here is what it is (no read access), not "does not exist": the error names the verb and
+      // resource and the `kubectl auth can-i` check, as preflight does.
+      const ns = await this.client.get({apiVersion: 'v1', kind: 'Namespace', name: namespace})
       if (ns) objects.push({...ns, apiVersion: 'v1', kind: 'Namespace'})
     }
     if (!objects.some((o) => o.kind === 'Namespace' && o.metadata.name === namespace)) {

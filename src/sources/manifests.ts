@@ -424,6 +424,27 @@ function firstLine(message: string): string {
 }
 
 /** `--manifests`: objects from files and directories (see loadManifestFiles for the rules). */
+/**
+ * A namespace the manifests neither declare nor put anything in is a mistake (a typo, the wrong
+ * directory), as a namespace missing from a cluster is — not "nothing to migrate".
+ */
+function namespaceNotInManifests(namespace: string, objects: KubeObject[], paths: string[]): Finding[] {
+  const found = new Set<string>()
+  for (const o of objects) {
+    if (o.kind === 'Namespace' && o.apiVersion === 'v1') found.add(o.metadata.name)
+    else if (o.metadata.namespace) found.add(o.metadata.namespace)
+  }
+  if (found.has(namespace)) return []
+  const names = [...found].sort()
+  return [{
+    id: `namespace-not-found/${namespace}`,
+    code: 'NamespaceNotFound',
+    severity: 'error',
+    message: `namespace "${namespace}" is not in the manifests (${paths.join(', ')}): ${names.length > 0 ? `they contain namespace${names.length === 1 ? '' : 's'} ${names.join(', ')}` : 'they contain no namespaced object'}.`,
+    fix: names.length > 0 ? `Check the name (one of: ${names.join(', ')}) or pass the manifests that hold ${namespace}.` : `Pass the manifests that hold namespace ${namespace}.`,
+  }]
+}
+
 export class ManifestSource implements ObjectSource {
   readonly target: SourceTarget
 
@@ -444,7 +465,7 @@ export class ManifestSource implements ObjectSource {
       objects: loaded.objects,
       // Files cannot tell which CRDs a cluster has installed; the cluster source reports those.
       missingKinds: [],
-      findings: loaded.findings,
+      findings: [...loaded.findings, ...namespaceNotInManifests(namespace, loaded.objects, this.paths)],
     }
   }
 

@@ -33,7 +33,8 @@ export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
 export function requireNamespace(snapshot: SourceSnapshot): SourceSnapshot {
   const missing = snapshot.findings.find((f) => f.code === 'NamespaceNotFound')
   if (missing) {
-    throw new UserError(missing.message.replace(/\.$/, ''), {suggestion: 'Check the name (kubectl get namespaces) and the --context; to plan from files, pass --manifests.'})
+    const fromManifests = 'manifests' in snapshot.target
+    throw new UserError(missing.message.replace(/\.$/, ''), {suggestion: fromManifests && missing.fix ? missing.fix : 'Check the name (kubectl get namespaces) and the --context; to plan from files, pass --manifests.'})
   }
   return snapshot
 }

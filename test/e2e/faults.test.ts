@@ -238,9 +238,11 @@ describeWithRealApiServer('API faults during apply', () => {
       expect(rec?.attempts).toBe(2)
     }, 60_000)
 
-    it('remove-sidecar-injection: someone changes the namespace between read and write (409) — reported, not overwritten; --retry re-reads and succeeds', async () => {
+    it('remove-sidecar-injection: an unrelated writer changes the namespace between read and write (409) — re-read and retried, its change kept', async () => {
       // The label patch carries the resourceVersion the step read, so that what it records as "before" is
-      // exactly what it replaced: a concurrent change makes the server refuse it, and the tool reports it.
+      // exactly what it replaced. A concurrent annotation by another operator makes the server refuse it;
+      // the labels the step is about are unchanged, so it re-reads and retries (issue 10 point 17). A change
+      // to those labels themselves is not retried over (test/unit/executor-lookahead.test.ts).
       const from = nextRequestId(server())
       const hold = server().faults.add({match: namespacePatch, latencyMs: 800, times: 1, name: 'hold-ns-patch'})
       let r
@@ -253,16 +255,13 @@ describeWithRealApiServer('API faults during apply', () => {
       } finally {
         hold.remove()
       }
-      expect(r.code, r.stderr).toBe(1)
+      expect(r.code, r.stderr).toBe(0)
       expect(hasStackTrace(r.stderr)).toBe(false)
-      expect(r.stderr).toContain(`patch namespaces/${NS} failed: 409 Conflict`)
-      expect(r.stderr).toMatch(/Next: Someone changed the object at the same time.* Then `mesh-migrate apply plans\/bookinfo.yaml --retry` re-runs the step/)
-      expect(outcomes(requests(namespacePatch, from))).toEqual([409])
-      expect((await observe(cluster.client, NS)).labels['istio-injection']).toBe('enabled')
-      expect((await record('remove-sidecar-injection'))?.phase).toBe('Failed')
-
-      const retry = await applyNext(['--retry'])
-      expect(retry.code, retry.stderr).toBe(0)
+      expect(outcomes(requests(namespacePatch, from))).toEqual([409, 200])
+      const rec = await record('remove-sidecar-injection')
+      expect(rec?.phase).toBe('Applied')
+      expect(rec?.attempts).toBe(1)
+      expect((rec?.observed?.before as Record<string, {labels?: Record<string, string | null>}>)[`core/Namespace//${NS}`]?.labels).toEqual({'istio-injection': 'enabled'})
       const ns = await cluster.client.get({apiVersion: 'v1', kind: 'Namespace', name: NS})
       expect(ns?.metadata.labels?.['istio-injection']).toBeUndefined()
       // The other operator's change is kept.

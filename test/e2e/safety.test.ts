@@ -186,7 +186,7 @@ describe.skipIf(external)('refusals before any write', () => {
     const edited = await expectRefused(() => applyNext(), 3)
     expect(edited).toContain(`step ${stepOf('create-policies').id} would act on a different state`)
     expect(edited).toContain(`AuthorizationPolicy ${NS}/details-no-delete changed since the plan was made`)
-    expect(edited).toContain('Re-run `mesh-migrate plan')
+    expect(edited).toContain(`mesh-migrate rollback ${PLAN_FILE} --confirm ${NS}`)
     await cluster.api.patch(policy, {spec: {rules: original.spec.rules}})
 
     const ratings = {...policy, name: 'ratings-get-only'}
@@ -236,7 +236,9 @@ describe.skipIf(external)('refusals before any write', () => {
     const stderr = await expectRefused(() => applyNext(), 3)
     expect(stderr).toContain(`step ${stepOf('enable-ambient').id} would act on a different state`)
     expect(stderr).toContain('namespace label istio.io/dataplane-mode is "none", the plan expected it absent')
-    expect(stderr).toContain('Re-run `mesh-migrate plan')
+    // The plan is in progress: a plain re-plan would be refused, so the advice is rollback (or plan --force).
+    expect(stderr).toContain(`mesh-migrate rollback ${PLAN_FILE} --confirm ${NS}`)
+    expect(stderr).toContain(`mesh-migrate plan ${NS} --force`)
     expect((await cluster.api.get(nsRef))?.metadata.labels?.['istio.io/dataplane-mode']).toBe('none')
     expect(await phaseOf('enable-ambient')).toBe('Pending')
   })
