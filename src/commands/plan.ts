@@ -8,7 +8,7 @@ import {defaultPlanPath, readTextFile, writeFileAtomic} from '../executor/plan-s
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
+import {renderPlanFile, textHasStarted} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
@@ -65,8 +65,7 @@ ${EXIT_CODES_HELP}`
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
     if (previousText !== undefined && !flags.force) {
-      const previous = checkPlanText(previousText).plan
-      if (previous && hasStarted(previous)) {
+      if (textHasStarted(previousText)) {
         throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
           suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out}\`; --force overwrites it (its progress record is lost).`,
         })
