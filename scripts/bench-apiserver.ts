@@ -4,6 +4,7 @@
 // controller-manager creates the `default` ServiceAccounts the bench's Pods would need).
 import {type ChildProcess, execFileSync, spawn} from 'node:child_process'
 import {existsSync} from 'node:fs'
+import https from 'node:https'
 import {mkdtemp, rm, writeFile} from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
@@ -41,12 +42,23 @@ function freePort(): Promise<number> {
   })
 }
 
+/** GET over HTTPS from the self-signed server (the bench's own requests only; the CLI reads the kubeconfig). */
+function get(url: string, token: string): Promise<{ok: boolean; body: string}> {
+  return new Promise((resolve, reject) => {
+    https.get(url, {headers: {Authorization: `Bearer ${token}`}, rejectUnauthorized: false}, (res) => {
+      let body = ''
+      res.on('data', (d: Buffer) => (body += d.toString()))
+      res.on('end', () => resolve({ok: res.statusCode === 200, body}))
+    }).on('error', reject)
+  })
+}
+
 async function waitReady(url: string, token: string, child: ChildProcess, what: string): Promise<void> {
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode})`)
     try {
-      const ok = await fetch(url, {headers: {Authorization: `Bearer ${token}`}}).then((r) => r.ok)
+      const {ok} = await get(url, token)
       if (ok) return
     } catch {
       // not listening yet
@@ -88,7 +100,6 @@ export async function startRealApiServer(assets: string): Promise<RealApiServer>
     ], {stdio: 'ignore'})
     children.push(apiserver)
     const server = `https://127.0.0.1:${apiPort}`
-    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0'
     await waitReady(`${server}/readyz`, token, apiserver, 'kube-apiserver')
     const kubeconfigPath = path.join(dir, 'kubeconfig')
     await writeFile(kubeconfigPath, [
@@ -98,7 +109,7 @@ export async function startRealApiServer(assets: string): Promise<RealApiServer>
       'contexts:', '- name: bench', '  context:', '    cluster: bench', '    user: admin',
     ].join('\n') + '\n')
     const kubectl = existsSync(path.join(assets, 'kubectl')) ? path.join(assets, 'kubectl') : 'kubectl'
-    const version = await fetch(`${server}/version`, {headers: {Authorization: `Bearer ${token}`}}).then((r) => r.json() as Promise<{gitVersion: string}>).then((v) => v.gitVersion)
+    const version = (JSON.parse((await get(`${server}/version`, token)).body) as {gitVersion: string}).gitVersion
     return {assets, kubeconfigPath, kubectl, version, stop}
   } catch (error) {
     await stop()

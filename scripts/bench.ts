@@ -12,7 +12,7 @@
 // Wall times are medians of whole-process runs, interleaved with their baselines so that load from other
 // processes hits both alike. BENCH_RUNS (default 5) sets the number of runs.
 import {spawn} from 'node:child_process'
-import {mkdir, mkdtemp, rm, stat, writeFile} from 'node:fs/promises'
+import {mkdir, mkdtemp, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -166,7 +166,8 @@ async function realClusterRows(assets: string, tmp: string): Promise<void> {
     process.stderr.write(`  kube-apiserver ${server.version}: loading CRDs, a 300-service namespace and 2,000 namespaces with pods…\n`)
     const kube = ['--kubeconfig', server.kubeconfigPath]
     const crds = path.resolve(ROOT, '../shared/fixtures/upstream/crds')
-    check(await run(server.kubectl, [...kube, 'apply', '--server-side', '-f', path.join(crds, 'istio-crds.yaml'), '-f', path.join(crds, 'gateway-api-standard')]), 'CRDs')
+    const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard'))).filter((f) => f.startsWith('gateway.networking.k8s.io_')).flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
+    check(await run(server.kubectl, [...kube, 'apply', '--server-side', '-f', path.join(crds, 'istio-crds.yaml'), ...gatewayCrds]), 'CRDs')
     check(await run(server.kubectl, [...kube, 'wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s']), 'CRDs established')
     await kubectlCreate(server.kubectl, server.kubeconfigPath, generatedNamespace(300), tmp)
 
@@ -214,13 +215,17 @@ async function main(): Promise<void> {
   const started = Date.now()
   process.stderr.write(`Ratios measured in one run (node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}), ${RUNS} runs each after a warm-up…\n`)
   try {
-    await startupRows(tmp)
-    await planningRows(tmp)
+    // BENCH_ONLY=startup,planning,cluster,requests runs some sections only (while working on one).
+    const only = (section: string) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(section)
+    if (only('startup')) await startupRows(tmp)
+    if (only('planning')) await planningRows(tmp)
     const assets = process.env.BENCH_NO_APISERVER ? undefined : envtestAssets(ROOT)
-    if (assets) await realClusterRows(assets, tmp)
-    else process.stderr.write('  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n')
-    const [few, many] = [await censusRequests(10), await censusRequests(2000)]
-    row('census requests, 2,000 namespaces / 10 namespaces (test API server)', `${many.requests} (${many.lists} LISTs) / ${few.requests} (${few.lists} LISTs)`, many.requests / few.requests, 1.0)
+    if (only('cluster') && assets) await realClusterRows(assets, tmp)
+    else if (only('cluster')) process.stderr.write('  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n')
+    if (only('requests')) {
+      const [few, many] = [await censusRequests(10), await censusRequests(2000)]
+      row('census requests, 2,000 namespaces / 10 namespaces (test API server)', `${many.requests} (${many.lists} LISTs) / ${few.requests} (${few.lists} LISTs)`, many.requests / few.requests, 1.0)
+    }
   } finally {
     await rm(tmp, {recursive: true, force: true})
   }

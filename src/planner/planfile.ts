@@ -204,7 +204,7 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
 
   const ref = op.op === 'apply' ? {apiVersion: op.object.apiVersion, kind: op.object.kind, name: op.object.metadata?.name, namespace: op.object.metadata?.namespace} : op.ref
   const kindKey = gk(ref.apiVersion, ref.kind)
-  if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object.kind === 'Secret')) {
+  if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object?.kind === 'Secret')) {
     say('plans never carry Secrets')
   }
   // Writes are confined to the plan's namespace; the only cluster-scoped object a plan may touch is
@@ -217,7 +217,8 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
       ? `writes to cluster-scoped ${ref.kind} "${ref.name}": plans may only write inside namespace "${namespace}"`
       : `writes to namespace "${ref.namespace}", outside the plan's namespace "${namespace}"`)
   }
-  if (op.op === 'delete' && (op.object.kind !== op.ref.kind || op.object.metadata?.name !== op.ref.name || op.object.metadata?.namespace !== op.ref.namespace)) {
+  if (op.op === 'delete' && !isUndo && !op.object) say('a step that deletes an object must store it in full (`object`), so that rollback can re-create it')
+  if (op.op === 'delete' && op.object && (op.object.kind !== op.ref.kind || op.object.metadata?.name !== op.ref.name || op.object.metadata?.namespace !== op.ref.namespace)) {
     say('the stored object does not match the reference it deletes')
   }
 

@@ -134,3 +134,27 @@ describe('checks', () => {
     expect(checkPlanText('- just\n- a list\n').problems[0]!.message).toContain('not a YAML mapping')
   })
 })
+
+describe('each object stored once', () => {
+  it('undo deletes name only the ref of what their step applied; step deletes keep the full object', () => {
+    for (const s of plan.spec.steps) {
+      for (const op of s.undo.operations) if (op.op === 'delete') expect(op).toEqual({op: 'delete', ref: op.ref})
+      for (const op of s.operations) if (op.op === 'delete') expect(op.object?.metadata.name).toBe(op.ref.name)
+    }
+    expect(plan.spec.steps.some((s) => s.undo.operations.some((op) => op.op === 'delete'))).toBe(true)
+  })
+
+  it('refuses a step delete without the object rollback needs, and still reads an undo delete that carries one (older plans)', () => {
+    const withoutObject = mutate((p) => {
+      const op = p.spec.steps.flatMap((s) => s.operations).find((o) => o.op === 'delete') as {object?: unknown} | undefined
+      delete op!.object
+    })
+    expect(problemsOf(withoutObject).map((p) => p.message)).toContain('a step that deletes an object must store it in full (`object`), so that rollback can re-create it')
+    const older = mutate((p) => {
+      const s = p.spec.steps.find((x) => x.undo.operations.some((o) => o.op === 'delete') && x.operations.some((o) => o.op === 'apply'))!
+      const del = s.undo.operations.find((o) => o.op === 'delete') as {ref: {name: string}; object?: unknown}
+      del.object = (s.operations.find((o) => o.op === 'apply' && o.object.metadata.name === del.ref.name) as {object: unknown}).object
+    })
+    expect(problemsOf(older)).toEqual([])
+  })
+})
