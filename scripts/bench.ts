@@ -24,7 +24,8 @@ import {generatedNamespace, generatedNamespaceYaml} from '../test/support/genera
 import {envtestAssets, startRealApiServer} from './bench-apiserver.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const BIN = path.join(ROOT, 'bin/run.js')
+// BENCH_BIN measures another build (e.g. a checkout of main, for before/after numbers).
+const BIN = process.env.BENCH_BIN ? path.resolve(process.env.BENCH_BIN) : path.join(ROOT, 'bin/run.js')
 const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 
 interface Run {
@@ -129,6 +130,7 @@ async function planningRows(tmp: string): Promise<void> {
   const md = check(await cli(['show', path.join(tmp, 'plan-800.yaml'), '-o', 'markdown'], {keepStdout: true}), 'show -o markdown')
   row('show -o markdown (800 services) / 65,536 characters', `${md.stdout.length} characters`, md.stdout.length / 65_536, 1.0)
 
+  if (process.env.BENCH_SKIP_5000) return
   process.stderr.write('  plan of 5,000 services (peak RSS)…\n')
   const d5000 = await writeGenerated(tmp, 5000)
   const timed = check(await run('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'plan', 'big', '--manifests', d5000, '--out', path.join(tmp, 'plan-5000.yaml')]), 'plan 5000')
