@@ -151,13 +151,17 @@ function fleet(n: number, podsEach: number, prefix: string): Record<string, unkn
   return out
 }
 
-/** `kubectl create` in chunks (namespaces first, so that their objects find them). */
+/** `kubectl create` in chunks, four at a time (namespaces first, so that their objects find them). */
 async function kubectlCreate(kubectl: string, kubeconfig: string, objects: Record<string, unknown>[], tmp: string): Promise<void> {
-  const ordered = [...objects.filter((o) => o.kind === 'Namespace'), ...objects.filter((o) => o.kind !== 'Namespace')]
-  for (let i = 0; i < ordered.length; i += 1000) {
-    const file = path.join(tmp, `create-${i}.yaml`)
-    await writeFile(file, ordered.slice(i, i + 1000).map((o) => stringify(o)).join('---\n'))
-    check(await run(kubectl, ['--kubeconfig', kubeconfig, 'create', '-f', file, '-o', 'name']), `kubectl create ${file}`)
+  for (const batch of [objects.filter((o) => o.kind === 'Namespace'), objects.filter((o) => o.kind !== 'Namespace')]) {
+    const chunks = Array.from({length: Math.ceil(batch.length / 250)}, (_, i) => batch.slice(i * 250, (i + 1) * 250))
+    for (let i = 0; i < chunks.length; i += 4) {
+      await Promise.all(chunks.slice(i, i + 4).map(async (chunk, j) => {
+        const file = path.join(tmp, `create-${chunk[0]!.kind}-${i + j}.yaml`)
+        await writeFile(file, chunk.map((o) => stringify(o)).join('---\n'))
+        check(await run(kubectl, ['--kubeconfig', kubeconfig, 'create', '-f', file, '-o', 'name']), `kubectl create ${file}`)
+      }))
+    }
   }
 }
 
