@@ -303,14 +303,14 @@ export function hasStarted(plan: MigrationPlan): boolean {
 /**
  * Whether plan text records applied steps, reading no more than it must: in a block-style plan (what
  * the tool writes) `status` is the top-level key at a line start, and only that part is parsed.
- * Unreadable text has no applied steps.
+ * Unreadable text has no applied steps; a readable one that records them counts even if it is otherwise invalid.
  */
 export function textHasStarted(text: string): boolean {
   const blockStyle = /^(#.*\n)*apiVersion:/.test(text)
   const at = text.search(/^status:/m)
   if (blockStyle && at < 0) return false
-  const data = blockStyle ? parsePlanText(text.slice(at)).data : checkPlanText(text).plan
-  return data !== undefined && hasStarted(data as MigrationPlan)
+  const data = parsePlanText(blockStyle ? text.slice(at) : text).data as {status?: {steps?: unknown}} | undefined
+  return Array.isArray(data?.status?.steps) && hasStarted(data as MigrationPlan)
 }
 
 /** The spec was edited after the first apply: the reviewed plan is no longer what runs. */

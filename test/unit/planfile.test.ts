@@ -9,7 +9,7 @@ import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {checkPlanText, renderPlanFile, specDigest, textHasStarted} from '../../src/planner/planfile.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -156,5 +156,20 @@ describe('each object stored once', () => {
       del.object = (s.operations.find((o) => o.op === 'apply' && o.object.metadata.name === del.ref.name) as {object: unknown}).object
     })
     expect(problemsOf(older)).toEqual([])
+  })
+})
+
+describe('textHasStarted (plan reads only the status of the plan it would replace)', () => {
+  const withPhase = (phase: string) => mutate((p) => {
+    p.status = {specDigest: specDigest(p), steps: p.spec.steps.map((s, i) => ({id: s.id, phase: (i === 0 ? phase : 'Pending') as never}))} as never
+  })
+  it('is false for a fresh plan and one whose steps are all Pending, true once a step ran, in block or flow style', () => {
+    expect(textHasStarted(text)).toBe(false)
+    expect(textHasStarted(renderPlanFile(withPhase('Pending')))).toBe(false)
+    expect(textHasStarted(renderPlanFile(withPhase('Applied')))).toBe(true)
+    expect(textHasStarted(renderPlanFile(withPhase('Running')))).toBe(true)
+    // Not the tool's layout (JSON is YAML too): read in full.
+    expect(textHasStarted(JSON.stringify(withPhase('Applied')))).toBe(true)
+    expect(textHasStarted('not: [a plan')).toBe(false)
   })
 })
