@@ -310,7 +310,8 @@ export function textHasStarted(text: string): boolean {
   const at = text.search(/^status:/m)
   if (blockStyle && at < 0) return false
   const data = parsePlanText(blockStyle ? text.slice(at) : text).data as {status?: {steps?: unknown}} | undefined
-  return Array.isArray(data?.status?.steps) && hasStarted(data as MigrationPlan)
+  const steps = Array.isArray(data?.status?.steps) ? (data.status.steps as unknown[]) : []
+  return steps.some((s) => typeof s === 'object' && s !== null && (s as {phase?: unknown}).phase !== 'Pending')
 }
 
 /** The spec was edited after the first apply: the reviewed plan is no longer what runs. */

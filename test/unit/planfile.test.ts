@@ -171,5 +171,6 @@ describe('textHasStarted (plan reads only the status of the plan it would replac
     // Not the tool's layout (JSON is YAML too): read in full.
     expect(textHasStarted(JSON.stringify(withPhase('Applied')))).toBe(true)
     expect(textHasStarted('not: [a plan')).toBe(false)
+    expect(textHasStarted('apiVersion: x\nstatus:\n  steps: [null, 3]\n')).toBe(false)
   })
 })
