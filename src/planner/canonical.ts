@@ -95,9 +95,9 @@ export function toCanonicalYaml(value: unknown): string {
 /** The direct emitter alone: undefined for input it leaves to yaml's document model. */
 export function emitCanonicalYaml(value: unknown): string | undefined {
   try {
-    const out: string[] = []
+    const out = new TextSink()
     emitDocument(value, out)
-    return out.join('')
+    return out.text()
   } catch (error) {
     if (!(error instanceof NeedsDocumentModel)) throw error
     return undefined
@@ -202,7 +202,29 @@ function inline(value: unknown): string | undefined {
   return scalar(value)
 }
 
-function emitDocument(value: unknown, out: string[]): void {
+/**
+ * Text built in 64 KiB pieces: a plan of thousands of services is tens of MB, and an array of millions of
+ * small strings (or one long chain of concatenations) costs several times that in memory.
+ */
+class TextSink {
+  private readonly chunks: string[] = []
+  private current = ''
+
+  push(...parts: string[]): void {
+    for (const p of parts) this.current += p
+    if (this.current.length >= 65_536) {
+      // Flatten the concatenation now, while it is small.
+      this.chunks.push(this.current.split('').join(''))
+      this.current = ''
+    }
+  }
+
+  text(): string {
+    return this.chunks.join('') + this.current
+  }
+}
+
+function emitDocument(value: unknown, out: TextSink): void {
   const text = inline(value)
   if (text !== undefined) {
     out.push(text, '\n')
@@ -212,7 +234,7 @@ function emitDocument(value: unknown, out: string[]): void {
 }
 
 /** A non-empty collection at `indent`; the caller has written the indentation of its first line (or a "- "). */
-function emitBlock(value: unknown, indent: string, out: string[], first = true): void {
+function emitBlock(value: unknown, indent: string, out: TextSink, first = true): void {
   const items = Array.isArray(value) ? value : orderedKeys(value as Record<string, unknown>)
   items.forEach((entry, i) => {
     if (i > 0 || first) out.push(indent)
@@ -230,7 +252,7 @@ function emitBlock(value: unknown, indent: string, out: string[], first = true):
 }
 
 /** A member's value after "key:" or "- "; nested collections go on the next lines at `indent`. */
-function emitValue(value: unknown, indent: string, out: string[], inSequence: boolean): void {
+function emitValue(value: unknown, indent: string, out: TextSink, inSequence: boolean): void {
   const text = typeof value === 'string' && value.includes('\n') ? multiLineString(value, indent.slice(2)) : inline(value)
   if (text !== undefined) {
     out.push(inSequence ? '' : ' ', text, '\n')
