@@ -9,8 +9,7 @@ import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {FleetPlan} from '../planner/fleet.js'
 import type {MigrationPlan, PlanOptions} from '../planner/plan-types.js'
-import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
-import {mayHaveWritten, phaseOf} from '../planner/rollback.js'
+import {renderPlanFile, textMayHaveWritten} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
@@ -92,9 +91,8 @@ ${EXIT_CODES_HELP}`
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
     if (previousText !== undefined && !flags.force) {
-      const previous = checkPlanText(previousText).plan
       // A fully rolled-back plan has nothing left to undo: it may be replaced.
-      if (previous && previous.spec.steps.some((s) => mayHaveWritten(phaseOf(previous, s)))) {
+      if (textMayHaveWritten(previousText)) {
         throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
           suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it); --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
         })

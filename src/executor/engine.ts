@@ -116,7 +116,7 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
 
 function storedObjects(state: PlanState): Map<string, KubeObject> {
   const map = new Map<string, KubeObject>()
-  for (const step of state.plan.spec.steps) for (const op of step.operations) if (op.op === 'delete') map.set(refKey(op.ref), op.object)
+  for (const step of state.plan.spec.steps) for (const op of step.operations) if (op.op === 'delete' && op.object) map.set(refKey(op.ref), op.object)
   return map
 }
 

@@ -13,6 +13,50 @@ import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type Stat
 import type {AccessAttributes, AccessReview, ApiResource, ApplyOptions, DeleteOptions, Discovery, KubeClient, ListOptions, WriteOptions} from './types.js'
 
 const PAGE_SIZE = 500
+
+const AGGREGATED_DISCOVERY_ACCEPT = [
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+  'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList',
+  'application/json',
+].join(',')
+
+interface LegacyDiscovery {
+  versions?: string[]
+  groups?: {name: string; versions: {groupVersion: string}[]; preferredVersion?: {groupVersion: string}}[]
+}
+
+interface AggregatedDiscovery {
+  kind: 'APIGroupDiscoveryList'
+  items?: {
+    metadata?: {name?: string}
+    /** In order of preference: the first is the group's preferred version. */
+    versions?: {version: string; freshness?: string; resources?: {resource: string; responseKind?: {kind?: string}; scope?: string; verbs?: string[]}[]}[]
+  }[]
+}
+
+function isAggregated(body: unknown): body is AggregatedDiscovery {
+  return typeof body === 'object' && body !== null && (body as {kind?: unknown}).kind === 'APIGroupDiscoveryList'
+}
+
+/** Discovery from the aggregated documents of /api and /apis. */
+function aggregatedDiscovery(documents: AggregatedDiscovery[]): Discovery {
+  const groupVersions: string[] = []
+  const resources: ApiResource[] = []
+  for (const group of documents.flatMap((d) => d.items ?? [])) {
+    const name = group.metadata?.name ?? ''
+    ;(group.versions ?? []).forEach((v, i) => {
+      const apiVersion = name ? `${name}/${v.version}` : v.version
+      groupVersions.push(apiVersion)
+      // A stale version (its aggregated API is down) must not stop discovery of the rest: it serves nothing.
+      if (v.freshness === 'Stale') return
+      for (const r of v.resources ?? []) {
+        if (!r.responseKind?.kind) continue
+        resources.push({group: name, version: v.version, apiVersion, kind: r.responseKind.kind, plural: r.resource, namespaced: r.scope === 'Namespaced', verbs: r.verbs ?? [], preferred: i === 0})
+      }
+    })
+  }
+  return {groupVersions, resources}
+}
 // Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
 // expiry (ECOSYSTEM §5.7); reuse them briefly instead of spawning the plugin once per request.
 const AUTH_REUSE_MS = 30_000
@@ -28,6 +72,8 @@ interface RequestSpec {
   attempt: Attempt
   /** Whether resending after a dropped connection is safe (GET, apply, merge patch of absolute values, delete). */
   idempotent: boolean
+  /** Accept header (default application/json). */
+  accept?: string
 }
 
 export interface HttpKubeClientOptions {
@@ -101,7 +147,7 @@ export class HttpKubeClient implements KubeClient {
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body)
     const send = async () => {
       const {init: base, generation} = await this.fetchInit()
-      const headers: Record<string, string> = {Accept: 'application/json'}
+      const headers: Record<string, string> = {Accept: spec.accept ?? 'application/json'}
       ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
         headers[k] = v
       })
@@ -203,16 +249,23 @@ export class HttpKubeClient implements KubeClient {
 
   private async loadDiscovery(): Promise<Discovery> {
     const attempt = (what: string): Attempt => ({method: 'GET', verb: 'discover', group: '', resource: '', what})
-    const core = await this.request<{versions?: string[]}>({method: 'GET', path: '/api', attempt: attempt('read API discovery (/api)'), idempotent: true})
-    const groups = await this.request<{groups?: {name: string; versions: {groupVersion: string}[]; preferredVersion?: {groupVersion: string}}[]}>({
+    // Aggregated discovery (GA in Kubernetes 1.30): every group, version and resource in two requests,
+    // as kubectl reads it. Servers without it answer the legacy lists, read one group-version at a time.
+    const [core, groups] = await Promise.all(['/api', '/apis'].map((p) => this.request<LegacyDiscovery | AggregatedDiscovery>({
       method: 'GET',
-      path: '/apis',
-      attempt: attempt('read API discovery (/apis)'),
+      path: p,
+      attempt: attempt(`read API discovery (${p})`),
       idempotent: true,
-    })
+      accept: AGGREGATED_DISCOVERY_ACCEPT,
+    })))
+    if (isAggregated(core!.body) && isAggregated(groups!.body)) return aggregatedDiscovery([core!.body, groups!.body])
+    return this.legacyDiscovery(core!.body as LegacyDiscovery, groups!.body as LegacyDiscovery, attempt)
+  }
+
+  private async legacyDiscovery(core: LegacyDiscovery, groups: LegacyDiscovery, attempt: (what: string) => Attempt): Promise<Discovery> {
     const groupVersions: {gv: string; preferred: boolean}[] = [
-      ...(core.body.versions ?? ['v1']).map((v, i) => ({gv: v, preferred: i === 0})),
-      ...(groups.body.groups ?? []).flatMap((g) =>
+      ...(core.versions ?? ['v1']).map((v, i) => ({gv: v, preferred: i === 0})),
+      ...(groups.groups ?? []).flatMap((g) =>
         g.versions.map((v) => ({gv: v.groupVersion, preferred: (g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion) === v.groupVersion})),
       ),
     ]

@@ -1,7 +1,7 @@
 // Canonical forms: the same data always serialises to the same bytes, so an unchanged plan
 // regenerates with an empty diff and digests/fingerprints are reproducible.
 import {createHash} from 'node:crypto'
-import {stringify} from 'yaml'
+import {Document, stringify} from 'yaml'
 
 import type {KubeObject} from './model.js'
 
@@ -83,9 +83,187 @@ export function canonicalize<T>(value: T): T {
  * Canonical YAML. Written as YAML 1.1-safe text (strings such as `yes`, `on`, `y` are quoted) so that
  * manifests copied out of a plan mean the same to kubectl's YAML 1.1 parser; read back with the YAML 1.2
  * core schema it is the same data. `lineWidth: 0` never folds long strings.
+ *
+ * The text is exactly what `yaml`'s stringify writes with these options (the plan-file tests compare
+ * the two), emitted directly: building yaml's document model for a plan of thousands of objects cost
+ * more than planning it. Anything the direct emitter does not know falls back to `yaml` itself.
  */
 export function toCanonicalYaml(value: unknown): string {
-  return stringify(canonicalize(value), {lineWidth: 0, version: '1.1', aliasDuplicateObjects: false})
+  return emitCanonicalYaml(value) ?? toCanonicalYamlWithDocumentModel(value)
+}
+
+/** The direct emitter alone: undefined for input it leaves to yaml's document model. */
+export function emitCanonicalYaml(value: unknown): string | undefined {
+  try {
+    const out = new TextSink()
+    emitDocument(value, out)
+    return out.text()
+  } catch (error) {
+    if (!(error instanceof NeedsDocumentModel)) throw error
+    return undefined
+  }
+}
+
+/** The reference: `yaml`'s document model (slow on large plans; what toCanonicalYaml must equal). */
+export function toCanonicalYamlWithDocumentModel(value: unknown): string {
+  return stringify(canonicalize(value), YAML_OPTIONS)
+}
+
+const YAML_OPTIONS = {lineWidth: 0, version: '1.1', aliasDuplicateObjects: false} as const
+
+/** Input the direct emitter leaves to `yaml` (odd keys, document markers inside strings, non-plain objects). */
+class NeedsDocumentModel extends Error {}
+
+// The YAML 1.1 scalar tags: a plain string that one of them would read as something else (`yes`, `0o12`,
+// `2001-01-01`, `~`) must be quoted, exactly as yaml's own plainString decides.
+let nonStringTags: {test?: RegExp}[] | undefined
+function readsAsNonString(text: string): boolean {
+  if (!nonStringTags) {
+    const schema = new Document(null, {version: '1.1'}).schema as unknown as {tags: {default?: boolean; tag: string; test?: RegExp}[]; compat?: {default?: boolean; tag: string; test?: RegExp}[]}
+    nonStringTags = [...schema.tags, ...(schema.compat ?? [])].filter((t) => t.default && t.tag !== 'tag:yaml.org,2002:str' && t.test)
+  }
+  return nonStringTags.some((t) => t.test!.test(text))
+}
+
+// yaml's plainString: what a plain scalar may not start with, contain or end with.
+const NOT_PLAIN = /^[\n\t ,[\]{}#&*!|>'"%@`]|^[?-]$|^[?-][ \t]|[\n:][ \t]|[ \t]\n|[\n\t ]#|[\n\t :]$/
+// Control characters and lone surrogates force escapes; line breaks, tabs and document markers (`---`,
+// `...`, `%` at a line start) take yaml's other branches.
+const NEEDS_MODEL = /[\x00-\x1f\x7f-\x9f\u{D800}-\u{DFFF}]|^(---|\.\.\.)/u
+
+const scalarCache = new Map<string, string>()
+
+/** A one-line string as yaml writes it (plain, or double-quoted as JSON), or a NeedsDocumentModel. */
+function stringScalar(value: string): string {
+  const cached = scalarCache.get(value)
+  if (cached !== undefined) return cached
+  if (NEEDS_MODEL.test(value)) throw new NeedsDocumentModel()
+  let text: string
+  if (value !== '' && !NOT_PLAIN.test(value) && !readsAsNonString(value)) text = value
+  // quotedString: single quotes for text with `"` and no `'`, double quotes (JSON's escapes) otherwise.
+  else if (value.includes('"') && !value.includes("'")) text = `'${value}'`
+  else text = JSON.stringify(value)
+  if (scalarCache.size < 200_000) scalarCache.set(value, text)
+  return text
+}
+
+const multiLineCache = new Map<string, string>()
+
+/**
+ * A string with line breaks (a block scalar, or a folded double-quoted one), as yaml writes it for a
+ * member at column 0, its continuation lines moved to the member's column.
+ */
+function multiLineString(value: string, column: string): string {
+  let text = multiLineCache.get(value)
+  if (text === undefined) {
+    if (/[\x00-\x09\x0b-\x1f\x7f-\x9f\u{D800}-\u{DFFF}]|^(%|---|\.\.\.)/mu.test(value)) throw new NeedsDocumentModel()
+    const member = stringify({k: value}, YAML_OPTIONS)
+    if (!member.startsWith('k: ')) throw new NeedsDocumentModel()
+    text = member.slice(3, -1)
+    multiLineCache.set(value, text)
+  }
+  return column === '' ? text : text.replace(/\n(?=[^\n])/g, `\n${column}`)
+}
+
+function scalar(value: unknown): string {
+  if (typeof value === 'string') return stringScalar(value)
+  if (value === null || value === undefined) return 'null'
+  if (typeof value === 'boolean') return value ? 'true' : 'false'
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return Number.isNaN(value) ? '.nan' : value < 0 ? '-.inf' : '.inf'
+    return Object.is(value, -0) ? '-0' : JSON.stringify(value)
+  }
+  throw new NeedsDocumentModel()
+}
+
+const ARRAY_INDEX = /^(0|[1-9]\d*)$/
+
+/** Keys in canonical order, then as JavaScript enumerates them (integer-like keys first), undefined members dropped. */
+function orderedKeys(obj: Record<string, unknown>): string[] {
+  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort(compareKeys)
+  if (!keys.some((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1)) return keys
+  const index = keys.filter((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1).sort((a, b) => Number(a) - Number(b))
+  return [...index, ...keys.filter((k) => !index.includes(k))]
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/** `[]`/`{}` for empty collections, the scalar otherwise; undefined for a collection written as a block. */
+function inline(value: unknown): string | undefined {
+  if (Array.isArray(value)) return value.length === 0 ? '[]' : undefined
+  if (value !== null && typeof value === 'object') {
+    if (!isPlainObject(value)) throw new NeedsDocumentModel()
+    return orderedKeys(value).length === 0 ? '{}' : undefined
+  }
+  return scalar(value)
+}
+
+/**
+ * Text built in 64 KiB pieces: a plan of thousands of services is tens of MB, and an array of millions of
+ * small strings (or one long chain of concatenations) costs several times that in memory.
+ */
+class TextSink {
+  private readonly chunks: string[] = []
+  private current = ''
+
+  push(...parts: string[]): void {
+    for (const p of parts) this.current += p
+    if (this.current.length >= 65_536) {
+      // Flatten the concatenation now, while it is small.
+      this.chunks.push(this.current.split('').join(''))
+      this.current = ''
+    }
+  }
+
+  text(): string {
+    return this.chunks.join('') + this.current
+  }
+}
+
+function emitDocument(value: unknown, out: TextSink): void {
+  const text = inline(value)
+  if (text !== undefined) {
+    out.push(text, '\n')
+    return
+  }
+  emitBlock(value, '', out)
+}
+
+/** A non-empty collection at `indent`; the caller has written the indentation of its first line (or a "- "). */
+function emitBlock(value: unknown, indent: string, out: TextSink, first = true): void {
+  const items = Array.isArray(value) ? value : orderedKeys(value as Record<string, unknown>)
+  items.forEach((entry, i) => {
+    if (i > 0 || first) out.push(indent)
+    if (Array.isArray(value)) {
+      out.push('- ')
+      emitValue(entry, `${indent}  `, out, true)
+    } else {
+      const key = entry as string
+      const keyText = stringScalar(key)
+      if (keyText !== key && keyText[0] !== '"') throw new NeedsDocumentModel()
+      out.push(keyText, ':')
+      emitValue((value as Record<string, unknown>)[key], `${indent}  `, out, false)
+    }
+  })
+}
+
+/** A member's value after "key:" or "- "; nested collections go on the next lines at `indent`. */
+function emitValue(value: unknown, indent: string, out: TextSink, inSequence: boolean): void {
+  const text = typeof value === 'string' && value.includes('\n') ? multiLineString(value, indent.slice(2)) : inline(value)
+  if (text !== undefined) {
+    out.push(inSequence ? '' : ' ', text, '\n')
+  } else if (inSequence) {
+    // "- key: value" / "- - item": the collection starts on the dash's line.
+    emitBlock(value, indent, out, false)
+  } else {
+    out.push('\n')
+    // A sequence under a key is indented like a mapping would be (yaml's indentSeq).
+    emitBlock(value, indent, out)
+  }
 }
 
 /** JSON with recursively sorted keys: the input of every digest. */

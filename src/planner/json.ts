@@ -11,3 +11,15 @@ export function stringMap(value: unknown): Record<string, string> {
   for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v
   return out
 }
+
+/** Items by key, each group in input order (Map.groupBy, which Node 20 lacks). */
+export function groupBy<T>(items: Iterable<T>, keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>()
+  for (const item of items) {
+    const key = keyOf(item)
+    const group = groups.get(key)
+    if (group) group.push(item)
+    else groups.set(key, [item])
+  }
+  return groups
+}

@@ -352,7 +352,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
         preconditions: [{check: 'object-absent-or-ours', ref: waypointRef}],
         operations: [{op: 'apply', object: waypoint}],
         verify: [{check: 'objects-present', refs: [waypointRef]}],
-        undo: {description: `Delete ${formatRef(waypointRef)} (only if it still carries this plan's annotation).`, operations: [{op: 'delete', ref: waypointRef, object: waypoint}]},
+        undo: {description: `Delete ${formatRef(waypointRef)} (only if it still carries this plan's annotation).`, operations: [{op: 'delete', ref: waypointRef}]},
       })
     }
     steps.push({
@@ -394,7 +394,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       ],
       operations: toCreate.map((object): Operation => ({op: 'apply', object})),
       verify: [{check: 'objects-present', refs: toCreate.map(refOf)}],
-      undo: {description: 'Delete exactly the policies this step created (only while they carry this plan\'s annotation).', operations: toCreate.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+      undo: {description: 'Delete exactly the policies this step created (only while they carry this plan\'s annotation).', operations: toCreate.map((object): Operation => ({op: 'delete', ref: refOf(object)}))},
     })
   }
 
@@ -548,7 +548,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
         description: `Re-create the deleted policies from the copies stored in this step${toApply.length > 0 ? ', then delete the L4 parts it applied (sidecars coming back must not enforce them)' : ''}.`,
         operations: [
           ...toDelete.map((o): Operation => ({op: 'apply', object: cleanObject(o)})),
-          ...toApply.map((object): Operation => ({op: 'delete', ref: refOf(object), object})),
+          ...toApply.map((object): Operation => ({op: 'delete', ref: refOf(object)})),
         ],
       },
     })

@@ -60,7 +60,8 @@ const operation = {
     },
     {
       additionalProperties: false,
-      required: ['op', 'ref', 'object'],
+      // `object` in a step's deletes (what rollback re-creates; planfile checks it is there), not in undo.
+      required: ['op', 'ref'],
       properties: {op: {const: 'delete'}, ref, object: kubeObject},
     },
     {

@@ -112,7 +112,7 @@ export function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot
     preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
     operations: created.map((object): Operation => ({op: 'apply', object})),
     verify: [{check: 'objects-present', refs: created.map(refOf)}],
-    undo: {description: 'Delete the NetworkPolicies this step added.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+    undo: {description: 'Delete the NetworkPolicies this step added.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object)}))},
   }
   return {step, findings}
 }
@@ -248,7 +248,7 @@ export function swapRoutesStep(inventory: Inventory, snapshot: SourceSnapshot, p
     ],
     undo: {
       description: 'Re-create the VirtualServices from the copies stored here, then delete the routes and Services this step created.',
-      operations: [...deleted.map((object): Operation => ({op: 'apply', object})), ...created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))],
+      operations: [...deleted.map((object): Operation => ({op: 'apply', object})), ...created.map((object): Operation => ({op: 'delete', ref: refOf(object)}))],
     },
   }
   return {step, findings}
@@ -424,7 +424,7 @@ export function denyBypassStep(inventory: Inventory, waypointName: string, planN
       preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
       operations: created.map((object): Operation => ({op: 'apply', object})),
       verify: [{check: 'objects-present', refs: created.map(refOf)}],
-      undo: {description: 'Delete the bypass-prevention policies.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object), object}))},
+      undo: {description: 'Delete the bypass-prevention policies.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object)}))},
     },
   }
 }

@@ -43,8 +43,12 @@ export type StepAction = (typeof STEP_ACTIONS)[number]
 export type Operation =
   /** Server-side apply of a full object (created objects get the managed-by label and plan annotation). */
   | {op: 'apply'; object: KubeObject}
-  /** Delete an object; `object` is the full copy (without server-set fields) that undo re-creates. */
-  | {op: 'delete'; ref: ObjectRef; object: KubeObject}
+  /**
+   * Delete an object. In a step's operations `object` is the full copy (without server-set fields)
+   * that rollback re-creates; an undo deletes what its step created, which the step's own operations
+   * already hold, so it names only the `ref` (each object is stored once).
+   */
+  | {op: 'delete'; ref: ObjectRef; object?: KubeObject}
   /** Set and/or remove labels on an object with a JSON merge patch; `null` removes. */
   | {op: 'label'; ref: ObjectRef; labels: Record<string, string | null>}
   /** Rollout restart via the kubectl.kubernetes.io/restartedAt pod-template annotation. */

@@ -15,7 +15,9 @@ import {
   PLAN_KIND,
   STEP_ACTIONS,
   type StepAction,
+  type StepPhase,
 } from './plan-types.js'
+import {mayHaveWritten} from './rollback.js'
 import {groupOf} from './refs.js'
 import {WAYPOINT_CLASS} from './waypoint.js'
 
@@ -204,7 +206,7 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
 
   const ref = op.op === 'apply' ? {apiVersion: op.object.apiVersion, kind: op.object.kind, name: op.object.metadata?.name, namespace: op.object.metadata?.namespace} : op.ref
   const kindKey = gk(ref.apiVersion, ref.kind)
-  if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object.kind === 'Secret')) {
+  if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object?.kind === 'Secret')) {
     say('plans never carry Secrets')
   }
   // Writes are confined to the plan's namespace; the only cluster-scoped object a plan may touch is
@@ -217,7 +219,8 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
       ? `writes to cluster-scoped ${ref.kind} "${ref.name}": plans may only write inside namespace "${namespace}"`
       : `writes to namespace "${ref.namespace}", outside the plan's namespace "${namespace}"`)
   }
-  if (op.op === 'delete' && (op.object.kind !== op.ref.kind || op.object.metadata?.name !== op.ref.name || op.object.metadata?.namespace !== op.ref.namespace)) {
+  if (op.op === 'delete' && !isUndo && !op.object) say('a step that deletes an object must store it in full (`object`), so that rollback can re-create it')
+  if (op.op === 'delete' && op.object && (op.object.kind !== op.ref.kind || op.object.metadata?.name !== op.ref.name || op.object.metadata?.namespace !== op.ref.namespace)) {
     say('the stored object does not match the reference it deletes')
   }
 
@@ -297,6 +300,21 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
 
 export function hasStarted(plan: MigrationPlan): boolean {
   return (plan.status?.steps ?? []).some((s) => s.phase !== 'Pending')
+}
+
+/**
+ * Whether plan text records steps that may have written (not Pending, not RolledBack: a fully rolled-back plan
+ * has nothing left to undo), reading no more than it must: in a block-style plan (what
+ * the tool writes) `status` is the top-level key at a line start, and only that part is parsed.
+ * Unreadable text has no applied steps; a readable one that records them counts even if it is otherwise invalid.
+ */
+export function textMayHaveWritten(text: string): boolean {
+  const blockStyle = /^(#.*\n)*apiVersion:/.test(text)
+  const at = text.search(/^status:/m)
+  if (blockStyle && at < 0) return false
+  const data = parsePlanText(blockStyle ? text.slice(at) : text).data as {status?: {steps?: unknown}} | undefined
+  const steps = Array.isArray(data?.status?.steps) ? (data.status.steps as unknown[]) : []
+  return steps.some((s) => typeof s === 'object' && s !== null && mayHaveWritten((s as {phase?: StepPhase}).phase))
 }
 
 /** The spec was edited after the first apply: the reviewed plan is no longer what runs. */

@@ -80,7 +80,57 @@ export function renderPlan(plan: MigrationPlan, painter: Painter): string {
 
 const mdEscape = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '<br>')
 
-/** A pull-request comment body. */
+// A pull-request comment holds at most 65,536 characters (GitHub). A namespace of hundreds of services
+// repeats the same change per object: list a few of each kind and count the rest; the plan file (and
+// `mesh-migrate show -o yaml`) has every one of them.
+const MD_LIST = 10
+const MD_TEXT = 600
+const MD_INVENTORY_ROWS = 60
+const MD_FINDINGS = 30
+
+/** Text cut at `max` characters, saying so. */
+function cut(text: string, max = MD_TEXT): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}… (${text.length - max + 1} more characters in the plan file)`
+}
+
+/** Operations of a step, grouped by what they do to which kind: a few names per group and a count. */
+function summariseOperations(ops: Operation[]): string[] {
+  const groups = new Map<string, string[]>()
+  for (const op of ops) {
+    const text = describeOperation(op)
+    // "create AuthorizationPolicy big/x", "label pod template of Deployment big/x k=v": group without the name.
+    const m = /^(create|delete|restart|label pod template of|label) (\S+) (\S+)(.*)$/.exec(text)
+    const key = m ? `${m[1]} ${m[2]}${m[4]}` : text
+    groups.set(key, [...(groups.get(key) ?? []), m ? m[3]! : ''])
+  }
+  return [...groups].map(([key, names]) => {
+    if (names.length === 1) return `\`${names[0] ? key.replace(/^(\S+(?: pod template of)? \S+)/, `$1 ${names[0]}`) : key}\``
+    const shown = names.slice(0, MD_LIST).join(', ')
+    return `\`${key}\` ×${names.length}: ${shown}${names.length > MD_LIST ? ` … +${names.length - MD_LIST} more` : ''}`
+  })
+}
+
+function inventoryMarkdown(plan: MigrationPlan, out: string[]): void {
+  const objects = plan.spec.inventory
+  out.push('<details><summary>Inventory: ' + `${objects.length} object(s), ${objects.filter((o) => o.verdict === 'L7').length} L7` + '</summary>', '')
+  if (objects.length <= MD_INVENTORY_ROWS) {
+    out.push('| Object | Verdict | Action | Why |', '|---|---|---|---|')
+    for (const o of objects) out.push(`| ${formatRef(o.ref)} | ${o.verdict} | ${o.action} | ${mdEscape(cut(o.reasons.join('\n')))} |`)
+  } else {
+    // Too many to list: one row per kind, verdict and action, with a few of the objects.
+    const groups = new Map<string, string[]>()
+    for (const o of objects) {
+      const key = `${o.ref.kind} | ${o.verdict} | ${o.action}`
+      groups.set(key, [...(groups.get(key) ?? []), o.ref.namespace && o.ref.namespace !== plan.metadata.namespace ? `${o.ref.namespace}/${o.ref.name}` : o.ref.name])
+    }
+    out.push(`${objects.length} objects, grouped (every object with its reasons: \`mesh-migrate inventory ${plan.metadata.namespace}\` or the plan file).`, '')
+    out.push('| Kind | Verdict | Action | Count | Objects |', '|---|---|---|---|---|')
+    for (const [key, names] of groups) out.push(`| ${key} | ${names.length} | ${names.slice(0, MD_LIST).join(', ')}${names.length > MD_LIST ? ` … +${names.length - MD_LIST} more` : ''} |`)
+  }
+  out.push('', '</details>', '')
+}
+
+/** A pull-request comment body (at most GitHub's 65,536 characters for namespaces of hundreds of services). */
 export function renderPlanMarkdown(plan: MigrationPlan): string {
   const s = plan.spec.summary
   const out: string[] = []
@@ -90,33 +140,29 @@ export function renderPlanMarkdown(plan: MigrationPlan): string {
   out.push('')
   if (plan.spec.blockers.length > 0) {
     out.push(`> [!CAUTION]`, `> **Blocked**: ${plan.spec.blockers.length} blocker(s) must be resolved before this plan can be applied.`, '')
-    for (const b of plan.spec.blockers) out.push(`- **${b.id}**: ${b.message}${b.fix ? ` _Fix:_ ${b.fix}` : ''}`)
+    for (const b of plan.spec.blockers.slice(0, MD_FINDINGS)) out.push(`- **${b.id}**: ${cut(b.message)}${b.fix ? ` _Fix:_ ${cut(b.fix)}` : ''}`)
+    if (plan.spec.blockers.length > MD_FINDINGS) out.push(`- … and ${plan.spec.blockers.length - MD_FINDINGS} more (\`mesh-migrate show ${plan.metadata.namespace}\`)`)
     out.push('')
   }
   if (plan.spec.steps.length > 0) {
     out.push('| # | Step | State | Changes | Undo |', '|---|---|---|---|---|')
     plan.spec.steps.forEach((step, i) => {
-      const changes = step.operations.length === 0 ? '_read-only_' : step.operations.map((op) => `\`${describeOperation(op)}\``).join('<br>')
-      out.push(`| ${i + 1} | \`${step.id}\` | ${stepPhase(plan, step)} | ${changes} | ${mdEscape(step.undo.description)} |`)
+      const changes = step.operations.length === 0 ? '_read-only_' : summariseOperations(step.operations).join('<br>')
+      out.push(`| ${i + 1} | \`${step.id}\` | ${stepPhase(plan, step)} | ${changes} | ${mdEscape(cut(step.undo.description))} |`)
     })
     out.push('')
     out.push('<details><summary>What each step does</summary>', '')
-    for (const step of plan.spec.steps) out.push(`- **${step.id}**: ${step.description}`)
+    for (const step of plan.spec.steps) out.push(`- **${step.id}**: ${cut(step.description)}`)
     out.push('', '</details>', '')
   } else {
     out.push('Nothing to migrate.', '')
   }
-  const objects = plan.spec.inventory
-  if (objects.length > 0) {
-    out.push('<details><summary>Inventory: ' + `${objects.length} object(s), ${objects.filter((o) => o.verdict === 'L7').length} L7` + '</summary>', '')
-    out.push('| Object | Verdict | Action | Why |', '|---|---|---|---|')
-    for (const o of objects) out.push(`| ${formatRef(o.ref)} | ${o.verdict} | ${o.action} | ${mdEscape(o.reasons.join('\n'))} |`)
-    out.push('', '</details>', '')
-  }
+  if (plan.spec.inventory.length > 0) inventoryMarkdown(plan, out)
   const notable = plan.spec.findings.filter((f) => f.severity !== 'info')
   if (notable.length > 0) {
     out.push('<details><summary>Findings: ' + `${notable.length}` + '</summary>', '')
-    for (const f of notable) out.push(`- **${f.severity}** \`${f.id}\`: ${f.message}${f.fix ? ` _Fix:_ ${f.fix}` : ''}`)
+    for (const f of notable.slice(0, MD_FINDINGS)) out.push(`- **${f.severity}** \`${f.id}\`: ${cut(f.message)}${f.fix ? ` _Fix:_ ${cut(f.fix)}` : ''}`)
+    if (notable.length > MD_FINDINGS) out.push(`- … and ${notable.length - MD_FINDINGS} more (\`mesh-migrate show ${plan.metadata.namespace}\`)`)
     out.push('', '</details>', '')
   }
   return out.join('\n')

@@ -146,7 +146,7 @@ describeWithShared('plan on the istio.io migrate-policies guide', () => {
     // The VirtualService it deletes is snippet 1, stored in full for rollback.
     const [before] = await objectsOf(snippet(1))
     const deleted = swap.operations.find((o): o is Extract<Operation, {op: 'delete'}> => o.op === 'delete')!
-    expect(deleted.object.spec).toEqual(before!.spec)
+    expect(deleted.object!.spec).toEqual(before!.spec)
     expect(swap.undo.operations.map(opText)).toEqual(['apply VirtualService/reviews', 'delete Service/reviews-v1', 'delete Service/reviews-v2', 'delete HTTPRoute/reviews'])
   })
 

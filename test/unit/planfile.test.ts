@@ -9,7 +9,7 @@ import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {checkPlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../../src/planner/planfile.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -132,5 +132,47 @@ describe('checks', () => {
     const p = checkPlanText('apiVersion: x\nkind: y\nspec:\n  a: 1\n  a: 2\n').problems
     expect(p[0]!.line).toBe(5)
     expect(checkPlanText('- just\n- a list\n').problems[0]!.message).toContain('not a YAML mapping')
+  })
+})
+
+describe('each object stored once', () => {
+  it('undo deletes name only the ref of what their step applied; step deletes keep the full object', () => {
+    for (const s of plan.spec.steps) {
+      for (const op of s.undo.operations) if (op.op === 'delete') expect(op).toEqual({op: 'delete', ref: op.ref})
+      for (const op of s.operations) if (op.op === 'delete') expect(op.object?.metadata.name).toBe(op.ref.name)
+    }
+    expect(plan.spec.steps.some((s) => s.undo.operations.some((op) => op.op === 'delete'))).toBe(true)
+  })
+
+  it('refuses a step delete without the object rollback needs, and still reads an undo delete that carries one (older plans)', () => {
+    const withoutObject = mutate((p) => {
+      const op = p.spec.steps.flatMap((s) => s.operations).find((o) => o.op === 'delete') as {object?: unknown} | undefined
+      delete op!.object
+    })
+    expect(problemsOf(withoutObject).map((p) => p.message)).toContain('a step that deletes an object must store it in full (`object`), so that rollback can re-create it')
+    const older = mutate((p) => {
+      const s = p.spec.steps.find((x) => x.undo.operations.some((o) => o.op === 'delete') && x.operations.some((o) => o.op === 'apply'))!
+      const del = s.undo.operations.find((o) => o.op === 'delete') as {ref: {name: string}; object?: unknown}
+      del.object = (s.operations.find((o) => o.op === 'apply' && o.object.metadata.name === del.ref.name) as {object: unknown}).object
+    })
+    expect(problemsOf(older)).toEqual([])
+  })
+})
+
+describe('textMayHaveWritten (plan reads only the status of the plan it would replace)', () => {
+  const withPhase = (phase: string) => mutate((p) => {
+    p.status = {specDigest: specDigest(p), steps: p.spec.steps.map((s, i) => ({id: s.id, phase: (i === 0 ? phase : 'Pending') as never}))} as never
+  })
+  it('is false for a fresh plan and one whose steps are all Pending, true once a step ran, in block or flow style', () => {
+    expect(textMayHaveWritten(text)).toBe(false)
+    expect(textMayHaveWritten(renderPlanFile(withPhase('Pending')))).toBe(false)
+    expect(textMayHaveWritten(renderPlanFile(withPhase('Applied')))).toBe(true)
+    expect(textMayHaveWritten(renderPlanFile(withPhase('Running')))).toBe(true)
+    // A fully rolled-back plan has nothing left to undo (plan replaces it without --force).
+    expect(textMayHaveWritten(renderPlanFile(withPhase('RolledBack')))).toBe(false)
+    // Not the tool's layout (JSON is YAML too): read in full.
+    expect(textMayHaveWritten(JSON.stringify(withPhase('Applied')))).toBe(true)
+    expect(textMayHaveWritten('not: [a plan')).toBe(false)
+    expect(textMayHaveWritten('apiVersion: x\nstatus:\n  steps: [null, 3]\n')).toBe(false)
   })
 })

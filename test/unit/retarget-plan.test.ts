@@ -69,7 +69,7 @@ describe('bookinfo example', () => {
     expect(s.operations.map(describeOp)).toEqual(['apply ratings-get-only-l4', 'delete details-no-delete', 'delete ratings-get-only'])
     expect(s.undo.operations.map(describeOp)).toEqual(['apply details-no-delete', 'apply ratings-get-only', 'delete ratings-get-only-l4'])
     const stored = s.operations.find((o) => o.op === 'delete' && o.ref.name === 'ratings-get-only') as Extract<Operation, {op: 'delete'}>
-    expect(stored.object.spec.rules[0].to[0].operation.methods).toEqual(['GET'])
+    expect(stored.object!.spec.rules[0].to[0].operation.methods).toEqual(['GET'])
     expect(s.verify).toEqual([
       {check: 'objects-absent', refs: [expect.objectContaining({name: 'details-no-delete'}), expect.objectContaining({name: 'ratings-get-only'})]},
       {check: 'objects-present', refs: [expect.objectContaining({name: 'ratings-get-only-l4'})]},

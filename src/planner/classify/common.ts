@@ -1,11 +1,11 @@
 // Helpers shared by the per-kind classifiers: object placement relative to the migrated namespace,
 // selector coverage, exportTo visibility, host resolution, waypoint bindings, findings.
 import type {ClassifyContext} from '../context.js'
-import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, Severity, Verdict, WorkloadItem} from '../model.js'
+import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, ServiceItem, Severity, Verdict, WorkloadItem} from '../model.js'
 import type {LabelSelector, Labels, PolicyTargetReference} from '../istio-types.js'
 import {groupOf, refOf} from '../refs.js'
 import {USE_WAYPOINT_LABEL, WAYPOINT_CLASS} from '../waypoint.js'
-import {isRecord} from '../json.js'
+import {groupBy, isRecord} from '../json.js'
 import {selectorMatches} from '../namespace.js'
 
 export {isRecord}
@@ -125,9 +125,23 @@ export function labelsSubset(selector: Labels | undefined, labels: Labels | unde
   return Object.entries(selector).every(([k, v]) => labels?.[k] === String(v))
 }
 
+/** `key=value` → the items carrying that label, in input order: selectors look up candidates instead of scanning. */
+function indexByLabel<T>(items: T[], labelsOf: (item: T) => Labels | undefined): Map<string, T[]> {
+  const pairs = items.flatMap((item) => Object.entries(labelsOf(item) ?? {}).map(([k, v]) => ({item, key: `${k}=${v}`})))
+  return new Map([...groupBy(pairs, (p) => p.key)].map(([key, group]) => [key, group.map((p) => p.item)]))
+}
+
 /** Workloads of the namespace a (possibly absent) selector covers. */
 export function matchingWorkloads(ctx: ClassifyContext, selector: Labels | undefined): WorkloadItem[] {
-  return ctx.workloads.filter((w) => labelsSubset(selector, w.podLabels))
+  if (!hasLabels(selector)) return [...ctx.workloads]
+  const byLabel = memo(ctx, 'workloads-by-label', () => indexByLabel(ctx.workloads, (w) => w.podLabels))
+  // Every match carries each of the selector's labels: the smallest bucket holds all candidates.
+  let candidates: WorkloadItem[] | undefined
+  for (const [k, v] of Object.entries(selector)) {
+    const bucket = byLabel.get(`${k}=${String(v)}`) ?? []
+    if (!candidates || bucket.length < candidates.length) candidates = bucket
+  }
+  return (candidates ?? []).filter((w) => labelsSubset(selector, w.podLabels))
 }
 
 /** Gateways and waypoints keep an Envoy of their own in ambient: config selecting only them is unaffected. */
@@ -137,15 +151,31 @@ export function isProxyWorkload(w: WorkloadItem): boolean {
 
 /** Names of the namespace's Services whose selector covers at least one of the workloads. */
 export function servicesCovering(ctx: ClassifyContext, workloads: WorkloadItem[]): string[] {
-  return uniqSorted(
-    ctx.services
-      .filter((s) => hasLabels(s.selector) && workloads.some((w) => labelsSubset(s.selector, w.podLabels)))
-      .map((s) => s.ref.name),
-  )
+  // Each Service with a selector is filed under one of its selector labels; a workload can only be
+  // covered by the Services filed under one of its own pod labels.
+  const byOneLabel = memo(ctx, 'services-by-one-selector-label', () => {
+    const withSelector = ctx.services.filter((s): s is ServiceItem & {selector: Labels} => hasLabels(s.selector))
+    return groupBy(withSelector, (s) => {
+      const [k, v] = Object.entries(s.selector)[0]!
+      return `${k}=${String(v)}`
+    })
+  })
+  const names = new Set<string>()
+  for (const w of workloads) {
+    for (const [k, v] of Object.entries(w.podLabels ?? {})) {
+      for (const s of byOneLabel.get(`${k}=${v}`) ?? []) if (labelsSubset(s.selector, w.podLabels)) names.add(s.ref.name)
+    }
+  }
+  return uniqSorted(names)
 }
 
 export function allServices(ctx: ClassifyContext): string[] {
-  return uniqSorted(ctx.services.map((s) => s.ref.name))
+  return memo(ctx, 'all-services', () => uniqSorted(ctx.services.map((s) => s.ref.name)))
+}
+
+/** Whether the migrated namespace has a Service of that name. */
+export function hasOwnService(ctx: ClassifyContext, name: string): boolean {
+  return memo(ctx, 'service-names', () => new Set(ctx.services.map((s) => s.ref.name))).has(name)
 }
 
 /** Kubernetes LabelSelector evaluation (matchLabels AND matchExpressions). */
@@ -214,7 +244,7 @@ export function hostTarget(host: string, objectNamespace: string, ctx: ClassifyC
   }
   if (wildcard) {
     out.ownServices = allServices(ctx).filter((s) => hostCovers(fqdn, serviceFqdn(s, ctx.namespace)))
-  } else if (out.serviceNamespace === ctx.namespace && ctx.services.some((s) => s.ref.name === out.serviceName)) {
+  } else if (out.serviceNamespace === ctx.namespace && hasOwnService(ctx, out.serviceName!)) {
     out.ownServices = [out.serviceName!]
   }
   return out
@@ -244,7 +274,17 @@ export function objectsOfKind(ctx: ClassifyContext, key: string): KubeObject[] {
 }
 
 export function findObject(ctx: ClassifyContext, group: string, kind: string, namespace: string, name: string): KubeObject | undefined {
-  return objectsOfKind(ctx, `${group || 'core'}/${kind}`).find((o) => (o.metadata.namespace ?? ctx.namespace) === namespace && o.metadata.name === name)
+  const key = `${group || 'core'}/${kind}`
+  // The first object of a name wins, as a scan would find it.
+  const index = memo(ctx, `by-name:${key}`, () => {
+    const byName = new Map<string, KubeObject>()
+    for (const o of objectsOfKind(ctx, key)) {
+      const k = `${o.metadata.namespace ?? ctx.namespace}/${o.metadata.name}`
+      if (!byName.has(k)) byName.set(k, o)
+    }
+    return byName
+  })
+  return index.get(`${namespace}/${name}`)
 }
 
 /** Labels of a namespace: the migrated one from its analysed state, others from Namespace objects in the snapshot. */

@@ -132,13 +132,35 @@ function specificity(pattern: string): number {
   return pattern.startsWith('*') ? pattern.length : Number.MAX_SAFE_INTEGER
 }
 
+interface RuleHost {
+  obj: KubeObject
+  /** The DR's host as an FQDN (possibly a wildcard). */
+  pattern: string
+}
+
+/** DestinationRules without workloadSelector, by namespace, split into exact hosts (by FQDN) and wildcards; input order kept. */
+function rulesByNamespace(ctx: ClassifyContext): Map<string, {exact: Map<string, RuleHost[]>; wildcards: RuleHost[]}> {
+  return memo(ctx, 'dr:rules-by-namespace', () => {
+    const index = new Map<string, {exact: Map<string, RuleHost[]>; wildcards: RuleHost[]}>()
+    for (const o of objectsOfKind(ctx, `${NETWORKING}/DestinationRule`)) {
+      if (hasLabels(o.spec?.workloadSelector?.matchLabels) || typeof o.spec?.host !== 'string') continue
+      const namespace = namespaceOf(o, ctx)
+      const pattern = hostTarget(o.spec.host, namespace, ctx).fqdn
+      let entry = index.get(namespace)
+      if (!entry) index.set(namespace, (entry = {exact: new Map(), wildcards: []}))
+      if (pattern.startsWith('*')) entry.wildcards.push({obj: o, pattern})
+      else entry.exact.set(pattern, [...(entry.exact.get(pattern) ?? []), {obj: o, pattern}])
+    }
+    return index
+  })
+}
+
 /** DestinationRules (without workloadSelector) in `namespace` whose host covers the FQDN and that are exported to `to`. */
-function rulesFor(namespace: string, fqdn: string, to: string, ctx: ClassifyContext): {obj: KubeObject; pattern: string}[] {
-  return objectsOfKind(ctx, `${NETWORKING}/DestinationRule`)
-    .filter((o) => namespaceOf(o, ctx) === namespace)
-    .filter((o) => !hasLabels(o.spec?.workloadSelector?.matchLabels) && exportedTo(o.spec?.exportTo, namespace, to) && typeof o.spec?.host === 'string')
-    .map((o) => ({obj: o, pattern: hostTarget(o.spec.host, namespace, ctx).fqdn}))
-    .filter((r) => hostCovers(r.pattern, fqdn))
+function rulesFor(namespace: string, fqdn: string, to: string, ctx: ClassifyContext): RuleHost[] {
+  const entry = rulesByNamespace(ctx).get(namespace)
+  if (!entry) return []
+  return [...(entry.exact.get(fqdn) ?? []), ...entry.wildcards.filter((r) => hostCovers(r.pattern, fqdn))]
+    .filter((r) => exportedTo(r.obj.spec?.exportTo, namespace, to))
     .sort((a, b) => specificity(b.pattern) - specificity(a.pattern) || compareAge(a.obj, b.obj))
 }
 
@@ -147,14 +169,11 @@ function rulesFor(namespace: string, fqdn: string, to: string, ctx: ClassifyCont
  * Namespaces are tried in order waypoint namespace → Service namespace → root namespace (first namespace
  * with a matching DR wins; within it the most specific host).
  */
-function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {used: string[]; shadowed: {service: string; by: string; byNamespace?: string}[]} {
-  const ns = namespaceOf(obj, ctx)
-  const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
-  const order = [wns, ctx.namespace, ctx.rootNamespace].filter((n, i, a) => a.indexOf(n) === i)
-  const used: string[] = []
-  const shadowed: {service: string; by: string; byNamespace?: string}[] = []
-  for (const svc of target.ownServices) {
-    const fqdn = serviceFqdn(svc, ctx.namespace)
+/** The DestinationRule the waypoint resolves for a Service: the first namespace in `order` with one wins. */
+function ruleWinner(fqdn: string, order: string[], wns: string, ctx: ClassifyContext): KubeObject | undefined {
+  const winners = memo(ctx, 'dr:winners', () => new Map<string, KubeObject | undefined>())
+  const key = `${fqdn} ${order.join(',')} ${wns}`
+  if (!winners.has(key)) {
     let winner: KubeObject | undefined
     for (const candidateNs of order) {
       const found = rulesFor(candidateNs, fqdn, wns, ctx)
@@ -163,6 +182,20 @@ function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext):
         break
       }
     }
+    winners.set(key, winner)
+  }
+  return winners.get(key)
+}
+
+function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {used: string[]; shadowed: {service: string; by: string; byNamespace?: string}[]} {
+  const ns = namespaceOf(obj, ctx)
+  const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
+  const order = [wns, ctx.namespace, ctx.rootNamespace].filter((n, i, a) => a.indexOf(n) === i)
+  const used: string[] = []
+  const shadowed: {service: string; by: string; byNamespace?: string}[] = []
+  for (const svc of target.ownServices) {
+    const fqdn = serviceFqdn(svc, ctx.namespace)
+    const winner = ruleWinner(fqdn, order, wns, ctx)
     if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === ns) used.push(svc)
     else if (winner) shadowed.push({service: svc, by: formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}), byNamespace: namespaceOf(winner, ctx)})
     else shadowed.push({service: svc, by: `no DestinationRule visible from ${wns}`})

@@ -12,7 +12,8 @@
 // destination can enforce for bypassing callers.
 import {cleanObject, toCanonicalYaml} from '../canonical.js'
 import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis, carriedRootDeny} from '../classify/authz.js'
-import {isProxyWorkload, matchingWorkloads} from '../classify/common.js'
+import {isProxyWorkload, matchingWorkloads, memo} from '../classify/common.js'
+import {groupBy} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
@@ -137,8 +138,9 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   gitOpsFindings(run, decisions)
 
   const findings = dedupe(run.findings)
+  const findingsByRef = groupBy(findings.filter((f) => f.ref), (f) => refKey(f.ref!))
   for (const d of decisions) {
-    d.findings = findings.filter((f) => f.ref && refKey(f.ref) === refKey(d.ref)).map((f) => f.id).sort()
+    d.findings = (findingsByRef.get(refKey(d.ref)) ?? []).map((f) => f.id).sort()
     d.created.sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role) || compareRefs(a.ref, b.ref))
   }
 
@@ -175,9 +177,12 @@ function names(workloads: WorkloadItem[]): string[] {
 
 /** "Kind/name" of the workloads behind these Services of the namespace. */
 function workloadsBehind(run: Run, services: string[]): string[] {
-  const wanted = new Set(services)
-  const behind = new Set(run.ctx.services.filter((s) => wanted.has(s.ref.name)).flatMap((s) => s.workloads))
-  return workloadKeys(nonProxy(run.ctx.workloads).filter((w) => behind.has(w.ref.name)))
+  const index = memo(run.ctx, 'retarget:workloads-behind', () => ({
+    services: groupBy(run.ctx.services, (s) => s.ref.name),
+    workloads: groupBy(nonProxy(run.ctx.workloads), (w) => w.ref.name),
+  }))
+  const behind = new Set(services.flatMap((name) => index.services.get(name) ?? []).flatMap((s) => s.workloads))
+  return workloadKeys([...behind].flatMap((name) => index.workloads.get(name) ?? []))
 }
 
 function selectorText(selector: Record<string, string> | undefined, scope: PolicyPlacement['scope']): string {

@@ -1,6 +1,7 @@
 // Where a waypoint copy attaches, and what that changes compared with the selector it replaces
 // (DOMAIN §3.0, §3.1 "Re-targeting rules" non-equivalences (a)-(d), §7 E9).
 import type {ServiceItem, WorkloadItem} from '../model.js'
+import {groupBy} from '../json.js'
 import type {TargetRef} from './types.js'
 
 // AuthorizationPolicy, RequestAuthentication, Telemetry and WasmPlugin allow at most 16 targetRefs (CRD maxItems).
@@ -35,6 +36,25 @@ function gatewayRef(name: string): TargetRef {
   return {group: GATEWAY_API_GROUP, kind: 'Gateway', name}
 }
 
+const byName = (a: ServiceItem, b: ServiceItem) => a.ref.name.localeCompare(b.ref.name)
+
+const SERVICE_INDEX = new WeakMap<ServiceItem[], ReturnType<typeof buildServiceIndex>>()
+
+/** Per Services array, once: the servable ones by name, and which Services front each workload. */
+function serviceIndex(services: ServiceItem[]): ReturnType<typeof buildServiceIndex> {
+  let index = SERVICE_INDEX.get(services)
+  if (!index) SERVICE_INDEX.set(services, (index = buildServiceIndex(services)))
+  return index
+}
+
+function buildServiceIndex(services: ServiceItem[]) {
+  const servable = services.filter(waypointServable).sort(byName)
+  const fronting = (list: ServiceItem[]) => groupBy(list.flatMap((s) => [...new Set(s.workloads)].map((w) => ({w, s}))), (e) => e.w)
+  const servableByWorkload = new Map([...fronting(servable)].map(([w, entries]) => [w, entries.map((e) => e.s)]))
+  const headlessByWorkload = new Map([...fronting(services.filter((s) => s.headless))].map(([w, entries]) => [w, entries.map((e) => e.s)]))
+  return {servable, servableByWorkload, headlessByWorkload}
+}
+
 /**
  * Targets for the copy of an object applying to `selected` (all workloads for a namespace-wide object).
  * One `Service` entry per Service in front of the selected pods; more than 16 → the waypoint Gateway
@@ -50,14 +70,14 @@ export function planTargets(opts: {
   gatewayInNamespace: boolean
 }): TargetPlan {
   const selectedNames = new Set(opts.selected.map((w) => w.ref.name))
-  const servable = opts.services.filter(waypointServable).sort((a, b) => a.ref.name.localeCompare(b.ref.name))
-  const covering = opts.namespaceWide ? servable : servable.filter((s) => s.workloads.some((w) => selectedNames.has(w)))
+  const {servable, servableByWorkload, headlessByWorkload} = serviceIndex(opts.services)
+  const covering = opts.namespaceWide ? servable : [...new Set(opts.selected.flatMap((w) => servableByWorkload.get(w.ref.name) ?? []))].sort(byName)
   const coveringNames = covering.map((s) => s.ref.name)
 
   const podAddressed: {workload: string; why: string}[] = []
   for (const w of [...opts.selected].sort((a, b) => a.ref.name.localeCompare(b.ref.name))) {
-    const headless = opts.services.filter((s) => s.headless && s.workloads.includes(w.ref.name)).map((s) => s.ref.name).sort()
-    const behind = servable.some((s) => s.workloads.includes(w.ref.name))
+    const headless = (headlessByWorkload.get(w.ref.name) ?? []).map((s) => s.ref.name).sort()
+    const behind = servableByWorkload.has(w.ref.name)
     if (headless.length > 0) podAddressed.push({workload: w.ref.name, why: `headless Service ${headless.join(', ')}`})
     else if (w.ref.kind === 'StatefulSet') podAddressed.push({workload: w.ref.name, why: 'StatefulSet (peers address its pods directly)'})
     else if (!behind) podAddressed.push({workload: w.ref.name, why: 'no Service with a cluster IP in front of it'})

@@ -1,0 +1,38 @@
+// A plan of a namespace with hundreds of services stays reviewable: its markdown fits a pull-request
+// comment (GitHub: 65,536 characters) with repeated changes summarised, and nothing is stored twice.
+import {describe, expect, it} from 'vitest'
+
+import {buildInventory} from '../../src/planner/inventory.js'
+import type {KubeObject} from '../../src/planner/model.js'
+import {buildPlan} from '../../src/planner/plan-builder.js'
+import {renderPlanFile} from '../../src/planner/planfile.js'
+import {renderPlanMarkdown} from '../../src/ui/plan-view.js'
+import {generatedNamespace} from '../support/generated-namespace.js'
+
+function generatedPlan(n: number) {
+  const snapshot = {namespace: 'big', rootNamespace: 'istio-system', target: {manifests: ['generated']}, objects: generatedNamespace(n) as unknown as KubeObject[], missingKinds: [], findings: []}
+  return buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+}
+
+describe('plans of many services', () => {
+  const plan = generatedPlan(800)
+
+  it('show -o markdown of 800 services fits a PR comment, counting repeated changes instead of listing them', () => {
+    const md = renderPlanMarkdown(plan)
+    expect(md.length).toBeLessThanOrEqual(65_536)
+    expect(md).toContain('`create AuthorizationPolicy` ×1600: big/svc-0-allow-waypoint')
+    expect(md).toContain('`restart Deployment` ×800:')
+    expect(md).toMatch(/\| AuthorizationPolicy \| L7 \| [a-z-]+ \| 800 \| svc-0-allow, /)
+    // Every step is still there, and small plans keep their full lists.
+    for (const step of plan.spec.steps) expect(md).toContain(`\`${step.id}\``)
+    const small = renderPlanMarkdown(generatedPlan(3))
+    expect(small).toContain('| AuthorizationPolicy big/svc-1-allow |')
+  })
+
+  it('stores each created object once: undo deletes name only the ref', () => {
+    const text = renderPlanFile(plan)
+    // One apply per created policy (1600 in create-policies, 800 L4 parts), none repeated in an undo.
+    expect(text.split('\n        - op: apply\n').length - 1).toBe(2401)
+    for (const step of plan.spec.steps) for (const op of step.undo.operations) if (op.op === 'delete') expect(Object.keys(op)).toEqual(['op', 'ref'])
+  })
+})
