@@ -46,8 +46,12 @@ describe('plan -A / -l / NS1 NS2 offline', () => {
     const fleet = JSON.parse(named.stdout) as FleetPlan
     expect(fleet.spec.selection).toEqual({namespaces: ['shop', 'catalog']})
     expect(fleet.spec.waves).toEqual([{wave: 1, namespaces: ['catalog']}, {wave: 2, namespaces: ['shop']}])
-    const valid = await runCli(['validate', 'plans/fleet.yaml', 'plans/shop.yaml'], {cwd: dir})
+    const valid = await runCli(['validate', 'plans/fleet.yaml'], {cwd: dir})
     expect(valid.code, valid.stderr).toBe(0)
+    // shop still loses frontend's client-side timeout (E12): a blocked plan does not pass the PR gate (issue 10 point 12).
+    const blocked = await runCli(['validate', 'plans/fleet.yaml', 'plans/shop.yaml'], {cwd: dir})
+    expect(blocked.code).toBe(4)
+    expect(blocked.stderr).toContain('E12/VirtualService/frontend/shop-timeout')
     await writeFile(path.join(dir, 'plans/fleet.yaml'), (await readFile(path.join(dir, 'plans/fleet.yaml'), 'utf8')).replace(/^( +)wave: 1$/m, '$1wave: one'))
     const invalid = await runCli(['validate', 'plans/fleet.yaml'], {cwd: dir})
     expect(invalid.code).toBe(4)

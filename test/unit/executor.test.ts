@@ -12,12 +12,13 @@ import {StalePlanError, UserError} from '../../src/errors.js'
 import {applyStep, checkRollback, type ExecutionContext, StepFailedError, undoStep} from '../../src/executor/engine.js'
 import {performOperation, stalePreconditions} from '../../src/executor/operations.js'
 import {PlanState} from '../../src/executor/plan-state.js'
+import {OWNER_ANNOTATION} from '../../src/executor/ownership.js'
 import {InterruptedError} from '../../src/executor/verify.js'
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject, ObjectRef, SourceSnapshot} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import {MANAGED_BY_LABEL, type Operation, PLAN_ANNOTATION, type PlanStep} from '../../src/planner/plan-types.js'
-import {renderPlanFile} from '../../src/planner/planfile.js'
+import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {MemoryKube} from '../support/memory-kube.js'
@@ -75,12 +76,22 @@ interface Rig {
   step(action: string): PlanStep
 }
 
-/** A fresh cluster holding the manifests, and the plan in a fresh file. */
-async function rig(overrides: Partial<ExecutionContext> = {}): Promise<Rig> {
+/**
+ * A fresh cluster holding the manifests, and the plan in a fresh file. Unless `unclaimed`, the namespace is
+ * already recorded as this plan's (its first write claims it: tested on its own below), so each test sees
+ * only the writes of the step it runs.
+ */
+async function rig(overrides: Partial<ExecutionContext> = {}, opts: {unclaimed?: boolean} = {}): Promise<Rig> {
   const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-executor-')), 'bookinfo.yaml')
   await writeFile(file, planText)
   const state = await PlanState.load(file)
   const kube = new MemoryKube().seed(...manifests)
+  if (!opts.unclaimed) {
+    const owner = {plan: file, digest: specDigest(state.plan), by: 'tester', since: '2026-12-03T00:00:00.000Z'}
+    kube.edit({apiVersion: 'v1', kind: 'Namespace', name: NS}, (o) => {
+      o.metadata.annotations = {...o.metadata.annotations, [OWNER_ANNOTATION]: JSON.stringify(owner)}
+    })
+  }
   const ctx: ExecutionContext = {
     client: kube,
     state,
@@ -134,6 +145,30 @@ function programWaypoint(kube: MemoryKube): void {
     })
   }
 }
+
+describe('applyStep: one active plan per namespace', () => {
+  it('the first write records the plan as the namespace owner, guarded by the resourceVersion it read', async () => {
+    const {kube, ctx, step} = await rig({}, {unclaimed: true})
+    await applyStep(ctx, step('create-policies'))
+    const [claim, ...rest] = kube.writes()
+    expect(`${claim?.verb} ${claim?.kind}/${claim?.name}`).toBe(`patch Namespace/${NS}`)
+    expect(rest.every((w) => w.kind !== 'Namespace')).toBe(true)
+    const owner = JSON.parse(kube.peek({apiVersion: 'v1', kind: 'Namespace', name: NS})!.metadata.annotations![OWNER_ANNOTATION]!) as {digest: string}
+    expect(owner.digest).toBe(specDigest(ctx.state.plan))
+  })
+
+  it('another plan owning the namespace: refused with exit 5 before any write', async () => {
+    const {kube, ctx, step} = await rig({}, {unclaimed: true})
+    kube.edit({apiVersion: 'v1', kind: 'Namespace', name: NS}, (o) => {
+      o.metadata.annotations = {[OWNER_ANNOTATION]: JSON.stringify({plan: 'plans/other.yaml', digest: 'sha256:other', by: 'someone', since: '2026-12-01T00:00:00.000Z'})}
+    })
+    const error = await failure(applyStep(ctx, step('create-policies')))
+    expect(error).toBeInstanceOf(UserError)
+    expect((error as UserError).exitCode).toBe(5)
+    expect(error.message).toContain('plans/other.yaml')
+    expect(kube.writes()).toEqual([])
+  })
+})
 
 describe('applyStep: writes', () => {
   it("create-policies creates each object of the step, marked as this plan's, and records Applied with what was there before", async () => {
@@ -278,7 +313,7 @@ describe('applyStep: conflicts and failures', () => {
     expect(kube.requests.filter((r) => r.verb === 'patch')).toHaveLength(1)
   })
 
-  it('a real 409 (someone relabelled the namespace between read and patch): Failed, exit 1, their change kept; --retry then finishes', async () => {
+  it('a 409 from an unrelated relabel between read and patch: re-read and retried, their change kept (issue 10 point 17)', async () => {
     const {kube, state, ctx, step} = await rig()
     const stop = kube.onRequest((req) => {
       if (req.verb !== 'patch' || req.kind !== 'Namespace') return
@@ -288,19 +323,32 @@ describe('applyStep: conflicts and failures', () => {
       stop()
     })
     const s = step('remove-sidecar-injection')
+    await applyStep(ctx, s)
+    expect(state.phase(s)).toBe('Applied')
+    expect(state.status(s.id)?.attempts).toBe(1)
+    // Two patches: the one refused with 409, and the one sent after reading the namespace again.
+    expect(kube.requests.filter((r) => r.verb === 'patch' && r.kind === 'Namespace')).toHaveLength(2)
+    expect(kube.peek(nsRef)?.metadata.labels).toEqual({team: 'payments'})
+  })
+
+  it('a 409 because the label the step changes was changed meanwhile: Failed, exit 1, their value kept; --retry reports it stale', async () => {
+    const {kube, state, ctx, step} = await rig()
+    const stop = kube.onRequest((req) => {
+      if (req.verb !== 'patch' || req.kind !== 'Namespace') return
+      kube.edit(nsRef, (o) => {
+        o.metadata.labels = {...o.metadata.labels, 'istio-injection': 'disabled'}
+      })
+      stop()
+    })
+    const s = step('remove-sidecar-injection')
     const error = await failure(applyStep(ctx, s))
     expect(error).toBeInstanceOf(UserError)
     expect((error as UserError).exitCode).toBe(1)
     expect(error.message).toContain('409 Conflict')
-    expect((error as UserError).suggestion).toContain(`mesh-migrate apply ${state.file} --retry`)
     expect(state.phase(s)).toBe('Failed')
-    expect(kube.peek(nsRef)?.metadata.labels).toMatchObject({'istio-injection': 'enabled', team: 'payments'})
-
-    await applyStep(ctx, s)
-    expect(state.phase(s)).toBe('Applied')
-    expect(state.status(s.id)?.attempts).toBe(2)
-    expect(kube.peek(nsRef)?.metadata.labels).toEqual({team: 'payments'})
+    expect(kube.peek(nsRef)?.metadata.labels).toMatchObject({'istio-injection': 'disabled'})
   })
+
 
   it('a write the server forbids (403): Failed, exit 1, with the permission to grant and the retry path', async () => {
     const {kube, state, ctx, step} = await rig()
