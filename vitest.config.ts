@@ -4,8 +4,9 @@ import {defineConfig} from 'vitest/config'
 //   unit     pure functions and the executor over the in-memory KubeClient (test/support/memory-kube.ts):
 //            no build, no child process, no server; the whole tier runs in seconds.
 //   cli      the built bin/run.js as a child process (needs `npm run build`).
-//   cluster  against an API server: cluster source, preflight, census (test/cluster), and the in-repo test
-//            API server's and the fake control plane's own tests (test/apiserver, test/control-plane).
+//   cluster  against an API server: cluster source, preflight, census (test/cluster).
+//   model    the in-repo test API server's and the fake control plane's own tests (test/apiserver,
+//            test/control-plane): they need that server's internals (request log, seeding), never the real one.
 //   e2e      whole migrations, rollbacks, crashes and faults against an API server + fake control plane.
 // A test that spawns the CLI belongs in cli (or cluster/e2e), never in unit.
 //
@@ -36,9 +37,13 @@ export default defineConfig({
       {extends: true, test: {name: 'cli', include: ['test/cli/**/*.test.ts'], sequence: {groupOrder: 0}}},
       {
         extends: true,
+        test: {name: 'model', include: ['test/apiserver/**/*.test.ts', 'test/control-plane/**/*.test.ts'], sequence: {groupOrder: 0}},
+      },
+      {
+        extends: true,
         test: {
           name: 'cluster',
-          include: ['test/cluster/**/*.test.ts', 'test/apiserver/**/*.test.ts', 'test/control-plane/**/*.test.ts'],
+          include: ['test/cluster/**/*.test.ts'],
           ...onServer,
           sequence: {groupOrder: 1},
         },
