@@ -2,7 +2,7 @@
 // --kubeconfig wins; else every file of $KUBECONFIG merged with the first file winning (kubectl's
 // rule — client-node would let the last win, or throw on duplicate names); else ~/.kube/config; else
 // the in-cluster service account; else a clear error instead of client-node's silent localhost:8080.
-import {existsSync} from 'node:fs'
+import {existsSync, readFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -17,6 +17,28 @@ export interface KubeConfigOptions {
 
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
 
+/**
+ * kubectl's kubeconfig key for a bearer token in a file is `tokenFile` (client-go's AuthInfo), relative to
+ * the kubeconfig's folder; client-node only knows a `token-file` key and would send no credentials. The
+ * token is read when the kubeconfig is loaded, and again on a 401 (the client reloads the kubeconfig).
+ */
+async function applyTokenFiles(kc: KubeConfig, file: string, text: string): Promise<void> {
+  const {parse} = await import('yaml')
+  const raw = parse(text) as {users?: {name?: string; user?: {tokenFile?: unknown; token?: unknown}}[]} | null
+  for (const entry of raw?.users ?? []) {
+    const tokenFile = entry?.user?.tokenFile
+    if (typeof tokenFile !== 'string' || entry.user?.token !== undefined) continue
+    const user = kc.users.find((u) => u.name === entry.name)
+    if (!user) continue
+    const where = path.resolve(path.dirname(file), tokenFile)
+    try {
+      Object.assign(user, {token: readFileSync(where, 'utf8').trim()})
+    } catch (error) {
+      throw new KubeConfigError(`cannot read the token file of user "${entry.name}" in ${file}: ${describeError(error)}`, `Check that ${where} exists and is readable.`)
+    }
+  }
+}
+
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message.split('\n')[0]! : String(error)
 }
@@ -24,13 +46,16 @@ function describeError(error: unknown): string {
 export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.ProcessEnv = process.env): Promise<KubeConfig> {
   const {KubeConfig} = await import('@kubernetes/client-node')
   const kc = new KubeConfig()
-  const loadFile = (file: string): KubeConfig => {
+  const loadFile = async (file: string): Promise<KubeConfig> => {
     const one = new KubeConfig()
+    let text: string
     try {
       one.loadFromFile(file)
+      text = readFileSync(file, 'utf8')
     } catch (error) {
       throw new KubeConfigError(`cannot read kubeconfig ${file}: ${describeError(error)}`, 'Check that the file is a valid kubeconfig (kubectl config view --kubeconfig FILE).')
     }
+    if (text.includes('tokenFile')) await applyTokenFiles(one, file, text)
     return one
   }
 
@@ -38,7 +63,7 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
     if (!existsSync(opts.kubeconfig)) {
       throw new KubeConfigError(`kubeconfig ${opts.kubeconfig} does not exist`, 'Check the --kubeconfig path.')
     }
-    const one = loadFile(opts.kubeconfig)
+    const one = await loadFile(opts.kubeconfig)
     kc.loadFromOptions({clusters: one.clusters, users: one.users, contexts: one.contexts, currentContext: one.currentContext})
   } else if (env.KUBECONFIG) {
     // kubectl ignores files of $KUBECONFIG that do not exist.
@@ -46,7 +71,7 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
     if (files.length === 0) {
       throw new KubeConfigError(`none of the files in $KUBECONFIG exist (${env.KUBECONFIG})`, 'Point KUBECONFIG at your kubeconfig, or pass --kubeconfig.')
     }
-    const configs = files.map(loadFile)
+    const configs = await Promise.all(files.map(loadFile))
     const firstWins = <T extends {name: string}>(lists: T[][]): T[] => {
       const seen = new Map<string, T>()
       for (const list of lists) for (const item of list) if (!seen.has(item.name)) seen.set(item.name, item)
@@ -62,7 +87,7 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
     const home = env.HOME ?? os.homedir()
     const defaultFile = path.join(home, '.kube', 'config')
     if (existsSync(defaultFile)) {
-      const one = loadFile(defaultFile)
+      const one = await loadFile(defaultFile)
       kc.loadFromOptions({clusters: one.clusters, users: one.users, contexts: one.contexts, currentContext: one.currentContext})
     } else if (env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) {
       kc.loadFromCluster()
