@@ -16,10 +16,14 @@ import type {TestProject} from 'vitest/node'
 
 import {ASSETS_ENV, ENVTEST_DIR, type Envtest, envtestAssets, startEnvtest} from './envtest.js'
 
-// The cluster and e2e projects both name this setup; when vitest shares the module between them they share
-// the server too (one start, one version line), and the last teardown stops it.
-let env: Promise<Envtest> | undefined
-let users = 0
+// The cluster and e2e projects both name this setup, and vitest loads it once per project: the server is kept
+// on globalThis (one main process) so both share it (one start, one version line); the last teardown stops it.
+interface Shared {
+  env?: Promise<Envtest>
+  users: number
+}
+const SHARED = Symbol.for('mesh-migrate.envtest-global-setup')
+const shared = ((globalThis as Record<symbol, Shared | undefined>)[SHARED] ??= {users: 0})
 
 export async function setup(project: TestProject): Promise<void> {
   let assets: string | undefined
@@ -37,19 +41,19 @@ export async function setup(project: TestProject): Promise<void> {
   // (test/cluster/server.ts) and second servers then skip setup.sh.
   process.env[ASSETS_ENV] = assets
   const started = Date.now()
-  if (!env) {
-    env = startEnvtest({assets})
-    const server = await env
+  if (!shared.env) {
+    shared.env = startEnvtest({assets})
+    const server = await shared.env
     process.stderr.write(`\n[mesh-migrate tests] real kube-apiserver ${server.version} at ${server.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
   }
-  const server = await env
-  users++
+  const server = await shared.env
+  shared.users++
   project.provide('envtest', {url: server.url, version: server.version, caPem: server.caPem, tokens: server.tokens})
 }
 
 export async function teardown(): Promise<void> {
-  if (!env || --users > 0) return
-  const server = env
-  env = undefined
+  if (!shared.env || --shared.users > 0) return
+  const server = shared.env
+  shared.env = undefined
   await (await server).stop()
 }
