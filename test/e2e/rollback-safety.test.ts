@@ -9,6 +9,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {applyStep, checkRollback, type ExecutionContext, undoStep} from '../../src/executor/engine.js'
 import {rollbackSequence} from '../../src/planner/rollback.js'
+import {OWNER_ANNOTATION, readOwner} from '../../src/executor/ownership.js'
 import {PlanState} from '../../src/executor/plan-state.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION, type PlanStep, type StepStatus} from '../../src/planner/plan-types.js'
@@ -185,6 +186,10 @@ describe.skipIf(external)('rollback safety', () => {
     await undoStep(ctx, created, (m) => warnings.push(m))
     expect(await cluster.api.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-created'})).toBeUndefined()
     await cluster.api.delete({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-existing'})
+    // The scratch plan (another spec than plans/payments.yaml) claimed the namespace with its first write; its steps
+    // were undone one by one here, not by `rollback`, which would release the claim: release it as rollback would.
+    expect(readOwner(await cluster.api.get(nsRef))?.plan).toBe(file)
+    await cluster.api.patch(nsRef, {metadata: {annotations: {[OWNER_ANNOTATION]: null}}})
   }, 60_000)
 
   /** A Deployment created after the migration: its pods have no sidecar and are captured by ztunnel. */

@@ -214,6 +214,27 @@ async function acquireClusterLock(api: ClusterApi, holder: string, log: (m: stri
   }
 }
 
+/**
+ * Waits for deleted namespaces to go (the fake namespace controller empties and finalizes them); pods
+ * still terminating after 60 s (their kubelet is gone) are removed with a zero grace period, as
+ * `kubectl delete --force` would, so that nothing is left Terminating on the server.
+ */
+async function removeNamespaces(api: ClusterApi, names: string[]): Promise<void> {
+  const present = async (ns: string) => (await api.get({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)) !== undefined
+  const waitGone = async (ms: number) => {
+    const deadline = Date.now() + ms
+    for (const ns of names) while ((await present(ns)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+  }
+  await waitGone(60_000)
+  const pods = await api.resource('v1', 'Pod')
+  for (const ns of names) {
+    if (!pods || !(await present(ns))) continue
+    const {items} = await api.list(pods, {namespace: ns}).catch(() => ({items: [] as KubeObject[]}))
+    for (const pod of items) await api.delete({apiVersion: 'v1', kind: 'Pod', namespace: ns, name: pod.metadata.name}, {gracePeriodSeconds: 0}).catch(() => undefined)
+  }
+  await waitGone(30_000)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 
@@ -237,7 +258,8 @@ const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.
 
 export async function startTestCluster(opts: TestClusterOptions = {}): Promise<TestCluster> {
   const externalKubeconfig = process.env[E2E_KUBECONFIG_ENV]
-  const envtest = opts.inRepo ? undefined : (opts.envtest ?? runEnvtest())
+  // An explicit MESH_MIGRATE_E2E_KUBECONFIG (a cluster the test chose, e.g. a second real server) wins over the run's server.
+  const envtest = opts.inRepo || (externalKubeconfig !== undefined && externalKubeconfig !== '' && !opts.envtest) ? undefined : (opts.envtest ?? runEnvtest())
   const external = envtest !== undefined || (!opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== '')
   const runId = randomBytes(4).toString('hex')
   let server: TestApiServer | undefined
@@ -306,12 +328,12 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
         // namespace controller) and confirms the deletion of their pods.
         for (const ns of [...createdNamespaces].reverse()) await api.delete({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)
         for (const ref of [...createdClusterObjects].reverse()) await api.delete(ref).catch(() => undefined)
+        // The fixture's namespaces must be gone while the kubelets still run: a pod is only removed once
+        // its node's kubelet confirms it, and uninstalling deletes the Nodes. A namespace left Terminating
+        // would keep the next test file's namespace controller busy for ever (seen with a shared server).
+        await removeNamespaces(api, createdNamespaces)
         if (installed) await uninstallControlPlane(api, installed)
-        const namespaces = [...createdNamespaces, ...(installed?.created ?? []).filter((r) => r.kind === 'Namespace').map((r) => r.name)]
-        const deadline = Date.now() + 60_000
-        for (const ns of namespaces) {
-          while ((await api.get({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
-        }
+        await removeNamespaces(api, (installed?.created ?? []).filter((r) => r.kind === 'Namespace').map((r) => r.name))
         // CRDs stay: deleting them would delete every object of their kinds on a shared cluster.
       } finally {
         controlPlane?.stop()

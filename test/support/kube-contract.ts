@@ -111,13 +111,20 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
 
   it('generation follows spec changes, not label changes; dryRun stores nothing', async () => {
     await namespace()
-    await client().create(deployment(ns, 'web'))
-    const relabelled = await client().mergePatch(ref('Deployment', 'web'), {metadata: {labels: {extra: 'x'}}})
-    expect(relabelled.metadata.generation).toBe(1)
-    const restarted = await client().mergePatch(ref('Deployment', 'web'), {
-      spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': '2025-01-01T00:00:00Z'}}}},
+    // A CronJob: no controller of the fake control plane writes to it (a Deployment's would: its revision
+    // annotation bumps a Deployment's generation on a real server, racing with the assertions).
+    const cronJob = ref('CronJob', 'nightly', 'batch/v1')
+    await client().create({
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: {name: 'nightly', namespace: ns},
+      spec: {schedule: '0 3 * * *', jobTemplate: {spec: {template: {spec: {restartPolicy: 'Never', containers: [{name: 'job', image: 'busybox'}]}}}}},
     })
-    expect(restarted.metadata.generation).toBe(2)
+    const relabelled = await client().mergePatch(cronJob, {metadata: {labels: {extra: 'x'}}})
+    expect(relabelled.metadata.generation).toBe(1)
+    const rescheduled = await client().mergePatch(cronJob, {spec: {schedule: '0 4 * * *'}})
+    expect(rescheduled.metadata.generation).toBe(2)
+    await client().create(deployment(ns, 'web'))
     const dry = await client().mergePatch(ref('Deployment', 'web'), {spec: {replicas: 3}}, {dryRun: true})
     expect(dry.spec.replicas).toBe(3)
     expect((await client().get(ref('Deployment', 'web')))?.spec.replicas).toBe(1)
