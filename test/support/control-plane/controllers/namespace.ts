@@ -49,8 +49,10 @@ export class NamespaceController implements Controller {
         if (isTerminating(item)) continue
         const ref = {apiVersion: res.apiVersion, kind: res.kind, namespace: name, name: item.metadata.name}
         const informer = this.ctx.state.informerFor(ref)
-        if (informer) await this.ctx.state.delete({...item, apiVersion: res.apiVersion, kind: res.kind})
-        else await api.delete(ref)
+        // Background, as kube-controller-manager's namespace deleter sends it: a Job's default policy is
+        // Orphan, which would leave it Terminating with an `orphan` finalizer nobody here removes.
+        if (informer) await this.ctx.state.delete({...item, apiVersion: res.apiVersion, kind: res.kind}, {propagationPolicy: 'Background'})
+        else await api.delete(ref, {propagationPolicy: 'Background'})
       }
     }
     // Pods terminate through the kubelet; come back until the namespace is empty.
