@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
-import {clusterFlags} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
+import {type ApplyResult, type StepOutcome, typed} from '../cli/contract.js'
+import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
 import {LockHeldError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
@@ -12,17 +13,18 @@ import {stderrPainter} from '../ui/color.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
 
-interface ApplyResult {
-  plan: string
-  namespace: string
-  dryRun: boolean
-  applied: {id: string; action: string; skippedWrites: boolean; details: string[]}[]
-  remaining: string[]
+const OUTCOME_TEXT: Record<StepOutcome['outcome'], string> = {
+  applied: 'applied and verified',
+  'already-in-place': 'already in place, verified',
+  verified: 'verified',
+  accepted: 'accepted by the server (dry run)',
 }
 
 export default class ApplyCommand extends BaseCommand {
   static override summary = 'Apply the next step of a plan (or several), verify it, and record it in the plan file.'
   static override description = `PLAN is a plan file or a namespace (plans/<namespace>.yaml); omitted, the one unfinished plan under plans/.
+
+Each step's outcome, the summary and the next command go to stdout (\`apply … | tee change.log\` keeps them); what will change, the questions and the progress go to stderr. -o json prints one ApplyResult document (docs/contract.md), as --json.
 
 For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the step's preconditions (exit 3 if the cluster changed), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back.
 
@@ -35,18 +37,21 @@ ${EXIT_CODES_HELP}
     '<%= config.bin %> apply plans/bookinfo.yaml --to restart-workloads --yes',
     '<%= config.bin %> apply bookinfo --all --dry-run=server',
     '<%= config.bin %> apply bookinfo --retry',
+    '<%= config.bin %> apply -n bookinfo --step --yes | tee change.log',
   ]
 
-  static override args = {plan: Args.string({description: 'Plan file or namespace.'})}
+  static override args = {plan: Args.string({description: 'Plan file or namespace (or -n NAMESPACE).'})}
   static override flags = {
+    namespace: namespaceFlag,
+    output: outputFlag,
     step: Flags.boolean({description: 'Apply the next pending step (the default).', exclusive: ['all', 'to']}),
     all: Flags.boolean({description: 'Apply every remaining step.', exclusive: ['step', 'to']}),
     to: Flags.string({description: 'Apply up to and including this step id.', exclusive: ['step', 'all']}),
     yes: Flags.boolean({char: 'y', description: 'Do not ask before each step.'}),
     retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
     'dry-run': Flags.option({description: 'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).', options: ['none', 'server'] as const, default: 'none' as const})(),
-    timeout: Flags.string({description: 'How long to wait for each step\'s verification (waypoint ready, rollouts…).', default: '5m'}),
-    'lock-timeout': Flags.string({description: 'How long to wait for another operator\'s lock before giving up (exit 5).', default: '0s'}),
+    timeout: durationFlag({description: 'How long to wait for each step\'s verification (waypoint ready, rollouts…).', default: '5m'}),
+    'lock-timeout': durationFlag({description: 'How long to wait for another operator\'s lock before giving up (exit 5).', default: '0s'}),
     'allow-other-cluster': Flags.boolean({description: 'Run even if the current context is not the cluster the plan was made for.'}),
     ...clusterFlags,
   }
@@ -56,7 +61,7 @@ ${EXIT_CODES_HELP}
     const timeoutMs = parseDuration(flags.timeout, '--timeout')
     const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
     const dryRun = flags['dry-run'] === 'server'
-    const file = await resolvePlanFile(args.plan, {unfinishedOnly: true})
+    const file = await resolvePlanFile(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: true})
     const state = await PlanState.load(file)
     const p = stderrPainter()
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
@@ -76,10 +81,11 @@ ${EXIT_CODES_HELP}
     }
     if (steps.length === 0) {
       const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
-      this.note(selection.kind === 'to' && next
+      this.result(selection.kind === 'to' && next
         ? `Step ${selection.id} of ${file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
         : `Every step of ${file} is applied; nothing to do.`)
-      return this.emit({plan: file, namespace: state.namespace, dryRun, applied: [], remaining: []}, 'table', () => '')
+      const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+      return this.emit(typed('ApplyResult', {plan: file, namespace: state.namespace, dryRun, applied: [], remaining}), flags.output, () => '')
     }
     // Fail before touching the cluster when nobody could answer the per-step question.
     if (!flags.yes && !dryRun && !canPrompt()) {
@@ -90,7 +96,7 @@ ${EXIT_CODES_HELP}
     await checkTargetCluster(client, state, flags['allow-other-cluster'], (m) => this.note(m))
     const interrupt = interruptHandler((m) => this.note(m))
     let lock: NamespaceLock | undefined
-    const applied: ApplyResult['applied'] = []
+    const applied: StepOutcome[] = []
     try {
       if (!dryRun) {
         lock = await NamespaceLock.acquire(client, {
@@ -116,23 +122,27 @@ ${EXIT_CODES_HELP}
         if (!flags.yes && !dryRun) {
           const check = await checkStep(ctx, step)
           if (check.stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
-            this.note('Stopped: nothing was written for this step.')
-            break
+            // terraform's habit: declining is not success (exit 1), so a script or a chain (&&) stops here.
+            throw new UserError(`Apply cancelled: nothing was written for step ${step.id}${applied.length > 0 ? ` (${applied.map((a) => a.id).join(', ')} applied before it)` : ''}.`, {
+              exitCode: 1,
+              suggestion: `Re-run \`mesh-migrate apply ${file} --step\` when ready.`,
+            })
           }
         }
-        let outcome: {skippedWrites: boolean; details: string[]} | undefined
+        let result: StepOutcome | undefined
         await runTasks([{
           title: `${step.id}${dryRun ? ' (dry run)' : ''}`,
           run: async (update) => {
             ctx.onProgress = update
-            outcome = await applyStep(ctx, step)
-            if (dryRun) return 'accepted by the server'
-            if (step.operations.length === 0) return 'verified'
-            return outcome.skippedWrites ? 'already in place, verified' : 'applied and verified'
+            const {skippedWrites, details} = await applyStep(ctx, step)
+            const outcome = dryRun ? 'accepted' : step.operations.length === 0 ? 'verified' : skippedWrites ? 'already-in-place' : 'applied'
+            result = {id: step.id, action: step.action, outcome, details}
+            return OUTCOME_TEXT[outcome]
           },
         }])
-        applied.push({id: step.id, action: step.action, skippedWrites: outcome!.skippedWrites, details: outcome!.details})
-        for (const d of outcome!.details) this.note(`  ${d}`)
+        applied.push(result!)
+        this.result(`Step ${index}/${total} ${step.id}: ${OUTCOME_TEXT[result!.outcome]}`)
+        for (const d of result!.details) this.result(`  ${d}`)
       }
     } catch (error) {
       if (error instanceof InterruptedError) {
@@ -148,7 +158,9 @@ ${EXIT_CODES_HELP}
       await lock?.release().catch(() => undefined)
     }
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
-    if (!dryRun) this.note(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (mesh-migrate apply ${file} --step). ${remaining.length} step(s) left.`)
-    return this.emit({plan: file, namespace: state.namespace, dryRun, applied, remaining}, 'table', () => '')
+    const next = dryRun || remaining.length === 0 ? undefined : `mesh-migrate apply ${file} --step`
+    if (!dryRun) this.result(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (${next}). ${remaining.length} step(s) left.`)
+    const result: ApplyResult = typed('ApplyResult', {plan: file, namespace: state.namespace, dryRun, applied, remaining, ...(next ? {next} : {})})
+    return this.emit(result, flags.output, () => '')
   }
 }

@@ -15,7 +15,7 @@ import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
-import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+import {namespaceFlag, requireNamespaceArg, waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 
 export default class PlanCommand extends BaseCommand {
   static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml.'
@@ -32,8 +32,9 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> plan bookinfo --detailed-exitcode   # 0: nothing to migrate, 10: plan has steps',
   ]
 
-  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
+  static override args = {namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE).'})}
   static override flags = {
+    namespace: namespaceFlag,
     ...sourceFlags,
     output: outputFlag,
     out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
@@ -58,7 +59,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<MigrationPlan | undefined> {
     const {args, flags} = await this.parse(PlanCommand)
-    const namespace = args.namespace
+    const namespace = requireNamespaceArg(args.namespace, flags.namespace)
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UserError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`, {exitCode: 2})
 

@@ -1,16 +1,12 @@
 import {Args} from '@oclif/core'
 
 import {UserError} from '../errors.js'
-import {readTextFile} from '../executor/plan-store.js'
+import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-
-interface FileResult {
-  file: string
-  valid: boolean
-  problems: PlanProblem[]
-}
+import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
+import {namespaceFlag} from '../cli/flags.js'
 
 export default class ValidateCommand extends BaseCommand {
   static override summary = 'Check plan files without touching a cluster: schema, digest and safety (the pull-request gate).'
@@ -19,18 +15,22 @@ export default class ValidateCommand extends BaseCommand {
 EXIT CODES
 ${EXIT_CODES_HELP}`
 
-  static override examples = ['<%= config.bin %> validate plans/*.yaml', '<%= config.bin %> validate plans/bookinfo.yaml -o json']
+  static override examples = ['<%= config.bin %> validate plans/*.yaml', '<%= config.bin %> validate bookinfo -o json']
 
   static override strict = false
-  static override args = {plans: Args.string({description: 'Plan files to check.', required: true})}
-  static override flags = {output: outputFlag}
+  static override args = {plans: Args.string({description: 'Plan files to check; a namespace name means plans/<namespace>.yaml, as for show and apply.'})}
+  static override flags = {namespace: namespaceFlag, output: outputFlag}
 
-  async run(): Promise<FileResult[] | undefined> {
+  async run(): Promise<ValidationReport | undefined> {
     const {argv, flags} = await this.parse(ValidateCommand)
-    const results: FileResult[] = []
-    for (const file of argv as string[]) {
+    const names = [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])]
+    if (names.length === 0) throw new UserError('no plan to validate', {exitCode: 2, suggestion: 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml'})
+    const results: FileValidation[] = []
+    for (const name of names) {
       let problems: PlanProblem[]
+      let file = name
       try {
+        file = await resolvePlanArg(name)
         problems = checkPlanText(await readTextFile(file, 'plan file')).problems
       } catch (error) {
         if (!(error instanceof UserError)) throw error
@@ -49,7 +49,7 @@ ${EXIT_CODES_HELP}`
         }
       }
     }
-    return this.emit(results, flags.output, () => {
+    return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), flags.output, () => {
       const painter = stdoutPainter()
       return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', `invalid (${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})`)}`).join('\n')
     })
