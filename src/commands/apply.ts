@@ -6,7 +6,7 @@ import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
 import {LockHeldError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
-import {liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
+import {kubernetesIdentity, liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import {stderrPainter} from '../ui/color.js'
@@ -109,7 +109,8 @@ ${EXIT_CODES_HELP}
         })
         await state.begin()
       }
-      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+      state.localUser = whoAmI()
+      const ctx: ExecutionContext = {client, state, who: (await kubernetesIdentity(client)) ?? state.localUser, dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
       const {preflightRunner} = await import('../preflight/runner.js')
       ctx.preflight = preflightRunner(client, state.plan)
       const total = state.plan.spec.steps.length

@@ -6,7 +6,7 @@ import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
 import {checkRollback, type ExecutionContext, undoStep} from '../executor/engine.js'
-import {NamespaceLock, whoAmI} from '../executor/lock.js'
+import {kubernetesIdentity, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import {rollbackSequence} from '../planner/rollback.js'
@@ -85,7 +85,8 @@ ${EXIT_CODES_HELP}
           onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
         })
       }
-      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+      state.localUser = whoAmI()
+      const ctx: ExecutionContext = {client, state, who: (await kubernetesIdentity(client)) ?? state.localUser, dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
       await checkRollback(ctx, selection.steps, (m) => this.note(`Warning: ${m}`))
       await runTasks(selection.steps.map((step) => ({
         title: `undo ${step.id}`,
