@@ -57,7 +57,6 @@ export function outputInArgv(argv: string[]): string | undefined {
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
-  static override baseFlags = {help: Flags.help({char: 'h', description: 'Show this help.'})}
 
   /** `-o json` is the same switch as `--json`: one document on stdout, also for errors. */
   public override jsonEnabled(): boolean {

@@ -30,7 +30,8 @@ export function suggestCommands(typed: string, commands: string[]): string[] {
 
 const hook: Hook<'command_not_found'> = async function (opts) {
   const commands = opts.config.commands.filter((c) => !c.hidden).map((c) => c.id.split(':').join(' '))
-  const typed = opts.id.split(':').join(' ')
+  // With a space as topic separator oclif joins the arguments into the id ("aply:bookinfo"): the command is the first word.
+  const typed = opts.id.split(':')[0]!
   const suggestions = suggestCommands(typed, commands)
   const p = stderrPainter()
   const bin = opts.config.bin
