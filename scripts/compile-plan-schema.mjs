@@ -10,7 +10,9 @@ import {Ajv} from 'ajv'
 import standaloneCode from 'ajv/dist/standalone/index.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const {PLAN_SCHEMA} = await import(path.join(root, 'dist/planner/plan-schema.js'))
+// The build compiles into a temporary directory first (scripts/build.mjs) and names it here.
+const out = path.resolve(root, process.argv[2] ?? 'dist')
+const {PLAN_SCHEMA} = await import(path.join(out, 'planner/plan-schema.js'))
 const ajv = new Ajv({allErrors: true, strict: false, code: {source: true}})
 const validate = ajv.compile(PLAN_SCHEMA)
-writeFileSync(path.join(root, 'dist/planner/plan-schema.validator.cjs'), standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate))
+writeFileSync(path.join(out, 'planner/plan-schema.validator.cjs'), standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate))

@@ -41,8 +41,11 @@ export interface CensusRow {
   useWaypoint?: string
   /** istioctl analyze IST0123 fires: the labels it would list. */
   conflict?: string[]
-  /** Application pods by data plane; `gateway` counts the mesh's own pods: waypoints and gateways istiod deploys, ztunnel, istio-cni, istiod (their istio-proxy is not a sidecar). */
-  pods: {total: number; sidecar: number; ambient: number; none: number; gateway: number}
+  /**
+   * Application pods by data plane; the mesh's own pods are counted apart (their istio-proxy is not a
+   * sidecar): `gateway` — waypoints and gateways istiod deploys; `controlPlane` — istiod, ztunnel, istio-cni.
+   */
+  pods: {total: number; sidecar: number; ambient: number; none: number; gateway: number; controlPlane: number}
   /** Pods outside the mesh in a namespace that is in the mesh (sidecar, ambient or both). */
   outsideMesh: CensusPod[]
   /** Pods still carrying a sidecar in an ambient namespace. */
@@ -130,15 +133,25 @@ function describeInjection(state: NamespaceState, webhooks: InjectionWebhooks): 
   return 'injection enabled by default'
 }
 
-/**
- * Pods of the mesh itself: what istiod deploys for a Gateway (waypoints: istio.io-mesh-controller;
- * Gateway API gateways: istio.io-gateway-controller) and the node proxies (ztunnel, istio-cni). The
- * charts name their main container istio-proxy too, but it is the proxy itself, not a sidecar.
- */
+/** Pods istiod deploys for a Gateway: waypoints (istio.io-mesh-controller) and Gateway API gateways (istio.io-gateway-controller). */
 function isManagedGateway(pod: KubeObject): boolean {
-  const labels = pod.metadata.labels ?? {}
-  return labels[GATEWAY_MANAGED] !== undefined || labels.app === 'ztunnel' || labels['k8s-app'] === 'istio-cni-node' || labels.app === 'istiod'
+  return pod.metadata.labels?.[GATEWAY_MANAGED] !== undefined
 }
+
+/**
+ * Control-plane and node-agent pods, by the labels of Istio's charts (istio/istio manifests/charts):
+ * istiod (`app: istiod`, `istio: pilot`), ztunnel (`app: ztunnel`), istio-cni (`app: istio-cni-node`;
+ * `k8s-app: istio-cni-node` in older charts). ztunnel's container is named istio-proxy, yet it is not a sidecar.
+ */
+export function controlPlaneComponent(pod: KubeObject): 'istiod' | 'ztunnel' | 'istio-cni' | undefined {
+  const labels = pod.metadata.labels ?? {}
+  if (labels.app === 'istiod' || labels.istio === 'pilot') return 'istiod'
+  if (labels.app === 'ztunnel') return 'ztunnel'
+  if (labels.app === 'istio-cni-node' || labels['k8s-app'] === 'istio-cni-node') return 'istio-cni'
+  return undefined
+}
+
+const isMeshOwnPod = (pod: KubeObject) => isManagedGateway(pod) || controlPlaneComponent(pod) !== undefined
 
 /** Pods of a mesh namespace that are not in the mesh, leaving out those deliberately kept out. */
 function outsideMesh(pods: KubeObject[], state: NamespaceState): CensusPod[] {
@@ -147,7 +160,7 @@ function outsideMesh(pods: KubeObject[], state: NamespaceState): CensusPod[] {
   for (const pod of pods) {
     const labels = pod.metadata.labels ?? {}
     if (pod.spec?.hostNetwork === true) continue // never injected, never captured (E6)
-    if (isManagedGateway(pod)) continue // waypoints and gateways are the mesh's own proxies
+    if (isMeshOwnPod(pod)) continue // waypoints, gateways and node agents are the mesh's own proxies
     const proxy = podProxyState(pod)
     if (proxy !== 'none') continue
     const ambientHere = state.mode === 'ambient' || state.mode === 'both'
@@ -171,7 +184,7 @@ function sidecarInAmbient(pods: KubeObject[], state: NamespaceState): CensusPod[
   if (state.mode !== 'ambient') return []
   return pods
     .filter((p) => {
-      if (isManagedGateway(p)) return false
+      if (isMeshOwnPod(p)) return false
       const proxy = podProxyState(p)
       return proxy === 'sidecar' || proxy === 'sidecar-native'
     })
@@ -199,8 +212,12 @@ export function buildCensus(input: CensusInput): CensusReport {
     const name = nsObj.metadata.name
     const {state} = analyzeNamespace(name, nsObj, {webhooks})
     const pods = podsByNs.get(name) ?? []
-    const counts = {total: pods.length, sidecar: 0, ambient: 0, none: 0, gateway: 0}
+    const counts = {total: pods.length, sidecar: 0, ambient: 0, none: 0, gateway: 0, controlPlane: 0}
     for (const p of pods) {
+      if (controlPlaneComponent(p)) {
+        counts.controlPlane++
+        continue
+      }
       if (isManagedGateway(p)) {
         counts.gateway++
         continue

@@ -1,8 +1,11 @@
 // Shared flags, output rendering and error → exit-code mapping for every command.
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
-import {UserError} from '../errors.js'
+import {InvalidPlanError, UserError} from '../errors.js'
 import {stderrPainter} from '../ui/color.js'
+import {setTableLayout} from '../ui/table.js'
+import {type ErrorDocument, typed} from './contract.js'
+import {durationFlag} from './flags.js'
 
 export const EXIT_CODES_HELP = [
   '0   success / nothing to do',
@@ -25,24 +28,45 @@ export const sourceFlags = {
   }),
   kubeconfig: Flags.string({description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).', helpGroup: 'SOURCE'}),
   context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'SOURCE'}),
-  'request-timeout': Flags.string({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'SOURCE'}),
+  'request-timeout': durationFlag({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'SOURCE'}),
   'root-namespace': Flags.string({description: 'The Istio root (config) namespace whose mesh-wide policies apply to every namespace.', default: 'istio-system', helpGroup: 'SOURCE'}),
   'istio-version': Flags.string({description: 'Istio version (e.g. 1.28) when it cannot be read from the cluster; changes dry-run and serviceAccounts semantics.', helpGroup: 'SOURCE'}),
 }
 
 export const outputFlag = Flags.option({
   char: 'o',
-  description: 'Output format.',
-  options: ['table', 'json', 'yaml'] as const,
+  description: 'Output format: table (fits the terminal, long cells cut with …), wide (every column, nothing cut), json or yaml (one document with apiVersion and kind, as --json; see docs/contract.md).',
+  options: ['table', 'wide', 'json', 'yaml'] as const,
   default: 'table' as const,
 })()
 
-export type OutputFormat = 'table' | 'json' | 'yaml' | 'markdown'
+export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml' | 'markdown'
+
+/** The -o/--output value in raw argv (before `--`), for paths that run before or without parsing (errors). */
+export function outputInArgv(argv: string[]): string | undefined {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length
+  let found: string | undefined
+  for (let i = 0; i < end; i++) {
+    const a = argv[i]!
+    if (a === '-o' || a === '--output') found = argv[++i]
+    else if (a.startsWith('--output=')) found = a.slice('--output='.length)
+    else if (a.startsWith('-o')) found = a.slice(a.startsWith('-o=') ? 3 : 2)
+  }
+  return found
+}
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
 
-  /** Print data in the chosen machine format, or hand it back to oclif for --json. */
+  /** `-o json` is the same switch as `--json`: one document on stdout, also for errors. */
+  public override jsonEnabled(): boolean {
+    return super.jsonEnabled() || (this.ctor.enableJsonFlag && outputInArgv(this.argv) === 'json')
+  }
+
+  /**
+   * Print a result: JSON/YAML documents as they are (for --json / -o json oclif prints the returned
+   * value, the same object); for people, the `human` rendering, laid out for -o table or -o wide.
+   */
   protected async emit<T>(data: T, format: OutputFormat, human: () => string | Promise<string>): Promise<T | undefined> {
     if (this.jsonEnabled()) return data
     if (format === 'json') {
@@ -51,10 +75,35 @@ export abstract class BaseCommand extends Command {
       const {stringify} = await import('yaml')
       process.stdout.write(stringify(data, {lineWidth: 0}))
     } else {
+      setTableLayout({wide: format === 'wide'})
       const text = await human()
       if (text) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
     }
     return undefined
+  }
+
+  /** A result line for people (a step's outcome, a summary, "Next:"): stdout, unless stdout carries a document. */
+  protected result(message: string): void {
+    const format = outputInArgv(this.argv)
+    if (this.jsonEnabled() || format === 'json' || format === 'yaml') this.note(message)
+    else process.stdout.write(`${message}\n`)
+  }
+
+  /** The command line shape, for usage errors: `mesh-migrate show PLAN [flags]`. */
+  protected usageLine(): string {
+    // A command that takes several (strict = false: plan NS1 NS2, validate PLAN…) says so, as oclif's help does.
+    const many = this.ctor.strict === false ? '...' : ''
+    const args = Object.entries(this.ctor.args ?? {}).map(([name, arg]) => (arg.required ? `${name.toUpperCase()}${many}` : `[${name.toUpperCase()}${many}]`))
+    return [this.config.bin, ...(this.id ?? '').split(':'), ...args, '[flags]'].join(' ')
+  }
+
+  private printError(doc: ErrorDocument['error'], usage?: string): void {
+    process.exitCode = doc.exitCode
+    const p = stderrPainter()
+    process.stderr.write(`${p.paint(['bold', 'red'], 'Error:')} ${doc.message}\n`)
+    if (doc.suggestion) process.stderr.write(`${p.paint('bold', 'Next:')} ${doc.suggestion}\n`)
+    if (usage) process.stderr.write(`${p.paint('bold', 'Usage:')} ${usage}\n`)
+    if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify(typed('Error', {error: doc}), null, 2)}\n`)
   }
 
   /** A warning for people: stderr, never stdout. */
@@ -62,13 +111,20 @@ export abstract class BaseCommand extends Command {
     process.stderr.write(`${message}\n`)
   }
 
-  protected override async catch(err: Interfaces.CommandError & {oclif?: {exit?: number}}): Promise<unknown> {
+  protected override async catch(err: Interfaces.CommandError & {oclif?: {exit?: number}; parse?: unknown}): Promise<unknown> {
+    // A flag's own parse function failed (oclif rewrites its message and sets exit 2): a usage error.
+    const badFlagValue = err?.oclif?.exit === 2 && /^Parsing --/.test(err.message)
+    // A parse error means this.parse ran and rejected the input: without this, oclif adds a two-line
+    // "did not parse its arguments" Node warning to the usage error whenever NODE_ENV is development or test.
+    if (err && ('parse' in err || err.oclif?.exit === 2)) this.parsed = true
     if (err instanceof UserError) {
-      process.exitCode = err.exitCode
-      const p = stderrPainter()
-      process.stderr.write(`${p.paint(['bold', 'red'], 'Error:')} ${err.message}\n`)
-      if (err.suggestion) process.stderr.write(`${p.paint('bold', 'Next:')} ${err.suggestion}\n`)
-      if (this.jsonEnabled()) this.logJson({error: {name: err.name, message: err.message, exitCode: err.exitCode, suggestion: err.suggestion}})
+      this.printError({
+        name: err.name,
+        message: badFlagValue ? usageMessage(err.message) : err.message,
+        exitCode: badFlagValue ? 2 : err.exitCode,
+        ...(err.suggestion ? {suggestion: err.suggestion} : {}),
+        ...(err instanceof InvalidPlanError ? {problems: err.problems} : {}),
+      }, badFlagValue ? this.usageLine() : undefined)
       return undefined
     }
     if (err && (err as Error).name === 'ExitPromptError') {
@@ -76,13 +132,26 @@ export abstract class BaseCommand extends Command {
       process.stderr.write('Interrupted.\n')
       return undefined
     }
+    // Usage errors (unknown flag, bad value, missing argument): one line saying what is wrong and the
+    // command's usage line, not the whole help; exit 2. oclif marks them with `parse` (parser errors)
+    // or exit 2 (a flag's own parse function failed, see exitCodes in package.json).
+    if (err && ('parse' in err || err.oclif?.exit === 2)) {
+      this.printError({name: 'UsageError', message: usageMessage(err.message), exitCode: 2, suggestion: `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`}, this.usageLine())
+      return undefined
+    }
     // oclif keeps a CLIError's exit code in err.oclif.exit; its own catch loses it under --json (ECOSYSTEM §5.1).
     if (err?.oclif?.exit !== undefined) process.exitCode = err.oclif.exit
-    // Parse errors without a configured code (an --output value outside the options) are usage errors too.
-    if (err && 'parse' in err && (err.oclif?.exit ?? 1) === 1) {
-      process.exitCode = 2
-      if (err.oclif) err.oclif.exit = 2
-    }
     return super.catch(err)
   }
+}
+
+/** oclif's parse messages carry help hints and tabs meant for its full-help output; keep the facts. */
+export function usageMessage(message: string): string {
+  return message
+    .split('\n')
+    .filter((l) => !/^See more help with --help$/.test(l.trim()))
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0)
+    .join(' ')
+    .replace(/^Parsing (--[\w-]+)\s*(.*)$/, (_, flag: string, rest: string) => (rest.includes(flag) ? rest : `${flag}: ${rest}`))
 }

@@ -1,6 +1,7 @@
 // Flags shared by several commands (kept apart from base.ts so each command imports only what it uses).
 import {Flags} from '@oclif/core'
 
+import {UserError} from '../errors.js'
 import {WAYPOINT_FOR_VALUES} from '../planner/waypoint.js'
 
 export const waypointForFlag = Flags.option({
@@ -14,9 +15,71 @@ export const waypointNameFlag = Flags.string({
   default: 'waypoint',
 })
 
+/**
+ * A kubectl-style duration (90s, 5m, 1h, 500ms, 0), checked while parsing so that a bad value is a
+ * usage error (exit 2) before anything runs; the value stays a string for the code that reads it.
+ */
+export function durationFlag(opts: {description: string; default: string; helpGroup?: string}) {
+  return Flags.string({
+    ...opts,
+    parse: async (value, ctx) => {
+      const {parseDuration} = await import('./plan-commands.js')
+      parseDuration(value, `--${ctx.token?.flag ?? 'duration'}`)
+      return value
+    },
+  })
+}
+
 /** How commands that only talk to a cluster find it (kubectl semantics). */
 export const clusterFlags = {
   kubeconfig: Flags.string({description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).', helpGroup: 'CLUSTER'}),
   context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
-  'request-timeout': Flags.string({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+  'request-timeout': durationFlag({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
 }
+
+/** `-n NAMESPACE`, as kubectl: accepted wherever a command takes a namespace (or a plan named by its namespace). */
+export const namespaceFlag = Flags.string({char: 'n', description: 'The namespace (the same as the NAMESPACE or PLAN argument).'})
+
+/** The namespace from the argument or -n; both given and different is a usage error. */
+export function namespaceOf(arg: string | undefined, flag: string | undefined, what = 'NAMESPACE'): string | undefined {
+  if (arg !== undefined && flag !== undefined && arg !== flag) {
+    throw new UserError(`${what} "${arg}" and -n ${flag} disagree`, {exitCode: 2, suggestion: 'Give the namespace once: as the argument or with -n.'})
+  }
+  return arg ?? flag
+}
+
+export function requireNamespaceArg(arg: string | undefined, flag: string | undefined): string {
+  const ns = namespaceOf(arg, flag)
+  if (ns === undefined) throw new UserError('missing the namespace', {exitCode: 2, suggestion: 'Pass it as the argument or with -n NAMESPACE.'})
+  return ns
+}
+
+// Kubernetes label selector syntax (k8s.io/apimachinery/pkg/labels): key, !key, key=v, key==v, key!=v,
+// key in (v1,v2), key notin (v1,v2); keys are [prefix/]name, values names or empty.
+const NAME = '[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?'
+const KEY = `(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?${NAME}`
+const VALUE = `(?:${NAME})?`
+const REQUIREMENT = new RegExp(`^(?:!\\s*${KEY}|${KEY}(?:\\s*(?:==|=|!=)\\s*${VALUE}|\\s+(?:in|notin)\\s*\\(\\s*${VALUE}(?:\\s*,\\s*${VALUE})*\\s*\\))?)$`)
+
+/** The requirements of a selector, or a message saying which one is malformed. */
+export function labelSelectorProblem(selector: string): string | undefined {
+  // Commas inside "in (a,b)" do not separate requirements.
+  const parts = selector.split(/,(?![^(]*\))/).map((p) => p.trim())
+  const bad = parts.find((p) => !REQUIREMENT.test(p))
+  return bad === undefined ? undefined : `"${bad}" is not a label selector requirement (key, !key, key=value, key!=value, key in (a,b), key notin (a,b))`
+}
+
+/** `-l SELECTOR`, checked while parsing: a malformed selector is a usage error (exit 2) before anything runs. */
+export function labelSelectorFlag(description: string) {
+  return Flags.string({
+    char: 'l',
+    description,
+    parse: async (value) => {
+      const problem = labelSelectorProblem(value)
+      if (problem) throw new UserError(problem, {exitCode: 2})
+      return value
+    },
+  })
+}
+
+export const selectorFlag = labelSelectorFlag('Only namespaces matching this label selector (e.g. team=payments,env!=dev).')

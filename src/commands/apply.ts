@@ -1,11 +1,12 @@
 import {Args, Flags} from '@oclif/core'
 
-import {clusterFlags} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
+import {type ApplyResult, type StepOutcome, typed} from '../cli/contract.js'
+import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
 import {LockHeldError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
-import {liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
+import {kubernetesIdentity, liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {checkOwner} from '../executor/ownership.js'
 import {ProjectedCluster} from '../executor/projection.js'
 import {PlanState} from '../executor/plan-state.js'
@@ -14,19 +15,22 @@ import {stderrPainter} from '../ui/color.js'
 import {dryRunLines} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
+import type {PlanStep} from '../planner/plan-types.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
 
-interface ApplyResult {
-  plan: string
-  namespace: string
-  dryRun: boolean
-  applied: {id: string; action: string; skippedWrites: boolean; details: string[]}[]
-  remaining: string[]
+const OUTCOME_TEXT: Record<StepOutcome['outcome'], string> = {
+  applied: 'applied and verified',
+  'already-in-place': 'already in place, verified',
+  verified: 'verified',
+  accepted: 'accepted by the server, nothing persisted',
+  'not-sent': 'read-only, nothing sent',
 }
 
 export default class ApplyCommand extends BaseCommand {
   static override summary = 'Apply the next step of a plan (or several), verify it, and record it in the plan file.'
   static override description = `PLAN is a plan file or a namespace (plans/<namespace>.yaml); omitted, the one unfinished plan under plans/.
+
+Each step's outcome, the summary and the next command go to stdout (\`apply … | tee change.log\` keeps them); what will change, the questions and the progress go to stderr. -o json prints one ApplyResult document (docs/contract.md), as --json.
 
 For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
 
@@ -43,18 +47,21 @@ ${EXIT_CODES_HELP}
     '<%= config.bin %> apply plans/bookinfo.yaml --to restart-workloads --yes',
     '<%= config.bin %> apply bookinfo --all --dry-run=server',
     '<%= config.bin %> apply bookinfo --retry',
+    '<%= config.bin %> apply -n bookinfo --step --yes | tee change.log',
   ]
 
-  static override args = {plan: Args.string({description: 'Plan file or namespace.'})}
+  static override args = {plan: Args.string({description: 'Plan file or namespace (or -n NAMESPACE).'})}
   static override flags = {
+    namespace: namespaceFlag,
+    output: outputFlag,
     step: Flags.boolean({description: 'Apply the next pending step (the default).', exclusive: ['all', 'to']}),
     all: Flags.boolean({description: 'Apply every remaining step.', exclusive: ['step', 'to']}),
     to: Flags.string({description: 'Apply up to and including this step id.', exclusive: ['step', 'all']}),
     yes: Flags.boolean({char: 'y', description: 'Do not ask before each step.'}),
     retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
     'dry-run': Flags.option({description: 'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).', options: ['none', 'server'] as const, default: 'none' as const})(),
-    timeout: Flags.string({description: 'How long to wait for each step\'s verification (waypoint ready, rollouts…).', default: '5m'}),
-    'lock-timeout': Flags.string({description: 'How long to wait for another operator\'s lock before giving up (exit 5).', default: '0s'}),
+    timeout: durationFlag({description: 'How long to wait for each step\'s verification (waypoint ready, rollouts…).', default: '5m'}),
+    'lock-timeout': durationFlag({description: 'How long to wait for another operator\'s lock before giving up (exit 5).', default: '0s'}),
     'allow-other-cluster': Flags.boolean({description: 'Run even if the current context is not the cluster the plan was made for.'}),
     ...clusterFlags,
   }
@@ -73,11 +80,12 @@ ${EXIT_CODES_HELP}
     const timeoutMs = parseDuration(flags.timeout, '--timeout')
     const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
     const dryRun = flags['dry-run'] === 'server'
-    const file = await resolvePlanFile(args.plan, {unfinishedOnly: true})
+    const file = await resolvePlanFile(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: true})
     let state = await PlanState.load(file)
     const p = stderrPainter()
     // Every line of a dry run says so: nothing of it was persisted or recorded.
-    const say = (m: string) => this.note(dryRun ? dryRunLines(m) : m)
+    const mark = (m: string) => (dryRun ? dryRunLines(m) : m)
+    const say = (m: string) => this.note(mark(m))
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
     // A step recorded Running is either being applied right now by the lock's holder or was left by an
     // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
@@ -97,10 +105,11 @@ ${EXIT_CODES_HELP}
     }
     if (!waitForHolder && steps.length === 0) {
       const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
-      this.note(selection.kind === 'to' && next
+      this.result(selection.kind === 'to' && next
         ? `Step ${selection.id} of ${file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
         : `Every step of ${file} is applied; nothing to do.`)
-      return this.emit({plan: file, namespace: state.namespace, dryRun, applied: [], remaining: []}, 'table', () => '')
+      const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+      return this.emit(typed('ApplyResult', {plan: file, namespace: state.namespace, dryRun, applied: [], remaining}), flags.output, () => '')
     }
     // Fail before touching the cluster when nobody could answer the per-step question.
     if (!flags.yes && !dryRun && !canPrompt()) {
@@ -111,7 +120,7 @@ ${EXIT_CODES_HELP}
     await checkTargetCluster(client, state, flags['allow-other-cluster'], say)
     const interrupt = interruptHandler((m) => this.note(m))
     let lock: NamespaceLock | undefined
-    const applied: ApplyResult['applied'] = []
+    const applied: StepOutcome[] = []
     try {
       if (!dryRun) {
         lock = await NamespaceLock.acquire(client, {
@@ -129,7 +138,10 @@ ${EXIT_CODES_HELP}
       // Another plan owns the namespace: refused before anything is written (the first write claims it).
       await checkOwner(client, state, 'apply')
       if (!dryRun) await state.begin()
-      const ctx: ExecutionContext = {client, state, who: whoAmI(), dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {}), ...(dryRun ? {projection: new ProjectedCluster(client)} : {})}
+      state.localUser = whoAmI()
+      // A dry run records nothing, so it does not ask the server who we are.
+      const who = (dryRun ? undefined : await kubernetesIdentity(client)) ?? state.localUser
+      const ctx: ExecutionContext = {client, state, who, dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {}), ...(dryRun ? {projection: new ProjectedCluster(client)} : {})}
       const {preflightRunner} = await import('../preflight/runner.js')
       ctx.preflight = preflightRunner(client, state.plan)
       const total = state.plan.spec.steps.length
@@ -142,23 +154,26 @@ ${EXIT_CODES_HELP}
         if (!flags.yes && !dryRun) {
           const check = await checkStep(ctx, step)
           if (check.stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
-            this.note('Stopped: nothing was written for this step.')
-            break
+            // terraform's habit: declining is not success (exit 1), so a script or a chain (&&) stops here.
+            throw new UserError(`Apply cancelled: nothing was written for step ${step.id}${applied.length > 0 ? ` (${applied.map((a) => a.id).join(', ')} applied before it)` : ''}.`, {
+              exitCode: 1,
+              suggestion: `Re-run \`mesh-migrate apply ${file} --step\` when ready.`,
+            })
           }
         }
-        let outcome: {skippedWrites: boolean; details: string[]} | undefined
+        let result: StepOutcome | undefined
         await runTasks([{
           title: dryRun ? dryRunLines(step.id) : step.id,
           run: async (update) => {
             ctx.onProgress = update
-            outcome = await applyStep(ctx, step)
-            if (dryRun) return step.operations.length === 0 ? 'read-only, nothing sent' : 'accepted by the server, nothing persisted'
-            if (step.operations.length === 0) return 'verified'
-            return outcome.skippedWrites ? 'already in place, verified' : 'applied and verified'
+            const {skippedWrites, details} = await applyStep(ctx, step)
+            result = {id: step.id, action: step.action, outcome: stepOutcome(step, dryRun, skippedWrites), details}
+            return OUTCOME_TEXT[result.outcome]
           },
         }])
-        applied.push({id: step.id, action: step.action, skippedWrites: outcome!.skippedWrites, details: outcome!.details})
-        for (const d of outcome!.details) say(`  ${d}`)
+        applied.push(result!)
+        this.result(mark(`Step ${index}/${total} ${step.id}: ${OUTCOME_TEXT[result!.outcome]}`))
+        for (const d of result!.details) this.result(mark(`  ${d}`))
       }
     } catch (error) {
       if (error instanceof InterruptedError) {
@@ -175,7 +190,16 @@ ${EXIT_CODES_HELP}
     }
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
     if (!dryRun && remaining.length > 0) this.warnOpenWindows(state)
-    if (!dryRun) this.note(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (mesh-migrate apply ${file} --step). ${remaining.length} step(s) left.`)
-    return this.emit({plan: file, namespace: state.namespace, dryRun, applied, remaining}, 'table', () => '')
+    const next = dryRun || remaining.length === 0 ? undefined : `mesh-migrate apply ${file} --step`
+    if (!dryRun) this.result(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (${next}). ${remaining.length} step(s) left.`)
+    const result: ApplyResult = typed('ApplyResult', {plan: file, namespace: state.namespace, dryRun, applied, remaining, ...(next ? {next} : {})})
+    return this.emit(result, flags.output, () => '')
   }
+}
+
+/** What became of a step: a read-only step of a dry run sends nothing, so nothing of it is "accepted". */
+function stepOutcome(step: PlanStep, dryRun: boolean, skippedWrites: boolean): StepOutcome['outcome'] {
+  if (dryRun) return step.operations.length === 0 ? 'not-sent' : 'accepted'
+  if (step.operations.length === 0) return 'verified'
+  return skippedWrites ? 'already-in-place' : 'applied'
 }

@@ -1,8 +1,9 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
+import {type CensusDocument, typed} from '../cli/contract.js'
+import {selectorFlag} from '../cli/flags.js'
 import {connectCluster} from '../cli/plan-commands.js'
-import type {CensusReport} from '../census/census.js'
 import {stdoutPainter} from '../ui/color.js'
 
 export default class CensusCommand extends BaseCommand {
@@ -11,6 +12,9 @@ export default class CensusCommand extends BaseCommand {
 
   MODE                 sidecar (which label or revision injects), ambient, both (sidecar and ambient labels together:
                        the sidecar wins; "(IST0123)" when istioctl analyze would flag the labels), or none
+  LABELS (-o wide)     the injection and ambient labels
+  PODS (S/A/N)         application pods: sidecar/ambient/no proxy; the mesh's own pods are counted apart
+                       (gateways istiod deploys; control-plane: istiod, ztunnel, istio-cni)
   OUTSIDE-MESH         pods of a mesh namespace that have no sidecar and are not captured by ztunnel
                        (hostNetwork pods and deliberate opt-outs are left out)
   SIDECAR-IN-AMBIENT   pods still carrying a sidecar in an ambient namespace (not restarted, or opting in)
@@ -31,17 +35,17 @@ ${EXIT_CODES_HELP}`
     context: sourceFlags.context,
     'request-timeout': sourceFlags['request-timeout'],
     output: outputFlag,
-    selector: Flags.string({char: 'l', description: 'Only namespaces matching this label selector (e.g. team=payments,env!=dev).'}),
+    selector: selectorFlag,
     'plans-dir': Flags.string({description: 'Directory of plan files whose progress to show.', default: 'plans'}),
   }
 
-  async run(): Promise<CensusReport | undefined> {
+  async run(): Promise<CensusDocument | undefined> {
     const {flags} = await this.parse(CensusCommand)
     const client = await connectCluster(flags)
     const {readCensusInput} = await import('../census/read.js')
     const {buildCensus} = await import('../census/census.js')
     const input = await readCensusInput(client, {...(flags.selector ? {selector: flags.selector} : {}), plansDir: flags['plans-dir']})
-    const report = buildCensus(input)
+    const report = typed('Census', buildCensus(input))
     for (const note of report.notes) this.note(`Note: ${note}`)
     const {renderCensus} = await import('../census/view.js')
     return this.emit(report, flags.output, () => renderCensus(report, stdoutPainter()))

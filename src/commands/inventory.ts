@@ -1,12 +1,12 @@
 import {Args} from '@oclif/core'
 
 import {buildInventory} from '../planner/inventory.js'
-import type {Inventory} from '../planner/model.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderInventory} from '../ui/inventory-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
-import {waypointForFlag} from '../cli/flags.js'
+import {type InventoryDocument, typed} from '../cli/contract.js'
+import {namespaceFlag, requireNamespaceArg, waypointForFlag} from '../cli/flags.js'
 
 export default class InventoryCommand extends BaseCommand {
   static override summary = 'List every object that affects a namespace\'s data plane, with its L4/L7 verdict and why.'
@@ -20,17 +20,18 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> inventory bookinfo --context prod -o json',
   ]
 
-  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
-  static override flags = {...sourceFlags, output: outputFlag, 'waypoint-for': waypointForFlag}
+  static override args = {namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE).'})}
+  static override flags = {namespace: namespaceFlag, ...sourceFlags, output: outputFlag, 'waypoint-for': waypointForFlag}
 
-  async run(): Promise<Inventory | undefined> {
+  async run(): Promise<InventoryDocument | undefined> {
     const {args, flags} = await this.parse(InventoryCommand)
+    const namespace = requireNamespaceArg(args.namespace, flags.namespace)
     const source = await openSource(flags)
-    const snapshot = requireNamespace(await source.snapshot(args.namespace, {rootNamespace: flags['root-namespace']}))
-    const inventory = buildInventory(snapshot, {
+    const snapshot = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
+    const inventory = typed('Inventory', buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
-    })
+    }))
     return this.emit(inventory, flags.output, () => renderInventory(inventory, stdoutPainter()))
   }
 }

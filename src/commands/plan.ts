@@ -16,7 +16,7 @@ import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
-import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+import {labelSelectorFlag, namespaceFlag, namespaceOf, waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 
 /** Why a namespace needs no step, in the words of its data-plane mode. */
 function nothingToMigrateWhy(plan: MigrationPlan): string {
@@ -52,10 +52,11 @@ ${EXIT_CODES_HELP}`
 
   // Several namespaces may be named (fleet planning).
   static override strict = false
-  static override args = {namespace: Args.string({description: 'The namespace to migrate (several: a fleet plan).'})}
+  static override args = {namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE; several: a fleet plan).'})}
   static override flags = {
+    namespace: namespaceFlag,
     'all-namespaces': Flags.boolean({char: 'A', description: 'Plan every namespace (except kube-* and the root namespace) and write plans/fleet.yaml.', default: false, exclusive: ['selector']}),
-    selector: Flags.string({char: 'l', description: 'Plan the namespaces matching this label selector (e.g. team=payments,env!=dev) and write plans/fleet.yaml.'}),
+    selector: labelSelectorFlag('Plan the namespaces matching this label selector (e.g. team=payments,env!=dev) and write plans/fleet.yaml.'),
     ...sourceFlags,
     output: outputFlag,
     out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
@@ -80,13 +81,13 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<MigrationPlan | FleetPlan | undefined> {
     const {argv, flags} = await this.parse(PlanCommand)
-    const names = argv as string[]
+    const names = withNamespaceFlag(argv as string[], flags.namespace)
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UserError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`, {exitCode: 2})
     const fleet = flags['all-namespaces'] || flags.selector !== undefined || names.length > 1
     if (fleet) return this.runFleet(names, flags)
     const namespace = names[0]
-    if (!namespace) throw new UserError('which namespace? Name one (or several), or pass --all-namespaces / --selector', {exitCode: 2, suggestion: 'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A'})
+    if (!namespace) throw new UserError('which namespace? Name one (or several, or -n NAMESPACE), or pass --all-namespaces / --selector', {exitCode: 2, suggestion: 'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A'})
 
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
@@ -176,6 +177,15 @@ ${EXIT_CODES_HELP}`
 }
 
 type PlanFlags = Interfaces.InferredFlags<typeof PlanCommand.flags>
+
+/** The namespaces named: the arguments, or -n (which names one, and must agree with a single argument). */
+function withNamespaceFlag(args: string[], flag: string | undefined): string[] {
+  if (flag !== undefined && args.length > 1) {
+    throw new UserError(`-n ${flag} names one namespace, and ${args.length} are given as arguments`, {exitCode: 2, suggestion: 'List the namespaces as arguments, without -n.'})
+  }
+  const one = namespaceOf(args[0], flag)
+  return args.length > 1 ? args : one === undefined ? [] : [one]
+}
 
 /** The plan options every plan of the run shares (acceptances are given once, for the fleet too). */
 function planOptions(flags: PlanFlags): PlanOptions {

@@ -2,20 +2,12 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+import {type PreflightReport, typed} from '../cli/contract.js'
+import {namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
 import {PREFLIGHT_CHECKS} from '../planner/plan-builder.js'
-import type {PreflightDiagnostic} from '../preflight/types.js'
 import {stdoutPainter} from '../ui/color.js'
-
-export interface PreflightResult {
-  namespace: string
-  context: string
-  /** Where the checked plan came from: a file, or built in memory from the cluster. */
-  plan: string
-  ok: boolean
-  diagnostics: PreflightDiagnostic[]
-}
 
 export default class PreflightCommand extends BaseCommand {
   static override summary = 'Check that a namespace can be migrated now: ambient installed and ready, Gateway API, HBONE sidecars, blockers, NetworkPolicies, RBAC.'
@@ -44,8 +36,9 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> preflight bookinfo --check ztunnel-ready --check istio-cni-ready',
   ]
 
-  static override args = {namespace: Args.string({description: 'The namespace to migrate.', required: true})}
+  static override args = {namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE).'})}
   static override flags = {
+    namespace: namespaceFlag,
     kubeconfig: sourceFlags.kubeconfig,
     context: sourceFlags.context,
     'request-timeout': sourceFlags['request-timeout'],
@@ -57,9 +50,9 @@ ${EXIT_CODES_HELP}`
     'waypoint-for': waypointForFlag,
   }
 
-  async run(): Promise<PreflightResult | undefined> {
+  async run(): Promise<PreflightReport | undefined> {
     const {args, flags} = await this.parse(PreflightCommand)
-    const namespace = args.namespace
+    const namespace = requireNamespaceArg(args.namespace, flags.namespace)
     const client = await connectCluster(flags)
     const {runPreflight} = await import('../preflight/runner.js')
 
@@ -94,7 +87,7 @@ ${EXIT_CODES_HELP}`
     const diagnostics = await runPreflight(client, namespace, {plan, rootNamespace, ...(inventory ? {inventory} : {}), ...(flags.check ? {checks: flags.check} : {})})
     const ok = !diagnostics.some((d) => d.severity === 'error')
     if (!ok) process.exitCode = 1
-    const result: PreflightResult = {namespace, context: client.context, plan: planSource, ok, diagnostics}
+    const result = typed('PreflightReport', {namespace, context: client.context, plan: planSource, ok, diagnostics})
     const {renderPreflight} = await import('../preflight/view.js')
     return this.emit(result, flags.output, () => renderPreflight(diagnostics, stdoutPainter()))
   }

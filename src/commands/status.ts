@@ -1,47 +1,21 @@
 import {Args, Flags} from '@oclif/core'
 
-import {clusterFlags} from '../cli/flags.js'
+import {type PlanStatus, type StatusReport, type StatusStep, typed} from '../cli/contract.js'
+import {clusterFlags, namespaceFlag, namespaceOf} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {checkTargetCluster, connectCluster} from '../cli/plan-commands.js'
-import {type CensusPlan, planProgress} from '../census/census.js'
+import {planProgress} from '../census/census.js'
 import {StalePlanError, UserError} from '../errors.js'
 import {describeHolder, holderAlive, holderState, lockRef} from '../executor/lock.js'
 import {stepDrift} from '../executor/drift.js'
 import {PlanState} from '../executor/plan-state.js'
 import {listPlanFiles, resolvePlanArg} from '../executor/plan-store.js'
 import type {KubeClient} from '../kube/types.js'
-import type {StepPhase} from '../planner/plan-types.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
 
-interface StepRow {
-  id: string
-  action: string
-  phase: StepPhase
-  at?: string
-  by?: string
-  message?: string
-  /** Does the cluster still show what the step did? undefined when not checked. */
-  drift?: 'in-sync' | 'drifted' | 'n/a'
-  driftDetail?: string
-}
-
-interface PlanStatusResult {
-  plan: string
-  namespace: string
-  /** As census shows it: blocked, not-started, in-progress, applied, failed, interrupted, rolled-back. */
-  state: CensusPlan['state']
-  pending: number
-  /** Steps whose writes the cluster no longer shows. */
-  drifted: number
-  /** Hazard windows the plan is stopped inside (policies degraded until a later step is applied). */
-  openWindows: string[]
-  /** Set when the current context is not the plan's cluster (no drift is reported then). */
-  otherCluster?: string
-  lock?: string
-  steps: StepRow[]
-}
+type StepRow = StatusStep
 
 function age(at: string | undefined, now = Date.now()): string {
   if (!at) return '-'
@@ -87,17 +61,19 @@ ${EXIT_CODES_HELP}`
 
   static override examples = ['<%= config.bin %> status', '<%= config.bin %> status bookinfo -o json', '<%= config.bin %> status bookinfo --detailed-exitcode']
 
-  static override args = {plan: Args.string({description: 'Plan file or namespace (default: every plan under plans/).'})}
+  static override args = {plan: Args.string({description: 'Plan file or namespace, or -n NAMESPACE (default: every plan under plans/).'})}
   static override flags = {
+    namespace: namespaceFlag,
     output: outputFlag,
     'detailed-exitcode': Flags.boolean({description: 'Exit 10 when steps are pending or the cluster drifted from what applied steps wrote.'}),
     offline: Flags.boolean({description: 'Do not contact the cluster (no drift, no lock information).'}),
     ...clusterFlags,
   }
 
-  async run(): Promise<PlanStatusResult[] | undefined> {
+  async run(): Promise<StatusReport | undefined> {
     const {args, flags} = await this.parse(StatusCommand)
-    const files = args.plan ? [await resolvePlanArg(args.plan)] : await listPlanFiles()
+    const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
+    const files = planArg ? [await resolvePlanArg(planArg)] : await listPlanFiles()
     if (files.length === 0) throw new UserError('no plans under plans/', {suggestion: 'Create one with `mesh-migrate plan NAMESPACE`.'})
     let client: KubeClient | undefined
     if (!flags.offline) {
@@ -106,7 +82,7 @@ ${EXIT_CODES_HELP}`
         return undefined
       })
     }
-    const results: PlanStatusResult[] = []
+    const results: PlanStatus[] = []
     let invalid = 0
     let invalidExit = 4
     for (const file of files) {
@@ -115,7 +91,7 @@ ${EXIT_CODES_HELP}`
         state = await PlanState.load(file)
       } catch (error) {
         // Listing every plan: one that cannot be read is reported and the others are still listed.
-        if (args.plan || !(error instanceof UserError)) throw error
+        if (planArg || !(error instanceof UserError)) throw error
         if (invalid++ === 0) invalidExit = error.exitCode
         this.note(`${error.message}${error.suggestion ? `\n${error.suggestion}` : ''}`)
         continue
@@ -154,7 +130,7 @@ ${EXIT_CODES_HELP}`
       this.note(`${invalid} of ${files.length} plan(s) could not be read (see above).`)
       process.exitCode = invalidExit
     }
-    return this.emit(results, flags.output, () => {
+    return this.emit(typed('StatusReport', {plans: results}), flags.output, () => {
       const p = stdoutPainter()
       return results.map((r) => {
         const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`

@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
-import {clusterFlags} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
+import {typed, type UnlockResult} from '../cli/contract.js'
+import {clusterFlags, namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
 import {breakLock, describeHolder, holderState, lockRef} from '../executor/lock.js'
@@ -16,20 +17,22 @@ ${EXIT_CODES_HELP}`
 
   static override examples = ['<%= config.bin %> unlock bookinfo', '<%= config.bin %> unlock bookinfo --confirm bookinfo']
 
-  static override args = {namespace: Args.string({description: 'The locked namespace.', required: true})}
+  static override args = {namespace: Args.string({description: 'The locked namespace (or -n NAMESPACE).'})}
   static override flags = {
+    namespace: namespaceFlag,
+    output: outputFlag,
     confirm: Flags.string({description: 'The namespace, to confirm without a prompt.'}),
     ...clusterFlags,
   }
 
-  async run(): Promise<{namespace: string; released?: string} | undefined> {
+  async run(): Promise<UnlockResult | undefined> {
     const {args, flags} = await this.parse(UnlockCommand)
-    const ns = args.namespace
+    const ns = requireNamespaceArg(args.namespace, flags.namespace)
     const client = await connectCluster(flags)
     const lease = await client.get(lockRef(ns))
     if (!lease) {
-      this.note(`Namespace ${ns} is not locked.`)
-      return this.emit({namespace: ns}, 'table', () => '')
+      this.result(`Namespace ${ns} is not locked.`)
+      return this.emit(typed('UnlockResult', {namespace: ns}), flags.output, () => '')
     }
     const holder = describeHolder(lease)
     this.note(`Namespace ${ns} is locked by ${holder} (${holderState(lease)}).`)
@@ -41,7 +44,7 @@ ${EXIT_CODES_HELP}`
       throw new UserError('the namespace typed does not match: the lock was left in place')
     }
     await breakLock(client, ns)
-    this.note(`Lock on ${ns} released. If the holder was still running, its next write stops with "lost the lock".`)
-    return this.emit({namespace: ns, released: holder}, 'table', () => '')
+    this.result(`Lock on ${ns} released. If the holder was still running, its next write stops with "lost the lock".`)
+    return this.emit(typed('UnlockResult', {namespace: ns, released: holder}), flags.output, () => '')
   }
 }

@@ -1,21 +1,15 @@
 import {Args} from '@oclif/core'
 
 import {UserError} from '../errors.js'
-import {readTextFile} from '../executor/plan-store.js'
+import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkFleetText} from '../planner/fleet-file.js'
 import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
+import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
+import {namespaceFlag} from '../cli/flags.js'
 
-interface FileResult {
-  file: string
-  valid: boolean
-  problems: PlanProblem[]
-  /** Ids of the plan's blockers: a blocked plan cannot be applied, so it does not pass the gate. */
-  blockers: string[]
-}
-
-function verdict(r: FileResult): string {
+function verdict(r: FileValidation): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
   if (r.problems.length > 0) return `invalid (${plural(r.problems.length, 'problem')}${r.blockers.length > 0 ? `, ${plural(r.blockers.length, 'blocker')}` : ''})`
   return `blocked (${plural(r.blockers.length, 'blocker')}: ${r.blockers.join(', ')})`
@@ -28,19 +22,23 @@ export default class ValidateCommand extends BaseCommand {
 EXIT CODES
 ${EXIT_CODES_HELP}`
 
-  static override examples = ['<%= config.bin %> validate plans/*.yaml', '<%= config.bin %> validate plans/bookinfo.yaml -o json']
+  static override examples = ['<%= config.bin %> validate plans/*.yaml', '<%= config.bin %> validate bookinfo -o json']
 
   static override strict = false
-  static override args = {plans: Args.string({description: 'Plan files to check.', required: true})}
-  static override flags = {output: outputFlag}
+  static override args = {plans: Args.string({description: 'Plan files to check; a namespace name means plans/<namespace>.yaml, as for show and apply.'})}
+  static override flags = {namespace: namespaceFlag, output: outputFlag}
 
-  async run(): Promise<FileResult[] | undefined> {
+  async run(): Promise<ValidationReport | undefined> {
     const {argv, flags} = await this.parse(ValidateCommand)
-    const results: FileResult[] = []
-    for (const file of argv as string[]) {
+    const names = [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])]
+    if (names.length === 0) throw new UserError('no plan to validate', {exitCode: 2, suggestion: 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml'})
+    const results: FileValidation[] = []
+    for (const name of names) {
       let problems: PlanProblem[]
       let blockers: string[] = []
+      let file = name
       try {
+        file = await resolvePlanArg(name)
         const text = await readTextFile(file, 'plan file')
         // plans/fleet.yaml (plan -A) sits next to the plans: check it as what it is.
         if (/^kind: FleetPlan$/m.test(text)) {
@@ -68,7 +66,7 @@ ${EXIT_CODES_HELP}`
         for (const id of r.blockers) process.stderr.write(`${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`)
       }
     }
-    return this.emit(results, flags.output, () => {
+    return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), flags.output, () => {
       const painter = stdoutPainter()
       return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`).join('\n')
     })

@@ -43,6 +43,24 @@ function microTime(date = new Date()): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
 }
 
+/**
+ * The identity the API server authenticates (SelfSubjectReview, authentication.k8s.io/v1, GA in
+ * Kubernetes 1.28: what `kubectl auth whoami` shows), for the plan's record of who applied a step.
+ * undefined when the server does not serve it or refuses it; the caller falls back to the local user.
+ */
+export async function kubernetesIdentity(client: KubeClient): Promise<string | undefined> {
+  try {
+    if (!(await client.resourceFor('authentication.k8s.io/v1', 'SelfSubjectReview'))) return undefined
+    const review = await client.create({apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: {name: ''}})
+    const username = review.status?.userInfo?.username
+    return typeof username === 'string' && username !== '' ? username : undefined
+  } catch (error) {
+    if (error instanceof KubeApiError && [403, 404, 405].includes(error.status)) return undefined
+    throw error
+  }
+}
+
+/** The local user and host running the command. */
 export function whoAmI(): string {
   let user = 'unknown'
   try {

@@ -6,6 +6,9 @@ import {checkPlanText, renderPlanFile, specDigest} from '../planner/planfile.js'
 import {readTextFile, writeFileAtomic} from './plan-store.js'
 
 export class PlanState {
+  /** Recorded with every step next to `by` (the Kubernetes identity): who ran the command, where. */
+  localUser?: string
+
   private constructor(readonly file: string, public plan: MigrationPlan) {}
 
   /** Read and check a plan (schema, safety, digest): anything wrong is exit 4 before any write. */
@@ -49,6 +52,7 @@ export class PlanState {
       phase: update.phase,
       at: update.at ?? new Date().toISOString(),
       by: update.by,
+      ...(this.localUser ? {localUser: this.localUser} : {}),
       ...((update.observed ?? previous?.observed) ? {observed: update.observed ?? previous?.observed} : {}),
       ...(update.message ? {message: update.message} : {}),
       ...((update.attempts ?? previous?.attempts) !== undefined ? {attempts: update.attempts ?? previous?.attempts} : {}),

@@ -12,6 +12,23 @@ export interface CheckResult {
   ok: boolean
   /** What was seen: the reason it does not hold yet, or a summary of what holds. */
   detail: string
+  /** For waits over several objects: how many are done, for a short progress line (issue 13 §10). */
+  progress?: {done: number; total: number; noun: string; waitingFor: string[]}
+}
+
+/** 72 s → "1m12s". */
+export function formatElapsed(ms: number): string {
+  const s = Math.floor(ms / 1000)
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
+}
+
+/** One short line while waiting: "4/6 rollouts done, 1m12s (waiting for Deployment shop/api, +1 more)". */
+export function waitLine(result: CheckResult, elapsedMs: number): string {
+  const elapsed = formatElapsed(elapsedMs)
+  const p = result.progress
+  if (!p) return `${result.detail} (${elapsed})`
+  const [first, ...rest] = p.waitingFor
+  return `${p.done}/${p.total} ${p.noun} done, ${elapsed}${first ? ` (waiting for ${first}${rest.length > 0 ? `, +${rest.length} more` : ''})` : ''}`
 }
 
 /** The user interrupted (Ctrl+C): expected, so a UserError; apply and rollback record the step as Interrupted. */
@@ -38,13 +55,14 @@ export async function waitUntil(
   check: () => Promise<CheckResult>,
   opts: {timeoutMs: number; intervalMs?: number; signal?: AbortSignal; onProgress?: (detail: string) => void},
 ): Promise<CheckResult> {
-  const deadline = Date.now() + opts.timeoutMs
+  const start = Date.now()
+  const deadline = start + opts.timeoutMs
   let last: CheckResult = {ok: false, detail: 'not checked'}
   for (;;) {
     if (opts.signal?.aborted) throw new InterruptedError()
     last = await check()
     if (last.ok) return last
-    opts.onProgress?.(last.detail)
+    opts.onProgress?.(waitLine(last, Date.now() - start))
     if (Date.now() >= deadline) return last
     await sleep(Math.min(opts.intervalMs ?? 1000, Math.max(0, deadline - Date.now())), opts.signal)
   }
@@ -144,7 +162,8 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
         const r = rolloutDone(obj)
         if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
       }
-      return pending.length === 0 ? {ok: true, detail: `${v.refs.length} rollout(s) complete`} : {ok: false, detail: pending.join('; ')}
+      if (pending.length === 0) return {ok: true, detail: `${v.refs.length} rollout(s) complete`}
+      return {ok: false, detail: pending.join('; '), progress: {done: v.refs.length - pending.length, total: v.refs.length, noun: 'rollouts', waitingFor: pending}}
     }
     case 'pods-without-sidecar': {
       const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))

@@ -60,8 +60,10 @@ export interface Finding {
   severity: Severity
   message: string
   ref?: ObjectRef
-  /** What the user can do about it. */
+  /** What the user can do about it (absent when the plan already does it: see handledBy). */
   fix?: string
+  /** What the plan itself does about it, naming the step and the objects (e.g. "create-policies carries this to the waypoint as …"). */
+  handledBy?: string
 }
 
 /** How an enforcement point treats an AuthorizationPolicy once its workloads are ambient (DOMAIN §3.1). */

@@ -1,6 +1,7 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3).
 import {isGroupedLostFinding} from './lost-routing.js'
 import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
+import {markHandledFindings} from './finding-handling.js'
 import type {Finding, Inventory, KubeObject, ObjectRef, ServiceItem, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
 import {
   type MigrationPlan,
@@ -619,7 +620,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   }
 
   const blockers = findings.filter((f) => f.severity === 'blocker')
-  const plainFindings = findings.filter((f) => f.severity !== 'blocker')
+  const plainFindings = markHandledFindings(findings.filter((f) => f.severity !== 'blocker'), policies.decisions)
   return {
     apiVersion: PLAN_API_VERSION,
     kind: PLAN_KIND,

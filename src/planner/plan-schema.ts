@@ -46,6 +46,7 @@ const finding = {
     message: {type: 'string'},
     ref,
     fix: {type: 'string'},
+    handledBy: {type: 'string'},
   },
 }
 
@@ -243,6 +244,7 @@ const stepStatus = {
     phase: {enum: ['Pending', 'Running', 'Applied', 'Failed', 'Interrupted', 'RolledBack']},
     at: {type: 'string'},
     by: {type: 'string'},
+    localUser: {type: 'string'},
     observed: {type: 'object'},
     message: {type: 'string'},
     attempts: {type: 'integer', minimum: 0},

@@ -213,7 +213,10 @@ export interface StepStatus {
   id: string
   phase: StepPhase
   at: string
+  /** The Kubernetes identity the API server saw (SelfSubjectReview), or the local user when it could not be read. */
   by: string
+  /** The local user and host that ran the command (user@host). */
+  localUser?: string
   /** What the step saw before it wrote: previous label values, objects as they were. */
   observed?: Record<string, unknown>
   message?: string

@@ -47,6 +47,9 @@ function headerComment(plan: MigrationPlan): string {
     lines.unshift(`BLOCKED: ${blockers.length} blocker(s) must be resolved before this plan can be applied:`,
       ...blockers.map((b) => `  - ${b.id}: ${b.message}`), '')
   }
+  // Editors with the YAML language server (VS Code's YAML extension, …) validate and complete the plan
+  // against its schema (published as schemas/migration-plan.json, docs/contract.md).
+  lines.unshift(`yaml-language-server: $schema=${PLAN_SCHEMA.$id}`)
   return lines.map((l) => (l === '' ? '#' : `# ${l}`)).join('\n') + '\n'
 }
 

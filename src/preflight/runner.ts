@@ -54,15 +54,17 @@ export async function runPreflight(client: KubeClient, namespace: string, opts: 
   return out
 }
 
-/** One line per check for the apply engine: the errors, else the warnings, else "ok". */
+const listed = (ds: PreflightDiagnostic[]) => ds.map((d) => `\n  - ${d.check}: ${d.message}${d.fix ? ` Fix: ${d.fix}` : ''}`).join('')
+
+/** For the apply engine: the errors, else the warnings (one line each, with its fix), else "ok". */
 export function summarizePreflight(diagnostics: PreflightDiagnostic[]): {ok: boolean; detail: string} {
   const errors = diagnostics.filter((d) => d.severity === 'error')
   const warnings = diagnostics.filter((d) => d.severity === 'warning')
   const checks = new Set(diagnostics.map((d) => d.check)).size
   if (errors.length > 0) {
-    return {ok: false, detail: `${errors.length} preflight error(s): ${errors.map((e) => `${e.check}: ${e.message}`).join(' | ')}`}
+    return {ok: false, detail: `${errors.length} preflight error(s):${listed(errors)}`}
   }
-  return {ok: true, detail: `${checks} check(s) passed${warnings.length > 0 ? ` with ${warnings.length} warning(s): ${warnings.map((w) => `${w.check}: ${w.message}`).join(' | ')}` : ''}`}
+  return {ok: true, detail: `${checks} check(s) passed${warnings.length > 0 ? ` with ${warnings.length} warning(s):${listed(warnings)}` : ''}`}
 }
 
 /** The apply engine's runner for a plan's `preflight` verification; `ok: false` when any check reports an error. */

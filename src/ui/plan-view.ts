@@ -1,8 +1,10 @@
 // Human renderings of a plan: terminal table (`show`) and markdown for pull-request comments.
+import {groupFindings} from '../planner/finding-handling.js'
 import type {MigrationPlan, Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef} from '../planner/refs.js'
 import type {Painter} from './color.js'
 import {renderFindings} from './inventory-view.js'
+import {renderTimelineMermaid} from './mermaid-view.js'
 import {renderTable} from './table.js'
 
 export function stepPhase(plan: MigrationPlan, step: PlanStep): StepPhase {
@@ -71,9 +73,12 @@ export function renderPlan(plan: MigrationPlan, painter: Painter): string {
   if (plan.spec.blockers.length > 0) {
     out.push('', painter.paint('bold', 'BLOCKERS'), renderFindings(plan.spec.blockers, painter))
   }
-  const notable = plan.spec.findings.filter((f) => f.severity !== 'info')
-  if (notable.length > 0) {
-    out.push('', painter.paint('bold', 'FINDINGS'), renderFindings(notable, painter))
+  const {handled, needsYou} = groupFindings(plan.spec.findings)
+  if (needsYou.length > 0) {
+    out.push('', painter.paint('bold', 'NEEDS YOU'), renderFindings(needsYou, painter))
+  }
+  if (handled.length > 0) {
+    out.push('', painter.paint('bold', 'HANDLED BY THE PLAN'), renderTable(['ID', 'WHAT', 'HOW'], handled.map((f) => [f.id, f.message, f.handledBy!]), painter))
   }
   return out.join('\n')
 }
@@ -154,15 +159,23 @@ export function renderPlanMarkdown(plan: MigrationPlan): string {
     out.push('<details><summary>What each step does</summary>', '')
     for (const step of plan.spec.steps) out.push(`- **${step.id}**: ${cut(step.description)}`)
     out.push('', '</details>', '')
+    out.push('<details open><summary>Timeline: data plane and hazard windows after each step</summary>', '', renderTimelineMermaid(plan), '', '</details>', '')
   } else {
     out.push('Nothing to migrate.', '')
   }
   if (plan.spec.inventory.length > 0) inventoryMarkdown(plan, out)
-  const notable = plan.spec.findings.filter((f) => f.severity !== 'info')
-  if (notable.length > 0) {
-    out.push('<details><summary>Findings: ' + `${notable.length}` + '</summary>', '')
-    for (const f of notable.slice(0, MD_FINDINGS)) out.push(`- **${f.severity}** \`${f.id}\`: ${cut(f.message)}${f.fix ? ` _Fix:_ ${cut(f.fix)}` : ''}`)
-    if (notable.length > MD_FINDINGS) out.push(`- … and ${notable.length - MD_FINDINGS} more (\`mesh-migrate show ${plan.metadata.namespace}\`)`)
+  const {handled, needsYou} = groupFindings(plan.spec.findings)
+  const more = (n: number) => `- … and ${n - MD_FINDINGS} more (\`mesh-migrate show ${plan.metadata.namespace}\`)`
+  if (needsYou.length > 0) {
+    out.push(`#### Needs you (${needsYou.length})`, '')
+    for (const f of needsYou.slice(0, MD_FINDINGS)) out.push(`- **${f.severity}** \`${f.id}\`: ${cut(f.message)}${f.fix ? ` _Fix:_ ${cut(f.fix)}` : ''}`)
+    if (needsYou.length > MD_FINDINGS) out.push(more(needsYou.length))
+    out.push('')
+  }
+  if (handled.length > 0) {
+    out.push(`<details><summary>Handled by the plan (${handled.length})</summary>`, '')
+    for (const f of handled.slice(0, MD_FINDINGS)) out.push(`- \`${f.id}\`: ${cut(f.message)} _Handled:_ ${cut(f.handledBy!)}`)
+    if (handled.length > MD_FINDINGS) out.push(more(handled.length))
     out.push('', '</details>', '')
   }
   return out.join('\n')

@@ -2,6 +2,8 @@
 // terminal gets the animated renderer; logs (no TTY, CI set, TERM=dumb) get plain lines.
 // listr2's own SIGINT handler would exit(127) before we record the interruption (ECOSYSTEM §5.8),
 // so it is switched off: the commands handle SIGINT themselves.
+import cliTruncate from 'cli-truncate'
+
 import {isCI} from './interactive.js'
 
 export interface ProgressTask {
@@ -14,6 +16,23 @@ function plainOutput(): boolean {
   return process.stderr.isTTY !== true || isCI() || process.env.TERM === 'dumb'
 }
 
+/**
+ * A log gets a progress line only when it says something new (the elapsed time aside) or every 30 s;
+ * a terminal gets every update, cut to its width (issue 13 §10: no 600-character line repeated).
+ */
+function throttled(show: (message: string) => void): (message: string) => void {
+  const plain = plainOutput()
+  let lastKey: string | undefined
+  let lastAt = 0
+  return (message) => {
+    const key = message.replace(/\b\d+(?:m\d{2})?s\b/g, '')
+    if (plain && key === lastKey && Date.now() - lastAt < 30_000) return
+    lastKey = key
+    lastAt = Date.now()
+    show(plain ? message : cliTruncate(message, Math.max(20, (process.stderr.columns ?? 80) - 4)))
+  }
+}
+
 export async function runTasks(tasks: ProgressTask[]): Promise<void> {
   const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
   const output = new ProcessOutput(process.stderr, process.stderr)
@@ -22,9 +41,9 @@ export async function runTasks(tasks: ProgressTask[]): Promise<void> {
     tasks.map((t) => ({
       title: t.title,
       task: async (_ctx: unknown, task: {output: string; title: string}) => {
-        const summary = await t.run((message) => {
+        const summary = await t.run(throttled((message) => {
           task.output = message
-        })
+        }))
         if (summary) task.title = `${t.title} — ${summary}`
       },
     })),

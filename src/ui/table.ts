@@ -1,7 +1,14 @@
 // Tables for people, kubectl-style (no borders, aligned columns), built with cli-table3.
 // cli-table3 colours head and borders even when piped or with NO_COLOR (ECOSYSTEM §3.6), so its
 // own styling is always off and colour comes from our painter only.
+//
+// Columns are sized to the terminal (issue 13 §2): the widest columns give way first, cells wrap at
+// word boundaries, and in the default view a cell is cut after MAX_LINES lines with an ellipsis;
+// `-o wide` keeps every word. Piped output has no width limit (one line per row, for grep and awk).
 import Table from 'cli-table3'
+import cliTruncate from 'cli-truncate'
+import stringWidth from 'string-width'
+import wrapAnsi from 'wrap-ansi'
 
 import type {Painter} from './color.js'
 
@@ -11,14 +18,189 @@ const NO_BORDERS = {
   left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '',
 }
 
-export function renderTable(head: string[], rows: string[][], painter: Painter): string {
+const GAP = 3
+/** Default view: lines a cell may wrap onto before it is cut with an ellipsis. */
+const MAX_LINES = 3
+/** A column never shrinks below this (or its longest header word), so it stays legible. */
+const MIN_COLUMN = 6
+
+export interface TableLayout {
+  /** Columns available; Infinity when stdout is not a terminal. */
+  width: number
+  /** `-o wide`: wrap but never cut, and show the extra columns. */
+  wide: boolean
+}
+
+/** COLUMNS (as set by a shell or a test) wins; then the terminal's width; piped: unlimited. */
+export function terminalWidth(env: NodeJS.ProcessEnv = process.env, stream: NodeJS.WriteStream = process.stdout): number {
+  const fromEnv = Number(env.COLUMNS)
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv
+  return stream.isTTY && stream.columns ? stream.columns : Number.POSITIVE_INFINITY
+}
+
+let layout: TableLayout = {width: terminalWidth(), wide: false}
+
+/** Set once per command from its -o flag (src/cli/base.ts); views read it through tableLayout(). */
+export function setTableLayout(next: Partial<TableLayout>): void {
+  layout = {...layout, ...next}
+}
+
+export function tableLayout(): TableLayout {
+  return layout
+}
+
+const lines = (cell: string) => cell.split('\n')
+const longestWord = (text: string) => Math.max(0, ...text.split(/\s+/).map((w) => stringWidth(w)))
+
+/** Widths that fit `available`: the widest columns are narrowed first (water-filling), never below their minimum. */
+export function fitColumns(natural: number[], minimum: number[], available: number): number[] {
+  const total = (cap: number) => natural.reduce((sum, n, i) => sum + Math.min(n, Math.max(cap, minimum[i]!)), 0)
+  if (total(Number.POSITIVE_INFINITY) <= available) return natural
+  let lo = 0
+  let hi = Math.max(...natural)
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    if (total(mid) <= available) lo = mid
+    else hi = mid - 1
+  }
+  const widths = natural.map((n, i) => Math.min(n, Math.max(lo, minimum[i]!)))
+  // Hand the columns left over by the integer cap to the columns that were cut, left to right.
+  let spare = available - widths.reduce((a, b) => a + b, 0)
+  for (let i = 0; i < widths.length && spare > 0; i++) {
+    const extra = Math.min(spare, natural[i]! - widths[i]!)
+    widths[i]! += extra
+    spare -= extra
+  }
+  return widths
+}
+
+// A cell painted as a whole (the painter's habit): its codes are taken off while wrapping and put back per line.
+// eslint-disable-next-line no-control-regex -- ESC starts the ANSI codes this matches
+const WHOLE_PAINT = /^((?:\u001B\[\d+m)+)([^\u001B]*)((?:\u001B\[\d+m)+)$/
+
+/** Split a word longer than `width` after a separator (/ - . , : =) where possible, else at the width. */
+function splitLongWord(word: string, width: number): string[] {
+  const pieces: string[] = []
+  let rest = word
+  while (stringWidth(rest) > width) {
+    const head = rest.slice(0, width)
+    const cut = Math.max(...['/', '-', '.', ',', ':', '='].map((c) => head.lastIndexOf(c)))
+    const at = cut >= width / 3 ? cut + 1 : width
+    pieces.push(rest.slice(0, at))
+    rest = rest.slice(at)
+  }
+  return [...pieces, rest]
+}
+
+/** Greedy word wrap of plain text; words longer than a line are split at separators. */
+export function wrapWords(text: string, width: number): string[] {
+  const out: string[] = []
+  let line = ''
+  for (const word of text.split(/ +/).flatMap((w) => splitLongWord(w, width))) {
+    if (line === '') line = word
+    else if (stringWidth(line) + 1 + stringWidth(word) <= width) line += ` ${word}`
+    else {
+      out.push(line)
+      line = word
+    }
+  }
+  return [...out, line]
+}
+
+function wrapLine(line: string, width: number): string[] {
+  const painted = WHOLE_PAINT.exec(line)
+  if (painted) return wrapWords(painted[2]!, width).map((l) => `${painted[1]}${l}${painted[3]}`)
+  if (!line.includes('\u001B')) return wrapWords(line, width)
+  return wrapAnsi(line, width, {hard: true, trim: true}).split('\n')
+}
+
+/** One cell in `width` columns: wrapped at word boundaries; in the default view cut after MAX_LINES. */
+export function fitCell(cell: string, width: number, wide: boolean): string {
+  const out: string[] = []
+  for (const line of lines(cell)) {
+    if (stringWidth(line) <= width) {
+      out.push(line)
+      continue
+    }
+    const wrapped = wrapLine(line, width)
+    if (wide || wrapped.length <= MAX_LINES) {
+      out.push(...wrapped)
+      continue
+    }
+    const rest = wrapped.slice(MAX_LINES - 1).join(' ')
+    out.push(...wrapped.slice(0, MAX_LINES - 1), cliTruncate(rest, width, {position: 'end'}))
+  }
+  return out.join('\n')
+}
+
+/** Each column's width with nothing wrapped: its widest line, header included. */
+function naturalWidths(head: string[], rows: string[][]): number[] {
+  return head.map((h, i) => Math.max(stringWidth(h), ...rows.map((r) => Math.max(0, ...lines(r[i] ?? '').map((l) => stringWidth(l))))))
+}
+
+export function renderTable(head: string[], rows: string[][], painter: Painter, opts: Partial<TableLayout> = {}): string {
+  const {width, wide} = {...layout, ...opts}
+  const natural = naturalWidths(head, rows)
+  const minimum = head.map((h, i) => Math.min(natural[i]!, Math.max(MIN_COLUMN, longestWord(h))))
+  const widths = fitColumns(natural, minimum, width - GAP * (head.length - 1))
   const table = new Table({
-    head: head.map((h) => painter.paint('bold', h)),
-    style: {head: [], border: [], 'padding-left': 0, 'padding-right': 3},
+    head: head.map((h, i) => fitCell(h, widths[i]!, true).split('\n').map((l) => painter.paint('bold', l)).join('\n')),
+    style: {head: [], border: [], 'padding-left': 0, 'padding-right': GAP},
     chars: NO_BORDERS,
+    colWidths: widths.map((w) => w + GAP),
     wordWrap: false,
   })
-  table.push(...rows)
+  table.push(...rows.map((row) => head.map((_, i) => fitCell(row[i] ?? '', widths[i]!, wide))))
   // Borderless cli-table3 rows are padded to the column width; trim so logs and diffs stay clean.
   return table.toString().split('\n').map((l) => l.replace(/\s+$/, '')).join('\n')
+}
+
+/**
+ * A table of many narrow columns (a timeline: one column per step) that cannot fit the terminal even
+ * with its cells wrapped: printed in blocks of columns, each block repeating the first column (the row's
+ * name), as R and pandas print wide frames. Narrow enough (or piped), it is one table.
+ */
+export function renderColumnBlocks(head: string[], rows: string[][], painter: Painter, opts: Partial<TableLayout> = {}): string {
+  const {width} = {...layout, ...opts}
+  const natural = naturalWidths(head, rows)
+  if (natural.reduce((a, b) => a + b, 0) + GAP * (head.length - 1) <= width) return renderTable(head, rows, painter, opts)
+  // The name column wraps within 40% of the width, so that each block holds several columns.
+  const key = Math.min(natural[0]!, Math.max(MIN_COLUMN, Math.floor(width * 0.4)))
+  const blocks: number[][] = []
+  let block: number[] = []
+  let used = key
+  for (let i = 1; i < head.length; i++) {
+    if (block.length > 0 && used + GAP + natural[i]! > width) {
+      blocks.push(block)
+      block = []
+      used = key
+    }
+    block.push(i)
+    used += GAP + natural[i]!
+  }
+  if (block.length > 0) blocks.push(block)
+  const pick = (row: string[], cols: number[]) => [row[0] ?? '', ...cols.map((i) => row[i] ?? '')]
+  return blocks.map((cols) => renderTable(pick(head, cols), rows.map((r) => pick(r, cols)), painter, opts)).join('\n\n')
+}
+
+/** Text for people (a legend, a note) wrapped at word boundaries to the terminal; piped: unchanged. */
+export function fitText(text: string, opts: Partial<TableLayout> = {}): string {
+  const {width} = {...layout, ...opts}
+  if (!Number.isFinite(width)) return text
+  return text.split('\n').flatMap((line) => (stringWidth(line) <= width ? [line] : wrapLine(line, width))).join('\n')
+}
+
+/** Items (`0=start`, `1=preflight`, …) two spaces apart, on as many lines as the terminal needs; an item is not split unless it alone is too wide. */
+export function fitItems(items: string[], opts: Partial<TableLayout> = {}): string {
+  const {width} = {...layout, ...opts}
+  const out: string[] = []
+  let line = ''
+  for (const item of items) {
+    if (line !== '' && stringWidth(line) + 2 + stringWidth(item) > width) {
+      out.push(line)
+      line = ''
+    }
+    line = line === '' ? item : `${line}  ${item}`
+  }
+  return fitText([...out, line].join('\n'), opts)
 }

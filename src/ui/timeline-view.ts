@@ -3,7 +3,7 @@
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {type BoundaryState, type Enforcement, simulate} from '../planner/simulate.js'
 import type {Painter} from './color.js'
-import {renderTable} from './table.js'
+import {fitItems, fitText, renderColumnBlocks, renderTable} from './table.js'
 
 const DP: Record<string, string> = {sidecar: 'sidecar', ambient: 'ambient', outside: 'OUT'}
 const ENF: Record<Enforcement, string> = {
@@ -27,7 +27,7 @@ export function timelineOf(plan: MigrationPlan) {
 
 function grid(title: string, boundaries: BoundaryState[], painter: Painter): string {
   const columns = boundaries.map((_, i) => String(i))
-  const legend = boundaries.map((b, i) => `${i}=${b.after}`).join('  ')
+  const legend = fitItems(boundaries.map((b, i) => `${i}=${b.after}`))
   const workloads = Object.keys(boundaries[0]?.dataPlanes ?? {}).sort()
   const dpRows = workloads.map((w) => [w, ...boundaries.map((b) => {
     const v = DP[b.dataPlanes[w] ?? ''] ?? '?'
@@ -44,8 +44,8 @@ function grid(title: string, boundaries: BoundaryState[], painter: Painter): str
     painter.paint('bold', title),
     legend,
     '',
-    renderTable(['WORKLOAD', ...columns], dpRows, painter),
-    ...(policyRows.length > 0 ? ['', renderTable(['POLICY', ...columns], policyRows, painter)] : []),
+    renderColumnBlocks(['WORKLOAD', ...columns], dpRows, painter),
+    ...(policyRows.length > 0 ? ['', renderColumnBlocks(['POLICY', ...columns], policyRows, painter)] : []),
   ].join('\n')
 }
 
@@ -63,6 +63,6 @@ export function renderTimeline(plan: MigrationPlan, painter: Painter): string {
       h.message,
     ]), painter))
   }
-  out.push('', 'DENY-ALL: an L7 ALLOW matches nothing at ztunnel (only traffic the waypoint admits passes). L4-only: ztunnel enforces only the L4 part. NONE: not enforced. OUT: outside the mesh.')
+  out.push('', fitText('DENY-ALL: an L7 ALLOW matches nothing at ztunnel (only traffic the waypoint admits passes). L4-only: ztunnel enforces only the L4 part. NONE: not enforced. OUT: outside the mesh.'))
   return out.join('\n')
 }

@@ -9,6 +9,7 @@ import {beforeAll, describe, expect, it} from 'vitest'
 
 import type {FleetPlan} from '../../src/planner/fleet.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
+import {schemaProblems} from '../support/schemas.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples/fleet')
@@ -26,6 +27,7 @@ describe('plan -A / -l / NS1 NS2 offline', () => {
     const r = await runCli(['plan', '-A', '--manifests', EXAMPLE, ...ACCEPT, '-o', 'json'], {cwd})
     expect(r.code, r.stderr).toBe(0)
     const fleet = JSON.parse(r.stdout) as FleetPlan
+    expect(schemaProblems(r.stdout, 'FleetPlan')).toEqual([])
     expect(fleet.spec.waves.map((w) => w.namespaces)).toEqual([['catalog'], ['frontend'], ['pay', 'shop']])
     expect(r.stderr).toContain('Wrote plans/fleet.yaml and 4 plan(s)')
     expect((await readdir(path.join(cwd, 'plans'))).sort()).toEqual(['catalog.yaml', 'fleet.yaml', 'frontend.yaml', 'pay.yaml', 'shop.yaml'])
@@ -67,7 +69,7 @@ describe('plan -A / -l / NS1 NS2 offline', () => {
       [['plan', '--manifests', EXAMPLE], /which namespace\?/],
       [['plan', 'shop', 'pay', '--out', 'x.yaml', '--manifests', EXAMPLE], /--out names one plan file/],
       [['plan', 'shop', '-A', '--manifests', EXAMPLE], /not both/],
-      [['plan', '-l', 'team=(x', '--manifests', EXAMPLE], /--selector: cannot read/],
+      [['plan', '-l', 'team=(x', '--manifests', EXAMPLE], /--selector: "team=\(x" is not a label selector requirement/],
       [['show'], /which plan\?/],
     ]
     for (const [args, message] of cases) {

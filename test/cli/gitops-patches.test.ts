@@ -33,7 +33,9 @@ describe('show -o patches (built CLI)', () => {
     const json = await runCli(['show', out, '-o', 'patches', '--json'])
     expect(json.code).toBe(0)
     const written = parse(await readFile(out, 'utf8')) as MigrationPlan
-    expect((JSON.parse(json.stdout) as unknown[]).length).toBe(manifestChanges(written).length)
+    const doc = JSON.parse(json.stdout) as {kind: string; steps: unknown[]}
+    expect(doc.kind).toBe('ManifestChanges')
+    expect(doc.steps.length).toBe(manifestChanges(written).length)
 
     const bad = await runCli(['show', out, '-o', 'diff'])
     expect(bad.code).toBe(2)

@@ -182,7 +182,7 @@ describe('plan, show, validate', () => {
     await writeFile(bad, stringify(plan))
     const r = await runCli(['validate', bad, '-o', 'json'])
     expect(r.code).toBe(4)
-    const [result] = JSON.parse(r.stdout)
+    const [result] = JSON.parse(r.stdout).files
     const messages = result.problems.map((p: {message: string}) => p.message).join('\n')
     expect(messages).toContain('not istio-waypoint')
     expect(messages).toContain('outside the plan\'s namespace')

@@ -71,7 +71,8 @@ describe('apply --to a step that is already applied', () => {
     const target = plan.spec.steps[1]!.id
     const r = await runCli(['apply', 'bookinfo', '--to', target, '--yes'], {cwd, env: OFFLINE})
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stderr).toContain(`Step ${target} of plans/bookinfo.yaml is already applied, with every step before it; nothing to do. The next pending step is ${plan.spec.steps[3]!.id}.`)
-    expect(r.stderr).not.toContain('Every step')
+    // A result, so on stdout (issue 13 §1).
+    expect(r.stdout).toContain(`Step ${target} of plans/bookinfo.yaml is already applied, with every step before it; nothing to do. The next pending step is ${plan.spec.steps[3]!.id}.`)
+    expect(r.stdout).not.toContain('Every step')
   })
 })

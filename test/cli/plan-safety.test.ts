@@ -39,10 +39,10 @@ describe('blocked plans do not pass the gate', () => {
     for (const id of ids) expect(r.stderr).toContain(`blocked plans/bookinfo.yaml: blocker ${id}`)
     const json = await runCli(['validate', 'plans/bookinfo.yaml', '-o', 'json'], {cwd: tmp})
     expect(json.code).toBe(4)
-    expect(JSON.parse(json.stdout)).toMatchObject([{file: 'plans/bookinfo.yaml', valid: false, problems: [], blockers: ids}])
+    expect(JSON.parse(json.stdout)).toMatchObject({kind: 'ValidationReport', valid: false, files: [{file: 'plans/bookinfo.yaml', valid: false, problems: [], blockers: ids}]})
 
     const status = await runCli(['status', '--offline', '-o', 'json'], {cwd: tmp})
-    expect(JSON.parse(status.stdout)).toMatchObject([{plan: 'plans/bookinfo.yaml', state: 'blocked'}])
+    expect(JSON.parse(status.stdout)).toMatchObject({kind: 'StatusReport', plans: [{plan: 'plans/bookinfo.yaml', state: 'blocked'}]})
     const table = await runCli(['status', '--offline'], {cwd: tmp})
     expect(table.stdout).toContain('plans/bookinfo.yaml (namespace bookinfo): blocked, 0/')
   })

@@ -20,7 +20,7 @@ describe('status over several plans', () => {
     expect(hasStackTrace(r.stderr), r.stderr).toBe(false)
     expect(r.stderr).toContain('aaa.yaml is not a valid plan')
     expect(r.stderr).toContain('1 of 2 plan(s) could not be read')
-    const listed = JSON.parse(r.stdout) as {plan: string; namespace: string}[]
+    const listed = (JSON.parse(r.stdout) as {plans: {plan: string; namespace: string}[]}).plans
     expect(listed.map((p) => p.namespace)).toEqual(['bookinfo'])
   })
 })

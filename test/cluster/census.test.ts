@@ -67,6 +67,9 @@ beforeAll(async () => {
     // The node proxy: the chart names its container istio-proxy, but it is not a sidecar.
     ns('istio-system'),
     pod('ztunnel-abcde', 'istio-system', {labels: {app: 'ztunnel'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/ztunnel:1.28.1'}]}),
+    // Labels of istio/istio manifests/charts: istiod (app: istiod, istio: pilot), istio-cni (app: istio-cni-node).
+    pod('istiod-7d4f8', 'istio-system', {labels: {app: 'istiod', istio: 'pilot'}, containers: [{name: 'discovery', image: 'docker.io/istio/pilot:1.28.1'}]}),
+    pod('istio-cni-node-x2x', 'istio-system', {labels: {app: 'istio-cni-node'}, containers: [{name: 'install-cni', image: 'docker.io/istio/install-cni:1.28.1'}]}),
     ns('opted-none', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'}),
     {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'done', namespace: 'side-injection'}, spec: {containers: [{name: 'c', image: 'c'}]}, status: {phase: 'Succeeded'}},
   ])
@@ -102,7 +105,8 @@ describe('census', () => {
     // IST0123 counts dataplane-mode=none next to istio-injection=enabled too; the sidecar still injects.
     expect(row(report, 'opted-none')).toMatchObject({mode: 'sidecar', conflict: ['istio-injection=enabled', 'istio.io/dataplane-mode=none']})
     expect(report.summary).toMatchObject({both: 1, ambient: 1, conflicts: 2})
-    expect(row(report, 'istio-system').pods).toEqual({total: 1, sidecar: 0, ambient: 0, none: 0, gateway: 1})
+    // istiod, ztunnel and istio-cni are the control plane and node agents, not gateways (issue 13 §6).
+    expect(row(report, 'istio-system').pods).toEqual({total: 3, sidecar: 0, ambient: 0, none: 0, gateway: 0, controlPlane: 3})
     expect(report.summary.sidecar).toBe(3)
   })
 
@@ -110,12 +114,12 @@ describe('census', () => {
     const report = await census()
     const side = row(report, 'side-injection')
     expect(side.outsideMesh.map((p) => p.name)).toEqual(['pay-old'])
-    expect(side.pods).toEqual({total: 4, sidecar: 1, ambient: 0, none: 3, gateway: 0})
+    expect(side.pods).toEqual({total: 4, sidecar: 1, ambient: 0, none: 3, gateway: 0, controlPlane: 0})
     const amb = row(report, 'amb')
     expect(amb.outsideMesh.map((p) => p.name).sort()).toEqual(['amb-pending', 'amb-uncaptured'])
     expect(amb.outsideMesh.find((p) => p.name === 'amb-pending')?.why).toContain('pending')
     expect(amb.sidecarInAmbient).toEqual([{name: 'amb-stale', why: 'not restarted since the namespace left sidecar mode'}])
-    expect(amb.pods).toEqual({total: 6, sidecar: 1, ambient: 1, none: 3, gateway: 1})
+    expect(amb.pods).toEqual({total: 6, sidecar: 1, ambient: 1, none: 3, gateway: 1, controlPlane: 0})
     // In "both" the sidecar wins: a sidecar pod there is expected, not an anomaly.
     expect(row(report, 'both').sidecarInAmbient).toEqual([])
     expect(row(report, 'both').outsideMesh).toEqual([])

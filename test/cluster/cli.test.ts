@@ -82,11 +82,16 @@ describe('mesh-migrate preflight', () => {
 
 describe('mesh-migrate census', () => {
   it('prints a table by default and JSON with -o json, data on stdout only', async () => {
+    // The default table leaves the labels to -o wide (issue 13: it fits 80 columns).
     const table = await cli(['census', '--kubeconfig', kubeconfig])
     expect(table.code).toBe(0)
-    expect(table.stdout).toMatch(/^NAMESPACE\s+MODE\s+LABELS/)
-    expect(table.stdout).toMatch(/\namb\s+ambient\s+istio.io\/dataplane-mode=ambient\s+1 \(1\/0\/0\)\s+0\s+1: stale/)
-    expect(table.stdout).toMatch(/\nshop\s+sidecar\s+istio-injection=enabled/)
+    expect(table.stdout).toMatch(/^NAMESPACE\s+MODE\s+PODS \(S\/A\/N\)/)
+    expect(table.stdout).toMatch(/\namb\s+ambient\s+1 \(1\/0\/0\)\s+0\s+1: stale/)
+    const wide = await cli(['census', '--kubeconfig', kubeconfig, '-o', 'wide'])
+    expect(wide.code).toBe(0)
+    expect(wide.stdout).toMatch(/^NAMESPACE\s+MODE\s+LABELS/)
+    expect(wide.stdout).toMatch(/\namb\s+ambient\s+istio.io\/dataplane-mode=ambient\s+1 \(1\/0\/0\)\s+0\s+1: stale/)
+    expect(wide.stdout).toMatch(/\nshop\s+sidecar\s+istio-injection=enabled/)
     const json = await cli(['census', '--kubeconfig', kubeconfig, '-o', 'json'])
     expect(json.code).toBe(0)
     const report = JSON.parse(json.stdout)

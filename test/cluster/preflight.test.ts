@@ -370,7 +370,9 @@ describe('rbac', () => {
 
     const runner = await preflightRunner(await clientFor(s, 'label-only'), plan)(['rbac'])
     expect(runner.ok).toBe(false)
-    expect(runner.detail).toContain('preflight error(s): rbac: Not allowed to')
+    // One line per error (issue 13 §2), each with its fix.
+    expect(runner.detail).toContain('preflight error(s):\n  - rbac: Not allowed to')
+    expect(runner.detail.split('\n').filter((l) => l.startsWith('  - rbac: ')).length).toBe(diags.length)
   })
 
   it('derives apply = get+patch+create, delete = get+delete, label/restart = get+patch, with undo, the lock and the reads', async () => {

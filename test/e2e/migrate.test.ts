@@ -174,7 +174,8 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
       const r = await cli(['apply', scenario.namespace, '--step', '--yes', '--timeout', '60s'], cwd, kube)
       expect(hasStackTrace(r.stderr), r.stderr).toBe(false)
       expect(r.code, `apply of ${step.id}: ${r.stderr}`).toBe(0)
-      expect(r.stdout).toBe('')
+      // The step's outcome is a result: stdout (issue 13 §1); progress stays on stderr.
+      expect(r.stdout).toMatch(new RegExp(`^Step ${i + 1}/${plan.spec.steps.length} ${step.id}: (applied and verified|already in place, verified|verified)$`, 'm'))
       applied.add(step.action)
       await cluster.waitForIdle()
       const now = await observe(cluster.client, scenario.namespace)
@@ -186,11 +187,12 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
     expect(final.status?.steps.map((s) => s.phase)).toEqual(plan.spec.steps.map(() => 'Applied'))
     const again = await cli(['apply', scenario.namespace, '--step', '--yes'], cwd, kube)
     expect(again.code).toBe(0)
-    expect(again.stderr).toContain('nothing to do')
+    // "nothing to do" is the command's result: stdout (issue 13 §1).
+    expect(again.stdout).toContain('nothing to do')
     await scenario.checkMigrated(await observe(cluster.client, scenario.namespace), plan, cluster)
     const status = await cli(['status', scenario.namespace, '-o', 'json'], cwd, kube)
     expect(status.code).toBe(0)
-    const [report] = JSON.parse(status.stdout)
+    const [report] = JSON.parse(status.stdout).plans
     expect(report.pending).toBe(0)
     expect(report.steps.filter((s: {drift?: string}) => s.drift === 'drifted')).toEqual([])
   }, 180_000)
@@ -200,7 +202,7 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
     for (let guard = 0; guard < 20; guard++) {
       const r = await cli(['rollback', scenario.namespace, '--step', '--confirm', scenario.namespace, '--timeout', '60s'], cwd, kube)
       expect(r.code, r.stderr).toBe(0)
-      if (r.stderr.includes('Nothing to roll back')) break
+      if (r.stdout.includes('Nothing to roll back')) break
       const lastUndone = [...r.stderr.matchAll(/undo (\S+) —/g)].map((m) => m[1]!)
       lastUndone.forEach((id) => undone.add(id))
       await cluster.waitForIdle()

@@ -272,7 +272,7 @@ describe.skipIf(external)('rollback safety', () => {
     // status: rolled-back steps are not compared with the cluster (their effects are gone on purpose).
     const status = await cli(['status', NS, '-o', 'json'], cwd, kube)
     expect(status.code, status.stderr).toBe(0)
-    const [report] = JSON.parse(status.stdout) as {steps: {id: string; phase: string; drift?: string}[]}[]
+    const [report] = (JSON.parse(status.stdout) as {plans: {steps: {id: string; phase: string; drift?: string}[]}[]}).plans
     expect(report!.steps.filter((s) => s.phase === 'RolledBack').map((s) => s.drift)).toEqual(report!.steps.map(() => 'n/a'))
   }, 180_000)
 })

@@ -53,8 +53,10 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     const r = await cli(['apply', NS, '--all', '--dry-run=server'], cwd, kube)
     expect(r.code, r.stderr).toBe(0)
     expect(hasStackTrace(r.stderr)).toBe(false)
-    const lines = r.stderr.split('\n').filter((l) => l.trim() !== '')
+    // Both streams: the step outcomes and details are results (stdout), the rest is progress (stderr).
+    const lines = `${r.stdout}\n${r.stderr}`.split('\n').filter((l) => l.trim() !== '')
     expect(lines.filter((l) => !l.includes('[server dry run]'))).toEqual([])
+    expect(r.stdout).toContain(`[server dry run] Step ${plan.spec.steps.length}/${plan.spec.steps.length} ${plan.spec.steps.at(-1)!.id}: `)
     // Every step was reached, the last one included.
     for (const step of plan.spec.steps) expect(r.stderr).toContain(`${step.id}: ${step.description.split('\n')[0]!.slice(0, 40)}`)
     // Read-only steps send nothing, so nothing of them is "accepted by the server".
@@ -62,7 +64,7 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     expect(r.stderr).not.toMatch(/wait-waypoint — accepted/)
     expect(r.stderr).toMatch(/\[server dry run\] bind-waypoint — accepted by the server, nothing persisted/)
     // The waypoint exists only as a dry-run object: its readiness is named as not checked, and why.
-    expect(r.stderr).toContain(`not checked in a dry run: Gateway ${NS}/waypoint ready: it is created by an earlier step of this run, and only istiod can program it`)
+    expect(r.stdout).toContain(`not checked in a dry run: Gateway ${NS}/waypoint ready: it is created by an earlier step of this run, and only istiod can program it`)
     // Nothing persisted, nothing recorded.
     expect(await readFile(path.join(cwd, PLAN_FILE), 'utf8')).toBe(before)
     expect(await labels()).toEqual(labelsBefore)
@@ -103,7 +105,7 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     try {
       const r = await cli(['status', NS, '--detailed-exitcode', '-o', 'json'], cwd, kube)
       expect(r.code, r.stderr).toBe(10)
-      const [result] = JSON.parse(r.stdout) as {drifted: number; state: string; steps: {id: string; drift?: string; driftDetail?: string}[]}[]
+      const [result] = (JSON.parse(r.stdout) as {plans: {drifted: number; state: string; steps: {id: string; drift?: string; driftDetail?: string}[]}[]}).plans
       expect(result!.drifted).toBe(1)
       expect(result!.state).toBe('in-progress')
       const row = result!.steps.find((s) => s.id === stepOf('create-policies').id)!
@@ -113,7 +115,7 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
       await cluster.api.patch(copy, {spec: {action}})
     }
     const synced = await cli(['status', NS, '-o', 'json'], cwd, kube)
-    expect((JSON.parse(synced.stdout) as {drifted: number}[])[0]!.drifted).toBe(0)
+    expect((JSON.parse(synced.stdout) as {plans: {drifted: number}[]}).plans[0]!.drifted).toBe(0)
   }, 60_000)
 
   it('a second plan of the namespace is refused before any write (exit 5, naming the owner) until the first is fully rolled back', async () => {
@@ -163,13 +165,13 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     expect(r.stderr).toContain('Warning: stopped inside 1 hazard window(s); until they close:')
     expect(r.stderr).toMatch(new RegExp(`  - AuthorizationPolicy/ratings-get-only: AuthorizationPolicy/ratings-get-only is deny-all at ztunnel .* — until step ${stepOf('delete-sidecar-policies').id} is applied`))
     const status = await cli(['status', second, '-o', 'json'], cwd, kube)
-    const [result] = JSON.parse(status.stdout) as {openWindows: string[]}[]
+    const [result] = (JSON.parse(status.stdout) as {plans: {openWindows: string[]}[]}).plans
     expect(result!.openWindows).toHaveLength(1)
     expect(result!.openWindows[0]).toContain('AuthorizationPolicy/ratings-get-only')
     // Closed by the next step: no window, no warning.
     const next = await cli(['apply', second, '--step', '--yes', '--timeout', '90s'], cwd, kube)
     expect(next.code, next.stderr).toBe(0)
     expect(next.stderr).not.toContain('hazard window')
-    expect((JSON.parse((await cli(['status', second, '-o', 'json'], cwd, kube)).stdout) as {openWindows: string[]}[])[0]!.openWindows).toEqual([])
+    expect((JSON.parse((await cli(['status', second, '-o', 'json'], cwd, kube)).stdout) as {plans: {openWindows: string[]}[]}).plans[0]!.openWindows).toEqual([])
   }, 240_000)
 })

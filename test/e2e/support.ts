@@ -96,9 +96,15 @@ export function nextRequestId(server: RequestLog): number {
   return (server.requests.at(-1)?.id ?? 0) + 1
 }
 
+/**
+ * Reviews (SelfSubjectReview: who am I, for the plan's record; access reviews) are queries sent as a
+ * create: the server answers and persists nothing, so they are not writes.
+ */
+export const isReview = (e: RequestLogEntry) => e.group === 'authentication.k8s.io' || e.group === 'authorization.k8s.io'
+
 /** Writes the tool (not the harness or the control plane) sent from request `fromId` on. */
 export function toolWrites(server: RequestLog, fromId: number): RequestLogEntry[] {
-  return server.requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]}).filter((e) => e.id >= fromId)
+  return server.requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]}).filter((e) => e.id >= fromId && !isReview(e))
 }
 
 export async function readPlan(cwd: string, namespace: string): Promise<MigrationPlan> {

@@ -428,7 +428,9 @@ describe('applyStep: verification polling', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(5_000)
     expect(Date.now() - started).toBeLessThan(7_000)
     expect(progress.length).toBeGreaterThanOrEqual(5)
-    expect(progress[0]).toBe('waiting: Gateway bookinfo/waypoint is not Programmed yet')
+    // Each progress line carries the time waited so far (issue 13 §10), on the fake clock.
+    expect(progress[0]).toBe('waiting: Gateway bookinfo/waypoint is not Programmed yet (0s)')
+    expect(Number(/\((\d+)s\)$/.exec(progress.at(-1)!)?.[1])).toBeGreaterThanOrEqual(4)
     expect(state.status(s.id)?.message).toContain('waypoint-ready: Programmed, address 10.96.0.10')
   })
 })

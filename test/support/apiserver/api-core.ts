@@ -617,6 +617,15 @@ export class ApiCore {
   // -------------------------------------------------------------------------------------
   // SelfSubjectAccessReview
 
+  /** authentication.k8s.io/v1 SelfSubjectReview: the requester's user info, as authenticated. */
+  selfSubjectReview(identity: Identity): Result {
+    return {
+      status: 201,
+      body: {kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: {creationTimestamp: null}, status: {userInfo: {username: identity.user, groups: identity.groups}}},
+      warnings: [],
+    }
+  }
+
   selfSubjectAccessReview(identity: Identity, body: unknown): Result {
     if (!isObject(body) || !isObject(body.spec)) throw invalid('authorization.k8s.io', 'SelfSubjectAccessReview', '', [fieldError.invalid('spec', null, 'exactly one of nonResourceAttributes or resourceAttributes must be specified')])
     const ra = body.spec.resourceAttributes

@@ -147,7 +147,8 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
       path: url.pathname,
     }
     const isSsar = info.resourceRequest && info.group === 'authorization.k8s.io' && info.resource === 'selfsubjectaccessreviews'
-    if (!(isSsar && !identity.anonymous)) {
+    const isSsr = info.resourceRequest && info.group === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews'
+    if (!((isSsar || isSsr) && !identity.anonymous)) {
       const decision = authorize(identity, attrs)
       if (!decision.allowed) {
         if (!info.resourceRequest) throw forbidden('', '', '', forbiddenMessage(attrs))
@@ -168,6 +169,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     if (rt.virtual) {
       if (method !== 'create' || info.name) throw methodNotAllowed()
       const raw = await readBody(req)
+      if (isSsr) return core.selfSubjectReview(identity)
       return core.selfSubjectAccessReview(identity, decodeBody(raw, mediaType(req.headers['content-type']), 'object'))
     }
 

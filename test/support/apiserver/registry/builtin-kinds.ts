@@ -89,6 +89,8 @@ const DEFS: Def[] = [
   {group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration', plural: 'validatingwebhookconfigurations', namespaced: false, categories: ['api-extensions'], generation: true},
   {group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions', namespaced: false, shortNames: ['crd', 'crds'], categories: ['api-extensions'], hasStatus: true, generation: true, returnDeletedObject: true},
   {group: 'authorization.k8s.io', version: 'v1', kind: 'SelfSubjectAccessReview', plural: 'selfsubjectaccessreviews', namespaced: false, verbs: ['create'], virtual: true},
+  // `kubectl auth whoami` (GA in 1.28): every authenticated user may create one (system:basic-user).
+  {group: 'authentication.k8s.io', version: 'v1', kind: 'SelfSubjectReview', plural: 'selfsubjectreviews', namespaced: false, verbs: ['create'], virtual: true},
 ]
 
 export function builtinResourceTypes(): ResourceType[] {

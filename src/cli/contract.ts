@@ -1,0 +1,157 @@
+// The machine-readable outputs of every command (`-o json`, `-o yaml`, `--json`): one document per run,
+// each with apiVersion and kind, Kubernetes-style (docs/contract.md). These types are the normative
+// reference: `npm run schemas` generates schemas/*.json from them (scripts/generate-schemas.ts), and a
+// test checks that the committed schemas are up to date and that every command's output validates.
+import type {CensusPlan, CensusReport} from '../census/census.js'
+import type {FleetPlan} from '../planner/fleet.js'
+import type {StepManifestChanges} from '../planner/gitops.js'
+import type {Inventory} from '../planner/model.js'
+import type {PlanHazard, StepAction, StepPhase} from '../planner/plan-types.js'
+import type {BoundaryState} from '../planner/simulate.js'
+import type {PlanProblem} from '../planner/planfile.js'
+import type {PreflightDiagnostic} from '../preflight/types.js'
+
+export const OUTPUT_API_VERSION = 'mesh-migrate.io/v1alpha1'
+
+interface Typed<K extends string> {
+  apiVersion: 'mesh-migrate.io/v1alpha1'
+  kind: K
+}
+
+/** `inventory -o json` */
+export interface InventoryDocument extends Typed<'Inventory'>, Inventory {}
+
+/** `plan -A` / `plan -l SELECTOR` / `plan NS1 NS2… -o json`, `show --fleet -o json`: the fleet overview (plans/fleet.yaml). */
+export type FleetDocument = FleetPlan
+
+/** `census -o json` */
+export interface CensusDocument extends Typed<'Census'>, CensusReport {}
+
+/** `preflight -o json` */
+export interface PreflightReport extends Typed<'PreflightReport'> {
+  namespace: string
+  context: string
+  /** Where the checked plan came from: a file, or built in memory from the cluster. */
+  plan: string
+  ok: boolean
+  diagnostics: PreflightDiagnostic[]
+}
+
+export interface StatusStep {
+  id: string
+  action: StepAction
+  phase: StepPhase
+  at?: string
+  by?: string
+  message?: string
+  /** Does the cluster still show what the step did? Absent when not checked. */
+  drift?: 'in-sync' | 'drifted' | 'n/a'
+  driftDetail?: string
+}
+
+export interface PlanStatus {
+  plan: string
+  namespace: string
+  /** As census shows it: blocked, not-started, in-progress, applied, failed, interrupted, rolled-back. */
+  state: CensusPlan['state']
+  pending: number
+  /** Steps whose writes the cluster no longer shows. */
+  drifted: number
+  /** Hazard windows the plan is stopped inside (policies degraded until a later step is applied). */
+  openWindows: string[]
+  /** Set when the current context is not the plan's cluster (no drift is reported then). */
+  otherCluster?: string
+  lock?: string
+  steps: StatusStep[]
+}
+
+/** `status -o json`: one entry per plan read (unreadable plans are reported on stderr). */
+export interface StatusReport extends Typed<'StatusReport'> {
+  plans: PlanStatus[]
+}
+
+export interface FileValidation {
+  file: string
+  /** No problem and no blocker. */
+  valid: boolean
+  problems: PlanProblem[]
+  /** Ids of the plan's blockers: a blocked plan cannot be applied, so it does not pass the gate (exit 4). */
+  blockers: string[]
+}
+
+/** `validate -o json` */
+export interface ValidationReport extends Typed<'ValidationReport'> {
+  valid: boolean
+  files: FileValidation[]
+}
+
+/** `show --timeline -o json`: the step-by-step simulation and the plan's hazards. */
+export interface Timeline extends Typed<'Timeline'> {
+  plan: string
+  namespace: string
+  apply: BoundaryState[]
+  rollback: BoundaryState[]
+  hazards: PlanHazard[]
+}
+
+/** `show -o patches --json` */
+export interface ManifestChanges extends Typed<'ManifestChanges'> {
+  plan: string
+  steps: StepManifestChanges[]
+}
+
+export interface StepOutcome {
+  id: string
+  action: StepAction
+  /**
+   * applied | already-in-place (nothing written, verified) | verified (read-only step) | accepted (dry run:
+   * the server accepted the writes, nothing persisted) | not-sent (dry run of a read-only step: nothing sent)
+   */
+  outcome: 'applied' | 'already-in-place' | 'verified' | 'accepted' | 'not-sent'
+  details: string[]
+}
+
+/** `apply -o json` */
+export interface ApplyResult extends Typed<'ApplyResult'> {
+  plan: string
+  namespace: string
+  dryRun: boolean
+  applied: StepOutcome[]
+  /** Step ids not applied yet, in order. */
+  remaining: string[]
+  /** The command to run next, when there is one. */
+  next?: string
+}
+
+/** `rollback -o json` */
+export interface RollbackResult extends Typed<'RollbackResult'> {
+  plan: string
+  namespace: string
+  dryRun: boolean
+  rolledBack: {id: string; action: StepAction; details: string[]}[]
+}
+
+/** `unlock -o json` */
+export interface UnlockResult extends Typed<'UnlockResult'> {
+  namespace: string
+  /** Who held the lock that was broken; absent when the namespace was not locked. */
+  released?: string
+}
+
+/** Any command's failure under `-o json` / `--json` (also printed on stderr for people). */
+export interface ErrorDocument extends Typed<'Error'> {
+  error: {
+    name: string
+    message: string
+    exitCode: number
+    /** The next thing to try. */
+    suggestion?: string
+    /** Plan problems, for an invalid plan. */
+    problems?: PlanProblem[]
+  }
+}
+
+/** Puts apiVersion and kind first, as Kubernetes objects have them. */
+export function typed<K extends string, T extends object>(kind: K, data: T): Typed<K> & T {
+  return {apiVersion: OUTPUT_API_VERSION, kind, ...data}
+}
