@@ -405,7 +405,11 @@ export class HttpKubeClient implements KubeClient {
         method: 'DELETE',
         path: this.resourcePath(res, ref.namespace, ref.name),
         query: {dryRun: opts.dryRun ? 'All' : undefined},
-        ...(opts.preconditions ? {body: {kind: 'DeleteOptions', apiVersion: 'v1', preconditions: opts.preconditions}} : {}),
+        // kube-apiserver reads DeleteOptions from the body when there is one and then ignores the query
+        // (handlers/delete.go): dryRun must be in the body too, or a "dry run" with preconditions deletes.
+        ...(opts.preconditions
+          ? {body: {kind: 'DeleteOptions', apiVersion: 'v1', preconditions: opts.preconditions, ...(opts.dryRun ? {dryRun: ['All']} : {})}}
+          : {}),
         attempt: this.attempt('delete', res, ref.namespace, ref.name, 'DELETE'),
         idempotent: true,
       })

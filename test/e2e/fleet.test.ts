@@ -140,8 +140,13 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
     expect((await plan(N.pay)).spec.findings.map((f) => f.id)).toEqual(expect.arrayContaining([`fleet-order/${N.catalog}`, `fleet-cycle/${N.pay}+${N.shop}`]))
     expect((await plan(N.frontend)).spec.blockers.map((b) => b.id)).toEqual([`E11/VirtualService/${N.frontend}/shop-timeout`])
 
-    const valid = await runCli(['validate', ...['fleet', ...Object.values(N)].map((n) => `plans/${n}.yaml`)], {cwd})
+    // The files are valid, but plans with blockers do not pass the PR gate (issue 10 point 12): exit 4, each named.
+    const valid = await runCli(['validate', 'plans/fleet.yaml'], {cwd})
     expect(valid.code, valid.stderr).toBe(0)
+    const gate = await runCli(['validate', ...['fleet', ...Object.values(N)].map((n) => `plans/${n}.yaml`)], {cwd})
+    expect(gate.code).toBe(4)
+    expect(gate.stderr).toContain(`E11/destination/${N.shop}`)
+    expect(gate.stderr).toContain(`E11/VirtualService/${N.frontend}/shop-timeout`)
   }, 120_000)
 
   it('takes acceptances once for the fleet', async () => {

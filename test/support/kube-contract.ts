@@ -130,6 +130,11 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
     expect((await client().get(ref('Deployment', 'web')))?.spec.replicas).toBe(1)
     await client().delete(ref('Deployment', 'web'), {dryRun: true})
     expect(await client().get(ref('Deployment', 'web'))).toBeDefined()
+    // With preconditions the options travel in a DeleteOptions body, where kube-apiserver reads dryRun (it
+    // ignores the query then): a dry run with a uid precondition must not delete either.
+    const uid = (await client().get(ref('Deployment', 'web')))!.metadata.uid!
+    await client().delete(ref('Deployment', 'web'), {dryRun: true, preconditions: {uid}})
+    expect(await client().get(ref('Deployment', 'web'))).toBeDefined()
   })
 
   it('server-side apply creates, merges, and drops the fields this manager no longer applies', async () => {

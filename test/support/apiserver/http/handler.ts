@@ -242,11 +242,15 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
         if (info.subresource) throw methodNotAllowed()
         if (method === 'deletecollection' && rt.namespaced && !ns) throw methodNotAllowed()
         const raw = await readBody(req)
-        const bodyOpts = (decodeBody(raw, 'json', 'object') ?? {}) as JsonObject
-        const dryRunAll = q.getAll('dryRun').includes('All') || (Array.isArray(bodyOpts.dryRun) && bodyOpts.dryRun.includes('All'))
-        validateOptions('DeleteOptions', new URLSearchParams([...q.getAll('dryRun').map((d) => ['dryRun', d] as [string, string])]))
-        const policy = (q.get('propagationPolicy') ?? bodyOpts.propagationPolicy ?? undefined) as DeleteOptions['propagationPolicy']
-        const orphan = q.get('orphanDependents') ?? bodyOpts.orphanDependents
+        const decoded = decodeBody(raw, 'json', 'object') as JsonObject | undefined
+        // As kube-apiserver (handlers/delete.go): DeleteOptions come from the body when there is one, and the
+        // query is then ignored — dryRun=All in the query of a DELETE with a body deletes for real.
+        const fromBody = decoded !== undefined
+        const bodyOpts = decoded ?? {}
+        const dryRunAll = fromBody ? Array.isArray(bodyOpts.dryRun) && bodyOpts.dryRun.includes('All') : q.getAll('dryRun').includes('All')
+        if (!fromBody) validateOptions('DeleteOptions', new URLSearchParams([...q.getAll('dryRun').map((d) => ['dryRun', d] as [string, string])]))
+        const policy = ((fromBody ? bodyOpts.propagationPolicy : q.get('propagationPolicy')) ?? undefined) as DeleteOptions['propagationPolicy']
+        const orphan = fromBody ? bodyOpts.orphanDependents : q.get('orphanDependents')
         const delOpts: DeleteOptions = {
           dryRun: dryRunAll,
           ...(policy ? {propagationPolicy: policy} : orphan === true || orphan === 'true' ? {propagationPolicy: 'Orphan'} : {}),
