@@ -24,3 +24,5 @@ if (existsSync(dist)) renameSync(dist, old)
 renameSync(fresh, dist)
 rmSync(old, {recursive: true, force: true})
 run(process.execPath, [path.join(root, 'node_modules/oclif/bin/run.js'), 'manifest'])
+// Fish completion from the manifest (bash/zsh/PowerShell come from @oclif/plugin-autocomplete).
+run(process.execPath, [path.join(root, 'scripts/fish-completion.mjs'), path.join(root, 'oclif.manifest.json'), path.join(dist, 'completions/mesh-migrate.fish')])

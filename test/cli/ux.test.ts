@@ -234,13 +234,31 @@ describe('installs like a kubectl plugin', () => {
     }
   }, 180_000)
 
+  it('a fish completion is generated from the manifest: every command and every flag', async () => {
+    const fish = await readFile(path.join(REPO_ROOT, 'dist/completions/mesh-migrate.fish'), 'utf8')
+    const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, {char?: string; hidden?: boolean}>}>}
+    const lines = fish.split('\n')
+    for (const [id, cmd] of Object.entries(manifest.commands)) {
+      expect(lines, id).toContainEqual(expect.stringMatching(new RegExp(`^complete -c mesh-migrate -n __fish_use_subcommand -a ${id} -d '.+'$`)))
+      for (const [name, flag] of Object.entries(cmd.flags)) {
+        if (flag.hidden) continue
+        const line = lines.find((l) => l.startsWith(`complete -c mesh-migrate -n '__fish_seen_subcommand_from ${id}' -l ${name} `))
+        expect(line, `${id} --${name}`).toBeDefined()
+        if (flag.char) expect(line).toContain(` -s ${flag.char} `)
+      }
+    }
+    // File names are completed for path flags only.
+    expect(lines.find((l) => l.includes('from plan\' -l manifests '))).toContain(' -r -F ')
+    expect(lines.find((l) => l.includes('from apply\' -l timeout '))).not.toContain('-F')
+  })
+
   it('npm pack ships what a user needs and nothing else', async () => {
     const {stdout} = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {cwd: REPO_ROOT})
     const files = (JSON.parse(stdout) as {files: {path: string}[]}[])[0]!.files.map((f) => f.path)
-    for (const needed of ['bin/run.js', 'bin/kubectl-mesh_migrate.js', 'oclif.manifest.json', 'package.json', 'README.md', 'dist/commands/apply.js', 'dist/planner/plan-schema.validator.cjs', 'schemas/migration-plan.json', 'docs/contract.md']) {
+    for (const needed of ['bin/run.js', 'bin/kubectl-mesh_migrate.js', 'oclif.manifest.json', 'package.json', 'README.md', 'dist/commands/apply.js', 'dist/planner/plan-schema.validator.cjs', 'schemas/migration-plan.json', 'docs/contract.md', 'dist/completions/mesh-migrate.fish']) {
       expect(files, needed).toContain(needed)
     }
-    const unwanted = files.filter((f) => !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(f))
+    const unwanted = files.filter((f) => !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(f))
     expect(unwanted).toEqual([])
   }, 180_000)
 })

@@ -2,6 +2,7 @@
 // step by step to the end, verified, then rolled back step by step to a state equal to the start. At
 // every boundary the mesh invariants are checked from the cluster, and the simulation's predicted data
 // plane of every workload is compared with what the pods show.
+import os from 'node:os'
 import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -10,6 +11,7 @@ import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import type {BoundaryState} from '../../src/planner/simulate.js'
 import {timelineOf} from '../../src/ui/timeline-view.js'
 import {startTestCluster, type TestCluster, type TestClusterOptions} from '../support/cluster.js'
+import {ENVTEST_USERS} from '../support/envtest.js'
 import {hasStackTrace} from '../support/cli.js'
 import {cli, comparableDataPlanes, invariantViolations, namespaceState, observe, type Observed, readPlan, REPO, workdir} from './support.js'
 
@@ -185,6 +187,9 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
     }
     const final = await readPlan(cwd, scenario.namespace)
     expect(final.status?.steps.map((s) => s.phase)).toEqual(plan.spec.steps.map(() => 'Applied'))
+    // Who applied: the identity the API server authenticated (SelfSubjectReview), the local user beside it (issue 13 §7).
+    if (cluster.envtest) expect(new Set(final.status?.steps.map((s) => s.by))).toEqual(new Set([ENVTEST_USERS.admin.name]))
+    expect(new Set(final.status?.steps.map((s) => s.localUser))).toEqual(new Set([`${os.userInfo().username}@${os.hostname()}`]))
     const again = await cli(['apply', scenario.namespace, '--step', '--yes'], cwd, kube)
     expect(again.code).toBe(0)
     // "nothing to do" is the command's result: stdout (issue 13 §1).
