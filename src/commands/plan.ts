@@ -4,7 +4,8 @@ import path from 'node:path'
 import {Args, Flags, type Interfaces} from '@oclif/core'
 
 import {UserError} from '../errors.js'
-import {defaultPlanPath, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
+import {asRolledBack, carryProgressOrRefuse, progressToKeep} from '../executor/keep-progress.js'
+import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {FleetPlan} from '../planner/fleet.js'
@@ -60,7 +61,11 @@ ${EXIT_CODES_HELP}`
     ...sourceFlags,
     output: outputFlag,
     out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
-    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps.', default: false}),
+    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps (its record of them is lost: rollback can no longer undo them).', default: false, exclusive: ['keep-progress']}),
+    'keep-progress': Flags.boolean({
+      description: 'Re-plan a namespace whose plan is in progress: plan from the namespace as a rollback would leave it (the plan\'s own writes are not taken for yours), and keep the record of every applied step the new plan contains unchanged, so apply continues after them and rollback still undoes them. Refused (saying why) when an applied step changes, is dropped, or recreated pods (restart-workloads), or a step is Running/Failed/Interrupted.',
+      default: false,
+    }),
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
     'detailed-exitcode': Flags.boolean({description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.', default: false}),
@@ -91,28 +96,33 @@ ${EXIT_CODES_HELP}`
 
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
-    if (previousText !== undefined && !flags.force) {
+    if (flags['keep-progress'] && out === '-') throw new UserError('--keep-progress keeps the record of the plan file it replaces; --out - writes none', {exitCode: 2, suggestion: 'Leave out --out (or name the plan file).'})
+    const inProgress = flags['keep-progress'] ? progressToKeep(previousText, out, namespace) : undefined
+    if (previousText !== undefined && !flags.force && !flags['keep-progress']) {
       // A fully rolled-back plan has nothing left to undo: it may be replaced.
       if (textMayHaveWritten(previousText)) {
         throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
-          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it); --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
+          suggestion: `Finish it with \`mesh-migrate apply ${out}\`, undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it), or re-plan keeping the record of the applied steps the new plan leaves unchanged: \`${replanCommand(namespace, out, '--keep-progress')}\`; --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
         })
       }
     }
 
     const source = await openSource(flags)
-    const snapshot = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
+    const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
+    // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
+    const snapshot = inProgress ? asRolledBack(read, inProgress) : read
     const inventory = buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
-    const plan = buildPlan({
+    const fresh = buildPlan({
       inventory,
       snapshot,
       options: planOptions(flags),
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
+    const plan = inProgress ? this.keepProgress(inProgress, fresh, out) : fresh
     const text = renderPlanFile(plan)
 
     const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
@@ -148,7 +158,16 @@ ${EXIT_CODES_HELP}`
     return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
   }
 
+  /** The new plan with the kept records of the plan in progress, saying what was kept and what apply runs. */
+  private keepProgress(old: MigrationPlan, fresh: MigrationPlan, out: string): MigrationPlan {
+    const {plan, kept, toApply} = carryProgressOrRefuse(old, fresh, out)
+    this.note(`Kept the record of ${kept.length} applied step(s) the new plan leaves unchanged: ${kept.join(', ') || 'none'}.`)
+    this.note(toApply.length > 0 ? `To apply: ${toApply.join(', ')} (\`mesh-migrate apply ${out}\` continues from there).` : 'Every step of the new plan is applied.')
+    return plan
+  }
+
   private async runFleet(names: string[], flags: PlanFlags): Promise<FleetPlan | undefined> {
+    if (flags['keep-progress']) throw new UserError('--keep-progress re-plans one namespace', {exitCode: 2, suggestion: 'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.'})
     if (flags.out !== undefined) throw new UserError('--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml', {exitCode: 2, suggestion: 'Leave out --out.'})
     if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
       throw new UserError('name namespaces or select them (--all-namespaces, --selector), not both', {exitCode: 2})
