@@ -37,6 +37,8 @@ export default class PlanCommand extends BaseCommand {
 
 The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
 
+A PLAN IN PROGRESS (applied steps) is not overwritten. --keep-progress re-plans it from the namespace as a rollback would leave it (the plan's own waypoint, policy copies and labels are not taken for yours) and keeps the record of every applied step the new plan contains unchanged: apply continues after them, rollback still undoes them. It refuses, saying why, when an applied step changed or recreated pods (restart-workloads), or a step is Running, Failed or Interrupted. --force overwrites the plan, losing its record of what was applied.
+
 FLEET: with --all-namespaces (-A), --selector (-l) or several namespaces, the cluster is read once (one cluster-wide LIST per kind, whatever the number of namespaces), each namespace gets its plan (-A/-l: only those with something to migrate) and plans/fleet.yaml orders them into migration waves from their cross-namespace dependencies (routing they export to each other, AuthorizationPolicies naming each other, callers that would bypass a waypoint, shared waypoints). A namespace's exported routing applied by a waypoint of an earlier wave is not lost for its callers. --accept-lost/--accept-hazard apply to every plan. Read it with mesh-migrate show --fleet.
 
 EXIT CODES
@@ -61,11 +63,8 @@ ${EXIT_CODES_HELP}`
     ...sourceFlags,
     output: outputFlag,
     out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
-    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps (its record of them is lost: rollback can no longer undo them).', default: false, exclusive: ['keep-progress']}),
-    'keep-progress': Flags.boolean({
-      description: 'Re-plan a namespace whose plan is in progress: plan from the namespace as a rollback would leave it (the plan\'s own writes are not taken for yours), and keep the record of every applied step the new plan contains unchanged, so apply continues after them and rollback still undoes them. Refused (saying why) when an applied step changes, is dropped, or recreated pods (restart-workloads), or a step is Running/Failed/Interrupted.',
-      default: false,
-    }),
+    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps (losing their record).', default: false, exclusive: ['keep-progress']}),
+    'keep-progress': Flags.boolean({description: 'Re-plan a plan in progress, keeping the record of the applied steps it leaves unchanged (see docs/contract.md).', default: false}),
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
     'detailed-exitcode': Flags.boolean({description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.', default: false}),
