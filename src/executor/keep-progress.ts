@@ -123,6 +123,8 @@ export interface CarriedProgress {
   toApply: string[]
   /** Why the progress cannot be carried (empty when it is). */
   refusals: string[]
+  /** The first applied step the new plan changes or drops: rolling back to before it makes the rest carriable. */
+  undoFrom?: string
 }
 
 function sameTarget(a: MigrationPlan, b: MigrationPlan): boolean {
@@ -141,21 +143,28 @@ export function carryProgress(old: MigrationPlan, fresh: MigrationPlan): Carried
   const refusals: string[] = []
   if (!sameTarget(old, fresh)) refusals.push(`the plan in progress was made for another ${'clusterID' in old.spec.target ? `cluster (${old.spec.target.context}, ${old.spec.target.server})` : 'source (manifests)'}: its progress belongs there`)
   const kept: StepStatus[] = []
+  let undoFrom: string | undefined
   for (const step of old.spec.steps) {
     if (phaseOf(old, step) !== 'Applied') continue
     const now = fresh.spec.steps.find((s) => s.id === step.id)
     if (!now) refusals.push(`step ${step.id} was applied and the new plan has no such step: its writes would stay with nothing to undo them`)
     else if (stepContent(now) !== stepContent(step)) refusals.push(`step ${step.id} was applied and the new plan changes it (${changedParts(step, now)})`)
-    else kept.push(old.status!.steps.find((s) => s.id === step.id)!)
+    else {
+      kept.push(old.status!.steps.find((s) => s.id === step.id)!)
+      continue
+    }
+    undoFrom ??= step.id
   }
   const keptIds = new Set(kept.map((s) => s.id))
   const lastKept = fresh.spec.steps.findLastIndex((s) => keptIds.has(s.id))
   const behind = fresh.spec.steps.slice(0, lastKept).filter((s) => !keptIds.has(s.id))
   for (const s of behind) refusals.push(`the new plan's step ${s.id} would run after the applied step ${fresh.spec.steps[lastKept]!.id} that comes after it`)
+  // Rolled back to before the first such step, the steps after it are no longer ahead of it.
+  if (behind.length > 0) undoFrom ??= fresh.spec.steps.slice(fresh.spec.steps.indexOf(behind[0]!)).find((s) => keptIds.has(s.id))?.id
   const order = fresh.spec.steps.map((s) => s.id)
   kept.sort((x, y) => order.indexOf(x.id) - order.indexOf(y.id))
   const plan: MigrationPlan = kept.length > 0 ? {...fresh, status: {specDigest: specDigest(fresh), steps: kept}} : fresh
-  return {plan, kept: [...keptIds], toApply: fresh.spec.steps.filter((s) => !keptIds.has(s.id)).map((s) => s.id), refusals}
+  return {plan, kept: [...keptIds], toApply: fresh.spec.steps.filter((s) => !keptIds.has(s.id)).map((s) => s.id), refusals, ...(undoFrom ? {undoFrom} : {})}
 }
 
 /** Which parts of an applied step the new plan changes, for the refusal (objects named when they differ). */
@@ -170,10 +179,11 @@ function changedParts(old: PlanStep, now: PlanStep): string {
   return parts.join(', ')
 }
 
-function refuseKeep(file: string, namespace: string, refusals: string[]): never {
+function refuseKeep(file: string, namespace: string, refusals: string[], undoFrom?: string): never {
+  const until = undoFrom ? `it undoes the last applied step: repeat until step ${undoFrom} is rolled back` : 'it undoes the last applied step: repeat until the steps named are rolled back'
   throw new UserError(`cannot keep the progress of ${file}:\n${refusals.map((r) => `  - ${r}`).join('\n')}`, {
     exitCode: 1,
-    suggestion: `Undo the applied steps the new plan changes with \`mesh-migrate rollback ${file} --step --confirm ${namespace}\` (the last applied step, once per step), then re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or roll the whole plan back (\`mesh-migrate rollback ${file} --confirm ${namespace}\`) and plan again; \`${replanCommand(namespace, file, '--force')}\` replaces the plan and loses its record of what was applied (rollback can then no longer undo those steps).`,
+    suggestion: `Undo the applied steps the new plan changes with \`mesh-migrate rollback ${file} --step --confirm ${namespace}\` (${until}), then re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or roll the whole plan back (\`mesh-migrate rollback ${file} --confirm ${namespace}\`) and plan again; \`${replanCommand(namespace, file, '--force')}\` replaces the plan and loses its record of what was applied (rollback can then no longer undo those steps).`,
   })
 }
 
@@ -193,6 +203,6 @@ export function progressToKeep(previousText: string | undefined, file: string, n
 /** carryProgress, refused with what to do instead. */
 export function carryProgressOrRefuse(old: MigrationPlan, fresh: MigrationPlan, file: string): CarriedProgress {
   const carried = carryProgress(old, fresh)
-  if (carried.refusals.length > 0) refuseKeep(file, fresh.metadata.namespace, carried.refusals)
+  if (carried.refusals.length > 0) refuseKeep(file, fresh.metadata.namespace, carried.refusals, carried.undoFrom)
   return carried
 }

@@ -79,6 +79,8 @@ describe('keep-progress', () => {
     gw.object.metadata.name = 'waypoint-b'
     const changed = carryProgress(old, renamed)
     expect(changed.refusals.join('\n')).toContain(`step ${createWaypoint.id} was applied and the new plan changes it (adds Gateway bookinfo/waypoint-b, drops Gateway bookinfo/waypoint)`)
+    // Rolled back to before it, the rest can be carried: the refusal says down to which step.
+    expect(changed.undoFrom).toBe(createWaypoint.id)
 
     const dropped = structuredClone(plan)
     dropped.spec.steps = dropped.spec.steps.filter((s) => s.action !== 'wait-waypoint')
@@ -87,7 +89,9 @@ describe('keep-progress', () => {
     // A new step ahead of applied ones would run behind them.
     const inserted = structuredClone(plan)
     inserted.spec.steps.splice(1, 0, {...structuredClone(plan.spec.steps.find((s) => s.action === 'create-policies')!), id: '01b-new'})
-    expect(carryProgress(old, inserted).refusals.join('\n')).toMatch(/step 01b-new would run after the applied step/)
+    const ahead = carryProgress(old, inserted)
+    expect(ahead.refusals.join('\n')).toMatch(/step 01b-new would run after the applied step/)
+    expect(ahead.undoFrom).toBe(plan.spec.steps.find((s) => s.action === 'create-waypoint')!.id)
 
     const elsewhere = {...plan, spec: {...plan.spec, target: {context: 'b', server: 'https://b', clusterID: 'other'}}}
     const fromCluster = {...old, spec: {...old.spec, target: {context: 'a', server: 'https://a', clusterID: 'uid-a'}}}
