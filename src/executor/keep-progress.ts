@@ -183,7 +183,7 @@ function refuseKeep(file: string, namespace: string, refusals: string[], undoFro
   const until = undoFrom ? `it undoes the last applied step: repeat until step ${undoFrom} is rolled back` : 'it undoes the last applied step: repeat until the steps named are rolled back'
   throw new UserError(`cannot keep the progress of ${file}:\n${refusals.map((r) => `  - ${r}`).join('\n')}`, {
     exitCode: 1,
-    suggestion: `Undo the applied steps the new plan changes with \`mesh-migrate rollback ${file} --step --confirm ${namespace}\` (${until}), then re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or roll the whole plan back (\`mesh-migrate rollback ${file} --confirm ${namespace}\`) and plan again; \`${replanCommand(namespace, file, '--force')}\` replaces the plan and loses its record of what was applied (rollback can then no longer undo those steps).`,
+    suggestion: `Undo the steps named with \`mesh-migrate rollback ${file} --step --confirm ${namespace}\` (${until}), then re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or roll the whole plan back (\`mesh-migrate rollback ${file} --confirm ${namespace}\`) and plan again; \`${replanCommand(namespace, file, '--force')}\` replaces the plan and loses its record of what was applied (rollback can then no longer undo those steps).`,
   })
 }
 
