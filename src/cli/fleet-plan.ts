@@ -68,7 +68,7 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
   const inProgress = request.force ? [] : await plansInProgress(namespaces.map((ns) => defaultPlanPath(ns)))
   if (inProgress.length > 0) {
     throw new UserError(`${inProgress.join(', ')} ha${inProgress.length === 1 ? 's' : 've'} applied steps: refusing to overwrite plans in progress`, {
-      suggestion: 'Finish or roll them back first (mesh-migrate apply/rollback NS), leave those namespaces out of the selection, or pass --force (their progress records are lost).',
+      suggestion: 'Finish or roll them back first (`mesh-migrate apply NS`, `mesh-migrate rollback NS --confirm NS`), re-plan each on its own keeping its progress (`mesh-migrate plan NS --keep-progress`), leave those namespaces out of the selection, or pass --force (their progress records are lost).',
     })
   }
   const snapshots = []

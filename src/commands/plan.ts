@@ -4,7 +4,8 @@ import path from 'node:path'
 import {Args, Flags, type Interfaces} from '@oclif/core'
 
 import {UserError} from '../errors.js'
-import {defaultPlanPath, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
+import {asRolledBack, carryProgressOrRefuse, progressToKeep} from '../executor/keep-progress.js'
+import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {FleetPlan} from '../planner/fleet.js'
@@ -36,6 +37,8 @@ export default class PlanCommand extends BaseCommand {
 
 The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
 
+A PLAN IN PROGRESS (applied steps) is not overwritten. --keep-progress re-plans it from the namespace as a rollback would leave it (the plan's own waypoint, policy copies and labels are not taken for yours) and keeps the record of every applied step the new plan contains unchanged: apply continues after them, rollback still undoes them. It refuses, saying why, when an applied step changed or recreated pods (restart-workloads), or a step is Running, Failed or Interrupted. --force overwrites the plan, losing its record of what was applied.
+
 FLEET: with --all-namespaces (-A), --selector (-l) or several namespaces, the cluster is read once (one cluster-wide LIST per kind, whatever the number of namespaces), each namespace gets its plan (-A/-l: only those with something to migrate) and plans/fleet.yaml orders them into migration waves from their cross-namespace dependencies (routing they export to each other, AuthorizationPolicies naming each other, callers that would bypass a waypoint, shared waypoints). A namespace's exported routing applied by a waypoint of an earlier wave is not lost for its callers. --accept-lost/--accept-hazard apply to every plan. Read it with mesh-migrate show --fleet.
 
 EXIT CODES
@@ -60,7 +63,8 @@ ${EXIT_CODES_HELP}`
     ...sourceFlags,
     output: outputFlag,
     out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
-    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps.', default: false}),
+    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps (losing their record).', default: false, exclusive: ['keep-progress']}),
+    'keep-progress': Flags.boolean({description: 'Re-plan a plan in progress, keeping the record of the applied steps it leaves unchanged (see docs/contract.md).', default: false}),
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
     'detailed-exitcode': Flags.boolean({description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.', default: false}),
@@ -91,28 +95,33 @@ ${EXIT_CODES_HELP}`
 
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
-    if (previousText !== undefined && !flags.force) {
+    if (flags['keep-progress'] && out === '-') throw new UserError('--keep-progress keeps the record of the plan file it replaces; --out - writes none', {exitCode: 2, suggestion: 'Leave out --out (or name the plan file).'})
+    const inProgress = flags['keep-progress'] ? progressToKeep(previousText, out, namespace) : undefined
+    if (previousText !== undefined && !flags.force && !flags['keep-progress']) {
       // A fully rolled-back plan has nothing left to undo: it may be replaced.
       if (textMayHaveWritten(previousText)) {
         throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
-          suggestion: `Finish it with \`mesh-migrate apply ${out}\` or undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it); --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
+          suggestion: `Finish it with \`mesh-migrate apply ${out}\`, undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it), or re-plan keeping the record of the applied steps the new plan leaves unchanged: \`${replanCommand(namespace, out, '--keep-progress')}\`; --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
         })
       }
     }
 
     const source = await openSource(flags)
-    const snapshot = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
+    const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
+    // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
+    const snapshot = inProgress ? asRolledBack(read, inProgress) : read
     const inventory = buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
-    const plan = buildPlan({
+    const fresh = buildPlan({
       inventory,
       snapshot,
       options: planOptions(flags),
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
+    const plan = inProgress ? this.keepProgress(inProgress, fresh, out) : fresh
     const text = renderPlanFile(plan)
 
     const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
@@ -148,7 +157,16 @@ ${EXIT_CODES_HELP}`
     return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
   }
 
+  /** The new plan with the kept records of the plan in progress, saying what was kept and what apply runs. */
+  private keepProgress(old: MigrationPlan, fresh: MigrationPlan, out: string): MigrationPlan {
+    const {plan, kept, toApply} = carryProgressOrRefuse(old, fresh, out)
+    this.note(`Kept the record of ${kept.length} applied step(s) the new plan leaves unchanged: ${kept.join(', ') || 'none'}.`)
+    this.note(toApply.length > 0 ? `To apply: ${toApply.join(', ')} (\`mesh-migrate apply ${out}\` continues from there).` : 'Every step of the new plan is applied.')
+    return plan
+  }
+
   private async runFleet(names: string[], flags: PlanFlags): Promise<FleetPlan | undefined> {
+    if (flags['keep-progress']) throw new UserError('--keep-progress re-plans one namespace', {exitCode: 2, suggestion: 'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.'})
     if (flags.out !== undefined) throw new UserError('--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml', {exitCode: 2, suggestion: 'Leave out --out.'})
     if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
       throw new UserError('name namespaces or select them (--all-namespaces, --selector), not both', {exitCode: 2})

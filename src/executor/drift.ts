@@ -1,8 +1,9 @@
 // Does the cluster still show what each applied step wrote? (`status`). One line per difference,
 // naming the object and the label key or field, so an operator can see who undid what.
 import type {KubeClient} from '../kube/types.js'
-import type {Operation, PlanStep} from '../planner/plan-types.js'
-import {formatRef} from '../planner/refs.js'
+import type {Operation, PlanStep, Verification} from '../planner/plan-types.js'
+import {formatRef, refKey} from '../planner/refs.js'
+import {hasSidecar, livePods, podsByWorkload} from './observe.js'
 import {firstDifference, isOurs, operationRef, podTemplateOf} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
@@ -36,14 +37,41 @@ async function operationDrift(client: KubeClient, op: Operation, planName: strin
       return live ? labelDrift(`the pod template of ${formatRef(op.ref)}`, podTemplateOf(live)?.metadata?.labels ?? {}, op.labels) : [`${formatRef(op.ref)} is missing`]
     }
     case 'restart':
-      // A later restart replaces the timestamp without undoing anything: restarts are not drift.
+      // A later restart replaces the timestamp without undoing anything: the timestamp is not drift (the
+      // pods' proxy state is: podDrift).
       return []
   }
 }
 
-/** What of an applied step's writes the cluster no longer shows (empty: in sync). */
+type PodCheck = Extract<Verification, {check: 'pods-without-sidecar' | 'pods-captured'}>
+
+/**
+ * A restart's effect is in its pods, not in an object it wrote: what the step verified of them (no
+ * sidecar, captured by ztunnel) must still hold. Pods that got their sidecar back (the injection label
+ * restored and the workload restarted by someone else) are drift, named per workload.
+ */
+async function podDrift(client: KubeClient, step: PlanStep): Promise<string[]> {
+  const checks = step.verify.filter((v): v is PodCheck => v.check === 'pods-without-sidecar' || v.check === 'pods-captured')
+  const namespace = checks.flatMap((c) => c.refs)[0]?.namespace
+  if (!namespace) return []
+  const byWorkload = podsByWorkload(await livePods(client, namespace))
+  const found: string[] = []
+  for (const check of checks) {
+    for (const ref of check.refs) {
+      const pods = byWorkload.get(refKey(ref)) ?? []
+      const bad = check.check === 'pods-without-sidecar' ? pods.filter(hasSidecar) : pods.filter((p) => !p.captured)
+      if (bad.length === 0) continue
+      const what = check.check === 'pods-without-sidecar' ? 'run with a sidecar again (the step verified none had one)' : 'are not captured by ztunnel (ambient.istio.io/redirection is not enabled; the step verified they were)'
+      found.push(`${formatRef(ref)}: ${bad.length} of ${pods.length} pod(s) ${what}: ${bad.map((p) => p.name).join(', ')}`)
+    }
+  }
+  return found
+}
+
+/** What of an applied step's writes (and of the pods it verified) the cluster no longer shows (empty: in sync). */
 export async function stepDrift(client: KubeClient, step: PlanStep, planName: string): Promise<string[]> {
   const found: string[] = []
   for (const op of step.operations) found.push(...(await operationDrift(client, op, planName)))
+  found.push(...(await podDrift(client, step)))
   return found
 }

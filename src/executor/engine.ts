@@ -14,7 +14,9 @@ import type {NamespaceLock} from './lock.js'
 import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, podTemplateOf, type PreconditionContext, stalePreconditions} from './operations.js'
 import {claimNamespace} from './ownership.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
+import {keepProgressRefusals} from './keep-progress.js'
 import type {PlanState} from './plan-state.js'
+import {replanCommand} from './plan-store.js'
 import {hasSidecar, livePods} from './observe.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 
@@ -191,8 +193,11 @@ async function checkLaterSteps(ctx: ExecutionContext, step: PlanStep): Promise<v
 export function staleSuggestion(state: PlanState): string {
   const started = state.plan.spec.steps.some((s) => mayHaveWritten(state.phase(s)))
   const ns = state.namespace
-  if (!started) return `Re-run \`mesh-migrate plan ${ns}\` against the current cluster and review the new plan (or restore what changed and re-run the apply).`
-  return `Restore what changed and re-run the apply; or undo the applied steps with \`mesh-migrate rollback ${state.file} --confirm ${ns}\`, then \`mesh-migrate plan ${ns}\` (a fully rolled-back plan is replaced without --force). \`mesh-migrate plan ${ns} --force\` replaces the plan in progress at once, but loses its record of what was applied, so that rollback can no longer undo it.`
+  const replan = (flags = '') => `\`${replanCommand(ns, state.file, flags)}\``
+  if (!started) return `Re-run ${replan()} against the current cluster and review the new plan (or restore what changed and re-run the apply).`
+  // --keep-progress is offered only where it is not refused up front (e.g. after restart-workloads it is).
+  const keep = keepProgressRefusals(state.plan, state.file).length === 0 ? ` or re-plan keeping the record of the applied steps the new plan leaves unchanged with ${replan('--keep-progress')} (it says which it kept; apply continues after them);` : ''
+  return `Restore what changed and re-run the apply;${keep} or undo the applied steps with \`mesh-migrate rollback ${state.file} --confirm ${ns}\`, then ${replan()} (a fully rolled-back plan is replaced without --force). ${replan('--force')} replaces the plan in progress at once, but loses its record of what was applied, so that rollback can no longer undo it.`
 }
 
 /**

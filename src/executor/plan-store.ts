@@ -53,6 +53,12 @@ export function defaultPlanPath(namespace: string, plansDir = PLANS_DIR): string
   return path.join(plansDir, `${namespace}.yaml`)
 }
 
+/** The `plan` command that re-plans into `file` (with --out when it is not the namespace's default plan file). */
+export function replanCommand(namespace: string, file: string, flags = ''): string {
+  const out = path.normalize(file) === path.normalize(defaultPlanPath(namespace)) ? '' : ` --out ${file}`
+  return `mesh-migrate plan ${namespace}${out}${flags ? ` ${flags}` : ''}`
+}
+
 /** The plan files directly under plans/ (plans/examples/ and other sub-folders are not live plans). */
 export async function listPlanFiles(plansDir = PLANS_DIR): Promise<string[]> {
   const entries = await readdir(plansDir, {withFileTypes: true}).catch(() => [])
