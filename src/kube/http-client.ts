@@ -122,7 +122,7 @@ export class HttpKubeClient implements KubeClient {
     const url = new URL(this.server + spec.path)
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, v)
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body)
-    const send = async (): Promise<{response: ResponseLike; generation: Transport}> => {
+    const send = async (): Promise<{response: ResponseLike; transport: Transport}> => {
       const transport = this.transport
       const headers: Record<string, string> = {Accept: spec.accept ?? 'application/json'}
       if (body !== undefined) headers['Content-Type'] = spec.contentType ?? 'application/json'
@@ -133,7 +133,7 @@ export class HttpKubeClient implements KubeClient {
           ...(body === undefined ? {} : {body}),
           ...(this.options.timeoutMs ? {signal: AbortSignal.timeout(this.options.timeoutMs)} : {}),
         })
-        return {response, generation: transport}
+        return {response, transport}
       } catch (error) {
         const failure = new KubeConnectionError(spec.attempt, this.server, error)
         // A request that may have been applied before the connection dropped is only resent when
@@ -143,15 +143,16 @@ export class HttpKubeClient implements KubeClient {
       }
     }
     const attemptOnce = async () => {
-      let {response, generation} = await send()
+      const first = await send()
+      let response = first.response
       let credentialsReloaded = false
       if (response.status === 401) {
         // Expired or rotated credentials: load them again (exec plugin, token file, kubeconfig) and resend
         // once. A 401 comes before anything is processed, so this is safe for every method.
         await response.text().catch(() => undefined)
-        await this.refreshCredentials(generation)
+        await this.refreshCredentials(first.transport)
         credentialsReloaded = true
-        ;({response, generation} = await send())
+        response = (await send()).response
       }
       const text = await response.text()
       let parsed: unknown
