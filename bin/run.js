@@ -39,6 +39,8 @@ function printPrerenderedRootHelp(argv) {
 }
 
 if (!printPrerenderedRootHelp(process.argv.slice(2))) {
+  // oclif's check of its own engines loads all of semver (~50 files) on every run; npm checks ours (>=20.19).
+  process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1'
   const {execute} = await import('@oclif/core/execute')
   await execute({dir: import.meta.url})
 }

@@ -3,7 +3,6 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 
 import {InvalidPlanError, UserError} from '../errors.js'
 import {stderrPainter} from '../ui/color.js'
-import {setTableLayout} from '../ui/table.js'
 import {type ErrorDocument, typed} from './contract.js'
 import {durationFlag} from './flags.js'
 
@@ -85,6 +84,8 @@ export abstract class BaseCommand extends Command {
       const {stringify} = await import('yaml')
       process.stdout.write(stringify(data, {lineWidth: 0}))
     } else {
+      // Lazily: the table stack (cli-table3, wrap-ansi, string-width) is only for people's output.
+      const {setTableLayout} = await import('../ui/table.js')
       setTableLayout({wide: format === 'wide'})
       const text = await human()
       if (text) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
