@@ -7,7 +7,7 @@ import https from 'node:https'
 import {gunzipSync} from 'node:zlib'
 
 import type {KubeConfig} from '@kubernetes/client-node'
-import fetch, {type RequestInit} from 'node-fetch'
+import type {RequestInit} from 'node-fetch'
 
 import type {LightKubeConfig} from './light-config.js'
 
@@ -68,7 +68,7 @@ export class ClientNodeTransport implements Transport {
   }
 
   async send(url: string, init: SendInit): Promise<ResponseLike> {
-    const base = await this.init()
+    const [base, {default: fetch}] = await Promise.all([this.init(), import('node-fetch')])
     const headers = {...init.headers}
     ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
       headers[k] = v
