@@ -165,11 +165,11 @@ async function kubectlCreate(kubectl: string, kubeconfig: string, objects: Recor
   }
 }
 
-async function realClusterRows(assets: string, tmp: string): Promise<void> {
+async function realClusterRows(assets: string, tmp: string, rowsOf: {inventory: boolean; census: boolean}): Promise<void> {
   process.stderr.write('  starting kube-apiserver and etcd…\n')
   const server = await startRealApiServer(assets)
   try {
-    process.stderr.write(`  kube-apiserver ${server.version}: loading CRDs, a 300-service namespace and 2,000 namespaces with pods…\n`)
+    process.stderr.write(`  kube-apiserver ${server.version}: loading CRDs, a 300-service namespace${rowsOf.census ? ' and 2,000 namespaces with pods' : ''}…\n`)
     const kube = ['--kubeconfig', server.kubeconfigPath]
     const crds = path.resolve(ROOT, '../shared/fixtures/upstream/crds')
     const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard'))).filter((f) => f.startsWith('gateway.networking.k8s.io_')).flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
@@ -183,12 +183,8 @@ async function realClusterRows(assets: string, tmp: string): Promise<void> {
       ...served.filter((r) => /\.(networking|security|telemetry|extensions)\.istio\.io$|\.gateway\.networking\.k8s\.io$/.test(r)), 'mutatingwebhookconfigurations.admissionregistration.k8s.io', 'configmaps']
     const kinds = wanted.filter((k) => served.includes(k))
     const cwd = await mkdtemp(path.join(tmp, 'work-'))
-    const [kubectlInv, inventory] = await interleaved(`inventory of 300 services vs kubectl get (${kinds.length} kinds)`, [
-      () => run(server.kubectl, [...kube, 'get', kinds.join(','), '-n', 'big', '-o', 'json']).then((r) => check(r, 'kubectl get')),
-      () => cli(['inventory', 'big', ...kube, '-o', 'json'], {cwd}).then((r) => check(r, 'inventory big')),
-    ])
-    row(`inventory 300 services / kubectl get ${kinds.length} kinds -o json (${server.version})`, `${s(inventory!)} / ${s(kubectlInv!)}`, inventory! / kubectlInv!, 1.0)
-
+    if (rowsOf.inventory) await inventoryRow(server, kinds, cwd)
+    if (!rowsOf.census) return
     await kubectlCreate(server.kubectl, server.kubeconfigPath, fleet(2000, 1, 'fleet'), tmp)
     const [kubectlCensus, census] = await interleaved('census of 2,000 namespaces vs kubectl get namespaces,pods -A', [
       () => run(server.kubectl, [...kube, 'get', 'namespaces,pods', '-A', '-o', 'json']).then((r) => check(r, 'kubectl get -A')),
@@ -198,6 +194,15 @@ async function realClusterRows(assets: string, tmp: string): Promise<void> {
   } finally {
     await server.stop()
   }
+}
+
+async function inventoryRow(server: Awaited<ReturnType<typeof startRealApiServer>>, kinds: string[], cwd: string): Promise<void> {
+  const kube = ['--kubeconfig', server.kubeconfigPath]
+  const [kubectlInv, inventory] = await interleaved(`inventory of 300 services vs kubectl get (${kinds.length} kinds)`, [
+    () => run(server.kubectl, [...kube, 'get', kinds.join(','), '-n', 'big', '-o', 'json']).then((r) => check(r, 'kubectl get')),
+    () => cli(['inventory', 'big', ...kube, '-o', 'json'], {cwd}).then((r) => check(r, 'inventory big')),
+  ])
+  row(`inventory 300 services / kubectl get ${kinds.length} kinds -o json (${server.version})`, `${s(inventory!)} / ${s(kubectlInv!)}`, inventory! / kubectlInv!, 1.0)
 }
 
 /** Requests census makes (the server's log), with `namespaces` namespaces of one pod each. */
@@ -221,13 +226,15 @@ async function main(): Promise<void> {
   const started = Date.now()
   process.stderr.write(`Ratios measured in one run (node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}), ${RUNS} runs each after a warm-up…\n`)
   try {
-    // BENCH_ONLY=startup,planning,cluster,requests runs some sections only (while working on one).
+    // BENCH_ONLY=startup,planning,cluster,requests runs some sections only (while working on one); on the
+    // real server, `inventory` or `census` alone are the two halves of `cluster`.
     const only = (section: string) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(section)
     if (only('startup')) await startupRows(tmp)
     if (only('planning')) await planningRows(tmp)
     const assets = process.env.BENCH_NO_APISERVER ? undefined : envtestAssets(ROOT)
-    if (only('cluster') && assets) await realClusterRows(assets, tmp)
-    else if (only('cluster')) process.stderr.write('  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n')
+    const rowsOf = {inventory: only('cluster') || only('inventory'), census: only('cluster') || only('census')}
+    if ((rowsOf.inventory || rowsOf.census) && assets) await realClusterRows(assets, tmp, rowsOf)
+    else if (rowsOf.inventory || rowsOf.census) process.stderr.write('  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n')
     if (only('requests')) {
       const [few, many] = [await censusRequests(10), await censusRequests(2000)]
       row('census requests, 2,000 namespaces / 10 namespaces (test API server)', `${many.requests} (${many.lists} LISTs) / ${few.requests} (${few.lists} LISTs)`, many.requests / few.requests, 1.0)

@@ -3,7 +3,6 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 
 import {InvalidPlanError, UserError} from '../errors.js'
 import {stderrPainter} from '../ui/color.js'
-import {setTableLayout} from '../ui/table.js'
 import {type ErrorDocument, typed} from './contract.js'
 import {durationFlag} from './flags.js'
 
@@ -64,6 +63,16 @@ export abstract class BaseCommand extends Command {
   }
 
   /**
+   * The --json / -o json document. oclif tokenizes the whole document to colour it, even when there is no
+   * colour theme and the tokens come out unchanged (~0.1 s for a 300-service inventory, issue 11 §3):
+   * without a theme, the same text straight from JSON.stringify.
+   */
+  public override logJson(json: unknown): void {
+    if (this.config.theme?.json) return super.logJson(json)
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`)
+  }
+
+  /**
    * Print a result: JSON/YAML documents as they are (for --json / -o json oclif prints the returned
    * value, the same object); for people, the `human` rendering, laid out for -o table or -o wide.
    */
@@ -75,6 +84,8 @@ export abstract class BaseCommand extends Command {
       const {stringify} = await import('yaml')
       process.stdout.write(stringify(data, {lineWidth: 0}))
     } else {
+      // Lazily: the table stack (cli-table3, wrap-ansi, string-width) is only for people's output.
+      const {setTableLayout} = await import('../ui/table.js')
       setTableLayout({wide: format === 'wide'})
       const text = await human()
       if (text) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)

@@ -3,7 +3,6 @@ import {Args} from '@oclif/core'
 import {buildInventory} from '../planner/inventory.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {stdoutPainter} from '../ui/color.js'
-import {renderInventory} from '../ui/inventory-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {type InventoryDocument, typed} from '../cli/contract.js'
 import {namespaceFlag, requireNamespaceArg, waypointForFlag} from '../cli/flags.js'
@@ -32,6 +31,7 @@ ${EXIT_CODES_HELP}`
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     }))
-    return this.emit(inventory, flags.output, () => renderInventory(inventory, stdoutPainter()))
+    // The table view is imported only when it is shown (its table stack costs start-up for -o json).
+    return this.emit(inventory, flags.output, async () => (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter()))
   }
 }

@@ -1,15 +1,17 @@
-// KubeClient over client-node's KubeConfig: client-node resolves the cluster, TLS and credentials
-// (tokens, client certificates, exec plugins, proxies) and we send the requests with the same
-// transport it uses (node-fetch), which gives exact control over URLs, content types, dryRun,
-// pagination, timeouts and error bodies.
+// KubeClient over a Transport (src/kube/transport.ts): the light kubeconfig over node:https when the
+// kubeconfig needs nothing more, else client-node's KubeConfig (exec plugins, auth providers, proxies)
+// over node-fetch. We build every request ourselves, which gives exact control over URLs, content
+// types, dryRun, pagination, timeouts and error bodies.
 import type {KubeConfig} from '@kubernetes/client-node'
-import fetch, {type RequestInit} from 'node-fetch'
 import pRetry, {AbortError} from 'p-retry'
 
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {FIELD_MANAGER} from '../planner/plan-types.js'
 import {groupOf, versionOf} from '../planner/refs.js'
 import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from './errors.js'
+import type {KubeConfigOptions} from './config.js'
+import {loadLightKubeConfig} from './light-config.js'
+import {ClientNodeTransport, LightTransport, type ResponseLike, type Transport} from './transport.js'
 import type {AccessAttributes, AccessReview, ApiResource, ApplyOptions, DeleteOptions, Discovery, KubeClient, ListOptions, WriteOptions} from './types.js'
 
 const PAGE_SIZE = 500
@@ -57,9 +59,6 @@ function aggregatedDiscovery(documents: AggregatedDiscovery[]): Discovery {
   }
   return {groupVersions, resources}
 }
-// Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
-// expiry (ECOSYSTEM §5.7); reuse them briefly instead of spawning the plugin once per request.
-const AUTH_REUSE_MS = 30_000
 /** Server errors resent for idempotent requests (500 included: an apiserver panic or a webhook timeout). */
 const RETRIED_5XX = new Set([500, 502, 503, 504])
 
@@ -91,49 +90,27 @@ export interface HttpKubeClientOptions {
   reloadConfig?: () => Promise<KubeConfig>
 }
 
-interface AuthState {
-  at: number
-  /** Bumped by every credential refresh: a 401 for older credentials needs no new refresh. */
-  generation: number
-  init: Promise<RequestInit>
-}
-
 export class HttpKubeClient implements KubeClient {
   readonly context: string
   readonly server: string
   private discovery?: Promise<Discovery>
-  private auth?: AuthState
-  private authGeneration = 0
+  private transport: Transport
   /** The credential refresh in flight: concurrent 401s share it. */
   private refreshing?: Promise<void>
 
-  constructor(private kc: KubeConfig, private readonly options: HttpKubeClientOptions = {}) {
-    this.context = kc.getCurrentContext()
-    this.server = kc.getCurrentCluster()!.server.replace(/\/+$/, '')
-  }
-
-  /** Credentials and TLS options for a request; concurrent callers share one exec-plugin run. */
-  private fetchInit(): Promise<{init: RequestInit; generation: number}> {
-    if (!this.auth || Date.now() - this.auth.at >= AUTH_REUSE_MS) {
-      const init = this.kc.applyToFetchOptions({}) as unknown as Promise<RequestInit>
-      const state: AuthState = {at: Date.now(), generation: this.authGeneration, init}
-      this.auth = state
-      init.catch(() => {
-        if (this.auth === state) this.auth = undefined
-      })
-    }
-    const {init, generation} = this.auth
-    return init.then((i) => ({init: i, generation}))
+  /** A client-node KubeConfig is sent over its own credentials and agent (options.reloadConfig reloads it). */
+  constructor(config: KubeConfig | Transport, private readonly options: HttpKubeClientOptions = {}) {
+    this.transport = 'applyToFetchOptions' in config ? new ClientNodeTransport(config, options.reloadConfig) : config
+    this.context = this.transport.context
+    this.server = this.transport.server
   }
 
   /** After a 401: load the credentials again, once for all requests that used the rejected ones. */
-  private refreshCredentials(rejectedGeneration: number): Promise<void> {
-    if (rejectedGeneration !== this.authGeneration) return Promise.resolve()
+  private refreshCredentials(rejected: Transport): Promise<void> {
+    if (rejected !== this.transport) return Promise.resolve()
     this.refreshing ??= (async () => {
       try {
-        this.kc = this.options.reloadConfig ? await this.options.reloadConfig() : await copyConfig(this.kc)
-        this.authGeneration++
-        this.auth = undefined
+        this.transport = await this.transport.reload()
       } finally {
         this.refreshing = undefined
       }
@@ -145,22 +122,18 @@ export class HttpKubeClient implements KubeClient {
     const url = new URL(this.server + spec.path)
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, v)
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body)
-    const send = async () => {
-      const {init: base, generation} = await this.fetchInit()
+    const send = async (): Promise<{response: ResponseLike; transport: Transport}> => {
+      const transport = this.transport
       const headers: Record<string, string> = {Accept: spec.accept ?? 'application/json'}
-      ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
-        headers[k] = v
-      })
       if (body !== undefined) headers['Content-Type'] = spec.contentType ?? 'application/json'
       try {
-        const response = await fetch(url.toString(), {
+        const response = await transport.send(url.toString(), {
           method: spec.method,
           headers,
           ...(body === undefined ? {} : {body}),
-          agent: base.agent,
-          ...(this.options.timeoutMs ? {signal: AbortSignal.timeout(this.options.timeoutMs) as never} : {}),
+          ...(this.options.timeoutMs ? {signal: AbortSignal.timeout(this.options.timeoutMs)} : {}),
         })
-        return {response, generation}
+        return {response, transport}
       } catch (error) {
         const failure = new KubeConnectionError(spec.attempt, this.server, error)
         // A request that may have been applied before the connection dropped is only resent when
@@ -170,15 +143,16 @@ export class HttpKubeClient implements KubeClient {
       }
     }
     const attemptOnce = async () => {
-      let {response, generation} = await send()
+      const first = await send()
+      let response = first.response
       let credentialsReloaded = false
       if (response.status === 401) {
         // Expired or rotated credentials: load them again (exec plugin, token file, kubeconfig) and resend
         // once. A 401 comes before anything is processed, so this is safe for every method.
         await response.text().catch(() => undefined)
-        await this.refreshCredentials(generation)
+        await this.refreshCredentials(first.transport)
         credentialsReloaded = true
-        ;({response, generation} = await send())
+        response = (await send()).response
       }
       const text = await response.text()
       let parsed: unknown
@@ -190,7 +164,7 @@ export class HttpKubeClient implements KubeClient {
       if (response.status >= 400) {
         const error = new KubeApiError(response.status, parsed as StatusBody | undefined, spec.attempt, this.context, {
           credentialsReloaded,
-          ...(this.kc.getCurrentUser()?.name ? {user: this.kc.getCurrentUser()!.name} : {}),
+          ...(this.transport.userName ? {user: this.transport.userName} : {}),
         })
         // 429 (API priority and fairness) means the request was not processed: resending is always safe.
         // A 5xx may come after the write was applied (a timeout, a proxy in front of the API server): only
@@ -450,18 +424,16 @@ function atServedVersion<T extends {apiVersion?: unknown}>(obj: T, res: ApiResou
   return obj.apiVersion === res.apiVersion ? obj : {...obj, apiVersion: res.apiVersion}
 }
 
-/** A fresh KubeConfig with the same content: its authenticators start without cached credentials. */
-async function copyConfig(kc: KubeConfig): Promise<KubeConfig> {
-  const {KubeConfig} = await import('@kubernetes/client-node')
-  const copy = new KubeConfig()
-  copy.loadFromOptions({clusters: kc.getClusters(), users: kc.getUsers(), contexts: kc.getContexts(), currentContext: kc.getCurrentContext()})
-  return copy
+export async function connect(opts: {kubeconfig?: string; context?: string; requestTimeout?: string}): Promise<HttpKubeClient> {
+  const {parseRequestTimeout} = await import('./config.js')
+  const timeoutMs = parseRequestTimeout(opts.requestTimeout)
+  return new HttpKubeClient(await openTransport(opts), timeoutMs === undefined ? {} : {timeoutMs})
 }
 
-export async function connect(opts: {kubeconfig?: string; context?: string; requestTimeout?: string}): Promise<HttpKubeClient> {
-  const {loadKubeConfig, parseRequestTimeout} = await import('./config.js')
-  const kc = await loadKubeConfig(opts)
-  const timeoutMs = parseRequestTimeout(opts.requestTimeout)
-  const reloadConfig = () => loadKubeConfig(opts)
-  return new HttpKubeClient(kc, timeoutMs === undefined ? {reloadConfig} : {timeoutMs, reloadConfig})
+/** The light kubeconfig when it is enough, else client-node's; loaded again the same way after a 401. */
+async function openTransport(opts: KubeConfigOptions): Promise<Transport> {
+  const light = await loadLightKubeConfig(opts)
+  if (light) return new LightTransport(light, () => openTransport(opts))
+  const {loadKubeConfig} = await import('./config.js')
+  return new ClientNodeTransport(await loadKubeConfig(opts), () => loadKubeConfig(opts))
 }

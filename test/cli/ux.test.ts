@@ -255,10 +255,10 @@ describe('installs like a kubectl plugin', () => {
   it('npm pack ships what a user needs and nothing else', async () => {
     const {stdout} = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {cwd: REPO_ROOT})
     const files = (JSON.parse(stdout) as {files: {path: string}[]}[])[0]!.files.map((f) => f.path)
-    for (const needed of ['bin/run.js', 'bin/kubectl-mesh_migrate.js', 'oclif.manifest.json', 'package.json', 'README.md', 'dist/commands/apply.js', 'dist/planner/plan-schema.validator.cjs', 'schemas/migration-plan.json', 'docs/contract.md', 'dist/completions/mesh-migrate.fish']) {
+    for (const needed of ['bin/run.js', 'bin/kubectl-mesh_migrate.js', 'oclif.manifest.json', 'package.json', 'README.md', 'dist/commands/apply.js', 'dist/planner/plan-schema.validator.cjs', 'dist/root-help.txt', 'schemas/migration-plan.json', 'docs/contract.md', 'dist/completions/mesh-migrate.fish']) {
       expect(files, needed).toContain(needed)
     }
-    const unwanted = files.filter((f) => !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(f))
+    const unwanted = files.filter((f) => !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/root-help\.txt|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(f))
     expect(unwanted).toEqual([])
   }, 180_000)
 })

@@ -7,8 +7,10 @@ import {stringify} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {loadKubeConfig, parseRequestTimeout} from '../../src/kube/config.js'
-import {KubeConfigError} from '../../src/kube/errors.js'
-import {HttpKubeClient} from '../../src/kube/http-client.js'
+import {KubeConfigError, KubeConnectionError} from '../../src/kube/errors.js'
+import {connect, HttpKubeClient} from '../../src/kube/http-client.js'
+import {loadLightKubeConfig} from '../../src/kube/light-config.js'
+import {envtestKubeconfig, runEnvtest, tokenKubeconfig} from '../support/envtest.js'
 import {type ClusterServer, startClusterServer} from './server.js'
 import {tempDir, writeText} from './support.js'
 
@@ -121,5 +123,26 @@ describe('no kubeconfig, plain http, request timeout', () => {
     expect(parseRequestTimeout('2m')).toBe(120_000)
     expect(parseRequestTimeout('1h')).toBe(3_600_000)
     expect(() => parseRequestTimeout('soon')).toThrow(KubeConfigError)
+  })
+})
+
+// Issue 11 §3: kubeconfigs that need no client-node feature are sent over node:https without importing
+// client-node (src/kube/light-config.ts); TLS is still verified against the kubeconfig's CA.
+describe('the light kubeconfig path against the real server', () => {
+  const envtest = runEnvtest()
+  it.skipIf(!envtest)('verifies the server against certificate-authority-data and sends the token', async () => {
+    const file = await writeText(path.join(dir, 'light-ca'), envtestKubeconfig(envtest!))
+    expect(await loadLightKubeConfig({kubeconfig: file}, {})).toBeDefined()
+    const client = await connect({kubeconfig: file})
+    expect(await client.serverVersion()).toBe(envtest!.version)
+    expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'kube-system'}))?.metadata.uid).toBeTruthy()
+  })
+
+  it.skipIf(!envtest)('refuses a server whose certificate the kubeconfig CA did not sign', async () => {
+    const otherCa = (await import('node:tls')).rootCertificates[0]!
+    const file = await writeText(path.join(dir, 'light-wrong-ca'), tokenKubeconfig(envtest!.url, envtest!.tokens.admin, {caPem: otherCa}))
+    const client = await connect({kubeconfig: file, requestTimeout: '5s'})
+    const error = await client.serverVersion().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(KubeConnectionError)
   })
 })

@@ -1,0 +1,141 @@
+// How HttpKubeClient's requests reach the API server: with the credentials and TLS of client-node's
+// KubeConfig (exec plugins, auth providers, proxies: everything a kubeconfig can say) over node-fetch, or
+// with the light kubeconfig (src/kube/light-config.ts: tokens, client certificates, CAs) over node:https,
+// which spares the inventory path client-node's import.
+import http from 'node:http'
+import https from 'node:https'
+import {gunzipSync} from 'node:zlib'
+
+import type {KubeConfig} from '@kubernetes/client-node'
+import type {RequestInit} from 'node-fetch'
+
+import type {LightKubeConfig} from './light-config.js'
+
+export interface SendInit {
+  method: string
+  headers: Record<string, string>
+  body?: string
+  signal?: AbortSignal
+}
+
+/** The part of a fetch Response the client reads. */
+export interface ResponseLike {
+  status: number
+  headers: {get(name: string): string | null; forEach(cb: (value: string, name: string) => void): void}
+  text(): Promise<string>
+}
+
+export interface Transport {
+  readonly context: string
+  readonly server: string
+  /** The kubeconfig user's name (for error messages). */
+  readonly userName?: string
+  /** Send one request with the current credentials (an exec plugin may run first). */
+  send(url: string, init: SendInit): Promise<ResponseLike>
+  /** The same kubeconfig loaded again after a 401: a re-login or a rotated token file is picked up. */
+  reload(): Promise<Transport>
+}
+
+// Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
+// expiry (ECOSYSTEM §5.7); reuse them briefly instead of spawning the plugin once per request.
+const AUTH_REUSE_MS = 30_000
+
+/** Requests with client-node's credentials and agent; concurrent requests share one exec-plugin run. */
+export class ClientNodeTransport implements Transport {
+  readonly context: string
+  readonly server: string
+  readonly userName?: string
+  private auth?: {at: number; init: Promise<RequestInit>}
+
+  /** `reloadConfig` loads the same files and context again; without it the loaded config is copied. */
+  constructor(private readonly kc: KubeConfig, private readonly reloadConfig?: () => Promise<KubeConfig>) {
+    this.context = kc.getCurrentContext()
+    this.server = kc.getCurrentCluster()!.server.replace(/\/+$/, '')
+    const user = kc.getCurrentUser()?.name
+    if (user) this.userName = user
+  }
+
+  private init(): Promise<RequestInit> {
+    if (!this.auth || Date.now() - this.auth.at >= AUTH_REUSE_MS) {
+      const init = this.kc.applyToFetchOptions({}) as unknown as Promise<RequestInit>
+      const state = {at: Date.now(), init}
+      this.auth = state
+      init.catch(() => {
+        if (this.auth === state) this.auth = undefined
+      })
+    }
+    return this.auth.init
+  }
+
+  async send(url: string, init: SendInit): Promise<ResponseLike> {
+    const [base, {default: fetch}] = await Promise.all([this.init(), import('node-fetch')])
+    const headers = {...init.headers}
+    ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
+      headers[k] = v
+    })
+    return fetch(url, {method: init.method, headers, ...(init.body === undefined ? {} : {body: init.body}), agent: base.agent, ...(init.signal ? {signal: init.signal as never} : {})})
+  }
+
+  async reload(): Promise<Transport> {
+    return new ClientNodeTransport(this.reloadConfig ? await this.reloadConfig() : await copyConfig(this.kc), this.reloadConfig)
+  }
+}
+
+/** A fresh KubeConfig with the same content: its authenticators start without cached credentials. */
+async function copyConfig(kc: KubeConfig): Promise<KubeConfig> {
+  const {KubeConfig} = await import('@kubernetes/client-node')
+  const copy = new KubeConfig()
+  copy.loadFromOptions({clusters: kc.getClusters(), users: kc.getUsers(), contexts: kc.getContexts(), currentContext: kc.getCurrentContext()})
+  return copy
+}
+
+/** Requests over node:https (node:http for a plain-http server) with the light kubeconfig's token and agent. */
+export class LightTransport implements Transport {
+  readonly context: string
+  readonly server: string
+  readonly userName?: string
+
+  /** `reload` loads the kubeconfig again (undefined when it now needs client-node: the caller's transport then). */
+  constructor(private readonly config: LightKubeConfig, private readonly reloadConfig: () => Promise<Transport>) {
+    this.context = config.context
+    this.server = config.server
+    if (config.userName) this.userName = config.userName
+  }
+
+  send(url: string, init: SendInit): Promise<ResponseLike> {
+    const headers: Record<string, string> = {'Accept-Encoding': 'gzip', ...init.headers, ...(this.config.token ? {Authorization: `Bearer ${this.config.token}`} : {})}
+    if (init.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(init.body))
+    return new Promise((resolve, reject) => {
+      const request = (url.startsWith('http://') ? http : https).request(url, {method: init.method, headers, agent: this.config.agent, ...(init.signal ? {signal: init.signal} : {})}, (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('error', reject)
+        response.on('end', () => {
+          try {
+            const raw = Buffer.concat(chunks)
+            const text = (response.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')
+            resolve(responseLike(response.statusCode ?? 0, response.headers, text))
+          } catch (error) {
+            reject(error)
+          }
+        })
+      })
+      request.on('error', reject)
+      request.end(init.body)
+    })
+  }
+
+  reload(): Promise<Transport> {
+    return this.reloadConfig()
+  }
+}
+
+function responseLike(status: number, raw: Record<string, string | string[] | undefined>, text: string): ResponseLike {
+  const headers = new Map<string, string>()
+  for (const [k, v] of Object.entries(raw)) if (v !== undefined) headers.set(k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v)
+  return {
+    status,
+    headers: {get: (name) => headers.get(name.toLowerCase()) ?? null, forEach: (cb) => headers.forEach((v, k) => cb(v, k))},
+    text: () => Promise.resolve(text),
+  }
+}
