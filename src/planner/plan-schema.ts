@@ -407,21 +407,8 @@ function planSchema(form: Form) {
       spec: {
         type: 'object',
         additionalProperties: false,
-        required: [
-          'target',
-          'options',
-          'observed',
-          'summary',
-          'blockers',
-          'findings',
-          'inventory',
-          'workloads',
-          'waypoints',
-          'policies',
-          'hazards',
-          'steps',
-          ...(file ? ['apiVersions', 'objects', 'texts'] : []),
-        ],
+        // prettier-ignore
+        required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps', ...(file ? ['apiVersions', 'objects', 'texts'] : [])],
         properties: {
           target: {
             oneOf: [
