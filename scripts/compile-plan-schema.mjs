@@ -1,4 +1,4 @@
-// Build step: compile the plan-file JSON Schema to standalone validation code (ajv standalone), so that
+// Build step: compile the plan JSON Schemas to standalone validation code (ajv standalone), so that
 // validate/show/apply do not pay for ajv's schema compiler at every start (SPEC §8 "cold start").
 // src/planner/planfile.ts loads dist/planner/plan-schema.validator.cjs when it exists and compiles the
 // schema at run time otherwise (development through tsx).
@@ -12,7 +12,10 @@ import standaloneCode from 'ajv/dist/standalone/index.js'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 // The build compiles into a temporary directory first (scripts/build.mjs) and names it here.
 const out = path.resolve(root, process.argv[2] ?? 'dist')
-const {PLAN_SCHEMA} = await import(path.join(out, 'planner/plan-schema.js'))
-const ajv = new Ajv({allErrors: true, strict: false, code: {source: true}})
-const validate = ajv.compile(PLAN_SCHEMA)
-writeFileSync(path.join(out, 'planner/plan-schema.validator.cjs'), standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate))
+const {PLAN_SCHEMA, PLAN_FILE_SCHEMA} = await import(path.join(out, 'planner/plan-schema.js'))
+// The expanded plan (v1alpha1, JSON outputs) and the plan file (v1alpha2).
+for (const [schema, file] of [[PLAN_SCHEMA, 'plan-schema.validator.cjs'], [PLAN_FILE_SCHEMA, 'plan-file-schema.validator.cjs']]) {
+  const ajv = new Ajv({allErrors: true, strict: false, code: {source: true}})
+  const validate = ajv.compile(schema)
+  writeFileSync(path.join(out, 'planner', file), standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate))
+}

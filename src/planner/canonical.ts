@@ -88,14 +88,28 @@ export function canonicalize<T>(value: T): T {
  * the two), emitted directly: building yaml's document model for a plan of thousands of objects cost
  * more than planning it. Anything the direct emitter does not know falls back to `yaml` itself.
  */
-export function toCanonicalYaml(value: unknown): string {
-  return emitCanonicalYaml(value) ?? toCanonicalYamlWithDocumentModel(value)
+export function toCanonicalYaml(value: unknown, style: YamlStyle = {}): string {
+  return emitCanonicalYaml(value, style) ?? toCanonicalYamlWithDocumentModel(value, style)
+}
+
+export interface YamlStyle {
+  /**
+   * false: a sequence under a key at the key's column (`key:\n- item`, as kubectl writes it), two bytes less on
+   * every line inside a sequence. The plan file uses it.
+   */
+  indentSeq?: boolean
+  /**
+   * Write a collection of one-line scalars in flow style (`methods: [GET]`, `matchLabels: {app: a}`) when its line
+   * stays within this many columns (the plan file). Parsed back it is the same data, but no longer byte for byte
+   * what `yaml` writes (the document model, the fallback, writes it as a block).
+   */
+  flowWidth?: number
 }
 
 /** The direct emitter alone: undefined for input it leaves to yaml's document model. */
-export function emitCanonicalYaml(value: unknown): string | undefined {
+export function emitCanonicalYaml(value: unknown, style: YamlStyle = {}): string | undefined {
   try {
-    const out = new TextSink()
+    const out = new TextSink(style.indentSeq ?? true, style.flowWidth ?? 0)
     emitDocument(value, out)
     return out.text()
   } catch (error) {
@@ -105,8 +119,8 @@ export function emitCanonicalYaml(value: unknown): string | undefined {
 }
 
 /** The reference: `yaml`'s document model (slow on large plans; what toCanonicalYaml must equal). */
-export function toCanonicalYamlWithDocumentModel(value: unknown): string {
-  return stringify(canonicalize(value), YAML_OPTIONS)
+export function toCanonicalYamlWithDocumentModel(value: unknown, style: YamlStyle = {}): string {
+  return stringify(canonicalize(value), {...YAML_OPTIONS, indentSeq: style.indentSeq ?? true})
 }
 
 const YAML_OPTIONS = {lineWidth: 0, version: '1.1', aliasDuplicateObjects: false} as const
@@ -208,6 +222,12 @@ function inline(value: unknown): string | undefined {
  */
 class TextSink {
   private readonly chunks: string[] = []
+
+  constructor(
+    readonly indentSeq: boolean,
+    readonly flowWidth: number,
+  ) {}
+
   private current = ''
 
   push(...parts: string[]): void {
@@ -246,14 +266,41 @@ function emitBlock(value: unknown, indent: string, out: TextSink, first = true):
       const keyText = stringScalar(key)
       if (keyText !== key && keyText[0] !== '"') throw new NeedsDocumentModel()
       out.push(keyText, ':')
-      emitValue((value as Record<string, unknown>)[key], `${indent}  `, out, false)
+      emitValue((value as Record<string, unknown>)[key], `${indent}  `, out, false, keyText)
     }
   })
 }
 
+const FLOW_INDICATORS = /[,[\]{}]/
+
+/** A scalar inside `[…]`/`{…}`: plain where block style would write it plain and no flow indicator is in it. */
+function flowScalar(value: unknown): string {
+  if (typeof value !== 'string') return scalar(value)
+  const text = stringScalar(value)
+  return text === value && FLOW_INDICATORS.test(value) ? JSON.stringify(value) : text
+}
+
+/** `[a, b]` or `{k: v}` for a non-empty collection of one-line scalars that fits in `room` columns, else undefined. */
+function flowCollection(value: unknown, room: number): string | undefined {
+  const isScalar = (v: unknown) => v === null || (typeof v !== 'object' && !(typeof v === 'string' && v.includes('\n')))
+  let text: string
+  if (Array.isArray(value)) {
+    if (value.length === 0 || !value.every(isScalar)) return undefined
+    text = `[${value.map(flowScalar).join(', ')}]`
+  } else if (isPlainObject(value)) {
+    const keys = orderedKeys(value)
+    if (keys.length === 0 || !keys.every((k) => isScalar(value[k]))) return undefined
+    text = `{${keys.map((k) => `${flowScalar(k)}: ${flowScalar(value[k])}`).join(', ')}}`
+  } else {
+    return undefined
+  }
+  return text.length <= room ? text : undefined
+}
+
 /** A member's value after "key:" or "- "; nested collections go on the next lines at `indent`. */
-function emitValue(value: unknown, indent: string, out: TextSink, inSequence: boolean): void {
-  const text = typeof value === 'string' && value.includes('\n') ? multiLineString(value, indent.slice(2)) : inline(value)
+function emitValue(value: unknown, indent: string, out: TextSink, inSequence: boolean, key = ''): void {
+  const flow = () => (out.flowWidth > 0 && !inSequence ? flowCollection(value, out.flowWidth - indent.length - key.length) : undefined)
+  const text = typeof value === 'string' && value.includes('\n') ? multiLineString(value, indent.slice(2)) : inline(value) ?? flow()
   if (text !== undefined) {
     out.push(inSequence ? '' : ' ', text, '\n')
   } else if (inSequence) {
@@ -261,8 +308,8 @@ function emitValue(value: unknown, indent: string, out: TextSink, inSequence: bo
     emitBlock(value, indent, out, false)
   } else {
     out.push('\n')
-    // A sequence under a key is indented like a mapping would be (yaml's indentSeq).
-    emitBlock(value, indent, out)
+    // A sequence under a key is indented like a mapping would be (yaml's indentSeq), or not.
+    emitBlock(value, Array.isArray(value) && !out.indentSeq ? indent.slice(2) : indent, out)
   }
 }
 

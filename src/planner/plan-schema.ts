@@ -1,8 +1,11 @@
-// JSON Schema of the plan file (draft-07, checked with ajv). Unknown fields are errors everywhere the
+// JSON Schemas of the plan (draft-07, checked with ajv). Unknown fields are errors everywhere the
 // tool owns the shape; embedded Kubernetes objects are free-form here and checked by the safety rules.
+// Two forms of one shape: the expanded plan (mesh-migrate.io/v1alpha1: JSON outputs, and plan files written
+// before v1alpha2) and the plan file (mesh-migrate.io/v1alpha2, src/planner/plan-encoding.ts), where
+// references are one-line strings, objects are stored once in spec.objects and repeated texts once in spec.texts.
 import {STEP_ACTIONS} from './plan-types.js'
 
-const ref = {
+const refObject = {
   type: 'object',
   additionalProperties: false,
   required: ['apiVersion', 'kind', 'name'],
@@ -12,6 +15,17 @@ const ref = {
     namespace: {type: 'string'},
     name: {type: 'string', minLength: 1},
   },
+}
+
+/** `[apiVersion] Kind namespace/name`, or `[apiVersion] Kind name` for a cluster-scoped object (plan-encoding.ts). */
+const refText = {type: 'string', pattern: '^(\\S+ )?[^\\s/]+ ([^\\s/]+/)?[^\\s/]+$'}
+
+const textReference = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['text'],
+  // `prefix`: the text's own beginning, before a tail it shares with other texts.
+  properties: {prefix: {type: 'string'}, text: {type: 'string', pattern: '^[0-9a-f]{8,}$'}},
 }
 
 const kubeObject = {
@@ -33,55 +47,9 @@ const kubeObject = {
   },
 }
 
+type Form = 'expanded' | 'file'
+
 const labelMap = {type: 'object', additionalProperties: {type: ['string', 'null']}}
-
-const finding = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'code', 'severity', 'message'],
-  properties: {
-    id: {type: 'string'},
-    code: {type: 'string'},
-    severity: {enum: ['info', 'warning', 'error', 'blocker']},
-    message: {type: 'string'},
-    ref,
-    fix: {type: 'string'},
-    handledBy: {type: 'string'},
-  },
-}
-
-const operation = {
-  type: 'object',
-  required: ['op'],
-  oneOf: [
-    {
-      additionalProperties: false,
-      required: ['op', 'object'],
-      properties: {op: {const: 'apply'}, object: kubeObject},
-    },
-    {
-      additionalProperties: false,
-      // `object` in a step's deletes (what rollback re-creates; planfile checks it is there), not in undo.
-      required: ['op', 'ref'],
-      properties: {op: {const: 'delete'}, ref, object: kubeObject},
-    },
-    {
-      additionalProperties: false,
-      required: ['op', 'ref', 'labels'],
-      properties: {op: {const: 'label'}, ref, labels: labelMap},
-    },
-    {
-      additionalProperties: false,
-      required: ['op', 'ref'],
-      properties: {op: {const: 'restart'}, ref},
-    },
-    {
-      additionalProperties: false,
-      required: ['op', 'ref', 'labels'],
-      properties: {op: {const: 'template-labels'}, ref, labels: labelMap},
-    },
-  ],
-}
 
 const stepActionRef = {enum: [...STEP_ACTIONS]}
 
@@ -107,134 +75,6 @@ const policyTimelineInput = {
   },
 }
 
-const hazard = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'kind', 'phase', 'from', 'until', 'workloads', 'message'],
-  properties: {
-    id: {type: 'string'},
-    kind: {type: 'string'},
-    phase: {enum: ['apply', 'rollback']},
-    from: {type: 'string'},
-    until: {type: 'string'},
-    window: {type: 'string'},
-    policy: {type: 'string'},
-    workloads: {type: 'array', items: {type: 'string'}},
-    message: {type: 'string'},
-    accepted: {type: 'boolean'},
-  },
-}
-
-const precondition = {
-  type: 'object',
-  required: ['check'],
-  oneOf: [
-    {additionalProperties: false, required: ['check', 'labels'], properties: {check: {const: 'namespace-labels'}, labels: labelMap}},
-    {
-      additionalProperties: false,
-      required: ['check', 'ref', 'fingerprint'],
-      properties: {check: {const: 'object-unchanged'}, ref, fingerprint: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
-    },
-    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-absent-or-ours'}, ref}},
-    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-present'}, ref}},
-    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'waypoint-ready'}, ref}},
-  ],
-}
-
-const refList = {type: 'array', items: ref}
-
-const verification = {
-  type: 'object',
-  required: ['check'],
-  oneOf: [
-    {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'waypoint-ready'}, ref}},
-    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'objects-present'}, refs: refList}},
-    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'objects-absent'}, refs: refList}},
-    {additionalProperties: false, required: ['check', 'labels'], properties: {check: {const: 'namespace-labels'}, labels: labelMap}},
-    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'rollouts-complete'}, refs: refList}},
-    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-without-sidecar'}, refs: refList}},
-    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-captured'}, refs: refList}},
-    {additionalProperties: false, required: ['check', 'refs'], properties: {check: {const: 'pods-opted-out'}, refs: refList}},
-    {
-      additionalProperties: false,
-      required: ['check', 'ref', 'services'],
-      properties: {check: {const: 'waypoint-bound'}, ref, services: {type: 'array', items: {type: 'string'}}},
-    },
-    {
-      additionalProperties: false,
-      required: ['check', 'checks'],
-      properties: {check: {const: 'preflight'}, checks: {type: 'array', items: {type: 'string'}}},
-    },
-  ],
-}
-
-const step = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'action', 'description', 'preconditions', 'operations', 'verify', 'undo'],
-  properties: {
-    id: {type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$'},
-    action: {enum: [...STEP_ACTIONS]},
-    description: {type: 'string'},
-    preconditions: {type: 'array', items: precondition},
-    operations: {type: 'array', items: operation},
-    manual: {
-      type: 'array',
-      items: {type: 'object', additionalProperties: false, required: ['ref', 'reason'], properties: {ref, reason: {type: 'string'}}},
-    },
-    verify: {type: 'array', items: verification},
-    undo: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['description', 'operations'],
-      properties: {description: {type: 'string'}, operations: {type: 'array', items: operation}},
-    },
-  },
-}
-
-const inventoryItem = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['ref', 'verdict', 'action', 'reasons'],
-  properties: {
-    ref,
-    verdict: {enum: ['L4', 'L7', 'inert', 'unaffected', 'blocker']},
-    action: {enum: ['keep', 'keep-verify', 'retarget', 'lost-client-side', 'no-effect', 'manual', 'blocker']},
-    reasons: {type: 'array', items: {type: 'string'}},
-    scope: {type: 'string'},
-    ztunnel: {enum: ['as-written', 'deny-all', 'narrowed', 'broadened', 'no-op', 'ignored']},
-    services: {type: 'array', items: {type: 'string'}},
-  },
-}
-
-const workloadItem = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['ref', 'proxy', 'lostAnnotations', 'traits', 'podLabels'],
-  properties: {
-    ref,
-    proxy: {enum: ['sidecar', 'sidecar-native', 'ambient', 'none']},
-    predicted: {type: 'boolean'},
-    pods: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {total: {type: 'integer'}, sidecar: {type: 'integer'}, ambient: {type: 'integer'}, none: {type: 'integer'}},
-    },
-    lostAnnotations: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['key', 'replacement'],
-        properties: {key: {type: 'string'}, replacement: {type: 'string'}},
-      },
-    },
-    traits: {type: 'array', items: {type: 'string'}},
-    serviceAccount: {type: 'string'},
-    podLabels: {type: 'object', additionalProperties: {type: 'string'}},
-  },
-}
-
 const stepStatus = {
   type: 'object',
   additionalProperties: false,
@@ -251,97 +91,402 @@ const stepStatus = {
   },
 }
 
-export const PLAN_SCHEMA = {
-  $schema: 'http://json-schema.org/draft-07/schema#',
-  $id: 'https://mesh-migrate.io/schemas/migration-plan-v1alpha1.json',
-  title: 'mesh-migrate MigrationPlan',
+const storedObject = {
   type: 'object',
-  additionalProperties: false,
-  required: ['apiVersion', 'kind', 'metadata', 'spec'],
   properties: {
-    apiVersion: {const: 'mesh-migrate.io/v1alpha1'},
-    kind: {const: 'MigrationPlan'},
     metadata: {
       type: 'object',
-      additionalProperties: false,
-      required: ['name', 'namespace', 'generator'],
-      properties: {name: {type: 'string'}, namespace: {type: 'string', minLength: 1}, generator: {type: 'string'}},
-    },
-    spec: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps'],
       properties: {
-        target: {
-          oneOf: [
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['manifests'],
-              properties: {manifests: {type: 'array', items: {type: 'string'}}},
-            },
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['context', 'server', 'clusterID'],
-              properties: {context: {type: 'string'}, server: {type: 'string'}, clusterID: {type: 'string'}},
-            },
-          ],
-        },
-        options: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['rootNamespace', 'waypointName', 'waypointFor'],
-          properties: {
-            rootNamespace: {type: 'string'},
-            waypointName: {type: 'string'},
-            waypointFor: {enum: ['service', 'workload', 'all']},
-            routes: {enum: ['virtualservice', 'httproute']},
-            optedOut: {enum: ['keep-out', 'enroll']},
-            denyWaypointBypass: {type: 'boolean'},
-            acceptLost: {type: 'array', items: {type: 'string'}},
-            acceptHazards: {type: 'array', items: {type: 'string'}},
-          },
-        },
-        observed: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['namespaceLabels', 'fingerprint'],
-          properties: {
-            namespaceLabels: {type: 'object', additionalProperties: {type: 'string'}},
-            fingerprint: {type: 'string'},
-          },
-        },
-        summary: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['from', 'to', 'waypointRequired', 'blockers', 'steps'],
-          properties: {
-            from: {type: 'string'},
-            to: {const: 'ambient'},
-            waypointRequired: {type: 'boolean'},
-            blockers: {type: 'integer', minimum: 0},
-            steps: {type: 'integer', minimum: 0},
-          },
-        },
-        blockers: {type: 'array', items: finding},
-        findings: {type: 'array', items: finding},
-        inventory: {type: 'array', items: inventoryItem},
-        workloads: {type: 'array', items: workloadItem},
-        waypoints: {type: 'array', items: kubeObject},
-        policies: {type: 'array', items: policyTimelineInput},
-        hazards: {type: 'array', items: hazard},
-        steps: {type: 'array', items: step},
-      },
-    },
-    status: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['specDigest', 'steps'],
-      properties: {
-        specDigest: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
-        steps: {type: 'array', items: stepStatus},
+        labels: {type: 'object', additionalProperties: {type: 'string'}},
+        annotations: {type: 'object', additionalProperties: {type: 'string'}},
       },
     },
   },
-} as const
+}
+
+/** Where the two forms differ (see the head of this file). */
+function slotsOf(form: Form) {
+  const file = form === 'file'
+  return {
+    file,
+    ref: file ? {anyOf: [refText, refObject]} : refObject,
+    // In the file an operation names its object by its key in spec.objects.
+    stored: file ? {type: 'string', minLength: 1} : kubeObject,
+    text: file ? {anyOf: [{type: 'string'}, textReference]} : {type: 'string'},
+    // In the file, an operation or check that names one object and nothing else is one line: `VERB REF`.
+    oneLineOr: (verbs: string, full: object) =>
+      file ? {anyOf: [{type: 'string', pattern: `^(${verbs}) \\S`}, full]} : full,
+  }
+}
+
+type Slots = ReturnType<typeof slotsOf>
+
+function operationSchema({file, ref, stored, oneLineOr}: Slots) {
+  const operation = {
+    type: 'object',
+    required: ['op'],
+    oneOf: [
+      {
+        additionalProperties: false,
+        required: ['op', 'object'],
+        properties: {op: {const: 'apply'}, object: stored},
+      },
+      {
+        additionalProperties: false,
+        // `object` in a step's deletes (what rollback re-creates; planfile checks it is there), not in undo.
+        // In the file a delete that stores its object names it once, by the object's key (no `ref`).
+        required: file ? ['op'] : ['op', 'ref'],
+        ...(file ? {anyOf: [{required: ['ref']}, {required: ['object']}]} : {}),
+        properties: {op: {const: 'delete'}, ref, object: stored},
+      },
+      {
+        additionalProperties: false,
+        required: ['op', 'ref', 'labels'],
+        properties: {op: {const: 'label'}, ref, labels: labelMap},
+      },
+      {
+        additionalProperties: false,
+        required: ['op', 'ref'],
+        properties: {op: {const: 'restart'}, ref},
+      },
+      {
+        additionalProperties: false,
+        required: ['op', 'ref', 'labels'],
+        properties: {op: {const: 'template-labels'}, ref, labels: labelMap},
+      },
+    ],
+  }
+
+  return oneLineOr('apply|delete|restart', operation)
+}
+
+function checkSchemas({ref, oneLineOr}: Slots) {
+  const precondition = {
+    type: 'object',
+    required: ['check'],
+    oneOf: [
+      {
+        additionalProperties: false,
+        required: ['check', 'labels'],
+        properties: {check: {const: 'namespace-labels'}, labels: labelMap},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'ref', 'fingerprint'],
+        properties: {
+          check: {const: 'object-unchanged'},
+          ref,
+          fingerprint: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
+        },
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'ref'],
+        properties: {check: {const: 'object-absent-or-ours'}, ref},
+      },
+      {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'object-present'}, ref}},
+      {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'waypoint-ready'}, ref}},
+    ],
+  }
+
+  const refList = {type: 'array', items: ref}
+
+  const verification = {
+    type: 'object',
+    required: ['check'],
+    oneOf: [
+      {additionalProperties: false, required: ['check', 'ref'], properties: {check: {const: 'waypoint-ready'}, ref}},
+      {
+        additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'objects-present'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'objects-absent'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'labels'],
+        properties: {check: {const: 'namespace-labels'}, labels: labelMap},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'rollouts-complete'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'pods-without-sidecar'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'pods-captured'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'pods-opted-out'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'ref', 'services'],
+        properties: {check: {const: 'waypoint-bound'}, ref, services: {type: 'array', items: {type: 'string'}}},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'checks'],
+        properties: {check: {const: 'preflight'}, checks: {type: 'array', items: {type: 'string'}}},
+      },
+    ],
+  }
+
+  return {
+    precondition: oneLineOr('object-absent-or-ours|object-present|waypoint-ready', precondition),
+    verification: oneLineOr('waypoint-ready', verification),
+  }
+}
+
+function stepSchema(slots: Slots) {
+  const {ref, text} = slots
+  const operationItem = operationSchema(slots)
+  const {precondition, verification} = checkSchemas(slots)
+  const step = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['id', 'action', 'description', 'preconditions', 'operations', 'verify', 'undo'],
+    properties: {
+      id: {type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$'},
+      action: {enum: [...STEP_ACTIONS]},
+      description: text,
+      preconditions: {type: 'array', items: precondition},
+      operations: {type: 'array', items: operationItem},
+      manual: {
+        type: 'array',
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['ref', 'reason'],
+          properties: {ref, reason: text},
+        },
+      },
+      verify: {type: 'array', items: verification},
+      undo: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['description', 'operations'],
+        properties: {description: text, operations: {type: 'array', items: operationItem}},
+      },
+    },
+  }
+  return step
+}
+
+function recordSchemas({ref, text}: Slots) {
+  const finding = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['id', 'code', 'severity', 'message'],
+    properties: {
+      id: {type: 'string'},
+      code: {type: 'string'},
+      severity: {enum: ['info', 'warning', 'error', 'blocker']},
+      message: text,
+      ref,
+      fix: text,
+      handledBy: {type: 'string'},
+    },
+  }
+
+  const inventoryItem = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['ref', 'verdict', 'action', 'reasons'],
+    properties: {
+      ref,
+      verdict: {enum: ['L4', 'L7', 'inert', 'unaffected', 'blocker']},
+      action: {enum: ['keep', 'keep-verify', 'retarget', 'lost-client-side', 'no-effect', 'manual', 'blocker']},
+      reasons: {type: 'array', items: text},
+      scope: {type: 'string'},
+      ztunnel: {enum: ['as-written', 'deny-all', 'narrowed', 'broadened', 'no-op', 'ignored']},
+      services: {type: 'array', items: {type: 'string'}},
+    },
+  }
+
+  const workloadItem = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['ref', 'proxy', 'lostAnnotations', 'traits', 'podLabels'],
+    properties: {
+      ref,
+      proxy: {enum: ['sidecar', 'sidecar-native', 'ambient', 'none']},
+      predicted: {type: 'boolean'},
+      pods: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          total: {type: 'integer'},
+          sidecar: {type: 'integer'},
+          ambient: {type: 'integer'},
+          none: {type: 'integer'},
+        },
+      },
+      lostAnnotations: {
+        type: 'array',
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['key', 'replacement'],
+          properties: {key: {type: 'string'}, replacement: {type: 'string'}},
+        },
+      },
+      traits: {type: 'array', items: {type: 'string'}},
+      serviceAccount: {type: 'string'},
+      podLabels: {type: 'object', additionalProperties: {type: 'string'}},
+    },
+  }
+
+  const hazard = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['id', 'kind', 'phase', 'from', 'until', 'workloads', 'message'],
+    properties: {
+      id: {type: 'string'},
+      kind: {type: 'string'},
+      phase: {enum: ['apply', 'rollback']},
+      from: {type: 'string'},
+      until: {type: 'string'},
+      window: {type: 'string'},
+      policy: {type: 'string'},
+      workloads: {type: 'array', items: {type: 'string'}},
+      message: text,
+      accepted: {type: 'boolean'},
+    },
+  }
+
+  return {finding, inventoryItem, workloadItem, hazard}
+}
+
+/** The file's tables: the kinds' apiVersions, the objects and the shared texts (plan-encoding.ts). */
+function tableSchemas() {
+  return {
+    apiVersions: {type: 'object', additionalProperties: {type: 'string', minLength: 1}},
+    objects: {type: 'object', propertyNames: {minLength: 1}, additionalProperties: storedObject},
+    texts: {type: 'object', propertyNames: {pattern: '^[0-9a-f]{8,}$'}, additionalProperties: {type: 'string'}},
+  }
+}
+
+function planSchema(form: Form) {
+  const slots = slotsOf(form)
+  const {file, stored} = slots
+  const step = stepSchema(slots)
+  const {finding, inventoryItem, workloadItem, hazard} = recordSchemas(slots)
+  const tables = file ? tableSchemas() : {}
+
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $id: `https://mesh-migrate.io/schemas/${file ? 'migration-plan-file-v1alpha2' : 'migration-plan-v1alpha1'}.json`,
+    title: file
+      ? 'mesh-migrate MigrationPlan file (v1alpha2: references in one line, objects and repeated texts stored once)'
+      : 'mesh-migrate MigrationPlan',
+    type: 'object',
+    additionalProperties: false,
+    required: ['apiVersion', 'kind', 'metadata', 'spec'],
+    properties: {
+      apiVersion: {const: file ? 'mesh-migrate.io/v1alpha2' : 'mesh-migrate.io/v1alpha1'},
+      kind: {const: 'MigrationPlan'},
+      metadata: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'namespace', 'generator'],
+        properties: {name: {type: 'string'}, namespace: {type: 'string', minLength: 1}, generator: {type: 'string'}},
+      },
+      spec: {
+        type: 'object',
+        additionalProperties: false,
+        // prettier-ignore
+        required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps', ...(file ? ['apiVersions', 'objects', 'texts'] : [])],
+        properties: {
+          target: {
+            oneOf: [
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['manifests'],
+                properties: {manifests: {type: 'array', items: {type: 'string'}}},
+              },
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['context', 'server', 'clusterID'],
+                properties: {context: {type: 'string'}, server: {type: 'string'}, clusterID: {type: 'string'}},
+              },
+            ],
+          },
+          options: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['rootNamespace', 'waypointName', 'waypointFor'],
+            properties: {
+              rootNamespace: {type: 'string'},
+              waypointName: {type: 'string'},
+              waypointFor: {enum: ['service', 'workload', 'all']},
+              routes: {enum: ['virtualservice', 'httproute']},
+              optedOut: {enum: ['keep-out', 'enroll']},
+              denyWaypointBypass: {type: 'boolean'},
+              acceptLost: {type: 'array', items: {type: 'string'}},
+              acceptHazards: {type: 'array', items: {type: 'string'}},
+            },
+          },
+          observed: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['namespaceLabels', 'fingerprint'],
+            properties: {
+              namespaceLabels: {type: 'object', additionalProperties: {type: 'string'}},
+              fingerprint: {type: 'string'},
+            },
+          },
+          summary: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['from', 'to', 'waypointRequired', 'blockers', 'steps'],
+            properties: {
+              from: {type: 'string'},
+              to: {const: 'ambient'},
+              waypointRequired: {type: 'boolean'},
+              blockers: {type: 'integer', minimum: 0},
+              steps: {type: 'integer', minimum: 0},
+            },
+          },
+          blockers: {type: 'array', items: finding},
+          findings: {type: 'array', items: finding},
+          inventory: {type: 'array', items: inventoryItem},
+          workloads: {type: 'array', items: workloadItem},
+          waypoints: {type: 'array', items: stored},
+          policies: {type: 'array', items: policyTimelineInput},
+          hazards: {type: 'array', items: hazard},
+          steps: {type: 'array', items: step},
+          ...tables,
+        },
+      },
+      status: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['specDigest', 'steps'],
+        properties: {
+          specDigest: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
+          steps: {type: 'array', items: stepStatus},
+        },
+      },
+    },
+  }
+}
+
+/** The expanded plan: `plan -o json`, `show -o json`, and plan files of mesh-migrate.io/v1alpha1. */
+export const PLAN_SCHEMA = planSchema('expanded')
+/** The plan file as written since mesh-migrate.io/v1alpha2 (what the yaml-language-server header names). */
+export const PLAN_FILE_SCHEMA = planSchema('file')

@@ -6,7 +6,8 @@ import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
 
 import {digestOf, toCanonicalYaml} from './canonical.js'
-import {PLAN_SCHEMA} from './plan-schema.js'
+import {decodePlan, encodePlan, PLAN_FILE_API_VERSION} from './plan-encoding.js'
+import {PLAN_FILE_SCHEMA, PLAN_SCHEMA} from './plan-schema.js'
 import {
   type MigrationPlan,
   type Operation,
@@ -41,6 +42,9 @@ function headerComment(plan: MigrationPlan): string {
     'Review it like code. `spec` is the reviewed part; `status` is written by apply/rollback only.',
     `Apply one verified step at a time: mesh-migrate apply ${ns} --step   (mesh-migrate show ${ns} to read it)`,
     `Editing \`spec\` after the first apply makes the plan invalid (exit 4): re-run \`mesh-migrate plan ${ns} --keep-progress\` instead.`,
+    'References read `[apiVersion] Kind namespace/name` (spec.apiVersions gives the apiVersion a reference leaves out);',
+    'each object written, deleted or re-created is stored once, under spec.objects, and operations name it by that',
+    'key (`apply KEY`); each repeated text once, under spec.texts, named {text: ID} (after its own `prefix`, if any).',
   ]
   const blockers = plan.spec.blockers
   if (blockers.length > 0) {
@@ -48,14 +52,17 @@ function headerComment(plan: MigrationPlan): string {
       ...blockers.map((b) => `  - ${b.id}: ${b.message}`), '')
   }
   // Editors with the YAML language server (VS Code's YAML extension, …) validate and complete the plan
-  // against its schema (published as schemas/migration-plan.json, docs/contract.md).
-  lines.unshift(`yaml-language-server: $schema=${PLAN_SCHEMA.$id}`)
+  // against its schema (published as schemas/migration-plan-file.json, docs/contract.md).
+  lines.unshift(`yaml-language-server: $schema=${PLAN_FILE_SCHEMA.$id}`)
   return lines.map((l) => (l === '' ? '#' : `# ${l}`)).join('\n') + '\n'
 }
 
-/** The plan file's text: a header comment, then the plan in canonical YAML. */
+/** Sequences at their key's column and short collections of scalars in one line, as kubectl users read them. */
+const PLAN_FILE_STYLE = {indentSeq: false, flowWidth: 100}
+
+/** The plan file's text: a header comment, then the plan in canonical YAML, encoded as v1alpha2 (plan-encoding.ts). */
 export function renderPlanFile(plan: MigrationPlan): string {
-  return headerComment(plan) + toCanonicalYaml(plan)
+  return headerComment(plan) + toCanonicalYaml(encodePlan(plan), PLAN_FILE_STYLE)
 }
 
 /** Parse plan text. YAML errors are problems with line numbers, never exceptions. */
@@ -82,23 +89,27 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
 }
 
 type SchemaValidator = ((data: unknown) => boolean) & {errors?: ErrorObject[] | null}
-let compiledSchema: SchemaValidator | undefined
+/** The expanded plan (v1alpha1) or the plan file (v1alpha2). */
+type SchemaForm = 'expanded' | 'file'
+const compiledSchemas: Partial<Record<SchemaForm, SchemaValidator>> = {}
 
 /**
- * The build compiles the schema to standalone code (scripts/compile-plan-schema.mjs); without it
- * (running from src/ under tsx) ajv compiles it here, which costs ~150 ms of start-up.
+ * The build compiles the schemas to standalone code (scripts/compile-plan-schema.mjs); without it
+ * (running from src/ under tsx) ajv compiles them here, which costs ~150 ms of start-up.
  */
-function schemaValidator(): SchemaValidator {
-  if (!compiledSchema) {
+function schemaValidator(form: SchemaForm): SchemaValidator {
+  let validator = compiledSchemas[form]
+  if (!validator) {
     const require = createRequire(import.meta.url)
     try {
-      compiledSchema = require('./plan-schema.validator.cjs') as SchemaValidator
+      validator = require(form === 'file' ? './plan-file-schema.validator.cjs' : './plan-schema.validator.cjs') as SchemaValidator
     } catch {
       const {Ajv} = require('ajv') as typeof import('ajv')
-      compiledSchema = new Ajv({allErrors: true, strict: false}).compile(PLAN_SCHEMA)
+      validator = new Ajv({allErrors: true, strict: false}).compile(form === 'file' ? PLAN_FILE_SCHEMA : PLAN_SCHEMA)
     }
+    compiledSchemas[form] = validator
   }
-  return compiledSchema
+  return validator
 }
 
 function ajvPath(instancePath: string): string {
@@ -112,8 +123,8 @@ function ajvPath(instancePath: string): string {
 }
 
 /** Schema problems, de-duplicated to the most specific message per path (oneOf noise trimmed). */
-export function schemaProblems(data: unknown): PlanProblem[] {
-  const validate = schemaValidator()
+export function schemaProblems(data: unknown, form: SchemaForm = 'expanded'): PlanProblem[] {
+  const validate = schemaValidator(form)
   if (validate(data)) return []
   const byPath = new Map<string, string[]>()
   for (const err of validate.errors ?? []) {
@@ -349,14 +360,29 @@ export function checkPlanText(text: string): CheckedPlan {
   const parsed = parsePlanText(text)
   if (parsed.problems.length > 0) return {problems: parsed.problems}
   const data = parsed.data as Record<string, unknown>
-  if (data.apiVersion !== PLAN_API_VERSION || data.kind !== PLAN_KIND) {
+  const known = data.apiVersion === PLAN_FILE_API_VERSION || data.apiVersion === PLAN_API_VERSION
+  if (!known || data.kind !== PLAN_KIND) {
     const problems: PlanProblem[] = []
     if (data.kind !== PLAN_KIND) problems.push({path: 'kind', message: `must be ${PLAN_KIND} (got ${JSON.stringify(data.kind)})`})
-    if (data.apiVersion !== PLAN_API_VERSION) {
-      problems.push({path: 'apiVersion', message: `must be ${PLAN_API_VERSION} (got ${JSON.stringify(data.apiVersion)}); a newer mesh-migrate may have written it`})
+    if (!known) {
+      problems.push({path: 'apiVersion', message: `must be ${PLAN_FILE_API_VERSION} (or ${PLAN_API_VERSION}, written by earlier versions) (got ${JSON.stringify(data.apiVersion)}); a newer mesh-migrate may have written it`})
     }
     return {problems}
   }
+  return data.apiVersion === PLAN_FILE_API_VERSION ? checkEncodedPlan(data) : checkExpandedPlan(data)
+}
+
+/** A v1alpha2 file: its schema, its tables, then the expanded plan's checks (the digest is over the expanded spec). */
+function checkEncodedPlan(data: Record<string, unknown>): CheckedPlan {
+  const schema = schemaProblems(data, 'file')
+  if (schema.length > 0) return {problems: schema}
+  const decoded = decodePlan(data)
+  if (decoded.problems.length > 0) return {problems: [...decoded.problems, ...bestEffort(() => digestProblems(decoded.plan))]}
+  return {plan: decoded.plan, problems: [...safetyProblems(decoded.plan), ...digestProblems(decoded.plan)]}
+}
+
+/** A plan in the expanded form: v1alpha1 (files written before v1alpha2, or `plan -o json` saved as a file). */
+function checkExpandedPlan(data: Record<string, unknown>): CheckedPlan {
   const schema = schemaProblems(data)
   if (schema.length > 0) {
     // Still say what else is wrong, as far as the malformed parts allow: a reviewer fixing the schema

@@ -5,12 +5,12 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
-import {parse, parseAllDocuments} from 'yaml'
+import {parseAllDocuments} from 'yaml'
 
 import {manifestChanges} from '../../src/planner/gitops.js'
-import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
+import {planOf} from '../support/plan-file.js'
 
 const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/edge-cases/E23-gitops-managed.yaml')
 const NS = 'bookinfo'
@@ -32,7 +32,7 @@ describe('show -o patches (built CLI)', () => {
 
     const json = await runCli(['show', out, '-o', 'patches', '--json'])
     expect(json.code).toBe(0)
-    const written = parse(await readFile(out, 'utf8')) as MigrationPlan
+    const written = planOf(await readFile(out, 'utf8'))
     const doc = JSON.parse(json.stdout) as {kind: string; steps: unknown[]}
     expect(doc.kind).toBe('ManifestChanges')
     expect(doc.steps.length).toBe(manifestChanges(written).length)

@@ -9,7 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {beforeAll, expect, it} from 'vitest'
-import {parse, parseAllDocuments} from 'yaml'
+import {parseAllDocuments} from 'yaml'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan, Operation, PlanStep} from '../../src/planner/plan-types.js'
@@ -126,7 +126,7 @@ describeWithShared('plan on the istio.io migrate-policies guide', () => {
     expect(r.code, r.stderr).toBe(0)
     // What plan wrote is what validate accepts.
     expect(checkPlanText(r.stdout).problems).toEqual([])
-    plan = parse(r.stdout) as MigrationPlan
+    plan = checkPlanText(r.stdout).plan!
     const crd = (await objectsOf(path.join(CRDS_DIR, 'gateway-api-standard/gateway.networking.k8s.io_httproutes.yaml')))[0]!
     routeSpecSchema = crd.spec.versions.find((v: {name: string}) => v.name === 'v1').schema.openAPIV3Schema.properties.spec
   }, 60_000)

@@ -7,6 +7,7 @@ import {parse, stringify} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {hasStackTrace, runCli} from '../support/cli.js'
+import {planOf} from '../support/plan-file.js'
 
 const EXAMPLE = 'examples/bookinfo'
 let tmp: string
@@ -99,7 +100,7 @@ describe('plan, show, validate', () => {
     expect(second.code).toBe(0)
     expect(second.stderr).toContain('up to date')
     expect(await readFile(out, 'utf8')).toBe(text1)
-    const plan = parse(text1)
+    const plan = planOf(text1)
     expect(plan.apiVersion).toBe('mesh-migrate.io/v1alpha1')
     expect(plan.kind).toBe('MigrationPlan')
     expect(plan.spec.steps.map((s: {action: string}) => s.action)).toEqual([
@@ -123,7 +124,7 @@ describe('plan, show, validate', () => {
   it('refuses to overwrite a plan with applied steps unless --force', async () => {
     const out = path.join(tmp, 'started.yaml')
     await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', out])
-    const plan = parse(await readFile(out, 'utf8'))
+    const plan = planOf(await readFile(out, 'utf8'))
     const {createHash} = await import('node:crypto')
     const {stableJson} = await import('../../src/planner/canonical.js')
     plan.status = {specDigest: `sha256:${createHash('sha256').update(stableJson(plan.spec)).digest('hex')}`, steps: [{id: 'preflight', phase: 'Applied', at: '2026-12-01T00:00:00Z', by: 'someone'}]}
@@ -156,7 +157,8 @@ describe('plan, show, validate', () => {
     expect(ok.code).toBe(0)
     expect(ok.stdout).toContain('valid')
 
-    const plan = parse(await readFile(out, 'utf8'))
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- edited freely, as a reviewer could
+    const plan: any = planOf(await readFile(out, 'utf8'))
     const waypointStep = plan.spec.steps.find((s: {action: string}) => s.action === 'create-waypoint')
     waypointStep.operations[0].object.spec.gatewayClassName = 'istio'
     const bind = plan.spec.steps.find((s: {action: string}) => s.action === 'bind-waypoint')
@@ -175,7 +177,8 @@ describe('plan, show, validate', () => {
   it('validate reports safety problems (writes outside the namespace, non-waypoint Gateways)', async () => {
     const out = path.join(tmp, 'safety.yaml')
     await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', out])
-    const plan = parse(await readFile(out, 'utf8'))
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- edited freely, as a reviewer could
+    const plan: any = planOf(await readFile(out, 'utf8'))
     plan.spec.steps.find((s: {action: string}) => s.action === 'create-waypoint').operations[0].object.spec.gatewayClassName = 'istio'
     plan.spec.steps.find((s: {action: string}) => s.action === 'bind-waypoint').operations[0].ref.name = 'kube-system'
     const bad = path.join(tmp, 'unsafe.yaml')

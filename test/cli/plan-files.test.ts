@@ -4,13 +4,13 @@ import {mkdir, mkdtemp, readFile, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {parse} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
+import {planOf} from '../support/plan-file.js'
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples/bookinfo')
 /** No cluster: a command that tried to reach one would fail with "no kubeconfig found". */
@@ -22,7 +22,7 @@ beforeAll(async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-plan-files-'))
   const r = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', path.join(dir, 'bookinfo.yaml')])
   expect(r.code, r.stderr).toBe(0)
-  planned = parse(await readFile(path.join(dir, 'bookinfo.yaml'), 'utf8')) as MigrationPlan
+  planned = planOf(await readFile(path.join(dir, 'bookinfo.yaml'), 'utf8'))
 })
 
 async function workdirWith(files: Record<string, string>): Promise<string> {

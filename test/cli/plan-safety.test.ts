@@ -7,13 +7,13 @@ import {mkdtemp, readFile, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {parse, stringify} from 'yaml'
+import {stringify} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
-import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {specDigest} from '../../src/planner/planfile.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
+import {planOf} from '../support/plan-file.js'
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples/bookinfo')
 // Root-namespace L7 policies: blockers for the mesh admin, whatever the namespace does.
@@ -28,7 +28,7 @@ describe('blocked plans do not pass the gate', () => {
   it('validate exits 4 listing the blockers; status shows the plan as blocked', async () => {
     const made = await runCli(['plan', 'bookinfo', '--manifests', BLOCKED_FIXTURE], {cwd: tmp})
     expect(made.code, made.stderr).toBe(1)
-    const plan = parse(await readFile(path.join(tmp, 'plans/bookinfo.yaml'), 'utf8')) as MigrationPlan
+    const plan = planOf(await readFile(path.join(tmp, 'plans/bookinfo.yaml'), 'utf8'))
     const ids = plan.spec.blockers.map((b) => b.id)
     expect(ids.length).toBeGreaterThan(0)
 
@@ -88,7 +88,7 @@ describe('plans of namespaces that do not exist or need nothing', () => {
     const dir = await mkdtemp(path.join(tmp, 'replan-'))
     expect((await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE], {cwd: dir})).code).toBe(0)
     const file = path.join(dir, 'plans/bookinfo.yaml')
-    const plan = parse(await readFile(file, 'utf8')) as MigrationPlan
+    const plan = planOf(await readFile(file, 'utf8'))
     const record = (phase: 'RolledBack' | 'Applied') => ({
       ...plan,
       status: {specDigest: specDigest(plan), steps: plan.spec.steps.slice(0, 2).map((s, i) => ({id: s.id, phase: i === 0 ? 'RolledBack' : phase, at: '2026-01-01T00:00:00Z', by: 'me@host'}))},
@@ -103,6 +103,6 @@ describe('plans of namespaces that do not exist or need nothing', () => {
     await writeFile(file, stringify(record('RolledBack')))
     const replaced = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE], {cwd: dir})
     expect(replaced.code, replaced.stderr).toBe(0)
-    expect((parse(await readFile(file, 'utf8')) as MigrationPlan).status).toBeUndefined()
+    expect((planOf(await readFile(file, 'utf8'))).status).toBeUndefined()
   })
 })

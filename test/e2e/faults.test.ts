@@ -16,7 +16,7 @@ import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {parse, parseAllDocuments, stringify} from 'yaml'
+import {parseAllDocuments, stringify} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {KubeObject} from '../../src/planner/model.js'
@@ -29,6 +29,7 @@ import {type FaultProxy, type FaultRule, type RequestFilter, type RequestLogEntr
 import {ADMIN_TOKEN, describeWithRealApiServer, type RealApiServer, realApiServerAssets, startClusterOnRealServer, startRealApiServer} from '../support/real-apiserver.js'
 import {hasShared} from '../support/shared.js'
 import {cli, nextRequestId, observe, readPlan, REPO, spawnCli, waitForCompletion, waitForRequest, workdir} from './support.js'
+import {planOf} from '../support/plan-file.js'
 
 const NS = 'bookinfo'
 const FIXTURE = path.join(REPO, 'examples/bookinfo')
@@ -384,7 +385,7 @@ describeWithRealApiServer('API faults during apply', () => {
       const planned = await cli(['plan', STOREFRONT], dir, storefront.kubeconfigPath)
       expect(planned.code, planned.stderr).toBe(0)
       const file = path.join(dir, 'plans', `${STOREFRONT}.yaml`)
-      const edited = parse(await readFile(file, 'utf8')) as MigrationPlan
+      const edited = planOf(await readFile(file, 'utf8'))
       const step = edited.spec.steps.find((s) => s.action === 'create-policies')!
       const copy = step.operations.find((op) => op.op === 'apply' && op.object.metadata.name === 'api-read-only-waypoint')
       expect(copy?.op).toBe('apply')
@@ -398,7 +399,7 @@ describeWithRealApiServer('API faults during apply', () => {
       expect(r.stderr).toContain('api-read-only-waypoint')
       expect(r.stderr).toContain('422 Invalid')
       expect(r.stderr).toContain('only one of targetRefs or selector can be set')
-      const after = parse(await readFile(file, 'utf8')) as MigrationPlan
+      const after = planOf(await readFile(file, 'utf8'))
       // The edit was made before the first apply: it is what the plan now records as reviewed.
       expect(after.status?.specDigest).toBe(specDigest(edited))
       const rec = after.status?.steps.find((s) => s.id === step.id)

@@ -8,7 +8,7 @@
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {parse, stringify} from 'yaml'
+import {stringify} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {LOCK_INFO_ANNOTATION, lockRef} from '../../src/executor/lock.js'
@@ -19,6 +19,7 @@ import {hasStackTrace, runCli} from '../support/cli.js'
 import {type Envtest, runEnvtest, startEnvtest} from '../support/envtest.js'
 import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
 import {cli, nextRequestId, readPlan, REPO, toolWrites, workdir} from './support.js'
+import {planOf} from '../support/plan-file.js'
 
 const NS = 'bookinfo'
 const FIXTURE = path.join(REPO, 'examples/bookinfo')
@@ -64,7 +65,7 @@ describe.skipIf(external)('refusals before any write', () => {
     if (opts.noRequests) expect(toolRequests(cluster, from).map((e) => `${e.verb} ${e.path}`)).toEqual([])
     const after = await readFile(file, 'utf8')
     // begin() may record the reviewed digest before the first write; the steps' records never change.
-    expect((parse(after) as MigrationPlan).status?.steps ?? []).toEqual((parse(before) as MigrationPlan).status?.steps ?? [])
+    expect(planOf(after).status?.steps ?? []).toEqual(planOf(before).status?.steps ?? [])
     return r.stderr
   }
 
@@ -135,7 +136,7 @@ describe.skipIf(external)('refusals before any write', () => {
   it('tampered plan: a spec edited after the first apply exits 4 listing every problem; an unknown field likewise', async () => {
     const first = await applyNext()
     expect(first.code, first.stderr).toBe(0)
-    const applied = parse(await readFile(path.join(cwd, PLAN_FILE), 'utf8')) as MigrationPlan
+    const applied = planOf(await readFile(path.join(cwd, PLAN_FILE), 'utf8'))
 
     // Another namespace added to an operation, and a label value changed.
     const edited = structuredClone(applied)

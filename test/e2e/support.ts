@@ -5,7 +5,6 @@ import {mkdtemp, readFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {parse} from 'yaml'
 
 import {hasSidecar, livePods} from '../../src/executor/observe.js'
 import type {KubeClient} from '../../src/kube/types.js'
@@ -17,6 +16,7 @@ import type {RequestLogEntry, TestApiServer} from '../support/apiserver/index.js
 import {BIN, type CliResult, runCli} from '../support/cli.js'
 import {RUN_LABEL, USERS} from '../support/cluster.js'
 import {REPO_ROOT} from '../support/shared.js'
+import {planOf} from '../support/plan-file.js'
 
 /** A request log: the in-repo test server's, or the fault proxy's in front of a real server. */
 export type RequestLog = Pick<TestApiServer, 'requests' | 'requestsMatching'>
@@ -108,7 +108,7 @@ export function toolWrites(server: RequestLog, fromId: number): RequestLogEntry[
 }
 
 export async function readPlan(cwd: string, namespace: string): Promise<MigrationPlan> {
-  return parse(await readFile(path.join(cwd, 'plans', `${namespace}.yaml`), 'utf8')) as MigrationPlan
+  return planOf(await readFile(path.join(cwd, 'plans', `${namespace}.yaml`), 'utf8'))
 }
 
 async function list(client: KubeClient, apiVersion: string, kind: string, namespace: string): Promise<KubeObject[]> {

@@ -29,10 +29,18 @@ describe('plans of many services', () => {
     expect(small).toContain('| AuthorizationPolicy big/svc-1-allow |')
   })
 
-  it('stores each created object once: undo deletes name only the ref', () => {
+  it('stores each object once: operations name it by its key, undo deletes name only the ref', () => {
     const text = renderPlanFile(plan)
-    // One apply per created policy (1600 in create-policies, 800 L4 parts), none repeated in an undo.
-    expect(text.split('\n        - op: apply\n').length - 1).toBe(2401)
+    // Each created policy (1600 in create-policies, 800 L4 parts) and each deleted original (800) is stored once.
+    const objects = text.slice(text.indexOf('\n  objects:\n'), text.indexOf('\n  texts:'))
+    expect(objects.match(/^ {4}AuthorizationPolicy big\//gm)).toHaveLength(3200)
+    // One apply per created policy, plus the undo of delete-sidecar-policies re-creating the 800 originals.
+    expect(text.match(/^ *- apply AuthorizationPolicy big\//gm)).toHaveLength(3200)
+    expect(text.split('\nkind: MigrationPlan')[1]!.match(/^\s*apiVersion: security.istio.io/gm)).toBeNull()
     for (const step of plan.spec.steps) for (const op of step.undo.operations) if (op.op === 'delete') expect(Object.keys(op)).toEqual(['op', 'ref'])
+  })
+
+  it('writes at most 6 KB per service for the generator\'s shape (issue 11)', () => {
+    expect(Buffer.byteLength(renderPlanFile(plan)) / 800).toBeLessThanOrEqual(6 * 1024)
   })
 })

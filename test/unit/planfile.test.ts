@@ -1,7 +1,7 @@
 // The plan file: canonical form, digest, schema and the safety checks of SPEC §7 "Untrusted plans".
 import path from 'node:path'
 
-import {parse, stringify} from 'yaml'
+import {stringify} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {canonicalize, objectFingerprint, toCanonicalYaml} from '../../src/planner/canonical.js'
@@ -35,9 +35,10 @@ const step = (p: MigrationPlan, action: string) => p.spec.steps.find((s) => s.ac
 describe('canonical form', () => {
   it('renders the same bytes whatever the key order of the input, and parses back to the same data', () => {
     expect(toCanonicalYaml(reverseKeys(plan))).toBe(toCanonicalYaml(plan))
-    const reparsed = parse(text)
+    const reparsed = checkPlanText(text).plan!
     expect(renderPlanFile(reparsed)).toBe(text)
     expect(canonicalize(reparsed)).toEqual(canonicalize(JSON.parse(JSON.stringify(plan))))
+    expect(toCanonicalYaml(reverseKeys(plan), {indentSeq: false})).toBe(stringify(canonicalize(plan), {lineWidth: 0, version: '1.1', aliasDuplicateObjects: false, indentSeq: false}))
   })
 
   it('quotes strings YAML 1.1 would read as booleans, so manifests copied out mean the same to kubectl', () => {
@@ -69,7 +70,7 @@ describe('checks', () => {
     }))
     expect(p).toContainEqual({path: 'spec.steps[0].extra', message: 'unknown field'})
     expect(p.some((q) => q.path === 'spec.steps[1].action' && q.message.startsWith('must be one of'))).toBe(true)
-    expect(problemsOf({...plan, apiVersion: 'mesh-migrate.io/v2'})).toEqual([{path: 'apiVersion', message: 'must be mesh-migrate.io/v1alpha1 (got "mesh-migrate.io/v2"); a newer mesh-migrate may have written it'}])
+    expect(problemsOf({...plan, apiVersion: 'mesh-migrate.io/v2'})).toEqual([{path: 'apiVersion', message: 'must be mesh-migrate.io/v1alpha2 (or mesh-migrate.io/v1alpha1, written by earlier versions) (got "mesh-migrate.io/v2"); a newer mesh-migrate may have written it'}])
   })
 
   it('rejects writes outside the namespace, cluster-scoped objects, Secrets and kinds a step may not write', () => {

@@ -3,15 +3,15 @@
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import type {MigrationPlan, StepPhase} from '../../src/planner/plan-types.js'
+import {checkPlanText} from '../../src/planner/planfile.js'
 import {describeWindow, openWindows} from '../../src/planner/windows.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 async function examplePlan(): Promise<MigrationPlan> {
-  return parse(await readFile(path.join(REPO_ROOT, 'plans/examples/bookinfo.yaml'), 'utf8')) as MigrationPlan
+  return checkPlanText(await readFile(path.join(REPO_ROOT, 'plans/examples/bookinfo.yaml'), 'utf8')).plan!
 }
 
 /** Every step up to and including `last` Applied, the rest Pending. */
