@@ -455,7 +455,7 @@ interface DaemonSetSpec {
   /** Pod label that identifies the component when the DaemonSet was renamed. */
   labels: Record<string, string>
   title: string
-  codePrefix: string
+  codePrefix: 'Ztunnel' | 'IstioCni'
   why: string
 }
 

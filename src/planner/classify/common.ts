@@ -2,6 +2,7 @@
 // selector coverage, exportTo visibility, host resolution, waypoint bindings, findings.
 import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, ServiceItem, Severity, Verdict, WorkloadItem} from '../model.js'
+import type {FindingCode} from '../findings/catalogue.js'
 import type {LabelSelector, Labels, PolicyTargetReference} from '../istio-types.js'
 import {groupOf, refOf} from '../refs.js'
 import {USE_WAYPOINT_LABEL, WAYPOINT_CLASS} from '../waypoint.js'
@@ -74,7 +75,7 @@ export function item(
 export function finding(opts: {
   prefix: string
   ref: ObjectRef
-  code: string
+  code: FindingCode
   severity: Severity
   message: string
   fix?: string

@@ -17,6 +17,7 @@ import {groupBy} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
+import type {FindingCode} from '../findings/catalogue.js'
 import {gitOpsManager} from '../namespace.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION} from '../plan-types.js'
 import {compareRefs, formatRef, groupOf, refKey} from '../refs.js'
@@ -260,7 +261,7 @@ function decision(ref: ObjectRef, disposition: PolicyDisposition, why: string, o
 
 // --- findings ------------------------------------------------------------------------------------
 
-function finding(run: Run, f: {id: string; code: string; severity: Severity; ref?: ObjectRef; message: string; fix?: string}): string {
+function finding(run: Run, f: {id: string; code: FindingCode; severity: Severity; ref?: ObjectRef; message: string; fix?: string}): string {
   const out: Finding = {id: f.id, code: f.code, severity: f.severity, message: f.message}
   if (f.ref) out.ref = f.ref
   if (f.fix) out.fix = f.fix
