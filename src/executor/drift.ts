@@ -3,7 +3,8 @@
 import type {KubeClient} from '../kube/types.js'
 import type {Operation, PlanStep} from '../planner/plan-types.js'
 import {formatRef} from '../planner/refs.js'
-import {firstDifference, isOurs, operationRef, podTemplateOf} from './operations.js'
+import {podTemplateOf} from '../planner/vocab.js'
+import {firstDifference, isOurs, operationRef} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
 

@@ -7,16 +7,16 @@ import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient, ListOptions} from '../kube/types.js'
 import {buildInventory} from '../planner/inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot} from '../planner/model.js'
-import {analyzeInjectionWebhooks, DATAPLANE_MODE_LABEL, REVISION_LABEL} from '../planner/namespace.js'
+import {analyzeInjectionWebhooks} from '../planner/namespace.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {formatRef} from '../planner/refs.js'
-import {GATEWAY_MANAGED, ISTIO_PROXY, podProxyState, WAYPOINT_CONTROLLER} from '../planner/workloads.js'
-import {WAYPOINT_CLASS} from '../planner/waypoint.js'
+import {ISTIO_PROXY, podProxyState, WAYPOINT_CONTROLLER} from '../planner/workloads.js'
 import {ClusterSource, mapLimit} from '../sources/cluster.js'
 import {daemonSetCoverage} from './daemonset.js'
 import {analyzeNetworkPolicies, HBONE_PORT, PROBE_SOURCE_V4, podEndpoint, type PodEndpoint} from '../planner/network-policy.js'
 import {type AccessNeed, planAccessNeeds} from './rbac.js'
 import type {PreflightCheckId, PreflightDiagnostic} from './types.js'
+import {DATAPLANE_MODE_LABEL, GATEWAY_API_GROUP, GATEWAY_MANAGED, REVISION_LABEL, TLS_MODE_LABEL, TUNNEL_LABEL, WAYPOINT_CLASS, isSidecar} from '../planner/vocab.js'
 
 export interface PreflightInput {
   client: KubeClient
@@ -31,8 +31,6 @@ export interface PreflightInput {
 }
 
 const WAYPOINT_CONTROLLER_NAME = 'istio.io/mesh-controller'
-const TUNNEL_LABEL = 'networking.istio.io/tunnel'
-const TLS_MODE_LABEL = 'security.istio.io/tlsMode'
 
 const isForbidden = (error: unknown): boolean => error instanceof KubeApiError && error.status === 403
 
@@ -622,7 +620,6 @@ interface CrdRequirement {
   required: boolean
 }
 
-const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'
 const BUNDLE_VERSION = 'gateway.networking.k8s.io/bundle-version'
 
 export const GATEWAY_API_CRDS: CrdRequirement[] = [
@@ -752,7 +749,7 @@ function hasSidecar(pod: KubeObject): boolean {
   const state = podProxyState(pod)
   // podProxyState reads the status annotation and istio-proxy containers; the injector's tlsMode label
   // also marks a sidecar pod whose containers are not visible (DOMAIN §2.4).
-  return state === 'sidecar' || state === 'sidecar-native' || pod.metadata.labels?.[TLS_MODE_LABEL] === 'istio'
+  return isSidecar(state) || pod.metadata.labels?.[TLS_MODE_LABEL] === 'istio'
 }
 
 /** Label networking.istio.io/tunnel=http (set by the injector), or ISTIO_META_ENABLE_HBONE=true on istio-proxy. */

@@ -21,7 +21,7 @@ import type {FindingCode} from '../findings/catalogue.js'
 import {gitOpsManager} from '../namespace.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION} from '../plan-types.js'
 import {compareRefs, formatRef, groupOf, refKey} from '../refs.js'
-import {WAYPOINT_CLASS, waypointPrincipal} from '../waypoint.js'
+import {waypointPrincipal} from '../waypoint.js'
 import {
   type PeerIdentity,
   denyRulesSafeAtZtunnel,
@@ -33,8 +33,9 @@ import {
   usesRequestAuth,
 } from './authz-rules.js'
 import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
-import {GATEWAY_API_GROUP, MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
+import {MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
 import type {PolicyDecision, PolicyDisposition, PolicyMigration, PolicyMigrationInput, PolicyPlacement, PolicyRole} from './types.js'
+import {GATEWAY_API_GROUP, WAYPOINT_CLASS} from '../vocab.js'
 
 const AP = 'security.istio.io/AuthorizationPolicy'
 const RA = 'security.istio.io/RequestAuthentication'
