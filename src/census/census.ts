@@ -2,10 +2,10 @@
 // cluster-wide lists in, one row per namespace out. The namespace rules are the planner's
 // (analyzeNamespace: webhook-exact injection, IST0123's counting rule), not a second copy.
 import type {KubeObject, NamespaceState} from '../planner/model.js'
-import {analyzeInjectionWebhooks, analyzeNamespace, DATAPLANE_MODE_LABEL, injectionLabelsForIST0123, INJECTION_LABEL, type InjectionWebhooks, REVISION_LABEL, SIDECAR_INJECT} from '../planner/namespace.js'
+import {analyzeInjectionWebhooks, analyzeNamespace, injectionLabelsForIST0123, type InjectionWebhooks} from '../planner/namespace.js'
 import type {MigrationPlan, StepPhase} from '../planner/plan-types.js'
-import {AMBIENT_REDIRECTION, GATEWAY_MANAGED, podProxyState} from '../planner/workloads.js'
-import {WAYPOINT_CLASS} from '../planner/waypoint.js'
+import {podProxyState} from '../planner/workloads.js'
+import {AMBIENT_REDIRECTION, DATAPLANE_MODE_LABEL, GATEWAY_MANAGED, INJECTION_LABEL, REVISION_LABEL, SIDECAR_INJECT, WAYPOINT_CLASS, isSidecar} from '../planner/vocab.js'
 
 export interface CensusPod {
   name: string
@@ -186,7 +186,7 @@ function sidecarInAmbient(pods: KubeObject[], state: NamespaceState): CensusPod[
     .filter((p) => {
       if (isMeshOwnPod(p)) return false
       const proxy = podProxyState(p)
-      return proxy === 'sidecar' || proxy === 'sidecar-native'
+      return isSidecar(proxy)
     })
     .map((p) => {
       const labels = p.metadata.labels ?? {}
@@ -223,7 +223,7 @@ export function buildCensus(input: CensusInput): CensusReport {
         continue
       }
       const proxy = podProxyState(p)
-      if (proxy === 'sidecar' || proxy === 'sidecar-native') counts.sidecar++
+      if (isSidecar(proxy)) counts.sidecar++
       else if (proxy === 'ambient') counts.ambient++
       else counts.none++
     }

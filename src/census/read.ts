@@ -11,8 +11,9 @@ import type {KubeObject} from '../planner/model.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
 import {checkPlanText} from '../planner/planfile.js'
-import {GATEWAY_MANAGED, WAYPOINT_CONTROLLER} from '../planner/workloads.js'
+import {WAYPOINT_CONTROLLER} from '../planner/workloads.js'
 import type {CensusInput} from './census.js'
+import {GATEWAY_MANAGED} from '../planner/vocab.js'
 
 /** A kind that may be absent or unreadable: [] and a note instead of a failure. */
 async function optionalList(client: KubeClient, apiVersion: string, kind: string, opts: ListOptions, notes: string[], consequence: string): Promise<KubeObject[]> {

@@ -6,7 +6,7 @@ import {type PreflightReport, typed} from '../cli/contract.js'
 import {namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UserError} from '../errors.js'
-import {PREFLIGHT_CHECKS} from '../planner/plan-builder.js'
+import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 import {stdoutPainter} from '../ui/color.js'
 
 export default class PreflightCommand extends BaseCommand {

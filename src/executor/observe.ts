@@ -2,7 +2,8 @@
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef, ProxyState} from '../planner/model.js'
 import {refKey} from '../planner/refs.js'
-import {AMBIENT_REDIRECTION, podProxyState} from '../planner/workloads.js'
+import {podProxyState} from '../planner/workloads.js'
+import {AMBIENT_REDIRECTION, isSidecar} from '../planner/vocab.js'
 
 const RESOURCE = {
   pods: {apiVersion: 'v1', kind: 'Pod'},
@@ -75,7 +76,7 @@ export function podsByWorkload(pods: LivePod[]): Map<string, LivePod[]> {
 }
 
 export function hasSidecar(p: LivePod): boolean {
-  return p.proxy === 'sidecar' || p.proxy === 'sidecar-native'
+  return isSidecar(p.proxy)
 }
 
 export interface Condition {

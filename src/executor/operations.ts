@@ -8,6 +8,7 @@ import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Operation, PLAN_ANNOTATION, type Precondition} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
+import {podTemplateOf} from '../planner/vocab.js'
 
 export const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt'
 
@@ -60,11 +61,8 @@ function labelsOf(obj: KubeObject | undefined): Record<string, string> {
   return obj?.metadata.labels ?? {}
 }
 
-/** A controller's pod template (CronJobs nest it in their job template). */
-export function podTemplateOf(obj: KubeObject | undefined): {metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}} | undefined {
-  if (!obj) return undefined
-  return obj.kind === 'CronJob' ? obj.spec?.jobTemplate?.spec?.template : obj.spec?.template
-}
+// Re-exported for engine.ts (being rewritten by another change); import it from planner/vocab.ts.
+export {podTemplateOf} from '../planner/vocab.js'
 
 /** The object has every wanted label value (null: the label is absent). */
 export const labelsMatch = (live: Record<string, string>, want: Record<string, string | null>) =>

@@ -9,6 +9,7 @@ import type {Operation, PlanStep, Precondition} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import {operationRef, type PreconditionContext, stalePreconditions} from './operations.js'
+import {podTemplateOf} from '../planner/vocab.js'
 
 type Effect = {kind: 'object'; object: KubeObject} | {kind: 'absent'} | {kind: 'labels'; labels: Record<string, string | null>} | {kind: 'template-labels'; labels: Record<string, string | null>}
 
@@ -43,7 +44,7 @@ function applyEffect(obj: KubeObject | undefined, effect: Effect): KubeObject | 
       // The same patch the executor sends, with null (remove) applied as JSON merge patch does.
       const patch = templateLabelsPatch(obj.kind, effect.labels) as Record<string, unknown>
       const merged = mergeDeep(obj as unknown as Record<string, unknown>, patch) as unknown as KubeObject
-      const template = obj.kind === 'CronJob' ? merged.spec?.jobTemplate?.spec?.template : merged.spec?.template
+      const template = podTemplateOf(merged)
       if (template?.metadata?.labels) template.metadata.labels = withLabels(template.metadata.labels, effect.labels)
       return merged
     }

@@ -1,16 +1,16 @@
 // Fleet planning (issue 11 §4): the plans of many namespaces from one read of the cluster, and the
 // fleet overview (plans/fleet.yaml) ordering them into migration waves from the cross-namespace
 // dependencies the inventory sees. Pure: snapshots in, plans and the overview out.
-import {GATEWAY_API, NETWORKING, SECURITY, USE_WAYPOINT_NAMESPACE_LABEL, hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
 import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from './fleet-waves.js'
 import type {AuthorizationPolicySpec} from './istio-types.js'
 import {buildInventory, type InventoryOptions} from './inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from './model.js'
-import {INJECTION_IGNORED_NAMESPACES, NAMESPACE_NAME_LABEL, parseLabelSelector, selectorMatches} from './namespace.js'
+import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from './namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
 import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from './plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from './refs.js'
-import {USE_WAYPOINT_LABEL} from './waypoint.js'
+import {GATEWAY_API_GROUP, NAMESPACE_NAME_LABEL, NETWORKING, SECURITY, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from './vocab.js'
 
 export {computeWaves, type FleetCycle, type FleetEdge}
 
@@ -132,7 +132,7 @@ function addressedNamespaces(obj: KubeObject): string[] {
     hosts.push(String(spec.host))
   }
   const out = hosts.map((h) => hostServiceNamespace(resolveHost(h, ns))).filter((x): x is string => x !== undefined)
-  if (groupOf(obj.apiVersion) === GATEWAY_API) {
+  if (groupOf(obj.apiVersion) === GATEWAY_API_GROUP) {
     for (const r of [...(Array.isArray(spec.parentRefs) ? spec.parentRefs : []), ...(Array.isArray(spec.rules) ? spec.rules.flatMap((x: {backendRefs?: unknown[]}) => x?.backendRefs ?? []) : [])]) {
       if (isRecord(r) && r.kind === 'Service' && (r.group === '' || r.group === 'core' || r.group === undefined)) out.push(String(r.namespace ?? ns))
     }
@@ -194,7 +194,7 @@ function authorizationEdges(members: Member[], fleet: string[], edges: Map<strin
 
 function bypassEdges(members: Member[], fleet: Set<string>, edges: Map<string, FleetEdge>): void {
   const policies = new Map(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => [m.namespace, l7Policies(m)]))
-  const callerKinds = new Set([`${NETWORKING}/VirtualService`, `${NETWORKING}/DestinationRule`, `${GATEWAY_API}/HTTPRoute`, `${GATEWAY_API}/GRPCRoute`])
+  const callerKinds = new Set([`${NETWORKING}/VirtualService`, `${NETWORKING}/DestinationRule`, `${GATEWAY_API_GROUP}/HTTPRoute`, `${GATEWAY_API_GROUP}/GRPCRoute`])
   const seen = new Set<string>()
   for (const c of members) {
     if (!c.migrating) continue

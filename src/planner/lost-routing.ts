@@ -3,9 +3,10 @@
 // They are grouped by destination namespace — one finding each, listing the hosts — because what saves
 // them is the destination namespace's waypoint: migrate that namespace first (fleet waves), move the
 // routing there, or accept the loss. Pure.
-import {NETWORKING, hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
 import type {Finding, KubeObject} from './model.js'
 import {formatRef, objectKey, refKey} from './refs.js'
+import {NETWORKING} from './vocab.js'
 
 /** Id of the grouped finding: `E11/destination/<namespace>` (stable; what --accept-lost names). */
 export const GROUPED_LOST_PREFIX = 'E11/destination/'

@@ -1,6 +1,8 @@
 // The data model shared by sources, planner, executor and commands.
 // Everything here is plain data (JSON-serialisable): the planner is pure functions over it.
 
+import type {FindingCode} from './findings/catalogue.js'
+
 /** Any Kubernetes object as read from a manifest or the API server. */
 export interface KubeObject {
   apiVersion: string
@@ -56,7 +58,8 @@ export type Severity = 'info' | 'warning' | 'error' | 'blocker'
  */
 export interface Finding {
   id: string
-  code: string
+  /** A code of the finding catalogue (src/planner/findings/catalogue.ts, docs/findings.md). */
+  code: FindingCode
   severity: Severity
   message: string
   ref?: ObjectRef

@@ -4,14 +4,11 @@ import {parse as parseYaml} from 'yaml'
 import type {Finding, KubeObject, NamespaceLabel, NamespaceState, ObjectRef} from './model.js'
 import {groupOf, refOf} from './refs.js'
 import {isRecord} from './json.js'
+import {DATAPLANE_MODE_LABEL, INJECTION_LABEL, NAMESPACE_NAME_LABEL, REVISION_LABEL, SIDECAR_INJECT, TAG_LABEL, USE_WAYPOINT_LABEL} from './vocab.js'
 
-export const INJECTION_LABEL = 'istio-injection'
-export const REVISION_LABEL = 'istio.io/rev'
-export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
-export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
-export const TAG_LABEL = 'istio.io/tag'
-export const SIDECAR_INJECT = 'sidecar.istio.io/inject'
-export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name'
+// Re-exported for modules another change is rewriting (plan-builder, planfile, engine); import from vocab.ts instead.
+export {DATAPLANE_MODE_LABEL} from './vocab.js'
+
 
 /** Namespaces the injector never injects (pkg/kube/inject IgnoredNamespaces); the analyzers skip them too. */
 export const INJECTION_IGNORED_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage']

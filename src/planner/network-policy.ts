@@ -8,6 +8,7 @@
 import type {KubeObject} from './model.js'
 import {type LabelSelector, selectorMatches} from './namespace.js'
 import {isRecord} from './json.js'
+import {DATAPLANE_MODE_LABEL, GATEWAY_CLASS_NAME_LABEL, GATEWAY_MANAGED, GATEWAY_NAME_LABEL, SIDECAR_INJECT, WAYPOINT_CLASS} from './vocab.js'
 
 export const HBONE_PORT = 15008
 export const PROBE_SOURCE_V4 = '169.254.7.127'
@@ -254,12 +255,12 @@ export function analyzeNetworkPolicies(policies: KubeObject[], pods: PodEndpoint
 /** Labels istiod puts on a waypoint's pods (DOMAIN §1.3: the waypoint template). */
 export function waypointPodLabels(name: string): Record<string, string> {
   return {
-    'gateway.networking.k8s.io/gateway-name': name,
-    'gateway.networking.k8s.io/gateway-class-name': 'istio-waypoint',
-    'gateway.istio.io/managed': 'istio.io-mesh-controller',
+    [GATEWAY_NAME_LABEL]: name,
+    [GATEWAY_CLASS_NAME_LABEL]: WAYPOINT_CLASS,
+    [GATEWAY_MANAGED]: 'istio.io-mesh-controller',
     'service.istio.io/canonical-name': name,
-    'sidecar.istio.io/inject': 'false',
-    'istio.io/dataplane-mode': 'none',
+    [SIDECAR_INJECT]: 'false',
+    [DATAPLANE_MODE_LABEL]: 'none',
   }
 }
 

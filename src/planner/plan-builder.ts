@@ -22,26 +22,13 @@ import {simulate, unexpectedHazards} from './simulate.js'
 import {ROOT_DENY_CODE} from './classify/authz.js'
 import {serviceEntryVip} from './classify/service-entry.js'
 import {USE_WAYPOINT_NAMESPACE_LABEL} from './classify/common.js'
+import {PREFLIGHT_CHECKS} from './vocab.js'
 import {waypointServable} from './retarget/targets.js'
 import {buildWaypoint, isWaypointGateway, USE_WAYPOINT_LABEL, WAYPOINT_FOR_LABEL, waypointRevision} from './waypoint.js'
 
 export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
 export const INJECTION_LABEL = 'istio-injection'
 export const REVISION_LABEL = 'istio.io/rev'
-
-/** The preflight checks a plan asks for (implemented against the cluster by `preflight`). */
-export const PREFLIGHT_CHECKS = [
-  'istio-version',
-  'ambient-enabled',
-  'ztunnel-ready',
-  'istio-cni-ready',
-  'gateway-api-crds',
-  'waypoint-gatewayclass',
-  'sidecars-hbone',
-  'blockers',
-  'network-policies',
-  'rbac',
-] as const
 
 export interface BuildPlanInput {
   inventory: Inventory

@@ -1,10 +1,10 @@
 // Waypoint Gateway generation (DOMAIN §1.1, §1.4, §1.6, §1.8).
 import type {KubeObject, NamespaceState} from './model.js'
+import {REVISION_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from './vocab.js'
 
-export const WAYPOINT_CLASS = 'istio-waypoint'
-export const WAYPOINT_FOR_LABEL = 'istio.io/waypoint-for'
-export const REV_LABEL = 'istio.io/rev'
-export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
+// Re-exported for modules another change is rewriting (plan-builder, planfile, engine); import from vocab.ts instead.
+export {USE_WAYPOINT_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from './vocab.js'
+
 export const WAYPOINT_FOR_VALUES = ['service', 'workload', 'all'] as const
 export type WaypointFor = (typeof WAYPOINT_FOR_VALUES)[number]
 
@@ -48,7 +48,7 @@ export function buildWaypoint(opts: WaypointOptions): KubeObject {
   const problem = waypointNameProblem(opts.name)
   if (problem) throw new Error(`invalid waypoint name "${opts.name}": ${problem}`)
   const labels: Record<string, string> = {}
-  if (opts.revision) labels[REV_LABEL] = opts.revision
+  if (opts.revision) labels[REVISION_LABEL] = opts.revision
   labels[WAYPOINT_FOR_LABEL] = opts.waypointFor
   return {
     apiVersion: 'gateway.networking.k8s.io/v1',

@@ -2,10 +2,6 @@
 // Pure: objects in, WorkloadItems and findings out.
 import type {Finding, KubeObject, LostAnnotation, NamespaceState, ObjectRef, OwnerReference, ProxyState, WorkloadItem, WorkloadTrait} from './model.js'
 import {
-  DATAPLANE_MODE_LABEL,
-  INJECTION_LABEL,
-  REVISION_LABEL,
-  SIDECAR_INJECT,
   analyzeNamespace,
   gitOpsManager,
   predictInjection,
@@ -16,16 +12,13 @@ import {
 } from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
 import {isRecord, stringMap} from './json.js'
+import {AMBIENT_REDIRECTION, DATAPLANE_MODE_LABEL, GATEWAY_MANAGED, INJECTION_LABEL, REVISION_LABEL, SIDECAR_INJECT, SIDECAR_STATUS, TUNNEL_LABEL, isRolloutRestartable, isSidecar} from './vocab.js'
 
-export const SIDECAR_STATUS = 'sidecar.istio.io/status'
-export const AMBIENT_REDIRECTION = 'ambient.istio.io/redirection'
 export const ISTIO_PROXY = 'istio-proxy'
-export const GATEWAY_MANAGED = 'gateway.istio.io/managed'
 export const KUBE_GATEWAY_CONTROLLER = 'istio.io-gateway-controller'
 export const WAYPOINT_CONTROLLER = 'istio.io-mesh-controller'
 const INJECT_TEMPLATES = 'inject.istio.io/templates'
 const NATIVE_SIDECAR = 'sidecar.istio.io/nativeSidecar'
-const TUNNEL_LABEL = 'networking.istio.io/tunnel'
 
 /** istio-cni's default `excludeNamespaces` (never captured). */
 const CNI_EXCLUDED_NAMESPACES = ['kube-system']
@@ -267,7 +260,7 @@ function observePod(pod: PodLike, managedGateway = false): PodObservation {
     state,
     pending: state === 'none' && annotations[AMBIENT_REDIRECTION] === 'pending',
     placeholder: state === 'none' && placement.placeholder !== undefined,
-    hboneCapable: (state === 'sidecar' || state === 'sidecar-native') && hbone,
+    hboneCapable: isSidecar(state) && hbone,
   })
   if (annotations[SIDECAR_STATUS] !== undefined) {
     // Injected. Where istio-proxy sits tells classic from native; if the containers are not visible, say classic.
@@ -617,10 +610,10 @@ class Context {
     if (observations.length > 0) {
       for (const o of observations) {
         pods.total++
-        if (o.state === 'sidecar' || o.state === 'sidecar-native') pods.sidecar++
+        if (isSidecar(o.state)) pods.sidecar++
         else pods[o.state]++
       }
-      const sidecars = observations.filter((o) => o.state === 'sidecar' || o.state === 'sidecar-native')
+      const sidecars = observations.filter((o) => isSidecar(o.state))
       proxy =
         sidecars.length > 0
           ? sidecars.every((o) => o.state === 'sidecar-native')
@@ -658,7 +651,7 @@ class Context {
     if (pods.total > 0) item.pods = pods
     if (templateSource) item.serviceAccount = spec.serviceAccountName ?? spec.serviceAccount ?? 'default'
 
-    const hasSidecar = proxy === 'sidecar' || proxy === 'sidecar-native'
+    const hasSidecar = isSidecar(proxy)
     const gateway = traits.has('injected-gateway') || traits.has('waypoint')
 
     if (group.inferred.size > 0) {
@@ -969,7 +962,7 @@ function restartAdvice(
       fix: 'Restart it with `kubectl argo rollouts restart` after the injection label is removed.',
     }
   }
-  if (!['Deployment', 'StatefulSet', 'DaemonSet'].includes(ref.kind)) {
+  if (!isRolloutRestartable(ref.kind)) {
     return {
       code: 'E10',
       severity: 'warning',

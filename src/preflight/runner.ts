@@ -4,9 +4,9 @@ import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {PreflightRunner} from '../executor/verify.js'
 import type {Inventory, SourceSnapshot} from '../planner/model.js'
-import {PREFLIGHT_CHECKS} from '../planner/plan-builder.js'
+import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {CHECKS, type CheckContext, ClusterReads, type PreflightInput} from './checks.js'
+import {CHECKS, type CheckContext, ClusterReads, type PreflightInput} from './checks/index.js'
 import {isPreflightCheck, type PreflightDiagnostic} from './types.js'
 
 export interface PreflightOptions {

@@ -1,6 +1,7 @@
 // The result of a preflight check (SPEC §6 step 1, DOMAIN §4.4): one typed diagnostic per finding,
 // so that `preflight -o json`, `plan` and the apply engine read the same data.
-import {PREFLIGHT_CHECKS} from '../planner/plan-builder.js'
+import type {FindingCode} from '../planner/findings/catalogue.js'
+import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 
 export type PreflightCheckId = (typeof PREFLIGHT_CHECKS)[number]
 
@@ -11,7 +12,7 @@ export interface PreflightDiagnostic {
   check: string
   severity: PreflightSeverity
   /** Stable machine-readable code, e.g. "ZtunnelNotReady". */
-  code: string
+  code: FindingCode
   message: string
   /** How to fix it (absent for `ok`). */
   fix?: string

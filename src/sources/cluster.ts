@@ -7,6 +7,7 @@ import type {Finding, KubeObject, MissingKind, SourceSnapshot, SourceTarget} fro
 import {groupOf} from '../planner/refs.js'
 import {INVENTORY_KINDS, type InventoryKind, istioMinorFromImage, NAMESPACE_KIND} from './kinds.js'
 import type {FleetRead, ObjectSource} from './source.js'
+import {REVISION_LABEL} from '../planner/vocab.js'
 
 /** Run `fn` over `items` with at most `limit` in flight, keeping the order of results. */
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -174,9 +175,9 @@ export class ClusterSource implements ObjectSource {
   /** The version of the istiod that serves this namespace: its revision's, else the default one. */
   private istioVersion(objects: KubeObject[], namespace: string, rootNamespace: string): string | undefined {
     const ns = objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
-    const revision = ns?.metadata.labels?.['istio.io/rev']
+    const revision = ns?.metadata.labels?.[REVISION_LABEL]
     const istiods = objects.filter((o) => o.kind === 'Deployment' && o.metadata.namespace === rootNamespace && o.metadata.labels?.app === 'istiod')
-    const rev = (o: KubeObject) => o.metadata.labels?.['istio.io/rev'] ?? 'default'
+    const rev = (o: KubeObject) => o.metadata.labels?.[REVISION_LABEL] ?? 'default'
     const chosen = istiods.find((o) => rev(o) === (revision ?? 'default')) ?? istiods.find((o) => rev(o) === 'default') ?? istiods[0]
     const containers: {name?: string; image?: string}[] = chosen?.spec?.template?.spec?.containers ?? []
     const image = (containers.find((c) => c.name === 'discovery') ?? containers[0])?.image

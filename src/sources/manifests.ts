@@ -381,7 +381,7 @@ function skippedFinding(file: string, index: number, line: number, candidate: Ca
   const where = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
   const value = candidate.value
   const id = `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`
-  const base = {id, code: 'manifest-skipped'}
+  const base = {id, code: 'manifest-skipped' as const}
   if (isRecord(value)) {
     const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : ''
     if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/')) {

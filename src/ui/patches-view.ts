@@ -5,6 +5,7 @@ import {stringify} from 'yaml'
 import {type ManifestChange, manifestChanges} from '../planner/gitops.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {formatRef} from '../planner/refs.js'
+import {isRolloutRestartable} from '../planner/vocab.js'
 
 const VERB: Record<ManifestChange['kind'], string> = {
   labels: 'patch: set/remove labels of',
@@ -12,8 +13,6 @@ const VERB: Record<ManifestChange['kind'], string> = {
   add: 'add to the repository:',
   remove: 'remove from the repository (or keep this delete patch):',
 }
-
-const ROLLOUT_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet'])
 
 export function renderManifestPatches(plan: MigrationPlan): string {
   const steps = manifestChanges(plan)
@@ -37,7 +36,7 @@ export function renderManifestPatches(plan: MigrationPlan): string {
       docs.push(`${comment.join('\n')}\n${stringify(change.document, {lineWidth: 0})}`)
     }
     if (step.restarts.length > 0) {
-      const lines = step.restarts.map((r) => (ROLLOUT_KINDS.has(r.kind)
+      const lines = step.restarts.map((r) => (isRolloutRestartable(r.kind)
         ? `#   kubectl -n ${r.namespace ?? plan.metadata.namespace} rollout restart ${r.kind.toLowerCase()}/${r.name}`
         : `#   ${formatRef(r)}: its next run starts with the new template`))
       docs.push(`${title}\n# after the sync of this step (not a manifest change; safe to repeat):\n${lines.join('\n')}\n`)

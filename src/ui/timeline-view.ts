@@ -4,6 +4,7 @@ import type {MigrationPlan} from '../planner/plan-types.js'
 import {type BoundaryState, type Enforcement, simulate} from '../planner/simulate.js'
 import type {Painter} from './color.js'
 import {fitItems, fitText, renderColumnBlocks, renderTable} from './table.js'
+import {DATAPLANE_MODE_LABEL} from '../planner/vocab.js'
 
 const DP: Record<string, string> = {sidecar: 'sidecar', ambient: 'ambient', outside: 'OUT'}
 const ENF: Record<Enforcement, string> = {
@@ -21,7 +22,7 @@ export function timelineOf(plan: MigrationPlan) {
     workloads: plan.spec.workloads,
     steps: plan.spec.steps,
     policies: plan.spec.policies,
-    ambientAtStart: plan.spec.observed.namespaceLabels['istio.io/dataplane-mode'] === 'ambient',
+    ambientAtStart: plan.spec.observed.namespaceLabels[DATAPLANE_MODE_LABEL] === 'ambient',
   })
 }
 

@@ -2,7 +2,7 @@
 import {describe, expect, it} from 'vitest'
 
 import type {KubeObject} from '../../src/planner/model.js'
-import {chooseIstiod, compareBundleVersions, istioVersionFromImage} from '../../src/preflight/checks.js'
+import {chooseIstiod, compareBundleVersions, istioVersionFromImage} from '../../src/preflight/checks/index.js'
 import {nodeExclusion} from '../../src/preflight/daemonset.js'
 import {analyzeNetworkPolicies, cidrContains, type PodEndpoint} from '../../src/planner/network-policy.js'
 

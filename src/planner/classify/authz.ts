@@ -27,7 +27,6 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  SECURITY,
   analyzeTargetRefs,
   allServices,
   finding,
@@ -46,6 +45,7 @@ import {
   targetRefsOf,
   uniqSorted,
 } from './common.js'
+import {SECURITY} from '../vocab.js'
 
 export const DRY_RUN_ANNOTATION = 'istio.io/dry-run'
 

@@ -2,24 +2,18 @@
 // selector coverage, exportTo visibility, host resolution, waypoint bindings, findings.
 import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, ServiceItem, Severity, Verdict, WorkloadItem} from '../model.js'
+import type {FindingCode} from '../findings/catalogue.js'
 import type {LabelSelector, Labels, PolicyTargetReference} from '../istio-types.js'
 import {groupOf, refOf} from '../refs.js'
-import {USE_WAYPOINT_LABEL, WAYPOINT_CLASS} from '../waypoint.js'
 import {groupBy, isRecord} from '../json.js'
 import {selectorMatches} from '../namespace.js'
+import {GATEWAY_API_GROUP, NETWORKING, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_CLASS} from '../vocab.js'
 
 export {isRecord}
+// Re-exported for modules another change is rewriting (plan-builder, planfile, engine); import from vocab.ts instead.
+export {USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
-export const NETWORKING = 'networking.istio.io'
-export const SECURITY = 'security.istio.io'
-export const TELEMETRY = 'telemetry.istio.io'
-export const EXTENSIONS = 'extensions.istio.io'
-export const GATEWAY_API = 'gateway.networking.k8s.io'
 
-export const USE_WAYPOINT_NAMESPACE_LABEL = 'istio.io/use-waypoint-namespace'
-export const INGRESS_USE_WAYPOINT_LABEL = 'istio.io/ingress-use-waypoint'
-export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name'
-export const DATAPLANE_MODE_LABEL = 'istio.io/dataplane-mode'
 
 /** Kubernetes cluster domain assumed when matching wildcard hosts against Service FQDNs. */
 export const CLUSTER_DOMAIN = 'cluster.local'
@@ -74,7 +68,7 @@ export function item(
 export function finding(opts: {
   prefix: string
   ref: ObjectRef
-  code: string
+  code: FindingCode
   severity: Severity
   message: string
   fix?: string
@@ -334,7 +328,7 @@ export function servicesBehindWaypoints(ctx: ClassifyContext): string[] {
 }
 
 export function isWaypointClassGateway(obj: KubeObject | undefined): boolean {
-  return obj !== undefined && obj.kind === 'Gateway' && groupOf(obj.apiVersion) === GATEWAY_API && obj.spec?.gatewayClassName === WAYPOINT_CLASS
+  return obj !== undefined && obj.kind === 'Gateway' && groupOf(obj.apiVersion) === GATEWAY_API_GROUP && obj.spec?.gatewayClassName === WAYPOINT_CLASS
 }
 
 // --- targetRefs ----------------------------------------------------------------------------------
@@ -387,8 +381,8 @@ export function analyzeTargetRefs(obj: KubeObject, ctx: ClassifyContext): Target
     } else if (kind === 'ServiceEntry' && group === NETWORKING) {
       out.waypoint = true
       out.reasons.push(reason(path, `attached to the (egress) waypoint of ServiceEntry ${name}; enforced only when the ServiceEntry is bound to a waypoint`))
-    } else if (kind === 'Gateway' && group === GATEWAY_API) {
-      const gw = findObject(ctx, GATEWAY_API, 'Gateway', policyNs, name)
+    } else if (kind === 'Gateway' && group === GATEWAY_API_GROUP) {
+      const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', policyNs, name)
       if (gw && !isWaypointClassGateway(gw)) {
         out.reasons.push(reason(path, `attached to Gateway ${name} of class ${gw.spec?.gatewayClassName ?? '(none)'}, not a waypoint: applies to that gateway's own proxy`))
         continue
@@ -399,7 +393,7 @@ export function analyzeTargetRefs(obj: KubeObject, ctx: ClassifyContext): Target
       out.reasons.push(
         reason(path, gw ? `attached to waypoint ${policyNs}/${name}; enforced by the waypoint only` : `attached to Gateway ${name} (not in the snapshot; assumed to be a waypoint); enforced by that waypoint only`),
       )
-    } else if (kind === 'GatewayClass' && group === GATEWAY_API) {
+    } else if (kind === 'GatewayClass' && group === GATEWAY_API_GROUP) {
       if (name !== WAYPOINT_CLASS) {
         out.reasons.push(reason(path, `attached to GatewayClass ${name}: applies to gateways of that class, not to waypoints`))
       } else if (policyNs !== ctx.rootNamespace) {

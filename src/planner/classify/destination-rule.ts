@@ -16,8 +16,6 @@ import {
   destinationWaypoint,
   type HostTarget,
   type KindClassifier,
-  NETWORKING,
-  USE_WAYPOINT_NAMESPACE_LABEL,
   exportedTo,
   finding,
   hasLabels,
@@ -36,6 +34,7 @@ import {
 } from './common.js'
 import {namespaceEgressEntry} from './service-entry.js'
 import {destinations, isMeshBound} from './virtual-service.js'
+import {NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
 export interface TrafficPolicyFields {
   /** Fields a waypoint applies (and ztunnel ignores), as reasons. */

@@ -8,7 +8,6 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  NETWORKING,
   allServices,
   analyzeTargetRefs,
   finding,
@@ -23,6 +22,7 @@ import {
   uniqSorted,
   workloadNames,
 } from './common.js'
+import {NETWORKING} from '../vocab.js'
 
 function contexts(spec: EnvoyFilterSpec): string[] {
   const patches = Array.isArray(spec.configPatches) ? spec.configPatches : []

@@ -10,15 +10,9 @@ import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, KubeObject, ObjectRef, Verdict} from '../model.js'
 import type {GatewayListener, IstioGatewaySpec, KubeGatewaySpec, ParentReference, RouteSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {REV_LABEL, USE_WAYPOINT_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from '../waypoint.js'
 import {
   type Classified,
   type KindClassifier,
-  DATAPLANE_MODE_LABEL,
-  GATEWAY_API,
-  INGRESS_USE_WAYPOINT_LABEL,
-  NETWORKING,
-  USE_WAYPOINT_NAMESPACE_LABEL,
   allServices,
   findObject,
   finding,
@@ -37,6 +31,7 @@ import {
   uniqSorted,
 } from './common.js'
 import {isMeshBound} from './virtual-service.js'
+import {DATAPLANE_MODE_LABEL, GATEWAY_API_GROUP, INGRESS_USE_WAYPOINT_LABEL, NETWORKING, REVISION_LABEL, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from '../vocab.js'
 
 export const ROUTE_KINDS = ['HTTPRoute', 'GRPCRoute', 'TCPRoute', 'TLSRoute'] as const
 
@@ -106,16 +101,16 @@ export function classifyKubeGateway(obj: KubeObject, ctx: ClassifyContext): Clas
   reasons.push(reason('metadata.name', bound.length > 0 ? `Services of ${ctx.namespace} bound to it: ${bound.join(', ')}` : `no Service of ${ctx.namespace} is bound to it (istio.io/use-waypoint)`))
 
   if (ns === ctx.namespace) {
-    if (ctx.namespaceState.revision && labels[REV_LABEL] === undefined) {
-      reasons.push(reason(`metadata.labels[${REV_LABEL}]`, `absent in a namespace labelled ${REV_LABEL}=${ctx.namespaceState.revision}: istiod falls back to the namespace's label, so removing it re-homes or orphans this waypoint (E1)`))
+    if (ctx.namespaceState.revision && labels[REVISION_LABEL] === undefined) {
+      reasons.push(reason(`metadata.labels[${REVISION_LABEL}]`, `absent in a namespace labelled ${REVISION_LABEL}=${ctx.namespaceState.revision}: istiod falls back to the namespace's label, so removing it re-homes or orphans this waypoint (E1)`))
       findings.push(
         finding({
           prefix: 'E1',
           ref,
           code: 'WaypointWithoutRevision',
           severity: 'warning',
-          message: `${formatRef(ref)} has no ${REV_LABEL} label; its control-plane revision comes from the namespace's ${REV_LABEL}=${ctx.namespaceState.revision}, which the migration removes.`,
-          fix: `Label the waypoint ${REV_LABEL}=${ctx.namespaceState.revision} before the sidecar-injection labels are removed.`,
+          message: `${formatRef(ref)} has no ${REVISION_LABEL} label; its control-plane revision comes from the namespace's ${REVISION_LABEL}=${ctx.namespaceState.revision}, which the migration removes.`,
+          fix: `Label the waypoint ${REVISION_LABEL}=${ctx.namespaceState.revision} before the sidecar-injection labels are removed.`,
         }),
       )
     }
@@ -147,7 +142,7 @@ function kubeGatewayElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
 }
 
 export const kubeGatewayClassifier: KindClassifier = {
-  kinds: [`${GATEWAY_API}/Gateway`],
+  kinds: [`${GATEWAY_API_GROUP}/Gateway`],
   relevantElsewhere: kubeGatewayElsewhere,
   classify: classifyKubeGateway,
 }
@@ -176,7 +171,7 @@ function parentsOf(spec: RouteSpec): ParentReference[] {
 }
 
 function parentKind(p: ParentReference): {group: string; kind: string} {
-  return {group: p.group ?? GATEWAY_API, kind: p.kind ?? 'Gateway'}
+  return {group: p.group ?? GATEWAY_API_GROUP, kind: p.kind ?? 'Gateway'}
 }
 
 function isServiceParent(p: ParentReference): boolean {
@@ -235,8 +230,8 @@ export function classifyRoute(obj: KubeObject, ctx: ClassifyContext): Classified
       scope = scope ?? 'mesh-routing'
       reasons.push(reason(path, `ServiceEntry ${pns}/${pname}: honoured only through the (egress) waypoint bound to it` + (wp && wp !== 'none' ? ` (bound to ${wp})` : ' — not bound (istio.io/use-waypoint)')))
       contributions.push({verdict: 'L7', action: 'keep'})
-    } else if (kind === 'Gateway' && group === GATEWAY_API) {
-      const gw = findObject(ctx, GATEWAY_API, 'Gateway', pns, pname)
+    } else if (kind === 'Gateway' && group === GATEWAY_API_GROUP) {
+      const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', pns, pname)
       if (isWaypointClassGateway(gw)) {
         scope = scope ?? 'mesh-routing'
         for (const s of pns === ctx.namespace ? servicesBoundTo(ctx, pns, pname) : []) services.add(s)
@@ -311,7 +306,7 @@ function routeElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
     if (pns !== ctx.namespace) continue
     if (isServiceParent(p)) return true
     const {group, kind} = parentKind(p)
-    if (kind === 'Gateway' && group === GATEWAY_API && isWaypointClassGateway(findObject(ctx, GATEWAY_API, 'Gateway', pns, String(p.name ?? '')))) return true
+    if (kind === 'Gateway' && group === GATEWAY_API_GROUP && isWaypointClassGateway(findObject(ctx, GATEWAY_API_GROUP, 'Gateway', pns, String(p.name ?? '')))) return true
   }
   return (Array.isArray(spec.rules) ? spec.rules : []).some((r) =>
     (Array.isArray(r?.backendRefs) ? r.backendRefs : []).some((b) => (b?.kind ?? 'Service') === 'Service' && (b?.group ?? '') === '' && b?.namespace === ctx.namespace),
@@ -319,7 +314,7 @@ function routeElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
 }
 
 export const routeClassifier: KindClassifier = {
-  kinds: ROUTE_KINDS.map((k) => `${GATEWAY_API}/${k}`),
+  kinds: ROUTE_KINDS.map((k) => `${GATEWAY_API_GROUP}/${k}`),
   relevantElsewhere: routeElsewhere,
   classify: classifyRoute,
 }

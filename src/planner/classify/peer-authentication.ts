@@ -11,7 +11,6 @@ import {formatRef, objectKey} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  SECURITY,
   allServices,
   compareAge,
   finding,
@@ -29,6 +28,7 @@ import {
   servicesCovering,
   workloadNames,
 } from './common.js'
+import {SECURITY, podTemplateOrPod} from '../vocab.js'
 
 type Level = 'mesh' | 'namespace' | 'workload' | 'root-selector'
 
@@ -131,9 +131,7 @@ function plaintextPorts(ctx: ClassifyContext, workloads: WorkloadItem[]): {workl
 function templateAnnotations(ctx: ClassifyContext, w: WorkloadItem): Record<string, string> {
   const obj = objectsOfKind(ctx, kindKey(w.ref)).find((o) => o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace)
   if (!obj) return {}
-  if (obj.kind === 'Pod') return obj.metadata.annotations ?? {}
-  if (obj.kind === 'CronJob') return obj.spec?.jobTemplate?.spec?.template?.metadata?.annotations ?? {}
-  return obj.spec?.template?.metadata?.annotations ?? {}
+  return podTemplateOrPod(obj)?.metadata?.annotations ?? {}
 }
 
 export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext): Classified {

@@ -7,8 +7,6 @@ import type {ProxyConfigSpec} from '../istio-types.js'
 import {
   type Classified,
   type KindClassifier,
-  GATEWAY_API,
-  GATEWAY_NAME_LABEL,
   findObject,
   hasLabels,
   isProxyWorkload,
@@ -21,6 +19,7 @@ import {
   selectorCoverage,
   workloadNames,
 } from './common.js'
+import {GATEWAY_API_GROUP, GATEWAY_NAME_LABEL} from '../vocab.js'
 
 export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
@@ -33,7 +32,7 @@ export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Clas
   if (selector) {
     const gatewayName = selector[GATEWAY_NAME_LABEL]
     if (gatewayName !== undefined) {
-      const gw = findObject(ctx, GATEWAY_API, 'Gateway', ref.namespace!, gatewayName)
+      const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', ref.namespace!, gatewayName)
       if (!gw || isWaypointClassGateway(gw)) {
         reasons.push(reason(`spec.selector.matchLabels[${GATEWAY_NAME_LABEL}]`, `configures the proxy of waypoint ${gatewayName}${gw ? '' : ' (not in the snapshot)'}: applied when istiod renders the waypoint Deployment`))
         return {item: item(ref, 'L7', 'keep', reasons, {scope: 'workload'}), findings: []}

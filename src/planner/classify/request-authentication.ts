@@ -8,7 +8,6 @@ import type {RequestAuthenticationSpec} from '../istio-types.js'
 import {
   type Classified,
   type KindClassifier,
-  SECURITY,
   allServices,
   analyzeTargetRefs,
   hasLabels,
@@ -21,6 +20,7 @@ import {
   targetRefsOf,
   workloadNames,
 } from './common.js'
+import {SECURITY} from '../vocab.js'
 
 export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)

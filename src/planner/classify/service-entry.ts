@@ -7,12 +7,9 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject} from '../model.js'
 import type {ServiceEntrySpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {USE_WAYPOINT_LABEL} from '../waypoint.js'
 import {
   type Classified,
   type KindClassifier,
-  NETWORKING,
-  USE_WAYPOINT_NAMESPACE_LABEL,
   exportedTo,
   finding,
   hasLabels,
@@ -28,6 +25,7 @@ import {
   selectorCoverage,
   workloadNames,
 } from './common.js'
+import {NETWORKING, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
 /** ServiceEntry label that opts out of istiod's IP auto-allocation (`"false"`). */
 export const AUTOALLOCATE_LABEL = 'networking.istio.io/enable-autoallocate-ip'

@@ -8,7 +8,6 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  NETWORKING,
   allServices,
   finding,
   hasLabels,
@@ -21,6 +20,7 @@ import {
   selectorCoverage,
   workloadNames,
 } from './common.js'
+import {NETWORKING} from '../vocab.js'
 
 export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)

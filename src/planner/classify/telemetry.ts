@@ -7,7 +7,6 @@ import type {TelemetrySpec} from '../istio-types.js'
 import {
   type Classified,
   type KindClassifier,
-  TELEMETRY,
   allServices,
   analyzeTargetRefs,
   hasLabels,
@@ -20,6 +19,7 @@ import {
   targetRefsOf,
   workloadNames,
 } from './common.js'
+import {TELEMETRY} from '../vocab.js'
 
 function configured(spec: TelemetrySpec): string {
   const parts = (['metrics', 'accessLogging', 'tracing'] as const).filter((k) => Array.isArray(spec[k]) && spec[k]!.length > 0)

@@ -12,9 +12,6 @@ import {
   type Classified,
   type HostTarget,
   type KindClassifier,
-  GATEWAY_API,
-  NETWORKING,
-  USE_WAYPOINT_NAMESPACE_LABEL,
   destinationWaypoint,
   exportedTo,
   finding,
@@ -29,6 +26,7 @@ import {
   uniqSorted,
 } from './common.js'
 import {namespaceEgressEntry} from './service-entry.js'
+import {GATEWAY_API_GROUP, NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
 /** Bound to the mesh (client sidecars, waypoints): `gateways` absent/empty or containing `mesh`. */
 export function isMeshBound(spec: VirtualServiceSpec): boolean {
@@ -288,7 +286,7 @@ function lostFinding(prefix: string, ref: ObjectRef, message: string, fix: strin
 /** HTTPRoute/GRPCRoute names of the migrated namespace whose parent is one of the given Services. */
 export function gammaRoutesFor(ctx: ClassifyContext, services: string[]): string[] {
   return uniqSorted(
-    [...objectsOfKind(ctx, `${GATEWAY_API}/HTTPRoute`), ...objectsOfKind(ctx, `${GATEWAY_API}/GRPCRoute`)]
+    [...objectsOfKind(ctx, `${GATEWAY_API_GROUP}/HTTPRoute`), ...objectsOfKind(ctx, `${GATEWAY_API_GROUP}/GRPCRoute`)]
       .filter((o) => namespaceOf(o, ctx) === ctx.namespace)
       .filter((o) =>
         (Array.isArray(o.spec?.parentRefs) ? o.spec.parentRefs : []).some(

@@ -6,7 +6,6 @@ import type {WasmPluginSpec} from '../istio-types.js'
 import {
   type Classified,
   type KindClassifier,
-  EXTENSIONS,
   allServices,
   analyzeTargetRefs,
   hasLabels,
@@ -19,6 +18,7 @@ import {
   targetRefsOf,
   workloadNames,
 } from './common.js'
+import {EXTENSIONS} from '../vocab.js'
 
 export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)

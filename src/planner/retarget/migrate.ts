@@ -17,10 +17,11 @@ import {groupBy} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
+import type {FindingCode} from '../findings/catalogue.js'
 import {gitOpsManager} from '../namespace.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION} from '../plan-types.js'
 import {compareRefs, formatRef, groupOf, refKey} from '../refs.js'
-import {WAYPOINT_CLASS, waypointPrincipal} from '../waypoint.js'
+import {waypointPrincipal} from '../waypoint.js'
 import {
   type PeerIdentity,
   denyRulesSafeAtZtunnel,
@@ -32,8 +33,9 @@ import {
   usesRequestAuth,
 } from './authz-rules.js'
 import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
-import {GATEWAY_API_GROUP, MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
+import {MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
 import type {PolicyDecision, PolicyDisposition, PolicyMigration, PolicyMigrationInput, PolicyPlacement, PolicyRole} from './types.js'
+import {GATEWAY_API_GROUP, WAYPOINT_CLASS} from '../vocab.js'
 
 const AP = 'security.istio.io/AuthorizationPolicy'
 const RA = 'security.istio.io/RequestAuthentication'
@@ -260,7 +262,7 @@ function decision(ref: ObjectRef, disposition: PolicyDisposition, why: string, o
 
 // --- findings ------------------------------------------------------------------------------------
 
-function finding(run: Run, f: {id: string; code: string; severity: Severity; ref?: ObjectRef; message: string; fix?: string}): string {
+function finding(run: Run, f: {id: string; code: FindingCode; severity: Severity; ref?: ObjectRef; message: string; fix?: string}): string {
   const out: Finding = {id: f.id, code: f.code, severity: f.severity, message: f.message}
   if (f.ref) out.ref = f.ref
   if (f.fix) out.fix = f.fix

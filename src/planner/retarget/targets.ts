@@ -3,10 +3,10 @@
 import type {ServiceItem, WorkloadItem} from '../model.js'
 import {groupBy} from '../json.js'
 import type {TargetRef} from './types.js'
+import {GATEWAY_API_GROUP} from '../vocab.js'
 
 // AuthorizationPolicy, RequestAuthentication, Telemetry and WasmPlugin allow at most 16 targetRefs (CRD maxItems).
 export const MAX_TARGET_REFS = 16
-export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'
 const WAYPOINT_SERVICE_MANAGER = 'istio.io-mesh-controller'
 
 export interface TargetPlan {

@@ -1,7 +1,7 @@
+import {GATEWAY_API_GROUP} from '../vocab.js'
 // The parts of Gateway API v1 HTTPRoute (standard channel, v1.6.1) that the VirtualService conversion
 // writes. Field names and shapes follow config/crd/standard/gateway.networking.k8s.io_httproutes.yaml.
 
-export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'
 export const HTTPROUTE_API_VERSION = `${GATEWAY_API_GROUP}/v1`
 
 export type PathMatchType = 'Exact' | 'PathPrefix' | 'RegularExpression'

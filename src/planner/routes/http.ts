@@ -1,6 +1,7 @@
 // One VirtualService `http[]` entry read into what an HTTPRoute rule can carry, with a reason for
 // every field that has no (exact) Gateway API v1.6.1 standard-channel equivalent
 // (istio/api networking/v1 HTTPRoute; Gateway API config/crd/standard HTTPRoute).
+import type {FindingCode} from '../findings/catalogue.js'
 import {isRecord, reason} from '../classify/common.js'
 import type {KubeObject} from '../model.js'
 import {
@@ -18,7 +19,7 @@ import {DNS_SUBDOMAIN, HEADER_NAME, escapeRe2, gatewayDuration, parseGoDuration,
 
 /** A note about a converted VirtualService (or, with `alsoWhenKept`, about any). */
 export interface Note {
-  code: string
+  code: FindingCode
   severity: 'info' | 'warning' | 'error'
   topic: string
   message: string

@@ -1,8 +1,9 @@
 // istio-cni's enrollment rule (DOMAIN §2.2): which pods ztunnel captures, and the
 // ambient.istio.io/redirection value the node agent records on them.
 import type {KubeObject} from '../../../../src/planner/model.js'
-import {DATAPLANE_MODE_LABEL, type LabelSelector, selectorMatches} from '../../../../src/planner/namespace.js'
+import {type LabelSelector, selectorMatches} from '../../../../src/planner/namespace.js'
 import {SIDECAR_STATUS} from './injector.js'
+import {DATAPLANE_MODE_LABEL} from '../../../../src/planner/vocab.js'
 
 export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection'
 

@@ -7,14 +7,12 @@
 import type {KubeObject} from '../../../../src/planner/model.js'
 import {
   analyzeNamespace,
-  INJECTION_LABEL,
   type InjectionWebhooks,
-  NAMESPACE_NAME_LABEL,
   predictInjection,
-  REVISION_LABEL,
   selectorMatches,
 } from '../../../../src/planner/namespace.js'
 import {type InjectorSettings, usesNativeSidecar} from './settings.js'
+import {INJECTION_LABEL, NAMESPACE_NAME_LABEL, REVISION_LABEL} from '../../../../src/planner/vocab.js'
 
 export const SIDECAR_STATUS = 'sidecar.istio.io/status'
 const TLS_MODE = 'security.istio.io/tlsMode'

@@ -4,7 +4,8 @@
 import {parse as parseYaml} from 'yaml'
 
 import type {KubeObject} from '../../../../src/planner/model.js'
-import {analyzeInjectionWebhooks, type InjectionWebhooks, REVISION_LABEL} from '../../../../src/planner/namespace.js'
+import {analyzeInjectionWebhooks, type InjectionWebhooks} from '../../../../src/planner/namespace.js'
+import {REVISION_LABEL} from '../../../../src/planner/vocab.js'
 
 export const ZTUNNEL_POD_LABEL = {app: 'ztunnel'}
 export const ISTIO_CNI_POD_LABEL = {'k8s-app': 'istio-cni-node'}

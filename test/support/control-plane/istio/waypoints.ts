@@ -3,9 +3,10 @@
 // istio.io/WaypointBound condition it gets (§1.4, §1.5).
 import type {KubeObject, OwnerReference} from '../../../../src/planner/model.js'
 import {selectorMatches, type LabelSelector} from '../../../../src/planner/namespace.js'
-import {isWaypointGateway, REV_LABEL, USE_WAYPOINT_LABEL, WAYPOINT_FOR_LABEL} from '../../../../src/planner/waypoint.js'
+import {isWaypointGateway} from '../../../../src/planner/waypoint.js'
 import type {Condition} from '../meta.js'
 import type {InjectorSettings} from './settings.js'
+import {REVISION_LABEL, USE_WAYPOINT_LABEL, WAYPOINT_FOR_LABEL} from '../../../../src/planner/vocab.js'
 
 export {isWaypointGateway}
 
@@ -27,7 +28,7 @@ export const GATEWAY_FIELD_MANAGER = 'istio.io/gateway-controller'
  * resolved to its revision; neither set → the "default" tag's revision, else "default".
  */
 export function gatewayOwnerRevision(gateway: KubeObject, namespace: KubeObject | undefined, tags: Record<string, string>): string {
-  const value = gateway.metadata.labels?.[REV_LABEL] ?? namespace?.metadata.labels?.[REV_LABEL]
+  const value = gateway.metadata.labels?.[REVISION_LABEL] ?? namespace?.metadata.labels?.[REVISION_LABEL]
   if (value) return tags[value] ?? value
   return tags.default ?? 'default'
 }

@@ -1,0 +1,241 @@
+// The catalogue of finding codes (issue 12, like istioctl's messages.yaml): every code the planner, the
+// sources and preflight emit, with its one PascalCase name, the DOMAIN edge case (E-number) and the
+// istioctl analyzer code (IST…) it corresponds to, its severities, and message/fix templates ({…} are
+// the parts filled in per object). `Finding.code` and `PreflightDiagnostic.code` are typed as
+// `FindingCode`, so a code that is not catalogued does not compile; docs/findings.md is generated from
+// this file (test/unit/finding-catalogue.test.ts keeps it in step).
+//
+// Stability: the key is the code users already see (finding JSON, plan files, tests, scripts). Codes
+// named in an older style (E-numbers, IST numbers, kebab-case) keep being emitted unchanged; `name` is
+// their one-style name, documented next to them. Finding ids — what --accept-lost/--accept-hazard name
+// — are not codes and do not change.
+import type {Severity} from '../model.js'
+
+export type FindingArea = 'namespace' | 'workload' | 'service' | 'policy' | 'routing' | 'retarget' | 'plan' | 'fleet' | 'source' | 'preflight'
+
+export type CatalogueSeverity = Severity | 'ok'
+
+export interface FindingSpec {
+  /** PascalCase name (the one naming style); equal to the code for codes already in that style. */
+  name: string
+  area: FindingArea
+  /** DOMAIN.md edge case(s), e.g. "E11". */
+  edgeCase?: string
+  /** The istioctl analyzer message it corresponds to, e.g. "IST0118". */
+  istio?: string
+  /** The severities it is emitted with. */
+  severity: readonly CatalogueSeverity[]
+  /** Message template: "{x}" marks what is filled in per object. */
+  message: string
+  /** Fix template (absent when there is nothing for a person to do: ok/info diagnostics). */
+  fix?: string
+}
+
+type Spec = Omit<FindingSpec, 'name'> & {name?: string}
+
+// prettier-ignore
+const SPECS = {
+  // ── namespace (src/planner/namespace.ts) ──
+  E1: {name: 'RevisionLabelIssue', area: 'namespace', edgeCase: 'E1', severity: ['info', 'warning'], message: 'Namespace {ns} has an empty istio.io/rev, a revision or tag no webhook serves, or a revision tag that waypoints follow.', fix: 'Set istio.io/rev to an installed revision or tag (or remove it), or pin waypoints with their own istio.io/rev.'},
+  E2: {name: 'InjectionAndRevisionLabels', area: 'namespace', edgeCase: 'E2', severity: ['warning'], message: 'Namespace {ns} has both istio-injection and istio.io/rev: istio-injection wins for injection.', fix: 'Remove both in the injection step (the plan does); keep one label if you stay on sidecars.'},
+  E3: {name: 'InjectionEnabledByDefault', area: 'namespace', edgeCase: 'E3', istio: 'IST0148', severity: ['warning'], message: 'Sidecar injection is enabled by default for namespaces without an injection label ({evidence}): removing the labels does not stop injection.', fix: 'Label the namespace istio-injection=disabled in the injection step, or turn off enableNamespacesByDefault.'},
+  E23: {name: 'GitOpsManaged', area: 'namespace', edgeCase: 'E23', severity: ['info', 'warning'], message: '{object} is managed by {manager}: label, template and restart changes made by the migration may be reverted by the next sync.', fix: 'Make the changes in the source repository (mesh-migrate show PLAN -o patches prints them per step).'},
+  IST0123: {name: 'ConflictingInjectionLabels', area: 'namespace', edgeCase: 'E2', istio: 'IST0123', severity: ['warning'], message: 'The namespace has more than one type of injection labels [{labels}] (istioctl analyze IST0123).', fix: 'Keep one injection label.'},
+  'namespace-missing': {name: 'NamespaceMissing', area: 'namespace', severity: ['warning'], message: 'No Namespace object for {ns} in the source: it is treated as having no labels.', fix: 'Add the Namespace manifest to the source.'},
+  'injector-config-unreadable': {name: 'InjectorConfigUnreadable', area: 'namespace', severity: ['info'], message: '{source} could not be read: injection is predicted without its policy and selectors.'},
+  'dataplane-none-with-injection': {name: 'DataplaneNoneWithInjection', area: 'namespace', severity: ['info'], message: 'Namespace {ns} has istio.io/dataplane-mode=none next to sidecar injection: pods keep sidecars and the namespace is excluded from ambient.', fix: 'Remove istio.io/dataplane-mode=none before enabling ambient.'},
+  'dataplane-mode-unknown': {name: 'DataplaneModeUnknown', area: 'namespace', severity: ['warning'], message: 'Namespace {ns} has istio.io/dataplane-mode={value}; only "ambient" and "none" mean anything.', fix: 'Remove the label or set it to ambient/none.'},
+
+  // ── workloads (src/planner/workloads.ts) ──
+  E4: {name: 'PodLevelInjection', area: 'workload', edgeCase: 'E4', severity: ['info', 'warning'], message: 'The pod template of {workload} opts in to sidecars ({how}) or carries a kube-injected istio-proxy: namespace label changes do not remove it.', fix: 'Remove the opt-in (or re-generate without kube-inject) in the step that removes the namespace labels.'},
+  E5: {name: 'OptedOutWorkloadCaptured', area: 'workload', edgeCase: 'E5', severity: ['warning'], message: '{workload} runs without a sidecar: ztunnel captures its pods the moment istio.io/dataplane-mode=ambient is set on the namespace.', fix: 'Label its pod template istio.io/dataplane-mode=none to keep it out, or accept the enrolment.'},
+  E6: {name: 'HostNetworkWorkload', area: 'workload', edgeCase: 'E6', severity: ['info'], message: '{workload} uses hostNetwork: never injected and never captured by ztunnel; left out of restarts and data-plane checks.'},
+  E7: {name: 'InjectedGateway', area: 'workload', edgeCase: 'E7', severity: ['info', 'warning'], message: '{workload} is an injected Istio gateway: it keeps its proxy in ambient; {whether it is still injected after the labels change}.', fix: 'Pin its injection (label the pods sidecar.istio.io/inject=true and istio.io/rev) before the labels are removed.'},
+  E8: {name: 'GatewayApiGatewayCaptured', area: 'workload', edgeCase: 'E8', severity: ['warning'], message: '{workload} runs a Gateway API gateway of class istio without istio.io/dataplane-mode=none: ztunnel captures it when the namespace becomes ambient.', fix: 'Label the Gateway istio.io/dataplane-mode=none before enabling ambient, unless the capture is intended.'},
+  E9: {name: 'StatefulRestartLimits', area: 'workload', edgeCase: 'E9', severity: ['warning'], message: '{workload} is a StatefulSet whose restart replaces not every pod (OnDelete, partition), or a headless Service a service waypoint never sees.', fix: 'Delete the pods explicitly (or lower the partition); for headless Services use a workload waypoint.'},
+  E10: {name: 'NotRestartable', area: 'workload', edgeCase: 'E10', severity: ['warning'], message: '{workload} cannot be rollout-restarted (Job, CronJob, bare Pod, ReplicaSet, Argo Rollout, custom controller) or calls the sidecar lifecycle endpoints.', fix: 'Restart it through its own mechanism after the injection label is removed; drop calls to 15020/15000 quitquitquit.'},
+  IST0103: {name: 'PodsWithoutProxy', area: 'workload', istio: 'IST0103', severity: ['warning'], message: '{n} of {total} pod(s) of {workload} run without the Istio proxy although the namespace injects sidecars.', fix: 'Restart them so they are injected, or opt them out explicitly.'},
+  IST0146: {name: 'GatewayImageAutoNotInjected', area: 'workload', edgeCase: 'E7', istio: 'IST0146', severity: ['warning'], message: '{kind} {name} contains `image: auto` but does not match any Istio injection webhook selectors: its pods cannot start.', fix: 'Let the gateway be injected (sidecar.istio.io/inject=true in a namespace without injection labels), or inject the namespace.'},
+  IST0147: {name: 'GatewayPodImageAutoNotInjected', area: 'workload', edgeCase: 'E7', istio: 'IST0147', severity: ['error'], message: 'Pod {name} contains `image: auto` but does not match any Istio injection webhook selectors: it cannot start.', fix: 'Let the gateway be injected (sidecar.istio.io/inject=true in a namespace without injection labels), or inject the namespace.'},
+  'ambient-pending': {name: 'AmbientRedirectionPending', area: 'workload', severity: ['warning'], message: '{n} pod(s) of {workload} have ambient.istio.io/redirection=pending: partially enrolled, they pass no traffic until ztunnel proxies them.', fix: 'Check ztunnel and istio-cni on their nodes.'},
+  'mixed-proxy': {name: 'MixedProxyPods', area: 'workload', severity: ['info', 'warning'], message: 'Pods of {workload} differ: {sidecar} with a sidecar, {ambient} captured by ztunnel, {none} outside the mesh.', fix: 'Let the rollout finish (or restart the workload) before migrating.'},
+  hbone: {name: 'SidecarsNotHboneCapable', area: 'workload', severity: ['warning'], message: 'The sidecars of {workload} are not HBONE-capable: ambient clients reach them through the waypoint only with plain mTLS.', fix: 'Restart the workload on an Istio version whose sidecars speak HBONE (1.22+ with ISTIO_META_ENABLE_HBONE).'},
+  'dataplane-none': {name: 'DataplaneModeNone', area: 'workload', severity: ['info', 'warning'], message: '{workload} has istio.io/dataplane-mode=none: it stays outside ambient.'},
+  'traffic-exclusions': {name: 'TrafficExclusionsLost', area: 'workload', severity: ['warning'], message: '{workload} excludes traffic from the sidecar ({annotations}): ambient has no per-port/CIDR exclusion, so that traffic is captured by ztunnel.', fix: 'Check that the excluded traffic works through ztunnel, or keep the workload out with istio.io/dataplane-mode=none.'},
+  'native-sidecar-unknown': {name: 'NativeSidecarUnknown', area: 'workload', severity: ['info'], message: 'Whether newly injected sidecars are native or classic cannot be told from the pod templates: predicted sidecars are shown as "sidecar".', fix: 'Set sidecar.istio.io/nativeSidecar on the pod template, or read the live cluster.'},
+  'owner-inferred': {name: 'OwnerInferred', area: 'workload', severity: ['info'], message: 'The owner of some pods was inferred ({notes}).'},
+
+  // ── services (src/planner/services.ts) ──
+  E27: {name: 'PerConnectionBalancing', area: 'service', edgeCase: 'E27', severity: ['info', 'warning'], message: 'Service {service} speaks HTTP/2/gRPC on {ports}: without a waypoint ztunnel balances per connection, not per request.', fix: 'Plan a waypoint for the Service (--waypoint-for service) if per-request balancing matters.'},
+  IST0118: {name: 'PortNameNoProtocol', area: 'service', edgeCase: 'E19', istio: 'IST0118', severity: ['warning', 'blocker'], message: 'Port {port} of Service {service} is {protocol}: behind a waypoint routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP.', fix: 'Name the port <protocol>[-<suffix>] or set appProtocol, then re-plan; or --accept-hazard IST0118/{service}/{port}.'},
+  IST0150: {name: 'ExternalNamePortNameNoProtocol', area: 'service', edgeCase: 'E19', istio: 'IST0150', severity: ['warning'], message: 'Port {port} of ExternalName Service {service} is named without a protocol: proxies may not forward TCP traffic to it correctly.', fix: 'Name the port with its protocol (tcp-…, http-…) or set appProtocol.'},
+  'waypoint-sniffing': {name: 'WaypointSniffsProtocol', area: 'service', edgeCase: 'E19', severity: ['info', 'warning'], message: 'Port {port} of Service {service} is {protocol}: a waypoint that also serves workload traffic sniffs it.', fix: 'Name the port with its protocol or set appProtocol.'},
+  'udp-port': {name: 'UdpPort', area: 'service', severity: ['info'], message: 'Service {service} has UDP port(s) {ports}: neither ztunnel nor waypoints proxy UDP, so that traffic leaves the mesh.'},
+  'service-no-workloads': {name: 'ServiceWithoutWorkloads', area: 'service', severity: ['info'], message: 'Service {service} selects no workload of the namespace (selector {selector}).'},
+
+  // ── policies (src/planner/classify) ──
+  RootNamespaceL7Policy: {area: 'policy', edgeCase: 'E14', severity: ['blocker'], message: '{policy} is a mesh-wide or root-namespace selector policy with attributes ztunnel cannot enforce; {consequence}.', fix: 'Split the L7 part into a waypoint policy, or accept the loss with --accept-lost.'},
+  RootL7DenyOutsideWaypoint: {area: 'policy', edgeCase: 'E14', severity: ['error', 'warning'], message: 'The L7 part of mesh-wide DENY {policy} is escaped by callers that bypass the waypoint once {ns} is ambient.', fix: 'Carry the DENY to the waypoint and keep callers on it, or accept the loss (E14 id) with --accept-lost.'},
+  DryRunPolicyAtZtunnel: {area: 'policy', edgeCase: 'E16', severity: ['warning', 'blocker'], message: '{policy} is a dry-run policy: ztunnel {enforces it | ignores it} depending on the Istio version.', fix: 'Remove the dry-run annotation or move the policy to the waypoint.'},
+  CustomAuthorizationStops: {area: 'policy', edgeCase: 'E16', severity: ['error', 'blocker'], message: '{policy} delegates authorization to ext_authz (action CUSTOM); ztunnel does not receive CUSTOM policies, so the check stops once the pods are ambient.', fix: 'Attach a copy to the waypoint (create-policies does this where it can).'},
+  AuditPolicyStops: {area: 'policy', edgeCase: 'E16', severity: ['warning'], message: '{policy} (action AUDIT) is not sent to ztunnel: audit logging of these requests stops once the pods are ambient.', fix: 'Attach a copy to the waypoint (create-policies does this where it can).'},
+  IdentityPolicyBehindWaypoint: {area: 'policy', edgeCase: 'E21', severity: ['warning'], message: '{policy} allows/denies by {fields}. Once a waypoint fronts {services}, the destination ztunnel sees the waypoint\'s identity and IP for proxied traffic, not the caller\'s.', fix: 'Carry the policy to the waypoint and admit the waypoint at ztunnel (create-policies does this).'},
+  ServiceAccountConditionNeedsWaypoint: {area: 'policy', edgeCase: 'E22', severity: ['warning'], message: '{policy} uses when: source.serviceAccount, which ztunnel does not support; the rule is treated as L7.', fix: 'Rewrite it as from.source.serviceAccounts (Istio >= 1.25) or carry it to the waypoint (create-policies does this).'},
+  TrustDomainsIgnoredAtZtunnel: {area: 'policy', edgeCase: 'E22', severity: ['warning'], message: '{policy} uses {fields}; ztunnel silently ignores these fields: {consequence}.', fix: 'Move the condition to a waypoint policy.'},
+  PeerAuthenticationDisable: {area: 'policy', edgeCase: 'E18', severity: ['blocker'], message: '{policy} sets mTLS DISABLE for {workloads}: ambient has no plaintext mode, so the migration would change its meaning.', fix: 'Remove DISABLE (or move the workloads out of the namespace) before migrating.'},
+  StrictRejectsOutOfMeshCallers: {area: 'policy', edgeCase: 'E18', severity: ['warning'], message: '{policy} makes {workloads} STRICT: once ambient, ztunnel rejects every plaintext caller outside the mesh.', fix: 'Enrol those callers in the mesh, or add a workload-selector PeerAuthentication with portLevelMtls PERMISSIVE for the ports they call.'},
+  RootPortLevelMtlsIgnored: {area: 'policy', edgeCase: 'E18', severity: ['warning'], message: '{policy} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for {ns}\'s pods.', fix: 'Add a PeerAuthentication with that portLevelMtls in {ns}.'},
+  SidecarEgressControlLost: {area: 'policy', edgeCase: 'E24', severity: ['warning'], message: '{sidecar} restricts outbound traffic ({restrictions}); ambient pods are not restricted by Sidecar resources.', fix: 'Use an egress waypoint with AuthorizationPolicies for the allowed destinations.'},
+  EnvoyFilterNotCarried: {area: 'policy', severity: ['blocker'], message: '{envoyFilter} patches the sidecars of {workloads}; its effect disappears once the pods are ambient.', fix: 'Re-create the behaviour on the waypoint (or drop it), then re-plan.'},
+  VmWorkloadUnsupported: {area: 'policy', severity: ['blocker'], message: '{object} is a VM workload ({address}); VM workloads are not supported in ambient mode.', fix: 'Keep the namespace on sidecars, or move the VM workload out of it.'},
+  WildcardServiceEntryNeedsEgressWaypoint: {area: 'policy', edgeCase: 'E11', severity: ['error'], message: '{serviceEntry} has wildcard host(s) {hosts}; ambient clients of {ns} do not get its routing/policy without an egress waypoint.', fix: 'Bind the ServiceEntry to an egress waypoint, or accept the loss.'},
+  BlockerObject: {area: 'policy', severity: ['blocker'], message: '{object} blocks the migration: {reason}.', fix: 'See the object\'s reasons in mesh-migrate inventory.'},
+  MissingKind: {area: 'source', severity: ['warning'], message: '{kind} could not be listed (forbidden or not served): objects of this kind are not in the inventory.', fix: 'Grant list on the kind, or install its CRD if it should exist.'},
+
+  // ── routing (src/planner/classify, src/planner/routes) ──
+  ClientSideRoutingLost: {area: 'routing', edgeCase: 'E11, E12', severity: ['error'], message: '{object} routes {service} client-side for {ns}\'s callers; ambient callers no longer apply it.', fix: 'Create the route in the Service\'s namespace (producer route) so that its waypoint applies it, or accept the loss with --accept-lost.'},
+  ClientSideTrafficPolicyLost: {area: 'routing', edgeCase: 'E11', severity: ['error'], message: '{destinationRule} sets client-side traffic policy for {host}; once {ns}\'s pods are ambient their traffic no longer applies it.', fix: 'Move the traffic policy to the destination\'s namespace where its waypoint applies it, or accept the loss.'},
+  DestinationRuleNotUsedByWaypoint: {area: 'routing', edgeCase: 'E13', severity: ['error'], message: '{destinationRule} sets traffic policy for {services}, but the waypoint of {ns} will not use it ({why}).', fix: 'Define the DestinationRule in {ns} for its own hosts.'},
+  VirtualServiceAndRouteForSameHost: {area: 'routing', edgeCase: 'E26', severity: ['warning'], message: '{route} and {virtualServices} route the same Service(s) {services}; mixing them is undefined behaviour.', fix: 'Keep one of them.'},
+  VirtualServiceSourceLabelsDropped: {area: 'routing', edgeCase: 'E26', severity: ['warning'], message: '{virtualService} matches on sourceLabels; waypoints drop these matches, so the routes would apply to different callers.', fix: 'Rewrite the matches without sourceLabels before migrating.'},
+  VirtualServiceKept: {area: 'routing', edgeCase: 'E26', severity: ['info', 'warning'], message: 'VirtualService {name} stays (the waypoint applies it; VirtualService on waypoints is Alpha): {reasons}.'},
+  VirtualServiceSubsetUnknown: {area: 'routing', severity: ['error'], message: '{path}.subset: subset {subset} of {service} is defined by no DestinationRule in view; Istio answers requests routed to it with 503.', fix: 'Define the subset, or fix the route.'},
+  WaypointWithoutRevision: {area: 'routing', edgeCase: 'E1', severity: ['warning'], message: '{gateway} has no istio.io/rev label; its control-plane revision comes from the namespace\'s istio.io/rev, which the migration removes.', fix: 'Label the waypoint with its istio.io/rev.'},
+  SharedWaypointDeniesNamespace: {area: 'routing', severity: ['blocker'], message: '{ns} is labelled to use waypoint {gateway}, but it does not admit the namespace ({why}): binding fails.', fix: 'Allow the namespace in the waypoint\'s listeners (allowedRoutes), or use another waypoint.'},
+  HTTPRouteWiderAudience: {area: 'routing', severity: ['warning'], message: 'spec.exportTo limits the VirtualService to {namespaces}; an HTTPRoute with a Service parent applies to every caller through the waypoint.', fix: 'Review whether the wider audience is acceptable, or keep the VirtualService.'},
+  HTTPRoutePartialHost: {area: 'routing', istio: 'IST0109', severity: ['warning'], message: '{path}.host {host} is read as Service {service}; Istio itself expands only dot-less short names.', fix: 'Write the host as a short name or FQDN.'},
+  HTTPRouteVersionServiceExists: {area: 'routing', severity: ['info'], message: 'Service {service} already selects {base} subset {subset}: the HTTPRoute uses it and none is created.'},
+  HTTPRouteVersionServiceTrafficPolicy: {area: 'routing', severity: ['warning'], message: '{destinationRule} gives {base} subset {subset} a traffic policy; the version Service created for the HTTPRoute does not get it.', fix: 'Add a DestinationRule for the version Service.'},
+  HTTPRouteMatchNeverApplied: {area: 'routing', severity: ['info'], message: '{path}.port {port} is not an HTTP port of Service {service}: the match never applied and is not carried over.'},
+  HTTPRoutePerPort: {area: 'routing', severity: ['info'], message: 'Service {service} has several HTTP ports and the routing differs between them: one HTTPRoute per port.'},
+  HTTPRoutePathPrefixSemantics: {area: 'routing', severity: ['warning'], message: '{path}: Gateway API PathPrefix matches whole path segments, Istio prefix matches characters: {prefix} matches fewer paths.', fix: 'Review the converted match.'},
+  HTTPRouteHeaderPrefixAsRegex: {area: 'routing', severity: ['info'], message: '{path}: Gateway API has no header prefix match; prefix {prefix} becomes RegularExpression {regex}.'},
+
+  // ── policy migration (src/planner/retarget) ──
+  RetargetNoService: {area: 'retarget', edgeCase: 'E9', severity: ['error', 'blocker'], message: '{policy} needs the waypoint, but {why}: a service waypoint never sees traffic to those pods.', fix: 'Put a Service in front of the pods, use a workload waypoint, or drop the L7 part.'},
+  RetargetTooManyServices: {area: 'retarget', severity: ['warning'], message: '{policy} covers pods behind {n} Services, more than the 16 targetRefs an object may list: its copy targets the waypoint Gateway.'},
+  RetargetWidensToService: {area: 'retarget', edgeCase: 'E9', severity: ['warning', 'blocker'], message: '{policy} selects only some of the pods behind Service {service}; its copy targets the whole Service: {effect}.', fix: 'Split the Service or review the widened policy.'},
+  RetargetMissesPodTraffic: {area: 'retarget', edgeCase: 'E9', severity: ['info', 'warning'], message: '{policy} applied to traffic addressed to the pods of {workloads} as well; a service waypoint never sees that traffic.', fix: 'Use a workload waypoint (--waypoint-for all) if pod-addressed traffic matters.'},
+  RetargetSeveralServices: {area: 'retarget', severity: ['info'], message: '{policy} selects pods behind {n} Services ({services}): its copy lists one targetRef per Service.'},
+  RetargetNeedsRequestAuthentication: {area: 'retarget', severity: ['error'], message: '{policy} reads the JWT ({paths}), but no RequestAuthentication will apply at the waypoint for {services}.', fix: 'Add a RequestAuthentication targeting the waypoint or the Services.'},
+  RetargetNeedsServiceWaypoint: {area: 'retarget', severity: ['warning', 'blocker'], message: 'The waypoint is istio.io/waypoint-for=workload: Services are not bound to it, so the Service-targeted copies of {policies} never apply.', fix: 'Plan the waypoint for service or all traffic.'},
+  RetargetPodTrafficThroughWaypoint: {area: 'retarget', severity: ['warning'], message: 'The waypoint is istio.io/waypoint-for=all: traffic addressed to pod IPs goes through it too, but the copies attach to Services.'},
+  RetargetNameTaken: {area: 'retarget', severity: ['blocker'], message: 'The plan would create {object} for {policy}, but that name is taken.', fix: 'Rename or delete the existing object, then re-plan.'},
+  RetargetGitOpsManaged: {area: 'retarget', edgeCase: 'E23', severity: ['warning'], message: '{policy} is managed by {manager}: the plan deletes it after the restart and creates {objects}; the next sync restores it.', fix: 'Make the same change in the source repository.'},
+  RetargetL4PartAllowsAll: {area: 'retarget', severity: ['error'], message: '{policy} has a rule with no L4 constraint: for callers that bypass the waypoint its L4 part allows everything.', fix: 'Add an L4 constraint (from/to ports, principals) to the rule, or accept the loss.'},
+  RetargetCustomProvider: {area: 'retarget', edgeCase: 'E16', severity: ['warning'], message: '{policy} delegates to ext_authz provider {provider}: on the waypoint the check is made by the waypoint.', fix: 'Check that the provider accepts requests from the waypoint.'},
+  RetargetAuditProvider: {area: 'retarget', edgeCase: 'E16', severity: ['info'], message: '{policy} (AUDIT) only logs when an audit-capable extension provider is configured for the waypoint too.'},
+  RootPolicyNeedsWaypointCopy: {area: 'retarget', edgeCase: 'E14', severity: ['warning', 'error'], message: '{policy} is a mesh-wide or root-namespace {action} policy with attributes ztunnel cannot enforce; waypoints apply it only with a copy.', fix: 'Create a waypoint copy in the root namespace.'},
+  WaypointAllowSetIncomplete: {area: 'retarget', severity: ['blocker'], message: '{policy} allows requests to pods behind {n} Services for which the waypoint enforces other ALLOW policies; a copy is missing.', fix: 'Carry every ALLOW of those Services to the waypoint.'},
+  WaypointAllowSetCopy: {area: 'retarget', severity: ['info'], message: 'Once the waypoint is bound it enforces ALLOW {policies} for Service {services} and denies every request to them that no ALLOW matches.'},
+  WaypointBypassedBySidecarCallers: {area: 'retarget', severity: ['warning'], message: 'Sidecar callers and ingress gateways without istio.io/ingress-use-waypoint do not go through waypoints: for them the L7 rules of {policies} are no longer enforced.', fix: 'Migrate the calling namespaces first, label the Services istio.io/ingress-use-waypoint=true, and add the bypass-prevention DENY once every caller is ambient.'},
+  WaypointPrincipalTrustDomain: {area: 'retarget', severity: ['info'], message: 'The policies this plan creates name the waypoint as {principal}, assuming the mesh trust domain cluster.local.', fix: 'If meshConfig.trustDomain differs, replace it in the created policies before the first apply.'},
+  ServiceAccountConditionNotRewritten: {area: 'retarget', edgeCase: 'E22', severity: ['info'], message: '{policy}: when: source.serviceAccount cannot be rewritten as from.source.serviceAccounts ({why}); it is carried to the waypoint.'},
+  ServiceAccountRewriteAssumesVersion: {area: 'retarget', edgeCase: 'E22', severity: ['warning'], message: '{policy} is rewritten with from.source.serviceAccounts, assuming Istio >= 1.25 (the Istio version is unknown).', fix: 'Check the Istio version before applying.'},
+  DenyMatchesWaypoint: {area: 'retarget', edgeCase: 'E21', severity: ['warning', 'blocker'], message: '{policy} is keyed on the caller\'s identity or IP and (may) match the waypoint: from bind-waypoint on it denies proxied traffic.', fix: 'Exclude the waypoint\'s identity from the DENY.'},
+  DenyMatchesWaypointDuringSwitch: {area: 'retarget', edgeCase: 'E21', severity: ['warning'], message: '{policy} is keyed on the caller\'s identity or IP and (may) match the waypoint between bind-waypoint and the policy switch.', fix: 'Accept the window or exclude the waypoint\'s identity.'},
+
+  // ── plan (src/planner/plan-builder.ts, plan-steps.ts, inventory.ts) ──
+  ExistingWaypointTrafficType: {area: 'plan', severity: ['blocker'], message: 'The plan reuses waypoint {gateway}, which is istio.io/waypoint-for={type}: Services the plan binds are not served.', fix: 'Change the waypoint\'s traffic type, or plan another waypoint name.'},
+  ExistingWaypointRevision: {area: 'plan', edgeCase: 'E1', severity: ['blocker'], message: 'The existing waypoint {gateway} is served by another revision than the namespace.', fix: 'Label the waypoint with the namespace\'s istio.io/rev.'},
+  InjectionByDefaultWithInjectedGateway: {area: 'plan', edgeCase: 'E3, E7', severity: ['blocker'], message: 'Injection is enabled by default (E3) and {ns} runs injected gateway(s) {gateways}: disabling injection stops their injection.', fix: 'Pin the gateways\' injection first, then re-plan.'},
+  WaypointNameTaken: {area: 'plan', severity: ['blocker'], message: 'Gateway {gateway} exists and is not a waypoint.', fix: 'Choose another --waypoint-name.'},
+  ServiceUsesOwnWaypoint: {area: 'plan', severity: ['warning', 'blocker'], message: 'Service {service} is labelled istio.io/use-waypoint={waypoint} already.', fix: 'Remove the label or plan that waypoint.'},
+  UnexpectedHazard: {area: 'plan', edgeCase: 'E19', severity: ['blocker'], message: 'During apply/rollback, from {from} until {until}: {hazard}. No documented window covers this.', fix: 'Accept it with --accept-hazard {id}, or change the plan options.'},
+  NetworkPolicySeesWaypoint: {area: 'plan', edgeCase: 'E25', severity: ['warning'], message: 'For traffic through the waypoint, NetworkPolicy sees the waypoint\'s pods, not the caller: {policies} must admit the waypoint.', fix: 'Review the NetworkPolicy step.'},
+  OptOutManual: {area: 'plan', edgeCase: 'E5', severity: ['warning'], message: '{workload} is outside the mesh (sidecar.istio.io/inject=false) and will be captured by ztunnel when the namespace becomes ambient.', fix: 'Re-plan with --opted-out keep or label it istio.io/dataplane-mode=none yourself.'},
+  BypassDenyHeadless: {area: 'plan', edgeCase: 'E9', severity: ['warning'], message: 'No bypass-prevention DENY for headless Service {service}: its pods are reached by pod IP, which never goes through a service waypoint.'},
+  BypassDenyCallers: {area: 'plan', severity: ['warning'], message: 'deny-waypoint-bypass denies every caller that does not come through the waypoint {gateway}.', fix: 'Apply it only once every caller is ambient.'},
+
+  // ── fleet (src/planner/fleet.ts) ──
+  FleetOrder: {area: 'fleet', severity: ['warning'], message: 'This plan counts on namespace {ns} being migrated first (wave {wave}): {reasons}.', fix: 'Apply the plans wave by wave.'},
+  FleetCycle: {area: 'fleet', severity: ['warning'], message: 'Namespaces {namespaces} depend on each other, so they share wave {wave}.', fix: '{suggestion}'},
+
+  // ── sources (src/sources) ──
+  NamespaceNotFound: {area: 'source', severity: ['error', 'info'], message: 'Namespace {ns} does not exist in context {context}.', fix: 'Check the namespace name and the --context.'},
+  ClusterUnidentified: {area: 'source', severity: ['info', 'error'], message: 'Namespace kube-system could not be read, so the plan records no cluster uid.', fix: 'Grant get on namespace kube-system.'},
+  PartialList: {area: 'source', severity: ['warning'], message: '{kind} could not be listed cluster-wide (forbidden); only namespaces {namespaces} were read.', fix: 'Grant cluster-wide list on {kind}.'},
+  'manifest-duplicate': {name: 'ManifestDuplicate', area: 'source', severity: ['warning'], message: '{object} is defined twice: in {file} and in {file}; the later one is used.', fix: 'Remove one of them.'},
+  'manifest-template': {name: 'ManifestTemplate', area: 'source', severity: ['warning'], message: '{file} is an unrendered Helm/Go template and not valid YAML; it was skipped.', fix: 'Render it (helm template) and point --manifests at the output.'},
+  'manifest-skipped': {name: 'ManifestSkipped', area: 'source', severity: ['info'], message: '{file} document {n} is not a Kubernetes manifest (a kustomization, Helm chart metadata, values) or not a valid object; it was skipped.', fix: 'Render it (kustomize build, helm template) and pass the output with --manifests, or fix the object.'},
+
+  // ── preflight (src/preflight) ──
+  UnknownCheck: {area: 'preflight', severity: ['error'], message: 'Unknown preflight check "{check}".', fix: 'Use one of the known checks.'},
+  CheckForbidden: {area: 'preflight', severity: ['warning'], message: 'Could not be checked: {error}.', fix: 'Grant the read it needs.'},
+  CheckFailed: {area: 'preflight', severity: ['error'], message: 'The check failed: {error}.'},
+  IstiodNotFound: {area: 'preflight', severity: ['error'], message: 'No istiod Deployment in the root namespace {root}.', fix: 'Install Istio there, or pass --root-namespace.'},
+  IstiodRevisionNotFound: {area: 'preflight', edgeCase: 'E1', severity: ['error'], message: 'Namespace {ns} is served by revision {revision}, but no istiod of that revision runs in {root}.', fix: 'Install that revision or relabel the namespace.'},
+  IstioVersionUnknown: {area: 'preflight', severity: ['warning', 'error'], message: 'Cannot tell the Istio version of {istiod} from its image {image}.'},
+  IstioTooOld: {area: 'preflight', severity: ['error'], message: '{istiod} runs Istio {version}; ambient mode is GA only from 1.24.', fix: 'Upgrade Istio to 1.24 or later.'},
+  IstioVersion124: {area: 'preflight', severity: ['warning', 'ok'], message: '{istiod} runs Istio {version}: ambient works, but ztunnel only honours from.source.serviceAccounts and merges portLevelMtls from 1.25 on.'},
+  IstioVersion: {area: 'preflight', severity: ['ok', 'warning'], message: '{istiod} runs Istio {version} (≥ 1.25).'},
+  AmbientSettingUnreadable: {area: 'preflight', severity: ['warning', 'error'], message: '{istiod} takes PILOT_ENABLE_AMBIENT from a reference: cannot tell whether ambient is enabled.'},
+  AmbientNotEnabled: {area: 'preflight', severity: ['error'], message: '{istiod} does not run with PILOT_ENABLE_AMBIENT=true.', fix: 'Install or upgrade Istio with the ambient profile.'},
+  AmbientEnabled: {area: 'preflight', severity: ['ok'], message: '{istiod} runs with PILOT_ENABLE_AMBIENT=true.'},
+  HboneMetadataMissing: {area: 'preflight', severity: ['warning'], message: 'Mesh config {configMap} does not set ISTIO_META_ENABLE_HBONE: sidecars are not HBONE-capable.', fix: 'Set defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=true (the ambient profile does).'},
+  AutoAllowWaypointPolicy: {area: 'preflight', severity: ['warning', 'error'], message: '{istiod} runs with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true: every bound workload admits its waypoint.'},
+  LayeredWaypointAuthorization: {area: 'preflight', edgeCase: 'E17', severity: ['warning'], message: '{istiod} runs with ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true: selector-based policies of bound workloads are also enforced by the waypoint.'},
+  AmbientProfilePrunesGateways: {area: 'preflight', edgeCase: 'E17', severity: ['warning'], message: 'istioctl installed {gateways} in {root}: upgrading with --set profile=ambient removes them.', fix: 'Keep the gateways in the install\'s values when upgrading.'},
+  AmbientMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['error'], message: 'Namespace {ns} is set up for ambient multicluster, which is alpha.'},
+  PossiblyMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['warning'], message: 'This mesh may span several clusters: {evidence}.'},
+  NodesUnreadable: {area: 'preflight', severity: ['warning', 'error'], message: 'Nodes could not be listed (forbidden): cannot tell whether {daemonSet} covers every node.', fix: 'Grant list on nodes.'},
+  ZtunnelNotFound: {area: 'preflight', severity: ['error'], message: 'No ztunnel DaemonSet in {root}.', fix: 'Install ztunnel.'},
+  ZtunnelNotScheduled: {area: 'preflight', severity: ['error'], message: '{daemonSet} runs on no node.', fix: 'Check its nodeSelector, affinity and tolerations.'},
+  ZtunnelNotReady: {area: 'preflight', severity: ['error', 'warning'], message: '{daemonSet} is not ready on every node.'},
+  ZtunnelNodesNotCovered: {area: 'preflight', severity: ['error'], message: '{daemonSet} does not cover node(s) {nodes}.'},
+  ZtunnelFewerThanNodes: {area: 'preflight', severity: ['warning'], message: '{daemonSet} is scheduled on fewer nodes than match its constraints.'},
+  ZtunnelRolloutInProgress: {area: 'preflight', severity: ['warning'], message: '{daemonSet} is rolling out.', fix: 'Wait for kubectl rollout status.'},
+  ZtunnelReady: {area: 'preflight', severity: ['ok'], message: '{daemonSet} is ready on {n} node(s).'},
+  IstioCniNotFound: {area: 'preflight', severity: ['error'], message: 'No istio-cni DaemonSet in {root}.', fix: 'Install istio-cni.'},
+  IstioCniNotScheduled: {area: 'preflight', severity: ['error'], message: '{daemonSet} runs on no node.', fix: 'Check its nodeSelector, affinity and tolerations.'},
+  IstioCniNotReady: {area: 'preflight', severity: ['error', 'warning'], message: '{daemonSet} is not ready on every node.'},
+  IstioCniNodesNotCovered: {area: 'preflight', severity: ['error'], message: '{daemonSet} does not cover node(s) {nodes}.'},
+  IstioCniFewerThanNodes: {area: 'preflight', severity: ['warning'], message: '{daemonSet} is scheduled on fewer nodes than match its constraints.'},
+  IstioCniRolloutInProgress: {area: 'preflight', severity: ['warning'], message: '{daemonSet} is rolling out.', fix: 'Wait for kubectl rollout status.'},
+  IstioCniReady: {area: 'preflight', severity: ['ok'], message: '{daemonSet} is ready on {n} node(s).'},
+  IstioCniAmbientDisabled: {area: 'preflight', severity: ['error'], message: '{daemonSet} runs without AMBIENT_ENABLED=true: istio-cni will not capture pods for ztunnel.', fix: 'Upgrade istio-cni with the ambient profile.'},
+  IstioCniConfigUnreadable: {area: 'preflight', severity: ['warning'], message: 'Cannot read the istio-cni configuration: whether it has ambient enabled is unknown.'},
+  NamespaceExcludedByCni: {area: 'preflight', severity: ['error'], message: 'istio-cni excludes namespace {ns} (cni.excludeNamespaces): its pods are never captured.', fix: 'Remove it from cni.excludeNamespaces.'},
+  GatewayApiMissing: {area: 'preflight', severity: ['warning', 'error'], message: 'The cluster does not serve {kinds}.', fix: 'Install the Gateway API standard-channel CRDs.'},
+  GatewayApiVersionUnchecked: {area: 'preflight', severity: ['warning'], message: 'Reading CustomResourceDefinitions is forbidden: the Gateway API versions were not checked.'},
+  GatewayApiCrdMissing: {area: 'preflight', severity: ['error', 'warning'], message: 'CRD {crd} is not installed.', fix: 'Install the Gateway API standard-channel CRDs.'},
+  GatewayApiV1NotServed: {area: 'preflight', istio: 'IST0176', severity: ['warning', 'error'], message: 'CRD {crd} does not serve gateway.networking.k8s.io/v1.', fix: 'Upgrade the Gateway API CRDs.'},
+  GatewayApiVersionUnknown: {area: 'preflight', severity: ['warning'], message: 'CRD {crd} has no bundle-version annotation: its version cannot be checked.'},
+  GatewayApiCrdBelowMinimum: {area: 'preflight', istio: 'IST0176', severity: ['error', 'warning'], message: 'CRD {crd} is below Istio\'s minimum {minimum}: istiod does not process {kind} objects.', fix: 'Upgrade the Gateway API CRDs.'},
+  GatewayApiCrds: {area: 'preflight', severity: ['ok'], message: 'Gateway API CRDs present: {crds}.'},
+  WaypointClassMissing: {area: 'preflight', severity: ['error', 'warning'], message: 'GatewayClass istio-waypoint does not exist.', fix: 'Install the Gateway API CRDs; istiod creates the class.'},
+  WaypointClassWrongController: {area: 'preflight', severity: ['error'], message: 'GatewayClass istio-waypoint names another controller: no istiod will deploy waypoints.'},
+  WaypointClassNotAccepted: {area: 'preflight', severity: ['warning', 'error'], message: 'GatewayClass istio-waypoint is not Accepted.', fix: 'Check istiod\'s logs.'},
+  WaypointClass: {area: 'preflight', severity: ['ok'], message: 'GatewayClass istio-waypoint exists with the istiod controller.'},
+  SidecarsNotHbone: {area: 'preflight', severity: ['error', 'warning'], message: '{n} sidecar pod(s) in {ns} are not HBONE-capable.', fix: 'Restart them on an HBONE-capable Istio.'},
+  MeshSidecarsUnchecked: {area: 'preflight', severity: ['warning'], message: 'Pods could not be listed cluster-wide: sidecars of other namespaces were not checked for HBONE support.', fix: 'Grant cluster-wide list on pods.'},
+  MeshSidecarsNotHbone: {area: 'preflight', severity: ['warning', 'ok'], message: '{n} sidecar pod(s) in other namespaces are not HBONE-capable: once {ns} is ambient they cannot reach it through the waypoint.'},
+  SidecarsHbone: {area: 'preflight', severity: ['ok'], message: 'The sidecars of {ns} are HBONE-capable.'},
+  NoBlockers: {area: 'preflight', severity: ['ok'], message: 'No blockers for {ns}.'},
+  NoNetworkPolicies: {area: 'preflight', severity: ['ok'], message: 'No NetworkPolicies in {ns}.'},
+  NetworkPolicyBlocksHbone: {area: 'preflight', edgeCase: 'E25', severity: ['error'], message: '{policy}: once ambient, its peers reach {pods} on TCP 15008 (HBONE) and are dropped.', fix: 'Admit TCP 15008 from the peers.'},
+  NetworkPolicyBlocksProbes: {area: 'preflight', edgeCase: 'E25', severity: ['warning'], message: '{policy}: kubelet probes from 169.254.7.127 are not admitted.', fix: 'Admit 169.254.7.127/32.'},
+  NetworkPoliciesAdmitHbone: {area: 'preflight', edgeCase: 'E25', severity: ['ok'], message: '{n} NetworkPolicies in {ns}: none blocks TCP 15008 or kubelet probes.'},
+  RbacWithoutPlan: {area: 'preflight', severity: ['warning'], message: 'No plan to derive permissions from: RBAC was not checked.', fix: 'Pass --plan PLAN.'},
+  PlanKindNotServed: {area: 'preflight', severity: ['error'], message: 'The plan writes or reads kinds this cluster does not serve: {kinds}.', fix: 'Install the missing CRDs.'},
+  RbacDenied: {area: 'preflight', severity: ['error'], message: 'Not allowed to {verbs} {resource} {scope}; needed by {steps}.', fix: 'Grant the permission.'},
+  RbacAllowed: {area: 'preflight', severity: ['ok'], message: 'All {n} permission(s) the plan needs are granted.'},
+} as const satisfies Record<string, Spec>
+
+/** Every finding/diagnostic code: `Finding.code` and `PreflightDiagnostic.code` only take these. */
+export type FindingCode = keyof typeof SPECS
+
+/** The catalogue, code → spec (name filled in for codes already in PascalCase). */
+export const FINDING_CATALOGUE: Readonly<Record<FindingCode, FindingSpec>> = Object.fromEntries(
+  Object.entries(SPECS).map(([code, spec]) => [code, {name: code, ...spec} as FindingSpec]),
+) as Record<FindingCode, FindingSpec>
+
+export function isFindingCode(code: string): code is FindingCode {
+  return Object.hasOwn(SPECS, code)
+}
+
+/** The code of a one-style name or a code ("PodLevelInjection" → "E4"): documented aliases for readers and scripts. */
+export function codeForName(nameOrCode: string): FindingCode | undefined {
+  if (isFindingCode(nameOrCode)) return nameOrCode
+  return (Object.keys(FINDING_CATALOGUE) as FindingCode[]).find((c) => FINDING_CATALOGUE[c].name === nameOrCode)
+}

@@ -1,0 +1,161 @@
+// Preflight check module (SPEC §6 step 1, DOMAIN §4.4). ambient-enabled: istiod runs with ambient on; waypoint authorization flags, install side effects, multicluster.
+import {parse as parseYaml} from 'yaml'
+
+import type {KubeObject} from '../../planner/model.js'
+import {type CheckContext, type Diag, listNames, soft} from './context.js'
+import {waypointNeeded} from './gateway-api-crds.js'
+import {envValue, mainContainer, noIstiod, servingIstiod} from './istiod.js'
+import {hasSidecar, isLive} from './sidecars-hbone.js'
+
+export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
+  const choice = await servingIstiod(ctx)
+  if (!choice.istiod) return [noIstiod(ctx, choice)]
+  const istiod = choice.istiod
+  const out: Diag[] = []
+  const ambient = envValue(mainContainer(istiod, 'discovery'), 'PILOT_ENABLE_AMBIENT')
+  if (ambient.fromRef) {
+    out.push({
+      severity: 'warning',
+      code: 'AmbientSettingUnreadable',
+      message: `${istiod.metadata.name} takes PILOT_ENABLE_AMBIENT from a reference (valueFrom); cannot tell whether ambient is enabled.`,
+      fix: 'Check `kubectl -n istio-system exec deploy/istiod -- env | grep PILOT_ENABLE_AMBIENT`.',
+    })
+  } else if ((ambient.value ?? '').toLowerCase() !== 'true') {
+    out.push({
+      severity: 'error',
+      code: 'AmbientNotEnabled',
+      message: `${istiod.metadata.name} in ${ctx.input.rootNamespace} does not run with PILOT_ENABLE_AMBIENT=true (${ambient.value === undefined ? 'not set' : `set to "${ambient.value}"`}): it pushes no configuration to ztunnel and runs no waypoints.`,
+      fix: 'Upgrade the control plane with the ambient profile (`istioctl upgrade --set profile=ambient`, or `helm upgrade istiod istio/istiod --set profile=ambient`); beware that the istioctl ambient profile removes istio-ingressgateway unless you keep it explicitly (components.ingressGateways[name=istio-ingressgateway].enabled=true).',
+    })
+    out.push(...(await installSideEffects(ctx)))
+  } else {
+    out.push({severity: 'ok', code: 'AmbientEnabled', message: `${istiod.metadata.name} runs with PILOT_ENABLE_AMBIENT=true.`})
+  }
+
+  // The ambient profile also sets meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE so
+  // that newly injected sidecars accept HBONE (DOMAIN §4.1, §4.4 "HBONE metadata").
+  const configMaps = await soft(ctx.reads.rootConfigMaps())
+  const meshConfigName = choice.revision === 'default' ? 'istio' : `istio-${choice.revision}`
+  const meshConfig = configMaps?.find((c) => c.metadata.name === meshConfigName) ?? configMaps?.find((c) => c.metadata.name === 'istio')
+  const meshText = (meshConfig?.data as Record<string, string> | undefined)?.mesh
+  if (meshText !== undefined) {
+    let hbone: unknown
+    try {
+      hbone = (parseYaml(meshText) as any)?.defaultConfig?.proxyMetadata?.ISTIO_META_ENABLE_HBONE
+    } catch {
+      hbone = undefined
+    }
+    if (String(hbone).toLowerCase() !== 'true') {
+      out.push({
+        severity: 'warning',
+        code: 'HboneMetadataMissing',
+        message: `Mesh config ConfigMap ${ctx.input.rootNamespace}/${meshConfig!.metadata.name} does not set defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE="true": sidecars injected from now on cannot receive HBONE from waypoints and ambient clients.`,
+        fix: 'Install with the ambient profile (it sets this), then restart sidecar workloads mesh-wide.',
+      })
+    }
+  }
+  out.push(...(await multiclusterDiagnostics(ctx, istiod)))
+  if (waypointNeeded(ctx)) out.push(...(await waypointAuthorizationFlags(ctx, istiod)))
+  return out
+}
+
+/**
+ * E21 and DOMAIN §3.1: two istiod flags change what a waypoint binding does to authorization, and the
+ * plan (its companions and its simulation) assumes both are off, as by default.
+ * PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true adds a synthetic ALLOW of the waypoint to every bound workload:
+ * unless other ALLOW policies admit them, callers that do not go through the waypoint — every sidecar
+ * client, which never uses waypoints — are denied from bind-waypoint on.
+ * ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true enforces selector policies as L4 policies in front of
+ * the waypoint as well, which the simulation does not model.
+ */
+async function waypointAuthorizationFlags(ctx: CheckContext, istiod: KubeObject): Promise<Diag[]> {
+  const discovery = mainContainer(istiod, 'discovery')
+  const on = (name: string) => (envValue(discovery, name).value ?? '').toLowerCase() === 'true'
+  const out: Diag[] = []
+  if (on('PILOT_AUTO_ALLOW_WAYPOINT_POLICY')) {
+    const mesh = await soft(ctx.reads.meshSidecarPods())
+    const callers = new Set((mesh ?? []).filter((p) => p.metadata.namespace !== ctx.input.namespace && isLive(p) && hasSidecar(p)).map((p) => p.metadata.namespace!))
+    const known = mesh !== undefined
+    out.push({
+      severity: !known || callers.size > 0 ? 'error' : 'warning',
+      code: 'AutoAllowWaypointPolicy',
+      message: `${istiod.metadata.name} runs with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true: from bind-waypoint on, every bound workload of ${ctx.input.namespace} only admits traffic through the waypoint unless another ALLOW policy admits it, and sidecar clients never use waypoints — ${known ? (callers.size > 0 ? `sidecar pods run in ${callers.size} other namespace(s) (${listNames([...callers].sort(), 5)}) and would be denied` : 'no sidecar pod runs in another namespace now, but any that appears is denied') : 'whether sidecar clients run elsewhere could not be read (pods are not listable cluster-wide)'}.`,
+      fix: 'Migrate the calling namespaces first, or add ALLOW policies that admit their identities at ztunnel, or run istiod with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false (the default) while migrating.',
+    })
+  }
+  if (on('ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES')) {
+    out.push({
+      severity: 'warning',
+      code: 'LayeredWaypointAuthorization',
+      message: `${istiod.metadata.name} runs with ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true: selector-based policies of bound workloads are also enforced, as L4 policies, in front of the waypoint. The plan's step-by-step simulation (show --timeline) assumes the default (false), so between bind-waypoint and delete-sidecar-policies the selector originals may restrict waypoint traffic in ways it does not show.`,
+      fix: 'Run istiod with the default (false) while migrating, or run bind-waypoint through delete-sidecar-policies in one sitting and watch for denied requests.',
+    })
+  }
+  return out
+}
+
+/**
+ * E17: the install that enables ambient has side effects of its own. `istioctl install/upgrade --set
+ * profile=ambient` over a default-profile install prunes the gateways istioctl installed (the ambient
+ * profile has none), and the Helm ambient profile switches images to distroless.
+ */
+async function installSideEffects(ctx: CheckContext): Promise<Diag[]> {
+  const gateways = (await ctx.reads.rootDeployments()).filter((d) => d.metadata.labels?.['operator.istio.io/component'] === 'IngressGateways')
+  if (gateways.length === 0) return []
+  const names = gateways.map((d) => d.metadata.name)
+  return [{
+    severity: 'warning',
+    code: 'AmbientProfilePrunesGateways',
+    message: `istioctl installed ${listNames(names)} in ${ctx.input.rootNamespace}: upgrading this install with \`--set profile=ambient\` removes ${names.length === 1 ? 'it' : 'them'} (the ambient profile has no ingress gateway), cutting ingress traffic.`,
+    fix: `Keep ${names.length === 1 ? 'it' : 'them'} explicitly in the IstioOperator you install with (components.ingressGateways: [{name: ${names[0]}, enabled: true}]), or move ${names.length === 1 ? 'it' : 'them'} to a separately managed gateway first; with Helm, note that the ambient profile also switches images to distroless (global.variant).`,
+  }]
+}
+
+/** The default CLUSTER_ID of a single-cluster install (values.global.multiCluster.clusterName unset). */
+const DEFAULT_CLUSTER_ID = 'Kubernetes'
+const NETWORK_LABEL = 'topology.istio.io/network'
+const GLOBAL_SERVICE_LABEL = 'istio.io/global'
+
+/**
+ * E20: ambient multicluster is alpha (1.27+) and multi-primary multi-network only, and it changes what
+ * crosses clusters: sidecar multicluster merges every Service's endpoints across clusters by default,
+ * ambient only those of Services labelled istio.io/global=true, with identically named waypoints in each
+ * cluster. A plan computed from one cluster cannot carry that, so a namespace that is set up for ambient
+ * multicluster is refused; an install that only looks multicluster (cluster name or network set) warns.
+ */
+async function multiclusterDiagnostics(ctx: CheckContext, istiod: KubeObject): Promise<Diag[]> {
+  const discovery = mainContainer(istiod, 'discovery')
+  const clusterId = envValue(discovery, 'CLUSTER_ID').value
+  const multiNetwork = (envValue(discovery, 'AMBIENT_ENABLE_MULTI_NETWORK').value ?? '').toLowerCase() === 'true'
+  const [root, services] = await Promise.all([
+    soft(ctx.reads.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.input.rootNamespace})),
+    soft(ctx.reads.list('v1', 'Service', {namespace: ctx.input.namespace})),
+  ])
+  const network = root?.metadata.labels?.[NETWORK_LABEL]
+  const global = (services ?? []).filter((s) => s.metadata.labels?.[GLOBAL_SERVICE_LABEL] !== undefined).map((s) => s.metadata.name)
+  const strong = [
+    multiNetwork ? `${istiod.metadata.name} runs with AMBIENT_ENABLE_MULTI_NETWORK=true` : '',
+    global.length > 0 ? `Service(s) ${listNames(global)} of ${ctx.input.namespace} carry ${GLOBAL_SERVICE_LABEL} (ambient multicluster scope)` : '',
+  ].filter((s) => s !== '')
+  const weak = [
+    clusterId && clusterId !== DEFAULT_CLUSTER_ID ? `${istiod.metadata.name} names this cluster "${clusterId}" (CLUSTER_ID)` : '',
+    network ? `namespace ${ctx.input.rootNamespace} sets ${NETWORK_LABEL}=${network}` : '',
+  ].filter((s) => s !== '')
+  if (strong.length > 0) {
+    return [{
+      severity: 'error',
+      code: 'AmbientMulticluster',
+      message: `Namespace ${ctx.input.namespace} is set up for ambient multicluster: ${[...strong, ...weak].join('; ')}. Ambient multicluster is alpha (Istio 1.27+, multi-primary multi-network only): only Services labelled ${GLOBAL_SERVICE_LABEL}=true are reachable across clusters, waypoints must exist with the same name in every cluster and L7 policy is enforced in the destination cluster. A plan made from one cluster cannot keep the other clusters consistent.`,
+      fix: `Migrate this namespace by hand, in every cluster together, following istio.io's ambient multicluster guide (docs/ambient/install/multicluster); mesh-migrate refuses multicluster namespaces.`,
+    }]
+  }
+  if (weak.length > 0) {
+    return [{
+      severity: 'warning',
+      code: 'PossiblyMulticluster',
+      message: `This mesh may span several clusters: ${weak.join('; ')}. In sidecar multicluster every Service's endpoints are merged across clusters by default; in ambient only Services labelled ${GLOBAL_SERVICE_LABEL}=true are, primary-remote is not supported, and multicluster ambient is alpha: migrating ${ctx.input.namespace} in one cluster would cut its cross-cluster traffic.`,
+      fix: 'Run `istioctl remote-clusters` (or look for Secrets labelled istio/multiCluster=true): if no other cluster shares the mesh, ignore this; otherwise do not migrate with mesh-migrate, follow istio.io\'s ambient multicluster guide.',
+    }]
+  }
+  return []
+}

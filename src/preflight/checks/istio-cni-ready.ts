@@ -1,0 +1,55 @@
+// Preflight check module (SPEC §6 step 1, DOMAIN §4.4). istio-cni-ready: the istio-cni DaemonSet is ready everywhere and captures for ambient.
+import {type CheckContext, type Diag, soft} from './context.js'
+import {ISTIO_CNI, daemonSetDiagnostics} from './daemonset-ready.js'
+import {type Container, mainContainer} from './istiod.js'
+
+/** Environment of a container as the kubelet builds it: envFrom ConfigMaps, then env (which wins). */
+async function containerEnvironment(ctx: CheckContext, namespace: string, container: Container | undefined): Promise<{env: Record<string, string>; unreadable: string[]}> {
+  const env: Record<string, string> = {}
+  const unreadable: string[] = []
+  for (const from of container?.envFrom ?? []) {
+    const name = from.configMapRef?.name
+    if (!name) continue
+    const cm = await soft(ctx.reads.get({apiVersion: 'v1', kind: 'ConfigMap', namespace, name}))
+    if (!cm) {
+      unreadable.push(`ConfigMap ${namespace}/${name}`)
+      continue
+    }
+    Object.assign(env, (cm.data ?? {}) as Record<string, string>)
+  }
+  for (const e of container?.env ?? []) if (e.name && e.valueFrom === undefined) env[e.name] = e.value ?? ''
+  return {env, unreadable}
+}
+
+export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
+  const {ds, diags} = await daemonSetDiagnostics(ctx, ISTIO_CNI)
+  if (!ds) return diags
+  const where = `DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}`
+  const container = mainContainer(ds, 'install-cni')
+  const {env, unreadable} = await containerEnvironment(ctx, ds.metadata.namespace!, container)
+  if (env.AMBIENT_ENABLED === undefined) {
+    diags.push({
+      severity: unreadable.length > 0 ? 'warning' : 'error',
+      code: unreadable.length > 0 ? 'IstioCniConfigUnreadable' : 'IstioCniAmbientDisabled',
+      message: unreadable.length > 0
+        ? `Cannot read ${unreadable.join(', ')} (the ${where} configuration): whether istio-cni has ambient enabled is unknown.`
+        : `${where} has no AMBIENT_ENABLED setting: istio-cni runs without ambient support and will not capture pods.`,
+      fix: 'Install istio-cni with the ambient profile (cni.ambient.enabled=true).',
+    })
+  } else if (env.AMBIENT_ENABLED.toLowerCase() !== 'true') {
+    diags.push({severity: 'error', code: 'IstioCniAmbientDisabled', message: `${where} runs with AMBIENT_ENABLED=${env.AMBIENT_ENABLED}: istio-cni will not capture pods for ztunnel.`, fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).'})
+  }
+  const excluded = (env.EXCLUDED_NAMESPACES ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  if (excluded.includes(ctx.input.namespace)) {
+    diags.push({
+      severity: 'error',
+      code: 'NamespaceExcludedByCni',
+      message: `istio-cni excludes namespace ${ctx.input.namespace} (cni.excludeNamespaces: ${excluded.join(', ')}): its pods are never captured, whatever its labels say.`,
+      fix: `Remove ${ctx.input.namespace} from istio-cni's excludeNamespaces, or do not migrate it.`,
+    })
+  }
+  const okIndex = diags.findIndex((d) => d.severity === 'ok')
+  if (okIndex !== -1 && diags.some((d) => d.severity === 'error')) diags.splice(okIndex, 1)
+  else if (okIndex !== -1 && env.AMBIENT_ENABLED?.toLowerCase() === 'true') diags[okIndex] = {...diags[okIndex]!, message: `${diags[okIndex]!.message} Ambient is enabled (AMBIENT_ENABLED=true) and ${ctx.input.namespace} is not excluded.`}
+  return diags
+}
