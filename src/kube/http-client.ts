@@ -170,15 +170,16 @@ export class HttpKubeClient implements KubeClient {
       }
     }
     const attemptOnce = async () => {
-      let {response, generation} = await send()
+      const first = await send()
+      let response = first.response
       let credentialsReloaded = false
       if (response.status === 401) {
         // Expired or rotated credentials: load them again (exec plugin, token file, kubeconfig) and resend
         // once. A 401 comes before anything is processed, so this is safe for every method.
         await response.text().catch(() => undefined)
-        await this.refreshCredentials(generation)
+        await this.refreshCredentials(first.generation)
         credentialsReloaded = true
-        ;({response, generation} = await send())
+        ;({response} = await send())
       }
       const text = await response.text()
       let parsed: unknown
