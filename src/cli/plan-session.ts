@@ -11,7 +11,7 @@ import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import type {KubeClient} from '../kube/types.js'
 import {ExitCode} from './exit-codes.js'
-import {checkTargetCluster, type ClusterFlags, connectCluster, interruptHandler, resolvePlanFile} from './plan-commands.js'
+import {checkTargetCluster, type ClusterFlags, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from './plan-commands.js'
 
 /** One connection to the current context's cluster, made when first needed. */
 export class ClusterConnection {
@@ -39,6 +39,27 @@ export interface LockOptions {
   lockTimeout: string
   /** Read the plan file again once the lock is ours: the holder we waited for may have changed the record. */
   reload?: boolean
+}
+
+/** The flags apply and rollback share for writing: --dry-run, --timeout and --lock-timeout. */
+export interface WriteFlags {
+  'dry-run': 'none' | 'server'
+  timeout: string
+  'lock-timeout': string
+}
+
+/** How `apply` or `rollback` of `file` holds the namespace, from its flags. */
+export function lockOptions(command: 'apply' | 'rollback', file: string, flags: WriteFlags): LockOptions {
+  return {
+    command: `${command} ${file}`,
+    verb: command === 'apply' ? 'apply' : 'roll back',
+    dryRun: flags['dry-run'] === 'server',
+    timeoutMs: parseDuration(flags.timeout, '--timeout'),
+    lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+    lockTimeout: flags['lock-timeout'],
+    // Under the lock the record may have changed (the holder apply waited for): read it again.
+    reload: command === 'apply',
+  }
 }
 
 export class PlanSession {

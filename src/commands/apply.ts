@@ -3,8 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {type ApplyResult, type StepOutcome, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
-import {parseDuration} from '../cli/plan-commands.js'
-import {type LockOptions, PlanSession} from '../cli/plan-session.js'
+import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, LockHeldError, UsageError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
 import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
@@ -78,18 +77,9 @@ ${EXIT_CODES_HELP}
   private async complete(): Promise<ApplyOptions> {
     const {args, flags} = await this.parse(ApplyCommand)
     const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: true, cluster: flags, note: (m) => this.note(m)})
-    const dryRun = flags['dry-run'] === 'server'
+    const lock = lockOptions('apply', session.file, flags)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
-    const lock: LockOptions = {
-      command: `apply ${session.file}`,
-      verb: 'apply',
-      dryRun,
-      timeoutMs: parseDuration(flags.timeout, '--timeout'),
-      lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
-      lockTimeout: flags['lock-timeout'],
-      reload: true,
-    }
-    return {session, selection, lock, dryRun, yes: flags.yes, retry: flags.retry, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
+    return {session, selection, lock, dryRun: lock.dryRun, yes: flags.yes, retry: flags.retry, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
   }
 
   /** What apply would run, or why it cannot: a live holder, a blocked plan, nobody to ask. Nothing is written. */

@@ -3,8 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {type RollbackResult, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
-import {parseDuration} from '../cli/plan-commands.js'
-import {type LockOptions, PlanSession} from '../cli/plan-session.js'
+import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
 import {checkRollback, undoStep} from '../executor/engine.js'
 import {releaseIfRolledBack} from '../executor/ownership.js'
@@ -53,17 +52,9 @@ ${EXIT_CODES_HELP}
   private async complete(): Promise<RollbackOptions> {
     const {args, flags} = await this.parse(RollbackCommand)
     const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: false, cluster: flags, note: (m) => this.note(m)})
-    const dryRun = flags['dry-run'] === 'server'
-    const lock: LockOptions = {
-      command: `rollback ${session.file}`,
-      verb: 'roll back',
-      dryRun,
-      timeoutMs: parseDuration(flags.timeout, '--timeout'),
-      lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
-      lockTimeout: flags['lock-timeout'],
-    }
+    const lock = lockOptions('rollback', session.file, flags)
     const selection = rollbackSequence(session.state.plan, {lastOnly: flags.step})
-    return {session, selection, lock, dryRun, confirm: flags.confirm, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
+    return {session, selection, lock, dryRun: lock.dryRun, confirm: flags.confirm, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
   }
 
   private nothingToUndo(o: RollbackOptions): Promise<RollbackResult | undefined> {
