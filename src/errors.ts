@@ -4,15 +4,36 @@ import {ExitCode} from './cli/exit-codes.js'
 
 /** A failure the user can act on: bad input, an unreachable cluster, a stale plan… */
 export class UserError extends Error {
-  readonly exitCode: number
+  readonly exitCode: ExitCode
   /** The next thing to try, one line. */
   readonly suggestion?: string
 
-  constructor(message: string, opts: {exitCode?: number; suggestion?: string; cause?: unknown} = {}) {
+  constructor(message: string, opts: {exitCode?: ExitCode; suggestion?: string; cause?: unknown} = {}) {
     super(message, opts.cause === undefined ? undefined : {cause: opts.cause})
     this.name = new.target.name
     this.exitCode = opts.exitCode ?? ExitCode.Failure
     if (opts.suggestion !== undefined) this.suggestion = opts.suggestion
+  }
+}
+
+/** Bad flags or arguments, or a confirmation that cannot be asked for (exit 2). */
+export class UsageError extends UserError {
+  constructor(message: string, suggestion?: string) {
+    super(message, {exitCode: ExitCode.Usage, ...(suggestion === undefined ? {} : {suggestion})})
+  }
+}
+
+/** The user declined at a prompt: not success (exit 1), so a script or a chain (`&&`) stops there, as terraform does. */
+export class CancelledError extends UserError {
+  constructor(message: string, suggestion?: string) {
+    super(message, {exitCode: ExitCode.Failure, ...(suggestion === undefined ? {} : {suggestion})})
+  }
+}
+
+/** Plan files under plans/ that cannot be used as they are (exit 4), when no single InvalidPlanError applies. */
+export class PlanFilesInvalidError extends UserError {
+  constructor(message: string, suggestion: string) {
+    super(message, {exitCode: ExitCode.Invalid, suggestion})
   }
 }
 

@@ -5,6 +5,7 @@ import {InvalidPlanError, UserError} from '../errors.js'
 import {stderrPainter} from '../ui/color.js'
 import {type ErrorDocument, typed} from './contract.js'
 import {durationFlag} from './flags.js'
+import {ExitCode} from './exit-codes.js'
 
 export const EXIT_CODES_HELP = [
   '0   success / nothing to do',
@@ -132,14 +133,14 @@ export abstract class BaseCommand extends Command {
       this.printError({
         name: err.name,
         message: badFlagValue ? usageMessage(err.message) : err.message,
-        exitCode: badFlagValue ? 2 : err.exitCode,
+        exitCode: badFlagValue ? ExitCode.Usage : err.exitCode,
         ...(err.suggestion ? {suggestion: err.suggestion} : {}),
         ...(err instanceof InvalidPlanError ? {problems: err.problems} : {}),
       }, badFlagValue ? this.usageLine() : undefined)
       return undefined
     }
     if (err && (err as Error).name === 'ExitPromptError') {
-      process.exitCode = 130
+      process.exitCode = ExitCode.Interrupted
       process.stderr.write('Interrupted.\n')
       return undefined
     }
@@ -147,7 +148,7 @@ export abstract class BaseCommand extends Command {
     // command's usage line, not the whole help; exit 2. oclif marks them with `parse` (parser errors)
     // or exit 2 (a flag's own parse function failed, see exitCodes in package.json).
     if (err && ('parse' in err || err.oclif?.exit === 2)) {
-      this.printError({name: 'UsageError', message: usageMessage(err.message), exitCode: 2, suggestion: `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`}, this.usageLine())
+      this.printError({name: 'UsageError', message: usageMessage(err.message), exitCode: ExitCode.Usage, suggestion: `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`}, this.usageLine())
       return undefined
     }
     // oclif keeps a CLIError's exit code in err.oclif.exit; its own catch loses it under --json (ECOSYSTEM §5.1).

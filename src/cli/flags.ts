@@ -1,7 +1,7 @@
 // Flags shared by several commands (kept apart from base.ts so each command imports only what it uses).
 import {Flags} from '@oclif/core'
 
-import {UserError} from '../errors.js'
+import {UsageError} from '../errors.js'
 import {WAYPOINT_FOR_VALUES} from '../planner/waypoint.js'
 
 export const waypointForFlag = Flags.option({
@@ -43,14 +43,14 @@ export const namespaceFlag = Flags.string({char: 'n', description: 'The namespac
 /** The namespace from the argument or -n; both given and different is a usage error. */
 export function namespaceOf(arg: string | undefined, flag: string | undefined, what = 'NAMESPACE'): string | undefined {
   if (arg !== undefined && flag !== undefined && arg !== flag) {
-    throw new UserError(`${what} "${arg}" and -n ${flag} disagree`, {exitCode: 2, suggestion: 'Give the namespace once: as the argument or with -n.'})
+    throw new UsageError(`${what} "${arg}" and -n ${flag} disagree`, 'Give the namespace once: as the argument or with -n.')
   }
   return arg ?? flag
 }
 
 export function requireNamespaceArg(arg: string | undefined, flag: string | undefined): string {
   const ns = namespaceOf(arg, flag)
-  if (ns === undefined) throw new UserError('missing the namespace', {exitCode: 2, suggestion: 'Pass it as the argument or with -n NAMESPACE.'})
+  if (ns === undefined) throw new UsageError('missing the namespace', 'Pass it as the argument or with -n NAMESPACE.')
   return ns
 }
 
@@ -76,7 +76,7 @@ export function labelSelectorFlag(description: string) {
     description,
     parse: async (value) => {
       const problem = labelSelectorProblem(value)
-      if (problem) throw new UserError(problem, {exitCode: 2})
+      if (problem) throw new UsageError(problem)
       return value
     },
   })

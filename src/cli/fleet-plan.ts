@@ -4,7 +4,7 @@
 import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
-import {UserError} from '../errors.js'
+import {UsageError, UserError} from '../errors.js'
 import {defaultPlanPath, PLANS_DIR, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
 import {FLEET_FILE, type FleetPlan, type FleetSelection, planFleet, selectNamespaces} from '../planner/fleet.js'
 import {renderFleetFile} from '../planner/fleet-file.js'
@@ -43,7 +43,7 @@ async function selected(request: FleetPlanRequest) {
   try {
     picked = selectNamespaces(read.namespaces, request.selection, request.rootNamespace)
   } catch (error) {
-    throw new UserError(`--selector: ${(error as Error).message}`, {exitCode: 2})
+    throw new UsageError(`--selector: ${(error as Error).message}`)
   }
   if (picked.unknown.length > 0) {
     throw new UserError(`namespace(s) ${picked.unknown.join(', ')} do not exist in ${'manifests' in source.target ? 'the manifests' : `context ${source.target.context}`}`, {

@@ -1,12 +1,13 @@
 // What apply, rollback, status and unlock share: finding the plan, connecting to its cluster,
 // checking that it is the cluster the plan was made for, and handling Ctrl+C.
-import {StalePlanError, UserError} from '../errors.js'
+import {PlanFilesInvalidError, StalePlanError, UsageError} from '../errors.js'
 import type {PlanState} from '../executor/plan-state.js'
 import {listPlanFiles, PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import {checkPlanText} from '../planner/planfile.js'
 import {mayHaveWritten} from '../planner/rollback.js'
+import {ExitCode} from './exit-codes.js'
 
 /**
  * SPEC §2: PLAN is a path or a namespace (plans/<ns>.yaml); omitted, the one unfinished plan under
@@ -38,16 +39,16 @@ export async function resolvePlanFile(arg: string | undefined, opts: {unfinished
     if (opts.unfinishedOnly ? !finished : started) candidates.push(file)
   }
   if (invalid.length > 0) {
-    throw new UserError(`cannot choose a plan under ${PLANS_DIR}/: ${invalid.length} plan file${invalid.length === 1 ? ' is' : 's are'} not valid:\n${invalid.map((i) => `  - ${i}`).join('\n')}`, {
-      exitCode: 4,
-      suggestion: `Name the plan to use (a path or a namespace), or fix or remove the invalid file${invalid.length === 1 ? '' : 's'} (\`mesh-migrate validate ${PLANS_DIR}/*.yaml\` lists every problem).`,
-    })
+    throw new PlanFilesInvalidError(
+      `cannot choose a plan under ${PLANS_DIR}/: ${invalid.length} plan file${invalid.length === 1 ? ' is' : 's are'} not valid:\n${invalid.map((i) => `  - ${i}`).join('\n')}`,
+      `Name the plan to use (a path or a namespace), or fix or remove the invalid file${invalid.length === 1 ? '' : 's'} (\`mesh-migrate validate ${PLANS_DIR}/*.yaml\` lists every problem).`,
+    )
   }
   if (candidates.length === 1) return candidates[0]!
   if (candidates.length === 0) {
-    throw new UserError(`no ${opts.unfinishedOnly ? 'unfinished' : 'applied'} plan under ${PLANS_DIR}/`, {exitCode: 2, suggestion: files.length > 0 ? `Name one: ${files.join(', ')}` : 'Create one with `mesh-migrate plan NAMESPACE`.'})
+    throw new UsageError(`no ${opts.unfinishedOnly ? 'unfinished' : 'applied'} plan under ${PLANS_DIR}/`, files.length > 0 ? `Name one: ${files.join(', ')}` : 'Create one with `mesh-migrate plan NAMESPACE`.')
   }
-  throw new UserError(`several plans under ${PLANS_DIR}/ could be meant: ${candidates.join(', ')}`, {exitCode: 2, suggestion: 'Name the plan (a path or a namespace).'})
+  throw new UsageError(`several plans under ${PLANS_DIR}/ could be meant: ${candidates.join(', ')}`, 'Name the plan (a path or a namespace).')
 }
 
 export interface ClusterFlags {
@@ -126,7 +127,7 @@ export function interruptHandler(note: (m: string) => void): {signal: AbortSigna
   const onSignal = () => {
     if (controller.signal.aborted) {
       process.stderr.write('\nInterrupted again: exiting now. Re-run the command to see what was recorded.\n')
-      process.exit(130)
+      process.exit(ExitCode.Interrupted)
     }
     note('\nInterrupting: finishing the request in flight, recording the step as Interrupted, releasing the lock… (Ctrl+C again to exit now)')
     controller.abort()
@@ -145,7 +146,7 @@ export function interruptHandler(note: (m: string) => void): {signal: AbortSigna
 /** kubectl-style durations for --timeout / --lock-timeout: 90s, 5m, 1h, 0. */
 export function parseDuration(value: string, flag: string): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim())
-  if (!match) throw new UserError(`${flag} "${value}" is not a duration`, {exitCode: 2, suggestion: 'Use e.g. 90s, 5m, 1h.'})
+  if (!match) throw new UsageError(`${flag} "${value}" is not a duration`, 'Use e.g. 90s, 5m, 1h.')
   const n = Number(match[1])
   const unit = match[2] ?? 's'
   return unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000

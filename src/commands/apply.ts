@@ -2,21 +2,20 @@ import {Args, Flags} from '@oclif/core'
 
 import {type ApplyResult, type StepOutcome, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
-import {LockHeldError, UserError} from '../errors.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
+import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
+import {CancelledError, LockHeldError, UsageError, UserError} from '../errors.js'
 import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
-import {kubernetesIdentity, liveHolder, lockHeldSuggestion, NamespaceLock, whoAmI} from '../executor/lock.js'
-import {checkOwner} from '../executor/ownership.js'
+import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
 import {ProjectedCluster} from '../executor/projection.js'
-import {PlanState} from '../executor/plan-state.js'
-import {InterruptedError} from '../executor/verify.js'
+import type {PlanState} from '../executor/plan-state.js'
 import {stderrPainter} from '../ui/color.js'
-import {dryRunLines} from '../ui/dry-run.js'
+import {dryRunLines, markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
+import {ExitCode} from '../cli/exit-codes.js'
 
 const OUTCOME_TEXT: Record<StepOutcome['outcome'], string> = {
   applied: 'applied and verified',
@@ -66,6 +65,122 @@ ${EXIT_CODES_HELP}
     ...clusterFlags,
   }
 
+  async run(): Promise<ApplyResult | undefined> {
+    const options = await this.complete()
+    const steps = await this.validate(options)
+    if (steps === 'up-to-date') return this.upToDate(options)
+    const applied = await this.applySteps(options, steps)
+    return applied && this.summary(options, applied)
+  }
+
+  /** Flags → options; the plan is found and loaded (checked: schema, safety, digest). */
+  private async complete(): Promise<ApplyOptions> {
+    const {args, flags} = await this.parse(ApplyCommand)
+    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: true, cluster: flags, note: (m) => this.note(m)})
+    const lock = lockOptions('apply', session.file, flags)
+    const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
+    return {session, selection, lock, dryRun: lock.dryRun, yes: flags.yes, retry: flags.retry, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
+  }
+
+  /** What apply would run, or why it cannot: a live holder, a blocked plan, nobody to ask. Nothing is written. */
+  private async validate(o: ApplyOptions): Promise<PlanStep[] | 'up-to-date'> {
+    const {session, dryRun} = o
+    const state = session.state
+    // A step recorded Running is either being applied right now by the lock's holder or was left by an
+    // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
+    // --lock-timeout the lock is waited for first, and the record read again once it is ours.
+    const blocked = o.retry ? undefined : blockingStep(state)
+    if (blocked && !dryRun && o.lock.lockTimeoutMs === 0) {
+      const holder = await liveHolder(await session.cluster.connect(), state.namespace)
+      if (holder) throw new LockHeldError(`namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`, lockHeldSuggestion(state.namespace))
+    }
+    const waitForHolder = blocked !== undefined && !dryRun && o.lock.lockTimeoutMs > 0
+    const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
+    const blockers = state.plan.spec.blockers
+    if (blockers.length > 0) {
+      throw new UserError(`the plan has ${blockers.length} blocker(s): ${blockers.map((b) => b.id).join(', ')}`, {
+        exitCode: ExitCode.Failure,
+        suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
+      })
+    }
+    if (!waitForHolder && steps.length === 0) return 'up-to-date'
+    // Fail before touching the cluster when nobody could answer the per-step question.
+    if (!o.yes && !dryRun && !canPrompt()) {
+      throw new UsageError(`apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`, 'Review the plan (mesh-migrate show), then pass --yes.')
+    }
+    return steps
+  }
+
+  private upToDate(o: ApplyOptions): Promise<ApplyResult | undefined> {
+    const {session, selection} = o
+    const state = session.state
+    const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
+    this.result(selection.kind === 'to' && next
+      ? `Step ${selection.id} of ${session.file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
+      : `Every step of ${session.file} is applied; nothing to do.`)
+    const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+    return this.emit(typed('ApplyResult', {plan: session.file, namespace: state.namespace, dryRun: o.dryRun, applied: [], remaining}), o.output, () => '')
+  }
+
+  /** Hold the namespace and apply the steps; undefined when interrupted (recorded, exit 130). */
+  private async applySteps(o: ApplyOptions, validated: PlanStep[]): Promise<StepOutcome[] | undefined> {
+    const {session, dryRun} = o
+    const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => this.note(mark(dryRun, m)))
+    const applied: StepOutcome[] = []
+    const interrupted = `Interrupted. The step is recorded as Interrupted in ${session.file}; re-run \`mesh-migrate apply ${session.file} --retry\` to finish it or \`mesh-migrate rollback ${session.file}\` to undo.`
+    const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
+      // Under the lock the record may have changed (the holder we waited for): judge the steps on it as it is now.
+      const steps = dryRun ? validated : stepsToApply(ctx.state, o.selection, o.retry)
+      if (dryRun) ctx.projection = new ProjectedCluster(client)
+      else await ctx.state.begin()
+      const {preflightRunner} = await import('../preflight/runner.js')
+      ctx.preflight = preflightRunner(client, ctx.state.plan)
+      for (const step of steps) applied.push(await this.applyStep(o, ctx, step, applied))
+    })
+    return finished ? applied : undefined
+  }
+
+  /** One step: say what will change, ask (unless --yes), apply and verify it, print its outcome. */
+  private async applyStep(o: ApplyOptions, ctx: ExecutionContext, step: PlanStep, before: StepOutcome[]): Promise<StepOutcome> {
+    const {dryRun, session} = o
+    const say = (m: string) => this.note(mark(dryRun, m))
+    const steps = ctx.state.plan.spec.steps
+    const title = `Step ${steps.indexOf(step) + 1}/${steps.length} ${step.id}`
+    say(`\n${stderrPainter().paint('bold', title)}: ${step.description}`)
+    for (const line of describeStepWrites(step)) say(`  will ${line}`)
+    if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
+    say(`  undo: ${step.undo.description}`)
+    if (!o.yes && !dryRun && (await checkStep(ctx, step)).stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
+      const earlier = before.length > 0 ? ` (${before.map((a) => a.id).join(', ')} applied before it)` : ''
+      throw new CancelledError(`Apply cancelled: nothing was written for step ${step.id}${earlier}.`, `Re-run \`mesh-migrate apply ${session.file} --step\` when ready.`)
+    }
+    let result: StepOutcome | undefined
+    await runTasks([{
+      title: dryRun ? dryRunLines(step.id) : step.id,
+      run: async (update) => {
+        ctx.onProgress = update
+        const {skippedWrites, details} = await applyStep(ctx, step)
+        result = {id: step.id, action: step.action, outcome: stepOutcome(step, dryRun, skippedWrites), details}
+        return OUTCOME_TEXT[result.outcome]
+      },
+    }])
+    this.result(mark(dryRun, `${title}: ${OUTCOME_TEXT[result!.outcome]}`))
+    for (const d of result!.details) this.result(mark(dryRun, `  ${d}`))
+    return result!
+  }
+
+  /** What is left, the hazard windows stopped inside, and the next command. */
+  private summary(o: ApplyOptions, applied: StepOutcome[]): Promise<ApplyResult | undefined> {
+    const {session, dryRun} = o
+    const state = session.state
+    const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+    if (!dryRun && remaining.length > 0) this.warnOpenWindows(state)
+    const next = dryRun || remaining.length === 0 ? undefined : `mesh-migrate apply ${session.file} --step`
+    if (!dryRun) this.result(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (${next}). ${remaining.length} step(s) left.`)
+    const result: ApplyResult = typed('ApplyResult', {plan: session.file, namespace: state.namespace, dryRun, applied, remaining, ...(next ? {next} : {})})
+    return this.emit(result, o.output, () => '')
+  }
+
   /** Stopping inside a hazard window leaves policies degraded until a later step: say which, until when. */
   private warnOpenWindows(state: PlanState): void {
     const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
@@ -74,128 +189,19 @@ ${EXIT_CODES_HELP}
     this.note(p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`))
     for (const w of windows) this.note(p.paint('yellow', `  - ${describeWindow(w)}`))
   }
-
-  async run(): Promise<ApplyResult | undefined> {
-    const {args, flags} = await this.parse(ApplyCommand)
-    const timeoutMs = parseDuration(flags.timeout, '--timeout')
-    const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
-    const dryRun = flags['dry-run'] === 'server'
-    const file = await resolvePlanFile(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: true})
-    let state = await PlanState.load(file)
-    const p = stderrPainter()
-    // Every line of a dry run says so: nothing of it was persisted or recorded.
-    const mark = (m: string) => (dryRun ? dryRunLines(m) : m)
-    const say = (m: string) => this.note(mark(m))
-    const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
-    // A step recorded Running is either being applied right now by the lock's holder or was left by an
-    // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
-    // --lock-timeout the lock is waited for first, and the record read again once it is ours.
-    const blocked = flags.retry ? undefined : blockingStep(state)
-    if (blocked && !dryRun && lockTimeoutMs === 0) {
-      const holder = await liveHolder(await connectCluster(flags), state.namespace)
-      if (holder) throw new LockHeldError(`namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`, lockHeldSuggestion(state.namespace))
-    }
-    const waitForHolder = blocked !== undefined && !dryRun && lockTimeoutMs > 0
-    let steps = waitForHolder ? [] : stepsToApply(state, selection, flags.retry)
-    if (state.plan.spec.blockers.length > 0) {
-      throw new UserError(`the plan has ${state.plan.spec.blockers.length} blocker(s): ${state.plan.spec.blockers.map((b) => b.id).join(', ')}`, {
-        exitCode: 1,
-        suggestion: `Resolve them (mesh-migrate show ${file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
-      })
-    }
-    if (!waitForHolder && steps.length === 0) {
-      const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
-      this.result(selection.kind === 'to' && next
-        ? `Step ${selection.id} of ${file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
-        : `Every step of ${file} is applied; nothing to do.`)
-      const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
-      return this.emit(typed('ApplyResult', {plan: file, namespace: state.namespace, dryRun, applied: [], remaining}), flags.output, () => '')
-    }
-    // Fail before touching the cluster when nobody could answer the per-step question.
-    if (!flags.yes && !dryRun && !canPrompt()) {
-      throw new UserError(`apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`, {exitCode: 2, suggestion: 'Review the plan (mesh-migrate show), then pass --yes.'})
-    }
-
-    const client = await connectCluster(flags)
-    await checkTargetCluster(client, state, flags['allow-other-cluster'], say)
-    const interrupt = interruptHandler((m) => this.note(m))
-    let lock: NamespaceLock | undefined
-    const applied: StepOutcome[] = []
-    try {
-      if (!dryRun) {
-        lock = await NamespaceLock.acquire(client, {
-          namespace: state.namespace,
-          command: `apply ${file}`,
-          plan: file,
-          timeoutMs: lockTimeoutMs,
-          onWait: (holder) => this.note(`Namespace ${state.namespace} is locked by ${holder}; waiting up to ${flags['lock-timeout']}…`),
-          onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
-        })
-        // The holder we waited for may have changed the record: judge the steps on the file as it is now.
-        state = await PlanState.load(file)
-        steps = stepsToApply(state, selection, flags.retry)
-      }
-      // Another plan owns the namespace: refused before anything is written (the first write claims it).
-      await checkOwner(client, state, 'apply')
-      if (!dryRun) await state.begin()
-      state.localUser = whoAmI()
-      // A dry run records nothing, so it does not ask the server who we are.
-      const who = (dryRun ? undefined : await kubernetesIdentity(client)) ?? state.localUser
-      const ctx: ExecutionContext = {client, state, who, dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {}), ...(dryRun ? {projection: new ProjectedCluster(client)} : {})}
-      const {preflightRunner} = await import('../preflight/runner.js')
-      ctx.preflight = preflightRunner(client, state.plan)
-      const total = state.plan.spec.steps.length
-      for (const step of steps) {
-        const index = state.plan.spec.steps.indexOf(step) + 1
-        say(`\n${p.paint('bold', `Step ${index}/${total} ${step.id}`)}: ${step.description}`)
-        for (const line of describeStepWrites(step)) say(`  will ${line}`)
-        if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
-        say(`  undo: ${step.undo.description}`)
-        if (!flags.yes && !dryRun) {
-          const check = await checkStep(ctx, step)
-          if (check.stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
-            // terraform's habit: declining is not success (exit 1), so a script or a chain (&&) stops here.
-            throw new UserError(`Apply cancelled: nothing was written for step ${step.id}${applied.length > 0 ? ` (${applied.map((a) => a.id).join(', ')} applied before it)` : ''}.`, {
-              exitCode: 1,
-              suggestion: `Re-run \`mesh-migrate apply ${file} --step\` when ready.`,
-            })
-          }
-        }
-        let result: StepOutcome | undefined
-        await runTasks([{
-          title: dryRun ? dryRunLines(step.id) : step.id,
-          run: async (update) => {
-            ctx.onProgress = update
-            const {skippedWrites, details} = await applyStep(ctx, step)
-            result = {id: step.id, action: step.action, outcome: stepOutcome(step, dryRun, skippedWrites), details}
-            return OUTCOME_TEXT[result.outcome]
-          },
-        }])
-        applied.push(result!)
-        this.result(mark(`Step ${index}/${total} ${step.id}: ${OUTCOME_TEXT[result!.outcome]}`))
-        for (const d of result!.details) this.result(mark(`  ${d}`))
-      }
-    } catch (error) {
-      if (error instanceof InterruptedError) {
-        await lock?.release().catch(() => undefined)
-        lock = undefined
-        process.exitCode = 130
-        this.note(`Interrupted. The step is recorded as Interrupted in ${file}; re-run \`mesh-migrate apply ${file} --retry\` to finish it or \`mesh-migrate rollback ${file}\` to undo.`)
-        return undefined
-      }
-      throw error
-    } finally {
-      interrupt.dispose()
-      await lock?.release().catch(() => undefined)
-    }
-    const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
-    if (!dryRun && remaining.length > 0) this.warnOpenWindows(state)
-    const next = dryRun || remaining.length === 0 ? undefined : `mesh-migrate apply ${file} --step`
-    if (!dryRun) this.result(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (${next}). ${remaining.length} step(s) left.`)
-    const result: ApplyResult = typed('ApplyResult', {plan: file, namespace: state.namespace, dryRun, applied, remaining, ...(next ? {next} : {})})
-    return this.emit(result, flags.output, () => '')
-  }
 }
+
+interface ApplyOptions {
+  session: PlanSession
+  selection: StepSelection
+  lock: LockOptions
+  dryRun: boolean
+  yes: boolean
+  retry: boolean
+  allowOtherCluster: boolean
+  output: OutputFormat
+}
+
 
 /** What became of a step: a read-only step of a dry run sends nothing, so nothing of it is "accepted". */
 function stepOutcome(step: PlanStep, dryRun: boolean, skippedWrites: boolean): StepOutcome['outcome'] {

@@ -3,7 +3,7 @@ import path from 'node:path'
 
 import {Args, Flags, type Interfaces} from '@oclif/core'
 
-import {UserError} from '../errors.js'
+import {UsageError, UserError} from '../errors.js'
 import {asRolledBack, carryProgressOrRefuse, progressToKeep} from '../executor/keep-progress.js'
 import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
 import {buildInventory} from '../planner/inventory.js'
@@ -18,6 +18,7 @@ import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {labelSelectorFlag, namespaceFlag, namespaceOf, waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+import {ExitCode} from '../cli/exit-codes.js'
 
 /** Why a namespace needs no step, in the words of its data-plane mode. */
 function nothingToMigrateWhy(plan: MigrationPlan): string {
@@ -84,18 +85,39 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<MigrationPlan | FleetPlan | undefined> {
+    const {names, flags} = await this.complete()
+    if (flags['all-namespaces'] || flags.selector !== undefined || names.length > 1) return this.runFleet(names, flags)
+    const options = await this.validate(names[0], flags)
+    const {plan, source, inventory, snapshot} = await this.build(options)
+    await this.write(options, plan)
+    // On a live cluster, show now what the preflight step will check at apply time.
+    if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
+      const {runPreflight} = await import('../preflight/runner.js')
+      const {renderPreflight} = await import('../preflight/view.js')
+      const diagnostics = await runPreflight(source.client, options.namespace, {plan, inventory, snapshot, rootNamespace: flags['root-namespace']})
+      this.note(`\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`)
+    }
+    this.setExitCode(options, plan)
+    if (options.out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
+    return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
+  }
+
+  /** Flags → the namespaces named (arguments or -n) and the checked flags. */
+  private async complete(): Promise<{names: string[]; flags: PlanFlags}> {
     const {argv, flags} = await this.parse(PlanCommand)
     const names = withNamespaceFlag(argv as string[], flags.namespace)
     const problem = waypointNameProblem(flags['waypoint-name'])
-    if (problem) throw new UserError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`, {exitCode: 2})
-    const fleet = flags['all-namespaces'] || flags.selector !== undefined || names.length > 1
-    if (fleet) return this.runFleet(names, flags)
-    const namespace = names[0]
-    if (!namespace) throw new UserError('which namespace? Name one (or several, or -n NAMESPACE), or pass --all-namespaces / --selector', {exitCode: 2, suggestion: 'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A'})
+    if (problem) throw new UsageError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`)
+    return {names, flags}
+  }
+
+  /** One namespace, and a plan file that may be (over)written: a plan in progress is not replaced without --force. */
+  private async validate(namespace: string | undefined, flags: PlanFlags): Promise<PlanOneOptions> {
+    if (!namespace) throw new UsageError('which namespace? Name one (or several, or -n NAMESPACE), or pass --all-namespaces / --selector', 'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A')
 
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
-    if (flags['keep-progress'] && out === '-') throw new UserError('--keep-progress keeps the record of the plan file it replaces; --out - writes none', {exitCode: 2, suggestion: 'Leave out --out (or name the plan file).'})
+    if (flags['keep-progress'] && out === '-') throw new UsageError('--keep-progress keeps the record of the plan file it replaces; --out - writes none', 'Leave out --out (or name the plan file).')
     const inProgress = flags['keep-progress'] ? progressToKeep(previousText, out, namespace) : undefined
     if (previousText !== undefined && !flags.force && !flags['keep-progress']) {
       // A fully rolled-back plan has nothing left to undo: it may be replaced.
@@ -105,7 +127,11 @@ ${EXIT_CODES_HELP}`
         })
       }
     }
+    return {namespace, out, previousText, flags, inProgress}
+  }
 
+  /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
+  private async build({namespace, out, flags, inProgress}: PlanOneOptions) {
     const source = await openSource(flags)
     const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
     // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
@@ -122,6 +148,11 @@ ${EXIT_CODES_HELP}`
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
     const plan = inProgress ? this.keepProgress(inProgress, fresh, out) : fresh
+    return {plan, source, inventory, snapshot}
+  }
+
+  /** The plan file (or stdout for --out -); none when there is nothing to migrate, untouched when unchanged. */
+  private async write({namespace, out, previousText, flags}: PlanOneOptions, plan: MigrationPlan): Promise<void> {
     const text = renderPlanFile(plan)
 
     const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
@@ -137,24 +168,16 @@ ${EXIT_CODES_HELP}`
       await writeFileAtomic(out, text)
       this.note(`Wrote ${out}.`)
     }
+  }
 
-    // On a live cluster, show now what the preflight step will check at apply time.
-    if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
-      const {runPreflight} = await import('../preflight/runner.js')
-      const {renderPreflight} = await import('../preflight/view.js')
-      const diagnostics = await runPreflight(source.client, namespace, {plan, inventory, snapshot, rootNamespace: flags['root-namespace']})
-      this.note(`\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`)
-    }
-
+  private setExitCode({namespace, out, flags}: PlanOneOptions, plan: MigrationPlan): void {
     const blockers = plan.spec.summary.blockers
     if (blockers > 0) {
-      process.exitCode = 1
+      process.exitCode = ExitCode.Failure
       this.note(`The plan has ${blockers} blocker(s); it cannot be applied until they are resolved (mesh-migrate show ${out === '-' ? namespace : out}).`)
     } else if (flags['detailed-exitcode']) {
-      process.exitCode = plan.spec.steps.length > 0 ? 10 : 0
+      process.exitCode = plan.spec.steps.length > 0 ? ExitCode.ChangesPending : ExitCode.Ok
     }
-    if (out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
-    return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
   }
 
   /** The new plan with the kept records of the plan in progress, saying what was kept and what apply runs. */
@@ -166,10 +189,10 @@ ${EXIT_CODES_HELP}`
   }
 
   private async runFleet(names: string[], flags: PlanFlags): Promise<FleetPlan | undefined> {
-    if (flags['keep-progress']) throw new UserError('--keep-progress re-plans one namespace', {exitCode: 2, suggestion: 'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.'})
-    if (flags.out !== undefined) throw new UserError('--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml', {exitCode: 2, suggestion: 'Leave out --out.'})
+    if (flags['keep-progress']) throw new UsageError('--keep-progress re-plans one namespace', 'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.')
+    if (flags.out !== undefined) throw new UsageError('--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml', 'Leave out --out.')
     if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
-      throw new UserError('name namespaces or select them (--all-namespaces, --selector), not both', {exitCode: 2})
+      throw new UsageError('name namespaces or select them (--all-namespaces, --selector), not both')
     }
     const {runFleetPlan} = await import('../cli/fleet-plan.js')
     const fleet = await runFleetPlan({
@@ -184,10 +207,10 @@ ${EXIT_CODES_HELP}`
       note: (m) => this.note(m),
     })
     if (fleet.spec.summary.blocked > 0) {
-      process.exitCode = 1
+      process.exitCode = ExitCode.Failure
       this.note(`${fleet.spec.summary.blocked} plan(s) have blockers; they cannot be applied until resolved (mesh-migrate show --fleet).`)
     } else if (flags['detailed-exitcode']) {
-      process.exitCode = fleet.spec.namespaces.some((n) => n.steps > 0) ? 10 : 0
+      process.exitCode = fleet.spec.namespaces.some((n) => n.steps > 0) ? ExitCode.ChangesPending : ExitCode.Ok
     }
     const {renderFleet} = await import('../ui/fleet-view.js')
     return this.emit(fleet, flags.output, () => renderFleet(fleet, stdoutPainter()))
@@ -196,10 +219,20 @@ ${EXIT_CODES_HELP}`
 
 type PlanFlags = Interfaces.InferredFlags<typeof PlanCommand.flags>
 
+/** The plan of one namespace: where it goes (a path, or - for stdout) and the file it replaces, if any. */
+interface PlanOneOptions {
+  namespace: string
+  out: string
+  previousText: string | undefined
+  flags: PlanFlags
+  /** --keep-progress: the plan in progress whose applied, unchanged steps keep their record. */
+  inProgress: MigrationPlan | undefined
+}
+
 /** The namespaces named: the arguments, or -n (which names one, and must agree with a single argument). */
 function withNamespaceFlag(args: string[], flag: string | undefined): string[] {
   if (flag !== undefined && args.length > 1) {
-    throw new UserError(`-n ${flag} names one namespace, and ${args.length} are given as arguments`, {exitCode: 2, suggestion: 'List the namespaces as arguments, without -n.'})
+    throw new UsageError(`-n ${flag} names one namespace, and ${args.length} are given as arguments`, 'List the namespaces as arguments, without -n.')
   }
   const one = namespaceOf(args[0], flag)
   return args.length > 1 ? args : one === undefined ? [] : [one]

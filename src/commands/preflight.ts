@@ -1,13 +1,15 @@
-import {Args, Flags} from '@oclif/core'
+import {Args, Flags, type Interfaces} from '@oclif/core'
 
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 import {type PreflightReport, typed} from '../cli/contract.js'
 import {namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
 import {connectCluster} from '../cli/plan-commands.js'
-import {UserError} from '../errors.js'
+import {UsageError} from '../errors.js'
 import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 import {stdoutPainter} from '../ui/color.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import type {KubeClient} from '../kube/types.js'
 
 export default class PreflightCommand extends BaseCommand {
   static override summary = 'Check that a namespace can be migrated now: ambient installed and ready, Gateway API, HBONE sidecars, blockers, NetworkPolicies, RBAC.'
@@ -55,40 +57,40 @@ ${EXIT_CODES_HELP}`
     const namespace = requireNamespaceArg(args.namespace, flags.namespace)
     const client = await connectCluster(flags)
     const {runPreflight} = await import('../preflight/runner.js')
-
-    let plan
-    let inventory
-    let planSource: string
-    let rootNamespace = flags['root-namespace']
-    if (flags.plan) {
-      const {resolvePlanArg} = await import('../executor/plan-store.js')
-      const {PlanState} = await import('../executor/plan-state.js')
-      const file = await resolvePlanArg(flags.plan)
-      plan = (await PlanState.load(file)).plan
-      if (plan.metadata.namespace !== namespace) {
-        throw new UserError(`${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`, {exitCode: 2, suggestion: `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`})
-      }
-      rootNamespace = plan.spec.options.rootNamespace
-      planSource = file
-    } else {
-      const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([import('../sources/cluster.js'), import('../planner/inventory.js'), import('../planner/plan-builder.js')])
-      const source = await ClusterSource.open(client)
-      const snapshot = await source.snapshot(namespace, {rootNamespace})
-      inventory = buildInventory(snapshot, {waypointFor: flags['waypoint-for']})
-      plan = buildPlan({
-        inventory,
-        snapshot,
-        options: {rootNamespace, waypointName: flags['waypoint-name'], waypointFor: flags['waypoint-for']},
-        generator: `mesh-migrate/${this.config.version}`,
-      })
-      planSource = '(built from the cluster)'
-    }
-
+    const {plan, inventory, planSource, rootNamespace} = await this.planToCheck(namespace, flags, client)
     const diagnostics = await runPreflight(client, namespace, {plan, rootNamespace, ...(inventory ? {inventory} : {}), ...(flags.check ? {checks: flags.check} : {})})
     const ok = !diagnostics.some((d) => d.severity === 'error')
-    if (!ok) process.exitCode = 1
+    if (!ok) process.exitCode = ExitCode.Failure
     const result = typed('PreflightReport', {namespace, context: client.context, plan: planSource, ok, diagnostics})
     const {renderPreflight} = await import('../preflight/view.js')
     return this.emit(result, flags.output, () => renderPreflight(diagnostics, stdoutPainter()))
   }
+
+  /** The plan whose checks run: the one given with --plan (of this namespace), or one built from the cluster now. */
+  private async planToCheck(namespace: string, flags: PreflightFlags, client: KubeClient) {
+    if (flags.plan) {
+      const {resolvePlanArg} = await import('../executor/plan-store.js')
+      const {PlanState} = await import('../executor/plan-state.js')
+      const file = await resolvePlanArg(flags.plan)
+      const plan = (await PlanState.load(file)).plan
+      if (plan.metadata.namespace !== namespace) {
+        throw new UsageError(`${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`, `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`)
+      }
+      return {plan, inventory: undefined, planSource: file, rootNamespace: plan.spec.options.rootNamespace}
+    }
+    const rootNamespace = flags['root-namespace']
+    const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([import('../sources/cluster.js'), import('../planner/inventory.js'), import('../planner/plan-builder.js')])
+    const source = await ClusterSource.open(client)
+    const snapshot = await source.snapshot(namespace, {rootNamespace})
+    const inventory = buildInventory(snapshot, {waypointFor: flags['waypoint-for']})
+    const plan = buildPlan({
+      inventory,
+      snapshot,
+      options: {rootNamespace, waypointName: flags['waypoint-name'], waypointFor: flags['waypoint-for']},
+      generator: `mesh-migrate/${this.config.version}`,
+    })
+    return {plan, inventory, planSource: '(built from the cluster)', rootNamespace}
+  }
 }
+
+type PreflightFlags = Interfaces.InferredFlags<typeof PreflightCommand.flags>

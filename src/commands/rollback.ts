@@ -2,17 +2,14 @@ import {Args, Flags} from '@oclif/core'
 
 import {type RollbackResult, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-import {checkTargetCluster, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from '../cli/plan-commands.js'
-import {UserError} from '../errors.js'
-import {checkRollback, type ExecutionContext, undoStep} from '../executor/engine.js'
-import {kubernetesIdentity, NamespaceLock, whoAmI} from '../executor/lock.js'
-import {checkOwner, releaseIfRolledBack} from '../executor/ownership.js'
-import {PlanState} from '../executor/plan-state.js'
-import {InterruptedError} from '../executor/verify.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
+import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
+import {CancelledError, UsageError} from '../errors.js'
+import {checkRollback, undoStep} from '../executor/engine.js'
+import {releaseIfRolledBack} from '../executor/ownership.js'
 import {rollbackSequence} from '../planner/rollback.js'
 import {stderrPainter} from '../ui/color.js'
-import {dryRunLines} from '../ui/dry-run.js'
+import {markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 import {runTasks} from '../ui/progress.js'
 
@@ -44,62 +41,57 @@ ${EXIT_CODES_HELP}
   }
 
   async run(): Promise<RollbackResult | undefined> {
+    const options = await this.complete()
+    if (options.selection.steps.length === 0) return this.nothingToUndo(options)
+    await this.validate(options)
+    const rolledBack = await this.rollBack(options)
+    return rolledBack && this.summary(options, rolledBack)
+  }
+
+  /** Flags → options; the plan is found and loaded (checked), and the steps to undo chosen in the safe order. */
+  private async complete(): Promise<RollbackOptions> {
     const {args, flags} = await this.parse(RollbackCommand)
-    const timeoutMs = parseDuration(flags.timeout, '--timeout')
-    const lockTimeoutMs = parseDuration(flags['lock-timeout'], '--lock-timeout')
-    const dryRun = flags['dry-run'] === 'server'
-    const file = await resolvePlanFile(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: false})
-    const state = await PlanState.load(file)
-    const ns = state.namespace
-    const selection = rollbackSequence(state.plan, {lastOnly: flags.step})
-    if (selection.steps.length === 0) {
-      this.result(`Nothing to roll back: no step of ${file} has been applied.`)
-      return this.emit(typed('RollbackResult', {plan: file, namespace: ns, dryRun, rolledBack: []}), flags.output, () => '')
-    }
-    const p = stderrPainter()
-    // Every line of a dry run says so: nothing of it was persisted or recorded.
-    const mark = (m: string) => (dryRun ? dryRunLines(m) : m)
-    const say = (m: string) => this.note(mark(m))
-    say(`Rolling back ${selection.steps.length} step(s) of ${file}, in this order:`)
+    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: false, cluster: flags, note: (m) => this.note(m)})
+    const lock = lockOptions('rollback', session.file, flags)
+    const selection = rollbackSequence(session.state.plan, {lastOnly: flags.step})
+    return {session, selection, lock, dryRun: lock.dryRun, confirm: flags.confirm, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
+  }
+
+  private nothingToUndo(o: RollbackOptions): Promise<RollbackResult | undefined> {
+    this.result(`Nothing to roll back: no step of ${o.session.file} has been applied.`)
+    return this.emit(typed('RollbackResult', {plan: o.session.file, namespace: o.session.namespace, dryRun: o.dryRun, rolledBack: []}), o.output, () => '')
+  }
+
+  /** Say what will be undone, in which order, and have the namespace confirmed (typed, or --confirm). */
+  private async validate(o: RollbackOptions): Promise<void> {
+    const {session, selection, dryRun} = o
+    const ns = session.namespace
+    const say = (m: string) => this.note(mark(dryRun, m))
+    say(`Rolling back ${selection.steps.length} step(s) of ${session.file}, in this order:`)
     for (const step of selection.steps) say(`  - ${step.id}: ${step.undo.description}`)
-    if (selection.note) say(p.paint('yellow', `Note: ${selection.note}.`))
-
-    if (!dryRun) {
-      if (flags.confirm !== undefined) {
-        if (flags.confirm !== ns) throw new UserError(`--confirm ${flags.confirm} does not match the plan's namespace ${ns}`, {exitCode: 2, suggestion: `Pass --confirm ${ns}.`})
-      } else if (!canPrompt()) {
-        throw new UserError(`rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`, {exitCode: 2, suggestion: `Pass --confirm ${ns}.`})
-      } else if (!(await confirmByTyping(ns, `Roll back the migration of namespace ${ns}`, '--confirm'))) {
-        throw new UserError('the namespace typed does not match: nothing was rolled back', {exitCode: 1})
-      }
+    if (selection.note) say(stderrPainter().paint('yellow', `Note: ${selection.note}.`))
+    if (dryRun) return
+    if (o.confirm !== undefined) {
+      if (o.confirm !== ns) throw new UsageError(`--confirm ${o.confirm} does not match the plan's namespace ${ns}`, `Pass --confirm ${ns}.`)
+    } else if (!canPrompt()) {
+      throw new UsageError(`rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`, `Pass --confirm ${ns}.`)
+    } else if (!(await confirmByTyping(ns, `Roll back the migration of namespace ${ns}`, '--confirm'))) {
+      throw new CancelledError('the namespace typed does not match: nothing was rolled back')
     }
+  }
 
-    const client = await connectCluster(flags)
-    await checkTargetCluster(client, state, flags['allow-other-cluster'], say)
-    const interrupt = interruptHandler((m) => this.note(m))
-    let lock: NamespaceLock | undefined
+  /** Hold the namespace and undo the steps; undefined when interrupted (exit 130). */
+  private async rollBack(o: RollbackOptions): Promise<RollbackResult['rolledBack'] | undefined> {
+    const {session, selection, dryRun} = o
+    const say = (m: string) => this.note(mark(dryRun, m))
+    const client = await session.connectToPlanCluster(o.allowOtherCluster, say)
     const rolledBack: RollbackResult['rolledBack'] = []
-    try {
-      if (!dryRun) {
-        lock = await NamespaceLock.acquire(client, {
-          namespace: ns,
-          command: `rollback ${file}`,
-          plan: file,
-          timeoutMs: lockTimeoutMs,
-          onWait: (holder) => this.note(`Namespace ${ns} is locked by ${holder}; waiting up to ${flags['lock-timeout']}…`),
-          onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
-        })
-      }
-      // Another plan's objects carry the same plan name: never undo over what another plan applied.
-      await checkOwner(client, state, 'roll back')
-      state.localUser = whoAmI()
-      // A dry run records nothing, so it does not ask the server who we are.
-      const who = (dryRun ? undefined : await kubernetesIdentity(client)) ?? state.localUser
-      const ctx: ExecutionContext = {client, state, who, dryRun, timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})}
+    const interrupted = `Interrupted. Re-run \`mesh-migrate rollback ${session.file}\` to finish the rollback.`
+    const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
       const warn = (m: string) => say(`Warning: ${m}`)
       await checkRollback(ctx, selection.steps, warn)
       await runTasks(selection.steps.map((step) => ({
-        title: dryRun ? dryRunLines(`undo ${step.id}`) : `undo ${step.id}`,
+        title: mark(dryRun, `undo ${step.id}`),
         run: async (update) => {
           ctx.onProgress = update
           const details = await undoStep(ctx, step, warn)
@@ -108,24 +100,29 @@ ${EXIT_CODES_HELP}
           return dryRun && step.undo.operations.length > 0 ? `accepted by the server, nothing persisted: ${summary}` : summary
         },
       })))
-      if (!dryRun && (await releaseIfRolledBack(client, state))) this.note(`Every step of ${file} is rolled back: namespace ${ns} is free for another plan.`)
-    } catch (error) {
-      if (error instanceof InterruptedError) {
-        process.exitCode = 130
-        this.note(`Interrupted. Re-run \`mesh-migrate rollback ${file}\` to finish the rollback.`)
-        return undefined
-      }
-      throw error
-    } finally {
-      interrupt.dispose()
-      await lock?.release().catch(() => undefined)
-    }
+      if (!dryRun && (await releaseIfRolledBack(client, ctx.state))) this.note(`Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`)
+    })
+    return finished ? rolledBack : undefined
+  }
+
+  private summary(o: RollbackOptions, rolledBack: RollbackResult['rolledBack']): Promise<RollbackResult | undefined> {
+    const {session, dryRun} = o
     // After the progress display has finished: stdout and the live stderr display share a terminal.
     for (const r of rolledBack) {
-      this.result(mark(`Undone ${r.id}:${r.details.length === 0 ? ' nothing to undo' : ''}`))
-      for (const d of r.details) this.result(mark(`  ${d}`))
+      this.result(mark(dryRun, `Undone ${r.id}:${r.details.length === 0 ? ' nothing to undo' : ''}`))
+      for (const d of r.details) this.result(mark(dryRun, `  ${d}`))
     }
-    if (!dryRun) this.result(`\nRolled back ${rolledBack.length} step(s) of ${file}.`)
-    return this.emit(typed('RollbackResult', {plan: file, namespace: ns, dryRun, rolledBack}), flags.output, () => '')
+    if (!dryRun) this.result(`\nRolled back ${rolledBack.length} step(s) of ${session.file}.`)
+    return this.emit(typed('RollbackResult', {plan: session.file, namespace: session.namespace, dryRun, rolledBack}), o.output, () => '')
   }
+}
+
+interface RollbackOptions {
+  session: PlanSession
+  selection: ReturnType<typeof rollbackSequence>
+  lock: LockOptions
+  dryRun: boolean
+  confirm: string | undefined
+  allowOtherCluster: boolean
+  output: OutputFormat
 }

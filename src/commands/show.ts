@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import path from 'node:path'
 
-import {InvalidPlanError, UserError} from '../errors.js'
+import {InvalidPlanError, UsageError, UserError} from '../errors.js'
 import {PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import type {FleetPlan} from '../planner/fleet.js'
 import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
@@ -40,7 +40,7 @@ ${EXIT_CODES_HELP}`
     const {args, flags} = await this.parse(ShowCommand)
     if (flags.fleet) return this.showFleet(args.plan, flags.output)
     const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
-    if (!planArg) throw new UserError('which plan? Name a plan file or a namespace (or -n NAMESPACE, or pass --fleet)', {exitCode: 2, suggestion: 'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet'})
+    if (!planArg) throw new UsageError('which plan? Name a plan file or a namespace (or -n NAMESPACE, or pass --fleet)', 'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet')
     const file = await resolvePlanArg(planArg)
     const checked = checkPlanText(await readTextFile(file, 'plan file'))
     if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
@@ -75,7 +75,7 @@ ${EXIT_CODES_HELP}`
     if (!checked.fleet) throw new InvalidPlanError(file, checked.problems)
     const fleet = checked.fleet
     const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
-    if (output === 'patches') throw new UserError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml', {exitCode: 2})
+    if (output === 'patches') throw new UsageError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml')
     if (output === 'markdown' && !this.jsonEnabled()) {
       process.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
       return undefined

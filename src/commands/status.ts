@@ -2,18 +2,20 @@ import {Args, Flags} from '@oclif/core'
 
 import {type PlanStatus, type StatusReport, type StatusStep, typed} from '../cli/contract.js'
 import {clusterFlags, namespaceFlag, namespaceOf} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-import {checkTargetCluster, connectCluster} from '../cli/plan-commands.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
+import {checkTargetCluster} from '../cli/plan-commands.js'
+import {ClusterConnection, PlanSession} from '../cli/plan-session.js'
 import {planProgress} from '../census/census.js'
 import {StalePlanError, UserError} from '../errors.js'
 import {describeHolder, holderAlive, holderState, lockRef} from '../executor/lock.js'
 import {stepDrift} from '../executor/drift.js'
-import {PlanState} from '../executor/plan-state.js'
+import type {PlanState} from '../executor/plan-state.js'
 import {listPlanFiles, resolvePlanArg} from '../executor/plan-store.js'
 import type {KubeClient} from '../kube/types.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
+import {ExitCode} from '../cli/exit-codes.js'
 
 type StepRow = StatusStep
 
@@ -71,80 +73,114 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<StatusReport | undefined> {
+    const options = await this.complete()
+    const client = await this.connect(options)
+    const results: PlanStatus[] = []
+    const unreadable: UserError[] = []
+    for (const file of options.files) {
+      const status = await this.statusOf(options, file, client)
+      if (status instanceof UserError) unreadable.push(status)
+      else results.push(status)
+    }
+    if (options.detailedExitcode && results.some((r) => r.pending > 0 || r.drifted > 0)) process.exitCode = ExitCode.ChangesPending
+    if (unreadable.length > 0) {
+      this.note(`${unreadable.length} of ${options.files.length} plan(s) could not be read (see above).`)
+      process.exitCode = unreadable[0]!.exitCode
+    }
+    return this.emit(typed('StatusReport', {plans: results}), options.output, () => renderStatus(results))
+  }
+
+  /** Flags → options: the plans to report (the one named, or every plan under plans/). */
+  private async complete(): Promise<StatusOptions> {
     const {args, flags} = await this.parse(StatusCommand)
     const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
     const files = planArg ? [await resolvePlanArg(planArg)] : await listPlanFiles()
     if (files.length === 0) throw new UserError('no plans under plans/', {suggestion: 'Create one with `mesh-migrate plan NAMESPACE`.'})
-    let client: KubeClient | undefined
-    if (!flags.offline) {
-      client = await connectCluster(flags).catch((error: Error) => {
-        this.note(`No drift check: ${error.message.split('\n')[0]} (--offline to skip the cluster).`)
-        return undefined
-      })
-    }
-    const results: PlanStatus[] = []
-    let invalid = 0
-    let invalidExit = 4
-    for (const file of files) {
-      let state: PlanState
-      try {
-        state = await PlanState.load(file)
-      } catch (error) {
-        // Listing every plan: one that cannot be read is reported and the others are still listed.
-        if (planArg || !(error instanceof UserError)) throw error
-        if (invalid++ === 0) invalidExit = error.exitCode
-        this.note(`${error.message}${error.suggestion ? `\n${error.suggestion}` : ''}`)
-        continue
-      }
-      const rows: StepRow[] = state.plan.spec.steps.map((s) => {
-        const st = state.status(s.id)
-        return {id: s.id, action: s.action, phase: st?.phase ?? 'Pending', ...(st?.at ? {at: st.at} : {}), ...(st?.by ? {by: st.by} : {}), ...(st?.message ? {message: st.message} : {})}
-      })
-      let lock: string | undefined
-      let elsewhere: string | undefined
-      if (client) {
-        try {
-          elsewhere = await otherCluster(client, state)
-          if (elsewhere) throw new UserError(`the plan belongs to another cluster: ${elsewhere}`)
-          await driftOf(client, state, rows)
-          const lease = await client.get(lockRef(state.namespace))
-          if (lease?.spec?.holderIdentity) lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
-        } catch (error) {
-          this.note(`${file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
-        }
-      }
-      results.push({
-        plan: file,
-        namespace: state.namespace,
-        state: planProgress(file, state.plan).state,
-        pending: rows.filter((r) => r.phase !== 'Applied').length,
-        drifted: rows.filter((r) => r.drift === 'drifted').length,
-        openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
-        ...(elsewhere ? {otherCluster: elsewhere} : {}),
-        ...(lock ? {lock} : {}),
-        steps: rows,
-      })
-    }
-    if (flags['detailed-exitcode'] && results.some((r) => r.pending > 0 || r.drifted > 0)) process.exitCode = 10
-    if (invalid > 0) {
-      this.note(`${invalid} of ${files.length} plan(s) could not be read (see above).`)
-      process.exitCode = invalidExit
-    }
-    return this.emit(typed('StatusReport', {plans: results}), flags.output, () => {
-      const p = stdoutPainter()
-      return results.map((r) => {
-        const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
-        const table = renderTable(['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'], r.steps.map((s) => [
-          s.id,
-          s.phase,
-          age(s.at),
-          s.by ?? '-',
-          s.drift === 'drifted' ? p.paint('red', 'drifted') : s.drift ?? '-',
-          s.driftDetail ?? (s.phase === 'Failed' || s.phase === 'Interrupted' ? s.message ?? '' : ''),
-        ]), p)
-        const windows = r.openWindows.length > 0 ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}` : ''
-        return `${head}\n${table}${windows}`
-      }).join('\n\n')
+    return {files, onePlan: planArg !== undefined, cluster: new ClusterConnection(flags), offline: flags.offline, detailedExitcode: flags['detailed-exitcode'], output: flags.output}
+  }
+
+  /** The cluster for drift and lock information; without one (unreachable, no kubeconfig) the record is still shown. */
+  private async connect(o: StatusOptions): Promise<KubeClient | undefined> {
+    if (o.offline) return undefined
+    return o.cluster.connect().catch((error: Error) => {
+      this.note(`No drift check: ${error.message.split('\n')[0]} (--offline to skip the cluster).`)
+      return undefined
     })
   }
+
+  /** One plan's record and, with a cluster, its drift and lock; a plan that cannot be read is reported and returned. */
+  private async statusOf(o: StatusOptions, file: string, client: KubeClient | undefined): Promise<PlanStatus | UserError> {
+    let session: PlanSession
+    try {
+      session = await PlanSession.load(file, o.cluster, (m) => this.note(m))
+    } catch (error) {
+      // Listing every plan: one that cannot be read is reported and the others are still listed.
+      if (o.onePlan || !(error instanceof UserError)) throw error
+      this.note(`${error.message}${error.suggestion ? `\n${error.suggestion}` : ''}`)
+      return error
+    }
+    const state = session.state
+    const rows: StepRow[] = state.plan.spec.steps.map((s) => {
+      const st = state.status(s.id)
+      return {id: s.id, action: s.action, phase: st?.phase ?? 'Pending', ...(st?.at ? {at: st.at} : {}), ...(st?.by ? {by: st.by} : {}), ...(st?.message ? {message: st.message} : {})}
+    })
+    const live = client ? await this.liveState(client, session, rows) : {}
+    return {
+      plan: file,
+      namespace: state.namespace,
+      state: planProgress(file, state.plan).state,
+      pending: rows.filter((r) => r.phase !== 'Applied').length,
+      drifted: rows.filter((r) => r.drift === 'drifted').length,
+      openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
+      ...live,
+      steps: rows,
+    }
+  }
+
+  /** Drift of the applied steps (into `rows`) and the lock's holder; a plan of another cluster is only said to be one. */
+  private async liveState(client: KubeClient, session: PlanSession, rows: StepRow[]): Promise<{otherCluster?: string; lock?: string}> {
+    const live: {otherCluster?: string; lock?: string} = {}
+    try {
+      const elsewhere = await otherCluster(client, session.state)
+      if (elsewhere) {
+        live.otherCluster = elsewhere
+        throw new UserError(`the plan belongs to another cluster: ${elsewhere}`)
+      }
+      await driftOf(client, session.state, rows)
+      const lease = await client.get(lockRef(session.namespace))
+      if (lease?.spec?.holderIdentity) live.lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
+    } catch (error) {
+      this.note(`${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
+    }
+    return live
+  }
+}
+
+interface StatusOptions {
+  files: string[]
+  /** A plan was named: one that cannot be read is the command's failure, not a line in a list. */
+  onePlan: boolean
+  cluster: ClusterConnection
+  /** --offline: never connect (no drift, no lock information). */
+  offline: boolean
+  detailedExitcode: boolean
+  output: OutputFormat
+}
+
+/** For people: a heading per plan, its steps as a table, and the hazard windows it is stopped inside. */
+function renderStatus(results: PlanStatus[]): string {
+  const p = stdoutPainter()
+  return results.map((r) => {
+    const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
+    const table = renderTable(['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'], r.steps.map((s) => [
+      s.id,
+      s.phase,
+      age(s.at),
+      s.by ?? '-',
+      s.drift === 'drifted' ? p.paint('red', 'drifted') : s.drift ?? '-',
+      s.driftDetail ?? (s.phase === 'Failed' || s.phase === 'Interrupted' ? s.message ?? '' : ''),
+    ]), p)
+    const windows = r.openWindows.length > 0 ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}` : ''
+    return `${head}\n${table}${windows}`
+  }).join('\n\n')
 }

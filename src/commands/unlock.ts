@@ -2,9 +2,9 @@ import {Args, Flags} from '@oclif/core'
 
 import {typed, type UnlockResult} from '../cli/contract.js'
 import {clusterFlags, namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
-import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-import {connectCluster} from '../cli/plan-commands.js'
-import {UserError} from '../errors.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
+import {ClusterConnection} from '../cli/plan-session.js'
+import {CancelledError, UsageError} from '../errors.js'
 import {breakLock, describeHolder, holderState, lockRef} from '../executor/lock.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 
@@ -26,25 +26,41 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<UnlockResult | undefined> {
-    const {args, flags} = await this.parse(UnlockCommand)
-    const ns = requireNamespaceArg(args.namespace, flags.namespace)
-    const client = await connectCluster(flags)
-    const lease = await client.get(lockRef(ns))
+    const options = await this.complete()
+    const client = await options.cluster.connect()
+    const lease = await client.get(lockRef(options.namespace))
     if (!lease) {
-      this.result(`Namespace ${ns} is not locked.`)
-      return this.emit(typed('UnlockResult', {namespace: ns}), flags.output, () => '')
+      this.result(`Namespace ${options.namespace} is not locked.`)
+      return this.emit(typed('UnlockResult', {namespace: options.namespace}), options.output, () => '')
     }
     const holder = describeHolder(lease)
-    this.note(`Namespace ${ns} is locked by ${holder} (${holderState(lease)}).`)
-    if (flags.confirm !== undefined) {
-      if (flags.confirm !== ns) throw new UserError(`--confirm ${flags.confirm} does not match ${ns}`, {exitCode: 2})
-    } else if (!canPrompt()) {
-      throw new UserError(`breaking the lock on ${ns} needs confirmation, and there is no terminal to ask on`, {exitCode: 2, suggestion: `Pass --confirm ${ns}.`})
-    } else if (!(await confirmByTyping(ns, `Break the lock held by ${holder}`, '--confirm'))) {
-      throw new UserError('the namespace typed does not match: the lock was left in place')
-    }
-    await breakLock(client, ns)
-    this.result(`Lock on ${ns} released. If the holder was still running, its next write stops with "lost the lock".`)
-    return this.emit(typed('UnlockResult', {namespace: ns, released: holder}), flags.output, () => '')
+    this.note(`Namespace ${options.namespace} is locked by ${holder} (${holderState(lease)}).`)
+    await this.validate(options, holder)
+    await breakLock(client, options.namespace)
+    this.result(`Lock on ${options.namespace} released. If the holder was still running, its next write stops with "lost the lock".`)
+    return this.emit(typed('UnlockResult', {namespace: options.namespace, released: holder}), options.output, () => '')
   }
+
+  private async complete(): Promise<UnlockOptions> {
+    const {args, flags} = await this.parse(UnlockCommand)
+    return {namespace: requireNamespaceArg(args.namespace, flags.namespace), cluster: new ClusterConnection(flags), confirm: flags.confirm, output: flags.output}
+  }
+
+  /** Breaking a lock is confirmed by the namespace: typed at the prompt, or --confirm. */
+  private async validate(o: UnlockOptions, holder: string): Promise<void> {
+    if (o.confirm !== undefined) {
+      if (o.confirm !== o.namespace) throw new UsageError(`--confirm ${o.confirm} does not match ${o.namespace}`)
+    } else if (!canPrompt()) {
+      throw new UsageError(`breaking the lock on ${o.namespace} needs confirmation, and there is no terminal to ask on`, `Pass --confirm ${o.namespace}.`)
+    } else if (!(await confirmByTyping(o.namespace, `Break the lock held by ${holder}`, '--confirm'))) {
+      throw new CancelledError('the namespace typed does not match: the lock was left in place')
+    }
+  }
+}
+
+interface UnlockOptions {
+  namespace: string
+  cluster: ClusterConnection
+  confirm: string | undefined
+  output: OutputFormat
 }

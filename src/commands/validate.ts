@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {UserError} from '../errors.js'
+import {UsageError, UserError} from '../errors.js'
 import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkFleetText} from '../planner/fleet-file.js'
 import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
@@ -8,6 +8,7 @@ import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
 import {namespaceFlag} from '../cli/flags.js'
+import {ExitCode} from '../cli/exit-codes.js'
 
 function verdict(r: FileValidation): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
@@ -31,44 +32,52 @@ ${EXIT_CODES_HELP}`
   async run(): Promise<ValidationReport | undefined> {
     const {argv, flags} = await this.parse(ValidateCommand)
     const names = [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])]
-    if (names.length === 0) throw new UserError('no plan to validate', {exitCode: 2, suggestion: 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml'})
+    if (names.length === 0) throw new UsageError('no plan to validate', 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml')
     const results: FileValidation[] = []
-    for (const name of names) {
-      let problems: PlanProblem[]
-      let blockers: string[] = []
-      let file = name
-      try {
-        file = await resolvePlanArg(name)
-        const text = await readTextFile(file, 'plan file')
-        // plans/fleet.yaml (plan -A) sits next to the plans: check it as what it is.
-        if (/^kind: FleetPlan$/m.test(text)) {
-          problems = checkFleetText(text).problems
-        } else {
-          const checked = checkPlanText(text)
-          problems = checked.problems
-          blockers = checked.plan?.spec.blockers.map((b) => b.id) ?? []
-        }
-      } catch (error) {
-        if (!(error instanceof UserError)) throw error
-        problems = [{path: '', message: error.message}]
-      }
-      results.push({file, valid: problems.length === 0 && blockers.length === 0, problems, blockers})
-    }
+    for (const name of names) results.push(await validateFile(name))
     const invalid = results.filter((r) => !r.valid)
     if (invalid.length > 0) {
-      process.exitCode = 4
-      const p = stderrPainter()
-      for (const r of invalid) {
-        for (const problem of r.problems) {
-          const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
-          process.stderr.write(`${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`)
-        }
-        for (const id of r.blockers) process.stderr.write(`${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`)
-      }
+      process.exitCode = ExitCode.Invalid
+      reportInvalid(invalid)
     }
     return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), flags.output, () => {
       const painter = stdoutPainter()
       return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`).join('\n')
     })
+  }
+}
+
+/** One plan file (or namespace) checked: its problems, and its blockers (a blocked plan does not pass the gate). */
+async function validateFile(name: string): Promise<FileValidation> {
+  let problems: PlanProblem[]
+  let blockers: string[] = []
+  let file = name
+  try {
+    file = await resolvePlanArg(name)
+    const text = await readTextFile(file, 'plan file')
+    // plans/fleet.yaml (plan -A) sits next to the plans: check it as what it is.
+    if (/^kind: FleetPlan$/m.test(text)) {
+      problems = checkFleetText(text).problems
+    } else {
+      const checked = checkPlanText(text)
+      problems = checked.problems
+      blockers = checked.plan?.spec.blockers.map((b) => b.id) ?? []
+    }
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error
+    problems = [{path: '', message: error.message}]
+  }
+  return {file, valid: problems.length === 0 && blockers.length === 0, problems, blockers}
+}
+
+/** Every problem and blocker on stderr, one a line, `file:line` first so editors and CI logs link to it. */
+function reportInvalid(invalid: FileValidation[]): void {
+  const p = stderrPainter()
+  for (const r of invalid) {
+    for (const problem of r.problems) {
+      const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
+      process.stderr.write(`${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`)
+    }
+    for (const id of r.blockers) process.stderr.write(`${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`)
   }
 }

@@ -1,7 +1,8 @@
 // Executing a plan step by step and undoing it (SPEC §5–§7, DOMAIN §4.2–§4.3).
 // The command layer decides which steps, asks the user and renders progress; this module does the
 // cluster work and keeps the plan file's record true at every moment.
-import {StalePlanError, UserError} from '../errors.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {StalePlanError, UsageError, UserError} from '../errors.js'
 import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
@@ -23,7 +24,7 @@ import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitU
 export class StepFailedError extends UserError {
   constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
     super(opts.rollback ? `the rollback of step ${step.id} failed: ${detail}` : `step ${step.id} failed: ${detail}`, {
-      exitCode: 1,
+      exitCode: ExitCode.Failure,
       suggestion: opts.rollback
         ? `Fix the cause, then re-run \`mesh-migrate rollback ${file}\` (the step is recorded Failed; its undo is idempotent).`
         : `Fix the cause, then \`mesh-migrate apply ${file} --retry\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
@@ -81,7 +82,7 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
     throw new UserError(
       `the plan's record is inconsistent: step ${behind.id} is ${state.phase(behind)} but the later step ${ahead.id} is ${state.phase(ahead)}${state.status(ahead.id)?.message ? ` (${state.status(ahead.id)!.message})` : ''}; apply would run ${behind.id} behind it (a rollback stopped half-way?)`,
       {
-        exitCode: 1,
+        exitCode: ExitCode.Failure,
         suggestion: `Finish the rollback with \`mesh-migrate rollback ${state.file}\`, or re-apply with \`mesh-migrate apply ${state.file} --retry\` (re-runs ${behind.id} and every step after it up to ${ahead.id}).`,
       },
     )
@@ -91,7 +92,7 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
     const phase = state.phase(blocked)
     const message = state.status(blocked.id)?.message ?? (phase === 'Running' ? 'the apply that ran it stopped before recording a result' : undefined)
     throw new UserError(`step ${blocked.id} is ${phase}${message ? ` (${message})` : ''}: it must be retried or rolled back first`, {
-      exitCode: 1,
+      exitCode: ExitCode.Failure,
       suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
     })
   }
@@ -107,9 +108,9 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
       return pending
     case 'to': {
       const index = steps.findIndex((s) => s.id === selection.id)
-      if (index === -1) throw new UserError(`--to ${selection.id}: no such step`, {exitCode: 2, suggestion: `Steps: ${steps.map((s) => s.id).join(', ')}`})
+      if (index === -1) throw new UsageError(`--to ${selection.id}: no such step`, `Steps: ${steps.map((s) => s.id).join(', ')}`)
       if (unit.length > 0 && index < steps.indexOf(unit.at(-1)!)) {
-        throw new UserError(`--to ${selection.id} would stop behind step ${unit.at(-1)!.id}, which may have written: the steps ${unit.map((s) => s.id).join(', ')} are re-run together`, {exitCode: 2, suggestion: `Pass --to ${unit.at(-1)!.id} (or a later step), or finish the rollback with \`mesh-migrate rollback ${state.file}\`.`})
+        throw new UsageError(`--to ${selection.id} would stop behind step ${unit.at(-1)!.id}, which may have written: the steps ${unit.map((s) => s.id).join(', ')} are re-run together`, `Pass --to ${unit.at(-1)!.id} (or a later step), or finish the rollback with \`mesh-migrate rollback ${state.file}\`.`)
       }
       return pending.filter((s) => steps.indexOf(s) <= index)
     }

@@ -62,7 +62,7 @@ export async function kubernetesIdentity(client: KubeClient): Promise<string | u
 
 /** The local user and host running the command. */
 export function whoAmI(): string {
-  let user = 'unknown'
+  let user: string
   try {
     user = os.userInfo().username
   } catch {

@@ -57,7 +57,7 @@ export async function waitUntil(
 ): Promise<CheckResult> {
   const start = Date.now()
   const deadline = start + opts.timeoutMs
-  let last: CheckResult = {ok: false, detail: 'not checked'}
+  let last: CheckResult
   for (;;) {
     if (opts.signal?.aborted) throw new InterruptedError()
     last = await check()

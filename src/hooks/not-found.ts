@@ -4,6 +4,7 @@
 import type {Hook} from '@oclif/core'
 
 import {stderrPainter} from '../ui/color.js'
+import {ExitCode} from '../cli/exit-codes.js'
 
 /** Optimal string alignment distance: edits, with a swap of two neighbours counting as one ("aplpy"). */
 export function editDistance(a: string, b: string): number {
@@ -37,7 +38,7 @@ const hook: Hook<'command_not_found'> = async function (opts) {
   const bin = opts.config.bin
   process.stderr.write(`${p.paint(['bold', 'red'], 'Error:')} "${typed}" is not a ${bin} command.${suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => p.paint('bold', s)).join(' or ')}?` : ''}\n`)
   process.stderr.write(`${p.paint('bold', 'Next:')} Run '${bin} --help' for the list of commands.\n`)
-  process.exit(2)
+  process.exit(ExitCode.Usage)
 }
 
 export default hook

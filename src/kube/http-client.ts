@@ -152,7 +152,7 @@ export class HttpKubeClient implements KubeClient {
         await response.text().catch(() => undefined)
         await this.refreshCredentials(first.transport)
         credentialsReloaded = true
-        response = (await send()).response
+        ;({response} = await send())
       }
       const text = await response.text()
       let parsed: unknown

@@ -143,6 +143,7 @@ function readsAsNonString(text: string): boolean {
 const NOT_PLAIN = /^[\n\t ,[\]{}#&*!|>'"%@`]|^[?-]$|^[?-][ \t]|[\n:][ \t]|[ \t]\n|[\n\t ]#|[\n\t :]$/
 // Control characters and lone surrogates force escapes; line breaks, tabs and document markers (`---`,
 // `...`, `%` at a line start) take yaml's other branches.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const NEEDS_MODEL = /[\x00-\x1f\x7f-\x9f\u{D800}-\u{DFFF}]|^(---|\.\.\.)/u
 
 const scalarCache = new Map<string, string>()
@@ -170,6 +171,7 @@ const multiLineCache = new Map<string, string>()
 function multiLineString(value: string, column: string): string {
   let text = multiLineCache.get(value)
   if (text === undefined) {
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
     if (/[\x00-\x09\x0b-\x1f\x7f-\x9f\u{D800}-\u{DFFF}]|^(%|---|\.\.\.)/mu.test(value)) throw new NeedsDocumentModel()
     const member = stringify({k: value}, YAML_OPTIONS)
     if (!member.startsWith('k: ')) throw new NeedsDocumentModel()

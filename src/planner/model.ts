@@ -10,7 +10,9 @@ export interface KubeObject {
   metadata: ObjectMeta
   // Istio/Kubernetes specs are deeply nested and versioned; classifiers read them through
   // small typed views (see istio-types.ts) rather than a full generated model.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the typed views above are the boundary
   spec?: any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as spec
   status?: any
   [key: string]: unknown
 }

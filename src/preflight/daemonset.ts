@@ -77,7 +77,7 @@ function termMatches(term: NodeSelectorTerm, node: KubeObject): boolean {
 }
 
 /** Why a DaemonSet with this pod template will not run on the node, or undefined when it will. */
-export function nodeExclusion(template: {spec?: any} | undefined, node: KubeObject): string | undefined {
+export function nodeExclusion(template: Pick<KubeObject, 'spec'> | undefined, node: KubeObject): string | undefined {
   const spec = template?.spec ?? {}
   const labels = node.metadata.labels ?? {}
   for (const [k, v] of Object.entries((spec.nodeSelector ?? {}) as Record<string, string>)) {

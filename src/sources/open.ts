@@ -1,6 +1,6 @@
 // Choose and open the object source from command flags. Sources are imported lazily: the cluster
 // source pulls in @kubernetes/client-node (~0.7 s), which offline commands must never pay for.
-import {UserError} from '../errors.js'
+import {UsageError, UserError} from '../errors.js'
 import type {SourceSnapshot} from '../planner/model.js'
 import type {ObjectSource} from './source.js'
 
@@ -14,7 +14,7 @@ export interface SourceFlags {
 export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
   if (flags.manifests && flags.manifests.length > 0) {
     if (flags.kubeconfig || flags.context) {
-      throw new UserError('--manifests cannot be combined with --kubeconfig/--context', {exitCode: 2, suggestion: 'Read either from manifest files or from a cluster.'})
+      throw new UsageError('--manifests cannot be combined with --kubeconfig/--context', 'Read either from manifest files or from a cluster.')
     }
     const {ManifestSource} = await import('./manifests.js')
     return new ManifestSource(flags.manifests)

@@ -4,3 +4,8 @@ export const DRY_RUN_MARK = '[server dry run]'
 export function dryRunLines(text: string): string {
   return text.replace(/^(?=.*\S)/gm, `${DRY_RUN_MARK} `)
 }
+
+/** The text as printed: every line marked during a dry run, as it is otherwise. */
+export function markIfDryRun(dryRun: boolean, text: string): string {
+  return dryRun ? dryRunLines(text) : text
+}

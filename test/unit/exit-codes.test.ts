@@ -1,12 +1,12 @@
 // One definition of the exit codes (src/cli/exit-codes.ts), and the table users read (docs/architecture.md) says
 // the same; expected failures carry theirs.
-import {readFile} from 'node:fs/promises'
+import {readdir, readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
 import {ExitCode} from '../../src/cli/exit-codes.js'
-import {InvalidPlanError, LockHeldError, StalePlanError, UserError} from '../../src/errors.js'
+import {CancelledError, InvalidPlanError, LockHeldError, PlanFilesInvalidError, StalePlanError, UsageError, UserError} from '../../src/errors.js'
 import {InterruptedError} from '../../src/executor/verify.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -26,5 +26,25 @@ describe('ExitCode', () => {
     const interrupted = new InterruptedError()
     expect(interrupted).toBeInstanceOf(UserError)
     expect([interrupted.name, interrupted.exitCode]).toEqual(['InterruptedError', ExitCode.Interrupted])
+    expect([new UsageError('x').name, new UsageError('x').exitCode]).toEqual(['UsageError', ExitCode.Usage])
+    expect(new CancelledError('x').exitCode).toBe(ExitCode.Failure)
+    expect(new PlanFilesInvalidError('x', 'y').exitCode).toBe(ExitCode.Invalid)
+  })
+
+  it('is the only place in src/ that spells an exit code as a number', async () => {
+    const dir = path.join(REPO_ROOT, 'src')
+    const files = (await readdir(dir, {recursive: true})).filter((f) => f.endsWith('.ts') && f !== path.join('cli', 'exit-codes.ts'))
+    // `exit(2)`, `exitCode = 1`, `exitCode: 4`, `exitCode === 10`, `{exitCode: 2, …}` — comments aside;
+    // `exitCode = pending ? 10 : 0` too.
+    const literal = /\b(?:exit\(\s*\d|exitCode\s*(?:[:=]|===?|!==?)\s*\d|exitCode\s*=[^=].*[?:]\s*\d)/
+    const found: string[] = []
+    for (const file of files) {
+      const lines = (await readFile(path.join(dir, file), 'utf8')).split('\n')
+      lines.forEach((line, i) => {
+        const code = line.replace(/\/\/.*$/, '').replace(/^\s*\*.*$/, '')
+        if (literal.test(code)) found.push(`src/${file}:${i + 1}: ${line.trim()}`)
+      })
+    }
+    expect(found, 'use ExitCode.* (src/cli/exit-codes.ts) or a UserError subclass (src/errors.ts)').toEqual([])
   })
 })

@@ -542,7 +542,7 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels! : undefined
   let workloads: string[] = []
-  let services: string[] = []
+  let services: string[]
   if (scope === 'targetRefs') {
     services = analyzeTargetRefs(obj, ctx).services
   } else if (scope === 'workload' || scope === 'root-selector') {

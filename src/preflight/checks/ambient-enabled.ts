@@ -41,7 +41,7 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
   if (meshText !== undefined) {
     let hbone: unknown
     try {
-      hbone = (parseYaml(meshText) as any)?.defaultConfig?.proxyMetadata?.ISTIO_META_ENABLE_HBONE
+      hbone = (parseYaml(meshText) as {defaultConfig?: {proxyMetadata?: Record<string, unknown>}} | null)?.defaultConfig?.proxyMetadata?.ISTIO_META_ENABLE_HBONE
     } catch {
       hbone = undefined
     }

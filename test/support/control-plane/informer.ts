@@ -220,8 +220,7 @@ export class Informer {
   private async startWatch(res: Resource): Promise<void> {
     const generation = ++this.watchGeneration
     const current = () => generation === this.watchGeneration && !this.stopped
-    let handle: WatchHandle | undefined
-    handle = await this.api.watch(
+    const handle: WatchHandle | undefined = await this.api.watch(
       res,
       {...(this.spec.namespace === undefined ? {} : {namespace: this.spec.namespace}), resourceVersion: this.resourceVersion},
       (event) => {

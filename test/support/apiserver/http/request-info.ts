@@ -47,7 +47,7 @@ export function parseRequestInfo(method: string, pathname: string, query: URLSea
   if (parts[0] !== 'api' && parts[0] !== 'apis') return base
   let rest: string[]
   let group = ''
-  let version = ''
+  let version: string
   if (parts[0] === 'api') {
     if (parts.length === 1) return {...base, verb: 'discovery', discovery: {kind: 'api'}, apiPrefix: 'api'}
     version = parts[1]!

@@ -1,0 +1,139 @@
+// The session apply, rollback, status and unlock run in (issue 12, "commands as options over a session"): find the
+// plan and load it (schema, safety and digest are checked on load: exit 4), connect to the cluster once, check it
+// is the plan's cluster, take the namespace's lock, turn Ctrl+C into a recorded interruption, and release the
+// lock whatever happens. The commands say only what to do inside it.
+// Heavy modules stay out of --help: the kube client is imported when connecting (connectCluster), the engine
+// only as a type.
+import type {ExecutionContext} from '../executor/engine.js'
+import {kubernetesIdentity, NamespaceLock, whoAmI} from '../executor/lock.js'
+import {checkOwner} from '../executor/ownership.js'
+import {PlanState} from '../executor/plan-state.js'
+import {InterruptedError} from '../executor/verify.js'
+import type {KubeClient} from '../kube/types.js'
+import {ExitCode} from './exit-codes.js'
+import {checkTargetCluster, type ClusterFlags, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from './plan-commands.js'
+
+/** One connection to the current context's cluster, made when first needed. */
+export class ClusterConnection {
+  private client?: Promise<KubeClient>
+
+  constructor(private readonly flags: ClusterFlags) {}
+
+  connect(): Promise<KubeClient> {
+    this.client ??= connectCluster(this.flags)
+    return this.client
+  }
+}
+
+/** How to hold the namespace while writing: the lock (none for a dry run, which writes nothing) and how long to wait for it. */
+export interface LockOptions {
+  /** What the lock's holder is doing, shown to other operators: `apply plans/shop.yaml`. */
+  command: string
+  /** `apply` or `roll back`, for the refusal when another plan owns the namespace. */
+  verb: 'apply' | 'roll back'
+  dryRun: boolean
+  /** How long each step waits for its verification. */
+  timeoutMs: number
+  lockTimeoutMs: number
+  /** The --lock-timeout value as typed, for the waiting message. */
+  lockTimeout: string
+  /** Read the plan file again once the lock is ours: the holder we waited for may have changed the record. */
+  reload?: boolean
+}
+
+/** The flags apply and rollback share for writing: --dry-run, --timeout and --lock-timeout. */
+export interface WriteFlags {
+  'dry-run': 'none' | 'server'
+  timeout: string
+  'lock-timeout': string
+}
+
+/** How `apply` or `rollback` of `file` holds the namespace, from its flags. */
+export function lockOptions(command: 'apply' | 'rollback', file: string, flags: WriteFlags): LockOptions {
+  return {
+    command: `${command} ${file}`,
+    verb: command === 'apply' ? 'apply' : 'roll back',
+    dryRun: flags['dry-run'] === 'server',
+    timeoutMs: parseDuration(flags.timeout, '--timeout'),
+    lockTimeoutMs: parseDuration(flags['lock-timeout'], '--lock-timeout'),
+    lockTimeout: flags['lock-timeout'],
+    // Under the lock the record may have changed (the holder apply waited for): read it again.
+    reload: command === 'apply',
+  }
+}
+
+export class PlanSession {
+  private constructor(
+    readonly file: string,
+    public state: PlanState,
+    readonly cluster: ClusterConnection,
+    private readonly note: (message: string) => void,
+  ) {}
+
+  /** Resolve PLAN (a path, a namespace, or the one plan under plans/ that fits) and load it. */
+  static async open(planArg: string | undefined, opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void}): Promise<PlanSession> {
+    const file = await resolvePlanFile(planArg, {unfinishedOnly: opts.unfinishedOnly})
+    return PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
+  }
+
+  /** A plan file already chosen, sharing a connection with other plans' sessions (status lists several). */
+  static async load(file: string, cluster: ClusterConnection, note: (message: string) => void): Promise<PlanSession> {
+    return new PlanSession(file, await PlanState.load(file), cluster, note)
+  }
+
+  get namespace(): string {
+    return this.state.namespace
+  }
+
+  /** Connect, and check that the current context is the cluster the plan was made for (exit 3 when not). */
+  async connectToPlanCluster(allowOtherCluster: boolean, say: (message: string) => void = this.note): Promise<KubeClient> {
+    const client = await this.cluster.connect()
+    await checkTargetCluster(client, this.state, allowOtherCluster, say)
+    return client
+  }
+
+  /**
+   * Run `body` holding the namespace: Ctrl+C asks it to stop after the request in flight; the lock is taken (and
+   * the plan file re-read when asked), another plan owning the namespace is refused before any write, and the
+   * caller's identities are recorded. An interruption is reported with `interrupted` and exit 130 and returns
+   * false; the lock is released in every case.
+   */
+  async holding(client: KubeClient, opts: LockOptions, interrupted: string, body: (ctx: ExecutionContext) => Promise<void>): Promise<boolean> {
+    const interrupt = interruptHandler(this.note)
+    let lock: NamespaceLock | undefined
+    try {
+      if (!opts.dryRun) {
+        lock = await this.acquire(client, opts)
+        if (opts.reload) this.state = await PlanState.load(this.file)
+      }
+      // Another plan's objects carry the same plan name: never write over what another plan applied.
+      await checkOwner(client, this.state, opts.verb)
+      this.state.localUser = whoAmI()
+      // A dry run records nothing, so it does not ask the server who we are.
+      const who = (opts.dryRun ? undefined : await kubernetesIdentity(client)) ?? this.state.localUser
+      await body({client, state: this.state, who, dryRun: opts.dryRun, timeoutMs: opts.timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})})
+      return true
+    } catch (error) {
+      if (!(error instanceof InterruptedError)) throw error
+      await lock?.release().catch(() => undefined)
+      lock = undefined
+      process.exitCode = ExitCode.Interrupted
+      this.note(interrupted)
+      return false
+    } finally {
+      interrupt.dispose()
+      await lock?.release().catch(() => undefined)
+    }
+  }
+
+  private acquire(client: KubeClient, opts: LockOptions): Promise<NamespaceLock> {
+    return NamespaceLock.acquire(client, {
+      namespace: this.namespace,
+      command: opts.command,
+      plan: this.file,
+      timeoutMs: opts.lockTimeoutMs,
+      onWait: (holder) => this.note(`Namespace ${this.namespace} is locked by ${holder}; waiting up to ${opts.lockTimeout}…`),
+      onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
+    })
+  }
+}
