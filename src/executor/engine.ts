@@ -529,25 +529,32 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
     }
   }
   if (!ctx.dryRun) {
-    const rolled = step.undo.operations
-      .filter((o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> => (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob')
-      .map((o) => o.ref)
-    if (rolled.length > 0) {
-      const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
-    }
-    // Only the restart brings sidecars back; the other rolled workloads were opted out or are gateways. The plan says
-    // which: the workloads whose step verified that their pods lost the sidecar get it back when that step is undone.
-    const lostSidecar = new Set(step.verify.flatMap((v) => (v.check === 'pods-without-sidecar' ? v.refs.map(refKey) : [])))
-    const restarted = rolled.filter((r) => lostSidecar.has(refKey(r)))
-    if (restarted.length > 0) {
-      const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file, {rollback: true})
-      details.push(sidecars.detail)
-    }
+    await awaitUndoneRollouts(ctx, step, details)
     await state.record(step.id, {phase: 'RolledBack', by: ctx.who, message: details.join('; ') || 'nothing to undo'})
   }
   return details
+}
+
+/**
+ * After an undo restarted or re-templated workloads: wait for their rollouts, and for the sidecars of those whose
+ * step verified that their pods lost them (pods-without-sidecar): only the restart brings sidecars back; the other
+ * rolled workloads were opted out or are gateways.
+ */
+async function awaitUndoneRollouts(ctx: ExecutionContext, step: PlanStep, details: string[]): Promise<void> {
+  const {client, state} = ctx
+  const rolled = step.undo.operations
+    .filter((o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> => (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob')
+    .map((o) => o.ref)
+  if (rolled.length === 0) return
+  const progress = {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d: string) => ctx.onProgress?.(`waiting: ${d}`)}
+  const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), progress)
+  if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
+  const lostSidecar = new Set(step.verify.flatMap((v) => (v.check === 'pods-without-sidecar' ? v.refs.map(refKey) : [])))
+  const restarted = rolled.filter((r) => lostSidecar.has(refKey(r)))
+  if (restarted.length === 0) return
+  const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), progress)
+  if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file, {rollback: true})
+  details.push(sidecars.detail)
 }
 
 export {rollbackSequence}

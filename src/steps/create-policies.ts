@@ -16,19 +16,37 @@ export const createPolicies: StepKind = {
     const toCreate = policies.createBeforeBind
     if (!migrating || toCreate.length === 0) return {}
     const carried = policies.decisions.filter((d) => d.created.some((c) => c.createdIn === 'create-policies'))
-    const short = (c: PolicyPlacement) => (c.role === 'waypoint-copy' ? `${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})` : c.ref.name)
+    const short = (c: PolicyPlacement) =>
+      c.role === 'waypoint-copy'
+        ? `${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})`
+        : c.ref.name
     return {
       step: {
         id: 'create-policies',
         action: 'create-policies',
-        description: `Before the waypoint is bound, create ${toCreate.length} polic${toCreate.length === 1 ? 'y' : 'ies'}: ${carried.map((d) => `${d.ref.name} → ${d.created.filter((c) => c.createdIn === 'create-policies').map(short).join(', ')}`).join('; ')}. ${whyCreated(policies).join('; ').replace(/^t/, 'T')}.`,
+        description: `Before the waypoint is bound, create ${toCreate.length} polic${toCreate.length === 1 ? 'y' : 'ies'}: ${carried
+          .map(
+            (d) =>
+              `${d.ref.name} → ${d.created
+                .filter((c) => c.createdIn === 'create-policies')
+                .map(short)
+                .join(', ')}`,
+          )
+          .join('; ')}. ${whyCreated(policies).join('; ').replace(/^t/, 'T')}.`,
         preconditions: [
-          ...carried.map((d): Precondition => ({check: 'object-unchanged', ref: d.ref, fingerprint: objectFingerprint(d.original.object)})),
+          ...carried.map((d): Precondition => ({
+            check: 'object-unchanged',
+            ref: d.ref,
+            fingerprint: objectFingerprint(d.original.object),
+          })),
           ...toCreate.map((c): Precondition => ({check: 'object-absent-or-ours', ref: refOf(c)})),
         ],
         operations: toCreate.map((object): Operation => ({op: 'apply', object})),
         verify: [{check: 'objects-present', refs: toCreate.map(refOf)}],
-        undo: {description: 'Delete exactly the policies this step created (only while they carry this plan\'s annotation).', operations: toCreate.map((object): Operation => ({op: 'delete', ref: refOf(object)}))},
+        undo: {
+          description: "Delete exactly the policies this step created (only while they carry this plan's annotation).",
+          operations: toCreate.map((object): Operation => ({op: 'delete', ref: refOf(object)})),
+        },
       },
     }
   },
@@ -41,11 +59,20 @@ function whyCreated(policies: PolicyMigration): string[] {
   const roles = new Set(made.map((c) => c.role))
   const companion = made.find((c) => c.role === 'ztunnel-companion')
   return [
-    roles.has('waypoint-copy') ? 'the -waypoint copies carry the full rules to the waypoint, which sees the caller\'s identity (sidecars and ztunnel ignore targetRefs: inert until bind-waypoint)' : '',
-    companion ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals[0]}) at the destination, which sees the waypoint instead of the caller for proxied traffic` : '',
-    carried.some((d) => d.disposition === 'keep-copy')
-      ? `the waypoint denies requests to a Service that none of the ALLOWs attached to it matches, so ALLOWs that stay at the destination are copied to the waypoint too (${carried.filter((d) => d.disposition === 'keep-copy').map((d) => d.ref.name).join(', ')})`
+    roles.has('waypoint-copy')
+      ? "the -waypoint copies carry the full rules to the waypoint, which sees the caller's identity (sidecars and ztunnel ignore targetRefs: inert until bind-waypoint)"
       : '',
-    roles.has('ztunnel-l4') ? 'the -l4 objects are what ztunnel enforces of a policy (DENY rules it enforces as written, E22 rewrites); they change nothing while the originals exist' : '',
+    companion
+      ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals[0]}) at the destination, which sees the waypoint instead of the caller for proxied traffic`
+      : '',
+    carried.some((d) => d.disposition === 'keep-copy')
+      ? `the waypoint denies requests to a Service that none of the ALLOWs attached to it matches, so ALLOWs that stay at the destination are copied to the waypoint too (${carried
+          .filter((d) => d.disposition === 'keep-copy')
+          .map((d) => d.ref.name)
+          .join(', ')})`
+      : '',
+    roles.has('ztunnel-l4')
+      ? 'the -l4 objects are what ztunnel enforces of a policy (DENY rules it enforces as written, E22 rewrites); they change nothing while the originals exist'
+      : '',
   ].filter((w) => w !== '')
 }

@@ -23,7 +23,10 @@ export const createWaypoint: StepKind = {
         preconditions: [{check: 'object-absent-or-ours', ref: waypointRef}],
         operations: [{op: 'apply', object}],
         verify: [{check: 'objects-present', refs: [waypointRef]}],
-        undo: {description: `Delete ${formatRef(waypointRef)} (only if it still carries this plan's annotation).`, operations: [{op: 'delete', ref: waypointRef}]},
+        undo: {
+          description: `Delete ${formatRef(waypointRef)} (only if it still carries this plan's annotation).`,
+          operations: [{op: 'delete', ref: waypointRef}],
+        },
       },
     }
   },

@@ -20,14 +20,20 @@ export const deleteSidecarPolicies: StepKind = {
     const toApply = policies.replaceAfterRestart.apply
     if (!migrating || (toDelete.length === 0 && toApply.length === 0)) return {}
     const byDeleted = policies.decisions.filter((d) => d.original.deletedIn === 'delete-sidecar-policies')
-    const applied = policies.decisions.flatMap((d) => d.created.filter((c) => c.createdIn === 'delete-sidecar-policies'))
+    const applied = policies.decisions.flatMap((d) =>
+      d.created.filter((c) => c.createdIn === 'delete-sidecar-policies'),
+    )
     return {
       step: {
         id: 'delete-sidecar-policies',
         action: 'delete-sidecar-policies',
         description: `Right after the restart${toApply.length > 0 ? `, create the L4 part of each L7 ALLOW (${applied.map((c) => c.ref.name).join(', ')}: its rules without the L7 attributes, so that callers bypassing the waypoint — sidecar clients, pod-IP traffic — keep the restriction ztunnel can enforce) and` : ','} delete the ${toDelete.length} polic${toDelete.length === 1 ? 'y' : 'ies'} superseded by the objects of create-policies: ${byDeleted.map((d) => `${d.ref.kind} ${d.ref.name}`).join(', ')}. Until then ztunnel degrades them for restarted pods (an L7 ALLOW is deny-all for callers that bypass the waypoint, an L7 DENY a no-op). Not earlier: sidecars would enforce the L4 parts too and allow more. Each deleted policy is stored here in full so rollback can re-create it.`,
         preconditions: [
-          ...toDelete.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
+          ...toDelete.map((o): Precondition => ({
+            check: 'object-unchanged',
+            ref: refOf(o),
+            fingerprint: objectFingerprint(o),
+          })),
           ...toApply.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
           // The originals go only while the waypoint that enforces their copies is ready.
           ...(waypoint ? [{check: 'waypoint-ready' as const, ref: waypoint.ref}] : []),

@@ -12,10 +12,16 @@ export const denyWaypointBypass: StepKind = {
   summary: 'Optional (--deny-waypoint-bypass): DENY traffic that bypasses the waypoint',
   writes: {apply: ['security.istio.io/AuthorizationPolicy']},
   plan: ({migrating, waypointRequired, options, inventory, ns}) =>
-    migrating && waypointRequired && options.denyWaypointBypass ? denyBypassStep(inventory, options.waypointName, ns) : {},
+    migrating && waypointRequired && options.denyWaypointBypass
+      ? denyBypassStep(inventory, options.waypointName, ns)
+      : {},
 }
 
-function denyBypassStep(inventory: Inventory, waypointName: string, planName: string): {step?: PlanStep; findings: Finding[]} {
+function denyBypassStep(
+  inventory: Inventory,
+  waypointName: string,
+  planName: string,
+): {step?: PlanStep; findings: Finding[]} {
   const ns = inventory.namespace
   const principal = waypointPrincipal(ns, waypointName)
   const findings: Finding[] = []
@@ -34,10 +40,17 @@ function denyBypassStep(inventory: Inventory, waypointName: string, planName: st
     }
     // The DENY selects pods, not a Service: pods that are also behind a headless Service (or StatefulSet pods,
     // which their peers address directly) would lose that pod-addressed traffic too (E9).
-    const podAddressed = inventory.services.filter((s) => s.headless && s.workloads.some((w) => svc.workloads.includes(w))).map((s) => s.ref.name)
-    const statefulSets = inventory.workloads.filter((w) => w.ref.kind === 'StatefulSet' && svc.workloads.includes(w.ref.name)).map((w) => w.ref.name)
+    const podAddressed = inventory.services
+      .filter((s) => s.headless && s.workloads.some((w) => svc.workloads.includes(w)))
+      .map((s) => s.ref.name)
+    const statefulSets = inventory.workloads
+      .filter((w) => w.ref.kind === 'StatefulSet' && svc.workloads.includes(w.ref.name))
+      .map((w) => w.ref.name)
     if (podAddressed.length > 0 || statefulSets.length > 0) {
-      const why = podAddressed.length > 0 ? `headless Service ${podAddressed.sort().join(', ')}` : `StatefulSet ${statefulSets.sort().join(', ')}`
+      const why =
+        podAddressed.length > 0
+          ? `headless Service ${podAddressed.sort().join(', ')}`
+          : `StatefulSet ${statefulSets.sort().join(', ')}`
       findings.push({
         id: `deny-bypass-headless/${ns}/${svc.ref.name}`,
         code: 'BypassDenyHeadless',
@@ -51,7 +64,11 @@ function denyBypassStep(inventory: Inventory, waypointName: string, planName: st
       apiVersion: 'security.istio.io/v1',
       kind: 'AuthorizationPolicy',
       metadata: {name: `${svc.ref.name}-deny-waypoint-bypass`, namespace: ns},
-      spec: {selector: {matchLabels: {...svc.selector}}, action: 'DENY', rules: [{from: [{source: {notPrincipals: [principal]}}]}]},
+      spec: {
+        selector: {matchLabels: {...svc.selector}},
+        action: 'DENY',
+        rules: [{from: [{source: {notPrincipals: [principal]}}]}],
+      },
     })
   }
   const created = policies.map((p) => markManaged(p, planName))
@@ -72,7 +89,10 @@ function denyBypassStep(inventory: Inventory, waypointName: string, planName: st
       preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
       operations: created.map((object): Operation => ({op: 'apply', object})),
       verify: [{check: 'objects-present', refs: created.map(refOf)}],
-      undo: {description: 'Delete the bypass-prevention policies.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object)}))},
+      undo: {
+        description: 'Delete the bypass-prevention policies.',
+        operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object)})),
+      },
     },
   }
 }

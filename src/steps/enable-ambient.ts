@@ -19,7 +19,14 @@ export const enableAmbient: StepKind = {
   },
   plan: ({migrating, labels, inventory, optedOutKeys, ns, nsRef}) => {
     if (!migrating || labels[DATAPLANE_MODE_LABEL] === 'ambient') return {}
-    const capturedNow = inventory.workloads.filter((w) => !hasSidecar(w) && !optedOutKeys.has(refKey(w.ref)) && !w.traits.includes('host-network') && !w.traits.includes('dataplane-none') && !w.traits.includes('waypoint'))
+    const capturedNow = inventory.workloads.filter(
+      (w) =>
+        !hasSidecar(w) &&
+        !optedOutKeys.has(refKey(w.ref)) &&
+        !w.traits.includes('host-network') &&
+        !w.traits.includes('dataplane-none') &&
+        !w.traits.includes('waypoint'),
+    )
     const previous = labels[DATAPLANE_MODE_LABEL] ?? null
     return {
       step: {
@@ -34,7 +41,13 @@ export const enableAmbient: StepKind = {
           // label again only returns them to that (the executor lets them be).
           {check: 'pods-captured', refs: capturedNow.map((w) => w.ref)},
         ],
-        undo: {description: previous === null ? `Remove istio.io/dataplane-mode from namespace ${ns} (after sidecars are back, never before).` : `Restore istio.io/dataplane-mode=${previous}.`, operations: [{op: 'label', ref: nsRef, labels: {[DATAPLANE_MODE_LABEL]: previous}}]},
+        undo: {
+          description:
+            previous === null
+              ? `Remove istio.io/dataplane-mode from namespace ${ns} (after sidecars are back, never before).`
+              : `Restore istio.io/dataplane-mode=${previous}.`,
+          operations: [{op: 'label', ref: nsRef, labels: {[DATAPLANE_MODE_LABEL]: previous}}],
+        },
       },
     }
   },

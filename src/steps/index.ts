@@ -73,14 +73,17 @@ export function stepKind(action: StepAction): StepKind {
 }
 
 /** What each action may write (SPEC §6, §7): validate judges every operation and undo operation against it. */
-export const WRITE_RULES = Object.fromEntries(STEP_KINDS.map((k) => [k.action, k.writes])) as Record<StepAction, WriteRule>
+export const WRITE_RULES = Object.fromEntries(STEP_KINDS.map((k) => [k.action, k.writes])) as Record<
+  StepAction,
+  WriteRule
+>
 
 /** The undo order by action. */
 export const UNDO_ORDER: StepAction[] = UNDO_KINDS.map((k) => k.action)
 
 /** Actions undone together even with `rollback --step`, one list per unit, in apply order. */
-export const UNDO_UNITS: StepAction[][] = [...new Set(STEP_KINDS.flatMap((k) => (k.undoUnit ? [k.undoUnit] : [])))].map((unit) =>
-  STEP_KINDS.filter((k) => k.undoUnit === unit).map((k) => k.action),
+export const UNDO_UNITS: StepAction[][] = [...new Set(STEP_KINDS.flatMap((k) => (k.undoUnit ? [k.undoUnit] : [])))].map(
+  (unit) => STEP_KINDS.filter((k) => k.undoUnit === unit).map((k) => k.action),
 )
 
 export type {Planned, StepContext, StepKind, WriteRule} from './types.js'

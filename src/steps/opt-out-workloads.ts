@@ -18,9 +18,12 @@ export const optOutWorkloads: StepKind = {
   simulation: {
     forward: (step, input, state) => {
       for (const op of step.operations) {
-        if (op.op === 'template-labels' || (op.op === 'label' && op.ref.kind === 'Pod')) state.optedOut.add(`${op.ref.kind}/${op.ref.name}`)
+        if (op.op === 'template-labels' || (op.op === 'label' && op.ref.kind === 'Pod'))
+          state.optedOut.add(`${op.ref.kind}/${op.ref.name}`)
         if (op.op === 'label' && op.ref.kind === 'Gateway') {
-          for (const w of input.workloads) if (w.podLabels['gateway.networking.k8s.io/gateway-name'] === op.ref.name) state.optedOut.add(`${w.ref.kind}/${w.ref.name}`)
+          for (const w of input.workloads)
+            if (w.podLabels['gateway.networking.k8s.io/gateway-name'] === op.ref.name)
+              state.optedOut.add(`${w.ref.kind}/${w.ref.name}`)
         }
       }
     },
@@ -32,7 +35,10 @@ export const optOutWorkloads: StepKind = {
   plan: ({optOut}) => (optOut.step ? {step: optOut.step} : {}),
 }
 
-export function optOutStep(inventory: Inventory, snapshot: SourceSnapshot): {step?: PlanStep; optedOut: WorkloadItem[]; findings: Finding[]} {
+export function optOutStep(
+  inventory: Inventory,
+  snapshot: SourceSnapshot,
+): {step?: PlanStep; optedOut: WorkloadItem[]; findings: Finding[]} {
   const ops: Operation[] = []
   const undo: Operation[] = []
   const optedOut: WorkloadItem[] = []
@@ -46,7 +52,12 @@ export function optOutStep(inventory: Inventory, snapshot: SourceSnapshot): {ste
       // Class-istio gateway pods come from a Gateway object; istiod propagates its labels to them (E8).
       const gatewayName = w.podLabels['gateway.networking.k8s.io/gateway-name']
       if (!gatewayName) continue
-      const ref: ObjectRef = {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: inventory.namespace, name: gatewayName}
+      const ref: ObjectRef = {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        namespace: inventory.namespace,
+        name: gatewayName,
+      }
       const previous = objectFor(snapshot, ref)?.metadata.labels?.[DATAPLANE_MODE_LABEL] ?? null
       ops.push({op: 'label', ref, labels: {[DATAPLANE_MODE_LABEL]: 'none'}})
       undo.push({op: 'label', ref, labels: {[DATAPLANE_MODE_LABEL]: previous}})
@@ -80,7 +91,10 @@ export function optOutStep(inventory: Inventory, snapshot: SourceSnapshot): {ste
       id: 'opt-out-workloads',
       action: 'opt-out-workloads',
       description: `Keep ${optedOut.length} workload(s) that are outside the mesh today outside it once the namespace is ambient, by labelling their pods istio.io/dataplane-mode=none (the ambient equivalent of sidecar.istio.io/inject=false): ${optedOut.map((w) => formatRef(w.ref)).join(', ')}. Template changes roll their pods; without this step ztunnel would capture them the moment the namespace is labelled (E5, E8). Pass --opted-out enroll to let them join instead.`,
-      preconditions: ops.map((op): Precondition => ({check: 'object-present', ref: op.op === 'apply' ? refOf(op.object) : op.ref})),
+      preconditions: ops.map((op): Precondition => ({
+        check: 'object-present',
+        ref: op.op === 'apply' ? refOf(op.object) : op.ref,
+      })),
       operations: ops,
       // A CronJob's template change reaches pods only at its next run: nothing to wait for now.
       verify: [{check: 'pods-opted-out', refs: optedOut.filter((w) => w.ref.kind !== 'CronJob').map((w) => w.ref)}],
@@ -88,4 +102,3 @@ export function optOutStep(inventory: Inventory, snapshot: SourceSnapshot): {ste
     },
   }
 }
-

@@ -54,9 +54,16 @@ function podEndpoints(inventory: Inventory, snapshot: SourceSnapshot): PodEndpoi
  * allowance for them also admits those pods on 15008; and when a policy selects the waypoint's own pods
  * (a default-deny), one more allowance admits on 15008 the callers the pods behind it admitted.
  */
-function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planName: string, waypointName?: string): {step?: PlanStep; findings: Finding[]} {
+function networkPolicyStep(
+  inventory: Inventory,
+  snapshot: SourceSnapshot,
+  planName: string,
+  waypointName?: string,
+): {step?: PlanStep; findings: Finding[]} {
   const ns = inventory.namespace
-  const policies = snapshot.objects.filter((o) => o.kind === 'NetworkPolicy' && o.apiVersion.startsWith('networking.k8s.io/') && o.metadata.namespace === ns)
+  const policies = snapshot.objects.filter(
+    (o) => o.kind === 'NetworkPolicy' && o.apiVersion.startsWith('networking.k8s.io/') && o.metadata.namespace === ns,
+  )
   if (policies.length === 0) return {findings: []}
   const pods = podEndpoints(inventory, snapshot)
   const issues = analyzeNetworkPolicies(policies, pods)
@@ -71,9 +78,16 @@ function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planN
     if (issue.kind === 'hbone-blocked') {
       const policy = byName.get(issue.policies[0]!)
       const original = policy?.spec?.ingress?.[issue.rule ?? 0]
-      add(issue.policies[0]!, {...(original?.from ? {from: original.from} : {}), ports: [{protocol: 'TCP', port: HBONE_PORT}]})
+      add(issue.policies[0]!, {
+        ...(original?.from ? {from: original.from} : {}),
+        ports: [{protocol: 'TCP', port: HBONE_PORT}],
+      })
     } else {
-      for (const name of issue.policies) add(name, {from: [{ipBlock: {cidr: `${PROBE_SOURCE_V4}/32`}}], ...(issue.port === undefined ? {} : {ports: [{protocol: 'TCP', port: issue.port}]})})
+      for (const name of issue.policies)
+        add(name, {
+          from: [{ipBlock: {cidr: `${PROBE_SOURCE_V4}/32`}}],
+          ...(issue.port === undefined ? {} : {ports: [{protocol: 'TCP', port: issue.port}]}),
+        })
     }
   }
   const details = issues.map((i) => i.detail)
@@ -88,9 +102,20 @@ function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planN
   }
   if (rulesFor.size === 0 && extra.length === 0) return {findings}
   const created: KubeObject[] = [
-    ...[...rulesFor.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, ingress]) =>
-      ingressAllowance({name: `${name}-ambient`.slice(0, 253), namespace: ns, complements: name, podSelector: byName.get(name)?.spec?.podSelector ?? {}, ingress}, planName),
-    ),
+    ...[...rulesFor.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, ingress]) =>
+        ingressAllowance(
+          {
+            name: `${name}-ambient`.slice(0, 253),
+            namespace: ns,
+            complements: name,
+            podSelector: byName.get(name)?.spec?.podSelector ?? {},
+            ingress,
+          },
+          planName,
+        ),
+      ),
     ...extra,
   ]
   const step: PlanStep = {
@@ -100,19 +125,28 @@ function networkPolicyStep(inventory: Inventory, snapshot: SourceSnapshot, planN
     preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
     operations: created.map((object): Operation => ({op: 'apply', object})),
     verify: [{check: 'objects-present', refs: created.map(refOf)}],
-    undo: {description: 'Delete the NetworkPolicies this step added.', operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object)}))},
+    undo: {
+      description: 'Delete the NetworkPolicies this step added.',
+      operations: created.map((object): Operation => ({op: 'delete', ref: refOf(object)})),
+    },
   }
   return {step, findings}
 }
 
 /** An ingress-only NetworkPolicy that adds `ingress` for the pods `podSelector` selects, next to the policy it complements. */
-function ingressAllowance(a: {name: string; namespace: string; complements: string; podSelector: unknown; ingress: unknown[]}, planName: string): KubeObject {
-  return markManaged({
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: {name: a.name, namespace: a.namespace, annotations: {'mesh-migrate.io/complements': a.complements}},
-    spec: {podSelector: structuredClone(a.podSelector), policyTypes: ['Ingress'], ingress: a.ingress},
-  }, planName)
+function ingressAllowance(
+  a: {name: string; namespace: string; complements: string; podSelector: unknown; ingress: unknown[]},
+  planName: string,
+): KubeObject {
+  return markManaged(
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: {name: a.name, namespace: a.namespace, annotations: {'mesh-migrate.io/complements': a.complements}},
+      spec: {podSelector: structuredClone(a.podSelector), policyTypes: ['Ingress'], ingress: a.ingress},
+    },
+    planName,
+  )
 }
 
 /** Name of the allowance admitting HBONE to the waypoint's own pods. */
@@ -141,7 +175,9 @@ function waypointAllowances(
   const peer = {labels, namespace: ns, namespaceLabels}
   const hbone = {protocol: 'TCP', port: HBONE_PORT}
   const behind = new Set(inventory.services.filter(waypointServable).flatMap((s) => s.workloads))
-  const skipped = new Set(inventory.workloads.filter((w) => w.traits.includes('waypoint')).map((w) => `${w.ref.kind}/${w.ref.name}`))
+  const skipped = new Set(
+    inventory.workloads.filter((w) => w.traits.includes('waypoint')).map((w) => `${w.ref.kind}/${w.ref.name}`),
+  )
   const rules: [string, unknown][] = []
   const details: string[] = []
   const findings: Finding[] = []
@@ -159,10 +195,13 @@ function waypointAllowances(
     if (selecting.length === 0) continue // nothing reaches it today, nothing through the waypoint either
     for (const r of selecting) {
       if (ruleFromEverywhere(r.rule)) fromEverywhere = true
-      else for (const p of r.rule.from ?? []) if (!callers.some((c) => JSON.stringify(c) === JSON.stringify(p))) callers.push(structuredClone(p))
+      else
+        for (const p of r.rule.from ?? [])
+          if (!callers.some((c) => JSON.stringify(c) === JSON.stringify(p))) callers.push(structuredClone(p))
     }
     // A rule admitting every source gets (or has) 15008 from every source too, the waypoint's pods included.
-    if (selecting.some((r) => ruleFromEverywhere(r.rule)) || rulesAdmitPodOnPort(selecting, pod, HBONE_PORT, peer)) continue
+    if (selecting.some((r) => ruleFromEverywhere(r.rule)) || rulesAdmitPodOnPort(selecting, pod, HBONE_PORT, peer))
+      continue
     for (const name of [...new Set(selecting.map((r) => r.policy.metadata.name))].sort()) {
       rules.push([name, {from: [waypointPeer(waypointName)], ports: [hbone]}])
       restricting.add(name)
@@ -170,27 +209,46 @@ function waypointAllowances(
     reached.push(pod.name)
   }
   if (reached.length > 0) {
-    details.push(`the waypoint ${waypointName} reaches ${reached.join(', ')} on TCP ${HBONE_PORT} from its own pods, which ${[...restricting].sort().join(', ')} do${restricting.size === 1 ? 'es' : ''} not admit`)
+    details.push(
+      `the waypoint ${waypointName} reaches ${reached.join(', ')} on TCP ${HBONE_PORT} from its own pods, which ${[...restricting].sort().join(', ')} do${restricting.size === 1 ? 'es' : ''} not admit`,
+    )
     findings.push({
       id: `E25/waypoint-peer/${ns}`,
       code: 'NetworkPolicySeesWaypoint',
       severity: 'warning',
       message: `For traffic through the waypoint, NetworkPolicy sees the waypoint's pods, not the caller: once ${[...restricting].sort().join(', ')} admit the waypoint on TCP ${HBONE_PORT}, they no longer tell apart the callers the waypoint forwards to ${reached.join(', ')}.`,
-      fix: 'Restrict callers with AuthorizationPolicies (the waypoint enforces them with the caller\'s identity) where the NetworkPolicies did it.',
+      fix: "Restrict callers with AuthorizationPolicies (the waypoint enforces them with the caller's identity) where the NetworkPolicies did it.",
     })
   }
-  const selectingWaypoint = policies.filter((p) => affectsIngress(p) && selectsPod(p, labels)).map((p) => p.metadata.name).sort()
+  const selectingWaypoint = policies
+    .filter((p) => affectsIngress(p) && selectsPod(p, labels))
+    .map((p) => p.metadata.name)
+    .sort()
   if (selectingWaypoint.length === 0 || (!fromEverywhere && callers.length === 0)) return {rules, details, findings}
-  const waypointPod: PodEndpoint = {name: `waypoint ${waypointName}`, labels, ports: [{containerPort: HBONE_PORT, name: 'mesh'}], probes: []}
-  if (rulesSelecting(policies, waypointPod).some((r) => ruleFromEverywhere(r.rule) && ruleAdmitsPort(r.rule, HBONE_PORT, waypointPod))) return {rules, details, findings}
-  const object = ingressAllowance({
-    name: waypointAllowanceName(waypointName),
-    namespace: ns,
-    complements: selectingWaypoint.join(','),
-    podSelector: waypointPeer(waypointName).podSelector,
-    ingress: [{...(fromEverywhere ? {} : {from: callers}), ports: [hbone]}],
-  }, planName)
-  details.push(`${selectingWaypoint.join(', ')} select${selectingWaypoint.length === 1 ? 's' : ''} the waypoint's own pods (gateway.networking.k8s.io/gateway-name=${waypointName}), which callers reach on TCP ${HBONE_PORT}: ${object.metadata.name} admits ${fromEverywhere ? 'every source' : 'the peers the pods behind the waypoint admit'} there`)
+  const waypointPod: PodEndpoint = {
+    name: `waypoint ${waypointName}`,
+    labels,
+    ports: [{containerPort: HBONE_PORT, name: 'mesh'}],
+    probes: [],
+  }
+  if (
+    rulesSelecting(policies, waypointPod).some(
+      (r) => ruleFromEverywhere(r.rule) && ruleAdmitsPort(r.rule, HBONE_PORT, waypointPod),
+    )
+  )
+    return {rules, details, findings}
+  const object = ingressAllowance(
+    {
+      name: waypointAllowanceName(waypointName),
+      namespace: ns,
+      complements: selectingWaypoint.join(','),
+      podSelector: waypointPeer(waypointName).podSelector,
+      ingress: [{...(fromEverywhere ? {} : {from: callers}), ports: [hbone]}],
+    },
+    planName,
+  )
+  details.push(
+    `${selectingWaypoint.join(', ')} select${selectingWaypoint.length === 1 ? 's' : ''} the waypoint's own pods (gateway.networking.k8s.io/gateway-name=${waypointName}), which callers reach on TCP ${HBONE_PORT}: ${object.metadata.name} admits ${fromEverywhere ? 'every source' : 'the peers the pods behind the waypoint admit'} there`,
+  )
   return {rules, details, findings, object}
 }
-

@@ -28,8 +28,11 @@ export const preflight: StepKind = {
       step: {
         id: 'preflight',
         action: 'preflight',
-        description: 'Read-only checks that ambient is installed and ready and that this plan may run: Istio version, ztunnel and istio-cni on every node, Gateway API CRDs and the istio-waypoint GatewayClass, HBONE-capable sidecars, blockers, NetworkPolicies admitting 15008, and RBAC for every write below.',
-        preconditions: [labelPrecondition(labels, [INJECTION_LABEL, REVISION_LABEL, DATAPLANE_MODE_LABEL, USE_WAYPOINT_LABEL])],
+        description:
+          'Read-only checks that ambient is installed and ready and that this plan may run: Istio version, ztunnel and istio-cni on every node, Gateway API CRDs and the istio-waypoint GatewayClass, HBONE-capable sidecars, blockers, NetworkPolicies admitting 15008, and RBAC for every write below.',
+        preconditions: [
+          labelPrecondition(labels, [INJECTION_LABEL, REVISION_LABEL, DATAPLANE_MODE_LABEL, USE_WAYPOINT_LABEL]),
+        ],
         operations: [],
         verify: [{check: 'preflight', checks: [...PREFLIGHT_CHECKS]}],
         undo: readOnlyUndo(),

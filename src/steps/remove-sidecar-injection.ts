@@ -44,23 +44,39 @@ export const removeSidecarInjection: StepKind = {
       step: {
         id: 'remove-sidecar-injection',
         action: 'remove-sidecar-injection',
-        description: `${pin.pinned.length > 0 ? `Pin the injected gateway(s) ${pin.pinned.map((w) => formatRef(w.ref)).join(', ')} to revision ${nsState.revision} on their pod templates (they keep their proxy and revision), then ` : ''}${injectionByDefault ? `set istio-injection=disabled on namespace ${ns} (the injector injects unlabelled namespaces by default)` : `remove ${what} from namespace ${ns}`}: new pods get no sidecar and are captured by ztunnel. Running pods keep their sidecars until the next step restarts them.`.replace(/^[a-z]/, (c) => c.toUpperCase()),
-        preconditions: [labelPrecondition(labels, Object.keys(change)), ...pin.ops.map((op): Precondition => ({check: 'object-present', ref: (op as {ref: ObjectRef}).ref}))],
+        description:
+          `${pin.pinned.length > 0 ? `Pin the injected gateway(s) ${pin.pinned.map((w) => formatRef(w.ref)).join(', ')} to revision ${nsState.revision} on their pod templates (they keep their proxy and revision), then ` : ''}${injectionByDefault ? `set istio-injection=disabled on namespace ${ns} (the injector injects unlabelled namespaces by default)` : `remove ${what} from namespace ${ns}`}: new pods get no sidecar and are captured by ztunnel. Running pods keep their sidecars until the next step restarts them.`.replace(
+            /^[a-z]/,
+            (c) => c.toUpperCase(),
+          ),
+        preconditions: [
+          labelPrecondition(labels, Object.keys(change)),
+          ...pin.ops.map((op): Precondition => ({check: 'object-present', ref: (op as {ref: ObjectRef}).ref})),
+        ],
         operations: [...pin.ops, {op: 'label', ref: nsRef, labels: change}],
         verify: [{check: 'namespace-labels', labels: change}],
-        undo: {description: `Restore ${Object.entries(restore).map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`)).join(', ')} exactly as before${pin.pinned.length > 0 ? ', then un-pin the gateways' : ''}.`, operations: [{op: 'label', ref: nsRef, labels: restore}, ...pin.undo]},
+        undo: {
+          description: `Restore ${Object.entries(restore)
+            .map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`))
+            .join(', ')} exactly as before${pin.pinned.length > 0 ? ', then un-pin the gateways' : ''}.`,
+          operations: [{op: 'label', ref: nsRef, labels: restore}, ...pin.undo],
+        },
       },
     }
   },
 }
 
 // E7: injected gateways pinned to the namespace's revision before it loses istio.io/rev
-function gatewayPinOperations(inventory: Inventory, snapshot: SourceSnapshot): {ops: Operation[]; undo: Operation[]; pinned: WorkloadItem[]} {
+function gatewayPinOperations(
+  inventory: Inventory,
+  snapshot: SourceSnapshot,
+): {ops: Operation[]; undo: Operation[]; pinned: WorkloadItem[]} {
   const revision = inventory.namespaceState.revision
   const ops: Operation[] = []
   const undo: Operation[] = []
   const pinned: WorkloadItem[] = []
-  if (!revision || !inventory.namespaceState.sidecarLabels.some((l) => l.key === REVISION_LABEL)) return {ops, undo, pinned}
+  if (!revision || !inventory.namespaceState.sidecarLabels.some((l) => l.key === REVISION_LABEL))
+    return {ops, undo, pinned}
   for (const w of inventory.workloads) {
     if (!w.traits.includes('injected-gateway') || !TEMPLATE_KINDS.has(w.ref.kind)) continue
     const template = templateOf(objectFor(snapshot, w.ref) ?? ({} as KubeObject))

@@ -42,7 +42,8 @@ export const restartWorkloads: StepKind = {
     },
   },
   plan: ({migrating, restarts, optIns}) => {
-    if (!migrating || (restarts.restart.length === 0 && restarts.manual.length === 0 && optIns.ops.length === 0)) return {}
+    if (!migrating || (restarts.restart.length === 0 && restarts.manual.length === 0 && optIns.ops.length === 0))
+      return {}
     const refs = restarts.restart.map((w) => w.ref)
     const rolled = [...refs, ...optIns.workloads.map((w) => w.ref)].filter((r) => r.kind !== 'CronJob')
     const checked = [...refs, ...optIns.workloads.map((w) => w.ref)]
@@ -59,21 +60,35 @@ export const restartWorkloads: StepKind = {
           {check: 'rollouts-complete', refs: rolled},
           {check: 'pods-without-sidecar', refs: rolled},
         ],
-        undo: {description: `After the injection label is restored, restart the same workloads again so their pods get sidecars back${optIns.workloads.length > 0 ? ', and restore the pod-level opt-ins' : ''}.`, operations: [...refs.map((ref): Operation => ({op: 'restart', ref})), ...optIns.undo]},
+        undo: {
+          description: `After the injection label is restored, restart the same workloads again so their pods get sidecars back${optIns.workloads.length > 0 ? ', and restore the pod-level opt-ins' : ''}.`,
+          operations: [...refs.map((ref): Operation => ({op: 'restart', ref})), ...optIns.undo],
+        },
       },
     }
   },
 }
 
 /** Which workloads the restart handles, which a person must, and which end up ambient (verify-dataplane). */
-export function decideRestarts(workloads: WorkloadItem[], rolledByTemplate: Set<string>, optedOut: Set<string>): RestartDecision {
+export function decideRestarts(
+  workloads: WorkloadItem[],
+  rolledByTemplate: Set<string>,
+  optedOut: Set<string>,
+): RestartDecision {
   const restart: WorkloadItem[] = []
   const manual: {ref: ObjectRef; reason: string}[] = []
   const expectAmbient: WorkloadItem[] = []
   for (const w of workloads) {
     const t = new Set(w.traits)
     // Never touched: their pods are not meant to become ambient app pods.
-    if (t.has('waypoint') || t.has('host-network') || t.has('dataplane-none') || t.has('injected-gateway') || t.has('kube-gateway')) continue
+    if (
+      t.has('waypoint') ||
+      t.has('host-network') ||
+      t.has('dataplane-none') ||
+      t.has('injected-gateway') ||
+      t.has('kube-gateway')
+    )
+      continue
     if (optedOut.has(refKey(w.ref))) continue
     if (!hasSidecar(w)) {
       if (w.proxy !== 'none' || t.has('inject-opt-out')) expectAmbient.push(w)
@@ -85,21 +100,30 @@ export function decideRestarts(workloads: WorkloadItem[], rolledByTemplate: Set<
       continue
     }
     if (t.has('pod-opt-in') || t.has('manual-injection')) {
-      manual.push({ref: w.ref, reason: t.has('manual-injection')
-        ? 'the pod template itself contains the sidecar (istioctl kube-inject): remove the injected containers, volumes and annotations from the template'
-        : 'the pod template opts in to injection (sidecar.istio.io/inject=true or istio.io/rev): remove that label from the template, then restart it'})
+      manual.push({
+        ref: w.ref,
+        reason: t.has('manual-injection')
+          ? 'the pod template itself contains the sidecar (istioctl kube-inject): remove the injected containers, volumes and annotations from the template'
+          : 'the pod template opts in to injection (sidecar.istio.io/inject=true or istio.io/rev): remove that label from the template, then restart it',
+      })
       continue
     }
     if (t.has('job') || t.has('bare-pod')) {
-      manual.push({ref: w.ref, reason: t.has('job')
-        ? 'Jobs cannot be restarted: running pods keep their sidecar until they complete; the next run starts without one'
-        : 'a bare Pod has no controller to restart it: delete and re-create it from its source'})
+      manual.push({
+        ref: w.ref,
+        reason: t.has('job')
+          ? 'Jobs cannot be restarted: running pods keep their sidecar until they complete; the next run starts without one'
+          : 'a bare Pod has no controller to restart it: delete and re-create it from its source',
+      })
       continue
     }
     if (t.has('on-delete') || t.has('partitioned')) {
-      manual.push({ref: w.ref, reason: t.has('on-delete')
-        ? 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time'
-        : 'RollingUpdate partition > 0: pods below the partition keep their sidecar; lower the partition or delete them'})
+      manual.push({
+        ref: w.ref,
+        reason: t.has('on-delete')
+          ? 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time'
+          : 'RollingUpdate partition > 0: pods below the partition keep their sidecar; lower the partition or delete them',
+      })
       continue
     }
     if (RESTARTABLE_KINDS.has(w.ref.kind)) {
@@ -120,7 +144,14 @@ export function podOptInOperations(inventory: Inventory, snapshot: SourceSnapsho
   for (const w of inventory.workloads) {
     const t = new Set(w.traits)
     // dataplane-none: the workload stays out of ambient; without its opt-in it would lose its sidecar and leave the mesh.
-    if (!t.has('pod-opt-in') || t.has('manual-injection') || t.has('injected-gateway') || t.has('dataplane-none') || !TEMPLATE_KINDS.has(w.ref.kind)) continue
+    if (
+      !t.has('pod-opt-in') ||
+      t.has('manual-injection') ||
+      t.has('injected-gateway') ||
+      t.has('dataplane-none') ||
+      !TEMPLATE_KINDS.has(w.ref.kind)
+    )
+      continue
     const labels = templateOf(objectFor(snapshot, w.ref) ?? ({} as KubeObject))?.metadata?.labels ?? {}
     const change: Record<string, string | null> = {}
     const restore: Record<string, string | null> = {}
@@ -139,4 +170,3 @@ export function podOptInOperations(inventory: Inventory, snapshot: SourceSnapsho
   }
   return {ops, undo, workloads}
 }
-

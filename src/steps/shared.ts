@@ -9,7 +9,13 @@ export const namespaceRef = (name: string): ObjectRef => ({apiVersion: 'v1', kin
 export const TEMPLATE_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'CronJob'])
 
 /** group/kind keys of the controllers a step may change the pod template of (WriteRule.templateLabels). */
-export const CONTROLLER_KINDS = ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet', 'apps/ReplicaSet', 'batch/CronJob']
+export const CONTROLLER_KINDS = [
+  'apps/Deployment',
+  'apps/StatefulSet',
+  'apps/DaemonSet',
+  'apps/ReplicaSet',
+  'batch/CronJob',
+]
 
 /** The policy kinds steps copy, create and delete (WriteRule group/kind keys). */
 export const POLICY_KINDS = [
@@ -28,8 +34,14 @@ export function objectFor(snapshot: SourceSnapshot, ref: ObjectRef): KubeObject 
   return snapshot.objects.find((o) => refKey(refOf(o)) === key)
 }
 
-export function templateOf(obj: KubeObject): {metadata?: {labels?: Record<string, string>}; spec?: unknown} | undefined {
-  return obj.kind === 'Pod' ? {metadata: obj.metadata as {labels?: Record<string, string>}, spec: obj.spec} : obj.kind === 'CronJob' ? obj.spec?.jobTemplate?.spec?.template : obj.spec?.template
+export function templateOf(
+  obj: KubeObject,
+): {metadata?: {labels?: Record<string, string>}; spec?: unknown} | undefined {
+  return obj.kind === 'Pod'
+    ? {metadata: obj.metadata as {labels?: Record<string, string>}, spec: obj.spec}
+    : obj.kind === 'CronJob'
+      ? obj.spec?.jobTemplate?.spec?.template
+      : obj.spec?.template
 }
 
 /** The namespace labels `keys` must still have the values the plan saw. */

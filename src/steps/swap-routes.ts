@@ -17,15 +17,25 @@ export const swapRoutes: StepKind = {
     migrating && waypointRequired && options.routes === 'httproute' ? swapRoutesStep(inventory, snapshot, ns) : {},
 }
 
-function swapRoutesStep(inventory: Inventory, snapshot: SourceSnapshot, planName: string): {step?: PlanStep; findings: Finding[]} {
+function swapRoutesStep(
+  inventory: Inventory,
+  snapshot: SourceSnapshot,
+  planName: string,
+): {step?: PlanStep; findings: Finding[]} {
   const ns = inventory.namespace
-  const wanted = new Set(inventory.objects.filter((i) => i.ref.kind === 'VirtualService' && i.ref.namespace === ns && i.action === 'retarget').map((i) => refKey(i.ref)))
+  const wanted = new Set(
+    inventory.objects
+      .filter((i) => i.ref.kind === 'VirtualService' && i.ref.namespace === ns && i.action === 'retarget')
+      .map((i) => refKey(i.ref)),
+  )
   if (wanted.size === 0) return {findings: []}
   const local = (kind: string) => snapshot.objects.filter((o) => o.kind === kind && o.metadata.namespace === ns)
   const conversion = convertVirtualServices({
     namespace: ns,
     virtualServices: local('VirtualService').filter((o) => wanted.has(refKey(refOf(o)))),
-    destinationRules: snapshot.objects.filter((o) => o.kind === 'DestinationRule' && o.apiVersion.startsWith('networking.istio.io/')),
+    destinationRules: snapshot.objects.filter(
+      (o) => o.kind === 'DestinationRule' && o.apiVersion.startsWith('networking.istio.io/'),
+    ),
     services: local('Service').filter((o) => o.apiVersion === 'v1'),
   })
   const findings = [...conversion.findings]
@@ -40,25 +50,38 @@ function swapRoutesStep(inventory: Inventory, snapshot: SourceSnapshot, planName
   }
   if (conversion.converted.length === 0) return {findings}
   const created = [...conversion.versionServices, ...conversion.httpRoutes].map((o) => markManaged(o, planName))
-  const deleted = conversion.converted.map((ref) => objectFor(snapshot, ref)).filter((o): o is KubeObject => o !== undefined).map(cleanObject)
+  const deleted = conversion.converted
+    .map((ref) => objectFor(snapshot, ref))
+    .filter((o): o is KubeObject => o !== undefined)
+    .map(cleanObject)
   const step: PlanStep = {
     id: 'swap-routes',
     action: 'swap-routes',
     description: `Replace ${deleted.length} VirtualService(s) with Gateway API routes the waypoint applies (GAMMA, the Service as parent): create ${created.map((o) => `${o.kind} ${o.metadata.name}`).join(', ')} and delete ${deleted.map((o) => o.metadata.name).join(', ')} in the same step — a VirtualService and an HTTPRoute must never serve one host at once (E26). Remaining sidecar callers execute the HTTPRoutes client-side, ambient callers get them from the waypoint.`,
     preconditions: [
-      ...deleted.map((o): Precondition => ({check: 'object-unchanged', ref: refOf(o), fingerprint: objectFingerprint(o)})),
+      ...deleted.map((o): Precondition => ({
+        check: 'object-unchanged',
+        ref: refOf(o),
+        fingerprint: objectFingerprint(o),
+      })),
       ...created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
     ],
-    operations: [...created.map((object): Operation => ({op: 'apply', object})), ...deleted.map((o): Operation => ({op: 'delete', ref: refOf(o), object: o}))],
+    operations: [
+      ...created.map((object): Operation => ({op: 'apply', object})),
+      ...deleted.map((o): Operation => ({op: 'delete', ref: refOf(o), object: o})),
+    ],
     verify: [
       {check: 'objects-present', refs: created.map(refOf)},
       {check: 'objects-absent', refs: deleted.map(refOf)},
     ],
     undo: {
-      description: 'Re-create the VirtualServices from the copies stored here, then delete the routes and Services this step created.',
-      operations: [...deleted.map((object): Operation => ({op: 'apply', object})), ...created.map((object): Operation => ({op: 'delete', ref: refOf(object)}))],
+      description:
+        'Re-create the VirtualServices from the copies stored here, then delete the routes and Services this step created.',
+      operations: [
+        ...deleted.map((object): Operation => ({op: 'apply', object})),
+        ...created.map((object): Operation => ({op: 'delete', ref: refOf(object)})),
+      ],
     },
   }
   return {step, findings}
 }
-

@@ -16,7 +16,7 @@ export const verifyDataplane: StepKind = {
       step: {
         id: 'verify-dataplane',
         action: 'verify-dataplane',
-        description: `Check the end state: no pod of the migrated workloads has a sidecar (classic or native), every one is captured by ztunnel (ambient.istio.io/redirection=enabled)${waypoint ? ', and the namespace\'s Services are bound to the waypoint' : ''}.`,
+        description: `Check the end state: no pod of the migrated workloads has a sidecar (classic or native), every one is captured by ztunnel (ambient.istio.io/redirection=enabled)${waypoint ? ", and the namespace's Services are bound to the waypoint" : ''}.`,
         preconditions: [],
         operations: [],
         verify: [
