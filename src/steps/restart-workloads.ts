@@ -1,7 +1,7 @@
 // restart-workloads: rollout-restart the workloads whose pods still have a sidecar, and remove pod-level opt-ins
 // from templates (E4: the template change rolls the workload like a restart); what the tool cannot restart is
 // listed for a person (E4, E6, E7, E8, E9, E10). Pure.
-import type {Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from '../planner/model.js'
+import type {Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem, WorkloadTrait} from '../planner/model.js'
 import {REVISION_LABEL} from '../planner/namespace.js'
 import type {Operation, Precondition} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
@@ -12,6 +12,28 @@ const SIDECAR_INJECT_LABEL = 'sidecar.istio.io/inject'
 
 // Restart these controllers to drop sidecars; the others are listed for a person (E4, E6, E7, E8, E9, E10).
 const RESTARTABLE_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet'])
+
+/** Workloads with a sidecar the tool cannot restart, and what a person does instead (the first trait that matches). */
+const MANUAL: [WorkloadTrait, string][] = [
+  [
+    'manual-injection',
+    'the pod template itself contains the sidecar (istioctl kube-inject): remove the injected containers, volumes and annotations from the template',
+  ],
+  [
+    'pod-opt-in',
+    'the pod template opts in to injection (sidecar.istio.io/inject=true or istio.io/rev): remove that label from the template, then restart it',
+  ],
+  [
+    'job',
+    'Jobs cannot be restarted: running pods keep their sidecar until they complete; the next run starts without one',
+  ],
+  ['bare-pod', 'a bare Pod has no controller to restart it: delete and re-create it from its source'],
+  ['on-delete', 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time'],
+  [
+    'partitioned',
+    'RollingUpdate partition > 0: pods below the partition keep their sidecar; lower the partition or delete them',
+  ],
+]
 
 export const restartWorkloads: StepKind = {
   action: 'restart-workloads',
@@ -99,31 +121,9 @@ export function decideRestarts(
       expectAmbient.push(w)
       continue
     }
-    if (t.has('pod-opt-in') || t.has('manual-injection')) {
-      manual.push({
-        ref: w.ref,
-        reason: t.has('manual-injection')
-          ? 'the pod template itself contains the sidecar (istioctl kube-inject): remove the injected containers, volumes and annotations from the template'
-          : 'the pod template opts in to injection (sidecar.istio.io/inject=true or istio.io/rev): remove that label from the template, then restart it',
-      })
-      continue
-    }
-    if (t.has('job') || t.has('bare-pod')) {
-      manual.push({
-        ref: w.ref,
-        reason: t.has('job')
-          ? 'Jobs cannot be restarted: running pods keep their sidecar until they complete; the next run starts without one'
-          : 'a bare Pod has no controller to restart it: delete and re-create it from its source',
-      })
-      continue
-    }
-    if (t.has('on-delete') || t.has('partitioned')) {
-      manual.push({
-        ref: w.ref,
-        reason: t.has('on-delete')
-          ? 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time'
-          : 'RollingUpdate partition > 0: pods below the partition keep their sidecar; lower the partition or delete them',
-      })
+    const reason = MANUAL.find(([trait]) => t.has(trait))?.[1]
+    if (reason) {
+      manual.push({ref: w.ref, reason})
       continue
     }
     if (RESTARTABLE_KINDS.has(w.ref.kind)) {
