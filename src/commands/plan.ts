@@ -9,7 +9,7 @@ import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {FleetPlan} from '../planner/fleet.js'
-import type {MigrationPlan, PlanOptions} from '../planner/plan-types.js'
+import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
 import {renderPlanFile, textMayHaveWritten} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
@@ -34,7 +34,7 @@ function nothingToMigrateWhy(plan: MigrationPlan): string {
 
 export default class PlanCommand extends BaseCommand {
   static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml (of many: -A, -l, or several names, with the fleet overview plans/fleet.yaml).'
-  static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (preflight, create-waypoint, wait-waypoint, create-policies, bind-waypoint, enable-ambient, remove-sidecar-injection, restart-workloads, delete-sidecar-policies, verify-dataplane — only those the namespace needs), each with the objects it writes, its verification and its undo.
+  static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (${STEP_ACTIONS.join(', ')} — only those the namespace needs), each with the objects it writes, its verification and its undo.
 
 The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
 

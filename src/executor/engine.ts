@@ -8,11 +8,10 @@ import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
-import {DATAPLANE_MODE_LABEL as DATAPLANE_MODE} from '../planner/namespace.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, podTemplateOf, type PreconditionContext, stalePreconditions} from './operations.js'
+import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, type PreconditionContext, stalePreconditions} from './operations.js'
 import {claimNamespace} from './ownership.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import {keepProgressRefusals} from './keep-progress.js'
@@ -20,6 +19,7 @@ import type {PlanState} from './plan-state.js'
 import {replanCommand} from './plan-store.js'
 import {hasSidecar, livePods} from './observe.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
+import {DATAPLANE_MODE_LABEL as DATAPLANE_MODE, INJECTION_LABEL, podTemplateOf, REVISION_LABEL} from '../planner/vocab.js'
 
 export class StepFailedError extends UserError {
   constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
@@ -353,7 +353,27 @@ async function checkRevisionExists(client: KubeClient, revision: string, warn: (
   }
 }
 
-/** Workloads whose pods had no sidecar before the plan: enable-ambient captured them, and its undo only returns them to that. */
+/**
+ * The step that enrols the namespace in ambient: the one whose write sets istio.io/dataplane-mode=ambient on the
+ * Namespace (enable-ambient). Found by what the step writes, not by its name, so the executor runs on plan data only.
+ */
+function enrollingStep(steps: PlanStep[]): PlanStep | undefined {
+  return steps.find((s) => s.operations.some((o) => o.op === 'label' && o.ref.kind === 'Namespace' && o.labels[DATAPLANE_MODE] === 'ambient'))
+}
+
+/** The injection labels (istio-injection, istio.io/rev) the plan's undos put back on the namespace, as `key=value`. */
+function restoredInjectionLabels(steps: PlanStep[]): string[] {
+  return steps.flatMap((s) =>
+    s.undo.operations.flatMap((o) =>
+      o.op === 'label' && o.ref.kind === 'Namespace' ? Object.entries(o.labels).filter(([k, v]) => v !== null && (k === INJECTION_LABEL || k === REVISION_LABEL)).map(([k, v]) => `${k}=${v}`) : [],
+    ),
+  )
+}
+
+/**
+ * Workloads whose pods had no sidecar before the plan: the enrolling step verified that it captured them
+ * (pods-captured), and its undo only returns them to that.
+ */
 function capturedBeforePlan(step: PlanStep): ObjectRef[] {
   return step.verify.flatMap((v) => (v.check === 'pods-captured' ? v.refs : []))
 }
@@ -376,9 +396,7 @@ async function checkPodsStayInMesh(ctx: ExecutionContext, enableAmbient: PlanSte
   }
   const list = [...byOwner.values()].map(({owner, pods}) => `  - ${owner && owner.kind !== 'Pod' ? `${formatRef(owner)}: pod(s) ${pods.join(', ')}` : `Pod ${state.namespace}/${pods.join(', ')}`}`).join('\n')
   const restartable = [...byOwner.values()].flatMap(({owner}) => (owner && ['Deployment', 'StatefulSet', 'DaemonSet'].includes(owner.kind) ? [`${owner.kind.toLowerCase()}/${owner.name}`] : []))
-  const injection = state.plan.spec.steps
-    .filter((s) => s.action === 'remove-sidecar-injection')
-    .flatMap((s) => s.undo.operations.flatMap((o) => (o.op === 'label' && o.ref.kind === 'Namespace' ? Object.entries(o.labels).filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`) : [])))
+  const injection = restoredInjectionLabels(state.plan.spec.steps)
   throw new StalePlanError(
     `removing ${DATAPLANE_MODE} from namespace ${state.namespace} would take running pods out of the mesh: they have no sidecar and are captured by ztunnel, and their workloads were not sidecar-less before the migration:\n${list}`,
     `Restart them after the injection label is restored${injection.length > 0 ? ` (if it is not back yet: kubectl label namespace ${state.namespace} ${injection.join(' ')})` : ''} so they get sidecars${restartable.length > 0 ? ` (kubectl rollout restart -n ${state.namespace} ${restartable.join(' ')})` : ''}, or remove them; then re-run \`mesh-migrate rollback ${state.file}\` once they have sidecars again.`,
@@ -390,7 +408,7 @@ async function checkPodsStayInMesh(ctx: ExecutionContext, enableAmbient: PlanSte
  * pod falls out of the mesh when the undo of enable-ambient removes istio.io/dataplane-mode.
  */
 export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], warn: (message: string) => void): Promise<void> {
-  const enableAmbient = steps.find((s) => s.action === 'enable-ambient')
+  const enableAmbient = enrollingStep(steps)
   if (enableAmbient) {
     const ns = await ctx.client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.state.namespace})
     const wrote = enableAmbient.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && o.ref.kind === 'Namespace')?.labels[DATAPLANE_MODE]
@@ -407,7 +425,7 @@ export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], wa
     for (const op of step.undo.operations) {
       if (op.op !== 'label' || op.ref.kind !== 'Namespace') continue
       const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
-      const revision = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}['istio.io/rev']
+      const revision = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}[REVISION_LABEL]
       if (revision) await checkRevisionExists(ctx.client, revision, warn)
     }
   }
@@ -482,11 +500,11 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
           details.push(left.length > 0 ? `${formatRef(op.ref)} labels ${left.join(', ')} left as changed since` : `${formatRef(op.ref)} labels already restored`)
           break
         }
-        const revision = op.ref.kind === 'Namespace' ? labels['istio.io/rev'] : undefined
+        const revision = op.ref.kind === 'Namespace' ? labels[REVISION_LABEL] : undefined
         if (revision) await checkRevisionExists(client, revision, warn)
         // Again right before the write: the steps undone before this one restarted pods, others may have appeared.
         if (op.ref.kind === 'Namespace' && DATAPLANE_MODE in labels && labels[DATAPLANE_MODE] !== 'ambient' && !ctx.dryRun) {
-          const enableAmbient = step.action === 'enable-ambient' ? step : state.plan.spec.steps.find((s) => s.action === 'enable-ambient')
+          const enableAmbient = enrollingStep([step, ...state.plan.spec.steps])
           if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
         }
         const seenNow = Object.fromEntries(Object.keys(labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
@@ -517,23 +535,32 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
     }
   }
   if (!ctx.dryRun) {
-    const rolled = step.undo.operations
-      .filter((o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> => (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob')
-      .map((o) => o.ref)
-    if (rolled.length > 0) {
-      const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
-    }
-    // Only the restart brings sidecars back; the other rolled workloads were opted out or are gateways.
-    const restarted = step.action === 'restart-workloads' ? rolled : []
-    if (restarted.length > 0) {
-      const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`)})
-      if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file, {rollback: true})
-      details.push(sidecars.detail)
-    }
+    await awaitUndoneRollouts(ctx, step, details)
     await state.record(step.id, {phase: 'RolledBack', by: ctx.who, message: details.join('; ') || 'nothing to undo'})
   }
   return details
+}
+
+/**
+ * After an undo restarted or re-templated workloads: wait for their rollouts, and for the sidecars of those whose
+ * step verified that their pods lost them (pods-without-sidecar): only the restart brings sidecars back; the other
+ * rolled workloads were opted out or are gateways.
+ */
+async function awaitUndoneRollouts(ctx: ExecutionContext, step: PlanStep, details: string[]): Promise<void> {
+  const {client, state} = ctx
+  const rolled = step.undo.operations
+    .filter((o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> => (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob')
+    .map((o) => o.ref)
+  if (rolled.length === 0) return
+  const progress = {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d: string) => ctx.onProgress?.(`waiting: ${d}`)}
+  const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), progress)
+  if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
+  const lostSidecar = new Set(step.verify.flatMap((v) => (v.check === 'pods-without-sidecar' ? v.refs.map(refKey) : [])))
+  const restarted = rolled.filter((r) => lostSidecar.has(refKey(r)))
+  if (restarted.length === 0) return
+  const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), progress)
+  if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file, {rollback: true})
+  details.push(sidecars.detail)
 }
 
 export {rollbackSequence}

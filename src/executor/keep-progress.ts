@@ -15,6 +15,7 @@ import type {KubeObject, SourceSnapshot} from '../planner/model.js'
 import type {MigrationPlan, Operation, PlanStep, StepStatus} from '../planner/plan-types.js'
 import {canonicalize} from '../planner/canonical.js'
 import {checkPlanText, specDigest, textMayHaveWritten} from '../planner/planfile.js'
+import {ExitCode} from '../cli/exit-codes.js'
 import {InvalidPlanError, UserError} from '../errors.js'
 import {phaseOf, rollbackSequence} from '../planner/rollback.js'
 import {formatRef, refKey, refOf} from '../planner/refs.js'
@@ -182,7 +183,7 @@ function changedParts(old: PlanStep, now: PlanStep): string {
 function refuseKeep(file: string, namespace: string, refusals: string[], undoFrom?: string): never {
   const until = undoFrom ? `it undoes the last applied step: repeat until step ${undoFrom} is rolled back` : 'it undoes the last applied step: repeat until the steps named are rolled back'
   throw new UserError(`cannot keep the progress of ${file}:\n${refusals.map((r) => `  - ${r}`).join('\n')}`, {
-    exitCode: 1,
+    exitCode: ExitCode.Failure,
     suggestion: `Undo the steps named with \`mesh-migrate rollback ${file} --step --confirm ${namespace}\` (${until}), then re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or roll the whole plan back (\`mesh-migrate rollback ${file} --confirm ${namespace}\`) and plan again; \`${replanCommand(namespace, file, '--force')}\` replaces the plan and loses its record of what was applied (rollback can then no longer undo those steps).`,
   })
 }

@@ -61,9 +61,6 @@ function labelsOf(obj: KubeObject | undefined): Record<string, string> {
   return obj?.metadata.labels ?? {}
 }
 
-// Re-exported for engine.ts (being rewritten by another change); import it from planner/vocab.ts.
-export {podTemplateOf} from '../planner/vocab.js'
-
 /** The object has every wanted label value (null: the label is absent). */
 export const labelsMatch = (live: Record<string, string>, want: Record<string, string | null>) =>
   Object.entries(want).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))

@@ -7,6 +7,7 @@ import type {ObjectRef} from '../planner/model.js'
 import type {Verification} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {condition, hasSidecar, livePods, podsByWorkload, rolloutDone} from './observe.js'
+import {DATAPLANE_MODE_LABEL} from '../planner/vocab.js'
 
 export interface CheckResult {
   ok: boolean
@@ -194,7 +195,7 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
         }
       }
       const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
-      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => p.pod.metadata.labels?.['istio.io/dataplane-mode'] !== 'none').map((p) => p.name))
+      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => p.pod.metadata.labels?.[DATAPLANE_MODE_LABEL] !== 'none').map((p) => p.name))
       if (pending.length > 0 || offenders.length > 0) {
         return {ok: false, detail: [...pending, ...(offenders.length > 0 ? [`pods without istio.io/dataplane-mode=none: ${offenders.join(', ')}`] : [])].join('; ')}
       }

@@ -6,9 +6,6 @@ import {groupOf, refOf} from './refs.js'
 import {isRecord} from './json.js'
 import {DATAPLANE_MODE_LABEL, INJECTION_LABEL, NAMESPACE_NAME_LABEL, REVISION_LABEL, SIDECAR_INJECT, TAG_LABEL, USE_WAYPOINT_LABEL} from './vocab.js'
 
-// Re-exported for modules another change is rewriting (plan-builder, planfile, engine); import from vocab.ts instead.
-export {DATAPLANE_MODE_LABEL} from './vocab.js'
-
 
 /** Namespaces the injector never injects (pkg/kube/inject IgnoredNamespaces); the analyzers skip them too. */
 export const INJECTION_IGNORED_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage']

@@ -15,12 +15,12 @@ import {
   PLAN_API_VERSION,
   PLAN_KIND,
   STEP_ACTIONS,
-  type StepAction,
   type StepPhase,
 } from './plan-types.js'
 import {mayHaveWritten} from './rollback.js'
+import {WRITE_RULES, type WriteRule} from '../steps/index.js'
 import {groupOf} from './refs.js'
-import {WAYPOINT_CLASS} from './waypoint.js'
+import {WAYPOINT_CLASS} from './vocab.js'
 
 export interface PlanProblem {
   /** JSON path inside the plan ("spec.steps[2].operations[0]"), or "" for the whole file. */
@@ -152,58 +152,6 @@ export function schemaProblems(data: unknown, form: SchemaForm = 'expanded'): Pl
     for (const message of specific.length > 0 ? specific : messages) problems.push({path, message})
   }
   return problems
-}
-
-// What each action may write (SPEC §6, §7). Group "" is core.
-interface WriteRule {
-  apply?: string[] // group/Kind that may be applied (created)
-  delete?: string[]
-  label?: {kinds: string[]; keys: string[]}
-  restart?: string[]
-  /** Pod-template labels of these controllers, these keys only. */
-  templateLabels?: {kinds: string[]; keys: string[]}
-}
-
-const POLICY_KINDS = [
-  'security.istio.io/AuthorizationPolicy',
-  'security.istio.io/RequestAuthentication',
-  'telemetry.istio.io/Telemetry',
-  'extensions.istio.io/WasmPlugin',
-]
-
-const CONTROLLER_KINDS = ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet', 'apps/ReplicaSet', 'batch/CronJob']
-
-export const WRITE_RULES: Record<StepAction, WriteRule> = {
-  preflight: {},
-  // Additive NetworkPolicies that admit HBONE (15008) and kubelet probes (169.254.7.127) where existing ones would not (E25).
-  'patch-network-policies': {apply: ['networking.k8s.io/NetworkPolicy']},
-  'create-waypoint': {apply: ['gateway.networking.k8s.io/Gateway']},
-  'wait-waypoint': {},
-  'create-policies': {apply: [...POLICY_KINDS, '/Service']},
-  'bind-waypoint': {label: {kinds: ['/Namespace', '/Service'], keys: ['istio.io/use-waypoint', 'istio.io/use-waypoint-namespace']}},
-  // HTTPRoutes (and per-version Services) replace VirtualServices in one step, never both for one host (E26).
-  'swap-routes': {apply: ['gateway.networking.k8s.io/HTTPRoute', '/Service'], delete: ['networking.istio.io/VirtualService']},
-  // Pods opted out of injection stay out of ambient too (E5); class-istio gateways likewise (E8).
-  'opt-out-workloads': {
-    label: {kinds: ['/Pod', 'gateway.networking.k8s.io/Gateway'], keys: ['istio.io/dataplane-mode']},
-    templateLabels: {kinds: CONTROLLER_KINDS, keys: ['istio.io/dataplane-mode']},
-  },
-  'enable-ambient': {label: {kinds: ['/Namespace'], keys: ['istio.io/dataplane-mode']}},
-  // Injected gateways are pinned to the namespace's revision before it loses istio.io/rev (E7).
-  'remove-sidecar-injection': {
-    label: {kinds: ['/Namespace'], keys: ['istio-injection', 'istio.io/rev']},
-    templateLabels: {kinds: CONTROLLER_KINDS, keys: ['istio.io/rev']},
-  },
-  // Pod-level opt-ins are removed from templates (E4); the template change rolls the workload like a restart.
-  'restart-workloads': {
-    restart: ['apps/Deployment', 'apps/StatefulSet', 'apps/DaemonSet'],
-    templateLabels: {kinds: CONTROLLER_KINDS, keys: ['sidecar.istio.io/inject', 'istio.io/rev']},
-  },
-  // Deletes the superseded originals and creates the L4 parts of L7 ALLOWs (its undo re-creates the former and
-  // deletes the latter).
-  'delete-sidecar-policies': {apply: ['security.istio.io/AuthorizationPolicy'], delete: POLICY_KINDS},
-  'verify-dataplane': {},
-  'deny-waypoint-bypass': {apply: ['security.istio.io/AuthorizationPolicy']},
 }
 
 function gk(apiVersion: string, kind: string): string {

@@ -1,40 +1,10 @@
 // The safe rollback order (DOMAIN §4.3, SPEC §6): never a blind reverse.
 // Pure: from the plan and its status, which steps to undo and in which order.
-import type {MigrationPlan, PlanStep, StepAction, StepPhase} from './plan-types.js'
+import {UNDO_ORDER, UNDO_UNITS} from '../steps/index.js'
+import type {MigrationPlan, PlanStep, StepPhase} from './plan-types.js'
 
-/**
- * Undo order by action. Restore the injection label and restart (pods get sidecars back, which
- * istio-cni skips) before removing istio.io/dataplane-mode: removing it first would un-enrol running
- * sidecar-less pods at once and leave them outside the mesh. Deleted sidecar policies come back
- * before that restart completes, so the returning sidecars enforce them. The waypoint is unbound before
- * its companion policies go, and deleted last; the NetworkPolicy allowances go after the last HBONE traffic.
- */
-export const UNDO_ORDER: StepAction[] = [
-  'deny-waypoint-bypass',
-  'verify-dataplane',
-  'delete-sidecar-policies',
-  'remove-sidecar-injection',
-  'restart-workloads',
-  'enable-ambient',
-  'opt-out-workloads',
-  'swap-routes',
-  // Unbind before deleting the companions: while bound, still-sidecar destinations see the waypoint's
-  // identity, which only the companions admit.
-  'bind-waypoint',
-  'create-policies',
-  'wait-waypoint',
-  'create-waypoint',
-  'patch-network-policies',
-  'preflight',
-]
-
-/**
- * Steps that must be undone together. Re-created L7 selector policies are deny-all/no-op at ztunnel
- * while pods are still ambient, a restart without the injection label brings pods back without
- * sidecars, and restoring the label alone changes nothing for running pods: only the whole tail
- * returns pods to a consistent, enforced state.
- */
-const UNDO_UNITS: StepAction[][] = [['remove-sidecar-injection', 'restart-workloads', 'delete-sidecar-policies', 'verify-dataplane']]
+// The undo order and the units of steps undone together are declared by the step kinds (src/steps/index.ts).
+export {UNDO_ORDER}
 
 /** A step whose writes may have happened (fully or partly) and therefore needs undoing. */
 export function mayHaveWritten(phase: StepPhase | undefined): boolean {

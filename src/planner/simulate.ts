@@ -6,8 +6,9 @@
 // hazards; those inside a documented window (the restart window, sidecar callers bypassing waypoints)
 // are expected, the others must be accepted explicitly.
 import type {WorkloadItem} from './model.js'
+import {STEP_KINDS, stepKind, UNDO_ORDER} from '../steps/index.js'
+import type {SimulationRole} from '../steps/types.js'
 import type {PlanStep, PolicyTimelineInput, StepAction} from './plan-types.js'
-import {UNDO_ORDER} from './rollback.js'
 
 export type DataPlane = 'sidecar' | 'ambient' | 'outside'
 
@@ -72,7 +73,8 @@ export interface SimulationInput {
 
 export const workloadKey = (w: {ref: {kind: string; name: string}}) => `${w.ref.kind}/${w.ref.name}`
 
-interface SimState {
+/** What the simulation tracks between boundaries; each step kind's `simulation` hooks change it (src/steps/). */
+export interface SimState {
   ambientLabel: boolean
   injection: boolean
   waypointReady: boolean
@@ -171,67 +173,17 @@ function waypointAllowGaps(input: SimulationInput, state: SimState): Record<stri
 
 function applyForward(step: PlanStep, input: SimulationInput, state: SimState): void {
   state.applied.add(step.action)
-  switch (step.action) {
-    case 'wait-waypoint':
-      state.waypointReady = true
-      break
-    case 'bind-waypoint':
-      state.bound = true
-      break
-    case 'enable-ambient':
-      state.ambientLabel = true
-      break
-    case 'remove-sidecar-injection':
-      state.injection = false
-      break
-    case 'restart-workloads':
-      for (const op of step.operations) {
-        // A restart re-injects per the namespace labels; removing a pod-level opt-in (E4) drops the sidecar.
-        if (op.op === 'restart') state.sidecar.set(`${op.ref.kind}/${op.ref.name}`, state.injection)
-        if (op.op === 'template-labels') state.sidecar.set(`${op.ref.kind}/${op.ref.name}`, false)
-      }
-      break
-    case 'opt-out-workloads':
-      for (const op of step.operations) {
-        if (op.op === 'template-labels' || (op.op === 'label' && op.ref.kind === 'Pod')) state.optedOut.add(`${op.ref.kind}/${op.ref.name}`)
-        if (op.op === 'label' && op.ref.kind === 'Gateway') {
-          for (const w of input.workloads) if (w.podLabels['gateway.networking.k8s.io/gateway-name'] === op.ref.name) state.optedOut.add(workloadKey(w))
-        }
-      }
-      break
-    default:
-      break
-  }
+  stepKind(step.action).simulation?.forward?.(step, input, state)
 }
 
 function applyUndo(step: PlanStep, state: SimState): void {
   state.applied.delete(step.action)
-  switch (step.action) {
-    case 'create-waypoint':
-    case 'wait-waypoint':
-      state.waypointReady = state.applied.has('wait-waypoint')
-      break
-    case 'bind-waypoint':
-      state.bound = false
-      break
-    case 'enable-ambient':
-      state.ambientLabel = false
-      break
-    case 'remove-sidecar-injection':
-      state.injection = true
-      break
-    case 'restart-workloads':
-      for (const op of step.undo.operations) {
-        if (op.op === 'restart') state.sidecar.set(`${op.ref.kind}/${op.ref.name}`, state.injection)
-        if (op.op === 'template-labels') state.sidecar.set(`${op.ref.kind}/${op.ref.name}`, true)
-      }
-      break
-    case 'opt-out-workloads':
-      state.optedOut.clear()
-      break
-    default:
-      break
-  }
+  stepKind(step.action).simulation?.undo?.(step, state)
+}
+
+/** The action playing a role in the simulation's windows (restart, binding). */
+function actionWith(role: SimulationRole): StepAction | undefined {
+  return STEP_KINDS.find((k) => k.simulation?.role === role)?.action
 }
 
 function initialState(input: SimulationInput): SimState {
@@ -303,7 +255,7 @@ function intervals(boundaries: BoundaryState[], start: BoundaryState, policies: 
 function identityHazards(input: SimulationInput): Interval[] {
   // Between binding and the restart, ambient callers reach still-sidecar destinations through the
   // waypoint, whose identity an identity-keyed ALLOW does not admit — unless a companion admits it.
-  const bindIndex = input.steps.findIndex((s) => s.action === 'bind-waypoint')
+  const bindIndex = input.steps.findIndex((s) => s.action === actionWith('binds-waypoint'))
   if (bindIndex === -1) return []
   return input.policies
     .filter((p) => p.identityKeyed && p.action !== 'DENY' && !p.companionIn)
@@ -338,19 +290,19 @@ export function simulate(input: SimulationInput): Simulation {
     applyForward(step, input, state)
     apply.push(snapshot(step.id, input, state))
   }
-  const rollbackOrder = [...input.steps].filter((s) => s.operations.length > 0 || s.action === 'wait-waypoint').sort((a, b) => UNDO_ORDER.indexOf(a.action) - UNDO_ORDER.indexOf(b.action))
+  const rollbackOrder = [...input.steps].filter((s) => s.operations.length > 0 || stepKind(s.action).simulation?.replayUndoWhenReadOnly).sort((a, b) => UNDO_ORDER.indexOf(a.action) - UNDO_ORDER.indexOf(b.action))
   const rollback: BoundaryState[] = []
   for (const step of rollbackOrder) {
     applyUndo(step, state)
     rollback.push(snapshot(`undo ${step.id}`, input, state))
   }
 
-  const stepIndex = (action: StepAction) => input.steps.findIndex((s) => s.action === action) + 1 // boundary index after it
-  const restartAt = stepIndex('restart-workloads')
-  const deleteAt = stepIndex('delete-sidecar-policies')
-  const undoIndex = (action: StepAction) => rollbackOrder.findIndex((s) => s.action === action)
-  const rbRecreate = undoIndex('delete-sidecar-policies')
-  const rbRestart = undoIndex('restart-workloads')
+  const stepIndex = (role: SimulationRole) => input.steps.findIndex((s) => s.action === actionWith(role)) + 1 // boundary index after it
+  const restartAt = stepIndex('restarts-pods')
+  const deleteAt = stepIndex('replaces-sidecar-policies')
+  const undoIndex = (role: SimulationRole) => rollbackOrder.findIndex((s) => s.action === actionWith(role))
+  const rbRecreate = undoIndex('replaces-sidecar-policies')
+  const rbRestart = undoIndex('restarts-pods')
 
   const hazards: Hazard[] = []
   const label = (boundaries: BoundaryState[], i: number, phase: 'apply' | 'rollback') => (i >= boundaries.length ? 'end' : phase === 'apply' && i === 0 ? 'start' : boundaries[i]!.after)
@@ -396,7 +348,7 @@ export function simulate(input: SimulationInput): Simulation {
       id: 'apply/sidecar-callers-bypass',
       kind: 'sidecar-callers-bypass',
       phase: 'apply',
-      from: input.steps.find((s) => s.action === 'bind-waypoint')?.id ?? 'start',
+      from: input.steps.find((s) => s.action === actionWith('binds-waypoint'))?.id ?? 'start',
       until: 'end',
       window: 'sidecar-callers',
       workloads: [],

@@ -57,6 +57,7 @@ export function workloadHasSidecar(w: Pick<WorkloadItem, 'proxy' | 'pods'>): boo
 
 export interface PodTemplate {
   metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as KubeObject.spec: a pod spec read field by field
   spec?: any
 }
 

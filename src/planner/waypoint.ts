@@ -2,9 +2,6 @@
 import type {KubeObject, NamespaceState} from './model.js'
 import {REVISION_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from './vocab.js'
 
-// Re-exported for modules another change is rewriting (plan-builder, planfile, engine); import from vocab.ts instead.
-export {USE_WAYPOINT_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from './vocab.js'
-
 export const WAYPOINT_FOR_VALUES = ['service', 'workload', 'all'] as const
 export type WaypointFor = (typeof WAYPOINT_FOR_VALUES)[number]
 

@@ -16,7 +16,6 @@ const MAX_LINES = 120
 // shrink: never add to it — split the function instead. An entry that is no longer too long fails the test
 // below too, so it is removed as soon as its function is split.
 const BEING_SPLIT = new Set([
-  'src/planner/plan-builder.ts buildPlan',
   'src/planner/workloads.ts Context.workload',
   'src/planner/namespace.ts analyzeNamespace',
   'src/planner/classify/authz.ts findingsFor',

@@ -4,16 +4,16 @@
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {asRolledBack, carryProgress, keepProgressRefusals} from '../../src/executor/keep-progress.js'
 import type {KubeObject, SourceSnapshot} from '../../src/planner/model.js'
 import type {MigrationPlan, StepPhase} from '../../src/planner/plan-types.js'
+import {planOf} from '../support/plan-file.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 async function examplePlan(): Promise<MigrationPlan> {
-  return parse(await readFile(path.join(REPO_ROOT, 'plans/examples/bookinfo.yaml'), 'utf8')) as MigrationPlan
+  return planOf(await readFile(path.join(REPO_ROOT, 'plans/examples/bookinfo.yaml'), 'utf8'))
 }
 
 function withPhases(plan: MigrationPlan, phases: Record<string, StepPhase>, observed: Record<string, Record<string, unknown>> = {}): MigrationPlan {

@@ -10,9 +10,6 @@ import {selectorMatches} from '../namespace.js'
 import {GATEWAY_API_GROUP, NETWORKING, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_CLASS} from '../vocab.js'
 
 export {isRecord}
-// Re-exported for modules another change is rewriting (plan-builder, planfile, engine); import from vocab.ts instead.
-export {USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
-
 
 
 /** Kubernetes cluster domain assumed when matching wildcard hosts against Service FQDNs. */

@@ -1,0 +1,108 @@
+// bind-waypoint: label the namespace istio.io/use-waypoint=<waypoint> once the waypoint is ready; its Services (and
+// ServiceEntries ztunnel has a VIP for) are bound to it (DOMAIN §1.5, §4.2). Pure.
+import {serviceEntryVip} from '../planner/classify/service-entry.js'
+import type {Finding} from '../planner/model.js'
+import {formatRef} from '../planner/refs.js'
+import {labelPrecondition} from './shared.js'
+import type {StepContext, StepKind} from './types.js'
+import {USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../planner/vocab.js'
+
+export const bindWaypoint: StepKind = {
+  action: 'bind-waypoint',
+  summary: 'Label the namespace istio.io/use-waypoint once the waypoint is ready',
+  writes: {
+    label: {kinds: ['/Namespace', '/Service'], keys: [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]},
+  },
+  simulation: {
+    role: 'binds-waypoint',
+    forward: (_step, _input, state) => {
+      state.bound = true
+    },
+    undo: (_step, state) => {
+      state.bound = false
+    },
+  },
+  plan: (ctx) => {
+    const {waypoint, labels, options, binding, snapshot, ns, nsRef, istioVersion} = ctx
+    if (!waypoint) return {}
+    const waypointRef = waypoint.ref
+    const boundNames = binding.bound.map((s) => s.ref.name)
+    const previous = labels[USE_WAYPOINT_LABEL] ?? null
+    const previousNamespace = labels[USE_WAYPOINT_NAMESPACE_LABEL] ?? null
+    // A namespace istio.io/use-waypoint-namespace would send the binding to a waypoint of that namespace.
+    const change: Record<string, string | null> = {
+      [USE_WAYPOINT_LABEL]: options.waypointName,
+      ...(previousNamespace !== null ? {[USE_WAYPOINT_NAMESPACE_LABEL]: null} : {}),
+    }
+    const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
+    const excluded = binding.ownLabel.map((o) => o.service.ref.name)
+    // ServiceEntries of the namespace without a label of their own are bound too: the waypoint is the egress waypoint
+    // of those ztunnel has a VIP for (the others never reach it).
+    const entries = snapshot.objects
+      .filter(
+        (o) =>
+          o.kind === 'ServiceEntry' &&
+          o.apiVersion.startsWith('networking.istio.io/') &&
+          (o.metadata.namespace ?? ns) === ns &&
+          o.metadata.labels?.[USE_WAYPOINT_LABEL] === undefined,
+      )
+      .filter((o) =>
+        (Array.isArray(o.spec?.hosts) ? o.spec.hosts : []).some(
+          (h: unknown) => serviceEntryVip(o, String(h), {...(istioVersion ? {istioVersion} : {})}).vip,
+        ),
+      )
+      .map((o) => o.metadata.name)
+    const boundEntries = [...new Set(entries)].sort()
+    return {
+      findings: ownLabelFindings(ctx),
+      step: {
+        id: 'bind-waypoint',
+        action: 'bind-waypoint',
+        description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+        // The readiness gate (DOMAIN §4.2): re-checked right before the label is written, not only by wait-waypoint.
+        preconditions: [
+          labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]),
+          {check: 'waypoint-ready', ref: waypointRef},
+        ],
+        operations: [{op: 'label', ref: nsRef, labels: change}],
+        verify: [
+          {check: 'namespace-labels', labels: change},
+          {check: 'waypoint-bound', ref: waypointRef, services: boundNames},
+        ],
+        undo: {
+          description:
+            previous === null && previousNamespace === null
+              ? `Remove ${USE_WAYPOINT_LABEL} from namespace ${ns}.`
+              : `Restore ${Object.entries(restore)
+                  .map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`))
+                  .join(', ')}.`,
+          operations: [{op: 'label', ref: nsRef, labels: restore}],
+        },
+      },
+    }
+  },
+}
+
+/** Services with an istio.io/use-waypoint of their own keep it: a Service label beats the namespace label (DOMAIN §1.5). */
+function ownLabelFindings({binding, policies, ns, waypoint}: StepContext): Finding[] {
+  const copiesTo = (svc: string) =>
+    policies.decisions
+      .flatMap((d) =>
+        d.created.filter((c) => c.role === 'waypoint-copy' && c.services.includes(svc)).map((c) => c.ref.name),
+      )
+      .sort()
+  return binding.ownLabel.map(({service, target}): Finding => {
+    const copies = copiesTo(service.ref.name)
+    return {
+      id: `bind-waypoint/service-label/${ns}/${service.ref.name}`,
+      code: 'ServiceUsesOwnWaypoint',
+      severity: copies.length > 0 ? 'blocker' : 'warning',
+      ref: service.ref,
+      message: `Service ${service.ref.name} is labelled ${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypoint!.ref)} (${target === 'none' ? 'it uses no waypoint' : `it stays on ${target}`})${copies.length > 0 ? `, and ${copies.join(', ')} attached to it on this waypoint would never apply` : ''}.`,
+      fix:
+        copies.length > 0
+          ? `Remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) so the namespace label binds it, or carry its policies to ${target === 'none' ? 'a waypoint it uses' : target} yourself; then re-run plan.`
+          : `Nothing to do if that is intended; otherwise remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) and re-run plan.`,
+    }
+  })
+}
