@@ -113,106 +113,140 @@ async function podsNotUpYet(client: KubeClient, refs: ObjectRef[], byWorkload: M
   return waiting.length > 0 ? {ok: false, detail: `no running pods yet for ${waiting.join(', ')}`} : undefined
 }
 
-export async function runCheck(v: Verification, ctx: VerifyContext): Promise<CheckResult> {
-  const {client} = ctx
-  switch (v.check) {
-    case 'preflight':
-      return ctx.preflight ? ctx.preflight(v.checks) : {ok: true, detail: 'preflight checks skipped'}
-    case 'objects-present': {
-      const missing: string[] = []
-      for (const ref of v.refs) if (!(await client.get(ref))) missing.push(formatRef(ref))
-      return missing.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) present`} : {ok: false, detail: `missing: ${missing.join(', ')}`}
-    }
-    case 'objects-absent': {
-      const present: string[] = []
-      for (const ref of v.refs) if (await client.get(ref)) present.push(formatRef(ref))
-      return present.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) gone`} : {ok: false, detail: `still present: ${present.join(', ')}`}
-    }
-    case 'namespace-labels': {
-      const ns = await client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.namespace})
-      const labels = ns?.metadata.labels ?? {}
-      const wrong = Object.entries(v.labels).filter(([k, want]) => (want === null ? k in labels : labels[k] !== want))
-      return wrong.length === 0
-        ? {ok: true, detail: 'namespace labels as planned'}
-        : {ok: false, detail: wrong.map(([k, want]) => `${k} is ${labels[k] === undefined ? 'absent' : `"${labels[k]}"`}, want ${want === null ? 'absent' : `"${want}"`}`).join('; ')}
-    }
-    case 'waypoint-ready': {
-      const gw = await client.get(v.ref)
-      if (!gw) return {ok: false, detail: `${formatRef(v.ref)} does not exist`}
-      const programmed = condition(gw, 'Programmed')
-      if (programmed?.status !== 'True') {
-        return {ok: false, detail: `${formatRef(v.ref)} is not Programmed${programmed ? ` (${programmed.reason ?? ''}${programmed.message ? `: ${programmed.message}` : ''})` : ' yet'}`}
-      }
-      if (!Array.isArray(gw.status?.addresses) || gw.status.addresses.length === 0) {
-        return {ok: false, detail: `${formatRef(v.ref)} has no status.addresses yet (istiod ignores the waypoint until it has)`}
-      }
-      // Programmed only says the Service exists; a waypoint with no running proxy still drops traffic.
-      const deployment = await client.get({apiVersion: 'apps/v1', kind: 'Deployment', namespace: v.ref.namespace, name: v.ref.name})
-      const available = deployment?.status?.availableReplicas ?? 0
-      if (available < 1) return {ok: false, detail: `waypoint Deployment ${v.ref.namespace}/${v.ref.name} has no available replica yet`}
-      return {ok: true, detail: `Programmed, address ${gw.status.addresses[0]?.value ?? '?'}, ${available} replica(s) available`}
-    }
-    case 'rollouts-complete': {
-      const pending: string[] = []
-      for (const ref of v.refs) {
-        const obj = await client.get(ref)
-        if (!obj) {
-          pending.push(`${formatRef(ref)} is gone`)
-          continue
-        }
-        const r = rolloutDone(obj)
-        if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
-      }
-      if (pending.length === 0) return {ok: true, detail: `${v.refs.length} rollout(s) complete`}
-      return {ok: false, detail: pending.join('; '), progress: {done: v.refs.length - pending.length, total: v.refs.length, noun: 'rollouts', waitingFor: pending}}
-    }
-    case 'pods-without-sidecar': {
-      const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
-      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter(hasSidecar).map((p) => p.name))
-      if (offenders.length > 0) return {ok: false, detail: `pods still with a sidecar: ${offenders.join(', ')}`}
-      const notUp = await podsNotUpYet(client, v.refs, byWorkload)
-      if (notUp) return notUp
-      const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
-      const noPods = missingPods(v.refs, byWorkload)
-      return {ok: true, detail: `${count} pod(s) without sidecar${noPods.length > 0 ? `; no running pods for ${noPods.join(', ')}` : ''}`}
-    }
-    case 'pods-captured': {
-      const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
-      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => !p.captured).map((p) => `${p.name}${hasSidecar(p) ? ' (has a sidecar)' : ''}`))
-      if (offenders.length > 0) return {ok: false, detail: `pods not captured by ztunnel (ambient.istio.io/redirection != enabled): ${offenders.join(', ')}`}
-      const notUp = await podsNotUpYet(client, v.refs, byWorkload)
-      if (notUp) return notUp
-      const count = v.refs.reduce((n, r) => n + (byWorkload.get(refKey(r))?.length ?? 0), 0)
-      return {ok: true, detail: `${count} pod(s) captured by ztunnel`}
-    }
-    case 'pods-opted-out': {
-      const pending: string[] = []
-      for (const ref of v.refs) {
-        const obj = await client.get(ref)
-        if (obj && ref.kind !== 'Pod') {
-          const r = rolloutDone(obj)
-          if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
-        }
-      }
-      const byWorkload = podsByWorkload(await livePods(client, ctx.namespace))
-      const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => p.pod.metadata.labels?.[DATAPLANE_MODE_LABEL] !== 'none').map((p) => p.name))
-      if (pending.length > 0 || offenders.length > 0) {
-        return {ok: false, detail: [...pending, ...(offenders.length > 0 ? [`pods without istio.io/dataplane-mode=none: ${offenders.join(', ')}`] : [])].join('; ')}
-      }
-      const notUp = await podsNotUpYet(client, v.refs, byWorkload)
-      if (notUp) return notUp
-      return {ok: true, detail: `pods of ${v.refs.length} workload(s) stay out of ambient (istio.io/dataplane-mode=none)`}
-    }
-    case 'waypoint-bound': {
-      const unbound: string[] = []
-      for (const name of v.services) {
-        const svc = await client.get({apiVersion: 'v1', kind: 'Service', namespace: ctx.namespace, name})
-        const bound = condition(svc, 'istio.io/WaypointBound')
-        if (bound?.status !== 'True') unbound.push(`${name}${bound ? ` (${bound.reason ?? 'False'})` : ''}`)
-      }
-      return unbound.length === 0 ? {ok: true, detail: `${v.services.length} Service(s) bound to ${v.ref.name}`} : {ok: false, detail: `not bound to ${formatRef(v.ref)}: ${unbound.join(', ')}`}
+type CheckOf<K extends Verification['check']> = (v: Extract<Verification, {check: K}>, ctx: VerifyContext) => Promise<CheckResult>
+
+/** A wait over several objects: "4/6 rollouts done" while some are left (issue 13 §10). */
+function counted(total: number, pending: string[], noun: string, ok: string): CheckResult {
+  if (pending.length === 0) return {ok: true, detail: ok}
+  return {ok: false, detail: pending.join('; '), progress: {done: total - pending.length, total, noun, waitingFor: pending}}
+}
+
+const objectsPresent: CheckOf<'objects-present'> = async (v, {client}) => {
+  const missing: string[] = []
+  for (const ref of v.refs) if (!(await client.get(ref))) missing.push(formatRef(ref))
+  return missing.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) present`} : {ok: false, detail: `missing: ${missing.join(', ')}`}
+}
+
+const objectsAbsent: CheckOf<'objects-absent'> = async (v, {client}) => {
+  const present: string[] = []
+  for (const ref of v.refs) if (await client.get(ref)) present.push(formatRef(ref))
+  return present.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) gone`} : {ok: false, detail: `still present: ${present.join(', ')}`}
+}
+
+const namespaceLabels: CheckOf<'namespace-labels'> = async (v, {client, namespace}) => {
+  const ns = await client.get({apiVersion: 'v1', kind: 'Namespace', name: namespace})
+  const labels = ns?.metadata.labels ?? {}
+  const wrong = Object.entries(v.labels).filter(([k, want]) => (want === null ? k in labels : labels[k] !== want))
+  return wrong.length === 0
+    ? {ok: true, detail: 'namespace labels as planned'}
+    : {ok: false, detail: wrong.map(([k, want]) => `${k} is ${labels[k] === undefined ? 'absent' : `"${labels[k]}"`}, want ${want === null ? 'absent' : `"${want}"`}`).join('; ')}
+}
+
+/** A waypoint is ready in three stages (Programmed, an address, a running proxy): the wait line counts them. */
+const waypointReady: CheckOf<'waypoint-ready'> = async (v, {client}) => {
+  const name = formatRef(v.ref)
+  const stage = (done: number, detail: string): CheckResult => ({ok: false, detail, progress: {done, total: 3, noun: 'waypoint stages', waitingFor: [detail]}})
+  const gw = await client.get(v.ref)
+  if (!gw) return stage(0, `${name} does not exist`)
+  const programmed = condition(gw, 'Programmed')
+  if (programmed?.status !== 'True') {
+    return stage(0, `${name} is not Programmed${programmed ? ` (${programmed.reason ?? ''}${programmed.message ? `: ${programmed.message}` : ''})` : ' yet'}`)
+  }
+  if (!Array.isArray(gw.status?.addresses) || gw.status.addresses.length === 0) {
+    return stage(1, `${name} has no status.addresses yet (istiod ignores the waypoint until it has)`)
+  }
+  // Programmed only says the Service exists; a waypoint with no running proxy still drops traffic.
+  const deployment = await client.get({apiVersion: 'apps/v1', kind: 'Deployment', namespace: v.ref.namespace, name: v.ref.name})
+  const available = deployment?.status?.availableReplicas ?? 0
+  if (available < 1) return stage(2, `waypoint Deployment ${v.ref.namespace}/${v.ref.name} has no available replica yet`)
+  return {ok: true, detail: `Programmed, address ${gw.status.addresses[0]?.value ?? '?'}, ${available} replica(s) available`}
+}
+
+const rolloutsComplete: CheckOf<'rollouts-complete'> = async (v, {client}) => {
+  const pending: string[] = []
+  for (const ref of v.refs) {
+    const obj = await client.get(ref)
+    if (!obj) pending.push(`${formatRef(ref)} is gone`)
+    else {
+      const r = rolloutDone(obj)
+      if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
     }
   }
+  return counted(v.refs.length, pending, 'rollouts', `${v.refs.length} rollout(s) complete`)
+}
+
+const podsWithoutSidecar: CheckOf<'pods-without-sidecar'> = async (v, {client, namespace}) => {
+  const byWorkload = podsByWorkload(await livePods(client, namespace))
+  const pods = v.refs.flatMap((r) => byWorkload.get(refKey(r)) ?? [])
+  const offenders = pods.filter(hasSidecar).map((p) => p.name)
+  if (offenders.length > 0) {
+    return {ok: false, detail: `pods still with a sidecar: ${offenders.join(', ')}`, progress: {done: pods.length - offenders.length, total: pods.length, noun: 'pods without sidecar', waitingFor: offenders}}
+  }
+  const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+  if (notUp) return notUp
+  const noPods = missingPods(v.refs, byWorkload)
+  return {ok: true, detail: `${pods.length} pod(s) without sidecar${noPods.length > 0 ? `; no running pods for ${noPods.join(', ')}` : ''}`}
+}
+
+const podsCaptured: CheckOf<'pods-captured'> = async (v, {client, namespace}) => {
+  const byWorkload = podsByWorkload(await livePods(client, namespace))
+  const pods = v.refs.flatMap((r) => byWorkload.get(refKey(r)) ?? [])
+  const offenders = pods.filter((p) => !p.captured).map((p) => `${p.name}${hasSidecar(p) ? ' (has a sidecar)' : ''}`)
+  if (offenders.length > 0) {
+    const detail = `pods not captured by ztunnel (ambient.istio.io/redirection != enabled): ${offenders.join(', ')}`
+    return {ok: false, detail, progress: {done: pods.length - offenders.length, total: pods.length, noun: 'pods captured', waitingFor: offenders}}
+  }
+  const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+  if (notUp) return notUp
+  return {ok: true, detail: `${pods.length} pod(s) captured by ztunnel`}
+}
+
+const podsOptedOut: CheckOf<'pods-opted-out'> = async (v, {client, namespace}) => {
+  const pending: string[] = []
+  for (const ref of v.refs) {
+    const obj = await client.get(ref)
+    if (obj && ref.kind !== 'Pod') {
+      const r = rolloutDone(obj)
+      if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
+    }
+  }
+  const byWorkload = podsByWorkload(await livePods(client, namespace))
+  const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => p.pod.metadata.labels?.[DATAPLANE_MODE_LABEL] !== 'none').map((p) => p.name))
+  if (pending.length > 0 || offenders.length > 0) {
+    return {ok: false, detail: [...pending, ...(offenders.length > 0 ? [`pods without ${DATAPLANE_MODE_LABEL}=none: ${offenders.join(', ')}`] : [])].join('; ')}
+  }
+  const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+  if (notUp) return notUp
+  return {ok: true, detail: `pods of ${v.refs.length} workload(s) stay out of ambient (${DATAPLANE_MODE_LABEL}=none)`}
+}
+
+const waypointBound: CheckOf<'waypoint-bound'> = async (v, {client, namespace}) => {
+  const unbound: string[] = []
+  for (const name of v.services) {
+    const svc = await client.get({apiVersion: 'v1', kind: 'Service', namespace, name})
+    const bound = condition(svc, 'istio.io/WaypointBound')
+    if (bound?.status !== 'True') unbound.push(`${name}${bound ? ` (${bound.reason ?? 'False'})` : ''}`)
+  }
+  if (unbound.length === 0) return {ok: true, detail: `${v.services.length} Service(s) bound to ${v.ref.name}`}
+  return {ok: false, detail: `not bound to ${formatRef(v.ref)}: ${unbound.join(', ')}`, progress: {done: v.services.length - unbound.length, total: v.services.length, noun: 'Services bound', waitingFor: unbound}}
+}
+
+const CHECKS: {[K in Verification['check']]: CheckOf<K>} = {
+  preflight: async (v, ctx) => (ctx.preflight ? ctx.preflight(v.checks) : {ok: true, detail: 'preflight checks skipped'}),
+  'objects-present': objectsPresent,
+  'objects-absent': objectsAbsent,
+  'namespace-labels': namespaceLabels,
+  'waypoint-ready': waypointReady,
+  'rollouts-complete': rolloutsComplete,
+  'pods-without-sidecar': podsWithoutSidecar,
+  'pods-captured': podsCaptured,
+  'pods-opted-out': podsOptedOut,
+  'waypoint-bound': waypointBound,
+}
+
+/** Read the cluster once for one verification: does it hold, and if not, why (and how far along a wait is). */
+export async function runCheck(v: Verification, ctx: VerifyContext): Promise<CheckResult> {
+  return (CHECKS[v.check] as CheckOf<typeof v.check>)(v as never, ctx)
 }
 
 /** Pods of these workloads all carry a sidecar again (rollback's postcondition). */

@@ -2,7 +2,7 @@
 // none running yet is waited for, not counted as "0 pods, all fine".
 import {describe, expect, it} from 'vitest'
 
-import {runCheck} from '../../src/executor/verify.js'
+import {runCheck, waitLine} from '../../src/executor/verify.js'
 import type {ApiResource, KubeClient} from '../../src/kube/types.js'
 import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import type {Verification} from '../../src/planner/plan-types.js'
@@ -62,5 +62,34 @@ describe('pod verifications over workloads without running pods', () => {
       const result = await runCheck(v, {client, namespace: NS})
       expect(result.ok, `${v.check}: ${result.detail}`).toBe(true)
     }
+  })
+})
+
+describe('waits say how far along they are (issue 13 §10)', () => {
+  const sidecarPod = (name: string, rs: string): KubeObject => ({
+    ...ambientPod(name, rs),
+    metadata: {name, namespace: NS, annotations: {'sidecar.istio.io/status': '{"containers":["istio-proxy"]}'}, ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs, uid: rs, controller: true}]},
+    spec: {containers: [{name: 'app', image: 'x'}, {name: 'istio-proxy', image: 'proxyv2'}]},
+  })
+
+  it('pods without sidecar: done/total over the pods, naming those left', async () => {
+    const client = fakeClient([deployment('api', 3), replicaSet('api-1', 'api'), ambientPod('api-1-a', 'api-1'), ambientPod('api-1-b', 'api-1'), sidecarPod('api-0-c', 'api-1')])
+    const result = await runCheck({check: 'pods-without-sidecar', refs: [ref('api')]}, {client, namespace: NS})
+    expect(result.ok).toBe(false)
+    expect(result.progress).toEqual({done: 2, total: 3, noun: 'pods without sidecar', waitingFor: ['api-0-c']})
+    expect(waitLine(result, 72_000)).toBe('2/3 pods without sidecar done, 1m12s (waiting for api-0-c)')
+  })
+
+  it('waypoint: the stage it is at (Programmed, address, running proxy)', async () => {
+    const gw = (status: Record<string, unknown>): KubeObject => ({apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: {name: 'waypoint', namespace: NS}, spec: {gatewayClassName: 'istio-waypoint'}, status})
+    const v: Verification = {check: 'waypoint-ready', ref: {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint'}}
+    const programmed = {conditions: [{type: 'Programmed', status: 'True'}]}
+    const seen = []
+    for (const objects of [[], [gw({})], [gw(programmed)], [gw({...programmed, addresses: [{value: '10.0.0.9'}]})]]) {
+      const result = await runCheck(v, {client: fakeClient(objects), namespace: NS})
+      seen.push(result.progress ? `${result.progress.done}/${result.progress.total}` : result.ok)
+    }
+    expect(seen).toEqual(['0/3', '0/3', '1/3', '2/3'])
+    expect(waitLine(await runCheck(v, {client: fakeClient([gw(programmed)]), namespace: NS}), 5_000)).toMatch(/^1\/3 waypoint stages done, 5s \(waiting for .*no status\.addresses yet/)
   })
 })
