@@ -33,11 +33,18 @@ export default defineConfig({
     projects: [
       // Pure tests: files share a worker's module cache (isolate: false), which halves the tier's CPU time. A unit test
       // must therefore leave no global state behind (restore timers, cwd, env).
-      {extends: true, test: {name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false, sequence: {groupOrder: 0}}},
+      {
+        extends: true,
+        test: {name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false, sequence: {groupOrder: 0}},
+      },
       {extends: true, test: {name: 'cli', include: ['test/cli/**/*.test.ts'], sequence: {groupOrder: 0}}},
       {
         extends: true,
-        test: {name: 'model', include: ['test/apiserver/**/*.test.ts', 'test/control-plane/**/*.test.ts'], sequence: {groupOrder: 0}},
+        test: {
+          name: 'model',
+          include: ['test/apiserver/**/*.test.ts', 'test/control-plane/**/*.test.ts'],
+          sequence: {groupOrder: 0},
+        },
       },
       {
         extends: true,

@@ -45,11 +45,13 @@ function freePort(): Promise<number> {
 /** GET over HTTPS from the self-signed server (the bench's own requests only; the CLI reads the kubeconfig). */
 function get(url: string, token: string): Promise<{ok: boolean; body: string}> {
   return new Promise((resolve, reject) => {
-    https.get(url, {headers: {Authorization: `Bearer ${token}`}, rejectUnauthorized: false}, (res) => {
-      let body = ''
-      res.on('data', (d: Buffer) => (body += d.toString()))
-      res.on('end', () => resolve({ok: res.statusCode === 200, body}))
-    }).on('error', reject)
+    https
+      .get(url, {headers: {Authorization: `Bearer ${token}`}, rejectUnauthorized: false}, (res) => {
+        let body = ''
+        res.on('data', (d: Buffer) => (body += d.toString()))
+        res.on('end', () => resolve({ok: res.statusCode === 200, body}))
+      })
+      .on('error', reject)
   })
 }
 
@@ -74,7 +76,9 @@ export async function startRealApiServer(assets: string): Promise<RealApiServer>
   const token = 'bench-admin-token'
   await writeFile(path.join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`)
   execFileSync('openssl', ['genrsa', '-out', path.join(dir, 'sa.key'), '2048'], {stdio: 'ignore'})
-  execFileSync('openssl', ['rsa', '-in', path.join(dir, 'sa.key'), '-pubout', '-out', path.join(dir, 'sa.pub')], {stdio: 'ignore'})
+  execFileSync('openssl', ['rsa', '-in', path.join(dir, 'sa.key'), '-pubout', '-out', path.join(dir, 'sa.pub')], {
+    stdio: 'ignore',
+  })
   const children: ChildProcess[] = []
   const stop = async () => {
     for (const c of children.reverse()) if (c.exitCode === null) c.kill('SIGTERM')
@@ -82,32 +86,70 @@ export async function startRealApiServer(assets: string): Promise<RealApiServer>
     await rm(dir, {recursive: true, force: true})
   }
   try {
-    const etcd = spawn(path.join(assets, 'etcd'), [
-      '--data-dir', path.join(dir, 'etcd'),
-      '--listen-client-urls', `http://127.0.0.1:${etcdPort}`, '--advertise-client-urls', `http://127.0.0.1:${etcdPort}`,
-      '--listen-peer-urls', `http://127.0.0.1:${peerPort}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
-      '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
-    ], {stdio: 'ignore'})
+    const etcd = spawn(
+      path.join(assets, 'etcd'),
+      [
+        '--data-dir',
+        path.join(dir, 'etcd'),
+        '--listen-client-urls',
+        `http://127.0.0.1:${etcdPort}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${etcdPort}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${peerPort}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${peerPort}`,
+        '--initial-cluster',
+        `default=http://127.0.0.1:${peerPort}`,
+      ],
+      {stdio: 'ignore'},
+    )
     children.push(etcd)
-    const apiserver = spawn(path.join(assets, 'kube-apiserver'), [
-      '--bind-address=127.0.0.1', `--secure-port=${apiPort}`, '--advertise-address=127.0.0.1',
-      `--etcd-servers=http://127.0.0.1:${etcdPort}`, `--cert-dir=${path.join(dir, 'certs')}`,
-      `--token-auth-file=${path.join(dir, 'tokens.csv')}`, '--authorization-mode=RBAC',
-      '--service-account-issuer=https://kubernetes.default.svc',
-      `--service-account-key-file=${path.join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
-      '--service-cluster-ip-range=10.96.0.0/16', '--allow-privileged=true',
-      '--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ServiceAccount',
-    ], {stdio: 'ignore'})
+    const apiserver = spawn(
+      path.join(assets, 'kube-apiserver'),
+      [
+        '--bind-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        '--advertise-address=127.0.0.1',
+        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+        `--cert-dir=${path.join(dir, 'certs')}`,
+        `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        '--allow-privileged=true',
+        '--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ServiceAccount',
+      ],
+      {stdio: 'ignore'},
+    )
     children.push(apiserver)
     const server = `https://127.0.0.1:${apiPort}`
     await waitReady(`${server}/readyz`, token, apiserver, 'kube-apiserver')
     const kubeconfigPath = path.join(dir, 'kubeconfig')
-    await writeFile(kubeconfigPath, [
-      'apiVersion: v1', 'kind: Config', 'current-context: bench',
-      'clusters:', '- name: bench', '  cluster:', `    server: ${server}`, '    insecure-skip-tls-verify: true',
-      'users:', '- name: admin', '  user:', `    token: ${token}`,
-      'contexts:', '- name: bench', '  context:', '    cluster: bench', '    user: admin',
-    ].join('\n') + '\n')
+    await writeFile(
+      kubeconfigPath,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'current-context: bench',
+        'clusters:',
+        '- name: bench',
+        '  cluster:',
+        `    server: ${server}`,
+        '    insecure-skip-tls-verify: true',
+        'users:',
+        '- name: admin',
+        '  user:',
+        `    token: ${token}`,
+        'contexts:',
+        '- name: bench',
+        '  context:',
+        '    cluster: bench',
+        '    user: admin',
+      ].join('\n') + '\n',
+    )
     const kubectl = existsSync(path.join(assets, 'kubectl')) ? path.join(assets, 'kubectl') : 'kubectl'
     const version = (JSON.parse((await get(`${server}/version`, token)).body) as {gitVersion: string}).gitVersion
     return {assets, kubeconfigPath, kubectl, version, stop}

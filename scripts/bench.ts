@@ -38,10 +38,18 @@ interface Run {
 }
 
 /** Run a process once, asynchronously (a test API server in this process must keep answering). */
-function run(cmd: string, args: string[], opts: {cwd?: string; env?: NodeJS.ProcessEnv; keepStdout?: boolean} = {}): Promise<Run> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: {cwd?: string; env?: NodeJS.ProcessEnv; keepStdout?: boolean} = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint()
-    const child = spawn(cmd, args, {cwd: opts.cwd ?? ROOT, env: {...process.env, NO_COLOR: '1', ...opts.env}, stdio: ['ignore', 'pipe', 'pipe']})
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd ?? ROOT,
+      env: {...process.env, NO_COLOR: '1', ...opts.env},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => {
@@ -103,7 +111,10 @@ async function startupRows(tmp: string): Promise<void> {
   const [bare, help, inventory] = await interleaved('start-up', [
     () => node(['-e', '']).then((r) => check(r, 'node')),
     () => cli(['--help']).then((r) => check(r, '--help')),
-    () => cli(['inventory', 'bookinfo', '--manifests', 'examples/bookinfo', '-o', 'json'], {cwd: ROOT}).then((r) => check(r, 'inventory bookinfo')),
+    () =>
+      cli(['inventory', 'bookinfo', '--manifests', 'examples/bookinfo', '-o', 'json'], {cwd: ROOT}).then((r) =>
+        check(r, 'inventory bookinfo'),
+      ),
   ])
   row('--help / bare node', `${s(help!)} / ${s(bare!)}`, help! / bare!, 2.0)
   row('offline inventory (bookinfo) / bare node', `${s(inventory!)} / ${s(bare!)}`, inventory! / bare!, 2.5)
@@ -115,8 +126,12 @@ async function planningRows(tmp: string): Promise<void> {
   const d800 = await writeGenerated(tmp, 800)
   const parseScript = path.join(tmp, 'parse.mjs')
   // What reading the input costs with `yaml` alone: every document parsed into plain data.
-  await writeFile(parseScript, `import {readFileSync} from 'node:fs'\nimport {parseAllDocuments} from ${JSON.stringify(path.join(ROOT, 'node_modules/yaml/dist/index.js'))}\nfor (const d of parseAllDocuments(readFileSync(process.argv[2], 'utf8'))) d.toJS()\n`)
-  const plan = (dir: string, out: string) => () => cli(['plan', 'big', '--manifests', dir, '--out', out]).then((r) => check(r, `plan ${dir}`))
+  await writeFile(
+    parseScript,
+    `import {readFileSync} from 'node:fs'\nimport {parseAllDocuments} from ${JSON.stringify(path.join(ROOT, 'node_modules/yaml/dist/index.js'))}\nfor (const d of parseAllDocuments(readFileSync(process.argv[2], 'utf8'))) d.toJS()\n`,
+  )
+  const plan = (dir: string, out: string) => () =>
+    cli(['plan', 'big', '--manifests', dir, '--out', out]).then((r) => check(r, `plan ${dir}`))
   const [parse800, plan800, plan200] = await interleaved('planning (800 and 200 services)', [
     () => node([parseScript, path.join(d800, 'ns.yaml')]).then((r) => check(r, 'yaml parse')),
     plan(d800, path.join(tmp, 'plan-800.yaml')),
@@ -126,14 +141,41 @@ async function planningRows(tmp: string): Promise<void> {
   row('plan 800 services / plan 200 services', `${s(plan800!)} / ${s(plan200!)}`, plan800! / plan200!, 4.5)
 
   const size = (await stat(path.join(tmp, 'plan-800.yaml'))).size
-  row('plan file KB per service (800 services) / 6 KB', `${(size / 800 / 1024).toFixed(2)} KB`, size / 800 / 1024 / 6, 1.0)
-  const md = check(await cli(['show', path.join(tmp, 'plan-800.yaml'), '-o', 'markdown'], {keepStdout: true}), 'show -o markdown')
-  row('show -o markdown (800 services) / 65,536 characters', `${md.stdout.length} characters`, md.stdout.length / 65_536, 1.0)
+  row(
+    'plan file KB per service (800 services) / 6 KB',
+    `${(size / 800 / 1024).toFixed(2)} KB`,
+    size / 800 / 1024 / 6,
+    1.0,
+  )
+  const md = check(
+    await cli(['show', path.join(tmp, 'plan-800.yaml'), '-o', 'markdown'], {keepStdout: true}),
+    'show -o markdown',
+  )
+  row(
+    'show -o markdown (800 services) / 65,536 characters',
+    `${md.stdout.length} characters`,
+    md.stdout.length / 65_536,
+    1.0,
+  )
 
   if (process.env.BENCH_SKIP_5000) return
   process.stderr.write('  plan of 5,000 services (peak RSS)…\n')
   const d5000 = await writeGenerated(tmp, 5000)
-  const timed = check(await run('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'plan', 'big', '--manifests', d5000, '--out', path.join(tmp, 'plan-5000.yaml')]), 'plan 5000')
+  const timed = check(
+    await run('/usr/bin/time', [
+      '-f',
+      '%M',
+      process.execPath,
+      BIN,
+      'plan',
+      'big',
+      '--manifests',
+      d5000,
+      '--out',
+      path.join(tmp, 'plan-5000.yaml'),
+    ]),
+    'plan 5000',
+  )
   const rssKb = Number(timed.stderr.trim().split('\n').at(-1))
   row('peak RSS, plan 5,000 services / 1 GiB', `${(rssKb / 1024).toFixed(0)} MiB`, rssKb / (1024 * 1024), 1.0)
 }
@@ -146,63 +188,141 @@ function fleet(n: number, podsEach: number, prefix: string): Record<string, unkn
   for (let i = 0; i < n; i++) {
     const ns = `${prefix}-${i}`
     out.push({apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns, labels: {'istio-injection': 'enabled'}}})
-    for (let p = 0; p < podsEach; p++) out.push({apiVersion: 'v1', kind: 'Pod', metadata: {name: `app-${p}`, namespace: ns, labels: {app: 'app'}}, spec: {containers: [{name: 'app', image: 'example/app:1'}]}})
+    for (let p = 0; p < podsEach; p++)
+      out.push({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {name: `app-${p}`, namespace: ns, labels: {app: 'app'}},
+        spec: {containers: [{name: 'app', image: 'example/app:1'}]},
+      })
   }
   return out
 }
 
 /** `kubectl create` in chunks, four at a time (namespaces first, so that their objects find them). */
-async function kubectlCreate(kubectl: string, kubeconfig: string, objects: Record<string, unknown>[], tmp: string): Promise<void> {
+async function kubectlCreate(
+  kubectl: string,
+  kubeconfig: string,
+  objects: Record<string, unknown>[],
+  tmp: string,
+): Promise<void> {
   for (const batch of [objects.filter((o) => o.kind === 'Namespace'), objects.filter((o) => o.kind !== 'Namespace')]) {
     const chunks = Array.from({length: Math.ceil(batch.length / 250)}, (_, i) => batch.slice(i * 250, (i + 1) * 250))
     for (let i = 0; i < chunks.length; i += 4) {
-      await Promise.all(chunks.slice(i, i + 4).map(async (chunk, j) => {
-        const file = path.join(tmp, `create-${chunk[0]!.kind}-${i + j}.yaml`)
-        await writeFile(file, chunk.map((o) => stringify(o)).join('---\n'))
-        check(await run(kubectl, ['--kubeconfig', kubeconfig, 'create', '-f', file, '-o', 'name']), `kubectl create ${file}`)
-      }))
+      await Promise.all(
+        chunks.slice(i, i + 4).map(async (chunk, j) => {
+          const file = path.join(tmp, `create-${chunk[0]!.kind}-${i + j}.yaml`)
+          await writeFile(file, chunk.map((o) => stringify(o)).join('---\n'))
+          check(
+            await run(kubectl, ['--kubeconfig', kubeconfig, 'create', '-f', file, '-o', 'name']),
+            `kubectl create ${file}`,
+          )
+        }),
+      )
     }
   }
 }
 
-async function realClusterRows(assets: string, tmp: string, rowsOf: {inventory: boolean; census: boolean}): Promise<void> {
+async function realClusterRows(
+  assets: string,
+  tmp: string,
+  rowsOf: {inventory: boolean; census: boolean},
+): Promise<void> {
   process.stderr.write('  starting kube-apiserver and etcd…\n')
   const server = await startRealApiServer(assets)
   try {
-    process.stderr.write(`  kube-apiserver ${server.version}: loading CRDs, a 300-service namespace${rowsOf.census ? ' and 2,000 namespaces with pods' : ''}…\n`)
+    process.stderr.write(
+      `  kube-apiserver ${server.version}: loading CRDs, a 300-service namespace${rowsOf.census ? ' and 2,000 namespaces with pods' : ''}…\n`,
+    )
     const kube = ['--kubeconfig', server.kubeconfigPath]
     const crds = path.resolve(ROOT, '../shared/fixtures/upstream/crds')
-    const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard'))).filter((f) => f.startsWith('gateway.networking.k8s.io_')).flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
-    check(await run(server.kubectl, [...kube, 'apply', '--server-side', '-f', path.join(crds, 'istio-crds.yaml'), ...gatewayCrds]), 'CRDs')
-    check(await run(server.kubectl, [...kube, 'wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s']), 'CRDs established')
+    const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard')))
+      .filter((f) => f.startsWith('gateway.networking.k8s.io_'))
+      .flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
+    check(
+      await run(server.kubectl, [
+        ...kube,
+        'apply',
+        '--server-side',
+        '-f',
+        path.join(crds, 'istio-crds.yaml'),
+        ...gatewayCrds,
+      ]),
+      'CRDs',
+    )
+    check(
+      await run(server.kubectl, [...kube, 'wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s']),
+      'CRDs established',
+    )
     await kubectlCreate(server.kubectl, server.kubeconfigPath, generatedNamespace(300), tmp)
 
     // The same kinds inventory lists (those this server serves), read by kubectl in the namespace.
-    const served = check(await run(server.kubectl, [...kube, 'api-resources', '--verbs=list', '-o', 'name'], {keepStdout: true}), 'api-resources').stdout.split('\n')
-    const wanted = ['namespaces', 'deployments.apps', 'statefulsets.apps', 'daemonsets.apps', 'replicasets.apps', 'jobs.batch', 'cronjobs.batch', 'pods', 'services', 'networkpolicies.networking.k8s.io',
-      ...served.filter((r) => /\.(networking|security|telemetry|extensions)\.istio\.io$|\.gateway\.networking\.k8s\.io$/.test(r)), 'mutatingwebhookconfigurations.admissionregistration.k8s.io', 'configmaps']
+    const served = check(
+      await run(server.kubectl, [...kube, 'api-resources', '--verbs=list', '-o', 'name'], {keepStdout: true}),
+      'api-resources',
+    ).stdout.split('\n')
+    const wanted = [
+      'namespaces',
+      'deployments.apps',
+      'statefulsets.apps',
+      'daemonsets.apps',
+      'replicasets.apps',
+      'jobs.batch',
+      'cronjobs.batch',
+      'pods',
+      'services',
+      'networkpolicies.networking.k8s.io',
+      ...served.filter((r) =>
+        /\.(networking|security|telemetry|extensions)\.istio\.io$|\.gateway\.networking\.k8s\.io$/.test(r),
+      ),
+      'mutatingwebhookconfigurations.admissionregistration.k8s.io',
+      'configmaps',
+    ]
     const kinds = wanted.filter((k) => served.includes(k))
     const cwd = await mkdtemp(path.join(tmp, 'work-'))
     if (rowsOf.inventory) await inventoryRow(server, kinds, cwd)
     if (!rowsOf.census) return
     await kubectlCreate(server.kubectl, server.kubeconfigPath, fleet(2000, 1, 'fleet'), tmp)
     const [kubectlCensus, census] = await interleaved('census of 2,000 namespaces vs kubectl get namespaces,pods -A', [
-      () => run(server.kubectl, [...kube, 'get', 'namespaces,pods', '-A', '-o', 'json']).then((r) => check(r, 'kubectl get -A')),
+      () =>
+        run(server.kubectl, [...kube, 'get', 'namespaces,pods', '-A', '-o', 'json']).then((r) =>
+          check(r, 'kubectl get -A'),
+        ),
       () => cli(['census', ...kube, '-o', 'json'], {cwd}).then((r) => check(r, 'census', [0, 10])),
     ])
-    row(`census 2,000 namespaces / kubectl get namespaces,pods -A -o json (${server.version})`, `${s(census!)} / ${s(kubectlCensus!)}`, census! / kubectlCensus!, 2.0)
+    row(
+      `census 2,000 namespaces / kubectl get namespaces,pods -A -o json (${server.version})`,
+      `${s(census!)} / ${s(kubectlCensus!)}`,
+      census! / kubectlCensus!,
+      2.0,
+    )
   } finally {
     await server.stop()
   }
 }
 
-async function inventoryRow(server: Awaited<ReturnType<typeof startRealApiServer>>, kinds: string[], cwd: string): Promise<void> {
+async function inventoryRow(
+  server: Awaited<ReturnType<typeof startRealApiServer>>,
+  kinds: string[],
+  cwd: string,
+): Promise<void> {
   const kube = ['--kubeconfig', server.kubeconfigPath]
-  const [kubectlInv, inventory] = await interleaved(`inventory of 300 services vs kubectl get (${kinds.length} kinds)`, [
-    () => run(server.kubectl, [...kube, 'get', kinds.join(','), '-n', 'big', '-o', 'json']).then((r) => check(r, 'kubectl get')),
-    () => cli(['inventory', 'big', ...kube, '-o', 'json'], {cwd}).then((r) => check(r, 'inventory big')),
-  ])
-  row(`inventory 300 services / kubectl get ${kinds.length} kinds -o json (${server.version})`, `${s(inventory!)} / ${s(kubectlInv!)}`, inventory! / kubectlInv!, 1.0)
+  const [kubectlInv, inventory] = await interleaved(
+    `inventory of 300 services vs kubectl get (${kinds.length} kinds)`,
+    [
+      () =>
+        run(server.kubectl, [...kube, 'get', kinds.join(','), '-n', 'big', '-o', 'json']).then((r) =>
+          check(r, 'kubectl get'),
+        ),
+      () => cli(['inventory', 'big', ...kube, '-o', 'json'], {cwd}).then((r) => check(r, 'inventory big')),
+    ],
+  )
+  row(
+    `inventory 300 services / kubectl get ${kinds.length} kinds -o json (${server.version})`,
+    `${s(inventory!)} / ${s(kubectlInv!)}`,
+    inventory! / kubectlInv!,
+    1.0,
+  )
 }
 
 /** Requests census makes (the server's log), with `namespaces` namespaces of one pod each. */
@@ -224,7 +344,9 @@ async function censusRequests(namespaces: number): Promise<{requests: number; li
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-bench-'))
   const started = Date.now()
-  process.stderr.write(`Ratios measured in one run (node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}), ${RUNS} runs each after a warm-up…\n`)
+  process.stderr.write(
+    `Ratios measured in one run (node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}), ${RUNS} runs each after a warm-up…\n`,
+  )
   try {
     // BENCH_ONLY=startup,planning,cluster,requests runs some sections only (while working on one); on the
     // real server, `inventory` or `census` alone are the two halves of `cluster`.
@@ -234,17 +356,36 @@ async function main(): Promise<void> {
     const assets = process.env.BENCH_NO_APISERVER ? undefined : envtestAssets(ROOT)
     const rowsOf = {inventory: only('cluster') || only('inventory'), census: only('cluster') || only('census')}
     if ((rowsOf.inventory || rowsOf.census) && assets) await realClusterRows(assets, tmp, rowsOf)
-    else if (rowsOf.inventory || rowsOf.census) process.stderr.write('  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n')
+    else if (rowsOf.inventory || rowsOf.census)
+      process.stderr.write(
+        '  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n',
+      )
     if (only('requests')) {
       const [few, many] = [await censusRequests(10), await censusRequests(2000)]
-      row('census requests, 2,000 namespaces / 10 namespaces (test API server)', `${many.requests} (${many.lists} LISTs) / ${few.requests} (${few.lists} LISTs)`, many.requests / few.requests, 1.0)
+      row(
+        'census requests, 2,000 namespaces / 10 namespaces (test API server)',
+        `${many.requests} (${many.lists} LISTs) / ${few.requests} (${few.lists} LISTs)`,
+        many.requests / few.requests,
+        1.0,
+      )
     }
   } finally {
     await rm(tmp, {recursive: true, force: true})
   }
-  const table = [['target', 'measured', 'ratio', 'bound', ''], ...rows.map((r) => [r.target, r.measured, r.ratio.toFixed(2), `≤ ${r.bound.toFixed(1)}`, r.ratio <= r.bound ? 'PASS' : 'FAIL'])]
+  const table = [
+    ['target', 'measured', 'ratio', 'bound', ''],
+    ...rows.map((r) => [
+      r.target,
+      r.measured,
+      r.ratio.toFixed(2),
+      `≤ ${r.bound.toFixed(1)}`,
+      r.ratio <= r.bound ? 'PASS' : 'FAIL',
+    ]),
+  ]
   const widths = table[0]!.map((_, c) => Math.max(...table.map((r) => r[c]!.length)))
-  process.stdout.write(`\n${table.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('   ')).join('\n')}\n\n${rows.filter((r) => r.ratio > r.bound).length} of ${rows.length} bounds exceeded; ${((Date.now() - started) / 1000).toFixed(0)} s.\n`)
+  process.stdout.write(
+    `\n${table.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('   ')).join('\n')}\n\n${rows.filter((r) => r.ratio > r.bound).length} of ${rows.length} bounds exceeded; ${((Date.now() - started) / 1000).toFixed(0)} s.\n`,
+  )
   if (rows.some((r) => r.ratio > r.bound)) process.exitCode = 1
 }
 

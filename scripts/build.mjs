@@ -15,7 +15,13 @@ const run = (cmd, args) => execFileSync(cmd, args, {cwd: root, stdio: 'inherit'}
 
 rmSync(fresh, {recursive: true, force: true})
 try {
-  run(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', fresh])
+  run(process.execPath, [
+    path.join(root, 'node_modules/typescript/bin/tsc'),
+    '-p',
+    'tsconfig.build.json',
+    '--outDir',
+    fresh,
+  ])
   run(process.execPath, [path.join(root, 'scripts/compile-plan-schema.mjs'), fresh])
 } catch (error) {
   rmSync(fresh, {recursive: true, force: true})
@@ -26,7 +32,11 @@ renameSync(fresh, dist)
 rmSync(old, {recursive: true, force: true})
 run(process.execPath, [path.join(root, 'node_modules/oclif/bin/run.js'), 'manifest'])
 // Fish completion from the manifest (bash/zsh/PowerShell come from @oclif/plugin-autocomplete).
-run(process.execPath, [path.join(root, 'scripts/fish-completion.mjs'), path.join(root, 'oclif.manifest.json'), path.join(dist, 'completions/mesh-migrate.fish')])
+run(process.execPath, [
+  path.join(root, 'scripts/fish-completion.mjs'),
+  path.join(root, 'oclif.manifest.json'),
+  path.join(dist, 'completions/mesh-migrate.fish'),
+])
 
 // The root help as oclif renders it for 80 columns without colour, for bin/run.js to print without loading
 // oclif (issue 11 §3). Rendered with an empty home: a theme or plugins of the machine that builds must not
@@ -35,7 +45,11 @@ const home = mkdtempSync(path.join(os.tmpdir(), 'mesh-migrate-build-home-'))
 try {
   const env = {...process.env, HOME: home, NO_COLOR: '1', OCLIF_COLUMNS: '80'}
   for (const key of ['XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'XDG_CACHE_HOME', 'FORCE_COLOR']) delete env[key]
-  const help = execFileSync(process.execPath, [path.join(root, 'bin/run.js'), '--help'], {cwd: root, env, encoding: 'utf8'})
+  const help = execFileSync(process.execPath, [path.join(root, 'bin/run.js'), '--help'], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+  })
   const pjson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
   const userAgent = `${pjson.name}/${pjson.version} ${process.platform}-${process.arch} node-${process.version}`
   if (!help.includes(userAgent)) throw new Error(`root help has no version line "${userAgent}"`)

@@ -14,8 +14,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const out = path.resolve(root, process.argv[2] ?? 'dist')
 const {PLAN_SCHEMA, PLAN_FILE_SCHEMA} = await import(path.join(out, 'planner/plan-schema.js'))
 // The expanded plan (v1alpha1, JSON outputs) and the plan file (v1alpha2).
-for (const [schema, file] of [[PLAN_SCHEMA, 'plan-schema.validator.cjs'], [PLAN_FILE_SCHEMA, 'plan-file-schema.validator.cjs']]) {
+for (const [schema, file] of [
+  [PLAN_SCHEMA, 'plan-schema.validator.cjs'],
+  [PLAN_FILE_SCHEMA, 'plan-file-schema.validator.cjs'],
+]) {
   const ajv = new Ajv({allErrors: true, strict: false, code: {source: true}})
   const validate = ajv.compile(schema)
-  writeFileSync(path.join(out, 'planner', file), standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate))
+  writeFileSync(
+    path.join(out, 'planner', file),
+    standaloneCode.default ? standaloneCode.default(ajv, validate) : standaloneCode(ajv, validate),
+  )
 }

@@ -59,14 +59,21 @@ try {
   const api = await clusterApiFromKubeconfig(args.kubeconfig, args.context ? {context: args.context} : {})
   if (args.install) {
     const installed = await installControlPlane(api)
-    log(`control-plane fixture: ${installed.created.length} object(s) created, ${installed.existing.length} already there`)
+    log(
+      `control-plane fixture: ${installed.created.length} object(s) created, ${installed.existing.length} already there`,
+    )
   }
   const controlPlane = await startControlPlane(api, {
     podStartupMs: number('pod-startup-ms', args['pod-startup-ms'], 500),
-    waypoint: {readyDelayMs: args['waypoint-ready-ms'] === 'never' ? 'never' : number('waypoint-ready-ms', args['waypoint-ready-ms'], 1000)},
+    waypoint: {
+      readyDelayMs:
+        args['waypoint-ready-ms'] === 'never' ? 'never' : number('waypoint-ready-ms', args['waypoint-ready-ms'], 1000),
+    },
     log: (message, level) => (level === 'error' || args.verbose ? log(message) : undefined),
   })
-  log(`fake control plane running against ${api.server} (context ${api.kubeConfig.getCurrentContext()}); Ctrl+C stops it`)
+  log(
+    `fake control plane running against ${api.server} (context ${api.kubeConfig.getCurrentContext()}); Ctrl+C stops it`,
+  )
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return

@@ -6,7 +6,11 @@ import path from 'node:path'
 
 const [manifestFile, outFile] = process.argv.slice(2)
 const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'))
-const quote = (text) => `'${String(text ?? '').split('\n')[0].replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`
+const quote = (text) =>
+  `'${String(text ?? '')
+    .split('\n')[0]
+    .replaceAll('\\', '\\\\')
+    .replaceAll("'", "\\'")}'`
 
 // Flags that take a path: complete file names for them (every other value is free text or a fixed choice).
 const PATH_FLAGS = new Set(['kubeconfig', 'manifests', 'out', 'file', 'dir', 'plans-dir'])
@@ -15,7 +19,9 @@ const lines = [
   '# fish completion for mesh-migrate, generated from oclif.manifest.json by scripts/fish-completion.mjs',
   'complete -c mesh-migrate -f',
 ]
-const ids = Object.keys(manifest.commands).filter((id) => !manifest.commands[id].hidden).sort()
+const ids = Object.keys(manifest.commands)
+  .filter((id) => !manifest.commands[id].hidden)
+  .sort()
 for (const id of ids) {
   const cmd = manifest.commands[id]
   lines.push(`complete -c mesh-migrate -n __fish_use_subcommand -a ${id} -d ${quote(cmd.summary ?? cmd.description)}`)
@@ -23,7 +29,8 @@ for (const id of ids) {
     if (flag.hidden) continue
     const parts = [`complete -c mesh-migrate -n '__fish_seen_subcommand_from ${id}' -l ${name}`]
     if (flag.char) parts.push(`-s ${flag.char}`)
-    if (flag.type === 'option') parts.push(flag.options ? `-x -a ${quote(flag.options.join(' '))}` : PATH_FLAGS.has(name) ? '-r -F' : '-r')
+    if (flag.type === 'option')
+      parts.push(flag.options ? `-x -a ${quote(flag.options.join(' '))}` : PATH_FLAGS.has(name) ? '-r -F' : '-r')
     parts.push(`-d ${quote(flag.summary ?? flag.description)}`)
     lines.push(parts.join(' '))
   }

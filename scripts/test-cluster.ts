@@ -14,7 +14,12 @@ import {parseArgs} from 'node:util'
 
 import {startTestCluster, type TestCluster, type TestClusterOptions} from '../test/support/cluster.js'
 import {DEFAULT_INSTALL} from '../test/support/control-plane/index.js'
-import {ENVTEST_SETUP, realApiServerAssets, startClusterOnRealServer, startRealApiServer} from '../test/support/real-apiserver.js'
+import {
+  ENVTEST_SETUP,
+  realApiServerAssets,
+  startClusterOnRealServer,
+  startRealApiServer,
+} from '../test/support/real-apiserver.js'
 import {REPO_ROOT} from '../test/support/shared.js'
 
 const usage = `Usage: npm run test-cluster -- [--fixture PATH]... [--port N] [--kubeconfig-out PATH]
@@ -73,9 +78,14 @@ const number = (flag: string, value: string | undefined, fallback: number): numb
 const userCwd = process.env.INIT_CWD ?? process.cwd()
 const port = number('port', args.port, 0)
 const podStartupMs = number('pod-startup-ms', args['pod-startup-ms'], 500)
-const waypointReady = args['waypoint-ready-ms'] === 'never' ? ('never' as const) : number('waypoint-ready-ms', args['waypoint-ready-ms'], 1000)
+const waypointReady =
+  args['waypoint-ready-ms'] === 'never'
+    ? ('never' as const)
+    : number('waypoint-ready-ms', args['waypoint-ready-ms'], 1000)
 const fixtures = (args.fixture ?? [path.join(REPO_ROOT, 'examples/bookinfo')]).map((f) => path.resolve(userCwd, f))
-const kubeconfigPath = args['kubeconfig-out'] ? path.resolve(userCwd, args['kubeconfig-out']) : path.join(REPO_ROOT, '.test-cluster/kubeconfig')
+const kubeconfigPath = args['kubeconfig-out']
+  ? path.resolve(userCwd, args['kubeconfig-out'])
+  : path.join(REPO_ROOT, '.test-cluster/kubeconfig')
 const verbose = Boolean(args.verbose)
 const log = (message: string) => process.stderr.write(`${message}\n`)
 
@@ -91,7 +101,11 @@ interface Running {
 const clusterOptions = (): Omit<TestClusterOptions, 'inRepo' | 'kubeconfigPath' | 'port' | 'crds'> => ({
   fixture: fixtures,
   quiet: !verbose,
-  controlPlane: {podStartupMs, waypoint: {readyDelayMs: waypointReady}, log: (message, level) => (level === 'error' || verbose ? log(message) : undefined)},
+  controlPlane: {
+    podStartupMs,
+    waypoint: {readyDelayMs: waypointReady},
+    log: (message, level) => (level === 'error' || verbose ? log(message) : undefined),
+  },
 })
 
 async function startOnRealServer(assets: string): Promise<Running> {
@@ -138,7 +152,9 @@ function start(): Promise<Running> {
 async function banner(running: Running): Promise<string> {
   const {cluster} = running
   const systemNamespaces = ['default', 'kube-system', 'kube-public', 'kube-node-lease', 'istio-system']
-  const namespaces = (await cluster.api.list((await cluster.api.resource('v1', 'Namespace'))!)).items.map((n) => n.metadata.name).filter((n) => !systemNamespaces.includes(n))
+  const namespaces = (await cluster.api.list((await cluster.api.resource('v1', 'Namespace'))!)).items
+    .map((n) => n.metadata.name)
+    .filter((n) => !systemNamespaces.includes(n))
   const nodes = (await cluster.api.list((await cluster.api.resource('v1', 'Node'))!)).items.length
   const example = namespaces[0] ?? 'NAMESPACE'
   return `
@@ -182,7 +198,10 @@ async function stop(why: string, code: number): Promise<never> {
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(signal, 0))
 // `npm run test-cluster | head`: once the reader is gone, writing fails with EPIPE — stop rather than crash and leave everything behind.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => void stop(`stdout closed (${error.code ?? error.message})`, 0))
+process.stdout.on(
+  'error',
+  (error: NodeJS.ErrnoException) => void stop(`stdout closed (${error.code ?? error.message})`, 0),
+)
 
 const running = await starting.catch(async (error: unknown) => {
   log(`could not start the test cluster: ${error instanceof Error ? error.message : String(error)}`)

@@ -63,7 +63,9 @@ export class InvalidPlanError extends UserError {
   readonly problems: {path: string; message: string; line?: number}[]
 
   constructor(file: string, problems: {path: string; message: string; line?: number}[]) {
-    const list = problems.map((p) => `  - ${p.line === undefined ? '' : `line ${p.line}: `}${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n')
+    const list = problems
+      .map((p) => `  - ${p.line === undefined ? '' : `line ${p.line}: `}${p.path ? `${p.path}: ` : ''}${p.message}`)
+      .join('\n')
     super(`${file} is not a valid plan (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${list}`, {
       exitCode: ExitCode.Invalid,
       // apply and rollback refuse an invalid plan, and plan refuses to overwrite one in progress without --force.
@@ -76,13 +78,22 @@ export class InvalidPlanError extends UserError {
 /** The cluster no longer matches what the plan recorded (exit 3). */
 export class StalePlanError extends UserError {
   constructor(message: string, suggestion?: string) {
-    super(message, {exitCode: ExitCode.Stale, suggestion: suggestion ?? 'Re-run `mesh-migrate plan NAMESPACE` against the current cluster and review the new plan.'})
+    super(message, {
+      exitCode: ExitCode.Stale,
+      suggestion:
+        suggestion ?? 'Re-run `mesh-migrate plan NAMESPACE` against the current cluster and review the new plan.',
+    })
   }
 }
 
 /** Another operator holds the namespace's lock (exit 5). */
 export class LockHeldError extends UserError {
   constructor(message: string, suggestion?: string) {
-    super(message, {exitCode: ExitCode.Locked, suggestion: suggestion ?? 'Wait for the other operation to finish; if its holder is dead, break the lock with `mesh-migrate unlock NAMESPACE`.'})
+    super(message, {
+      exitCode: ExitCode.Locked,
+      suggestion:
+        suggestion ??
+        'Wait for the other operation to finish; if its holder is dead, break the lock with `mesh-migrate unlock NAMESPACE`.',
+    })
   }
 }

@@ -2,10 +2,24 @@
 // cluster-wide lists in, one row per namespace out. The namespace rules are the planner's
 // (analyzeNamespace: webhook-exact injection, IST0123's counting rule), not a second copy.
 import type {KubeObject, NamespaceState} from '../planner/model.js'
-import {analyzeInjectionWebhooks, analyzeNamespace, injectionLabelsForIST0123, type InjectionWebhooks} from '../planner/namespace.js'
+import {
+  analyzeInjectionWebhooks,
+  analyzeNamespace,
+  injectionLabelsForIST0123,
+  type InjectionWebhooks,
+} from '../planner/namespace.js'
 import type {MigrationPlan, StepPhase} from '../planner/plan-types.js'
 import {podProxyState} from '../planner/workloads.js'
-import {AMBIENT_REDIRECTION, DATAPLANE_MODE_LABEL, GATEWAY_MANAGED, INJECTION_LABEL, REVISION_LABEL, SIDECAR_INJECT, WAYPOINT_CLASS, isSidecar} from '../planner/vocab.js'
+import {
+  AMBIENT_REDIRECTION,
+  DATAPLANE_MODE_LABEL,
+  GATEWAY_MANAGED,
+  INJECTION_LABEL,
+  REVISION_LABEL,
+  SIDECAR_INJECT,
+  WAYPOINT_CLASS,
+  isSidecar,
+} from '../planner/vocab.js'
 
 export interface CensusPod {
   name: string
@@ -84,7 +98,10 @@ function isLive(pod: KubeObject): boolean {
   return !pod.metadata.deletionTimestamp && phase !== 'Succeeded' && phase !== 'Failed'
 }
 
-function condition(obj: KubeObject | undefined, type: string): {status?: string; reason?: string; message?: string} | undefined {
+function condition(
+  obj: KubeObject | undefined,
+  type: string,
+): {status?: string; reason?: string; message?: string} | undefined {
   return (obj?.status?.conditions as {type?: string; status?: string}[] | undefined)?.find((c) => c.type === type)
 }
 
@@ -92,11 +109,17 @@ function condition(obj: KubeObject | undefined, type: string): {status?: string;
 export function waypointReadiness(gateway: KubeObject, deployment: KubeObject | undefined): CensusWaypoint {
   const name = gateway.metadata.name
   const programmed = condition(gateway, 'Programmed')
-  if (programmed?.status !== 'True') return {name, ready: false, detail: `not Programmed${programmed ? ` (${programmed.reason ?? programmed.status})` : ''}`}
+  if (programmed?.status !== 'True')
+    return {
+      name,
+      ready: false,
+      detail: `not Programmed${programmed ? ` (${programmed.reason ?? programmed.status})` : ''}`,
+    }
   const addresses = Array.isArray(gateway.status?.addresses) ? gateway.status.addresses : []
   if (addresses.length === 0) return {name, ready: false, detail: 'no status.addresses (istiod ignores it)'}
   const available = deployment?.status?.availableReplicas ?? 0
-  if (available < 1) return {name, ready: false, detail: deployment ? 'Deployment has no available replica' : 'no Deployment'}
+  if (available < 1)
+    return {name, ready: false, detail: deployment ? 'Deployment has no available replica' : 'no Deployment'}
   return {name, ready: true, detail: `Programmed, ${available} replica(s) available`}
 }
 
@@ -167,13 +190,15 @@ function outsideMesh(pods: KubeObject[], state: NamespaceState): CensusPod[] {
     // Opt-outs: dataplane-mode=none keeps a pod out of ambient; inject=false keeps it out of sidecar mode
     // but does not stop ztunnel capture (DOMAIN §2.6).
     if (ambientHere && labels[DATAPLANE_MODE_LABEL] === 'none') continue
-    if (!ambientHere && (labels[SIDECAR_INJECT] === 'false' || pod.metadata.annotations?.[SIDECAR_INJECT] === 'false')) continue
+    if (!ambientHere && (labels[SIDECAR_INJECT] === 'false' || pod.metadata.annotations?.[SIDECAR_INJECT] === 'false'))
+      continue
     const redirection = pod.metadata.annotations?.[AMBIENT_REDIRECTION]
-    const why = redirection === 'pending'
-      ? 'ambient redirection pending: no traffic until ztunnel proxies it'
-      : ambientHere
-        ? 'no sidecar and not captured by ztunnel (ambient.istio.io/redirection absent)'
-        : 'no sidecar (created before injection was enabled, or injection failed)'
+    const why =
+      redirection === 'pending'
+        ? 'ambient redirection pending: no traffic until ztunnel proxies it'
+        : ambientHere
+          ? 'no sidecar and not captured by ztunnel (ambient.istio.io/redirection absent)'
+          : 'no sidecar (created before injection was enabled, or injection failed)'
     out.push({name: pod.metadata.name, why})
   }
   return out
@@ -191,7 +216,12 @@ function sidecarInAmbient(pods: KubeObject[], state: NamespaceState): CensusPod[
     .map((p) => {
       const labels = p.metadata.labels ?? {}
       const optIn = labels[SIDECAR_INJECT] === 'true' || labels[REVISION_LABEL] !== undefined
-      return {name: p.metadata.name, why: optIn ? 'pod opts in to injection (sidecar.istio.io/inject=true or istio.io/rev)' : 'not restarted since the namespace left sidecar mode'}
+      return {
+        name: p.metadata.name,
+        why: optIn
+          ? 'pod opts in to injection (sidecar.istio.io/inject=true or istio.io/rev)'
+          : 'not restarted since the namespace left sidecar mode',
+      }
     })
 }
 
@@ -238,7 +268,9 @@ export function buildCensus(input: CensusInput): CensusReport {
       pods: counts,
       outsideMesh: outsideMesh(pods, state),
       sidecarInAmbient: sidecarInAmbient(pods, state),
-      waypoints: (gatewaysByNs.get(name) ?? []).map((g) => waypointReadiness(g, deploymentByKey.get(`${name}/${g.metadata.name}`))).sort((a, b) => a.name.localeCompare(b.name)),
+      waypoints: (gatewaysByNs.get(name) ?? [])
+        .map((g) => waypointReadiness(g, deploymentByKey.get(`${name}/${g.metadata.name}`)))
+        .sort((a, b) => a.name.localeCompare(b.name)),
       plans: (plansByNs.get(name) ?? []).sort((a, b) => a.file.localeCompare(b.file)),
       ...(input.waves?.[name] !== undefined ? {wave: input.waves[name]} : {}),
     }

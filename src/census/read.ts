@@ -16,7 +16,14 @@ import type {CensusInput} from './census.js'
 import {GATEWAY_MANAGED} from '../planner/vocab.js'
 
 /** A kind that may be absent or unreadable: [] and a note instead of a failure. */
-async function optionalList(client: KubeClient, apiVersion: string, kind: string, opts: ListOptions, notes: string[], consequence: string): Promise<KubeObject[]> {
+async function optionalList(
+  client: KubeClient,
+  apiVersion: string,
+  kind: string,
+  opts: ListOptions,
+  notes: string[],
+  consequence: string,
+): Promise<KubeObject[]> {
   const resource = await client.resourceFor(apiVersion, kind)
   if (!resource) {
     notes.push(`${kind} (${apiVersion}) is not served by this cluster: ${consequence}.`)
@@ -33,21 +40,46 @@ async function optionalList(client: KubeClient, apiVersion: string, kind: string
   }
 }
 
-async function requiredList(client: KubeClient, apiVersion: string, kind: string, opts: ListOptions): Promise<KubeObject[]> {
+async function requiredList(
+  client: KubeClient,
+  apiVersion: string,
+  kind: string,
+  opts: ListOptions,
+): Promise<KubeObject[]> {
   const resource = await client.resourceFor(apiVersion, kind)
-  if (!resource) throw new UserError(`the API server at ${client.server} does not serve ${kind} (${apiVersion})`, {suggestion: 'Check that --kubeconfig/--context point at a Kubernetes API server.'})
+  if (!resource)
+    throw new UserError(`the API server at ${client.server} does not serve ${kind} (${apiVersion})`, {
+      suggestion: 'Check that --kubeconfig/--context point at a Kubernetes API server.',
+    })
   return client.list(resource, opts)
 }
 
-export async function readCensusInput(client: KubeClient, opts: {selector?: string; plansDir: string}): Promise<CensusInput> {
+export async function readCensusInput(
+  client: KubeClient,
+  opts: {selector?: string; plansDir: string},
+): Promise<CensusInput> {
   const notes: string[] = []
   const [namespaces, pods, gateways, deployments, mutatingWebhooks] = await Promise.all([
     // The selector is applied by the server to the namespace list; the other lists are filtered by namespace.
     requiredList(client, 'v1', 'Namespace', opts.selector ? {labelSelector: opts.selector} : {}),
     requiredList(client, 'v1', 'Pod', {}),
     optionalList(client, 'gateway.networking.k8s.io/v1', 'Gateway', {}, notes, 'waypoints are not shown'),
-    optionalList(client, 'apps/v1', 'Deployment', {labelSelector: `${GATEWAY_MANAGED}=${WAYPOINT_CONTROLLER}`}, notes, 'waypoint readiness cannot be told'),
-    optionalList(client, 'admissionregistration.k8s.io/v1', 'MutatingWebhookConfiguration', {}, notes, 'injection is read from the namespace labels by the istiod chart\'s selector table, not from the installed webhooks'),
+    optionalList(
+      client,
+      'apps/v1',
+      'Deployment',
+      {labelSelector: `${GATEWAY_MANAGED}=${WAYPOINT_CONTROLLER}`},
+      notes,
+      'waypoint readiness cannot be told',
+    ),
+    optionalList(
+      client,
+      'admissionregistration.k8s.io/v1',
+      'MutatingWebhookConfiguration',
+      {},
+      notes,
+      "injection is read from the namespace labels by the istiod chart's selector table, not from the installed webhooks",
+    ),
   ])
   const selected = new Set(namespaces.map((n) => n.metadata.name))
   const inSelected = (o: KubeObject) => selected.has(o.metadata.namespace ?? '')
@@ -60,7 +92,10 @@ export async function readCensusInput(client: KubeClient, opts: {selector?: stri
       continue
     }
     if (!selected.has(checked.plan.metadata.namespace)) {
-      if (!opts.selector) notes.push(`${file} is the plan of namespace ${checked.plan.metadata.namespace}, which does not exist in context ${client.context}.`)
+      if (!opts.selector)
+        notes.push(
+          `${file} is the plan of namespace ${checked.plan.metadata.namespace}, which does not exist in context ${client.context}.`,
+        )
       continue
     }
     plans.push({file, plan: checked.plan})
@@ -87,7 +122,9 @@ async function fleetWaves(plansDir: string, notes: string[]): Promise<Record<str
   if (text === undefined) return undefined
   const checked = checkFleetText(text)
   if (!checked.fleet) {
-    notes.push(`${file} is not a readable fleet plan (${checked.problems[0]?.message ?? 'invalid'}); waves are not shown.`)
+    notes.push(
+      `${file} is not a readable fleet plan (${checked.problems[0]?.message ?? 'invalid'}); waves are not shown.`,
+    )
     return undefined
   }
   return Object.fromEntries(checked.fleet.spec.namespaces.map((n) => [n.name, n.wave]))

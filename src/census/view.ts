@@ -19,10 +19,19 @@ function labelsCell(row: CensusRow): string {
   return parts.join(' ')
 }
 
-const names = (pods: {name: string}[], max = 3) => (pods.length <= max ? pods.map((p) => p.name).join(', ') : `${pods.slice(0, max).map((p) => p.name).join(', ')}, +${pods.length - max}`)
+const names = (pods: {name: string}[], max = 3) =>
+  pods.length <= max
+    ? pods.map((p) => p.name).join(', ')
+    : `${pods
+        .slice(0, max)
+        .map((p) => p.name)
+        .join(', ')}, +${pods.length - max}`
 
 function podsCell(pods: CensusRow['pods']): string {
-  const own = [pods.gateway > 0 ? `${pods.gateway} gateway` : '', pods.controlPlane > 0 ? `${pods.controlPlane} control-plane` : ''].filter(Boolean)
+  const own = [
+    pods.gateway > 0 ? `${pods.gateway} gateway` : '',
+    pods.controlPlane > 0 ? `${pods.controlPlane} control-plane` : '',
+  ].filter(Boolean)
   return `${pods.total} (${pods.sidecar}/${pods.ambient}/${pods.none}${own.length > 0 ? `, ${own.join(', ')}` : ''})`
 }
 
@@ -38,12 +47,25 @@ export function renderCensus(report: CensusReport, painter: Painter): string {
     ...(wide ? [labelsCell(r)] : []),
     podsCell(r.pods),
     r.outsideMesh.length > 0 ? painter.paint('yellow', `${r.outsideMesh.length}: ${names(r.outsideMesh)}`) : '0',
-    r.sidecarInAmbient.length > 0 ? painter.paint('yellow', `${r.sidecarInAmbient.length}: ${names(r.sidecarInAmbient)}`) : '0',
+    r.sidecarInAmbient.length > 0
+      ? painter.paint('yellow', `${r.sidecarInAmbient.length}: ${names(r.sidecarInAmbient)}`)
+      : '0',
     r.waypoints.map((w) => `${w.name}${w.ready ? '' : ' (not ready)'}`).join(', ') || '-',
-    r.plans.map((p) => `${p.file} ${p.applied}/${p.steps} ${p.state}${p.next ? ` next: ${p.next}` : ''}`).join('; ') || '-',
+    r.plans.map((p) => `${p.file} ${p.applied}/${p.steps} ${p.state}${p.next ? ` next: ${p.next}` : ''}`).join('; ') ||
+      '-',
   ])
   const s = report.summary
   const footer = `${report.namespaces.length} namespace(s): ${s.sidecar} sidecar, ${s.ambient} ambient, ${s.both} both, ${s.none} none; ${s.conflicts} with IST0123, ${s.outsideMesh} pod(s) outside the mesh, ${s.sidecarInAmbient} sidecar pod(s) in ambient namespaces.`
-  const head = [...(waves ? ['WAVE'] : []), 'NAMESPACE', 'MODE', ...(wide ? ['LABELS'] : []), 'PODS (S/A/N)', 'OUTSIDE-MESH', 'SIDECAR-IN-AMBIENT', 'WAYPOINTS', 'PLANS']
+  const head = [
+    ...(waves ? ['WAVE'] : []),
+    'NAMESPACE',
+    'MODE',
+    ...(wide ? ['LABELS'] : []),
+    'PODS (S/A/N)',
+    'OUTSIDE-MESH',
+    'SIDECAR-IN-AMBIENT',
+    'WAYPOINTS',
+    'PLANS',
+  ]
   return `${renderTable(head, rows, painter)}\n\n${footer}\n`
 }

@@ -20,22 +20,39 @@ export const EXIT_CODES_HELP = [
 /** Flags that choose where objects come from (SPEC §2, §3). */
 export const sourceFlags = {
   manifests: Flags.string({
-    description: 'Read objects from manifest files or directories (recursive; YAML, multi-document, kind: List, JSON) instead of a cluster. Repeatable.',
+    description:
+      'Read objects from manifest files or directories (recursive; YAML, multi-document, kind: List, JSON) instead of a cluster. Repeatable.',
     multiple: true,
     // Repeat the flag for several paths, so `plan --manifests dir NAMESPACE` still finds the argument.
     multipleNonGreedy: true,
     helpGroup: 'SOURCE',
   }),
-  kubeconfig: Flags.string({description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).', helpGroup: 'SOURCE'}),
+  kubeconfig: Flags.string({
+    description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).',
+    helpGroup: 'SOURCE',
+  }),
   context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'SOURCE'}),
-  'request-timeout': durationFlag({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'SOURCE'}),
-  'root-namespace': Flags.string({description: 'The Istio root (config) namespace whose mesh-wide policies apply to every namespace.', default: 'istio-system', helpGroup: 'SOURCE'}),
-  'istio-version': Flags.string({description: 'Istio version (e.g. 1.28) when it cannot be read from the cluster; changes dry-run and serviceAccounts semantics.', helpGroup: 'SOURCE'}),
+  'request-timeout': durationFlag({
+    description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).',
+    default: '0',
+    helpGroup: 'SOURCE',
+  }),
+  'root-namespace': Flags.string({
+    description: 'The Istio root (config) namespace whose mesh-wide policies apply to every namespace.',
+    default: 'istio-system',
+    helpGroup: 'SOURCE',
+  }),
+  'istio-version': Flags.string({
+    description:
+      'Istio version (e.g. 1.28) when it cannot be read from the cluster; changes dry-run and serviceAccounts semantics.',
+    helpGroup: 'SOURCE',
+  }),
 }
 
 export const outputFlag = Flags.option({
   char: 'o',
-  description: 'Output format: table (fits the terminal, long cells cut with …), wide (every column, nothing cut), json or yaml (one document with apiVersion and kind, as --json; see docs/contract.md).',
+  description:
+    'Output format: table (fits the terminal, long cells cut with …), wide (every column, nothing cut), json or yaml (one document with apiVersion and kind, as --json; see docs/contract.md).',
   options: ['table', 'wide', 'json', 'yaml'] as const,
   default: 'table' as const,
 })()
@@ -77,7 +94,11 @@ export abstract class BaseCommand extends Command {
    * Print a result: JSON/YAML documents as they are (for --json / -o json oclif prints the returned
    * value, the same object); for people, the `human` rendering, laid out for -o table or -o wide.
    */
-  protected async emit<T>(data: T, format: OutputFormat, human: () => string | Promise<string>): Promise<T | undefined> {
+  protected async emit<T>(
+    data: T,
+    format: OutputFormat,
+    human: () => string | Promise<string>,
+  ): Promise<T | undefined> {
     if (this.jsonEnabled()) return data
     if (format === 'json') {
       process.stdout.write(`${JSON.stringify(data, null, 2)}\n`)
@@ -105,7 +126,9 @@ export abstract class BaseCommand extends Command {
   protected usageLine(): string {
     // A command that takes several (strict = false: plan NS1 NS2, validate PLAN…) says so, as oclif's help does.
     const many = this.ctor.strict === false ? '...' : ''
-    const args = Object.entries(this.ctor.args ?? {}).map(([name, arg]) => (arg.required ? `${name.toUpperCase()}${many}` : `[${name.toUpperCase()}${many}]`))
+    const args = Object.entries(this.ctor.args ?? {}).map(([name, arg]) =>
+      arg.required ? `${name.toUpperCase()}${many}` : `[${name.toUpperCase()}${many}]`,
+    )
     return [this.config.bin, ...(this.id ?? '').split(':'), ...args, '[flags]'].join(' ')
   }
 
@@ -123,20 +146,25 @@ export abstract class BaseCommand extends Command {
     process.stderr.write(`${message}\n`)
   }
 
-  protected override async catch(err: Interfaces.CommandError & {oclif?: {exit?: number}; parse?: unknown}): Promise<unknown> {
+  protected override async catch(
+    err: Interfaces.CommandError & {oclif?: {exit?: number}; parse?: unknown},
+  ): Promise<unknown> {
     // A flag's own parse function failed (oclif rewrites its message and sets exit 2): a usage error.
     const badFlagValue = err?.oclif?.exit === 2 && /^Parsing --/.test(err.message)
     // A parse error means this.parse ran and rejected the input: without this, oclif adds a two-line
     // "did not parse its arguments" Node warning to the usage error whenever NODE_ENV is development or test.
     if (err && ('parse' in err || err.oclif?.exit === 2)) this.parsed = true
     if (err instanceof UserError) {
-      this.printError({
-        name: err.name,
-        message: badFlagValue ? usageMessage(err.message) : err.message,
-        exitCode: badFlagValue ? ExitCode.Usage : err.exitCode,
-        ...(err.suggestion ? {suggestion: err.suggestion} : {}),
-        ...(err instanceof InvalidPlanError ? {problems: err.problems} : {}),
-      }, badFlagValue ? this.usageLine() : undefined)
+      this.printError(
+        {
+          name: err.name,
+          message: badFlagValue ? usageMessage(err.message) : err.message,
+          exitCode: badFlagValue ? ExitCode.Usage : err.exitCode,
+          ...(err.suggestion ? {suggestion: err.suggestion} : {}),
+          ...(err instanceof InvalidPlanError ? {problems: err.problems} : {}),
+        },
+        badFlagValue ? this.usageLine() : undefined,
+      )
       return undefined
     }
     if (err && (err as Error).name === 'ExitPromptError') {
@@ -148,7 +176,15 @@ export abstract class BaseCommand extends Command {
     // command's usage line, not the whole help; exit 2. oclif marks them with `parse` (parser errors)
     // or exit 2 (a flag's own parse function failed, see exitCodes in package.json).
     if (err && ('parse' in err || err.oclif?.exit === 2)) {
-      this.printError({name: 'UsageError', message: usageMessage(err.message), exitCode: ExitCode.Usage, suggestion: `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`}, this.usageLine())
+      this.printError(
+        {
+          name: 'UsageError',
+          message: usageMessage(err.message),
+          exitCode: ExitCode.Usage,
+          suggestion: `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`,
+        },
+        this.usageLine(),
+      )
       return undefined
     }
     // oclif keeps a CLIError's exit code in err.oclif.exit; its own catch loses it under --json (ECOSYSTEM §5.1).
@@ -165,5 +201,7 @@ export function usageMessage(message: string): string {
     .map((l) => l.trim())
     .filter((l) => l.length > 0)
     .join(' ')
-    .replace(/^Parsing (--[\w-]+)\s*(.*)$/, (_, flag: string, rest: string) => (rest.includes(flag) ? rest : `${flag}: ${rest}`))
+    .replace(/^Parsing (--[\w-]+)\s*(.*)$/, (_, flag: string, rest: string) =>
+      rest.includes(flag) ? rest : `${flag}: ${rest}`,
+    )
 }

@@ -5,7 +5,8 @@ import {UsageError} from '../errors.js'
 import {WAYPOINT_FOR_VALUES} from '../planner/waypoint.js'
 
 export const waypointForFlag = Flags.option({
-  description: 'Traffic the waypoint handles (istio.io/waypoint-for): service (Service VIPs), workload (pod IPs, e.g. headless/StatefulSet peers) or all.',
+  description:
+    'Traffic the waypoint handles (istio.io/waypoint-for): service (Service VIPs), workload (pod IPs, e.g. headless/StatefulSet peers) or all.',
   options: WAYPOINT_FOR_VALUES,
   default: 'service' as const,
 })()
@@ -32,18 +33,31 @@ export function durationFlag(opts: {description: string; default: string; helpGr
 
 /** How commands that only talk to a cluster find it (kubectl semantics). */
 export const clusterFlags = {
-  kubeconfig: Flags.string({description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).', helpGroup: 'CLUSTER'}),
+  kubeconfig: Flags.string({
+    description: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).',
+    helpGroup: 'CLUSTER',
+  }),
   context: Flags.string({description: 'The kubeconfig context to use.', helpGroup: 'CLUSTER'}),
-  'request-timeout': durationFlag({description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).', default: '0', helpGroup: 'CLUSTER'}),
+  'request-timeout': durationFlag({
+    description: 'Timeout of a single API request, e.g. 30s, 1m (0 = none).',
+    default: '0',
+    helpGroup: 'CLUSTER',
+  }),
 }
 
 /** `-n NAMESPACE`, as kubectl: accepted wherever a command takes a namespace (or a plan named by its namespace). */
-export const namespaceFlag = Flags.string({char: 'n', description: 'The namespace (the same as the NAMESPACE or PLAN argument).'})
+export const namespaceFlag = Flags.string({
+  char: 'n',
+  description: 'The namespace (the same as the NAMESPACE or PLAN argument).',
+})
 
 /** The namespace from the argument or -n; both given and different is a usage error. */
 export function namespaceOf(arg: string | undefined, flag: string | undefined, what = 'NAMESPACE'): string | undefined {
   if (arg !== undefined && flag !== undefined && arg !== flag) {
-    throw new UsageError(`${what} "${arg}" and -n ${flag} disagree`, 'Give the namespace once: as the argument or with -n.')
+    throw new UsageError(
+      `${what} "${arg}" and -n ${flag} disagree`,
+      'Give the namespace once: as the argument or with -n.',
+    )
   }
   return arg ?? flag
 }
@@ -59,14 +73,18 @@ export function requireNamespaceArg(arg: string | undefined, flag: string | unde
 const NAME = '[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?'
 const KEY = `(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?${NAME}`
 const VALUE = `(?:${NAME})?`
-const REQUIREMENT = new RegExp(`^(?:!\\s*${KEY}|${KEY}(?:\\s*(?:==|=|!=)\\s*${VALUE}|\\s+(?:in|notin)\\s*\\(\\s*${VALUE}(?:\\s*,\\s*${VALUE})*\\s*\\))?)$`)
+const REQUIREMENT = new RegExp(
+  `^(?:!\\s*${KEY}|${KEY}(?:\\s*(?:==|=|!=)\\s*${VALUE}|\\s+(?:in|notin)\\s*\\(\\s*${VALUE}(?:\\s*,\\s*${VALUE})*\\s*\\))?)$`,
+)
 
 /** The requirements of a selector, or a message saying which one is malformed. */
 export function labelSelectorProblem(selector: string): string | undefined {
   // Commas inside "in (a,b)" do not separate requirements.
   const parts = selector.split(/,(?![^(]*\))/).map((p) => p.trim())
   const bad = parts.find((p) => !REQUIREMENT.test(p))
-  return bad === undefined ? undefined : `"${bad}" is not a label selector requirement (key, !key, key=value, key!=value, key in (a,b), key notin (a,b))`
+  return bad === undefined
+    ? undefined
+    : `"${bad}" is not a label selector requirement (key, !key, key=value, key!=value, key in (a,b), key notin (a,b))`
 }
 
 /** `-l SELECTOR`, checked while parsing: a malformed selector is a usage error (exit 2) before anything runs. */
@@ -82,4 +100,6 @@ export function labelSelectorFlag(description: string) {
   })
 }
 
-export const selectorFlag = labelSelectorFlag('Only namespaces matching this label selector (e.g. team=payments,env!=dev).')
+export const selectorFlag = labelSelectorFlag(
+  'Only namespaces matching this label selector (e.g. team=payments,env!=dev).',
+)

@@ -46,18 +46,26 @@ async function selected(request: FleetPlanRequest) {
     throw new UsageError(`--selector: ${(error as Error).message}`)
   }
   if (picked.unknown.length > 0) {
-    throw new UserError(`namespace(s) ${picked.unknown.join(', ')} do not exist in ${'manifests' in source.target ? 'the manifests' : `context ${source.target.context}`}`, {
-      suggestion: 'Check the names (kubectl get namespaces) and the --context; to plan from files, pass --manifests.',
-    })
+    throw new UserError(
+      `namespace(s) ${picked.unknown.join(', ')} do not exist in ${'manifests' in source.target ? 'the manifests' : `context ${source.target.context}`}`,
+      {
+        suggestion: 'Check the names (kubectl get namespaces) and the --context; to plan from files, pass --manifests.',
+      },
+    )
   }
   if (picked.selected.length === 0) {
-    throw new UserError('no namespace matches the selection', {suggestion: 'Check the selector (kubectl get namespaces -l SELECTOR), or name the namespaces.'})
+    throw new UserError('no namespace matches the selection', {
+      suggestion: 'Check the selector (kubectl get namespaces -l SELECTOR), or name the namespaces.',
+    })
   }
   const clash = path.parse(FLEET_FILE).name
   if (picked.selected.includes(clash)) {
-    throw new UserError(`namespace "${clash}" would be planned to ${defaultPlanPath(clash)}, the fleet overview's file`, {
-      suggestion: `Leave it out of the selection and plan it on its own: mesh-migrate plan ${clash} --out plans/namespace-${clash}.yaml`,
-    })
+    throw new UserError(
+      `namespace "${clash}" would be planned to ${defaultPlanPath(clash)}, the fleet overview's file`,
+      {
+        suggestion: `Leave it out of the selection and plan it on its own: mesh-migrate plan ${clash} --out plans/namespace-${clash}.yaml`,
+      },
+    )
   }
   return {read, namespaces: picked.selected}
 }
@@ -67,9 +75,13 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
   const {read, namespaces} = await selected(request)
   const inProgress = request.force ? [] : await plansInProgress(namespaces.map((ns) => defaultPlanPath(ns)))
   if (inProgress.length > 0) {
-    throw new UserError(`${inProgress.join(', ')} ha${inProgress.length === 1 ? 's' : 've'} applied steps: refusing to overwrite plans in progress`, {
-      suggestion: 'Finish or roll them back first (`mesh-migrate apply NS`, `mesh-migrate rollback NS --confirm NS`), re-plan each on its own keeping its progress (`mesh-migrate plan NS --keep-progress`), leave those namespaces out of the selection, or pass --force (their progress records are lost).',
-    })
+    throw new UserError(
+      `${inProgress.join(', ')} ha${inProgress.length === 1 ? 's' : 've'} applied steps: refusing to overwrite plans in progress`,
+      {
+        suggestion:
+          'Finish or roll them back first (`mesh-migrate apply NS`, `mesh-migrate rollback NS --confirm NS`), re-plan each on its own keeping its progress (`mesh-migrate plan NS --keep-progress`), leave those namespaces out of the selection, or pass --force (their progress records are lost).',
+      },
+    )
   }
   const snapshots = []
   for (const ns of namespaces) snapshots.push(await read.snapshot(ns))
@@ -95,6 +107,8 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
   }
   const fleetFile = path.join(PLANS_DIR, FLEET_FILE)
   await writeFileAtomic(fleetFile, renderFleetFile(fleet))
-  request.note(`Wrote ${fleetFile} and ${plans.length} plan(s) (${written} changed, ${plans.length - written} unchanged); ${fleet.spec.namespaces.length - plans.length} namespace(s) have nothing to migrate.`)
+  request.note(
+    `Wrote ${fleetFile} and ${plans.length} plan(s) (${written} changed, ${plans.length - written} unchanged); ${fleet.spec.namespaces.length - plans.length} namespace(s) have nothing to migrate.`,
+  )
   return fleet
 }

@@ -30,7 +30,9 @@ export async function resolvePlanFile(arg: string | undefined, opts: {unfinished
     const plan = checked.plan
     if (!plan || checked.problems.length > 0) {
       const first = checked.problems[0]
-      invalid.push(`${file} (${checked.problems.length} problem${checked.problems.length === 1 ? '' : 's'}${first ? `, first: ${first.path ? `${first.path}: ` : ''}${first.message}` : ''})`)
+      invalid.push(
+        `${file} (${checked.problems.length} problem${checked.problems.length === 1 ? '' : 's'}${first ? `, first: ${first.path ? `${first.path}: ` : ''}${first.message}` : ''})`,
+      )
       continue
     }
     const phases = plan.spec.steps.map((s) => plan.status?.steps.find((x) => x.id === s.id)?.phase ?? 'Pending')
@@ -46,9 +48,15 @@ export async function resolvePlanFile(arg: string | undefined, opts: {unfinished
   }
   if (candidates.length === 1) return candidates[0]!
   if (candidates.length === 0) {
-    throw new UsageError(`no ${opts.unfinishedOnly ? 'unfinished' : 'applied'} plan under ${PLANS_DIR}/`, files.length > 0 ? `Name one: ${files.join(', ')}` : 'Create one with `mesh-migrate plan NAMESPACE`.')
+    throw new UsageError(
+      `no ${opts.unfinishedOnly ? 'unfinished' : 'applied'} plan under ${PLANS_DIR}/`,
+      files.length > 0 ? `Name one: ${files.join(', ')}` : 'Create one with `mesh-migrate plan NAMESPACE`.',
+    )
   }
-  throw new UsageError(`several plans under ${PLANS_DIR}/ could be meant: ${candidates.join(', ')}`, 'Name the plan (a path or a namespace).')
+  throw new UsageError(
+    `several plans under ${PLANS_DIR}/ could be meant: ${candidates.join(', ')}`,
+    'Name the plan (a path or a namespace).',
+  )
 }
 
 export interface ClusterFlags {
@@ -81,10 +89,17 @@ export function normalizeServer(server: string): string {
  * either side has no uid (kube-system was not readable when planning, or is not now: 403), the API
  * server URL is compared instead, with a warning.
  */
-export async function checkTargetCluster(client: KubeClient, state: PlanState, allowOther: boolean, note: (m: string) => void): Promise<void> {
+export async function checkTargetCluster(
+  client: KubeClient,
+  state: PlanState,
+  allowOther: boolean,
+  note: (m: string) => void,
+): Promise<void> {
   const target = state.plan.spec.target
   if (!('clusterID' in target)) {
-    note(`The plan was made from manifests (${target.manifests.join(', ')}); every step re-checks its preconditions against context ${client.context}.`)
+    note(
+      `The plan was made from manifests (${target.manifests.join(', ')}); every step re-checks its preconditions against context ${client.context}.`,
+    )
     return
   }
   let current = ''
@@ -102,14 +117,26 @@ export async function checkTargetCluster(client: KubeClient, state: PlanState, a
     if (recorded === current) return
   } else {
     if (normalizeServer(target.server) === normalizeServer(client.server)) {
-      const why = !recorded ? 'the plan recorded no kube-system uid (it was not readable when planning)' : forbidden ? `reading namespace kube-system is forbidden for context ${client.context}` : 'namespace kube-system has no uid'
-      note(`Warning: cannot confirm the cluster by its kube-system uid: ${why}. The API server URL matches the plan's (${client.server}), so this is taken to be the plan's cluster.`)
+      const why = !recorded
+        ? 'the plan recorded no kube-system uid (it was not readable when planning)'
+        : forbidden
+          ? `reading namespace kube-system is forbidden for context ${client.context}`
+          : 'namespace kube-system has no uid'
+      note(
+        `Warning: cannot confirm the cluster by its kube-system uid: ${why}. The API server URL matches the plan's (${client.server}), so this is taken to be the plan's cluster.`,
+      )
       return
     }
   }
-  const currentDesc = current ? ` (uid ${current})` : forbidden ? ' (kube-system not readable: forbidden)' : ' (no kube-system uid)'
+  const currentDesc = current
+    ? ` (uid ${current})`
+    : forbidden
+      ? ' (kube-system not readable: forbidden)'
+      : ' (no kube-system uid)'
   if (allowOther) {
-    note(`Warning: the plan was made for cluster ${recorded || '(unknown)'} (context ${target.context}, ${target.server}); this is ${current || 'an unidentified cluster'} (context ${client.context}, ${client.server}). Proceeding because of --allow-other-cluster.`)
+    note(
+      `Warning: the plan was made for cluster ${recorded || '(unknown)'} (context ${target.context}, ${target.server}); this is ${current || 'an unidentified cluster'} (context ${client.context}, ${client.server}). Proceeding because of --allow-other-cluster.`,
+    )
     return
   }
   throw new StalePlanError(
@@ -129,7 +156,9 @@ export function interruptHandler(note: (m: string) => void): {signal: AbortSigna
       process.stderr.write('\nInterrupted again: exiting now. Re-run the command to see what was recorded.\n')
       process.exit(ExitCode.Interrupted)
     }
-    note('\nInterrupting: finishing the request in flight, recording the step as Interrupted, releasing the lock… (Ctrl+C again to exit now)')
+    note(
+      '\nInterrupting: finishing the request in flight, recording the step as Interrupted, releasing the lock… (Ctrl+C again to exit now)',
+    )
     controller.abort()
   }
   process.on('SIGINT', onSignal)

@@ -11,7 +11,14 @@ import {PlanState} from '../executor/plan-state.js'
 import {InterruptedError} from '../executor/verify.js'
 import type {KubeClient} from '../kube/types.js'
 import {ExitCode} from './exit-codes.js'
-import {checkTargetCluster, type ClusterFlags, connectCluster, interruptHandler, parseDuration, resolvePlanFile} from './plan-commands.js'
+import {
+  checkTargetCluster,
+  type ClusterFlags,
+  connectCluster,
+  interruptHandler,
+  parseDuration,
+  resolvePlanFile,
+} from './plan-commands.js'
 
 /** One connection to the current context's cluster, made when first needed. */
 export class ClusterConnection {
@@ -71,7 +78,10 @@ export class PlanSession {
   ) {}
 
   /** Resolve PLAN (a path, a namespace, or the one plan under plans/ that fits) and load it. */
-  static async open(planArg: string | undefined, opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void}): Promise<PlanSession> {
+  static async open(
+    planArg: string | undefined,
+    opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void},
+  ): Promise<PlanSession> {
     const file = await resolvePlanFile(planArg, {unfinishedOnly: opts.unfinishedOnly})
     return PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
   }
@@ -86,7 +96,10 @@ export class PlanSession {
   }
 
   /** Connect, and check that the current context is the cluster the plan was made for (exit 3 when not). */
-  async connectToPlanCluster(allowOtherCluster: boolean, say: (message: string) => void = this.note): Promise<KubeClient> {
+  async connectToPlanCluster(
+    allowOtherCluster: boolean,
+    say: (message: string) => void = this.note,
+  ): Promise<KubeClient> {
     const client = await this.cluster.connect()
     await checkTargetCluster(client, this.state, allowOtherCluster, say)
     return client
@@ -98,7 +111,12 @@ export class PlanSession {
    * caller's identities are recorded. An interruption is reported with `interrupted` and exit 130 and returns
    * false; the lock is released in every case.
    */
-  async holding(client: KubeClient, opts: LockOptions, interrupted: string, body: (ctx: ExecutionContext) => Promise<void>): Promise<boolean> {
+  async holding(
+    client: KubeClient,
+    opts: LockOptions,
+    interrupted: string,
+    body: (ctx: ExecutionContext) => Promise<void>,
+  ): Promise<boolean> {
     const interrupt = interruptHandler(this.note)
     let lock: NamespaceLock | undefined
     try {
@@ -111,7 +129,15 @@ export class PlanSession {
       this.state.localUser = whoAmI()
       // A dry run records nothing, so it does not ask the server who we are.
       const who = (opts.dryRun ? undefined : await kubernetesIdentity(client)) ?? this.state.localUser
-      await body({client, state: this.state, who, dryRun: opts.dryRun, timeoutMs: opts.timeoutMs, signal: interrupt.signal, ...(lock ? {lock} : {})})
+      await body({
+        client,
+        state: this.state,
+        who,
+        dryRun: opts.dryRun,
+        timeoutMs: opts.timeoutMs,
+        signal: interrupt.signal,
+        ...(lock ? {lock} : {}),
+      })
       return true
     } catch (error) {
       if (!(error instanceof InterruptedError)) throw error
@@ -132,7 +158,8 @@ export class PlanSession {
       command: opts.command,
       plan: this.file,
       timeoutMs: opts.lockTimeoutMs,
-      onWait: (holder) => this.note(`Namespace ${this.namespace} is locked by ${holder}; waiting up to ${opts.lockTimeout}…`),
+      onWait: (holder) =>
+        this.note(`Namespace ${this.namespace} is locked by ${holder}; waiting up to ${opts.lockTimeout}…`),
       onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
     })
   }

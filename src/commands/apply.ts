@@ -5,7 +5,15 @@ import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/fla
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, LockHeldError, UsageError, UserError} from '../errors.js'
-import {applyStep, blockingStep, checkStep, describeStepWrites, type ExecutionContext, type StepSelection, stepsToApply} from '../executor/engine.js'
+import {
+  applyStep,
+  blockingStep,
+  checkStep,
+  describeStepWrites,
+  type ExecutionContext,
+  type StepSelection,
+  stepsToApply,
+} from '../executor/engine.js'
 import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
 import {ProjectedCluster} from '../executor/projection.js'
 import type {PlanState} from '../executor/plan-state.js'
@@ -58,10 +66,23 @@ ${EXIT_CODES_HELP}
     to: Flags.string({description: 'Apply up to and including this step id.', exclusive: ['step', 'all']}),
     yes: Flags.boolean({char: 'y', description: 'Do not ask before each step.'}),
     retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
-    'dry-run': Flags.option({description: 'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).', options: ['none', 'server'] as const, default: 'none' as const})(),
-    timeout: durationFlag({description: 'How long to wait for each step\'s verification (waypoint ready, rollouts…).', default: '5m'}),
-    'lock-timeout': durationFlag({description: 'How long to wait for another operator\'s lock before giving up (exit 5).', default: '0s'}),
-    'allow-other-cluster': Flags.boolean({description: 'Run even if the current context is not the cluster the plan was made for.'}),
+    'dry-run': Flags.option({
+      description:
+        'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).',
+      options: ['none', 'server'] as const,
+      default: 'none' as const,
+    })(),
+    timeout: durationFlag({
+      description: "How long to wait for each step's verification (waypoint ready, rollouts…).",
+      default: '5m',
+    }),
+    'lock-timeout': durationFlag({
+      description: "How long to wait for another operator's lock before giving up (exit 5).",
+      default: '0s',
+    }),
+    'allow-other-cluster': Flags.boolean({
+      description: 'Run even if the current context is not the cluster the plan was made for.',
+    }),
     ...clusterFlags,
   }
 
@@ -76,10 +97,23 @@ ${EXIT_CODES_HELP}
   /** Flags → options; the plan is found and loaded (checked: schema, safety, digest). */
   private async complete(): Promise<ApplyOptions> {
     const {args, flags} = await this.parse(ApplyCommand)
-    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: true, cluster: flags, note: (m) => this.note(m)})
+    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {
+      unfinishedOnly: true,
+      cluster: flags,
+      note: (m) => this.note(m),
+    })
     const lock = lockOptions('apply', session.file, flags)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
-    return {session, selection, lock, dryRun: lock.dryRun, yes: flags.yes, retry: flags.retry, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
+    return {
+      session,
+      selection,
+      lock,
+      dryRun: lock.dryRun,
+      yes: flags.yes,
+      retry: flags.retry,
+      allowOtherCluster: flags['allow-other-cluster'],
+      output: flags.output,
+    }
   }
 
   /** What apply would run, or why it cannot: a live holder, a blocked plan, nobody to ask. Nothing is written. */
@@ -92,7 +126,11 @@ ${EXIT_CODES_HELP}
     const blocked = o.retry ? undefined : blockingStep(state)
     if (blocked && !dryRun && o.lock.lockTimeoutMs === 0) {
       const holder = await liveHolder(await session.cluster.connect(), state.namespace)
-      if (holder) throw new LockHeldError(`namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`, lockHeldSuggestion(state.namespace))
+      if (holder)
+        throw new LockHeldError(
+          `namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`,
+          lockHeldSuggestion(state.namespace),
+        )
     }
     const waitForHolder = blocked !== undefined && !dryRun && o.lock.lockTimeoutMs > 0
     const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
@@ -106,7 +144,10 @@ ${EXIT_CODES_HELP}
     if (!waitForHolder && steps.length === 0) return 'up-to-date'
     // Fail before touching the cluster when nobody could answer the per-step question.
     if (!o.yes && !dryRun && !canPrompt()) {
-      throw new UsageError(`apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`, 'Review the plan (mesh-migrate show), then pass --yes.')
+      throw new UsageError(
+        `apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+        'Review the plan (mesh-migrate show), then pass --yes.',
+      )
     }
     return steps
   }
@@ -115,11 +156,17 @@ ${EXIT_CODES_HELP}
     const {session, selection} = o
     const state = session.state
     const next = state.plan.spec.steps.find((s) => state.phase(s) !== 'Applied')
-    this.result(selection.kind === 'to' && next
-      ? `Step ${selection.id} of ${session.file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
-      : `Every step of ${session.file} is applied; nothing to do.`)
+    this.result(
+      selection.kind === 'to' && next
+        ? `Step ${selection.id} of ${session.file} is already applied, with every step before it; nothing to do. The next pending step is ${next.id}.`
+        : `Every step of ${session.file} is applied; nothing to do.`,
+    )
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
-    return this.emit(typed('ApplyResult', {plan: session.file, namespace: state.namespace, dryRun: o.dryRun, applied: [], remaining}), o.output, () => '')
+    return this.emit(
+      typed('ApplyResult', {plan: session.file, namespace: state.namespace, dryRun: o.dryRun, applied: [], remaining}),
+      o.output,
+      () => '',
+    )
   }
 
   /** Hold the namespace and apply the steps; undefined when interrupted (recorded, exit 130). */
@@ -141,7 +188,12 @@ ${EXIT_CODES_HELP}
   }
 
   /** One step: say what will change, ask (unless --yes), apply and verify it, print its outcome. */
-  private async applyStep(o: ApplyOptions, ctx: ExecutionContext, step: PlanStep, before: StepOutcome[]): Promise<StepOutcome> {
+  private async applyStep(
+    o: ApplyOptions,
+    ctx: ExecutionContext,
+    step: PlanStep,
+    before: StepOutcome[],
+  ): Promise<StepOutcome> {
     const {dryRun, session} = o
     const say = (m: string) => this.note(mark(dryRun, m))
     const steps = ctx.state.plan.spec.steps
@@ -150,20 +202,30 @@ ${EXIT_CODES_HELP}
     for (const line of describeStepWrites(step)) say(`  will ${line}`)
     if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
     say(`  undo: ${step.undo.description}`)
-    if (!o.yes && !dryRun && (await checkStep(ctx, step)).stale.length === 0 && !(await confirm(`Apply step ${step.id}?`, '--yes'))) {
+    if (
+      !o.yes &&
+      !dryRun &&
+      (await checkStep(ctx, step)).stale.length === 0 &&
+      !(await confirm(`Apply step ${step.id}?`, '--yes'))
+    ) {
       const earlier = before.length > 0 ? ` (${before.map((a) => a.id).join(', ')} applied before it)` : ''
-      throw new CancelledError(`Apply cancelled: nothing was written for step ${step.id}${earlier}.`, `Re-run \`mesh-migrate apply ${session.file} --step\` when ready.`)
+      throw new CancelledError(
+        `Apply cancelled: nothing was written for step ${step.id}${earlier}.`,
+        `Re-run \`mesh-migrate apply ${session.file} --step\` when ready.`,
+      )
     }
     let result: StepOutcome | undefined
-    await runTasks([{
-      title: dryRun ? dryRunLines(step.id) : step.id,
-      run: async (update) => {
-        ctx.onProgress = update
-        const {skippedWrites, details} = await applyStep(ctx, step)
-        result = {id: step.id, action: step.action, outcome: stepOutcome(step, dryRun, skippedWrites), details}
-        return OUTCOME_TEXT[result.outcome]
+    await runTasks([
+      {
+        title: dryRun ? dryRunLines(step.id) : step.id,
+        run: async (update) => {
+          ctx.onProgress = update
+          const {skippedWrites, details} = await applyStep(ctx, step)
+          result = {id: step.id, action: step.action, outcome: stepOutcome(step, dryRun, skippedWrites), details}
+          return OUTCOME_TEXT[result.outcome]
+        },
       },
-    }])
+    ])
     this.result(mark(dryRun, `${title}: ${OUTCOME_TEXT[result!.outcome]}`))
     for (const d of result!.details) this.result(mark(dryRun, `  ${d}`))
     return result!
@@ -176,8 +238,20 @@ ${EXIT_CODES_HELP}
     const remaining = state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
     if (!dryRun && remaining.length > 0) this.warnOpenWindows(state)
     const next = dryRun || remaining.length === 0 ? undefined : `mesh-migrate apply ${session.file} --step`
-    if (!dryRun) this.result(remaining.length === 0 ? `\nAll steps applied. ${state.namespace} is migrated to ambient.` : `\nNext: ${remaining[0]} (${next}). ${remaining.length} step(s) left.`)
-    const result: ApplyResult = typed('ApplyResult', {plan: session.file, namespace: state.namespace, dryRun, applied, remaining, ...(next ? {next} : {})})
+    if (!dryRun)
+      this.result(
+        remaining.length === 0
+          ? `\nAll steps applied. ${state.namespace} is migrated to ambient.`
+          : `\nNext: ${remaining[0]} (${next}). ${remaining.length} step(s) left.`,
+      )
+    const result: ApplyResult = typed('ApplyResult', {
+      plan: session.file,
+      namespace: state.namespace,
+      dryRun,
+      applied,
+      remaining,
+      ...(next ? {next} : {}),
+    })
     return this.emit(result, o.output, () => '')
   }
 
@@ -186,7 +260,9 @@ ${EXIT_CODES_HELP}
     const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
     if (windows.length === 0) return
     const p = stderrPainter()
-    this.note(p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`))
+    this.note(
+      p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`),
+    )
     for (const w of windows) this.note(p.paint('yellow', `  - ${describeWindow(w)}`))
   }
 }
@@ -201,7 +277,6 @@ interface ApplyOptions {
   allowOtherCluster: boolean
   output: OutputFormat
 }
-
 
 /** What became of a step: a read-only step of a dry run sends nothing, so nothing of it is "accepted". */
 function stepOutcome(step: PlanStep, dryRun: boolean, skippedWrites: boolean): StepOutcome['outcome'] {

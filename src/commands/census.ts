@@ -7,7 +7,8 @@ import {connectCluster} from '../cli/plan-commands.js'
 import {stdoutPainter} from '../ui/color.js'
 
 export default class CensusCommand extends BaseCommand {
-  static override summary = 'Every namespace by data-plane mode (sidecar, ambient, both, none), with the pods that disagree with it, waypoints and plans.'
+  static override summary =
+    'Every namespace by data-plane mode (sidecar, ambient, both, none), with the pods that disagree with it, waypoints and plans.'
   static override description = `One cluster-wide LIST per kind (namespaces, pods, waypoint Gateways and Deployments, injection webhooks), then per namespace:
 
   MODE                 sidecar (which label or revision injects), ambient, both (sidecar and ambient labels together:
@@ -25,10 +26,7 @@ export default class CensusCommand extends BaseCommand {
 EXIT CODES
 ${EXIT_CODES_HELP}`
 
-  static override examples = [
-    '<%= config.bin %> census',
-    '<%= config.bin %> census --selector team=payments -o json',
-  ]
+  static override examples = ['<%= config.bin %> census', '<%= config.bin %> census --selector team=payments -o json']
 
   static override flags = {
     kubeconfig: sourceFlags.kubeconfig,
@@ -44,7 +42,10 @@ ${EXIT_CODES_HELP}`
     const client = await connectCluster(flags)
     const {readCensusInput} = await import('../census/read.js')
     const {buildCensus} = await import('../census/census.js')
-    const input = await readCensusInput(client, {...(flags.selector ? {selector: flags.selector} : {}), plansDir: flags['plans-dir']})
+    const input = await readCensusInput(client, {
+      ...(flags.selector ? {selector: flags.selector} : {}),
+      plansDir: flags['plans-dir'],
+    })
     const report = typed('Census', buildCensus(input))
     for (const note of report.notes) this.note(`Note: ${note}`)
     const {renderCensus} = await import('../census/view.js')

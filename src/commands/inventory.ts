@@ -8,7 +8,7 @@ import {type InventoryDocument, typed} from '../cli/contract.js'
 import {namespaceFlag, requireNamespaceArg, waypointForFlag} from '../cli/flags.js'
 
 export default class InventoryCommand extends BaseCommand {
-  static override summary = 'List every object that affects a namespace\'s data plane, with its L4/L7 verdict and why.'
+  static override summary = "List every object that affects a namespace's data plane, with its L4/L7 verdict and why."
   static override description = `Reads the namespace's Istio and Gateway API objects (and the root namespace's and other namespaces' config that applies to it), its workloads and Services, and classifies each object: L4 (ztunnel enforces it as is), L7 (needs a waypoint), inert, unaffected or blocker, with field-level reasons.
 
 EXIT CODES
@@ -20,18 +20,28 @@ ${EXIT_CODES_HELP}`
   ]
 
   static override args = {namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE).'})}
-  static override flags = {namespace: namespaceFlag, ...sourceFlags, output: outputFlag, 'waypoint-for': waypointForFlag}
+  static override flags = {
+    namespace: namespaceFlag,
+    ...sourceFlags,
+    output: outputFlag,
+    'waypoint-for': waypointForFlag,
+  }
 
   async run(): Promise<InventoryDocument | undefined> {
     const {args, flags} = await this.parse(InventoryCommand)
     const namespace = requireNamespaceArg(args.namespace, flags.namespace)
     const source = await openSource(flags)
     const snapshot = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
-    const inventory = typed('Inventory', buildInventory(snapshot, {
-      waypointFor: flags['waypoint-for'],
-      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
-    }))
+    const inventory = typed(
+      'Inventory',
+      buildInventory(snapshot, {
+        waypointFor: flags['waypoint-for'],
+        ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+      }),
+    )
     // The table view is imported only when it is shown (its table stack costs start-up for -o json).
-    return this.emit(inventory, flags.output, async () => (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter()))
+    return this.emit(inventory, flags.output, async () =>
+      (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter()),
+    )
   }
 }

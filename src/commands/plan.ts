@@ -33,7 +33,8 @@ function nothingToMigrateWhy(plan: MigrationPlan): string {
 }
 
 export default class PlanCommand extends BaseCommand {
-  static override summary = 'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml (of many: -A, -l, or several names, with the fleet overview plans/fleet.yaml).'
+  static override summary =
+    'Write the ordered, reversible migration plan of a namespace to plans/<namespace>.yaml (of many: -A, -l, or several names, with the fleet overview plans/fleet.yaml).'
   static override description = `Builds the inventory, decides whether the namespace needs a waypoint, generates it, and writes the steps (${STEP_ACTIONS.join(', ')} — only those the namespace needs), each with the objects it writes, its verification and its undo.
 
 The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
@@ -56,32 +57,68 @@ ${EXIT_CODES_HELP}`
 
   // Several namespaces may be named (fleet planning).
   static override strict = false
-  static override args = {namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE; several: a fleet plan).'})}
+  static override args = {
+    namespace: Args.string({description: 'The namespace to migrate (or -n NAMESPACE; several: a fleet plan).'}),
+  }
   static override flags = {
     namespace: namespaceFlag,
-    'all-namespaces': Flags.boolean({char: 'A', description: 'Plan every namespace (except kube-* and the root namespace) and write plans/fleet.yaml.', default: false, exclusive: ['selector']}),
-    selector: labelSelectorFlag('Plan the namespaces matching this label selector (e.g. team=payments,env!=dev) and write plans/fleet.yaml.'),
+    'all-namespaces': Flags.boolean({
+      char: 'A',
+      description: 'Plan every namespace (except kube-* and the root namespace) and write plans/fleet.yaml.',
+      default: false,
+      exclusive: ['selector'],
+    }),
+    selector: labelSelectorFlag(
+      'Plan the namespaces matching this label selector (e.g. team=payments,env!=dev) and write plans/fleet.yaml.',
+    ),
     ...sourceFlags,
     output: outputFlag,
-    out: Flags.string({description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.'}),
-    force: Flags.boolean({description: 'Overwrite a plan that already has applied steps (losing their record).', default: false, exclusive: ['keep-progress']}),
-    'keep-progress': Flags.boolean({description: 'Re-plan a plan in progress, keeping the record of the applied steps it leaves unchanged (see docs/contract.md).', default: false}),
+    out: Flags.string({
+      description: 'Where to write the plan (default plans/<namespace>.yaml). "-" writes it to stdout only.',
+    }),
+    force: Flags.boolean({
+      description: 'Overwrite a plan that already has applied steps (losing their record).',
+      default: false,
+      exclusive: ['keep-progress'],
+    }),
+    'keep-progress': Flags.boolean({
+      description:
+        'Re-plan a plan in progress, keeping the record of the applied steps it leaves unchanged (see docs/contract.md).',
+      default: false,
+    }),
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
-    'detailed-exitcode': Flags.boolean({description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.', default: false}),
+    'detailed-exitcode': Flags.boolean({
+      description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.',
+      default: false,
+    }),
     routes: Flags.option({
-      description: 'virtualservice: keep mesh VirtualServices of this namespace (the waypoint applies them; Alpha). httproute: convert them to Gateway API HTTPRoutes with the Service as parent, created and the VirtualServices deleted in one step (swap-routes).',
+      description:
+        'virtualservice: keep mesh VirtualServices of this namespace (the waypoint applies them; Alpha). httproute: convert them to Gateway API HTTPRoutes with the Service as parent, created and the VirtualServices deleted in one step (swap-routes).',
       options: ['virtualservice', 'httproute'] as const,
       default: 'virtualservice' as const,
     })(),
     'opted-out': Flags.option({
-      description: 'Pods outside the mesh today (sidecar.istio.io/inject=false, class-istio gateways): keep-out labels them istio.io/dataplane-mode=none before the switch; enroll lets ztunnel capture them.',
+      description:
+        'Pods outside the mesh today (sidecar.istio.io/inject=false, class-istio gateways): keep-out labels them istio.io/dataplane-mode=none before the switch; enroll lets ztunnel capture them.',
       options: ['keep-out', 'enroll'] as const,
       default: 'keep-out' as const,
     })(),
-    'deny-waypoint-bypass': Flags.boolean({description: 'Add a last, optional step with the bypass-prevention DENY (only once every caller is ambient).', default: false}),
-    'accept-lost': Flags.string({description: 'Finding id of behaviour that will be lost and that you accept: client-side routing (E11/E12), or the part of a mesh-wide L7 DENY that callers bypassing the waypoint escape (E14); * matches any text (e.g. "E11/DestinationRule/*"). Repeatable.', multiple: true, multipleNonGreedy: true}),
-    'accept-hazard': Flags.string({description: 'Hazard id (outside a documented window) that you accept; * matches any text. Repeatable.', multiple: true, multipleNonGreedy: true}),
+    'deny-waypoint-bypass': Flags.boolean({
+      description: 'Add a last, optional step with the bypass-prevention DENY (only once every caller is ambient).',
+      default: false,
+    }),
+    'accept-lost': Flags.string({
+      description:
+        'Finding id of behaviour that will be lost and that you accept: client-side routing (E11/E12), or the part of a mesh-wide L7 DENY that callers bypassing the waypoint escape (E14); * matches any text (e.g. "E11/DestinationRule/*"). Repeatable.',
+      multiple: true,
+      multipleNonGreedy: true,
+    }),
+    'accept-hazard': Flags.string({
+      description: 'Hazard id (outside a documented window) that you accept; * matches any text. Repeatable.',
+      multiple: true,
+      multipleNonGreedy: true,
+    }),
   }
 
   async run(): Promise<MigrationPlan | FleetPlan | undefined> {
@@ -94,8 +131,15 @@ ${EXIT_CODES_HELP}`
     if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
       const {runPreflight} = await import('../preflight/runner.js')
       const {renderPreflight} = await import('../preflight/view.js')
-      const diagnostics = await runPreflight(source.client, options.namespace, {plan, inventory, snapshot, rootNamespace: flags['root-namespace']})
-      this.note(`\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`)
+      const diagnostics = await runPreflight(source.client, options.namespace, {
+        plan,
+        inventory,
+        snapshot,
+        rootNamespace: flags['root-namespace'],
+      })
+      this.note(
+        `\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`,
+      )
     }
     this.setExitCode(options, plan)
     if (options.out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
@@ -113,11 +157,19 @@ ${EXIT_CODES_HELP}`
 
   /** One namespace, and a plan file that may be (over)written: a plan in progress is not replaced without --force. */
   private async validate(namespace: string | undefined, flags: PlanFlags): Promise<PlanOneOptions> {
-    if (!namespace) throw new UsageError('which namespace? Name one (or several, or -n NAMESPACE), or pass --all-namespaces / --selector', 'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A')
+    if (!namespace)
+      throw new UsageError(
+        'which namespace? Name one (or several, or -n NAMESPACE), or pass --all-namespaces / --selector',
+        'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A',
+      )
 
     const out = flags.out ?? defaultPlanPath(namespace)
     const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
-    if (flags['keep-progress'] && out === '-') throw new UsageError('--keep-progress keeps the record of the plan file it replaces; --out - writes none', 'Leave out --out (or name the plan file).')
+    if (flags['keep-progress'] && out === '-')
+      throw new UsageError(
+        '--keep-progress keeps the record of the plan file it replaces; --out - writes none',
+        'Leave out --out (or name the plan file).',
+      )
     const inProgress = flags['keep-progress'] ? progressToKeep(previousText, out, namespace) : undefined
     if (previousText !== undefined && !flags.force && !flags['keep-progress']) {
       // A fully rolled-back plan has nothing left to undo: it may be replaced.
@@ -160,7 +212,9 @@ ${EXIT_CODES_HELP}`
       if (!this.jsonEnabled() && flags.output === 'table') process.stdout.write(text)
     } else if (nothingToDo) {
       // A plan without steps would only be a file to review and merge for nothing.
-      this.note(`Nothing to migrate in namespace ${namespace}: ${nothingToMigrateWhy(plan)}. No plan file written${previousText !== undefined ? ` (${out} from an earlier plan is left as it is)` : ''}.`)
+      this.note(
+        `Nothing to migrate in namespace ${namespace}: ${nothingToMigrateWhy(plan)}. No plan file written${previousText !== undefined ? ` (${out} from an earlier plan is left as it is)` : ''}.`,
+      )
     } else if (previousText === text) {
       this.note(`${out} is up to date (unchanged).`)
     } else {
@@ -174,7 +228,9 @@ ${EXIT_CODES_HELP}`
     const blockers = plan.spec.summary.blockers
     if (blockers > 0) {
       process.exitCode = ExitCode.Failure
-      this.note(`The plan has ${blockers} blocker(s); it cannot be applied until they are resolved (mesh-migrate show ${out === '-' ? namespace : out}).`)
+      this.note(
+        `The plan has ${blockers} blocker(s); it cannot be applied until they are resolved (mesh-migrate show ${out === '-' ? namespace : out}).`,
+      )
     } else if (flags['detailed-exitcode']) {
       process.exitCode = plan.spec.steps.length > 0 ? ExitCode.ChangesPending : ExitCode.Ok
     }
@@ -183,14 +239,28 @@ ${EXIT_CODES_HELP}`
   /** The new plan with the kept records of the plan in progress, saying what was kept and what apply runs. */
   private keepProgress(old: MigrationPlan, fresh: MigrationPlan, out: string): MigrationPlan {
     const {plan, kept, toApply} = carryProgressOrRefuse(old, fresh, out)
-    this.note(`Kept the record of ${kept.length} applied step(s) the new plan leaves unchanged: ${kept.join(', ') || 'none'}.`)
-    this.note(toApply.length > 0 ? `To apply: ${toApply.join(', ')} (\`mesh-migrate apply ${out}\` continues from there).` : 'Every step of the new plan is applied.')
+    this.note(
+      `Kept the record of ${kept.length} applied step(s) the new plan leaves unchanged: ${kept.join(', ') || 'none'}.`,
+    )
+    this.note(
+      toApply.length > 0
+        ? `To apply: ${toApply.join(', ')} (\`mesh-migrate apply ${out}\` continues from there).`
+        : 'Every step of the new plan is applied.',
+    )
     return plan
   }
 
   private async runFleet(names: string[], flags: PlanFlags): Promise<FleetPlan | undefined> {
-    if (flags['keep-progress']) throw new UsageError('--keep-progress re-plans one namespace', 'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.')
-    if (flags.out !== undefined) throw new UsageError('--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml', 'Leave out --out.')
+    if (flags['keep-progress'])
+      throw new UsageError(
+        '--keep-progress re-plans one namespace',
+        'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.',
+      )
+    if (flags.out !== undefined)
+      throw new UsageError(
+        '--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml',
+        'Leave out --out.',
+      )
     if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
       throw new UsageError('name namespaces or select them (--all-namespaces, --selector), not both')
     }
@@ -198,9 +268,16 @@ ${EXIT_CODES_HELP}`
     const fleet = await runFleetPlan({
       source: flags,
       rootNamespace: flags['root-namespace'],
-      selection: flags['all-namespaces'] ? {allNamespaces: true} : flags.selector !== undefined ? {selector: flags.selector} : {namespaces: names},
+      selection: flags['all-namespaces']
+        ? {allNamespaces: true}
+        : flags.selector !== undefined
+          ? {selector: flags.selector}
+          : {namespaces: names},
       options: planOptions(flags),
-      inventory: {waypointFor: flags['waypoint-for'], ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {})},
+      inventory: {
+        waypointFor: flags['waypoint-for'],
+        ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+      },
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
       force: flags.force,
@@ -208,7 +285,9 @@ ${EXIT_CODES_HELP}`
     })
     if (fleet.spec.summary.blocked > 0) {
       process.exitCode = ExitCode.Failure
-      this.note(`${fleet.spec.summary.blocked} plan(s) have blockers; they cannot be applied until resolved (mesh-migrate show --fleet).`)
+      this.note(
+        `${fleet.spec.summary.blocked} plan(s) have blockers; they cannot be applied until resolved (mesh-migrate show --fleet).`,
+      )
     } else if (flags['detailed-exitcode']) {
       process.exitCode = fleet.spec.namespaces.some((n) => n.steps > 0) ? ExitCode.ChangesPending : ExitCode.Ok
     }
@@ -232,7 +311,10 @@ interface PlanOneOptions {
 /** The namespaces named: the arguments, or -n (which names one, and must agree with a single argument). */
 function withNamespaceFlag(args: string[], flag: string | undefined): string[] {
   if (flag !== undefined && args.length > 1) {
-    throw new UsageError(`-n ${flag} names one namespace, and ${args.length} are given as arguments`, 'List the namespaces as arguments, without -n.')
+    throw new UsageError(
+      `-n ${flag} names one namespace, and ${args.length} are given as arguments`,
+      'List the namespaces as arguments, without -n.',
+    )
   }
   const one = namespaceOf(args[0], flag)
   return args.length > 1 ? args : one === undefined ? [] : [one]

@@ -12,7 +12,8 @@ import {ExitCode} from '../cli/exit-codes.js'
 import type {KubeClient} from '../kube/types.js'
 
 export default class PreflightCommand extends BaseCommand {
-  static override summary = 'Check that a namespace can be migrated now: ambient installed and ready, Gateway API, HBONE sidecars, blockers, NetworkPolicies, RBAC.'
+  static override summary =
+    'Check that a namespace can be migrated now: ambient installed and ready, Gateway API, HBONE sidecars, blockers, NetworkPolicies, RBAC.'
   static override description = `Runs the read-only checks of a plan's preflight step against the cluster:
 
   istio-version          istiod serving the namespace (its istio.io/rev) runs Istio ≥ 1.24 (1.25+ recommended)
@@ -46,8 +47,15 @@ ${EXIT_CODES_HELP}`
     'request-timeout': sourceFlags['request-timeout'],
     'root-namespace': sourceFlags['root-namespace'],
     output: outputFlag,
-    plan: Flags.string({description: 'Check this plan (path, or a namespace for plans/<namespace>.yaml) instead of building one from the cluster.'}),
-    check: Flags.string({description: 'Run only this check (repeatable).', options: [...PREFLIGHT_CHECKS], multiple: true}),
+    plan: Flags.string({
+      description:
+        'Check this plan (path, or a namespace for plans/<namespace>.yaml) instead of building one from the cluster.',
+    }),
+    check: Flags.string({
+      description: 'Run only this check (repeatable).',
+      options: [...PREFLIGHT_CHECKS],
+      multiple: true,
+    }),
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
   }
@@ -58,7 +66,12 @@ ${EXIT_CODES_HELP}`
     const client = await connectCluster(flags)
     const {runPreflight} = await import('../preflight/runner.js')
     const {plan, inventory, planSource, rootNamespace} = await this.planToCheck(namespace, flags, client)
-    const diagnostics = await runPreflight(client, namespace, {plan, rootNamespace, ...(inventory ? {inventory} : {}), ...(flags.check ? {checks: flags.check} : {})})
+    const diagnostics = await runPreflight(client, namespace, {
+      plan,
+      rootNamespace,
+      ...(inventory ? {inventory} : {}),
+      ...(flags.check ? {checks: flags.check} : {}),
+    })
     const ok = !diagnostics.some((d) => d.severity === 'error')
     if (!ok) process.exitCode = ExitCode.Failure
     const result = typed('PreflightReport', {namespace, context: client.context, plan: planSource, ok, diagnostics})
@@ -74,12 +87,19 @@ ${EXIT_CODES_HELP}`
       const file = await resolvePlanArg(flags.plan)
       const plan = (await PlanState.load(file)).plan
       if (plan.metadata.namespace !== namespace) {
-        throw new UsageError(`${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`, `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`)
+        throw new UsageError(
+          `${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`,
+          `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`,
+        )
       }
       return {plan, inventory: undefined, planSource: file, rootNamespace: plan.spec.options.rootNamespace}
     }
     const rootNamespace = flags['root-namespace']
-    const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([import('../sources/cluster.js'), import('../planner/inventory.js'), import('../planner/plan-builder.js')])
+    const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([
+      import('../sources/cluster.js'),
+      import('../planner/inventory.js'),
+      import('../planner/plan-builder.js'),
+    ])
     const source = await ClusterSource.open(client)
     const snapshot = await source.snapshot(namespace, {rootNamespace})
     const inventory = buildInventory(snapshot, {waypointFor: flags['waypoint-for']})

@@ -25,7 +25,10 @@ EXIT CODES
 ${EXIT_CODES_HELP}
   130 interrupted (Ctrl+C)`
 
-  static override examples = ['<%= config.bin %> rollback bookinfo', '<%= config.bin %> rollback plans/bookinfo.yaml --step --confirm bookinfo']
+  static override examples = [
+    '<%= config.bin %> rollback bookinfo',
+    '<%= config.bin %> rollback plans/bookinfo.yaml --step --confirm bookinfo',
+  ]
 
   static override args = {plan: Args.string({description: 'Plan file or namespace (or -n NAMESPACE).'})}
   static override flags = {
@@ -33,10 +36,17 @@ ${EXIT_CODES_HELP}
     output: outputFlag,
     step: Flags.boolean({description: 'Undo only the last applied step (with the steps it must be undone with).'}),
     confirm: Flags.string({description: 'The namespace, to confirm without a prompt.'}),
-    'dry-run': Flags.option({description: 'server: send every write with dryRun=All; nothing is changed or recorded.', options: ['none', 'server'] as const, default: 'none' as const})(),
+    'dry-run': Flags.option({
+      description: 'server: send every write with dryRun=All; nothing is changed or recorded.',
+      options: ['none', 'server'] as const,
+      default: 'none' as const,
+    })(),
     timeout: durationFlag({description: 'How long to wait for each restart to finish.', default: '5m'}),
-    'lock-timeout': durationFlag({description: 'How long to wait for another operator\'s lock (exit 5).', default: '0s'}),
-    'allow-other-cluster': Flags.boolean({description: 'Run even if the current context is not the plan\'s cluster.'}),
+    'lock-timeout': durationFlag({
+      description: "How long to wait for another operator's lock (exit 5).",
+      default: '0s',
+    }),
+    'allow-other-cluster': Flags.boolean({description: "Run even if the current context is not the plan's cluster."}),
     ...clusterFlags,
   }
 
@@ -51,15 +61,31 @@ ${EXIT_CODES_HELP}
   /** Flags → options; the plan is found and loaded (checked), and the steps to undo chosen in the safe order. */
   private async complete(): Promise<RollbackOptions> {
     const {args, flags} = await this.parse(RollbackCommand)
-    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {unfinishedOnly: false, cluster: flags, note: (m) => this.note(m)})
+    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {
+      unfinishedOnly: false,
+      cluster: flags,
+      note: (m) => this.note(m),
+    })
     const lock = lockOptions('rollback', session.file, flags)
     const selection = rollbackSequence(session.state.plan, {lastOnly: flags.step})
-    return {session, selection, lock, dryRun: lock.dryRun, confirm: flags.confirm, allowOtherCluster: flags['allow-other-cluster'], output: flags.output}
+    return {
+      session,
+      selection,
+      lock,
+      dryRun: lock.dryRun,
+      confirm: flags.confirm,
+      allowOtherCluster: flags['allow-other-cluster'],
+      output: flags.output,
+    }
   }
 
   private nothingToUndo(o: RollbackOptions): Promise<RollbackResult | undefined> {
     this.result(`Nothing to roll back: no step of ${o.session.file} has been applied.`)
-    return this.emit(typed('RollbackResult', {plan: o.session.file, namespace: o.session.namespace, dryRun: o.dryRun, rolledBack: []}), o.output, () => '')
+    return this.emit(
+      typed('RollbackResult', {plan: o.session.file, namespace: o.session.namespace, dryRun: o.dryRun, rolledBack: []}),
+      o.output,
+      () => '',
+    )
   }
 
   /** Say what will be undone, in which order, and have the namespace confirmed (typed, or --confirm). */
@@ -72,9 +98,16 @@ ${EXIT_CODES_HELP}
     if (selection.note) say(stderrPainter().paint('yellow', `Note: ${selection.note}.`))
     if (dryRun) return
     if (o.confirm !== undefined) {
-      if (o.confirm !== ns) throw new UsageError(`--confirm ${o.confirm} does not match the plan's namespace ${ns}`, `Pass --confirm ${ns}.`)
+      if (o.confirm !== ns)
+        throw new UsageError(
+          `--confirm ${o.confirm} does not match the plan's namespace ${ns}`,
+          `Pass --confirm ${ns}.`,
+        )
     } else if (!canPrompt()) {
-      throw new UsageError(`rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`, `Pass --confirm ${ns}.`)
+      throw new UsageError(
+        `rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`,
+        `Pass --confirm ${ns}.`,
+      )
     } else if (!(await confirmByTyping(ns, `Roll back the migration of namespace ${ns}`, '--confirm'))) {
       throw new CancelledError('the namespace typed does not match: nothing was rolled back')
     }
@@ -90,17 +123,24 @@ ${EXIT_CODES_HELP}
     const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
       const warn = (m: string) => say(`Warning: ${m}`)
       await checkRollback(ctx, selection.steps, warn)
-      await runTasks(selection.steps.map((step) => ({
-        title: mark(dryRun, `undo ${step.id}`),
-        run: async (update) => {
-          ctx.onProgress = update
-          const details = await undoStep(ctx, step, warn)
-          rolledBack.push({id: step.id, action: step.action, details})
-          const summary = details.length === 0 ? 'nothing to undo' : `${details.length} change(s)`
-          return dryRun && step.undo.operations.length > 0 ? `accepted by the server, nothing persisted: ${summary}` : summary
-        },
-      })))
-      if (!dryRun && (await releaseIfRolledBack(client, ctx.state))) this.note(`Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`)
+      await runTasks(
+        selection.steps.map((step) => ({
+          title: mark(dryRun, `undo ${step.id}`),
+          run: async (update) => {
+            ctx.onProgress = update
+            const details = await undoStep(ctx, step, warn)
+            rolledBack.push({id: step.id, action: step.action, details})
+            const summary = details.length === 0 ? 'nothing to undo' : `${details.length} change(s)`
+            return dryRun && step.undo.operations.length > 0
+              ? `accepted by the server, nothing persisted: ${summary}`
+              : summary
+          },
+        })),
+      )
+      if (!dryRun && (await releaseIfRolledBack(client, ctx.state)))
+        this.note(
+          `Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`,
+        )
     })
     return finished ? rolledBack : undefined
   }
@@ -113,7 +153,11 @@ ${EXIT_CODES_HELP}
       for (const d of r.details) this.result(mark(dryRun, `  ${d}`))
     }
     if (!dryRun) this.result(`\nRolled back ${rolledBack.length} step(s) of ${session.file}.`)
-    return this.emit(typed('RollbackResult', {plan: session.file, namespace: session.namespace, dryRun, rolledBack}), o.output, () => '')
+    return this.emit(
+      typed('RollbackResult', {plan: session.file, namespace: session.namespace, dryRun, rolledBack}),
+      o.output,
+      () => '',
+    )
   }
 }
 

@@ -28,19 +28,43 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> show --fleet -o markdown > fleet-comment.md',
   ]
 
-  static override args = {plan: Args.string({description: 'Plan file, or namespace name (or -n NAMESPACE; with --fleet: the fleet file, default plans/fleet.yaml).'})}
+  static override args = {
+    plan: Args.string({
+      description:
+        'Plan file, or namespace name (or -n NAMESPACE; with --fleet: the fleet file, default plans/fleet.yaml).',
+    }),
+  }
   static override flags = {
     namespace: namespaceFlag,
-    output: Flags.option({char: 'o', description: 'Output format: table (fits the terminal), wide (nothing cut), markdown (a pull-request comment), patches (manifests for Git), json or yaml (docs/contract.md).', options: ['table', 'wide', 'markdown', 'patches', 'json', 'yaml'] as const, default: 'table' as const})(),
-    fleet: Flags.boolean({description: 'Show the fleet overview (plans/fleet.yaml, written by plan -A / -l / NS1 NS2): waves, the edges that order them, cycles; -o markdown draws them as a Mermaid graph.', default: false, exclusive: ['timeline', 'namespace']}),
-    timeline: Flags.boolean({description: 'Show, for every step boundary of apply and of a rollback, each workload\'s data plane and where each policy is enforced, and the hazards.', default: false}),
+    output: Flags.option({
+      char: 'o',
+      description:
+        'Output format: table (fits the terminal), wide (nothing cut), markdown (a pull-request comment), patches (manifests for Git), json or yaml (docs/contract.md).',
+      options: ['table', 'wide', 'markdown', 'patches', 'json', 'yaml'] as const,
+      default: 'table' as const,
+    })(),
+    fleet: Flags.boolean({
+      description:
+        'Show the fleet overview (plans/fleet.yaml, written by plan -A / -l / NS1 NS2): waves, the edges that order them, cycles; -o markdown draws them as a Mermaid graph.',
+      default: false,
+      exclusive: ['timeline', 'namespace'],
+    }),
+    timeline: Flags.boolean({
+      description:
+        "Show, for every step boundary of apply and of a rollback, each workload's data plane and where each policy is enforced, and the hazards.",
+      default: false,
+    }),
   }
 
   async run(): Promise<MigrationPlan | FleetPlan | Timeline | ManifestChanges | undefined> {
     const {args, flags} = await this.parse(ShowCommand)
     if (flags.fleet) return this.showFleet(args.plan, flags.output)
     const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
-    if (!planArg) throw new UsageError('which plan? Name a plan file or a namespace (or -n NAMESPACE, or pass --fleet)', 'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet')
+    if (!planArg)
+      throw new UsageError(
+        'which plan? Name a plan file or a namespace (or -n NAMESPACE, or pass --fleet)',
+        'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet',
+      )
     const file = await resolvePlanArg(planArg)
     const checked = checkPlanText(await readTextFile(file, 'plan file'))
     if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
@@ -48,12 +72,23 @@ ${EXIT_CODES_HELP}`
     if (flags.timeline) {
       const {renderTimeline, timelineOf} = await import('../ui/timeline-view.js')
       const sim = timelineOf(plan)
-      const timeline = typed('Timeline', {plan: file, namespace: plan.metadata.namespace, apply: sim.apply, rollback: sim.rollback, hazards: plan.spec.hazards})
-      return this.emit(timeline, flags.output === 'markdown' || flags.output === 'patches' ? 'table' : flags.output, () => renderTimeline(plan, stdoutPainter()))
+      const timeline = typed('Timeline', {
+        plan: file,
+        namespace: plan.metadata.namespace,
+        apply: sim.apply,
+        rollback: sim.rollback,
+        hazards: plan.spec.hazards,
+      })
+      return this.emit(
+        timeline,
+        flags.output === 'markdown' || flags.output === 'patches' ? 'table' : flags.output,
+        () => renderTimeline(plan, stdoutPainter()),
+      )
     }
     if (flags.output === 'patches') {
       const {manifestChanges} = await import('../planner/gitops.js')
-      if (this.jsonEnabled()) return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
+      if (this.jsonEnabled())
+        return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
       const {renderManifestPatches} = await import('../ui/patches-view.js')
       process.stdout.write(renderManifestPatches(plan))
       return undefined
@@ -66,16 +101,25 @@ ${EXIT_CODES_HELP}`
     return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
   }
 
-  private async showFleet(arg: string | undefined, output: 'table' | 'wide' | 'markdown' | 'patches' | 'json' | 'yaml'): Promise<FleetPlan | undefined> {
+  private async showFleet(
+    arg: string | undefined,
+    output: 'table' | 'wide' | 'markdown' | 'patches' | 'json' | 'yaml',
+  ): Promise<FleetPlan | undefined> {
     const file = arg ?? path.join(PLANS_DIR, FLEET_FILE)
-    const checked = checkFleetText(await readTextFile(file, 'fleet file').catch((error: unknown) => {
-      if (error instanceof UserError && !arg) throw new UserError(`${file} does not exist`, {suggestion: 'Write it with mesh-migrate plan -A (or -l SELECTOR, or several namespaces).'})
-      throw error
-    }))
+    const checked = checkFleetText(
+      await readTextFile(file, 'fleet file').catch((error: unknown) => {
+        if (error instanceof UserError && !arg)
+          throw new UserError(`${file} does not exist`, {
+            suggestion: 'Write it with mesh-migrate plan -A (or -l SELECTOR, or several namespaces).',
+          })
+        throw error
+      }),
+    )
     if (!checked.fleet) throw new InvalidPlanError(file, checked.problems)
     const fleet = checked.fleet
     const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
-    if (output === 'patches') throw new UsageError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml')
+    if (output === 'patches')
+      throw new UsageError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml')
     if (output === 'markdown' && !this.jsonEnabled()) {
       process.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
       return undefined

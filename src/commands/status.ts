@@ -61,13 +61,21 @@ export default class StatusCommand extends BaseCommand {
 EXIT CODES
 ${EXIT_CODES_HELP}`
 
-  static override examples = ['<%= config.bin %> status', '<%= config.bin %> status bookinfo -o json', '<%= config.bin %> status bookinfo --detailed-exitcode']
+  static override examples = [
+    '<%= config.bin %> status',
+    '<%= config.bin %> status bookinfo -o json',
+    '<%= config.bin %> status bookinfo --detailed-exitcode',
+  ]
 
-  static override args = {plan: Args.string({description: 'Plan file or namespace, or -n NAMESPACE (default: every plan under plans/).'})}
+  static override args = {
+    plan: Args.string({description: 'Plan file or namespace, or -n NAMESPACE (default: every plan under plans/).'}),
+  }
   static override flags = {
     namespace: namespaceFlag,
     output: outputFlag,
-    'detailed-exitcode': Flags.boolean({description: 'Exit 10 when steps are pending or the cluster drifted from what applied steps wrote.'}),
+    'detailed-exitcode': Flags.boolean({
+      description: 'Exit 10 when steps are pending or the cluster drifted from what applied steps wrote.',
+    }),
     offline: Flags.boolean({description: 'Do not contact the cluster (no drift, no lock information).'}),
     ...clusterFlags,
   }
@@ -82,7 +90,8 @@ ${EXIT_CODES_HELP}`
       if (status instanceof UserError) unreadable.push(status)
       else results.push(status)
     }
-    if (options.detailedExitcode && results.some((r) => r.pending > 0 || r.drifted > 0)) process.exitCode = ExitCode.ChangesPending
+    if (options.detailedExitcode && results.some((r) => r.pending > 0 || r.drifted > 0))
+      process.exitCode = ExitCode.ChangesPending
     if (unreadable.length > 0) {
       this.note(`${unreadable.length} of ${options.files.length} plan(s) could not be read (see above).`)
       process.exitCode = unreadable[0]!.exitCode
@@ -95,8 +104,16 @@ ${EXIT_CODES_HELP}`
     const {args, flags} = await this.parse(StatusCommand)
     const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
     const files = planArg ? [await resolvePlanArg(planArg)] : await listPlanFiles()
-    if (files.length === 0) throw new UserError('no plans under plans/', {suggestion: 'Create one with `mesh-migrate plan NAMESPACE`.'})
-    return {files, onePlan: planArg !== undefined, cluster: new ClusterConnection(flags), offline: flags.offline, detailedExitcode: flags['detailed-exitcode'], output: flags.output}
+    if (files.length === 0)
+      throw new UserError('no plans under plans/', {suggestion: 'Create one with `mesh-migrate plan NAMESPACE`.'})
+    return {
+      files,
+      onePlan: planArg !== undefined,
+      cluster: new ClusterConnection(flags),
+      offline: flags.offline,
+      detailedExitcode: flags['detailed-exitcode'],
+      output: flags.output,
+    }
   }
 
   /** The cluster for drift and lock information; without one (unreachable, no kubeconfig) the record is still shown. */
@@ -109,7 +126,11 @@ ${EXIT_CODES_HELP}`
   }
 
   /** One plan's record and, with a cluster, its drift and lock; a plan that cannot be read is reported and returned. */
-  private async statusOf(o: StatusOptions, file: string, client: KubeClient | undefined): Promise<PlanStatus | UserError> {
+  private async statusOf(
+    o: StatusOptions,
+    file: string,
+    client: KubeClient | undefined,
+  ): Promise<PlanStatus | UserError> {
     let session: PlanSession
     try {
       session = await PlanSession.load(file, o.cluster, (m) => this.note(m))
@@ -122,7 +143,14 @@ ${EXIT_CODES_HELP}`
     const state = session.state
     const rows: StepRow[] = state.plan.spec.steps.map((s) => {
       const st = state.status(s.id)
-      return {id: s.id, action: s.action, phase: st?.phase ?? 'Pending', ...(st?.at ? {at: st.at} : {}), ...(st?.by ? {by: st.by} : {}), ...(st?.message ? {message: st.message} : {})}
+      return {
+        id: s.id,
+        action: s.action,
+        phase: st?.phase ?? 'Pending',
+        ...(st?.at ? {at: st.at} : {}),
+        ...(st?.by ? {by: st.by} : {}),
+        ...(st?.message ? {message: st.message} : {}),
+      }
     })
     const live = client ? await this.liveState(client, session, rows) : {}
     return {
@@ -138,7 +166,11 @@ ${EXIT_CODES_HELP}`
   }
 
   /** Drift of the applied steps (into `rows`) and the lock's holder; a plan of another cluster is only said to be one. */
-  private async liveState(client: KubeClient, session: PlanSession, rows: StepRow[]): Promise<{otherCluster?: string; lock?: string}> {
+  private async liveState(
+    client: KubeClient,
+    session: PlanSession,
+    rows: StepRow[],
+  ): Promise<{otherCluster?: string; lock?: string}> {
     const live: {otherCluster?: string; lock?: string} = {}
     try {
       const elsewhere = await otherCluster(client, session.state)
@@ -148,7 +180,8 @@ ${EXIT_CODES_HELP}`
       }
       await driftOf(client, session.state, rows)
       const lease = await client.get(lockRef(session.namespace))
-      if (lease?.spec?.holderIdentity) live.lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
+      if (lease?.spec?.holderIdentity)
+        live.lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
     } catch (error) {
       this.note(`${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
     }
@@ -170,17 +203,26 @@ interface StatusOptions {
 /** For people: a heading per plan, its steps as a table, and the hazard windows it is stopped inside. */
 function renderStatus(results: PlanStatus[]): string {
   const p = stdoutPainter()
-  return results.map((r) => {
-    const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
-    const table = renderTable(['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'], r.steps.map((s) => [
-      s.id,
-      s.phase,
-      age(s.at),
-      s.by ?? '-',
-      s.drift === 'drifted' ? p.paint('red', 'drifted') : s.drift ?? '-',
-      s.driftDetail ?? (s.phase === 'Failed' || s.phase === 'Interrupted' ? s.message ?? '' : ''),
-    ]), p)
-    const windows = r.openWindows.length > 0 ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}` : ''
-    return `${head}\n${table}${windows}`
-  }).join('\n\n')
+  return results
+    .map((r) => {
+      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
+      const table = renderTable(
+        ['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'],
+        r.steps.map((s) => [
+          s.id,
+          s.phase,
+          age(s.at),
+          s.by ?? '-',
+          s.drift === 'drifted' ? p.paint('red', 'drifted') : (s.drift ?? '-'),
+          s.driftDetail ?? (s.phase === 'Failed' || s.phase === 'Interrupted' ? (s.message ?? '') : ''),
+        ]),
+        p,
+      )
+      const windows =
+        r.openWindows.length > 0
+          ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}`
+          : ''
+      return `${head}\n${table}${windows}`
+    })
+    .join('\n\n')
 }

@@ -15,7 +15,10 @@ export default class UnlockCommand extends BaseCommand {
 EXIT CODES
 ${EXIT_CODES_HELP}`
 
-  static override examples = ['<%= config.bin %> unlock bookinfo', '<%= config.bin %> unlock bookinfo --confirm bookinfo']
+  static override examples = [
+    '<%= config.bin %> unlock bookinfo',
+    '<%= config.bin %> unlock bookinfo --confirm bookinfo',
+  ]
 
   static override args = {namespace: Args.string({description: 'The locked namespace (or -n NAMESPACE).'})}
   static override flags = {
@@ -37,13 +40,20 @@ ${EXIT_CODES_HELP}`
     this.note(`Namespace ${options.namespace} is locked by ${holder} (${holderState(lease)}).`)
     await this.validate(options, holder)
     await breakLock(client, options.namespace)
-    this.result(`Lock on ${options.namespace} released. If the holder was still running, its next write stops with "lost the lock".`)
+    this.result(
+      `Lock on ${options.namespace} released. If the holder was still running, its next write stops with "lost the lock".`,
+    )
     return this.emit(typed('UnlockResult', {namespace: options.namespace, released: holder}), options.output, () => '')
   }
 
   private async complete(): Promise<UnlockOptions> {
     const {args, flags} = await this.parse(UnlockCommand)
-    return {namespace: requireNamespaceArg(args.namespace, flags.namespace), cluster: new ClusterConnection(flags), confirm: flags.confirm, output: flags.output}
+    return {
+      namespace: requireNamespaceArg(args.namespace, flags.namespace),
+      cluster: new ClusterConnection(flags),
+      confirm: flags.confirm,
+      output: flags.output,
+    }
   }
 
   /** Breaking a lock is confirmed by the namespace: typed at the prompt, or --confirm. */
@@ -51,7 +61,10 @@ ${EXIT_CODES_HELP}`
     if (o.confirm !== undefined) {
       if (o.confirm !== o.namespace) throw new UsageError(`--confirm ${o.confirm} does not match ${o.namespace}`)
     } else if (!canPrompt()) {
-      throw new UsageError(`breaking the lock on ${o.namespace} needs confirmation, and there is no terminal to ask on`, `Pass --confirm ${o.namespace}.`)
+      throw new UsageError(
+        `breaking the lock on ${o.namespace} needs confirmation, and there is no terminal to ask on`,
+        `Pass --confirm ${o.namespace}.`,
+      )
     } else if (!(await confirmByTyping(o.namespace, `Break the lock held by ${holder}`, '--confirm'))) {
       throw new CancelledError('the namespace typed does not match: the lock was left in place')
     }

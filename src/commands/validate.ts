@@ -12,12 +12,14 @@ import {ExitCode} from '../cli/exit-codes.js'
 
 function verdict(r: FileValidation): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
-  if (r.problems.length > 0) return `invalid (${plural(r.problems.length, 'problem')}${r.blockers.length > 0 ? `, ${plural(r.blockers.length, 'blocker')}` : ''})`
+  if (r.problems.length > 0)
+    return `invalid (${plural(r.problems.length, 'problem')}${r.blockers.length > 0 ? `, ${plural(r.blockers.length, 'blocker')}` : ''})`
   return `blocked (${plural(r.blockers.length, 'blocker')}: ${r.blockers.join(', ')})`
 }
 
 export default class ValidateCommand extends BaseCommand {
-  static override summary = 'Check plan files without touching a cluster: schema, digest and safety (the pull-request gate).'
+  static override summary =
+    'Check plan files without touching a cluster: schema, digest and safety (the pull-request gate).'
   static override description = `A plan from a pull request is input, not code. validate rejects unknown fields and actions, writes outside the plan's namespace, cluster-scoped objects, kinds a step may not write, waypoints that are not class istio-waypoint, Secrets, and a spec edited after the first apply. A plan with blockers cannot be applied, so it does not pass either. Every problem and blocker of every file is listed; the exit code is 4 when any file is invalid or blocked.
 
 EXIT CODES
@@ -26,13 +28,18 @@ ${EXIT_CODES_HELP}`
   static override examples = ['<%= config.bin %> validate plans/*.yaml', '<%= config.bin %> validate bookinfo -o json']
 
   static override strict = false
-  static override args = {plans: Args.string({description: 'Plan files to check; a namespace name means plans/<namespace>.yaml, as for show and apply.'})}
+  static override args = {
+    plans: Args.string({
+      description: 'Plan files to check; a namespace name means plans/<namespace>.yaml, as for show and apply.',
+    }),
+  }
   static override flags = {namespace: namespaceFlag, output: outputFlag}
 
   async run(): Promise<ValidationReport | undefined> {
     const {argv, flags} = await this.parse(ValidateCommand)
     const names = [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])]
-    if (names.length === 0) throw new UsageError('no plan to validate', 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml')
+    if (names.length === 0)
+      throw new UsageError('no plan to validate', 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml')
     const results: FileValidation[] = []
     for (const name of names) results.push(await validateFile(name))
     const invalid = results.filter((r) => !r.valid)
@@ -42,7 +49,9 @@ ${EXIT_CODES_HELP}`
     }
     return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), flags.output, () => {
       const painter = stdoutPainter()
-      return results.map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`).join('\n')
+      return results
+        .map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`)
+        .join('\n')
     })
   }
 }
@@ -76,8 +85,13 @@ function reportInvalid(invalid: FileValidation[]): void {
   for (const r of invalid) {
     for (const problem of r.problems) {
       const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
-      process.stderr.write(`${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`)
+      process.stderr.write(
+        `${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`,
+      )
     }
-    for (const id of r.blockers) process.stderr.write(`${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`)
+    for (const id of r.blockers)
+      process.stderr.write(
+        `${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`,
+      )
   }
 }

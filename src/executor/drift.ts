@@ -21,7 +21,10 @@ async function operationDrift(client: KubeClient, op: Operation, planName: strin
       const ref = operationRef(op)
       const live = await client.get(ref)
       if (!live) return [`${formatRef(ref)} is missing`]
-      if (!isOurs(live, planName)) return [`${formatRef(ref)} no longer carries this plan's marks (label app.kubernetes.io/managed-by, annotation mesh-migrate.io/plan)`]
+      if (!isOurs(live, planName))
+        return [
+          `${formatRef(ref)} no longer carries this plan's marks (label app.kubernetes.io/managed-by, annotation mesh-migrate.io/plan)`,
+        ]
       const {metadata, apiVersion: _a, kind: _k, ...content} = op.object
       const label = firstDifference(live.metadata.labels ?? {}, metadata.labels ?? {})
       const field = firstDifference(live, content) ?? (label && `metadata.labels.${label}`)
@@ -31,11 +34,15 @@ async function operationDrift(client: KubeClient, op: Operation, planName: strin
       return (await client.get(op.ref)) ? [`${formatRef(op.ref)} is back (the step deleted it)`] : []
     case 'label': {
       const live = await client.get(op.ref)
-      return live ? labelDrift(formatRef(op.ref), live.metadata.labels ?? {}, op.labels) : [`${formatRef(op.ref)} is missing`]
+      return live
+        ? labelDrift(formatRef(op.ref), live.metadata.labels ?? {}, op.labels)
+        : [`${formatRef(op.ref)} is missing`]
     }
     case 'template-labels': {
       const live = await client.get(op.ref)
-      return live ? labelDrift(`the pod template of ${formatRef(op.ref)}`, podTemplateOf(live)?.metadata?.labels ?? {}, op.labels) : [`${formatRef(op.ref)} is missing`]
+      return live
+        ? labelDrift(`the pod template of ${formatRef(op.ref)}`, podTemplateOf(live)?.metadata?.labels ?? {}, op.labels)
+        : [`${formatRef(op.ref)} is missing`]
     }
     case 'restart':
       // A later restart replaces the timestamp without undoing anything: the timestamp is not drift (the
@@ -52,7 +59,9 @@ type PodCheck = Extract<Verification, {check: 'pods-without-sidecar' | 'pods-cap
  * restored and the workload restarted by someone else) are drift, named per workload.
  */
 async function podDrift(client: KubeClient, step: PlanStep): Promise<string[]> {
-  const checks = step.verify.filter((v): v is PodCheck => v.check === 'pods-without-sidecar' || v.check === 'pods-captured')
+  const checks = step.verify.filter(
+    (v): v is PodCheck => v.check === 'pods-without-sidecar' || v.check === 'pods-captured',
+  )
   const namespace = checks.flatMap((c) => c.refs)[0]?.namespace
   if (!namespace) return []
   const byWorkload = podsByWorkload(await livePods(client, namespace))
@@ -62,8 +71,13 @@ async function podDrift(client: KubeClient, step: PlanStep): Promise<string[]> {
       const pods = byWorkload.get(refKey(ref)) ?? []
       const bad = check.check === 'pods-without-sidecar' ? pods.filter(hasSidecar) : pods.filter((p) => !p.captured)
       if (bad.length === 0) continue
-      const what = check.check === 'pods-without-sidecar' ? 'run with a sidecar again (the step verified none had one)' : 'are not captured by ztunnel (ambient.istio.io/redirection is not enabled; the step verified they were)'
-      found.push(`${formatRef(ref)}: ${bad.length} of ${pods.length} pod(s) ${what}: ${bad.map((p) => p.name).join(', ')}`)
+      const what =
+        check.check === 'pods-without-sidecar'
+          ? 'run with a sidecar again (the step verified none had one)'
+          : 'are not captured by ztunnel (ambient.istio.io/redirection is not enabled; the step verified they were)'
+      found.push(
+        `${formatRef(ref)}: ${bad.length} of ${pods.length} pod(s) ${what}: ${bad.map((p) => p.name).join(', ')}`,
+      )
     }
   }
   return found

@@ -11,7 +11,17 @@ import {formatRef, refKey} from '../planner/refs.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
-import {effectPresent, guardedMergePatch, isOurs, labelsMatch, labelsStill, operationRef, performOperation, type PreconditionContext, stalePreconditions} from './operations.js'
+import {
+  effectPresent,
+  guardedMergePatch,
+  isOurs,
+  labelsMatch,
+  labelsStill,
+  operationRef,
+  performOperation,
+  type PreconditionContext,
+  stalePreconditions,
+} from './operations.js'
 import {claimNamespace} from './ownership.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import {keepProgressRefusals} from './keep-progress.js'
@@ -19,7 +29,12 @@ import type {PlanState} from './plan-state.js'
 import {replanCommand} from './plan-store.js'
 import {hasSidecar, livePods} from './observe.js'
 import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
-import {DATAPLANE_MODE_LABEL as DATAPLANE_MODE, INJECTION_LABEL, podTemplateOf, REVISION_LABEL} from '../planner/vocab.js'
+import {
+  DATAPLANE_MODE_LABEL as DATAPLANE_MODE,
+  INJECTION_LABEL,
+  podTemplateOf,
+  REVISION_LABEL,
+} from '../planner/vocab.js'
 
 export class StepFailedError extends UserError {
   constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
@@ -90,15 +105,22 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
   const blocked = blockingStep(state)
   if (blocked && !retry) {
     const phase = state.phase(blocked)
-    const message = state.status(blocked.id)?.message ?? (phase === 'Running' ? 'the apply that ran it stopped before recording a result' : undefined)
-    throw new UserError(`step ${blocked.id} is ${phase}${message ? ` (${message})` : ''}: it must be retried or rolled back first`, {
-      exitCode: ExitCode.Failure,
-      suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
-    })
+    const message =
+      state.status(blocked.id)?.message ??
+      (phase === 'Running' ? 'the apply that ran it stopped before recording a result' : undefined)
+    throw new UserError(
+      `step ${blocked.id} is ${phase}${message ? ` (${message})` : ''}: it must be retried or rolled back first`,
+      {
+        exitCode: ExitCode.Failure,
+        suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
+      },
+    )
   }
   // With an inconsistent record, the steps from the first one not Applied to the last that may have written
   // are re-run as one: an Applied step among them may have been partly undone.
-  const unit = inconsistent ? steps.slice(steps.indexOf(inconsistent.behind), steps.indexOf(inconsistent.ahead) + 1) : []
+  const unit = inconsistent
+    ? steps.slice(steps.indexOf(inconsistent.behind), steps.indexOf(inconsistent.ahead) + 1)
+    : []
   const pending = steps.filter((s) => state.phase(s) !== 'Applied' || unit.includes(s))
   if (pending.length === 0) return []
   switch (selection.kind) {
@@ -108,9 +130,13 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
       return pending
     case 'to': {
       const index = steps.findIndex((s) => s.id === selection.id)
-      if (index === -1) throw new UsageError(`--to ${selection.id}: no such step`, `Steps: ${steps.map((s) => s.id).join(', ')}`)
+      if (index === -1)
+        throw new UsageError(`--to ${selection.id}: no such step`, `Steps: ${steps.map((s) => s.id).join(', ')}`)
       if (unit.length > 0 && index < steps.indexOf(unit.at(-1)!)) {
-        throw new UsageError(`--to ${selection.id} would stop behind step ${unit.at(-1)!.id}, which may have written: the steps ${unit.map((s) => s.id).join(', ')} are re-run together`, `Pass --to ${unit.at(-1)!.id} (or a later step), or finish the rollback with \`mesh-migrate rollback ${state.file}\`.`)
+        throw new UsageError(
+          `--to ${selection.id} would stop behind step ${unit.at(-1)!.id}, which may have written: the steps ${unit.map((s) => s.id).join(', ')} are re-run together`,
+          `Pass --to ${unit.at(-1)!.id} (or a later step), or finish the rollback with \`mesh-migrate rollback ${state.file}\`.`,
+        )
       }
       return pending.filter((s) => steps.indexOf(s) <= index)
     }
@@ -119,7 +145,8 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
 
 function storedObjects(state: PlanState): Map<string, KubeObject> {
   const map = new Map<string, KubeObject>()
-  for (const step of state.plan.spec.steps) for (const op of step.operations) if (op.op === 'delete' && op.object) map.set(refKey(op.ref), op.object)
+  for (const step of state.plan.spec.steps)
+    for (const op of step.operations) if (op.op === 'delete' && op.object) map.set(refKey(op.ref), op.object)
   return map
 }
 
@@ -136,17 +163,26 @@ export function describeStepWrites(step: PlanStep): string[] {
       case 'delete':
         return `delete ${formatRef(op.ref)} (stored in the plan for rollback)`
       case 'label':
-        return `label ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')}`
+        return `label ${formatRef(op.ref)} ${Object.entries(op.labels)
+          .map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`))
+          .join(' ')}`
       case 'restart':
         return `rollout restart ${formatRef(op.ref)}`
       case 'template-labels':
-        return `label the pod template of ${formatRef(op.ref)} ${Object.entries(op.labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`)).join(' ')} (rolls its pods)`
+        return `label the pod template of ${formatRef(op.ref)} ${Object.entries(op.labels)
+          .map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`))
+          .join(' ')} (rolls its pods)`
     }
   })
 }
 
 function preconditionContext(ctx: ExecutionContext): Omit<PreconditionContext, 'targetLabels' | 'deletes'> {
-  return {namespace: ctx.state.namespace, planName: ctx.state.plan.metadata.name, stored: storedObjects(ctx.state), fromManifests: fromManifests(ctx.state)}
+  return {
+    namespace: ctx.state.namespace,
+    planName: ctx.state.plan.metadata.name,
+    stored: storedObjects(ctx.state),
+    fromManifests: fromManifests(ctx.state),
+  }
 }
 
 /**
@@ -154,7 +190,10 @@ function preconditionContext(ctx: ExecutionContext): Omit<PreconditionContext, '
  * of several steps the cluster is seen through `ctx.projection` (the dry-run writes of the earlier steps);
  * `notChecked` lists what cannot be judged there.
  */
-export async function checkStep(ctx: ExecutionContext, step: PlanStep): Promise<{alreadyDone: boolean; stale: string[]; notChecked: string[]}> {
+export async function checkStep(
+  ctx: ExecutionContext,
+  step: PlanStep,
+): Promise<{alreadyDone: boolean; stale: string[]; notChecked: string[]}> {
   const client = ctx.projection?.asClient() ?? ctx.client
   const stamp = ctx.state.status(step.id)?.observed?.restartedAt as string | undefined
   let alreadyDone = step.operations.length > 0
@@ -165,7 +204,9 @@ export async function checkStep(ctx: ExecutionContext, step: PlanStep): Promise<
     }
   }
   if (alreadyDone) return {alreadyDone, stale: [], notChecked: []}
-  const {checks, skipped} = ctx.projection ? projectablePreconditions(step, ctx.projection) : {checks: step.preconditions, skipped: []}
+  const {checks, skipped} = ctx.projection
+    ? projectablePreconditions(step, ctx.projection)
+    : {checks: step.preconditions, skipped: []}
   const stale = await stalePreconditions(client, checks, {...preconditionContext(ctx), ...ownWrites(step)})
   return {alreadyDone, stale, notChecked: skipped}
 }
@@ -180,7 +221,9 @@ async function checkLaterSteps(ctx: ExecutionContext, step: PlanStep): Promise<v
   const rest = steps.slice(steps.indexOf(step)).filter((s, i) => i === 0 || ctx.state.phase(s) !== 'Applied')
   const found = await laterStepProblems(ctx.client, rest, preconditionContext(ctx))
   if (found.length === 0) return
-  const list = found.flatMap(({step: later, problems}) => problems.map((p) => `  - ${p} (precondition of step ${later.id})`)).join('\n')
+  const list = found
+    .flatMap(({step: later, problems}) => problems.map((p) => `  - ${p} (precondition of step ${later.id})`))
+    .join('\n')
   throw new StalePlanError(
     `the cluster changed since the plan was made; a later step would act on a different state, so apply stops before step ${step.id} (nothing was written by it):\n${list}`,
     staleSuggestion(ctx.state),
@@ -195,9 +238,13 @@ export function staleSuggestion(state: PlanState): string {
   const started = state.plan.spec.steps.some((s) => mayHaveWritten(state.phase(s)))
   const ns = state.namespace
   const replan = (flags = '') => `\`${replanCommand(ns, state.file, flags)}\``
-  if (!started) return `Re-run ${replan()} against the current cluster and review the new plan (or restore what changed and re-run the apply).`
+  if (!started)
+    return `Re-run ${replan()} against the current cluster and review the new plan (or restore what changed and re-run the apply).`
   // --keep-progress is offered only where it is not refused up front (e.g. after restart-workloads it is).
-  const keep = keepProgressRefusals(state.plan, state.file).length === 0 ? ` or re-plan keeping the record of the applied steps the new plan leaves unchanged with ${replan('--keep-progress')} (it says which it kept; apply continues after them);` : ''
+  const keep =
+    keepProgressRefusals(state.plan, state.file).length === 0
+      ? ` or re-plan keeping the record of the applied steps the new plan leaves unchanged with ${replan('--keep-progress')} (it says which it kept; apply continues after them);`
+      : ''
   return `Restore what changed and re-run the apply;${keep} or undo the applied steps with \`mesh-migrate rollback ${state.file} --confirm ${ns}\`, then ${replan()} (a fully rolled-back plan is replaced without --force). ${replan('--force')} replaces the plan in progress at once, but loses its record of what was applied, so that rollback can no longer undo it.`
 }
 
@@ -205,38 +252,70 @@ export function staleSuggestion(state: PlanState): string {
  * A server dry run of one step: every write sent with dryRun=All, and laid over `ctx.projection` so the
  * next steps' preconditions see it. A read-only step sends nothing, so nothing is "accepted" for it.
  */
-async function dryRunStep(ctx: ExecutionContext, step: PlanStep, check: {alreadyDone: boolean; notChecked: string[]}): Promise<{skippedWrites: boolean; details: string[]}> {
+async function dryRunStep(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  check: {alreadyDone: boolean; notChecked: string[]},
+): Promise<{skippedWrites: boolean; details: string[]}> {
   const details = check.notChecked.map((n) => `not checked in a dry run: ${n}`)
   if (step.operations.length === 0) {
-    details.push(`read-only step: nothing sent to the server${step.verify.length > 0 ? `; its checks (${step.verify.map((v) => v.check).join(', ')}) run on a real apply` : ''}`)
+    details.push(
+      `read-only step: nothing sent to the server${step.verify.length > 0 ? `; its checks (${step.verify.map((v) => v.check).join(', ')}) run on a real apply` : ''}`,
+    )
     return {skippedWrites: true, details}
   }
-  for (const op of step.operations) await performOperation(ctx.client, op, {planName: ctx.state.plan.metadata.name, dryRun: true, restartStamp: new Date().toISOString()})
+  for (const op of step.operations)
+    await performOperation(ctx.client, op, {
+      planName: ctx.state.plan.metadata.name,
+      dryRun: true,
+      restartStamp: new Date().toISOString(),
+    })
   ctx.projection?.addStep(step)
-  details.push(`the server accepted all ${step.operations.length} write(s) with dryRun=All; nothing was persisted or recorded`)
+  details.push(
+    `the server accepted all ${step.operations.length} write(s) with dryRun=All; nothing was persisted or recorded`,
+  )
   return {skippedWrites: check.alreadyDone, details}
 }
 
 async function verifyStep(ctx: ExecutionContext, step: PlanStep): Promise<string[]> {
   const details: string[] = []
   for (const v of step.verify) {
-    const result = await waitUntil(() => runCheck(v, {client: ctx.client, namespace: ctx.state.namespace, ...(ctx.preflight ? {preflight: ctx.preflight} : {})}), {
-      timeoutMs: ctx.timeoutMs,
-      signal: ctx.signal,
-      onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`),
-    })
-    if (!result.ok) throw new StepFailedError(step, `verification ${v.check} did not pass within ${Math.round(ctx.timeoutMs / 1000)}s: ${result.detail}`, ctx.state.file)
+    const result = await waitUntil(
+      () =>
+        runCheck(v, {
+          client: ctx.client,
+          namespace: ctx.state.namespace,
+          ...(ctx.preflight ? {preflight: ctx.preflight} : {}),
+        }),
+      {
+        timeoutMs: ctx.timeoutMs,
+        signal: ctx.signal,
+        onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`),
+      },
+    )
+    if (!result.ok)
+      throw new StepFailedError(
+        step,
+        `verification ${v.check} did not pass within ${Math.round(ctx.timeoutMs / 1000)}s: ${result.detail}`,
+        ctx.state.file,
+      )
     details.push(`${v.check}: ${result.detail}`)
   }
   return details
 }
 
 /** Apply one step: preconditions, writes, verification, record. Throws on stale/failed/interrupted. */
-export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<{skippedWrites: boolean; details: string[]}> {
+export async function applyStep(
+  ctx: ExecutionContext,
+  step: PlanStep,
+): Promise<{skippedWrites: boolean; details: string[]}> {
   const {state} = ctx
   const check = await checkStep(ctx, step)
   if (check.stale.length > 0) {
-    throw new StalePlanError(`the cluster changed since the plan was made; step ${step.id} would act on a different state:\n${check.stale.map((s) => `  - ${s}`).join('\n')}`, staleSuggestion(state))
+    throw new StalePlanError(
+      `the cluster changed since the plan was made; step ${step.id} would act on a different state:\n${check.stale.map((s) => `  - ${s}`).join('\n')}`,
+      staleSuggestion(state),
+    )
   }
   if (ctx.dryRun) return dryRunStep(ctx, step, check)
   if (step.operations.length > 0) {
@@ -258,7 +337,11 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
       ctx.lock?.assertHeld()
       const key = refKey(operationRef(op))
       if (await effectPresent(ctx.client, op, state.plan.metadata.name, restartStamp)) continue
-      const result = await performOperation(ctx.client, op, {planName: state.plan.metadata.name, dryRun: false, restartStamp})
+      const result = await performOperation(ctx.client, op, {
+        planName: state.plan.metadata.name,
+        dryRun: false,
+        restartStamp,
+      })
       // Keep the first observation: a retry must not overwrite what was there before the first write.
       if (result.before !== undefined && before[key] === undefined) before[key] = result.before
       observed.before = before
@@ -270,7 +353,12 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
     return {skippedWrites: check.alreadyDone, details}
   } catch (error) {
     if (error instanceof InterruptedError || ctx.signal.aborted) {
-      await state.record(step.id, {phase: 'Interrupted', by: ctx.who, observed, message: 'interrupted by the user; re-run apply --retry to finish it, or rollback'})
+      await state.record(step.id, {
+        phase: 'Interrupted',
+        by: ctx.who,
+        observed,
+        message: 'interrupted by the user; re-run apply --retry to finish it, or rollback',
+      })
       throw new InterruptedError()
     }
     const message = error instanceof Error ? error.message.split('\n')[0]! : String(error)
@@ -278,7 +366,12 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
     // An API error's advice ("grant patch on namespaces", "re-run the command") is not enough once the step is
     // recorded Failed: plain apply refuses until it is retried.
     if (error instanceof KubeApiError || error instanceof KubeConnectionError) {
-      throw new UserError(error.message, {exitCode: error.exitCode, suggestion: `${error.suggestion ?? ''} Then \`mesh-migrate apply ${state.file} --retry\` re-runs the step, or \`mesh-migrate rollback ${state.file}\` undoes it.`.trim(), cause: error})
+      throw new UserError(error.message, {
+        exitCode: error.exitCode,
+        suggestion:
+          `${error.suggestion ?? ''} Then \`mesh-migrate apply ${state.file} --retry\` re-runs the step, or \`mesh-migrate rollback ${state.file}\` undoes it.`.trim(),
+        cause: error,
+      })
     }
     throw error
   }
@@ -287,14 +380,27 @@ export async function applyStep(ctx: ExecutionContext, step: PlanStep): Promise<
 // ---------------------------------------------------------------------------------------------
 // Rollback
 
-function previousLabels(ctx: ExecutionContext, step: PlanStep, op: Extract<Operation, {op: 'label' | 'template-labels'}>): Record<string, string | null> {
-  const before = (ctx.state.status(step.id)?.observed?.before as Record<string, {labels?: Record<string, string | null>}> | undefined)?.[refKey(op.ref)]
+function previousLabels(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  op: Extract<Operation, {op: 'label' | 'template-labels'}>,
+): Record<string, string | null> {
+  const before = (
+    ctx.state.status(step.id)?.observed?.before as Record<string, {labels?: Record<string, string | null>}> | undefined
+  )?.[refKey(op.ref)]
   return before?.labels ?? {}
 }
 
 /** What the step recorded of an object before its first write (observed.before), by refKey. */
-function recordedBefore(ctx: ExecutionContext, step: PlanStep, ref: ObjectRef): {existed?: boolean; labels?: Record<string, string | null>} | undefined {
-  return (ctx.state.status(step.id)?.observed?.before as Record<string, {existed?: boolean; labels?: Record<string, string | null>}> | undefined)?.[refKey(ref)]
+function recordedBefore(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  ref: ObjectRef,
+): {existed?: boolean; labels?: Record<string, string | null>} | undefined {
+  return (
+    ctx.state.status(step.id)?.observed?.before as
+      Record<string, {existed?: boolean; labels?: Record<string, string | null>}> | undefined
+  )?.[refKey(ref)]
 }
 
 const labelValue = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
@@ -317,7 +423,9 @@ function restorableLabels(
     const now = live[key] ?? null
     if (now === target) continue
     if (wrote && key in wrote && now !== wrote[key]) {
-      warn(`${what}: label ${key} is ${labelValue(now)}, but the plan wrote ${labelValue(wrote[key])}; someone changed it since, so it is left as it is (rollback would have restored ${labelValue(target)})`)
+      warn(
+        `${what}: label ${key} is ${labelValue(now)}, but the plan wrote ${labelValue(wrote[key])}; someone changed it since, so it is left as it is (rollback would have restored ${labelValue(target)})`,
+      )
       left.push(key)
       continue
     }
@@ -337,7 +445,9 @@ async function checkRevisionExists(client: KubeClient, revision: string, warn: (
   try {
     const byRev = await client.list(resource, {labelSelector: `istio.io/rev=${revision}`})
     const byTag = byRev.length > 0 ? [] : await client.list(resource, {labelSelector: `istio.io/tag=${revision}`})
-    const injects = [...byRev, ...byTag].some((w) => ((w.webhooks as {name?: string}[] | undefined) ?? []).some((h) => h.name?.endsWith('sidecar-injector.istio.io')))
+    const injects = [...byRev, ...byTag].some((w) =>
+      ((w.webhooks as {name?: string}[] | undefined) ?? []).some((h) => h.name?.endsWith('sidecar-injector.istio.io')),
+    )
     if (!injects) {
       throw new StalePlanError(
         `revision "${revision}" no longer has an injection webhook (no MutatingWebhookConfiguration labelled istio.io/rev or istio.io/tag=${revision}): restoring istio.io/rev=${revision} would not bring the sidecars back`,
@@ -358,14 +468,20 @@ async function checkRevisionExists(client: KubeClient, revision: string, warn: (
  * Namespace (enable-ambient). Found by what the step writes, not by its name, so the executor runs on plan data only.
  */
 function enrollingStep(steps: PlanStep[]): PlanStep | undefined {
-  return steps.find((s) => s.operations.some((o) => o.op === 'label' && o.ref.kind === 'Namespace' && o.labels[DATAPLANE_MODE] === 'ambient'))
+  return steps.find((s) =>
+    s.operations.some((o) => o.op === 'label' && o.ref.kind === 'Namespace' && o.labels[DATAPLANE_MODE] === 'ambient'),
+  )
 }
 
 /** The injection labels (istio-injection, istio.io/rev) the plan's undos put back on the namespace, as `key=value`. */
 function restoredInjectionLabels(steps: PlanStep[]): string[] {
   return steps.flatMap((s) =>
     s.undo.operations.flatMap((o) =>
-      o.op === 'label' && o.ref.kind === 'Namespace' ? Object.entries(o.labels).filter(([k, v]) => v !== null && (k === INJECTION_LABEL || k === REVISION_LABEL)).map(([k, v]) => `${k}=${v}`) : [],
+      o.op === 'label' && o.ref.kind === 'Namespace'
+        ? Object.entries(o.labels)
+            .filter(([k, v]) => v !== null && (k === INJECTION_LABEL || k === REVISION_LABEL))
+            .map(([k, v]) => `${k}=${v}`)
+        : [],
     ),
   )
 }
@@ -384,18 +500,33 @@ function capturedBeforePlan(step: PlanStep): ObjectRef[] {
  * captured pod without a sidecar would, unless its workload was sidecar-less before the plan or is one the
  * rollback restarts with sidecars before that write (`returning`).
  */
-async function checkPodsStayInMesh(ctx: ExecutionContext, enableAmbient: PlanStep, returning: ObjectRef[]): Promise<void> {
+async function checkPodsStayInMesh(
+  ctx: ExecutionContext,
+  enableAmbient: PlanStep,
+  returning: ObjectRef[],
+): Promise<void> {
   const {state} = ctx
   const allowed = new Set([...capturedBeforePlan(enableAmbient), ...returning].map(refKey))
-  const offenders = (await livePods(ctx.client, state.namespace)).filter((p) => !hasSidecar(p) && p.captured && !(p.owner && allowed.has(refKey(p.owner))))
+  const offenders = (await livePods(ctx.client, state.namespace)).filter(
+    (p) => !hasSidecar(p) && p.captured && !(p.owner && allowed.has(refKey(p.owner))),
+  )
   if (offenders.length === 0) return
   const byOwner = new Map<string, {owner: ObjectRef | undefined; pods: string[]}>()
   for (const p of offenders) {
     const key = p.owner ? refKey(p.owner) : p.name
     byOwner.set(key, {owner: p.owner, pods: [...(byOwner.get(key)?.pods ?? []), p.name]})
   }
-  const list = [...byOwner.values()].map(({owner, pods}) => `  - ${owner && owner.kind !== 'Pod' ? `${formatRef(owner)}: pod(s) ${pods.join(', ')}` : `Pod ${state.namespace}/${pods.join(', ')}`}`).join('\n')
-  const restartable = [...byOwner.values()].flatMap(({owner}) => (owner && ['Deployment', 'StatefulSet', 'DaemonSet'].includes(owner.kind) ? [`${owner.kind.toLowerCase()}/${owner.name}`] : []))
+  const list = [...byOwner.values()]
+    .map(
+      ({owner, pods}) =>
+        `  - ${owner && owner.kind !== 'Pod' ? `${formatRef(owner)}: pod(s) ${pods.join(', ')}` : `Pod ${state.namespace}/${pods.join(', ')}`}`,
+    )
+    .join('\n')
+  const restartable = [...byOwner.values()].flatMap(({owner}) =>
+    owner && ['Deployment', 'StatefulSet', 'DaemonSet'].includes(owner.kind)
+      ? [`${owner.kind.toLowerCase()}/${owner.name}`]
+      : [],
+  )
   const injection = restoredInjectionLabels(state.plan.spec.steps)
   throw new StalePlanError(
     `removing ${DATAPLANE_MODE} from namespace ${state.namespace} would take running pods out of the mesh: they have no sidecar and are captured by ztunnel, and their workloads were not sidecar-less before the migration:\n${list}`,
@@ -407,24 +538,36 @@ async function checkPodsStayInMesh(ctx: ExecutionContext, enableAmbient: PlanSte
  * Checks that must hold before a rollback writes anything: E1 (the revision to restore still injects), and no
  * pod falls out of the mesh when the undo of enable-ambient removes istio.io/dataplane-mode.
  */
-export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], warn: (message: string) => void): Promise<void> {
+export async function checkRollback(
+  ctx: ExecutionContext,
+  steps: PlanStep[],
+  warn: (message: string) => void,
+): Promise<void> {
   const enableAmbient = enrollingStep(steps)
   if (enableAmbient) {
     const ns = await ctx.client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.state.namespace})
-    const wrote = enableAmbient.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && o.ref.kind === 'Namespace')?.labels[DATAPLANE_MODE]
+    const wrote = enableAmbient.operations.find(
+      (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && o.ref.kind === 'Namespace',
+    )?.labels[DATAPLANE_MODE]
     // The undo writes the label only while it still has the value the step wrote.
     if (wrote !== undefined && (ns?.metadata.labels?.[DATAPLANE_MODE] ?? null) === wrote) {
       // Pods the steps undone before it restart (with the injection label back) get their sidecars first.
       const returning = steps
         .slice(0, steps.indexOf(enableAmbient))
-        .flatMap((s) => s.undo.operations.flatMap((o) => ((o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob' ? [o.ref] : [])))
+        .flatMap((s) =>
+          s.undo.operations.flatMap((o) =>
+            (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob' ? [o.ref] : [],
+          ),
+        )
       await checkPodsStayInMesh(ctx, enableAmbient, returning)
     }
   }
   for (const step of steps) {
     for (const op of step.undo.operations) {
       if (op.op !== 'label' || op.ref.kind !== 'Namespace') continue
-      const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
+      const forward = step.operations.find(
+        (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref),
+      )
       const revision = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}[REVISION_LABEL]
       if (revision) await checkRevisionExists(ctx.client, revision, warn)
     }
@@ -432,7 +575,11 @@ export async function checkRollback(ctx: ExecutionContext, steps: PlanStep[], wa
 }
 
 /** Undo one step. Only objects this plan created (and still annotated as such) are deleted. */
-export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
+export async function undoStep(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  warn: (message: string) => void,
+): Promise<string[]> {
   const {state} = ctx
   ctx.lock?.assertHeld()
   // A dry run records nothing: the plan file stays byte for byte as it was.
@@ -444,101 +591,184 @@ export async function undoStep(ctx: ExecutionContext, step: PlanStep, warn: (mes
     // The step must not keep looking Applied: record how its undo ended. Both phases may have written, so
     // the next rollback picks the step up again (every undo operation is idempotent).
     if (error instanceof InterruptedError || ctx.signal.aborted) {
-      await state.record(step.id, {phase: 'Interrupted', by: ctx.who, message: `the rollback of this step was interrupted; \`mesh-migrate rollback ${state.file}\` finishes it`})
+      await state.record(step.id, {
+        phase: 'Interrupted',
+        by: ctx.who,
+        message: `the rollback of this step was interrupted; \`mesh-migrate rollback ${state.file}\` finishes it`,
+      })
       throw new InterruptedError()
     }
     const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error)
-    await state.record(step.id, {phase: 'Failed', by: ctx.who, message: `rollback failed: ${reason}; fix the cause and re-run \`mesh-migrate rollback ${state.file}\``})
+    await state.record(step.id, {
+      phase: 'Failed',
+      by: ctx.who,
+      message: `rollback failed: ${reason}; fix the cause and re-run \`mesh-migrate rollback ${state.file}\``,
+    })
     throw error
   }
 }
 
-async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (message: string) => void): Promise<string[]> {
-  const {client, state} = ctx
-  const planName = state.plan.metadata.name
+/** What every undo operation gets: the execution, the step undone, where to warn and what it did. */
+interface UndoCall {
+  ctx: ExecutionContext
+  step: PlanStep
+  warn: (message: string) => void
+  details: string[]
+}
+
+/** Undo one step: each of its undo operations in order, then wait for what it restarted and record it. */
+async function undoOperations(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  warn: (message: string) => void,
+): Promise<string[]> {
   const details: string[] = []
   for (const op of step.undo.operations) {
     if (ctx.signal.aborted) throw new InterruptedError()
-    switch (op.op) {
-      case 'delete': {
-        // An object the step applied over one that already existed (observed.before) is not the step's to delete.
-        const createdHere = step.operations.some((o) => o.op === 'apply' && refKey(operationRef(o)) === refKey(op.ref))
-        if (createdHere && recordedBefore(ctx, step, op.ref)?.existed === true) {
-          warn(`${formatRef(op.ref)} existed before step ${step.id} wrote it: left in place`)
-          details.push(`left ${formatRef(op.ref)} (it existed before the step)`)
-          break
-        }
-        const live = await client.get(op.ref)
-        if (!live) break
-        if (!isOurs(live, planName)) {
-          warn(`${formatRef(op.ref)} is not marked as created by this plan any more: left in place`)
-          break
-        }
-        await client.delete(op.ref, {dryRun: ctx.dryRun, ...(live.metadata.uid ? {preconditions: {uid: live.metadata.uid}} : {})})
-        details.push(`deleted ${formatRef(op.ref)}`)
-        break
-      }
-      case 'apply': {
-        const ref = operationRef(op)
-        if (await client.get(ref)) {
-          details.push(`${formatRef(ref)} already exists`)
-          break
-        }
-        await client.apply(op.object, {dryRun: ctx.dryRun, force: true})
-        details.push(`re-created ${formatRef(ref)}`)
-        break
-      }
-      case 'label': {
-        // Restore exactly what the step saw before it wrote; the plan's undo is the fallback.
-        const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref))
-        const seen = forward ? previousLabels(ctx, step, forward) : {}
-        const live = await client.get(op.ref)
-        if (!live) throw new StalePlanError(`${formatRef(op.ref)} no longer exists`)
-        // Only keys still as the step left them are restored.
-        const {labels, left} = restorableLabels(formatRef(op.ref), live.metadata.labels ?? {}, {...op.labels, ...seen}, forward?.labels, warn)
-        if (Object.keys(labels).length === 0) {
-          details.push(left.length > 0 ? `${formatRef(op.ref)} labels ${left.join(', ')} left as changed since` : `${formatRef(op.ref)} labels already restored`)
-          break
-        }
-        const revision = op.ref.kind === 'Namespace' ? labels[REVISION_LABEL] : undefined
-        if (revision) await checkRevisionExists(client, revision, warn)
-        // Again right before the write: the steps undone before this one restarted pods, others may have appeared.
-        if (op.ref.kind === 'Namespace' && DATAPLANE_MODE in labels && labels[DATAPLANE_MODE] !== 'ambient' && !ctx.dryRun) {
-          const enableAmbient = enrollingStep([step, ...state.plan.spec.steps])
-          if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
-        }
-        const seenNow = Object.fromEntries(Object.keys(labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
-        await guardedMergePatch(client, op.ref, {metadata: {labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(now?.metadata.labels ?? {}, labels), {dryRun: ctx.dryRun, unchanged: labelsStill(seenNow, (o) => o.metadata.labels ?? {})})
-        details.push([...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)), ...left.map((k) => `left ${k} (changed since)`)].join(', '))
-        break
-      }
-      case 'restart': {
-        const stamp = `${new Date().toISOString()}`
-        await performOperation(client, op, {planName, dryRun: ctx.dryRun, restartStamp: stamp})
-        details.push(`restarted ${formatRef(op.ref)}`)
-        break
-      }
-      case 'template-labels': {
-        const forward = step.operations.find((o): o is Extract<Operation, {op: 'template-labels'}> => o.op === 'template-labels' && refKey(o.ref) === refKey(op.ref))
-        const live = await client.get(op.ref)
-        if (!live) {
-          warn(`${formatRef(op.ref)} no longer exists: its pod template cannot be restored`)
-          break
-        }
-        const current = podTemplateOf(live)?.metadata?.labels ?? {}
-        const {labels} = restorableLabels(`the pod template of ${formatRef(op.ref)}`, current, {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}, forward?.labels, warn)
-        if (Object.keys(labels).length === 0) break
-        await guardedMergePatch(client, op.ref, {...templateLabelsPatch(live.kind, labels), metadata: {resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, labels), {dryRun: ctx.dryRun})
-        details.push(`restored the pod-template labels of ${formatRef(op.ref)}`)
-        break
-      }
-    }
+    const call: UndoCall = {ctx, step, warn, details}
+    if (op.op === 'delete') await undoDelete(op, call)
+    else if (op.op === 'apply') await undoApply(op, call)
+    else if (op.op === 'label') await undoLabel(op, call)
+    else if (op.op === 'restart') await undoRestart(op, call)
+    else if (op.op === 'template-labels') await undoTemplateLabels(op, call)
   }
   if (!ctx.dryRun) {
     await awaitUndoneRollouts(ctx, step, details)
-    await state.record(step.id, {phase: 'RolledBack', by: ctx.who, message: details.join('; ') || 'nothing to undo'})
+    await ctx.state.record(step.id, {
+      phase: 'RolledBack',
+      by: ctx.who,
+      message: details.join('; ') || 'nothing to undo',
+    })
   }
   return details
+}
+
+/** Undo of a create: delete the object, unless it existed before the step or is no longer the plan's. */
+async function undoDelete(op: Extract<Operation, {op: 'delete'}>, {ctx, step, warn, details}: UndoCall): Promise<void> {
+  const {client, state} = ctx
+  const planName = state.plan.metadata.name
+  // An object the step applied over one that already existed (observed.before) is not the step's to delete.
+  const createdHere = step.operations.some((o) => o.op === 'apply' && refKey(operationRef(o)) === refKey(op.ref))
+  if (createdHere && recordedBefore(ctx, step, op.ref)?.existed === true) {
+    warn(`${formatRef(op.ref)} existed before step ${step.id} wrote it: left in place`)
+    details.push(`left ${formatRef(op.ref)} (it existed before the step)`)
+    return
+  }
+  const live = await client.get(op.ref)
+  if (!live) return
+  if (!isOurs(live, planName)) {
+    warn(`${formatRef(op.ref)} is not marked as created by this plan any more: left in place`)
+    return
+  }
+  await client.delete(op.ref, {
+    dryRun: ctx.dryRun,
+    ...(live.metadata.uid ? {preconditions: {uid: live.metadata.uid}} : {}),
+  })
+  details.push(`deleted ${formatRef(op.ref)}`)
+}
+
+/** Undo of a delete: re-create the object the step removed (its copy is in the plan). */
+async function undoApply(op: Extract<Operation, {op: 'apply'}>, {ctx, details}: UndoCall): Promise<void> {
+  const {client} = ctx
+  const ref = operationRef(op)
+  if (await client.get(ref)) {
+    details.push(`${formatRef(ref)} already exists`)
+    return
+  }
+  await client.apply(op.object, {dryRun: ctx.dryRun, force: true})
+  details.push(`re-created ${formatRef(ref)}`)
+}
+
+/** Restore the labels the step changed, only where they are still as the step left them. */
+async function undoLabel(op: Extract<Operation, {op: 'label'}>, {ctx, step, warn, details}: UndoCall): Promise<void> {
+  const {client, state} = ctx
+  // Restore exactly what the step saw before it wrote; the plan's undo is the fallback.
+  const forward = step.operations.find(
+    (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref),
+  )
+  const seen = forward ? previousLabels(ctx, step, forward) : {}
+  const live = await client.get(op.ref)
+  if (!live) throw new StalePlanError(`${formatRef(op.ref)} no longer exists`)
+  // Only keys still as the step left them are restored.
+  const {labels, left} = restorableLabels(
+    formatRef(op.ref),
+    live.metadata.labels ?? {},
+    {...op.labels, ...seen},
+    forward?.labels,
+    warn,
+  )
+  if (Object.keys(labels).length === 0) {
+    details.push(
+      left.length > 0
+        ? `${formatRef(op.ref)} labels ${left.join(', ')} left as changed since`
+        : `${formatRef(op.ref)} labels already restored`,
+    )
+    return
+  }
+  const revision = op.ref.kind === 'Namespace' ? labels[REVISION_LABEL] : undefined
+  if (revision) await checkRevisionExists(client, revision, warn)
+  // Again right before the write: the steps undone before this one restarted pods, others may have appeared.
+  if (op.ref.kind === 'Namespace' && DATAPLANE_MODE in labels && labels[DATAPLANE_MODE] !== 'ambient' && !ctx.dryRun) {
+    const enableAmbient = enrollingStep([step, ...state.plan.spec.steps])
+    if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
+  }
+  const seenNow = Object.fromEntries(Object.keys(labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
+  await guardedMergePatch(
+    client,
+    op.ref,
+    {metadata: {labels, resourceVersion: live.metadata.resourceVersion}},
+    (now) => labelsMatch(now?.metadata.labels ?? {}, labels),
+    {dryRun: ctx.dryRun, unchanged: labelsStill(seenNow, (o) => o.metadata.labels ?? {})},
+  )
+  details.push(
+    [
+      ...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)),
+      ...left.map((k) => `left ${k} (changed since)`),
+    ].join(', '),
+  )
+}
+
+/** Restart a workload again (its pods come back with what the restored labels inject). */
+async function undoRestart(op: Extract<Operation, {op: 'restart'}>, {ctx, details}: UndoCall): Promise<void> {
+  const {client, state} = ctx
+  const planName = state.plan.metadata.name
+  const stamp = `${new Date().toISOString()}`
+  await performOperation(client, op, {planName, dryRun: ctx.dryRun, restartStamp: stamp})
+  details.push(`restarted ${formatRef(op.ref)}`)
+}
+
+/** Restore a controller's pod-template labels the step changed. */
+async function undoTemplateLabels(
+  op: Extract<Operation, {op: 'template-labels'}>,
+  {ctx, step, warn, details}: UndoCall,
+): Promise<void> {
+  const {client} = ctx
+  const forward = step.operations.find(
+    (o): o is Extract<Operation, {op: 'template-labels'}> =>
+      o.op === 'template-labels' && refKey(o.ref) === refKey(op.ref),
+  )
+  const live = await client.get(op.ref)
+  if (!live) {
+    warn(`${formatRef(op.ref)} no longer exists: its pod template cannot be restored`)
+    return
+  }
+  const current = podTemplateOf(live)?.metadata?.labels ?? {}
+  const {labels} = restorableLabels(
+    `the pod template of ${formatRef(op.ref)}`,
+    current,
+    {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})},
+    forward?.labels,
+    warn,
+  )
+  if (Object.keys(labels).length === 0) return
+  await guardedMergePatch(
+    client,
+    op.ref,
+    {...templateLabelsPatch(live.kind, labels), metadata: {resourceVersion: live.metadata.resourceVersion}},
+    (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, labels),
+    {dryRun: ctx.dryRun},
+  )
+  details.push(`restored the pod-template labels of ${formatRef(op.ref)}`)
 }
 
 /**
@@ -549,17 +779,36 @@ async function undoOperations(ctx: ExecutionContext, step: PlanStep, warn: (mess
 async function awaitUndoneRollouts(ctx: ExecutionContext, step: PlanStep, details: string[]): Promise<void> {
   const {client, state} = ctx
   const rolled = step.undo.operations
-    .filter((o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> => (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob')
+    .filter(
+      (o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> =>
+        (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob',
+    )
     .map((o) => o.ref)
   if (rolled.length === 0) return
-  const progress = {timeoutMs: ctx.timeoutMs, signal: ctx.signal, onProgress: (d: string) => ctx.onProgress?.(`waiting: ${d}`)}
-  const rollout = await waitUntil(() => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}), progress)
-  if (!rollout.ok) throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
-  const lostSidecar = new Set(step.verify.flatMap((v) => (v.check === 'pods-without-sidecar' ? v.refs.map(refKey) : [])))
+  const progress = {
+    timeoutMs: ctx.timeoutMs,
+    signal: ctx.signal,
+    onProgress: (d: string) => ctx.onProgress?.(`waiting: ${d}`),
+  }
+  const rollout = await waitUntil(
+    () => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}),
+    progress,
+  )
+  if (!rollout.ok)
+    throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
+  const lostSidecar = new Set(
+    step.verify.flatMap((v) => (v.check === 'pods-without-sidecar' ? v.refs.map(refKey) : [])),
+  )
   const restarted = rolled.filter((r) => lostSidecar.has(refKey(r)))
   if (restarted.length === 0) return
   const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), progress)
-  if (!sidecars.ok) throw new StepFailedError(step, `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`, state.file, {rollback: true})
+  if (!sidecars.ok)
+    throw new StepFailedError(
+      step,
+      `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`,
+      state.file,
+      {rollback: true},
+    )
   details.push(sidecars.detail)
 }
 

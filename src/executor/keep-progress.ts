@@ -35,9 +35,13 @@ export function keepProgressRefusals(old: MigrationPlan, file: string): string[]
   for (const step of old.spec.steps) {
     const phase = phaseOf(old, step)
     if (phase === 'Running' || phase === 'Failed' || phase === 'Interrupted') {
-      refusals.push(`step ${step.id} is ${phase}: it may have written only part of its operations; finish it (\`mesh-migrate apply ${file} --retry\`) or undo it (\`mesh-migrate rollback ${file} --step\`) first`)
+      refusals.push(
+        `step ${step.id} is ${phase}: it may have written only part of its operations; finish it (\`mesh-migrate apply ${file} --retry\`) or undo it (\`mesh-migrate rollback ${file} --step\`) first`,
+      )
     } else if (phase === 'Applied' && step.operations.some((op) => ROLLS_PODS.has(op.op))) {
-      refusals.push(`step ${step.id} is Applied and recreated pods: the re-plan cannot see the namespace as it was before it (sidecars, pod labels)`)
+      refusals.push(
+        `step ${step.id} is Applied and recreated pods: the re-plan cannot see the namespace as it was before it (sidecars, pod labels)`,
+      )
     }
   }
   return refusals
@@ -55,7 +59,7 @@ function removeWithDependents(objects: Map<string, KubeObject>, key: string): vo
   const uid = objects.get(key)?.metadata.uid
   objects.delete(key)
   if (uid) gone.add(uid)
-  for (let changed = gone.size > 0; changed; ) {
+  for (let changed = gone.size > 0; changed;) {
     changed = false
     for (const [k, obj] of objects) {
       if (!(obj.metadata.ownerReferences ?? []).some((o) => o.uid !== undefined && gone.has(o.uid))) continue
@@ -66,7 +70,11 @@ function removeWithDependents(objects: Map<string, KubeObject>, key: string): vo
   }
 }
 
-function restoreLabels(obj: KubeObject, restore: Record<string, string | null>, wrote: Record<string, string | null>): KubeObject {
+function restoreLabels(
+  obj: KubeObject,
+  restore: Record<string, string | null>,
+  wrote: Record<string, string | null>,
+): KubeObject {
   const labels = {...obj.metadata.labels}
   for (const [key, target] of Object.entries(restore)) {
     // A key changed by someone since the step wrote it is left as it is (rollback does the same).
@@ -77,7 +85,12 @@ function restoreLabels(obj: KubeObject, restore: Record<string, string | null>, 
   return {...obj, metadata: {...obj.metadata, labels}}
 }
 
-function undoInMemory(objects: Map<string, KubeObject>, step: PlanStep, status: StepStatus | undefined, planName: string): void {
+function undoInMemory(
+  objects: Map<string, KubeObject>,
+  step: PlanStep,
+  status: StepStatus | undefined,
+  planName: string,
+): void {
   const before = beforeOf(status)
   for (const op of step.undo.operations) {
     const key = refKey(operationRef(op))
@@ -93,7 +106,9 @@ function undoInMemory(objects: Map<string, KubeObject>, step: PlanStep, status: 
         if (!live) objects.set(key, structuredClone(op.object))
         break
       case 'label': {
-        const forward = step.operations.find((o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === key)
+        const forward = step.operations.find(
+          (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === key,
+        )
         if (live) objects.set(key, restoreLabels(live, {...op.labels, ...before[key]?.labels}, forward?.labels ?? {}))
         break
       }
@@ -108,7 +123,13 @@ function undoInMemory(objects: Map<string, KubeObject>, step: PlanStep, status: 
 export function asRolledBack(snapshot: SourceSnapshot, old: MigrationPlan): SourceSnapshot {
   const objects = new Map(snapshot.objects.map((o) => [refKey(refOf(o)), o] as const))
   const applied = rollbackSequence(old).steps
-  for (const step of applied) undoInMemory(objects, step, old.status?.steps.find((s) => s.id === step.id), old.metadata.name)
+  for (const step of applied)
+    undoInMemory(
+      objects,
+      step,
+      old.status?.steps.find((s) => s.id === step.id),
+      old.metadata.name,
+    )
   return {...snapshot, objects: [...objects.values()]}
 }
 
@@ -130,7 +151,8 @@ export interface CarriedProgress {
 
 function sameTarget(a: MigrationPlan, b: MigrationPlan): boolean {
   const [x, y] = [a.spec.target, b.spec.target]
-  if ('clusterID' in x && 'clusterID' in y) return x.clusterID && y.clusterID ? x.clusterID === y.clusterID : x.server === y.server
+  if ('clusterID' in x && 'clusterID' in y)
+    return x.clusterID && y.clusterID ? x.clusterID === y.clusterID : x.server === y.server
   return !('clusterID' in x) && !('clusterID' in y)
 }
 
@@ -142,14 +164,21 @@ function sameTarget(a: MigrationPlan, b: MigrationPlan): boolean {
  */
 export function carryProgress(old: MigrationPlan, fresh: MigrationPlan): CarriedProgress {
   const refusals: string[] = []
-  if (!sameTarget(old, fresh)) refusals.push(`the plan in progress was made for another ${'clusterID' in old.spec.target ? `cluster (${old.spec.target.context}, ${old.spec.target.server})` : 'source (manifests)'}: its progress belongs there`)
+  if (!sameTarget(old, fresh))
+    refusals.push(
+      `the plan in progress was made for another ${'clusterID' in old.spec.target ? `cluster (${old.spec.target.context}, ${old.spec.target.server})` : 'source (manifests)'}: its progress belongs there`,
+    )
   const kept: StepStatus[] = []
   let undoFrom: string | undefined
   for (const step of old.spec.steps) {
     if (phaseOf(old, step) !== 'Applied') continue
     const now = fresh.spec.steps.find((s) => s.id === step.id)
-    if (!now) refusals.push(`step ${step.id} was applied and the new plan has no such step: its writes would stay with nothing to undo them`)
-    else if (stepContent(now) !== stepContent(step)) refusals.push(`step ${step.id} was applied and the new plan changes it (${changedParts(step, now)})`)
+    if (!now)
+      refusals.push(
+        `step ${step.id} was applied and the new plan has no such step: its writes would stay with nothing to undo them`,
+      )
+    else if (stepContent(now) !== stepContent(step))
+      refusals.push(`step ${step.id} was applied and the new plan changes it (${changedParts(step, now)})`)
     else {
       kept.push(old.status!.steps.find((s) => s.id === step.id)!)
       continue
@@ -159,13 +188,23 @@ export function carryProgress(old: MigrationPlan, fresh: MigrationPlan): Carried
   const keptIds = new Set(kept.map((s) => s.id))
   const lastKept = fresh.spec.steps.findLastIndex((s) => keptIds.has(s.id))
   const behind = fresh.spec.steps.slice(0, lastKept).filter((s) => !keptIds.has(s.id))
-  for (const s of behind) refusals.push(`the new plan's step ${s.id} would run after the applied step ${fresh.spec.steps[lastKept]!.id} that comes after it`)
+  for (const s of behind)
+    refusals.push(
+      `the new plan's step ${s.id} would run after the applied step ${fresh.spec.steps[lastKept]!.id} that comes after it`,
+    )
   // Rolled back to before the first such step, the steps after it are no longer ahead of it.
-  if (behind.length > 0) undoFrom ??= fresh.spec.steps.slice(fresh.spec.steps.indexOf(behind[0]!)).find((s) => keptIds.has(s.id))?.id
+  if (behind.length > 0)
+    undoFrom ??= fresh.spec.steps.slice(fresh.spec.steps.indexOf(behind[0]!)).find((s) => keptIds.has(s.id))?.id
   const order = fresh.spec.steps.map((s) => s.id)
   kept.sort((x, y) => order.indexOf(x.id) - order.indexOf(y.id))
   const plan: MigrationPlan = kept.length > 0 ? {...fresh, status: {specDigest: specDigest(fresh), steps: kept}} : fresh
-  return {plan, kept: [...keptIds], toApply: fresh.spec.steps.filter((s) => !keptIds.has(s.id)).map((s) => s.id), refusals, ...(undoFrom ? {undoFrom} : {})}
+  return {
+    plan,
+    kept: [...keptIds],
+    toApply: fresh.spec.steps.filter((s) => !keptIds.has(s.id)).map((s) => s.id),
+    refusals,
+    ...(undoFrom ? {undoFrom} : {}),
+  }
 }
 
 /** Which parts of an applied step the new plan changes, for the refusal (objects named when they differ). */
@@ -175,13 +214,22 @@ function changedParts(old: PlanStep, now: PlanStep): string {
   const [a, b] = [refsOf(old), refsOf(now)]
   for (const [key, op] of b) if (!a.has(key)) parts.push(`adds ${formatRef(operationRef(op))}`)
   for (const [key, op] of a) if (!b.has(key)) parts.push(`drops ${formatRef(operationRef(op))}`)
-  for (const [key, op] of b) if (a.has(key) && JSON.stringify(canonicalize(op)) !== JSON.stringify(canonicalize(a.get(key)))) parts.push(`writes ${formatRef(operationRef(op))} differently`)
-  if (parts.length === 0) parts.push(JSON.stringify(canonicalize(old.preconditions)) !== JSON.stringify(canonicalize(now.preconditions)) ? 'its preconditions' : 'its description, verification or undo')
+  for (const [key, op] of b)
+    if (a.has(key) && JSON.stringify(canonicalize(op)) !== JSON.stringify(canonicalize(a.get(key))))
+      parts.push(`writes ${formatRef(operationRef(op))} differently`)
+  if (parts.length === 0)
+    parts.push(
+      JSON.stringify(canonicalize(old.preconditions)) !== JSON.stringify(canonicalize(now.preconditions))
+        ? 'its preconditions'
+        : 'its description, verification or undo',
+    )
   return parts.join(', ')
 }
 
 function refuseKeep(file: string, namespace: string, refusals: string[], undoFrom?: string): never {
-  const until = undoFrom ? `it undoes the last applied step: repeat until step ${undoFrom} is rolled back` : 'it undoes the last applied step: repeat until the steps named are rolled back'
+  const until = undoFrom
+    ? `it undoes the last applied step: repeat until step ${undoFrom} is rolled back`
+    : 'it undoes the last applied step: repeat until the steps named are rolled back'
   throw new UserError(`cannot keep the progress of ${file}:\n${refusals.map((r) => `  - ${r}`).join('\n')}`, {
     exitCode: ExitCode.Failure,
     suggestion: `Undo the steps named with \`mesh-migrate rollback ${file} --step --confirm ${namespace}\` (${until}), then re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or roll the whole plan back (\`mesh-migrate rollback ${file} --confirm ${namespace}\`) and plan again; \`${replanCommand(namespace, file, '--force')}\` replaces the plan and loses its record of what was applied (rollback can then no longer undo those steps).`,
@@ -192,7 +240,11 @@ function refuseKeep(file: string, namespace: string, refusals: string[], undoFro
  * The plan in progress at `file` whose record a re-plan is to keep; undefined when there is no plan
  * there or it has applied nothing (a plain re-plan then). Refused when the progress cannot be carried.
  */
-export function progressToKeep(previousText: string | undefined, file: string, namespace: string): MigrationPlan | undefined {
+export function progressToKeep(
+  previousText: string | undefined,
+  file: string,
+  namespace: string,
+): MigrationPlan | undefined {
   if (previousText === undefined || !textMayHaveWritten(previousText)) return undefined
   const checked = checkPlanText(previousText)
   if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)

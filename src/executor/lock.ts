@@ -51,7 +51,11 @@ function microTime(date = new Date()): string {
 export async function kubernetesIdentity(client: KubeClient): Promise<string | undefined> {
   try {
     if (!(await client.resourceFor('authentication.k8s.io/v1', 'SelfSubjectReview'))) return undefined
-    const review = await client.create({apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: {name: ''}})
+    const review = await client.create({
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'SelfSubjectReview',
+      metadata: {name: ''},
+    })
     const username = review.status?.userInfo?.username
     return typeof username === 'string' && username !== '' ? username : undefined
   } catch (error) {
@@ -125,7 +129,9 @@ export function holderState(lease: KubeObject): string {
 
 export function describeHolder(lease: KubeObject): string {
   const info = readLockInfo(lease)
-  return info ? `${info.who} (${info.command}, since ${info.startedAt})` : `${lease.spec?.holderIdentity ?? 'unknown holder'}`
+  return info
+    ? `${info.who} (${info.command}, since ${info.startedAt})`
+    : `${lease.spec?.holderIdentity ?? 'unknown holder'}`
 }
 
 /** Who holds the namespace's lock and still renews it; undefined when it is free or expired. */
@@ -147,9 +153,25 @@ export class NamespaceLock {
   /** Set when someone else took the lease, or renewing failed for a whole lease duration: writes must stop. */
   lost?: string
 
-  private constructor(private readonly client: KubeClient, private readonly namespace: string, readonly info: LockInfo, private readonly timing: LockTiming) {}
+  private constructor(
+    private readonly client: KubeClient,
+    private readonly namespace: string,
+    readonly info: LockInfo,
+    private readonly timing: LockTiming,
+  ) {}
 
-  static async acquire(client: KubeClient, opts: {namespace: string; command: string; plan: string; timeoutMs: number; onWait?: (holder: string) => void; onTakeover?: (holder: string) => void; timing?: Partial<LockTiming>}): Promise<NamespaceLock> {
+  static async acquire(
+    client: KubeClient,
+    opts: {
+      namespace: string
+      command: string
+      plan: string
+      timeoutMs: number
+      onWait?: (holder: string) => void
+      onTakeover?: (holder: string) => void
+      timing?: Partial<LockTiming>
+    },
+  ): Promise<NamespaceLock> {
     const info: LockInfo = {
       holder: `${whoAmI()}/${process.pid}/${randomBytes(3).toString('hex')}`,
       who: whoAmI(),
@@ -157,7 +179,11 @@ export class NamespaceLock {
       plan: opts.plan,
       startedAt: new Date().toISOString(),
     }
-    const lock = new NamespaceLock(client, opts.namespace, info, {leaseSeconds: LEASE_SECONDS, renewEveryMs: RENEW_EVERY_MS, ...opts.timing})
+    const lock = new NamespaceLock(client, opts.namespace, info, {
+      leaseSeconds: LEASE_SECONDS,
+      renewEveryMs: RENEW_EVERY_MS,
+      ...opts.timing,
+    })
     const deadline = Date.now() + opts.timeoutMs
     let waited = false
     for (;;) {
@@ -167,7 +193,10 @@ export class NamespaceLock {
         return lock
       }
       if (Date.now() >= deadline) {
-        throw new LockHeldError(`namespace ${opts.namespace} is locked by ${holder}`, lockHeldSuggestion(opts.namespace))
+        throw new LockHeldError(
+          `namespace ${opts.namespace} is locked by ${holder}`,
+          lockHeldSuggestion(opts.namespace),
+        )
       }
       if (!waited) opts.onWait?.(holder)
       waited = true
@@ -190,7 +219,12 @@ export class NamespaceLock {
         labels: {[MANAGED_BY_LABEL]: MANAGED_BY_VALUE},
         annotations: {[LOCK_INFO_ANNOTATION]: JSON.stringify(this.info)},
       },
-      spec: {holderIdentity: this.info.holder, leaseDurationSeconds: this.timing.leaseSeconds, acquireTime: now, renewTime: now},
+      spec: {
+        holderIdentity: this.info.holder,
+        leaseDurationSeconds: this.timing.leaseSeconds,
+        acquireTime: now,
+        renewTime: now,
+      },
     }
     try {
       const created = await this.client.create(body)
@@ -297,7 +331,11 @@ export class NamespaceLock {
   /** Throw if another operator broke or took over the lock, or it could not be renewed in time: no further writes. */
   assertHeld(): void {
     this.checkRenewed()
-    if (this.lost) throw new LockHeldError(`lost the lock on namespace ${this.namespace}: ${this.lost}`, 'mesh-migrate stopped writing. Check who holds it and what state the namespace is in (`mesh-migrate status`) before retrying.')
+    if (this.lost)
+      throw new LockHeldError(
+        `lost the lock on namespace ${this.namespace}: ${this.lost}`,
+        'mesh-migrate stopped writing. Check who holds it and what state the namespace is in (`mesh-migrate status`) before retrying.',
+      )
   }
 
   async release(): Promise<void> {
@@ -306,7 +344,9 @@ export class NamespaceLock {
     const ref = lockRef(this.namespace)
     const current = await this.client.get(ref).catch(() => undefined)
     if (current?.spec?.holderIdentity !== this.info.holder) return
-    await this.client.delete(ref, {preconditions: {resourceVersion: current.metadata.resourceVersion!}}).catch(() => undefined)
+    await this.client
+      .delete(ref, {preconditions: {resourceVersion: current.metadata.resourceVersion!}})
+      .catch(() => undefined)
   }
 }
 

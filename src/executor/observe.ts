@@ -11,7 +11,11 @@ const RESOURCE = {
   jobs: {apiVersion: 'batch/v1', kind: 'Job'},
 }
 
-async function listKind(client: KubeClient, kind: {apiVersion: string; kind: string}, namespace: string): Promise<KubeObject[]> {
+async function listKind(
+  client: KubeClient,
+  kind: {apiVersion: string; kind: string},
+  namespace: string,
+): Promise<KubeObject[]> {
   const res = await client.resourceFor(kind.apiVersion, kind.kind)
   return res ? client.list(res, {namespace}) : []
 }
@@ -94,25 +98,38 @@ export function condition(obj: KubeObject | undefined, type: string): Condition 
 export function rolloutDone(obj: KubeObject): {done: boolean; detail: string} {
   const st = obj.status ?? {}
   const generation = obj.metadata.generation ?? 0
-  if ((st.observedGeneration ?? 0) < generation) return {done: false, detail: 'the controller has not observed the new generation yet'}
+  if ((st.observedGeneration ?? 0) < generation)
+    return {done: false, detail: 'the controller has not observed the new generation yet'}
   switch (obj.kind) {
     case 'Deployment': {
       const want = obj.spec?.replicas ?? 1
-      if ((st.updatedReplicas ?? 0) < want) return {done: false, detail: `${st.updatedReplicas ?? 0} of ${want} replicas updated`}
-      if ((st.replicas ?? 0) > (st.updatedReplicas ?? 0)) return {done: false, detail: `${(st.replicas ?? 0) - (st.updatedReplicas ?? 0)} old replicas pending termination`}
-      if ((st.availableReplicas ?? 0) < (st.updatedReplicas ?? 0)) return {done: false, detail: `${st.availableReplicas ?? 0} of ${st.updatedReplicas ?? 0} updated replicas available`}
+      if ((st.updatedReplicas ?? 0) < want)
+        return {done: false, detail: `${st.updatedReplicas ?? 0} of ${want} replicas updated`}
+      if ((st.replicas ?? 0) > (st.updatedReplicas ?? 0))
+        return {
+          done: false,
+          detail: `${(st.replicas ?? 0) - (st.updatedReplicas ?? 0)} old replicas pending termination`,
+        }
+      if ((st.availableReplicas ?? 0) < (st.updatedReplicas ?? 0))
+        return {
+          done: false,
+          detail: `${st.availableReplicas ?? 0} of ${st.updatedReplicas ?? 0} updated replicas available`,
+        }
       return {done: true, detail: `${want} replica(s) updated and available`}
     }
     case 'StatefulSet': {
       const want = obj.spec?.replicas ?? 1
-      if (st.updateRevision && st.currentRevision !== st.updateRevision) return {done: false, detail: `${st.updatedReplicas ?? 0} of ${want} pods at the new revision`}
+      if (st.updateRevision && st.currentRevision !== st.updateRevision)
+        return {done: false, detail: `${st.updatedReplicas ?? 0} of ${want} pods at the new revision`}
       if ((st.readyReplicas ?? 0) < want) return {done: false, detail: `${st.readyReplicas ?? 0} of ${want} pods ready`}
       return {done: true, detail: `${want} pod(s) at the new revision and ready`}
     }
     case 'DaemonSet': {
       const want = st.desiredNumberScheduled ?? 0
-      if ((st.updatedNumberScheduled ?? 0) < want) return {done: false, detail: `${st.updatedNumberScheduled ?? 0} of ${want} pods updated`}
-      if ((st.numberAvailable ?? 0) < want) return {done: false, detail: `${st.numberAvailable ?? 0} of ${want} pods available`}
+      if ((st.updatedNumberScheduled ?? 0) < want)
+        return {done: false, detail: `${st.updatedNumberScheduled ?? 0} of ${want} pods updated`}
+      if ((st.numberAvailable ?? 0) < want)
+        return {done: false, detail: `${st.numberAvailable ?? 0} of ${want} pods available`}
       return {done: true, detail: `${want} pod(s) updated and available`}
     }
     default:

@@ -5,7 +5,13 @@ import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import {objectFingerprint} from '../planner/canonical.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
-import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Operation, PLAN_ANNOTATION, type Precondition} from '../planner/plan-types.js'
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  type Operation,
+  PLAN_ANNOTATION,
+  type Precondition,
+} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import {podTemplateOf} from '../planner/vocab.js'
@@ -13,25 +19,35 @@ import {podTemplateOf} from '../planner/vocab.js'
 export const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt'
 
 export function isOurs(obj: KubeObject | undefined, planName: string): boolean {
-  return obj?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && obj.metadata.annotations?.[PLAN_ANNOTATION] === planName
+  return (
+    obj?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE &&
+    obj.metadata.annotations?.[PLAN_ANNOTATION] === planName
+  )
 }
 
 function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false
   if (Array.isArray(a) !== Array.isArray(b)) return false
-  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((v, i) => deepEqual(v, (b as unknown[])[i]))
+  if (Array.isArray(a))
+    return a.length === (b as unknown[]).length && a.every((v, i) => deepEqual(v, (b as unknown[])[i]))
   const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined)
   const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined)
-  return ka.length === kb.length && ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  )
 }
 
 /** Every field of `wanted` has the same value in `actual` (server defaults may add more). */
 export function containsAll(actual: unknown, wanted: unknown): boolean {
   if (wanted === null || typeof wanted !== 'object') return deepEqual(actual, wanted)
-  if (Array.isArray(wanted)) return Array.isArray(actual) && actual.length === wanted.length && wanted.every((w, i) => containsAll(actual[i], w))
+  if (Array.isArray(wanted))
+    return Array.isArray(actual) && actual.length === wanted.length && wanted.every((w, i) => containsAll(actual[i], w))
   if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false
-  return Object.entries(wanted).every(([k, v]) => v === undefined || containsAll((actual as Record<string, unknown>)[k], v))
+  return Object.entries(wanted).every(
+    ([k, v]) => v === undefined || containsAll((actual as Record<string, unknown>)[k], v),
+  )
 }
 
 /**
@@ -66,10 +82,20 @@ export const labelsMatch = (live: Record<string, string>, want: Record<string, s
   Object.entries(want).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))
 
 /** Whether an operation's effect is already in the cluster. */
-export async function effectPresent(client: KubeClient, op: Operation, planName: string, restartStamp: string | undefined): Promise<boolean> {
+export async function effectPresent(
+  client: KubeClient,
+  op: Operation,
+  planName: string,
+  restartStamp: string | undefined,
+): Promise<boolean> {
   switch (op.op) {
     case 'apply': {
-      const live = await client.get({apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: op.object.metadata.namespace, name: op.object.metadata.name})
+      const live = await client.get({
+        apiVersion: op.object.apiVersion,
+        kind: op.object.kind,
+        namespace: op.object.metadata.namespace,
+        name: op.object.metadata.name,
+      })
       if (!live || !isOurs(live, planName)) return false
       const {metadata: _m, apiVersion: _a, kind: _k, ...content} = op.object
       return containsAll(live, content) && containsAll(live.metadata.labels ?? {}, op.object.metadata.labels ?? {})
@@ -102,7 +128,11 @@ export interface PreconditionContext {
 }
 
 /** What no longer matches the plan, one line per difference; empty when the step may run. */
-export async function stalePreconditions(client: KubeClient, preconditions: Precondition[], ctx: PreconditionContext): Promise<string[]> {
+export async function stalePreconditions(
+  client: KubeClient,
+  preconditions: Precondition[],
+  ctx: PreconditionContext,
+): Promise<string[]> {
   const problems: string[] = []
   for (const p of preconditions) {
     switch (p.check) {
@@ -117,7 +147,9 @@ export async function stalePreconditions(client: KubeClient, preconditions: Prec
           const actual = live[key] ?? null
           if (actual === expected) continue
           if (key in ctx.targetLabels && ctx.targetLabels[key] === actual) continue
-          problems.push(`namespace label ${key} is ${actual === null ? 'absent' : `"${actual}"`}, the plan expected ${expected === null ? 'it absent' : `"${expected}"`}`)
+          problems.push(
+            `namespace label ${key} is ${actual === null ? 'absent' : `"${actual}"`}, the plan expected ${expected === null ? 'it absent' : `"${expected}"`}`,
+          )
         }
         break
       }
@@ -139,7 +171,8 @@ export async function stalePreconditions(client: KubeClient, preconditions: Prec
       }
       case 'object-absent-or-ours': {
         const live = await client.get(p.ref)
-        if (live && !isOurs(live, ctx.planName)) problems.push(`${formatRef(p.ref)} exists and was not created by this plan`)
+        if (live && !isOurs(live, ctx.planName))
+          problems.push(`${formatRef(p.ref)} exists and was not created by this plan`)
         break
       }
       case 'object-present': {
@@ -193,7 +226,10 @@ export async function guardedMergePatch(
 const CONFLICT_RETRIES = 5
 
 /** The object's labels (or pod-template labels) still have the values `seen` recorded for these keys. */
-export function labelsStill(seen: Record<string, string | null>, of: (live: KubeObject) => Record<string, string>): (live: KubeObject) => boolean {
+export function labelsStill(
+  seen: Record<string, string | null>,
+  of: (live: KubeObject) => Record<string, string>,
+): (live: KubeObject) => boolean {
   return (live) => {
     const now = of(live)
     return Object.entries(seen).every(([k, v]) => (now[k] ?? null) === v)
@@ -214,7 +250,12 @@ export async function performOperation(
 ): Promise<OperationResult> {
   switch (op.op) {
     case 'apply': {
-      const ref = {apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: op.object.metadata.namespace, name: op.object.metadata.name}
+      const ref = {
+        apiVersion: op.object.apiVersion,
+        kind: op.object.kind,
+        namespace: op.object.metadata.namespace,
+        name: op.object.metadata.name,
+      }
       const live = await client.get(ref)
       if (live && !isOurs(live, opts.planName)) {
         throw new StalePlanError(`${formatRef(ref)} exists and was not created by this plan; refusing to overwrite it`)
@@ -225,7 +266,10 @@ export async function performOperation(
     case 'delete': {
       const live = await client.get(op.ref)
       if (!live) return {wrote: false, before: {existed: false}}
-      await client.delete(op.ref, {dryRun: opts.dryRun, ...(live.metadata.uid ? {preconditions: {uid: live.metadata.uid}} : {})})
+      await client.delete(op.ref, {
+        dryRun: opts.dryRun,
+        ...(live.metadata.uid ? {preconditions: {uid: live.metadata.uid}} : {}),
+      })
       return {wrote: true, before: {existed: true}}
     }
     case 'label': {
@@ -233,7 +277,13 @@ export async function performOperation(
       if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
       // resourceVersion makes the patch fail with 409 if someone changed the object since we read it.
-      await guardedMergePatch(client, op.ref, {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}}, (now) => labelsMatch(labelsOf(now), op.labels), {dryRun: opts.dryRun, unchanged: labelsStill(previous, labelsOf)})
+      await guardedMergePatch(
+        client,
+        op.ref,
+        {metadata: {labels: op.labels, resourceVersion: live.metadata.resourceVersion}},
+        (now) => labelsMatch(labelsOf(now), op.labels),
+        {dryRun: opts.dryRun, unchanged: labelsStill(previous, labelsOf)},
+      )
       return {wrote: true, before: {labels: previous}}
     }
     case 'template-labels': {
@@ -243,19 +293,36 @@ export async function performOperation(
       const previous = Object.fromEntries(Object.keys(op.labels).map((k) => [k, current[k] ?? null]))
       const patch = templateLabelsPatch(live.kind, op.labels)
       ;(patch as {metadata?: unknown}).metadata = {resourceVersion: live.metadata.resourceVersion}
-      await guardedMergePatch(client, op.ref, patch, (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, op.labels), {dryRun: opts.dryRun, unchanged: labelsStill(previous, (o) => podTemplateOf(o)?.metadata?.labels ?? {})})
+      await guardedMergePatch(
+        client,
+        op.ref,
+        patch,
+        (now) => labelsMatch(podTemplateOf(now)?.metadata?.labels ?? {}, op.labels),
+        {dryRun: opts.dryRun, unchanged: labelsStill(previous, (o) => podTemplateOf(o)?.metadata?.labels ?? {})},
+      )
       return {wrote: true, before: {labels: previous}}
     }
     case 'restart': {
       const live = await client.get(op.ref)
       if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
       if (live.spec?.template?.metadata?.annotations?.[RESTARTED_AT] === opts.restartStamp) return {wrote: false}
-      await client.mergePatch(op.ref, {spec: {template: {metadata: {annotations: {[RESTARTED_AT]: opts.restartStamp}}}}}, {dryRun: opts.dryRun})
+      await client.mergePatch(
+        op.ref,
+        {spec: {template: {metadata: {annotations: {[RESTARTED_AT]: opts.restartStamp}}}}},
+        {dryRun: opts.dryRun},
+      )
       return {wrote: true}
     }
   }
 }
 
 export function operationRef(op: Operation): ObjectRef {
-  return op.op === 'apply' ? {apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: op.object.metadata.namespace, name: op.object.metadata.name} : op.ref
+  return op.op === 'apply'
+    ? {
+        apiVersion: op.object.apiVersion,
+        kind: op.object.kind,
+        namespace: op.object.metadata.namespace,
+        name: op.object.metadata.name,
+      }
+    : op.ref
 }

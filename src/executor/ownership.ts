@@ -61,7 +61,11 @@ function ownedBy(owner: PlanOwner, state: PlanState): boolean {
 }
 
 /** Refuse (exit 5) when another plan owns the namespace; returns the Namespace as read. */
-export async function checkOwner(client: KubeClient, state: PlanState, verb: 'apply' | 'roll back'): Promise<KubeObject | undefined> {
+export async function checkOwner(
+  client: KubeClient,
+  state: PlanState,
+  verb: 'apply' | 'roll back',
+): Promise<KubeObject | undefined> {
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
   if (owner && !ownedBy(owner, state)) refuse(state, owner, verb)
@@ -74,7 +78,12 @@ export async function claimNamespace(client: KubeClient, state: PlanState, who: 
   if (!ns || readOwner(ns)?.digest === planDigest(state)) return
   const owner: PlanOwner = {plan: state.file, digest: planDigest(state), by: who, since: new Date().toISOString()}
   try {
-    await client.mergePatch(nsRef(state.namespace), {metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: JSON.stringify(owner)}}})
+    await client.mergePatch(nsRef(state.namespace), {
+      metadata: {
+        resourceVersion: ns.metadata.resourceVersion,
+        annotations: {[OWNER_ANNOTATION]: JSON.stringify(owner)},
+      },
+    })
   } catch (error) {
     // Someone wrote the Namespace since it was read: read again; another plan may have claimed it first.
     if (!(error instanceof KubeApiError && error.status === 409)) throw error
@@ -88,6 +97,8 @@ export async function releaseIfRolledBack(client: KubeClient, state: PlanState):
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
   if (!ns || !owner || !ownedBy(owner, state)) return false
-  await client.mergePatch(nsRef(state.namespace), {metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: null}}})
+  await client.mergePatch(nsRef(state.namespace), {
+    metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: null}},
+  })
   return true
 }

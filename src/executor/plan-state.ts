@@ -9,7 +9,10 @@ export class PlanState {
   /** Recorded with every step next to `by` (the Kubernetes identity): who ran the command, where. */
   localUser?: string
 
-  private constructor(readonly file: string, public plan: MigrationPlan) {}
+  private constructor(
+    readonly file: string,
+    public plan: MigrationPlan,
+  ) {}
 
   /** Read and check a plan (schema, safety, digest): anything wrong is exit 4 before any write. */
   static async load(file: string): Promise<PlanState> {
@@ -38,11 +41,15 @@ export class PlanState {
   async begin(): Promise<void> {
     const digest = specDigest(this.plan)
     if (!this.plan.status) this.plan.status = {specDigest: digest, steps: []}
-    else if (!this.plan.status.steps.some((s) => s.phase !== 'Pending' && s.phase !== 'RolledBack')) this.plan.status.specDigest = digest
+    else if (!this.plan.status.steps.some((s) => s.phase !== 'Pending' && s.phase !== 'RolledBack'))
+      this.plan.status.specDigest = digest
     await this.save()
   }
 
-  async record(id: string, update: Omit<Partial<StepStatus>, 'id'> & {phase: StepPhase; by: string}): Promise<StepStatus> {
+  async record(
+    id: string,
+    update: Omit<Partial<StepStatus>, 'id'> & {phase: StepPhase; by: string},
+  ): Promise<StepStatus> {
     this.plan.status ??= {specDigest: specDigest(this.plan), steps: []}
     const steps = this.plan.status.steps
     const index = steps.findIndex((s) => s.id === id)
@@ -55,7 +62,9 @@ export class PlanState {
       ...(this.localUser ? {localUser: this.localUser} : {}),
       ...((update.observed ?? previous?.observed) ? {observed: update.observed ?? previous?.observed} : {}),
       ...(update.message ? {message: update.message} : {}),
-      ...((update.attempts ?? previous?.attempts) !== undefined ? {attempts: update.attempts ?? previous?.attempts} : {}),
+      ...((update.attempts ?? previous?.attempts) !== undefined
+        ? {attempts: update.attempts ?? previous?.attempts}
+        : {}),
     }
     if (index === -1) {
       // Keep status.steps in spec order so the file reads top to bottom.
@@ -73,7 +82,11 @@ export class PlanState {
     try {
       await writeFileAtomic(this.file, renderPlanFile(this.plan))
     } catch (error) {
-      throw new UserError(`cannot write ${this.file}: ${(error as Error).message}`, {suggestion: 'The step ran but its record could not be saved; fix the file system problem and re-run the same command: it re-checks the cluster and records the result.', cause: error})
+      throw new UserError(`cannot write ${this.file}: ${(error as Error).message}`, {
+        suggestion:
+          'The step ran but its record could not be saved; fix the file system problem and re-run the same command: it re-checks the cluster and records the result.',
+        cause: error,
+      })
     }
   }
 }

@@ -37,7 +37,10 @@ export async function readTextFile(file: string, what = 'file'): Promise<string>
     return await readFile(file, 'utf8')
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') throw new UserError(`${what} ${file} does not exist`, {suggestion: 'Check the path, or create the plan with `mesh-migrate plan NAMESPACE`.'})
+    if (code === 'ENOENT')
+      throw new UserError(`${what} ${file} does not exist`, {
+        suggestion: 'Check the path, or create the plan with `mesh-migrate plan NAMESPACE`.',
+      })
     if (code === 'EISDIR') throw new UserError(`${file} is a directory, not a ${what}`)
     if (code === 'EACCES') throw new UserError(`cannot read ${file}: permission denied`)
     throw error
@@ -62,11 +65,13 @@ export function replanCommand(namespace: string, file: string, flags = ''): stri
 /** The plan files directly under plans/ (plans/examples/ and other sub-folders are not live plans). */
 export async function listPlanFiles(plansDir = PLANS_DIR): Promise<string[]> {
   const entries = await readdir(plansDir, {withFileTypes: true}).catch(() => [])
-  return entries
-    // plans/fleet.yaml is the fleet overview (plan -A), not a namespace's plan.
-    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name) && !e.name.startsWith('.') && e.name !== FLEET_FILE)
-    .map((e) => path.join(plansDir, e.name))
-    .sort()
+  return (
+    entries
+      // plans/fleet.yaml is the fleet overview (plan -A), not a namespace's plan.
+      .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name) && !e.name.startsWith('.') && e.name !== FLEET_FILE)
+      .map((e) => path.join(plansDir, e.name))
+      .sort()
+  )
 }
 
 /**
@@ -75,13 +80,22 @@ export async function listPlanFiles(plansDir = PLANS_DIR): Promise<string[]> {
  */
 export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise<string> {
   // A regular file only: a directory called like the namespace (a kustomize base, say) must not shadow plans/<ns>.yaml.
-  const exists = async (p: string) => (await stat(p).then((s) => s.isFile()).catch(() => false))
+  const exists = async (p: string) =>
+    await stat(p)
+      .then((s) => s.isFile())
+      .catch(() => false)
   if (await exists(arg)) return arg
   if (NAMESPACE_NAME.test(arg)) {
     const candidate = defaultPlanPath(arg, plansDir)
     if (await exists(candidate)) return candidate
-    throw new UserError(`no plan for namespace "${arg}": ${candidate} does not exist`, {suggestion: `Create it with \`mesh-migrate plan ${arg}\`, or pass the path of a plan file.`})
+    throw new UserError(`no plan for namespace "${arg}": ${candidate} does not exist`, {
+      suggestion: `Create it with \`mesh-migrate plan ${arg}\`, or pass the path of a plan file.`,
+    })
   }
-  const isDirectory = await stat(arg).then((s) => s.isDirectory()).catch(() => false)
-  throw new UserError(isDirectory ? `${arg} is a directory, not a plan file` : `plan file ${arg} does not exist`, {suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.'})
+  const isDirectory = await stat(arg)
+    .then((s) => s.isDirectory())
+    .catch(() => false)
+  throw new UserError(isDirectory ? `${arg} is a directory, not a plan file` : `plan file ${arg} does not exist`, {
+    suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.',
+  })
 }

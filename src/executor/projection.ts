@@ -11,9 +11,16 @@ import {templateLabelsPatch} from '../planner/workloads.js'
 import {operationRef, type PreconditionContext, stalePreconditions} from './operations.js'
 import {podTemplateOf} from '../planner/vocab.js'
 
-type Effect = {kind: 'object'; object: KubeObject} | {kind: 'absent'} | {kind: 'labels'; labels: Record<string, string | null>} | {kind: 'template-labels'; labels: Record<string, string | null>}
+type Effect =
+  | {kind: 'object'; object: KubeObject}
+  | {kind: 'absent'}
+  | {kind: 'labels'; labels: Record<string, string | null>}
+  | {kind: 'template-labels'; labels: Record<string, string | null>}
 
-function withLabels(labels: Record<string, string> | undefined, change: Record<string, string | null>): Record<string, string> {
+function withLabels(
+  labels: Record<string, string> | undefined,
+  change: Record<string, string | null>,
+): Record<string, string> {
   const next = {...labels}
   for (const [k, v] of Object.entries(change)) {
     if (v === null) delete next[k]
@@ -26,7 +33,10 @@ function mergeDeep(target: Record<string, unknown>, patch: Record<string, unknow
   const out: Record<string, unknown> = {...target}
   for (const [k, v] of Object.entries(patch)) {
     const t = out[k]
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && t && typeof t === 'object' && !Array.isArray(t) ? mergeDeep(t as Record<string, unknown>, v as Record<string, unknown>) : v
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && t && typeof t === 'object' && !Array.isArray(t)
+        ? mergeDeep(t as Record<string, unknown>, v as Record<string, unknown>)
+        : v
   }
   return out
 }
@@ -71,11 +81,15 @@ export class ProjectedCluster {
   addOperation(op: Operation): void {
     const key = refKey(operationRef(op))
     const effect: Effect | undefined =
-      op.op === 'apply' ? {kind: 'object', object: op.object}
-      : op.op === 'delete' ? {kind: 'absent'}
-      : op.op === 'label' ? {kind: 'labels', labels: op.labels}
-      : op.op === 'template-labels' ? {kind: 'template-labels', labels: op.labels}
-      : undefined
+      op.op === 'apply'
+        ? {kind: 'object', object: op.object}
+        : op.op === 'delete'
+          ? {kind: 'absent'}
+          : op.op === 'label'
+            ? {kind: 'labels', labels: op.labels}
+            : op.op === 'template-labels'
+              ? {kind: 'template-labels', labels: op.labels}
+              : undefined
     if (!effect) return
     this.effects.set(key, [...(this.effects.get(key) ?? []), effect])
     if (op.op === 'apply') this.created.add(key)
@@ -126,12 +140,17 @@ export function ownWrites(step: PlanStep): Pick<PreconditionContext, 'targetLabe
  * step cannot be ready yet (istiod programs it only once it really exists), so its readiness is left
  * to the step's own check at apply time. `skipped` says which were left out and why.
  */
-export function projectablePreconditions(step: PlanStep, projection: ProjectedCluster): {checks: Precondition[]; skipped: string[]} {
+export function projectablePreconditions(
+  step: PlanStep,
+  projection: ProjectedCluster,
+): {checks: Precondition[]; skipped: string[]} {
   const checks: Precondition[] = []
   const skipped: string[] = []
   for (const p of step.preconditions) {
     if (p.check === 'waypoint-ready' && projection.created.has(refKey(p.ref))) {
-      skipped.push(`${formatRef(p.ref)} ready: it is created by an earlier step of this run, and only istiod can program it`)
+      skipped.push(
+        `${formatRef(p.ref)} ready: it is created by an earlier step of this run, and only istiod can program it`,
+      )
       continue
     }
     checks.push(p)
@@ -149,7 +168,11 @@ export interface LaterStepProblem {
  * will leave it. Waypoint readiness is not judged ahead (it is a controller's state that changes on
  * its own; each step checks it when it runs). Returns the steps whose preconditions already fail.
  */
-export async function laterStepProblems(client: KubeClient, steps: PlanStep[], ctx: Omit<PreconditionContext, 'targetLabels' | 'deletes'>): Promise<LaterStepProblem[]> {
+export async function laterStepProblems(
+  client: KubeClient,
+  steps: PlanStep[],
+  ctx: Omit<PreconditionContext, 'targetLabels' | 'deletes'>,
+): Promise<LaterStepProblem[]> {
   const projection = new ProjectedCluster(client)
   const view = projection.asClient()
   const found: LaterStepProblem[] = []

@@ -37,7 +37,8 @@ export class InterruptedError extends UserError {
   constructor() {
     super('interrupted', {
       exitCode: ExitCode.Interrupted,
-      suggestion: 'Re-run the command: `mesh-migrate apply PLAN --retry` finishes an interrupted step, `mesh-migrate rollback PLAN` undoes it.',
+      suggestion:
+        'Re-run the command: `mesh-migrate apply PLAN --retry` finishes an interrupted step, `mesh-migrate rollback PLAN` undoes it.',
     })
   }
 }
@@ -45,10 +46,14 @@ export class InterruptedError extends UserError {
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms)
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t)
-      resolve()
-    }, {once: true})
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t)
+        resolve()
+      },
+      {once: true},
+    )
   })
 
 /** Poll `check` until it holds or `timeoutMs` passes. */
@@ -103,7 +108,11 @@ async function podsWanted(client: KubeClient, ref: ObjectRef): Promise<number> {
  * A pod check over a workload without any running pod holds vacuously: while it should have pods (replicas > 0)
  * they are still coming up, and the check must wait for them instead of passing.
  */
-async function podsNotUpYet(client: KubeClient, refs: ObjectRef[], byWorkload: Map<string, unknown[]>): Promise<CheckResult | undefined> {
+async function podsNotUpYet(
+  client: KubeClient,
+  refs: ObjectRef[],
+  byWorkload: Map<string, unknown[]>,
+): Promise<CheckResult | undefined> {
   const waiting: string[] = []
   for (const ref of refs) {
     if ((byWorkload.get(refKey(ref))?.length ?? 0) > 0) continue
@@ -113,24 +122,35 @@ async function podsNotUpYet(client: KubeClient, refs: ObjectRef[], byWorkload: M
   return waiting.length > 0 ? {ok: false, detail: `no running pods yet for ${waiting.join(', ')}`} : undefined
 }
 
-type CheckOf<K extends Verification['check']> = (v: Extract<Verification, {check: K}>, ctx: VerifyContext) => Promise<CheckResult>
+type CheckOf<K extends Verification['check']> = (
+  v: Extract<Verification, {check: K}>,
+  ctx: VerifyContext,
+) => Promise<CheckResult>
 
 /** A wait over several objects: "4/6 rollouts done" while some are left (issue 13 §10). */
 function counted(total: number, pending: string[], noun: string, ok: string): CheckResult {
   if (pending.length === 0) return {ok: true, detail: ok}
-  return {ok: false, detail: pending.join('; '), progress: {done: total - pending.length, total, noun, waitingFor: pending}}
+  return {
+    ok: false,
+    detail: pending.join('; '),
+    progress: {done: total - pending.length, total, noun, waitingFor: pending},
+  }
 }
 
 const objectsPresent: CheckOf<'objects-present'> = async (v, {client}) => {
   const missing: string[] = []
   for (const ref of v.refs) if (!(await client.get(ref))) missing.push(formatRef(ref))
-  return missing.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) present`} : {ok: false, detail: `missing: ${missing.join(', ')}`}
+  return missing.length === 0
+    ? {ok: true, detail: `${v.refs.length} object(s) present`}
+    : {ok: false, detail: `missing: ${missing.join(', ')}`}
 }
 
 const objectsAbsent: CheckOf<'objects-absent'> = async (v, {client}) => {
   const present: string[] = []
   for (const ref of v.refs) if (await client.get(ref)) present.push(formatRef(ref))
-  return present.length === 0 ? {ok: true, detail: `${v.refs.length} object(s) gone`} : {ok: false, detail: `still present: ${present.join(', ')}`}
+  return present.length === 0
+    ? {ok: true, detail: `${v.refs.length} object(s) gone`}
+    : {ok: false, detail: `still present: ${present.join(', ')}`}
 }
 
 const namespaceLabels: CheckOf<'namespace-labels'> = async (v, {client, namespace}) => {
@@ -139,27 +159,45 @@ const namespaceLabels: CheckOf<'namespace-labels'> = async (v, {client, namespac
   const wrong = Object.entries(v.labels).filter(([k, want]) => (want === null ? k in labels : labels[k] !== want))
   return wrong.length === 0
     ? {ok: true, detail: 'namespace labels as planned'}
-    : {ok: false, detail: wrong.map(([k, want]) => `${k} is ${labels[k] === undefined ? 'absent' : `"${labels[k]}"`}, want ${want === null ? 'absent' : `"${want}"`}`).join('; ')}
+    : {
+        ok: false,
+        detail: wrong
+          .map(
+            ([k, want]) =>
+              `${k} is ${labels[k] === undefined ? 'absent' : `"${labels[k]}"`}, want ${want === null ? 'absent' : `"${want}"`}`,
+          )
+          .join('; '),
+      }
 }
 
-/** A waypoint is ready in three stages (Programmed, an address, a running proxy): the wait line counts them. */
+/** Programmed, an address, and a running proxy: the detail names the first missing (short: no count needed). */
 const waypointReady: CheckOf<'waypoint-ready'> = async (v, {client}) => {
   const name = formatRef(v.ref)
-  const stage = (done: number, detail: string): CheckResult => ({ok: false, detail, progress: {done, total: 3, noun: 'waypoint stages', waitingFor: [detail]}})
+  const notYet = (detail: string): CheckResult => ({ok: false, detail})
   const gw = await client.get(v.ref)
-  if (!gw) return stage(0, `${name} does not exist`)
+  if (!gw) return notYet(`${name} does not exist`)
   const programmed = condition(gw, 'Programmed')
   if (programmed?.status !== 'True') {
-    return stage(0, `${name} is not Programmed${programmed ? ` (${programmed.reason ?? ''}${programmed.message ? `: ${programmed.message}` : ''})` : ' yet'}`)
+    return notYet(
+      `${name} is not Programmed${programmed ? ` (${programmed.reason ?? ''}${programmed.message ? `: ${programmed.message}` : ''})` : ' yet'}`,
+    )
   }
   if (!Array.isArray(gw.status?.addresses) || gw.status.addresses.length === 0) {
-    return stage(1, `${name} has no status.addresses yet (istiod ignores the waypoint until it has)`)
+    return notYet(`${name} has no status.addresses yet (istiod ignores the waypoint until it has)`)
   }
   // Programmed only says the Service exists; a waypoint with no running proxy still drops traffic.
-  const deployment = await client.get({apiVersion: 'apps/v1', kind: 'Deployment', namespace: v.ref.namespace, name: v.ref.name})
+  const deployment = await client.get({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    namespace: v.ref.namespace,
+    name: v.ref.name,
+  })
   const available = deployment?.status?.availableReplicas ?? 0
-  if (available < 1) return stage(2, `waypoint Deployment ${v.ref.namespace}/${v.ref.name} has no available replica yet`)
-  return {ok: true, detail: `Programmed, address ${gw.status.addresses[0]?.value ?? '?'}, ${available} replica(s) available`}
+  if (available < 1) return notYet(`waypoint Deployment ${v.ref.namespace}/${v.ref.name} has no available replica yet`)
+  return {
+    ok: true,
+    detail: `Programmed, address ${gw.status.addresses[0]?.value ?? '?'}, ${available} replica(s) available`,
+  }
 }
 
 const rolloutsComplete: CheckOf<'rollouts-complete'> = async (v, {client}) => {
@@ -180,12 +218,24 @@ const podsWithoutSidecar: CheckOf<'pods-without-sidecar'> = async (v, {client, n
   const pods = v.refs.flatMap((r) => byWorkload.get(refKey(r)) ?? [])
   const offenders = pods.filter(hasSidecar).map((p) => p.name)
   if (offenders.length > 0) {
-    return {ok: false, detail: `pods still with a sidecar: ${offenders.join(', ')}`, progress: {done: pods.length - offenders.length, total: pods.length, noun: 'pods without sidecar', waitingFor: offenders}}
+    return {
+      ok: false,
+      detail: `pods still with a sidecar: ${offenders.join(', ')}`,
+      progress: {
+        done: pods.length - offenders.length,
+        total: pods.length,
+        noun: 'pods without sidecar',
+        waitingFor: offenders,
+      },
+    }
   }
   const notUp = await podsNotUpYet(client, v.refs, byWorkload)
   if (notUp) return notUp
   const noPods = missingPods(v.refs, byWorkload)
-  return {ok: true, detail: `${pods.length} pod(s) without sidecar${noPods.length > 0 ? `; no running pods for ${noPods.join(', ')}` : ''}`}
+  return {
+    ok: true,
+    detail: `${pods.length} pod(s) without sidecar${noPods.length > 0 ? `; no running pods for ${noPods.join(', ')}` : ''}`,
+  }
 }
 
 const podsCaptured: CheckOf<'pods-captured'> = async (v, {client, namespace}) => {
@@ -194,7 +244,16 @@ const podsCaptured: CheckOf<'pods-captured'> = async (v, {client, namespace}) =>
   const offenders = pods.filter((p) => !p.captured).map((p) => `${p.name}${hasSidecar(p) ? ' (has a sidecar)' : ''}`)
   if (offenders.length > 0) {
     const detail = `pods not captured by ztunnel (ambient.istio.io/redirection != enabled): ${offenders.join(', ')}`
-    return {ok: false, detail, progress: {done: pods.length - offenders.length, total: pods.length, noun: 'pods captured', waitingFor: offenders}}
+    return {
+      ok: false,
+      detail,
+      progress: {
+        done: pods.length - offenders.length,
+        total: pods.length,
+        noun: 'pods captured',
+        waitingFor: offenders,
+      },
+    }
   }
   const notUp = await podsNotUpYet(client, v.refs, byWorkload)
   if (notUp) return notUp
@@ -211,9 +270,19 @@ const podsOptedOut: CheckOf<'pods-opted-out'> = async (v, {client, namespace}) =
     }
   }
   const byWorkload = podsByWorkload(await livePods(client, namespace))
-  const offenders = v.refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => p.pod.metadata.labels?.[DATAPLANE_MODE_LABEL] !== 'none').map((p) => p.name))
+  const offenders = v.refs.flatMap((r) =>
+    (byWorkload.get(refKey(r)) ?? [])
+      .filter((p) => p.pod.metadata.labels?.[DATAPLANE_MODE_LABEL] !== 'none')
+      .map((p) => p.name),
+  )
   if (pending.length > 0 || offenders.length > 0) {
-    return {ok: false, detail: [...pending, ...(offenders.length > 0 ? [`pods without ${DATAPLANE_MODE_LABEL}=none: ${offenders.join(', ')}`] : [])].join('; ')}
+    return {
+      ok: false,
+      detail: [
+        ...pending,
+        ...(offenders.length > 0 ? [`pods without ${DATAPLANE_MODE_LABEL}=none: ${offenders.join(', ')}`] : []),
+      ].join('; '),
+    }
   }
   const notUp = await podsNotUpYet(client, v.refs, byWorkload)
   if (notUp) return notUp
@@ -228,11 +297,21 @@ const waypointBound: CheckOf<'waypoint-bound'> = async (v, {client, namespace}) 
     if (bound?.status !== 'True') unbound.push(`${name}${bound ? ` (${bound.reason ?? 'False'})` : ''}`)
   }
   if (unbound.length === 0) return {ok: true, detail: `${v.services.length} Service(s) bound to ${v.ref.name}`}
-  return {ok: false, detail: `not bound to ${formatRef(v.ref)}: ${unbound.join(', ')}`, progress: {done: v.services.length - unbound.length, total: v.services.length, noun: 'Services bound', waitingFor: unbound}}
+  return {
+    ok: false,
+    detail: `not bound to ${formatRef(v.ref)}: ${unbound.join(', ')}`,
+    progress: {
+      done: v.services.length - unbound.length,
+      total: v.services.length,
+      noun: 'Services bound',
+      waitingFor: unbound,
+    },
+  }
 }
 
 const CHECKS: {[K in Verification['check']]: CheckOf<K>} = {
-  preflight: async (v, ctx) => (ctx.preflight ? ctx.preflight(v.checks) : {ok: true, detail: 'preflight checks skipped'}),
+  preflight: async (v, ctx) =>
+    ctx.preflight ? ctx.preflight(v.checks) : {ok: true, detail: 'preflight checks skipped'},
   'objects-present': objectsPresent,
   'objects-absent': objectsAbsent,
   'namespace-labels': namespaceLabels,
@@ -252,6 +331,10 @@ export async function runCheck(v: Verification, ctx: VerifyContext): Promise<Che
 /** Pods of these workloads all carry a sidecar again (rollback's postcondition). */
 export async function podsWithSidecar(client: KubeClient, namespace: string, refs: ObjectRef[]): Promise<CheckResult> {
   const byWorkload = podsByWorkload(await livePods(client, namespace))
-  const offenders = refs.flatMap((r) => (byWorkload.get(refKey(r)) ?? []).filter((p) => !hasSidecar(p)).map((p) => p.name))
-  return offenders.length === 0 ? {ok: true, detail: 'every pod has its sidecar back'} : {ok: false, detail: `pods without a sidecar: ${offenders.join(', ')}`}
+  const offenders = refs.flatMap((r) =>
+    (byWorkload.get(refKey(r)) ?? []).filter((p) => !hasSidecar(p)).map((p) => p.name),
+  )
+  return offenders.length === 0
+    ? {ok: true, detail: 'every pod has its sidecar back'}
+    : {ok: false, detail: `pods without a sidecar: ${offenders.join(', ')}`}
 }

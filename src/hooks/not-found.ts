@@ -8,12 +8,15 @@ import {ExitCode} from '../cli/exit-codes.js'
 
 /** Optimal string alignment distance: edits, with a swap of two neighbours counting as one ("aplpy"). */
 export function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({length: a.length + 1}, (_, i) => Array.from({length: b.length + 1}, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  const d: number[][] = Array.from({length: a.length + 1}, (_, i) =>
+    Array.from({length: b.length + 1}, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  )
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1
       d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
     }
   }
   return d[a.length]![b.length]!
@@ -24,7 +27,9 @@ export function suggestCommands(typed: string, commands: string[]): string[] {
   const word = typed.toLowerCase()
   const prefixed = commands.filter((c) => word.length >= 2 && c.startsWith(word))
   if (prefixed.length > 0) return prefixed
-  const scored = commands.map((c) => ({c, d: editDistance(word, c)})).filter(({c, d}) => d <= Math.max(1, Math.floor(Math.max(c.length, word.length) / 3)))
+  const scored = commands
+    .map((c) => ({c, d: editDistance(word, c)}))
+    .filter(({c, d}) => d <= Math.max(1, Math.floor(Math.max(c.length, word.length) / 3)))
   const best = Math.min(...scored.map((s) => s.d))
   return scored.filter((s) => s.d === best).map((s) => s.c)
 }
@@ -36,7 +41,9 @@ const hook: Hook<'command_not_found'> = async function (opts) {
   const suggestions = suggestCommands(typed, commands)
   const p = stderrPainter()
   const bin = opts.config.bin
-  process.stderr.write(`${p.paint(['bold', 'red'], 'Error:')} "${typed}" is not a ${bin} command.${suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => p.paint('bold', s)).join(' or ')}?` : ''}\n`)
+  process.stderr.write(
+    `${p.paint(['bold', 'red'], 'Error:')} "${typed}" is not a ${bin} command.${suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => p.paint('bold', s)).join(' or ')}?` : ''}\n`,
+  )
   process.stderr.write(`${p.paint('bold', 'Next:')} Run '${bin} --help' for the list of commands.\n`)
   process.exit(ExitCode.Usage)
 }

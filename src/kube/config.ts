@@ -34,7 +34,10 @@ async function applyTokenFiles(kc: KubeConfig, file: string, text: string): Prom
     try {
       Object.assign(user, {token: readFileSync(where, 'utf8').trim()})
     } catch (error) {
-      throw new KubeConfigError(`cannot read the token file of user "${entry.name}" in ${file}: ${describeError(error)}`, `Check that ${where} exists and is readable.`)
+      throw new KubeConfigError(
+        `cannot read the token file of user "${entry.name}" in ${file}: ${describeError(error)}`,
+        `Check that ${where} exists and is readable.`,
+      )
     }
   }
 }
@@ -43,7 +46,10 @@ function describeError(error: unknown): string {
   return error instanceof Error ? error.message.split('\n')[0]! : String(error)
 }
 
-export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.ProcessEnv = process.env): Promise<KubeConfig> {
+export async function loadKubeConfig(
+  opts: KubeConfigOptions,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<KubeConfig> {
   const {KubeConfig} = await import('@kubernetes/client-node')
   const kc = new KubeConfig()
   const loadFile = async (file: string): Promise<KubeConfig> => {
@@ -53,7 +59,10 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
       one.loadFromFile(file)
       text = readFileSync(file, 'utf8')
     } catch (error) {
-      throw new KubeConfigError(`cannot read kubeconfig ${file}: ${describeError(error)}`, 'Check that the file is a valid kubeconfig (kubectl config view --kubeconfig FILE).')
+      throw new KubeConfigError(
+        `cannot read kubeconfig ${file}: ${describeError(error)}`,
+        'Check that the file is a valid kubeconfig (kubectl config view --kubeconfig FILE).',
+      )
     }
     if (text.includes('tokenFile')) await applyTokenFiles(one, file, text)
     return one
@@ -64,12 +73,20 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
       throw new KubeConfigError(`kubeconfig ${opts.kubeconfig} does not exist`, 'Check the --kubeconfig path.')
     }
     const one = await loadFile(opts.kubeconfig)
-    kc.loadFromOptions({clusters: one.clusters, users: one.users, contexts: one.contexts, currentContext: one.currentContext})
+    kc.loadFromOptions({
+      clusters: one.clusters,
+      users: one.users,
+      contexts: one.contexts,
+      currentContext: one.currentContext,
+    })
   } else if (env.KUBECONFIG) {
     // kubectl ignores files of $KUBECONFIG that do not exist.
     const files = env.KUBECONFIG.split(path.delimiter).filter((f) => f && existsSync(f))
     if (files.length === 0) {
-      throw new KubeConfigError(`none of the files in $KUBECONFIG exist (${env.KUBECONFIG})`, 'Point KUBECONFIG at your kubeconfig, or pass --kubeconfig.')
+      throw new KubeConfigError(
+        `none of the files in $KUBECONFIG exist (${env.KUBECONFIG})`,
+        'Point KUBECONFIG at your kubeconfig, or pass --kubeconfig.',
+      )
     }
     const configs = await Promise.all(files.map(loadFile))
     const firstWins = <T extends {name: string}>(lists: T[][]): T[] => {
@@ -88,7 +105,12 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
     const defaultFile = path.join(home, '.kube', 'config')
     if (existsSync(defaultFile)) {
       const one = await loadFile(defaultFile)
-      kc.loadFromOptions({clusters: one.clusters, users: one.users, contexts: one.contexts, currentContext: one.currentContext})
+      kc.loadFromOptions({
+        clusters: one.clusters,
+        users: one.users,
+        contexts: one.contexts,
+        currentContext: one.currentContext,
+      })
     } else if (env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) {
       kc.loadFromCluster()
     } else {
@@ -102,17 +124,26 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
   if (opts.context) {
     if (!kc.getContextObject(opts.context)) {
       const known = kc.getContexts().map((c) => c.name)
-      throw new KubeConfigError(`context "${opts.context}" is not in the kubeconfig`, known.length > 0 ? `Known contexts: ${known.join(', ')}.` : 'The kubeconfig has no contexts.')
+      throw new KubeConfigError(
+        `context "${opts.context}" is not in the kubeconfig`,
+        known.length > 0 ? `Known contexts: ${known.join(', ')}.` : 'The kubeconfig has no contexts.',
+      )
     }
     kc.setCurrentContext(opts.context)
   }
   const current = kc.getCurrentContext()
   if (!current || !kc.getContextObject(current)) {
-    throw new KubeConfigError('the kubeconfig has no current context', 'Pass --context NAME (kubectl config get-contexts lists them).')
+    throw new KubeConfigError(
+      'the kubeconfig has no current context',
+      'Pass --context NAME (kubectl config get-contexts lists them).',
+    )
   }
   const cluster = kc.getCurrentCluster()
   if (!cluster || !cluster.server) {
-    throw new KubeConfigError(`context "${current}" names no cluster with a server URL`, 'Fix the context in your kubeconfig (kubectl config view).')
+    throw new KubeConfigError(
+      `context "${current}" names no cluster with a server URL`,
+      'Fix the context in your kubeconfig (kubectl config view).',
+    )
   }
   if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
     throw new KubeConfigError(
@@ -127,7 +158,11 @@ export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.Proces
 export function parseRequestTimeout(value: string | undefined): number | undefined {
   if (value === undefined || value === '' || value === '0') return undefined
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim())
-  if (!match) throw new KubeConfigError(`invalid --request-timeout "${value}"`, 'Use a duration such as 30s, 1m or 500ms (0 for none).')
+  if (!match)
+    throw new KubeConfigError(
+      `invalid --request-timeout "${value}"`,
+      'Use a duration such as 30s, 1m or 500ms (0 for none).',
+    )
   const n = Number(match[1])
   const unit = match[2] ?? 's'
   const ms = unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000

@@ -10,7 +10,12 @@ export interface StatusBody {
   message?: string
   reason?: string
   code?: number
-  details?: {name?: string; group?: string; kind?: string; causes?: {reason?: string; message?: string; field?: string}[]}
+  details?: {
+    name?: string
+    group?: string
+    kind?: string
+    causes?: {reason?: string; message?: string; field?: string}[]
+  }
 }
 
 export interface Attempt {
@@ -42,12 +47,17 @@ function forbiddenWhat(body: StatusBody | undefined, attempt: Attempt): {verb: s
 
 /** Groups served by Kubernetes itself; anything else (Istio, Gateway API, …) comes from CRDs. */
 function builtinGroup(group: string): boolean {
-  return !group.includes('.') || (group.endsWith('.k8s.io') && !group.startsWith('gateway.networking.') && !group.endsWith('.x-k8s.io'))
+  return (
+    !group.includes('.') ||
+    (group.endsWith('.k8s.io') && !group.startsWith('gateway.networking.') && !group.endsWith('.x-k8s.io'))
+  )
 }
 
 function installHint(group: string): string {
-  if (group === 'istio.io' || group.endsWith('.istio.io')) return 'Istio installs them: `istioctl install`, or the istio-base Helm chart'
-  if (group.endsWith('gateway.networking.k8s.io')) return 'Gateway API: `kubectl apply -f` the standard-install.yaml of a gateway-api release'
+  if (group === 'istio.io' || group.endsWith('.istio.io'))
+    return 'Istio installs them: `istioctl install`, or the istio-base Helm chart'
+  if (group.endsWith('gateway.networking.k8s.io'))
+    return 'Gateway API: `kubectl apply -f` the standard-install.yaml of a gateway-api release'
   return `the CRDs come with the project that owns ${group}`
 }
 
@@ -60,7 +70,10 @@ function notFound(body: StatusBody | undefined, attempt: Attempt): string {
     if (builtinGroup(attempt.group)) {
       return `The API server does not serve ${kind} (${api || 'core'}): this Kubernetes version may not have that API (\`kubectl api-resources\` lists what it serves).`
     }
-    const crd = attempt.verb === 'discover' || !attempt.resource ? `the CustomResourceDefinition for ${kind} in API group ${attempt.group}` : `CustomResourceDefinition ${attempt.resource}.${attempt.group}`
+    const crd =
+      attempt.verb === 'discover' || !attempt.resource
+        ? `the CustomResourceDefinition for ${kind} in API group ${attempt.group}`
+        : `CustomResourceDefinition ${attempt.resource}.${attempt.group}`
     return `The ${kind} API (${api}) is missing, not just the object: ${crd} is not installed in this cluster. Install it (${installHint(attempt.group)}), then re-run; \`kubectl get crd | grep ${attempt.group}\` shows what is installed.`
   }
   const resource = attempt.group ? `${attempt.resource}.${attempt.group}` : attempt.resource
@@ -81,7 +94,9 @@ function nextStep(status: number, body: StatusBody | undefined, attempt: Attempt
     case 404:
       return notFound(body, attempt)
     case 409:
-      return reason === 'AlreadyExists' ? 'Something else created it first; re-run the command (it is idempotent) or inspect the object.' : 'Someone changed the object at the same time; re-run the command (it re-reads the object first).'
+      return reason === 'AlreadyExists'
+        ? 'Something else created it first; re-run the command (it is idempotent) or inspect the object.'
+        : 'Someone changed the object at the same time; re-run the command (it re-reads the object first).'
     case 422:
       return 'The server rejected the object (schema/CEL validation or an admission webhook); the message says which field.'
     case 429:
@@ -101,7 +116,13 @@ export class KubeApiError extends UserError {
   readonly body?: StatusBody
   readonly attempt: Attempt
 
-  constructor(status: number, body: StatusBody | undefined, attempt: Attempt, context: string, extra: {credentialsReloaded?: boolean; user?: string} = {}) {
+  constructor(
+    status: number,
+    body: StatusBody | undefined,
+    attempt: Attempt,
+    context: string,
+    extra: {credentialsReloaded?: boolean; user?: string} = {},
+  ) {
     const reason = body?.reason
     const serverMessage = body?.message ?? `HTTP ${status}`
     const rejected = status === 401 && extra.credentialsReloaded
@@ -124,7 +145,15 @@ export class KubeApiError extends UserError {
 /** A kind whose API the server does not serve (no CRD, or an unknown version): a 404 before any request is sent. */
 export function apiNotServed(ref: {apiVersion: string; kind: string}, group: string, context: string): KubeApiError {
   const message = `the server does not serve ${ref.kind} in API group "${group || 'core'}" (${ref.apiVersion})`
-  const attempt: Attempt = {method: 'GET', verb: 'discover', group, resource: '', kind: ref.kind, apiVersion: ref.apiVersion, what: `find the API for ${ref.kind} (${ref.apiVersion})`}
+  const attempt: Attempt = {
+    method: 'GET',
+    verb: 'discover',
+    group,
+    resource: '',
+    kind: ref.kind,
+    apiVersion: ref.apiVersion,
+    what: `find the API for ${ref.kind} (${ref.apiVersion})`,
+  }
   return new KubeApiError(404, {reason: 'NotFound', message}, attempt, context)
 }
 
@@ -138,7 +167,7 @@ export class KubeConnectionError extends UserError {
     super(`${attempt.what} failed: ${timedOut ? 'the request timed out' : `no answer from ${server}`} (${detail})`, {
       exitCode: ExitCode.Failure,
       suggestion: timedOut
-        ? 'Raise --request-timeout, or check the API server\'s health.'
+        ? "Raise --request-timeout, or check the API server's health."
         : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
       cause,
     })

@@ -12,7 +12,17 @@ import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type Stat
 import type {KubeConfigOptions} from './config.js'
 import {loadLightKubeConfig} from './light-config.js'
 import {ClientNodeTransport, LightTransport, type ResponseLike, type Transport} from './transport.js'
-import type {AccessAttributes, AccessReview, ApiResource, ApplyOptions, DeleteOptions, Discovery, KubeClient, ListOptions, WriteOptions} from './types.js'
+import type {
+  AccessAttributes,
+  AccessReview,
+  ApiResource,
+  ApplyOptions,
+  DeleteOptions,
+  Discovery,
+  KubeClient,
+  ListOptions,
+  WriteOptions,
+} from './types.js'
 
 const PAGE_SIZE = 500
 
@@ -32,7 +42,11 @@ interface AggregatedDiscovery {
   items?: {
     metadata?: {name?: string}
     /** In order of preference: the first is the group's preferred version. */
-    versions?: {version: string; freshness?: string; resources?: {resource: string; responseKind?: {kind?: string}; scope?: string; verbs?: string[]}[]}[]
+    versions?: {
+      version: string
+      freshness?: string
+      resources?: {resource: string; responseKind?: {kind?: string}; scope?: string; verbs?: string[]}[]
+    }[]
   }[]
 }
 
@@ -53,7 +67,16 @@ function aggregatedDiscovery(documents: AggregatedDiscovery[]): Discovery {
       if (v.freshness === 'Stale') return
       for (const r of v.resources ?? []) {
         if (!r.responseKind?.kind) continue
-        resources.push({group: name, version: v.version, apiVersion, kind: r.responseKind.kind, plural: r.resource, namespaced: r.scope === 'Namespaced', verbs: r.verbs ?? [], preferred: i === 0})
+        resources.push({
+          group: name,
+          version: v.version,
+          apiVersion,
+          kind: r.responseKind.kind,
+          plural: r.resource,
+          namespaced: r.scope === 'Namespaced',
+          verbs: r.verbs ?? [],
+          preferred: i === 0,
+        })
       }
     })
   }
@@ -99,7 +122,10 @@ export class HttpKubeClient implements KubeClient {
   private refreshing?: Promise<void>
 
   /** A client-node KubeConfig is sent over its own credentials and agent (options.reloadConfig reloads it). */
-  constructor(config: KubeConfig | Transport, private readonly options: HttpKubeClientOptions = {}) {
+  constructor(
+    config: KubeConfig | Transport,
+    private readonly options: HttpKubeClientOptions = {},
+  ) {
     this.transport = 'applyToFetchOptions' in config ? new ClientNodeTransport(config, options.reloadConfig) : config
     this.context = this.transport.context
     this.server = this.transport.server
@@ -173,7 +199,8 @@ export class HttpKubeClient implements KubeClient {
         if (transient) {
           // API priority and fairness says when to come back; honour it (bounded) before the retry.
           const retryAfter = Number(response.headers.get('retry-after'))
-          if (Number.isFinite(retryAfter) && retryAfter > 0) await new Promise((r) => setTimeout(r, Math.min(retryAfter, 30) * 1000))
+          if (Number.isFinite(retryAfter) && retryAfter > 0)
+            await new Promise((r) => setTimeout(r, Math.min(retryAfter, 30) * 1000))
           throw error
         }
         throw new AbortError(error)
@@ -225,27 +252,40 @@ export class HttpKubeClient implements KubeClient {
     const attempt = (what: string): Attempt => ({method: 'GET', verb: 'discover', group: '', resource: '', what})
     // Aggregated discovery (GA in Kubernetes 1.30): every group, version and resource in two requests,
     // as kubectl reads it. Servers without it answer the legacy lists, read one group-version at a time.
-    const [core, groups] = await Promise.all(['/api', '/apis'].map((p) => this.request<LegacyDiscovery | AggregatedDiscovery>({
-      method: 'GET',
-      path: p,
-      attempt: attempt(`read API discovery (${p})`),
-      idempotent: true,
-      accept: AGGREGATED_DISCOVERY_ACCEPT,
-    })))
+    const [core, groups] = await Promise.all(
+      ['/api', '/apis'].map((p) =>
+        this.request<LegacyDiscovery | AggregatedDiscovery>({
+          method: 'GET',
+          path: p,
+          attempt: attempt(`read API discovery (${p})`),
+          idempotent: true,
+          accept: AGGREGATED_DISCOVERY_ACCEPT,
+        }),
+      ),
+    )
     if (isAggregated(core!.body) && isAggregated(groups!.body)) return aggregatedDiscovery([core!.body, groups!.body])
     return this.legacyDiscovery(core!.body as LegacyDiscovery, groups!.body as LegacyDiscovery, attempt)
   }
 
-  private async legacyDiscovery(core: LegacyDiscovery, groups: LegacyDiscovery, attempt: (what: string) => Attempt): Promise<Discovery> {
+  private async legacyDiscovery(
+    core: LegacyDiscovery,
+    groups: LegacyDiscovery,
+    attempt: (what: string) => Attempt,
+  ): Promise<Discovery> {
     const groupVersions: {gv: string; preferred: boolean}[] = [
       ...(core.versions ?? ['v1']).map((v, i) => ({gv: v, preferred: i === 0})),
       ...(groups.groups ?? []).flatMap((g) =>
-        g.versions.map((v) => ({gv: v.groupVersion, preferred: (g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion) === v.groupVersion})),
+        g.versions.map((v) => ({
+          gv: v.groupVersion,
+          preferred: (g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion) === v.groupVersion,
+        })),
       ),
     ]
     const lists = await Promise.all(
       groupVersions.map(async ({gv, preferred}) => {
-        const list = await this.request<{resources?: {name: string; kind: string; namespaced: boolean; verbs: string[]}[]}>({
+        const list = await this.request<{
+          resources?: {name: string; kind: string; namespaced: boolean; verbs: string[]}[]
+        }>({
           method: 'GET',
           path: this.basePath(gv),
           attempt: attempt(`read API discovery (${gv})`),
@@ -304,12 +344,18 @@ export class HttpKubeClient implements KubeClient {
       const page = await this.request<{items?: KubeObject[]; metadata?: {continue?: string}}>({
         method: 'GET',
         path: this.resourcePath(resource, opts.namespace),
-        query: {limit: String(this.options.pageSize ?? PAGE_SIZE), continue: token, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector},
+        query: {
+          limit: String(this.options.pageSize ?? PAGE_SIZE),
+          continue: token,
+          labelSelector: opts.labelSelector,
+          fieldSelector: opts.fieldSelector,
+        },
         attempt: this.attempt('list', resource, opts.namespace),
         idempotent: true,
       })
       // List items carry no apiVersion/kind; restore them so objects look the same from every source.
-      for (const item of page.body.items ?? []) items.push({...item, apiVersion: resource.apiVersion, kind: resource.kind})
+      for (const item of page.body.items ?? [])
+        items.push({...item, apiVersion: resource.apiVersion, kind: resource.kind})
       token = page.body.metadata?.continue || undefined
     } while (token)
     return items
@@ -349,7 +395,11 @@ export class HttpKubeClient implements KubeClient {
     const {body} = await this.request<KubeObject>({
       method: 'PATCH',
       path: this.resourcePath(res, obj.metadata.namespace, obj.metadata.name),
-      query: {fieldManager: FIELD_MANAGER, force: opts.force ? 'true' : undefined, dryRun: opts.dryRun ? 'All' : undefined},
+      query: {
+        fieldManager: FIELD_MANAGER,
+        force: opts.force ? 'true' : undefined,
+        dryRun: opts.dryRun ? 'All' : undefined,
+      },
       body: atServedVersion(obj, res),
       contentType: 'application/apply-patch+yaml',
       attempt: this.attempt('apply', res, obj.metadata.namespace, obj.metadata.name, 'PATCH'),
@@ -382,7 +432,14 @@ export class HttpKubeClient implements KubeClient {
         // kube-apiserver reads DeleteOptions from the body when there is one and then ignores the query
         // (handlers/delete.go): dryRun must be in the body too, or a "dry run" with preconditions deletes.
         ...(opts.preconditions
-          ? {body: {kind: 'DeleteOptions', apiVersion: 'v1', preconditions: opts.preconditions, ...(opts.dryRun ? {dryRun: ['All']} : {})}}
+          ? {
+              body: {
+                kind: 'DeleteOptions',
+                apiVersion: 'v1',
+                preconditions: opts.preconditions,
+                ...(opts.dryRun ? {dryRun: ['All']} : {}),
+              },
+            }
           : {}),
         attempt: this.attempt('delete', res, ref.namespace, ref.name, 'DELETE'),
         idempotent: true,
@@ -401,16 +458,36 @@ export class HttpKubeClient implements KubeClient {
       body: {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SelfSubjectAccessReview',
-        spec: {resourceAttributes: {verb: attrs.verb, group: attrs.group, resource: attrs.resource, namespace: attrs.namespace, name: attrs.name, subresource: attrs.subresource}},
+        spec: {
+          resourceAttributes: {
+            verb: attrs.verb,
+            group: attrs.group,
+            resource: attrs.resource,
+            namespace: attrs.namespace,
+            name: attrs.name,
+            subresource: attrs.subresource,
+          },
+        },
       },
-      attempt: {method: 'POST', verb: 'create', group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', what: `check permission to ${attrs.verb} ${attrs.resource}`},
+      attempt: {
+        method: 'POST',
+        verb: 'create',
+        group: 'authorization.k8s.io',
+        resource: 'selfsubjectaccessreviews',
+        what: `check permission to ${attrs.verb} ${attrs.resource}`,
+      },
       idempotent: true,
     })
     return {allowed: body.status?.allowed === true, ...(body.status?.reason ? {reason: body.status.reason} : {})}
   }
 
   async serverVersion(): Promise<string | undefined> {
-    const {body} = await this.request<{gitVersion?: string}>({method: 'GET', path: '/version', attempt: {method: 'GET', verb: 'get', group: '', resource: 'version', what: 'read the server version'}, idempotent: true})
+    const {body} = await this.request<{gitVersion?: string}>({
+      method: 'GET',
+      path: '/version',
+      attempt: {method: 'GET', verb: 'get', group: '', resource: 'version', what: 'read the server version'},
+      idempotent: true,
+    })
     return body?.gitVersion
   }
 }
@@ -424,7 +501,11 @@ function atServedVersion<T extends {apiVersion?: unknown}>(obj: T, res: ApiResou
   return obj.apiVersion === res.apiVersion ? obj : {...obj, apiVersion: res.apiVersion}
 }
 
-export async function connect(opts: {kubeconfig?: string; context?: string; requestTimeout?: string}): Promise<HttpKubeClient> {
+export async function connect(opts: {
+  kubeconfig?: string
+  context?: string
+  requestTimeout?: string
+}): Promise<HttpKubeClient> {
   const {parseRequestTimeout} = await import('./config.js')
   const timeoutMs = parseRequestTimeout(opts.requestTimeout)
   return new HttpKubeClient(await openTransport(opts), timeoutMs === undefined ? {} : {timeoutMs})

@@ -33,8 +33,23 @@ interface Named {
 
 // Keys whose handling here is the same as kubectl's; any other key in the cluster or user sends the
 // kubeconfig to client-node (an unknown key may change what the request must carry).
-const CLUSTER_KEYS = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'extensions'])
-const USER_KEYS = new Set(['token', 'tokenFile', 'client-certificate', 'client-certificate-data', 'client-key', 'client-key-data', 'extensions'])
+const CLUSTER_KEYS = new Set([
+  'server',
+  'certificate-authority',
+  'certificate-authority-data',
+  'insecure-skip-tls-verify',
+  'tls-server-name',
+  'extensions',
+])
+const USER_KEYS = new Set([
+  'token',
+  'tokenFile',
+  'client-certificate',
+  'client-certificate-data',
+  'client-key',
+  'client-key-data',
+  'extensions',
+])
 
 /** kubectl's choice of files: --kubeconfig, else $KUBECONFIG's existing files (first wins), else ~/.kube/config. */
 function kubeconfigFiles(opts: KubeConfigOptions, env: NodeJS.ProcessEnv): string[] {
@@ -72,14 +87,24 @@ function fromBase64(data: unknown): Buffer | undefined {
 }
 
 /** The kubeconfig of `opts` when it needs nothing but tokens, client certificates and CAs; else undefined. */
-export async function loadLightKubeConfig(opts: KubeConfigOptions, env: NodeJS.ProcessEnv = process.env): Promise<LightKubeConfig | undefined> {
+export async function loadLightKubeConfig(
+  opts: KubeConfigOptions,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<LightKubeConfig | undefined> {
   const files = kubeconfigFiles(opts, env)
   if (files.length === 0) return undefined
   try {
     const {parse} = await import('yaml')
-    const docs = files.map((file) => ({doc: parse(readFileSync(file, 'utf8')) as unknown, dir: path.dirname(path.resolve(file))}))
+    const docs = files.map((file) => ({
+      doc: parse(readFileSync(file, 'utf8')) as unknown,
+      dir: path.dirname(path.resolve(file)),
+    }))
     if (!docs.every((d): d is {doc: Entry; dir: string} => isEntry(d.doc))) return undefined
-    const [clusters, users, contexts] = [named(docs, 'clusters', 'cluster'), named(docs, 'users', 'user'), named(docs, 'contexts', 'context')]
+    const [clusters, users, contexts] = [
+      named(docs, 'clusters', 'cluster'),
+      named(docs, 'users', 'user'),
+      named(docs, 'contexts', 'context'),
+    ]
     if (!clusters || !users || !contexts) return undefined
     const current = docs.map((d) => d.doc['current-context']).find((c) => typeof c === 'string' && c)
     const contextName = opts.context ?? (current as string | undefined)
@@ -96,15 +121,31 @@ export async function loadLightKubeConfig(opts: KubeConfigOptions, env: NodeJS.P
     // Plain http only with insecure-skip-tls-verify; refusing it otherwise is the client-node path's error.
     if (!server.startsWith('https://') && !(server.startsWith('http://') && insecure)) return undefined
     const u = user?.value ?? {}
-    const token = typeof u.token === 'string' && u.token ? u.token : readPath(user?.dir ?? '', u.tokenFile)?.toString('utf8').trim()
-    const agent = server.startsWith('http://') ? new http.Agent({keepAlive: true}) : new https.Agent({
-      keepAlive: true,
-      rejectUnauthorized: !insecure,
-      ...optional('ca', fromBase64(c['certificate-authority-data']) ?? readPath(cluster.dir, c['certificate-authority'])),
-      ...optional('cert', fromBase64(u['client-certificate-data']) ?? readPath(user?.dir ?? '', u['client-certificate'])),
-      ...optional('key', fromBase64(u['client-key-data']) ?? readPath(user?.dir ?? '', u['client-key'])),
-      ...optional('servername', typeof c['tls-server-name'] === 'string' && c['tls-server-name'] ? c['tls-server-name'] : undefined),
-    })
+    const token =
+      typeof u.token === 'string' && u.token
+        ? u.token
+        : readPath(user?.dir ?? '', u.tokenFile)
+            ?.toString('utf8')
+            .trim()
+    const agent = server.startsWith('http://')
+      ? new http.Agent({keepAlive: true})
+      : new https.Agent({
+          keepAlive: true,
+          rejectUnauthorized: !insecure,
+          ...optional(
+            'ca',
+            fromBase64(c['certificate-authority-data']) ?? readPath(cluster.dir, c['certificate-authority']),
+          ),
+          ...optional(
+            'cert',
+            fromBase64(u['client-certificate-data']) ?? readPath(user?.dir ?? '', u['client-certificate']),
+          ),
+          ...optional('key', fromBase64(u['client-key-data']) ?? readPath(user?.dir ?? '', u['client-key'])),
+          ...optional(
+            'servername',
+            typeof c['tls-server-name'] === 'string' && c['tls-server-name'] ? c['tls-server-name'] : undefined,
+          ),
+        })
     return {context: contextName, server, ...(user ? {userName: user.name} : {}), ...(token ? {token} : {}), agent}
   } catch {
     // Unreadable or malformed: client-node's loader says what is wrong with it.

@@ -48,7 +48,10 @@ export class ClientNodeTransport implements Transport {
   private auth?: {at: number; init: Promise<RequestInit>}
 
   /** `reloadConfig` loads the same files and context again; without it the loaded config is copied. */
-  constructor(private readonly kc: KubeConfig, private readonly reloadConfig?: () => Promise<KubeConfig>) {
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly reloadConfig?: () => Promise<KubeConfig>,
+  ) {
     this.context = kc.getCurrentContext()
     this.server = kc.getCurrentCluster()!.server.replace(/\/+$/, '')
     const user = kc.getCurrentUser()?.name
@@ -73,11 +76,20 @@ export class ClientNodeTransport implements Transport {
     ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
       headers[k] = v
     })
-    return fetch(url, {method: init.method, headers, ...(init.body === undefined ? {} : {body: init.body}), agent: base.agent, ...(init.signal ? {signal: init.signal as never} : {})})
+    return fetch(url, {
+      method: init.method,
+      headers,
+      ...(init.body === undefined ? {} : {body: init.body}),
+      agent: base.agent,
+      ...(init.signal ? {signal: init.signal as never} : {}),
+    })
   }
 
   async reload(): Promise<Transport> {
-    return new ClientNodeTransport(this.reloadConfig ? await this.reloadConfig() : await copyConfig(this.kc), this.reloadConfig)
+    return new ClientNodeTransport(
+      this.reloadConfig ? await this.reloadConfig() : await copyConfig(this.kc),
+      this.reloadConfig,
+    )
   }
 }
 
@@ -85,7 +97,12 @@ export class ClientNodeTransport implements Transport {
 async function copyConfig(kc: KubeConfig): Promise<KubeConfig> {
   const {KubeConfig} = await import('@kubernetes/client-node')
   const copy = new KubeConfig()
-  copy.loadFromOptions({clusters: kc.getClusters(), users: kc.getUsers(), contexts: kc.getContexts(), currentContext: kc.getCurrentContext()})
+  copy.loadFromOptions({
+    clusters: kc.getClusters(),
+    users: kc.getUsers(),
+    contexts: kc.getContexts(),
+    currentContext: kc.getCurrentContext(),
+  })
   return copy
 }
 
@@ -96,30 +113,41 @@ export class LightTransport implements Transport {
   readonly userName?: string
 
   /** `reload` loads the kubeconfig again (undefined when it now needs client-node: the caller's transport then). */
-  constructor(private readonly config: LightKubeConfig, private readonly reloadConfig: () => Promise<Transport>) {
+  constructor(
+    private readonly config: LightKubeConfig,
+    private readonly reloadConfig: () => Promise<Transport>,
+  ) {
     this.context = config.context
     this.server = config.server
     if (config.userName) this.userName = config.userName
   }
 
   send(url: string, init: SendInit): Promise<ResponseLike> {
-    const headers: Record<string, string> = {'Accept-Encoding': 'gzip', ...init.headers, ...(this.config.token ? {Authorization: `Bearer ${this.config.token}`} : {})}
+    const headers: Record<string, string> = {
+      'Accept-Encoding': 'gzip',
+      ...init.headers,
+      ...(this.config.token ? {Authorization: `Bearer ${this.config.token}`} : {}),
+    }
     if (init.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(init.body))
     return new Promise((resolve, reject) => {
-      const request = (url.startsWith('http://') ? http : https).request(url, {method: init.method, headers, agent: this.config.agent, ...(init.signal ? {signal: init.signal} : {})}, (response) => {
-        const chunks: Buffer[] = []
-        response.on('data', (chunk: Buffer) => chunks.push(chunk))
-        response.on('error', reject)
-        response.on('end', () => {
-          try {
-            const raw = Buffer.concat(chunks)
-            const text = (response.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')
-            resolve(responseLike(response.statusCode ?? 0, response.headers, text))
-          } catch (error) {
-            reject(error)
-          }
-        })
-      })
+      const request = (url.startsWith('http://') ? http : https).request(
+        url,
+        {method: init.method, headers, agent: this.config.agent, ...(init.signal ? {signal: init.signal} : {})},
+        (response) => {
+          const chunks: Buffer[] = []
+          response.on('data', (chunk: Buffer) => chunks.push(chunk))
+          response.on('error', reject)
+          response.on('end', () => {
+            try {
+              const raw = Buffer.concat(chunks)
+              const text = (response.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')
+              resolve(responseLike(response.statusCode ?? 0, response.headers, text))
+            } catch (error) {
+              reject(error)
+            }
+          })
+        },
+      )
       request.on('error', reject)
       request.end(init.body)
     })
@@ -132,10 +160,14 @@ export class LightTransport implements Transport {
 
 function responseLike(status: number, raw: Record<string, string | string[] | undefined>, text: string): ResponseLike {
   const headers = new Map<string, string>()
-  for (const [k, v] of Object.entries(raw)) if (v !== undefined) headers.set(k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v)
+  for (const [k, v] of Object.entries(raw))
+    if (v !== undefined) headers.set(k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v)
   return {
     status,
-    headers: {get: (name) => headers.get(name.toLowerCase()) ?? null, forEach: (cb) => headers.forEach((v, k) => cb(v, k))},
+    headers: {
+      get: (name) => headers.get(name.toLowerCase()) ?? null,
+      forEach: (cb) => headers.forEach((v, k) => cb(v, k)),
+    },
     text: () => Promise.resolve(text),
   }
 }

@@ -73,7 +73,10 @@ function termMatches(term: NodeSelectorTerm, node: KubeObject): boolean {
   const fields = term.matchFields ?? []
   // An empty term selects nothing (core/v1 NodeSelectorTerm).
   if (expressions.length === 0 && fields.length === 0) return false
-  return expressions.every((r) => requirementMatches(r, labels[r.key])) && fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.metadata.name : undefined))
+  return (
+    expressions.every((r) => requirementMatches(r, labels[r.key])) &&
+    fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.metadata.name : undefined))
+  )
 }
 
 /** Why a DaemonSet with this pod template will not run on the node, or undefined when it will. */
@@ -83,20 +86,31 @@ export function nodeExclusion(template: Pick<KubeObject, 'spec'> | undefined, no
   for (const [k, v] of Object.entries((spec.nodeSelector ?? {}) as Record<string, string>)) {
     if (labels[k] !== v) return `nodeSelector ${k}=${v} does not match`
   }
-  const terms: NodeSelectorTerm[] | undefined = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms
+  const terms: NodeSelectorTerm[] | undefined =
+    spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms
   if (Array.isArray(terms) && !terms.some((t) => termMatches(t, node))) return 'required node affinity does not match'
-  const tolerations: Toleration[] = [...(Array.isArray(spec.tolerations) ? spec.tolerations : []), ...DAEMONSET_TOLERATIONS]
+  const tolerations: Toleration[] = [
+    ...(Array.isArray(spec.tolerations) ? spec.tolerations : []),
+    ...DAEMONSET_TOLERATIONS,
+  ]
   const taints: Taint[] = Array.isArray(node.spec?.taints) ? node.spec.taints : []
   for (const taint of taints) {
     if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue
-    if (!tolerations.some((t) => tolerates(t, taint))) return `taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} is not tolerated`
+    if (!tolerations.some((t) => tolerates(t, taint)))
+      return `taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} is not tolerated`
   }
   return undefined
 }
 
 function podReady(pod: KubeObject): boolean {
-  const conditions: {type?: string; status?: string}[] = Array.isArray(pod.status?.conditions) ? pod.status.conditions : []
-  return !pod.metadata.deletionTimestamp && pod.status?.phase === 'Running' && conditions.some((c) => c.type === 'Ready' && c.status === 'True')
+  const conditions: {type?: string; status?: string}[] = Array.isArray(pod.status?.conditions)
+    ? pod.status.conditions
+    : []
+  return (
+    !pod.metadata.deletionTimestamp &&
+    pod.status?.phase === 'Running' &&
+    conditions.some((c) => c.type === 'Ready' && c.status === 'True')
+  )
 }
 
 /** Pods a DaemonSet owns: by ownerReference, else by its selector's matchLabels. */
@@ -126,7 +140,11 @@ export interface DaemonSetCoverage {
 }
 
 /** How a DaemonSet covers the cluster's Nodes. `pods` undefined = the pods could not be read. */
-export function daemonSetCoverage(ds: KubeObject, nodes: KubeObject[], pods: KubeObject[] | undefined): DaemonSetCoverage {
+export function daemonSetCoverage(
+  ds: KubeObject,
+  nodes: KubeObject[],
+  pods: KubeObject[] | undefined,
+): DaemonSetCoverage {
   const status = ds.status ?? {}
   const eligibleNodes: string[] = []
   const excludedNodes: {node: string; why: string}[] = []
@@ -134,7 +152,8 @@ export function daemonSetCoverage(ds: KubeObject, nodes: KubeObject[], pods: Kub
     const why = nodeExclusion(ds.spec?.template, node)
     if (why === undefined) eligibleNodes.push(node.metadata.name)
     // Windows nodes never run ztunnel/istio-cni and cannot run ambient pods: not a gap.
-    else if (node.metadata.labels?.['kubernetes.io/os'] !== 'windows') excludedNodes.push({node: node.metadata.name, why})
+    else if (node.metadata.labels?.['kubernetes.io/os'] !== 'windows')
+      excludedNodes.push({node: node.metadata.name, why})
   }
   const coverage: DaemonSetCoverage = {
     desired: status.desiredNumberScheduled ?? 0,
@@ -146,7 +165,12 @@ export function daemonSetCoverage(ds: KubeObject, nodes: KubeObject[], pods: Kub
     statusStale: (status.observedGeneration ?? 0) < (ds.metadata.generation ?? 0),
   }
   if (pods) {
-    const readyOn = new Set(daemonSetPods(ds, pods).filter(podReady).map((p) => p.spec?.nodeName as string | undefined).filter((n): n is string => !!n))
+    const readyOn = new Set(
+      daemonSetPods(ds, pods)
+        .filter(podReady)
+        .map((p) => p.spec?.nodeName as string | undefined)
+        .filter((n): n is string => !!n),
+    )
     coverage.nodesWithoutReadyPod = eligibleNodes.filter((n) => !readyOn.has(n))
   }
   return coverage

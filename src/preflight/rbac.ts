@@ -29,14 +29,23 @@ const CLUSTER_SCOPED = new Set(['Namespace'])
 
 function opRef(op: Operation): ObjectRef {
   return op.op === 'apply'
-    ? {apiVersion: op.object.apiVersion, kind: op.object.kind, name: op.object.metadata.name, ...(op.object.metadata.namespace ? {namespace: op.object.metadata.namespace} : {})}
+    ? {
+        apiVersion: op.object.apiVersion,
+        kind: op.object.kind,
+        name: op.object.metadata.name,
+        ...(op.object.metadata.namespace ? {namespace: op.object.metadata.namespace} : {}),
+      }
     : op.ref
 }
 
 class Needs {
   private readonly byKey = new Map<string, AccessNeed>()
 
-  add(verb: string, ref: Pick<ObjectRef, 'apiVersion' | 'kind'> & {namespace?: string; name?: string}, why: string): void {
+  add(
+    verb: string,
+    ref: Pick<ObjectRef, 'apiVersion' | 'kind'> & {namespace?: string; name?: string},
+    why: string,
+  ): void {
     const namespace = CLUSTER_SCOPED.has(ref.kind) ? undefined : ref.namespace
     const name = verb === 'create' || verb === 'list' ? undefined : ref.name
     const group = ref.apiVersion.includes('/') ? ref.apiVersion.slice(0, ref.apiVersion.indexOf('/')) : ''
@@ -46,7 +55,14 @@ class Needs {
       if (!existing.why.includes(why)) existing.why.push(why)
       return
     }
-    this.byKey.set(key, {verb, apiVersion: ref.apiVersion, kind: ref.kind, ...(namespace ? {namespace} : {}), ...(name ? {name} : {}), why: [why]})
+    this.byKey.set(key, {
+      verb,
+      apiVersion: ref.apiVersion,
+      kind: ref.kind,
+      ...(namespace ? {namespace} : {}),
+      ...(name ? {name} : {}),
+      why: [why],
+    })
   }
 
   operation(op: Operation, why: string): void {
@@ -69,7 +85,12 @@ class Needs {
 
   verification(v: Verification, namespace: string, why: string): void {
     const podReads = () => {
-      for (const [apiVersion, kind] of [['v1', 'Pod'], ['apps/v1', 'ReplicaSet'], ['batch/v1', 'Job']] as const) this.add('list', {apiVersion, kind, namespace}, why)
+      for (const [apiVersion, kind] of [
+        ['v1', 'Pod'],
+        ['apps/v1', 'ReplicaSet'],
+        ['batch/v1', 'Job'],
+      ] as const)
+        this.add('list', {apiVersion, kind, namespace}, why)
     }
     switch (v.check) {
       case 'objects-present':
@@ -80,7 +101,11 @@ class Needs {
         break
       case 'waypoint-ready':
         this.add('get', v.ref, why)
-        this.add('get', {apiVersion: 'apps/v1', kind: 'Deployment', namespace: v.ref.namespace ?? namespace, name: v.ref.name}, why)
+        this.add(
+          'get',
+          {apiVersion: 'apps/v1', kind: 'Deployment', namespace: v.ref.namespace ?? namespace, name: v.ref.name},
+          why,
+        )
         break
       case 'waypoint-bound':
         for (const name of v.services) this.add('get', {apiVersion: 'v1', kind: 'Service', namespace, name}, why)
@@ -119,7 +144,8 @@ export function planAccessNeeds(plan: MigrationPlan): AccessNeed[] {
   const namespace = plan.metadata.namespace
   const needs = new Needs()
   const lease = {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace, name: LOCK_NAME}
-  for (const verb of ['create', 'get', 'patch', 'delete']) needs.add(verb, lease, 'the namespace lock (one operator at a time)')
+  for (const verb of ['create', 'get', 'patch', 'delete'])
+    needs.add(verb, lease, 'the namespace lock (one operator at a time)')
   needs.add('get', {apiVersion: 'v1', kind: 'Namespace', name: namespace}, 'reading the namespace labels')
   for (const step of plan.spec.steps) needs.step(step, namespace)
   return needs.list()

@@ -27,14 +27,31 @@ export interface PreflightOptions {
  * other than a dropped connection becomes an error diagnostic of that check, so one broken read never
  * hides the other checks' results.
  */
-export async function runPreflight(client: KubeClient, namespace: string, opts: PreflightOptions): Promise<PreflightDiagnostic[]> {
-  const input: PreflightInput = {client, namespace, rootNamespace: opts.rootNamespace, ...(opts.plan ? {plan: opts.plan} : {}), ...(opts.inventory ? {inventory: opts.inventory} : {}), ...(opts.snapshot ? {snapshot: opts.snapshot} : {})}
+export async function runPreflight(
+  client: KubeClient,
+  namespace: string,
+  opts: PreflightOptions,
+): Promise<PreflightDiagnostic[]> {
+  const input: PreflightInput = {
+    client,
+    namespace,
+    rootNamespace: opts.rootNamespace,
+    ...(opts.plan ? {plan: opts.plan} : {}),
+    ...(opts.inventory ? {inventory: opts.inventory} : {}),
+    ...(opts.snapshot ? {snapshot: opts.snapshot} : {}),
+  }
   const ctx: CheckContext = {input, reads: new ClusterReads(input)}
   const requested = opts.checks ?? [...PREFLIGHT_CHECKS]
   const out: PreflightDiagnostic[] = []
   for (const check of requested) {
     if (!isPreflightCheck(check)) {
-      out.push({check, severity: 'error', code: 'UnknownCheck', message: `Unknown preflight check "${check}".`, fix: `Known checks: ${PREFLIGHT_CHECKS.join(', ')}.`})
+      out.push({
+        check,
+        severity: 'error',
+        code: 'UnknownCheck',
+        message: `Unknown preflight check "${check}".`,
+        fix: `Known checks: ${PREFLIGHT_CHECKS.join(', ')}.`,
+      })
       continue
     }
     try {
@@ -54,7 +71,8 @@ export async function runPreflight(client: KubeClient, namespace: string, opts: 
   return out
 }
 
-const listed = (ds: PreflightDiagnostic[]) => ds.map((d) => `\n  - ${d.check}: ${d.message}${d.fix ? ` Fix: ${d.fix}` : ''}`).join('')
+const listed = (ds: PreflightDiagnostic[]) =>
+  ds.map((d) => `\n  - ${d.check}: ${d.message}${d.fix ? ` Fix: ${d.fix}` : ''}`).join('')
 
 /** For the apply engine: the errors, else the warnings (one line each, with its fix), else "ok". */
 export function summarizePreflight(diagnostics: PreflightDiagnostic[]): {ok: boolean; detail: string} {
@@ -64,10 +82,20 @@ export function summarizePreflight(diagnostics: PreflightDiagnostic[]): {ok: boo
   if (errors.length > 0) {
     return {ok: false, detail: `${errors.length} preflight error(s):${listed(errors)}`}
   }
-  return {ok: true, detail: `${checks} check(s) passed${warnings.length > 0 ? ` with ${warnings.length} warning(s):${listed(warnings)}` : ''}`}
+  return {
+    ok: true,
+    detail: `${checks} check(s) passed${warnings.length > 0 ? ` with ${warnings.length} warning(s):${listed(warnings)}` : ''}`,
+  }
 }
 
 /** The apply engine's runner for a plan's `preflight` verification; `ok: false` when any check reports an error. */
 export function preflightRunner(client: KubeClient, plan: MigrationPlan): PreflightRunner {
-  return async (checks) => summarizePreflight(await runPreflight(client, plan.metadata.namespace, {plan, rootNamespace: plan.spec.options.rootNamespace, checks}))
+  return async (checks) =>
+    summarizePreflight(
+      await runPreflight(client, plan.metadata.namespace, {
+        plan,
+        rootNamespace: plan.spec.options.rootNamespace,
+        checks,
+      }),
+    )
 }

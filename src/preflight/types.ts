@@ -26,5 +26,8 @@ export function isPreflightCheck(id: string): id is PreflightCheckId {
 
 /** The worst severity among diagnostics of one check (`ok` when there are none). */
 export function worstSeverity(diagnostics: PreflightDiagnostic[]): PreflightSeverity {
-  return diagnostics.reduce<PreflightSeverity>((worst, d) => (SEVERITY_RANK[d.severity] < SEVERITY_RANK[worst] ? d.severity : worst), 'ok')
+  return diagnostics.reduce<PreflightSeverity>(
+    (worst, d) => (SEVERITY_RANK[d.severity] < SEVERITY_RANK[worst] ? d.severity : worst),
+    'ok',
+  )
 }

@@ -9,8 +9,9 @@ export function renderPreflight(diagnostics: PreflightDiagnostic[], painter: Pai
   const rows = diagnostics.map((d) => [d.check, painter.paint(STYLE[d.severity], d.severity), d.message, d.fix ?? ''])
   const errors = diagnostics.filter((d) => d.severity === 'error').length
   const warnings = diagnostics.filter((d) => d.severity === 'warning').length
-  const summary = errors > 0
-    ? painter.paint(['bold', 'red'], `${errors} error(s), ${warnings} warning(s): fix the errors before applying.`)
-    : painter.paint(['bold', 'green'], `No errors${warnings > 0 ? `, ${warnings} warning(s)` : ''}.`)
+  const summary =
+    errors > 0
+      ? painter.paint(['bold', 'red'], `${errors} error(s), ${warnings} warning(s): fix the errors before applying.`)
+      : painter.paint(['bold', 'green'], `No errors${warnings > 0 ? `, ${warnings} warning(s)` : ''}.`)
   return `${renderTable(['CHECK', 'STATUS', 'MESSAGE', 'FIX'], rows, painter)}\n\n${summary}\n`
 }

@@ -27,10 +27,15 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) =>
 const LIST_CONCURRENCY = 6
 
 /** The served resource for a wanted kind: the wanted version if served, else the group's preferred one. */
-export function pickResource(resources: ApiResource[], kind: Pick<InventoryKind, 'apiVersion' | 'kind'>): ApiResource | undefined {
+export function pickResource(
+  resources: ApiResource[],
+  kind: Pick<InventoryKind, 'apiVersion' | 'kind'>,
+): ApiResource | undefined {
   const group = groupOf(kind.apiVersion)
   const candidates = resources.filter((r) => r.group === group && r.kind === kind.kind && r.verbs.includes('list'))
-  return candidates.find((r) => r.apiVersion === kind.apiVersion) ?? candidates.find((r) => r.preferred) ?? candidates[0]
+  return (
+    candidates.find((r) => r.apiVersion === kind.apiVersion) ?? candidates.find((r) => r.preferred) ?? candidates[0]
+  )
 }
 
 interface ListOutcome {
@@ -41,7 +46,10 @@ interface ListOutcome {
 }
 
 export class ClusterSource implements ObjectSource {
-  constructor(readonly client: KubeClient, readonly target: SourceTarget) {}
+  constructor(
+    readonly client: KubeClient,
+    readonly target: SourceTarget,
+  ) {}
 
   /** Connect and identify the cluster (kube-system's uid is the cluster identity plans record). */
   static async open(client: KubeClient): Promise<ClusterSource> {
@@ -59,16 +67,40 @@ export class ClusterSource implements ObjectSource {
    * One LIST of a kind. `namespace` undefined (fleet read): namespace-scoped kinds are listed cluster-wide
    * once, and a forbidden cluster-wide list is an error (the fleet cannot be planned from a part of it).
    */
-  private async listKind(kind: InventoryKind, resource: ApiResource | undefined, namespace: string | undefined, rootNamespace: string): Promise<ListOutcome> {
-    if (!resource) return {kind, objects: [], missing: {apiVersion: kind.apiVersion, kind: kind.kind, reason: 'not-installed'}, findings: []}
+  private async listKind(
+    kind: InventoryKind,
+    resource: ApiResource | undefined,
+    namespace: string | undefined,
+    rootNamespace: string,
+  ): Promise<ListOutcome> {
+    if (!resource)
+      return {
+        kind,
+        objects: [],
+        missing: {apiVersion: kind.apiVersion, kind: kind.kind, reason: 'not-installed'},
+        findings: [],
+      }
     const selector = kind.labelSelector ? {labelSelector: kind.labelSelector} : {}
-    const forbidden = (): ListOutcome => ({kind, objects: [], missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'forbidden'}, findings: []})
+    const forbidden = (): ListOutcome => ({
+      kind,
+      objects: [],
+      missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'forbidden'},
+      findings: [],
+    })
     try {
       switch (kind.scope) {
         case 'namespace':
-          return {kind, objects: await this.client.list(resource, namespace === undefined ? selector : {namespace, ...selector}), findings: []}
+          return {
+            kind,
+            objects: await this.client.list(resource, namespace === undefined ? selector : {namespace, ...selector}),
+            findings: [],
+          }
         case 'root':
-          return {kind, objects: await this.client.list(resource, {namespace: rootNamespace, ...selector}), findings: []}
+          return {
+            kind,
+            objects: await this.client.list(resource, {namespace: rootNamespace, ...selector}),
+            findings: [],
+          }
         case 'cluster':
           return {kind, objects: await this.client.list(resource, selector), findings: []}
         case 'mesh':
@@ -78,37 +110,52 @@ export class ClusterSource implements ObjectSource {
             if (!(error instanceof KubeApiError && error.status === 403) || namespace === undefined) throw error
             // No cluster-wide read: fall back to the two namespaces that matter most, and say what is missing.
             const namespaces = [...new Set([namespace, rootNamespace])]
-            const lists = await Promise.all(namespaces.map((ns) => this.client.list(resource, {namespace: ns, ...selector})))
+            const lists = await Promise.all(
+              namespaces.map((ns) => this.client.list(resource, {namespace: ns, ...selector})),
+            )
             return {
               kind,
               objects: lists.flat(),
-              findings: [{
-                id: `partial-list/${resource.apiVersion}/${kind.kind}`,
-                code: 'PartialList',
-                severity: 'warning',
-                message: `${kind.kind} could not be listed cluster-wide (forbidden); only namespaces ${namespaces.join(' and ')} were read, so config that other namespaces export to this one is not in the inventory.`,
-                fix: `Grant cluster-wide list on ${resource.plural}.${resource.group} to see it.`,
-              }],
+              findings: [
+                {
+                  id: `partial-list/${resource.apiVersion}/${kind.kind}`,
+                  code: 'PartialList',
+                  severity: 'warning',
+                  message: `${kind.kind} could not be listed cluster-wide (forbidden); only namespaces ${namespaces.join(' and ')} were read, so config that other namespaces export to this one is not in the inventory.`,
+                  fix: `Grant cluster-wide list on ${resource.plural}.${resource.group} to see it.`,
+                },
+              ],
             }
           }
       }
     } catch (error) {
       if (error instanceof KubeApiError && error.status === 403) {
         if (namespace === undefined && kind.scope !== 'cluster' && kind.scope !== 'root') {
-          throw new UserError(`${kind.kind} could not be listed in all namespaces (forbidden): a fleet plan needs cluster-wide read access`, {
-            suggestion: `Grant cluster-wide list on ${resource.plural}${resource.group ? `.${resource.group}` : ''}, or plan the namespaces one at a time (mesh-migrate plan NAMESPACE).`,
-          })
+          throw new UserError(
+            `${kind.kind} could not be listed in all namespaces (forbidden): a fleet plan needs cluster-wide read access`,
+            {
+              suggestion: `Grant cluster-wide list on ${resource.plural}${resource.group ? `.${resource.group}` : ''}, or plan the namespaces one at a time (mesh-migrate plan NAMESPACE).`,
+            },
+          )
         }
         return forbidden()
       }
-      if (error instanceof KubeApiError && error.status === 404) return {kind, objects: [], missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'not-installed'}, findings: []}
+      if (error instanceof KubeApiError && error.status === 404)
+        return {
+          kind,
+          objects: [],
+          missing: {apiVersion: resource.apiVersion, kind: kind.kind, reason: 'not-installed'},
+          findings: [],
+        }
       throw error
     }
   }
 
   private async listAll(namespace: string | undefined, rootNamespace: string): Promise<ListOutcome[]> {
     const {resources} = await this.client.discover()
-    return mapLimit(INVENTORY_KINDS, LIST_CONCURRENCY, (kind) => this.listKind(kind, pickResource(resources, kind), namespace, rootNamespace))
+    return mapLimit(INVENTORY_KINDS, LIST_CONCURRENCY, (kind) =>
+      this.listKind(kind, pickResource(resources, kind), namespace, rootNamespace),
+    )
   }
 
   async snapshot(namespace: string, opts: {rootNamespace: string}): Promise<SourceSnapshot> {
@@ -120,11 +167,16 @@ export class ClusterSource implements ObjectSource {
     const outcomes = await this.listAll(undefined, opts.rootNamespace)
     const nsList = outcomes.find((o) => o.kind === NAMESPACE_KIND)
     if (nsList?.missing) {
-      throw new UserError('namespaces could not be listed (forbidden): a fleet plan needs to list them', {suggestion: 'Grant list on namespaces, or plan the namespaces one at a time (mesh-migrate plan NAMESPACE).'})
+      throw new UserError('namespaces could not be listed (forbidden): a fleet plan needs to list them', {
+        suggestion: 'Grant list on namespaces, or plan the namespaces one at a time (mesh-migrate plan NAMESPACE).',
+      })
     }
     const namespaces = nsList?.objects ?? []
     // Namespace-scoped kinds were read cluster-wide: each namespace's snapshot keeps only its own objects of them.
-    const byNamespace = (ns: string) => outcomes.map((o) => (o.kind.scope === 'namespace' ? {...o, objects: o.objects.filter((x) => x.metadata.namespace === ns)} : o))
+    const byNamespace = (ns: string) =>
+      outcomes.map((o) =>
+        o.kind.scope === 'namespace' ? {...o, objects: o.objects.filter((x) => x.metadata.namespace === ns)} : o,
+      )
     return {namespaces, snapshot: (ns) => this.assemble(ns, byNamespace(ns), opts.rootNamespace)}
   }
 
@@ -176,9 +228,12 @@ export class ClusterSource implements ObjectSource {
   private istioVersion(objects: KubeObject[], namespace: string, rootNamespace: string): string | undefined {
     const ns = objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
     const revision = ns?.metadata.labels?.[REVISION_LABEL]
-    const istiods = objects.filter((o) => o.kind === 'Deployment' && o.metadata.namespace === rootNamespace && o.metadata.labels?.app === 'istiod')
+    const istiods = objects.filter(
+      (o) => o.kind === 'Deployment' && o.metadata.namespace === rootNamespace && o.metadata.labels?.app === 'istiod',
+    )
     const rev = (o: KubeObject) => o.metadata.labels?.[REVISION_LABEL] ?? 'default'
-    const chosen = istiods.find((o) => rev(o) === (revision ?? 'default')) ?? istiods.find((o) => rev(o) === 'default') ?? istiods[0]
+    const chosen =
+      istiods.find((o) => rev(o) === (revision ?? 'default')) ?? istiods.find((o) => rev(o) === 'default') ?? istiods[0]
     const containers: {name?: string; image?: string}[] = chosen?.spec?.template?.spec?.containers ?? []
     const image = (containers.find((c) => c.name === 'discovery') ?? containers[0])?.image
     return istioMinorFromImage(image)

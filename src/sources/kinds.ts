@@ -68,7 +68,13 @@ export const CONTROL_PLANE_KINDS: InventoryKind[] = [
 export const NAMESPACE_KIND: InventoryKind = {apiVersion: 'v1', kind: 'Namespace', scope: 'cluster'}
 
 /** Everything a namespace inventory lists, in the order it is listed. */
-export const INVENTORY_KINDS: InventoryKind[] = [NAMESPACE_KIND, ...WORKLOAD_KINDS, ...ISTIO_CONFIG_KINDS, ...GATEWAY_API_KINDS, ...CONTROL_PLANE_KINDS]
+export const INVENTORY_KINDS: InventoryKind[] = [
+  NAMESPACE_KIND,
+  ...WORKLOAD_KINDS,
+  ...ISTIO_CONFIG_KINDS,
+  ...GATEWAY_API_KINDS,
+  ...CONTROL_PLANE_KINDS,
+]
 
 /** "docker.io/istio/pilot:1.28.1-distroless" → "1.28" */
 export function istioMinorFromImage(image: string | undefined): string | undefined {

@@ -112,11 +112,14 @@ export async function loadManifestFiles(
     try {
       text = await readFile(file, 'utf8')
     } catch (error) {
-      throw new ManifestError(`${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, {
-        file,
-        cause: error,
-        suggestion: 'Check the file permissions, or remove the file from --manifests.',
-      })
+      throw new ManifestError(
+        `${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        {
+          file,
+          cause: error,
+          suggestion: 'Check the file permissions, or remove the file from --manifests.',
+        },
+      )
     }
     const parsed = parseManifestText(text, file)
     findings.push(...parsed.findings)
@@ -176,7 +179,9 @@ export async function loadManifestFiles(
 }
 
 function describe(obj: KubeObject): string {
-  return obj.metadata.namespace ? `${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.kind} ${obj.metadata.name}`
+  return obj.metadata.namespace
+    ? `${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name}`
+    : `${obj.kind} ${obj.metadata.name}`
 }
 
 /** Expands paths to the list of files to read, in reading order, each file once. */
@@ -337,7 +342,12 @@ interface Candidate {
 
 /** `kind: List` and typed lists (`DeploymentList`) become their items; anything else is itself. */
 function expandLists(value: unknown, at: string): Candidate[] {
-  if (!isRecord(value) || typeof value.kind !== 'string' || !value.kind.endsWith('List') || !Array.isArray(value.items)) {
+  if (
+    !isRecord(value) ||
+    typeof value.kind !== 'string' ||
+    !value.kind.endsWith('List') ||
+    !Array.isArray(value.items)
+  ) {
     return [{value, at}]
   }
   const listKind = value.kind
@@ -353,16 +363,20 @@ function expandLists(value: unknown, at: string): Candidate[] {
   })
 }
 
-
 /** Undefined when `value` is a usable Kubernetes object, else what is missing. */
 function whyNotAnObject(value: unknown): string | undefined {
-  if (!isRecord(value)) return Array.isArray(value) ? 'a YAML sequence, not an object' : `a ${typeof value}, not an object`
+  if (!isRecord(value))
+    return Array.isArray(value) ? 'a YAML sequence, not an object' : `a ${typeof value}, not an object`
   const missing: string[] = []
   if (typeof value.apiVersion !== 'string' || value.apiVersion === '') missing.push('apiVersion')
   if (typeof value.kind !== 'string' || value.kind === '') missing.push('kind')
   const meta = value.metadata
   if (!isRecord(meta) || typeof meta.name !== 'string' || meta.name === '') {
-    missing.push(isRecord(meta) && typeof meta.generateName === 'string' ? 'metadata.name (it uses generateName)' : 'metadata.name')
+    missing.push(
+      isRecord(meta) && typeof meta.generateName === 'string'
+        ? 'metadata.name (it uses generateName)'
+        : 'metadata.name',
+    )
   }
   return missing.length > 0 ? `no ${missing.join(', no ')}` : undefined
 }
@@ -392,7 +406,12 @@ function skippedFinding(file: string, index: number, line: number, candidate: Ca
         fix: 'Run `kustomize build <dir>` (or `kubectl kustomize <dir>`) and pass the output with --manifests.',
       }
     }
-    if ((apiVersion === 'v1' || apiVersion === 'v2') && typeof value.name === 'string' && 'version' in value && !('kind' in value)) {
+    if (
+      (apiVersion === 'v1' || apiVersion === 'v2') &&
+      typeof value.name === 'string' &&
+      'version' in value &&
+      !('kind' in value)
+    ) {
       return {
         ...base,
         severity: 'info',
@@ -436,13 +455,18 @@ function namespaceNotInManifests(namespace: string, objects: KubeObject[], paths
   }
   if (found.has(namespace)) return []
   const names = [...found].sort()
-  return [{
-    id: `namespace-not-found/${namespace}`,
-    code: 'NamespaceNotFound',
-    severity: 'error',
-    message: `namespace "${namespace}" is not in the manifests (${paths.join(', ')}): ${names.length > 0 ? `they contain namespace${names.length === 1 ? '' : 's'} ${names.join(', ')}` : 'they contain no namespaced object'}.`,
-    fix: names.length > 0 ? `Check the name (one of: ${names.join(', ')}) or pass the manifests that hold ${namespace}.` : `Pass the manifests that hold namespace ${namespace}.`,
-  }]
+  return [
+    {
+      id: `namespace-not-found/${namespace}`,
+      code: 'NamespaceNotFound',
+      severity: 'error',
+      message: `namespace "${namespace}" is not in the manifests (${paths.join(', ')}): ${names.length > 0 ? `they contain namespace${names.length === 1 ? '' : 's'} ${names.join(', ')}` : 'they contain no namespaced object'}.`,
+      fix:
+        names.length > 0
+          ? `Check the name (one of: ${names.join(', ')}) or pass the manifests that hold ${namespace}.`
+          : `Pass the manifests that hold namespace ${namespace}.`,
+    },
+  ]
 }
 
 export class ManifestSource implements ObjectSource {
@@ -476,26 +500,39 @@ export class ManifestSource implements ObjectSource {
   async fleet(opts: {rootNamespace: string}): Promise<FleetRead> {
     const loaded = await loadManifestFiles(this.paths, {defaultNamespace: DEFAULT_PLACEHOLDER})
     const seen = new Map<string, KubeObject>()
-    for (const o of loaded.objects) if (o.kind === 'Namespace' && groupOf(o.apiVersion) === '') seen.set(o.metadata.name, o)
+    for (const o of loaded.objects)
+      if (o.kind === 'Namespace' && groupOf(o.apiVersion) === '') seen.set(o.metadata.name, o)
     // Namespaces only named by objects (no Namespace manifest) can still be planned by name.
     for (const o of loaded.objects) {
       const ns = o.metadata.namespace
-      if (ns && ns !== DEFAULT_PLACEHOLDER && !seen.has(ns)) seen.set(ns, {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
+      if (ns && ns !== DEFAULT_PLACEHOLDER && !seen.has(ns))
+        seen.set(ns, {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
     }
-    const place = (ns: string) => (o: KubeObject): KubeObject => (o.metadata.namespace === DEFAULT_PLACEHOLDER ? {...o, metadata: {...o.metadata, namespace: ns}} : o)
+    const place =
+      (ns: string) =>
+      (o: KubeObject): KubeObject =>
+        o.metadata.namespace === DEFAULT_PLACEHOLDER ? {...o, metadata: {...o.metadata, namespace: ns}} : o
     const placeText = (ns: string) => (text: string) => text.split(DEFAULT_PLACEHOLDER).join(ns)
     return {
       namespaces: [...seen.values()],
       snapshot: async (ns) =>
-        this.snapshotOf(ns, {
-          ...loaded,
-          objects: loaded.objects.map(place(ns)),
-          findings: loaded.findings.map((f) => ({...f, id: placeText(ns)(f.id), message: placeText(ns)(f.message), ...(f.ref?.namespace === DEFAULT_PLACEHOLDER ? {ref: {...f.ref, namespace: ns}} : {})})),
-        }, opts.rootNamespace),
+        this.snapshotOf(
+          ns,
+          {
+            ...loaded,
+            objects: loaded.objects.map(place(ns)),
+            findings: loaded.findings.map((f) => ({
+              ...f,
+              id: placeText(ns)(f.id),
+              message: placeText(ns)(f.message),
+              ...(f.ref?.namespace === DEFAULT_PLACEHOLDER ? {ref: {...f.ref, namespace: ns}} : {}),
+            })),
+          },
+          opts.rootNamespace,
+        ),
     }
   }
 }
 
 /** Stands for "the namespace being planned" in a fleet read (not a valid namespace name, so never a real one). */
 const DEFAULT_PLACEHOLDER = '<planned namespace>'
-

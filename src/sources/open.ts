@@ -14,7 +14,10 @@ export interface SourceFlags {
 export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
   if (flags.manifests && flags.manifests.length > 0) {
     if (flags.kubeconfig || flags.context) {
-      throw new UsageError('--manifests cannot be combined with --kubeconfig/--context', 'Read either from manifest files or from a cluster.')
+      throw new UsageError(
+        '--manifests cannot be combined with --kubeconfig/--context',
+        'Read either from manifest files or from a cluster.',
+      )
     }
     const {ManifestSource} = await import('./manifests.js')
     return new ManifestSource(flags.manifests)
@@ -34,7 +37,12 @@ export function requireNamespace(snapshot: SourceSnapshot): SourceSnapshot {
   const missing = snapshot.findings.find((f) => f.code === 'NamespaceNotFound')
   if (missing) {
     const fromManifests = 'manifests' in snapshot.target
-    throw new UserError(missing.message.replace(/\.$/, ''), {suggestion: fromManifests && missing.fix ? missing.fix : 'Check the name (kubectl get namespaces) and the --context; to plan from files, pass --manifests.'})
+    throw new UserError(missing.message.replace(/\.$/, ''), {
+      suggestion:
+        fromManifests && missing.fix
+          ? missing.fix
+          : 'Check the name (kubectl get namespaces) and the --context; to plan from files, pass --manifests.',
+    })
   }
   return snapshot
 }

@@ -1,8 +1,13 @@
 // preflight: read-only checks that ambient is installed and ready and that the plan may run (DOMAIN §4.4).
-import {DATAPLANE_MODE_LABEL, INJECTION_LABEL, PREFLIGHT_CHECKS, REVISION_LABEL, USE_WAYPOINT_LABEL} from '../planner/vocab.js'
+import {
+  DATAPLANE_MODE_LABEL,
+  INJECTION_LABEL,
+  PREFLIGHT_CHECKS,
+  REVISION_LABEL,
+  USE_WAYPOINT_LABEL,
+} from '../planner/vocab.js'
 import {labelPrecondition, readOnlyUndo} from './shared.js'
 import type {StepKind} from './types.js'
-
 
 export const preflight: StepKind = {
   action: 'preflight',

@@ -6,8 +6,13 @@ import type {Operation, Precondition} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {CONTROLLER_KINDS, objectFor, TEMPLATE_KINDS} from './shared.js'
 import type {RestartDecision, StepKind, TemplateWrites} from './types.js'
-import {isRolloutRestartable, podTemplateOrPod, REVISION_LABEL, SIDECAR_INJECT, workloadHasSidecar} from '../planner/vocab.js'
-
+import {
+  isRolloutRestartable,
+  podTemplateOrPod,
+  REVISION_LABEL,
+  SIDECAR_INJECT,
+  workloadHasSidecar,
+} from '../planner/vocab.js'
 
 // Restart these controllers to drop sidecars; the others are listed for a person (E4, E6, E7, E8, E9, E10).
 

@@ -14,7 +14,10 @@ export function canPrompt(): boolean {
 /** A yes/no question on stderr; `flag` is what to pass when nobody can answer. */
 export async function confirm(message: string, flag: string): Promise<boolean> {
   if (!canPrompt()) {
-    throw new UsageError(`${message} — no terminal to ask on${isCI() ? ' (CI is set)' : ''}`, `Pass ${flag} to proceed without a prompt.`)
+    throw new UsageError(
+      `${message} — no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+      `Pass ${flag} to proceed without a prompt.`,
+    )
   }
   const {confirm: ask} = await import('@inquirer/prompts')
   return ask({message, default: false}, {output: process.stderr})
@@ -23,9 +26,15 @@ export async function confirm(message: string, flag: string): Promise<boolean> {
 /** Destructive actions: the user types the namespace (heroku-style confirmation). */
 export async function confirmByTyping(namespace: string, what: string, flag: string): Promise<boolean> {
   if (!canPrompt()) {
-    throw new UsageError(`${what} needs confirmation — no terminal to ask on${isCI() ? ' (CI is set)' : ''}`, `Pass ${flag} ${namespace} to confirm.`)
+    throw new UsageError(
+      `${what} needs confirmation — no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+      `Pass ${flag} ${namespace} to confirm.`,
+    )
   }
   const {input} = await import('@inquirer/prompts')
-  const answer = await input({message: `${what}. Type the namespace name (${namespace}) to confirm:`}, {output: process.stderr})
+  const answer = await input(
+    {message: `${what}. Type the namespace name (${namespace}) to confirm:`},
+    {output: process.stderr},
+  )
   return answer.trim() === namespace
 }

@@ -19,7 +19,11 @@ export function renderFindings(findings: Finding[], painter: Painter): string {
   if (findings.length === 0) return ''
   return renderTable(
     ['SEVERITY', 'ID', 'MESSAGE'],
-    findings.map((f) => [painter.paint(SEVERITY_STYLE[f.severity], f.severity), f.id, f.fix ? `${f.message} → ${f.fix}` : f.message]),
+    findings.map((f) => [
+      painter.paint(SEVERITY_STYLE[f.severity], f.severity),
+      f.id,
+      f.fix ? `${f.message} → ${f.fix}` : f.message,
+    ]),
     painter,
   )
 }
@@ -27,39 +31,49 @@ export function renderFindings(findings: Finding[], painter: Painter): string {
 export function renderInventory(inv: Inventory, painter: Painter): string {
   const out: string[] = []
   out.push(`Namespace ${painter.paint('bold', inv.namespace)}: ${describeNamespaceState(inv.namespaceState)} → ambient`)
-  out.push(`Waypoint required: ${inv.waypointRequired ? painter.paint('yellow', 'yes') : 'no'}   Root namespace: ${inv.rootNamespace}`)
+  out.push(
+    `Waypoint required: ${inv.waypointRequired ? painter.paint('yellow', 'yes') : 'no'}   Root namespace: ${inv.rootNamespace}`,
+  )
   out.push('')
   if (inv.objects.length > 0) {
     out.push(painter.paint('bold', 'OBJECTS'))
-    out.push(renderTable(
-      ['KIND', 'NAMESPACE', 'NAME', 'VERDICT', 'ACTION', 'WHY'],
-      inv.objects.map((o) => [
-        o.ref.kind,
-        o.ref.namespace ?? '',
-        o.ref.name,
-        painter.paint(VERDICT_STYLE[o.verdict], o.verdict),
-        o.action,
-        o.reasons.length === 0 ? '' : o.reasons.length === 1 ? o.reasons[0]! : `${o.reasons[0]} (+${o.reasons.length - 1} more)`,
-      ]),
-      painter,
-    ))
+    out.push(
+      renderTable(
+        ['KIND', 'NAMESPACE', 'NAME', 'VERDICT', 'ACTION', 'WHY'],
+        inv.objects.map((o) => [
+          o.ref.kind,
+          o.ref.namespace ?? '',
+          o.ref.name,
+          painter.paint(VERDICT_STYLE[o.verdict], o.verdict),
+          o.action,
+          o.reasons.length === 0
+            ? ''
+            : o.reasons.length === 1
+              ? o.reasons[0]!
+              : `${o.reasons[0]} (+${o.reasons.length - 1} more)`,
+        ]),
+        painter,
+      ),
+    )
     out.push('')
   } else {
     out.push('No Istio or Gateway API objects affect this namespace.', '')
   }
   if (inv.workloads.length > 0) {
     out.push(painter.paint('bold', 'WORKLOADS'))
-    out.push(renderTable(
-      ['KIND', 'NAME', 'PROXY', 'PODS', 'NOTES'],
-      inv.workloads.map((w) => [
-        w.ref.kind,
-        w.ref.name,
-        `${w.proxy}${w.predicted ? ' (predicted)' : ''}`,
-        w.pods ? `${w.pods.total} (${w.pods.sidecar} sidecar, ${w.pods.ambient} ambient)` : '-',
-        [...w.traits, ...w.lostAnnotations.map((a) => `inert: ${a.key}`)].join(', '),
-      ]),
-      painter,
-    ))
+    out.push(
+      renderTable(
+        ['KIND', 'NAME', 'PROXY', 'PODS', 'NOTES'],
+        inv.workloads.map((w) => [
+          w.ref.kind,
+          w.ref.name,
+          `${w.proxy}${w.predicted ? ' (predicted)' : ''}`,
+          w.pods ? `${w.pods.total} (${w.pods.sidecar} sidecar, ${w.pods.ambient} ambient)` : '-',
+          [...w.traits, ...w.lostAnnotations.map((a) => `inert: ${a.key}`)].join(', '),
+        ]),
+        painter,
+      ),
+    )
     out.push('')
   }
   if (inv.findings.length > 0) {

@@ -19,7 +19,14 @@ export function renderTimelineMermaid(plan: MigrationPlan): string {
   const sim = timelineOf(plan)
   const boundaries = sim.apply
   const last = boundaries.length // columns 0..N, the last bar ends at N+1
-  const out = ['```mermaid', 'gantt', `  title ${label(`${plan.metadata.namespace}: data plane and hazards after each step (0 = before the first)`)}`, '  dateFormat X', '  axisFormat %s', '  section Steps']
+  const out = [
+    '```mermaid',
+    'gantt',
+    `  title ${label(`${plan.metadata.namespace}: data plane and hazards after each step (0 = before the first)`)}`,
+    '  dateFormat X',
+    '  axisFormat %s',
+    '  section Steps',
+  ]
   out.push('  0 start :done, 0, 1')
   steps.forEach((s, i) => out.push(`  ${i + 1} ${label(s.id)} :${i + 1}, ${i + 2}`))
 
@@ -38,7 +45,9 @@ export function renderTimelineMermaid(plan: MigrationPlan): string {
       if (k < states.length && states[k] === states[start]) continue
       const state = states[start]!
       const tag = state === 'outside' ? 'crit, ' : state === 'ambient' ? 'active, ' : ''
-      out.push(`  ${label(`${names(members)} ${state === 'outside' ? 'OUTSIDE the mesh' : state}`)} :${tag}${start}, ${k}`)
+      out.push(
+        `  ${label(`${names(members)} ${state === 'outside' ? 'OUTSIDE the mesh' : state}`)} :${tag}${start}, ${k}`,
+      )
       start = k
     }
   }
@@ -72,6 +81,7 @@ export function renderTimelineMermaid(plan: MigrationPlan): string {
 function hazardSubject(group: PlanHazard[]): string {
   if (group.length === 1) return group[0]!.policy ?? names(group[0]!.workloads)
   const policies = group.flatMap((h) => (h.policy === undefined ? [] : [h.policy]))
-  if (policies.length === group.length) return policies.length <= 3 ? policies.join(', ') : `${policies.length} policies`
+  if (policies.length === group.length)
+    return policies.length <= 3 ? policies.join(', ') : `${policies.length} policies`
   return names([...new Set(group.flatMap((h) => h.workloads))])
 }

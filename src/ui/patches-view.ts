@@ -18,10 +18,14 @@ export function renderManifestPatches(plan: MigrationPlan): string {
   const steps = manifestChanges(plan)
   const managed = steps.flatMap((s) => s.changes).filter((c) => c.managedBy)
   const seen = new Set<string>()
-  const managedLines = managed.filter((c) => !seen.has(formatRef(c.ref)) && seen.add(formatRef(c.ref))).map((c) => `#   ${formatRef(c.ref)}: ${c.managedBy}`)
+  const managedLines = managed
+    .filter((c) => !seen.has(formatRef(c.ref)) && seen.add(formatRef(c.ref)))
+    .map((c) => `#   ${formatRef(c.ref)}: ${c.managedBy}`)
   const header = [
     `# Plan ${plan.metadata.name} (namespace ${plan.metadata.namespace}) as manifest changes for a Git repository (E23).`,
-    managedLines.length > 0 ? '# Objects it changes that a GitOps tool manages (a live change to them is reverted by the next sync):' : '# No object this plan changes is marked as managed by a GitOps tool; these are the same changes as manifests.',
+    managedLines.length > 0
+      ? '# Objects it changes that a GitOps tool manages (a live change to them is reverted by the next sync):'
+      : '# No object this plan changes is marked as managed by a GitOps tool; these are the same changes as manifests.',
     ...managedLines,
     '# Commit and sync one step at a time, in this order, and let each settle before the next (or pause the sync,',
     '# run `mesh-migrate apply --step`, and commit the same changes). Documents are Kustomize strategic-merge patches:',
@@ -32,14 +36,21 @@ export function renderManifestPatches(plan: MigrationPlan): string {
     const index = plan.spec.steps.findIndex((s) => s.id === step.id) + 1
     const title = `# Step ${index}/${plan.spec.steps.length} ${step.id}`
     for (const change of step.changes) {
-      const comment = [title, `# ${VERB[change.kind]} ${formatRef(change.ref)}${change.managedBy ? ` (managed by ${change.managedBy})` : ''}`]
+      const comment = [
+        title,
+        `# ${VERB[change.kind]} ${formatRef(change.ref)}${change.managedBy ? ` (managed by ${change.managedBy})` : ''}`,
+      ]
       docs.push(`${comment.join('\n')}\n${stringify(change.document, {lineWidth: 0})}`)
     }
     if (step.restarts.length > 0) {
-      const lines = step.restarts.map((r) => (isRolloutRestartable(r.kind)
-        ? `#   kubectl -n ${r.namespace ?? plan.metadata.namespace} rollout restart ${r.kind.toLowerCase()}/${r.name}`
-        : `#   ${formatRef(r)}: its next run starts with the new template`))
-      docs.push(`${title}\n# after the sync of this step (not a manifest change; safe to repeat):\n${lines.join('\n')}\n`)
+      const lines = step.restarts.map((r) =>
+        isRolloutRestartable(r.kind)
+          ? `#   kubectl -n ${r.namespace ?? plan.metadata.namespace} rollout restart ${r.kind.toLowerCase()}/${r.name}`
+          : `#   ${formatRef(r)}: its next run starts with the new template`,
+      )
+      docs.push(
+        `${title}\n# after the sync of this step (not a manifest change; safe to repeat):\n${lines.join('\n')}\n`,
+      )
     }
   })
   return `${header.join('\n')}\n${docs.map((d) => `---\n${d}`).join('')}`

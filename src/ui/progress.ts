@@ -41,9 +41,11 @@ export async function runTasks(tasks: ProgressTask[]): Promise<void> {
     tasks.map((t) => ({
       title: t.title,
       task: async (_ctx: unknown, task: {output: string; title: string}) => {
-        const summary = await t.run(throttled((message) => {
-          task.output = message
-        }))
+        const summary = await t.run(
+          throttled((message) => {
+            task.output = message
+          }),
+        )
         if (summary) task.title = `${t.title} — ${summary}`
       },
     })),
@@ -52,7 +54,11 @@ export async function runTasks(tasks: ProgressTask[]): Promise<void> {
       exitOnError: true,
       registerSignalListeners: false,
       renderer: 'default',
-      rendererOptions: {logger: new ListrLogger({processOutput: output}), showErrorMessage: false, collapseErrors: true},
+      rendererOptions: {
+        logger: new ListrLogger({processOutput: output}),
+        showErrorMessage: false,
+        collapseErrors: true,
+      },
       fallbackRenderer: 'simple',
       fallbackRendererOptions: {logger: new ListrLogger({processOutput: output, useIcons: !noColor})},
       fallbackRendererCondition: plainOutput,

@@ -13,9 +13,21 @@ import wrapAnsi from 'wrap-ansi'
 import type {Painter} from './color.js'
 
 const NO_BORDERS = {
-  top: '', 'top-mid': '', 'top-left': '', 'top-right': '',
-  bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
-  left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '',
+  top: '',
+  'top-mid': '',
+  'top-left': '',
+  'top-right': '',
+  bottom: '',
+  'bottom-mid': '',
+  'bottom-left': '',
+  'bottom-right': '',
+  left: '',
+  'left-mid': '',
+  mid: '',
+  'mid-mid': '',
+  right: '',
+  'right-mid': '',
+  middle: '',
 }
 
 const GAP = 3
@@ -32,7 +44,10 @@ export interface TableLayout {
 }
 
 /** COLUMNS (as set by a shell or a test) wins; then the terminal's width; piped: unlimited. */
-export function terminalWidth(env: NodeJS.ProcessEnv = process.env, stream: NodeJS.WriteStream = process.stdout): number {
+export function terminalWidth(
+  env: NodeJS.ProcessEnv = process.env,
+  stream: NodeJS.WriteStream = process.stdout,
+): number {
   const fromEnv = Number(env.COLUMNS)
   if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv
   return stream.isTTY && stream.columns ? stream.columns : Number.POSITIVE_INFINITY
@@ -135,16 +150,28 @@ export function fitCell(cell: string, width: number, wide: boolean): string {
 
 /** Each column's width with nothing wrapped: its widest line, header included. */
 function naturalWidths(head: string[], rows: string[][]): number[] {
-  return head.map((h, i) => Math.max(stringWidth(h), ...rows.map((r) => Math.max(0, ...lines(r[i] ?? '').map((l) => stringWidth(l))))))
+  return head.map((h, i) =>
+    Math.max(stringWidth(h), ...rows.map((r) => Math.max(0, ...lines(r[i] ?? '').map((l) => stringWidth(l))))),
+  )
 }
 
-export function renderTable(head: string[], rows: string[][], painter: Painter, opts: Partial<TableLayout> = {}): string {
+export function renderTable(
+  head: string[],
+  rows: string[][],
+  painter: Painter,
+  opts: Partial<TableLayout> = {},
+): string {
   const {width, wide} = {...layout, ...opts}
   const natural = naturalWidths(head, rows)
   const minimum = head.map((h, i) => Math.min(natural[i]!, Math.max(MIN_COLUMN, longestWord(h))))
   const widths = fitColumns(natural, minimum, width - GAP * (head.length - 1))
   const table = new Table({
-    head: head.map((h, i) => fitCell(h, widths[i]!, true).split('\n').map((l) => painter.paint('bold', l)).join('\n')),
+    head: head.map((h, i) =>
+      fitCell(h, widths[i]!, true)
+        .split('\n')
+        .map((l) => painter.paint('bold', l))
+        .join('\n'),
+    ),
     style: {head: [], border: [], 'padding-left': 0, 'padding-right': GAP},
     chars: NO_BORDERS,
     colWidths: widths.map((w) => w + GAP),
@@ -152,7 +179,11 @@ export function renderTable(head: string[], rows: string[][], painter: Painter, 
   })
   table.push(...rows.map((row) => head.map((_, i) => fitCell(row[i] ?? '', widths[i]!, wide))))
   // Borderless cli-table3 rows are padded to the column width; trim so logs and diffs stay clean.
-  return table.toString().split('\n').map((l) => l.replace(/\s+$/, '')).join('\n')
+  return table
+    .toString()
+    .split('\n')
+    .map((l) => l.replace(/\s+$/, ''))
+    .join('\n')
 }
 
 /**
@@ -160,10 +191,16 @@ export function renderTable(head: string[], rows: string[][], painter: Painter, 
  * with its cells wrapped: printed in blocks of columns, each block repeating the first column (the row's
  * name), as R and pandas print wide frames. Narrow enough (or piped), it is one table.
  */
-export function renderColumnBlocks(head: string[], rows: string[][], painter: Painter, opts: Partial<TableLayout> = {}): string {
+export function renderColumnBlocks(
+  head: string[],
+  rows: string[][],
+  painter: Painter,
+  opts: Partial<TableLayout> = {},
+): string {
   const {width} = {...layout, ...opts}
   const natural = naturalWidths(head, rows)
-  if (natural.reduce((a, b) => a + b, 0) + GAP * (head.length - 1) <= width) return renderTable(head, rows, painter, opts)
+  if (natural.reduce((a, b) => a + b, 0) + GAP * (head.length - 1) <= width)
+    return renderTable(head, rows, painter, opts)
   // The name column wraps within 40% of the width, so that each block holds several columns.
   const key = Math.min(natural[0]!, Math.max(MIN_COLUMN, Math.floor(width * 0.4)))
   const blocks: number[][] = []
@@ -180,14 +217,26 @@ export function renderColumnBlocks(head: string[], rows: string[][], painter: Pa
   }
   if (block.length > 0) blocks.push(block)
   const pick = (row: string[], cols: number[]) => [row[0] ?? '', ...cols.map((i) => row[i] ?? '')]
-  return blocks.map((cols) => renderTable(pick(head, cols), rows.map((r) => pick(r, cols)), painter, opts)).join('\n\n')
+  return blocks
+    .map((cols) =>
+      renderTable(
+        pick(head, cols),
+        rows.map((r) => pick(r, cols)),
+        painter,
+        opts,
+      ),
+    )
+    .join('\n\n')
 }
 
 /** Text for people (a legend, a note) wrapped at word boundaries to the terminal; piped: unchanged. */
 export function fitText(text: string, opts: Partial<TableLayout> = {}): string {
   const {width} = {...layout, ...opts}
   if (!Number.isFinite(width)) return text
-  return text.split('\n').flatMap((line) => (stringWidth(line) <= width ? [line] : wrapLine(line, width))).join('\n')
+  return text
+    .split('\n')
+    .flatMap((line) => (stringWidth(line) <= width ? [line] : wrapLine(line, width)))
+    .join('\n')
 }
 
 /** Items (`0=start`, `1=preflight`, …) two spaces apart, on as many lines as the terminal needs; an item is not split unless it alone is too wide. */

@@ -30,10 +30,13 @@ function grid(title: string, boundaries: BoundaryState[], painter: Painter): str
   const columns = boundaries.map((_, i) => String(i))
   const legend = fitItems(boundaries.map((b, i) => `${i}=${b.after}`))
   const workloads = Object.keys(boundaries[0]?.dataPlanes ?? {}).sort()
-  const dpRows = workloads.map((w) => [w, ...boundaries.map((b) => {
-    const v = DP[b.dataPlanes[w] ?? ''] ?? '?'
-    return v === 'OUT' ? painter.paint('red', v) : v
-  })])
+  const dpRows = workloads.map((w) => [
+    w,
+    ...boundaries.map((b) => {
+      const v = DP[b.dataPlanes[w] ?? ''] ?? '?'
+      return v === 'OUT' ? painter.paint('red', v) : v
+    }),
+  ])
   const policies = Object.keys(boundaries[0]?.policies ?? {}).sort()
   const cell = (row: Partial<Record<Enforcement, string[]>>) => {
     const parts = (Object.entries(row) as [Enforcement, string[]][]).filter(([, w]) => w.length > 0)
@@ -52,18 +55,34 @@ function grid(title: string, boundaries: BoundaryState[], painter: Painter): str
 
 export function renderTimeline(plan: MigrationPlan, painter: Painter): string {
   const sim = timelineOf(plan)
-  const out = [grid('APPLY: data plane and enforcement after each step', sim.apply, painter), '', grid('ROLLBACK (after a full apply): after each undo', sim.rollback, painter), '']
+  const out = [
+    grid('APPLY: data plane and enforcement after each step', sim.apply, painter),
+    '',
+    grid('ROLLBACK (after a full apply): after each undo', sim.rollback, painter),
+    '',
+  ]
   out.push(painter.paint('bold', 'HAZARDS'))
   if (plan.spec.hazards.length === 0) out.push('None.')
   else {
-    out.push(renderTable(['ID', 'WINDOW', 'FROM', 'UNTIL', 'WHAT'], plan.spec.hazards.map((h) => [
-      h.id,
-      h.window ?? (h.accepted ? painter.paint('yellow', 'accepted') : painter.paint('red', 'none')),
-      h.from,
-      h.until,
-      h.message,
-    ]), painter))
+    out.push(
+      renderTable(
+        ['ID', 'WINDOW', 'FROM', 'UNTIL', 'WHAT'],
+        plan.spec.hazards.map((h) => [
+          h.id,
+          h.window ?? (h.accepted ? painter.paint('yellow', 'accepted') : painter.paint('red', 'none')),
+          h.from,
+          h.until,
+          h.message,
+        ]),
+        painter,
+      ),
+    )
   }
-  out.push('', fitText('DENY-ALL: an L7 ALLOW matches nothing at ztunnel (only traffic the waypoint admits passes). L4-only: ztunnel enforces only the L4 part. NONE: not enforced. OUT: outside the mesh.'))
+  out.push(
+    '',
+    fitText(
+      'DENY-ALL: an L7 ALLOW matches nothing at ztunnel (only traffic the waypoint admits passes). L4-only: ztunnel enforces only the L4 part. NONE: not enforced. OUT: outside the mesh.',
+    ),
+  )
   return out.join('\n')
 }

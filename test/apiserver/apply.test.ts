@@ -21,7 +21,11 @@ const cm = (name: string, data: Record<string, string>, labels?: Record<string, 
 
 describe('server-side apply', () => {
   it('creates an absent object, owned by the applier with operation Apply', async () => {
-    const r = await raw(server).patch(`${cmPath('ssa-new')}?fieldManager=mesh-migrate`, cm('ssa-new', {a: '1'}, {app: 'x'}), APPLY)
+    const r = await raw(server).patch(
+      `${cmPath('ssa-new')}?fieldManager=mesh-migrate`,
+      cm('ssa-new', {a: '1'}, {app: 'x'}),
+      APPLY,
+    )
     expect(r.status).toBe(201)
     expect(r.body.metadata.managedFields).toEqual([
       {
@@ -38,9 +42,17 @@ describe('server-side apply', () => {
   it('requires fieldManager (422 on PatchOptions, as the real server answers)', async () => {
     const r = await raw(server).patch(cmPath('ssa-nofm'), cm('ssa-nofm', {a: '1'}), APPLY)
     expect(r.status).toBe(422)
-    expect(r.body.message).toBe('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
-    const force = await raw(server).patch(`${cmPath('ssa-new')}?force=true`, {data: {a: '2'}}, 'application/merge-patch+json')
-    expect(force.body.message).toBe('PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch')
+    expect(r.body.message).toBe(
+      'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+    )
+    const force = await raw(server).patch(
+      `${cmPath('ssa-new')}?force=true`,
+      {data: {a: '2'}},
+      'application/merge-patch+json',
+    )
+    expect(force.body.message).toBe(
+      'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
+    )
   })
 
   it('reports a conflict between two managers with the real message, and force takes ownership', async () => {
@@ -61,7 +73,11 @@ describe('server-side apply', () => {
     // Applying the same value as another manager is shared ownership, not a conflict.
     const shared = await api.patch(`${cmPath('ssa-conflict')}?fieldManager=bob`, cm('ssa-conflict', {b: '1'}), APPLY)
     expect(shared.status).toBe(200)
-    const forced = await api.patch(`${cmPath('ssa-conflict')}?fieldManager=bob&force=true`, cm('ssa-conflict', {a: '2', b: '1'}), APPLY)
+    const forced = await api.patch(
+      `${cmPath('ssa-conflict')}?fieldManager=bob&force=true`,
+      cm('ssa-conflict', {a: '2', b: '1'}),
+      APPLY,
+    )
     expect(forced.status).toBe(200)
     expect(forced.body.data).toEqual({a: '2', b: '1'})
     const owners = Object.fromEntries(forced.body.metadata.managedFields.map((m: any) => [m.manager, m.fieldsV1]))
@@ -75,7 +91,9 @@ describe('server-side apply', () => {
     const clash = await api.patch(`${cmPath('ssa-upd')}?fieldManager=mesh-migrate`, cm('ssa-upd', {a: '2'}), APPLY)
     expect(clash.status).toBe(409)
     expect(clash.body.message).toBe('Apply failed with 1 conflict: conflict with "kubectl-create" using v1: .data.a')
-    expect(clash.body.details.causes).toEqual([{reason: 'FieldManagerConflict', message: 'conflict with "kubectl-create" using v1', field: '.data.a'}])
+    expect(clash.body.details.causes).toEqual([
+      {reason: 'FieldManagerConflict', message: 'conflict with "kubectl-create" using v1', field: '.data.a'},
+    ])
   })
 
   it('conflicts with an Update entry of the same manager name (a different manager to the real server)', async () => {
@@ -123,31 +141,54 @@ describe('server-side apply', () => {
   it('merges associative lists by key (containers by name) and keeps defaulted fields unowned', async () => {
     const api = raw(server)
     const base = deployment('ssa-deploy')
-    const r = await api.patch('/apis/apps/v1/namespaces/default/deployments/ssa-deploy?fieldManager=mesh-migrate', base, APPLY)
+    const r = await api.patch(
+      '/apis/apps/v1/namespaces/default/deployments/ssa-deploy?fieldManager=mesh-migrate',
+      base,
+      APPLY,
+    )
     expect(r.status).toBe(201)
     const c = r.body.metadata.managedFields[0].fieldsV1['f:spec']['f:template']['f:spec']['f:containers']
     expect(Object.keys(c)).toEqual(['k:{"name":"app"}', 'k:{"name":"sidecar"}'])
-    expect(c['k:{"name":"app"}']).toEqual({'.': {}, 'f:image': {}, 'f:name': {}, 'f:ports': {'k:{"containerPort":80,"protocol":"TCP"}': {'.': {}, 'f:containerPort': {}}}})
+    expect(c['k:{"name":"app"}']).toEqual({
+      '.': {},
+      'f:image': {},
+      'f:name': {},
+      'f:ports': {'k:{"containerPort":80,"protocol":"TCP"}': {'.': {}, 'f:containerPort': {}}},
+    })
     expect(r.body.spec.replicas).toBe(1)
     // A second manager changing only the image of one container conflicts on that field only.
     const other = await api.patch(
       '/apis/apps/v1/namespaces/default/deployments/ssa-deploy?fieldManager=bumper',
-      {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'ssa-deploy'}, spec: {template: {spec: {containers: [{name: 'app', image: 'nginx:2'}]}}}},
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: {name: 'ssa-deploy'},
+        spec: {template: {spec: {containers: [{name: 'app', image: 'nginx:2'}]}}},
+      },
       APPLY,
     )
     expect(other.status).toBe(409)
-    expect(other.body.message).toBe('Apply failed with 1 conflict: conflict with "mesh-migrate": .spec.template.spec.containers[name="app"].image')
+    expect(other.body.message).toBe(
+      'Apply failed with 1 conflict: conflict with "mesh-migrate": .spec.template.spec.containers[name="app"].image',
+    )
   })
 
   it('works through client-node KubernetesObjectApi.patch with PatchStrategy.ServerSideApply', async () => {
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig(server))
-    const obj: KubernetesObject & {data: Record<string, string>} = {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'ssa-client', namespace: 'default'}, data: {a: '1'}}
+    const obj: KubernetesObject & {data: Record<string, string>} = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {name: 'ssa-client', namespace: 'default'},
+      data: {a: '1'},
+    }
     const created = await objects.patch(obj, undefined, undefined, 'mesh-migrate', false, PatchStrategy.ServerSideApply)
     expect(created.metadata?.managedFields?.[0]?.operation).toBe('Apply')
     const log = server.requestsMatching({verb: 'patch', name: 'ssa-client'}).at(-1)!
     expect(log.contentType).toBe(APPLY)
     expect(log.query).toMatchObject({fieldManager: 'mesh-migrate', force: 'false'})
-    const err = await objects.patch({...obj, data: {a: '2'}}, undefined, undefined, 'someone-else', false, PatchStrategy.ServerSideApply).catch((e) => e)
+    const err = await objects
+      .patch({...obj, data: {a: '2'}}, undefined, undefined, 'someone-else', false, PatchStrategy.ServerSideApply)
+      .catch((e) => e)
     expect(statusOf(err).code).toBe(409)
   })
 })
@@ -160,15 +201,27 @@ describeWithShared('server-side apply of custom resources', () => {
       metadata: {name: 'waypoint', namespace: 'default', labels: {'istio.io/waypoint-for': 'service'}},
       spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}]},
     }
-    const r = await raw(server).patch('/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/waypoint?fieldManager=mesh-migrate', gw, APPLY)
+    const r = await raw(server).patch(
+      '/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/waypoint?fieldManager=mesh-migrate',
+      gw,
+      APPLY,
+    )
     expect(r.status).toBe(201)
     const fields = r.body.metadata.managedFields[0].fieldsV1
-    expect(fields['f:spec']['f:listeners']).toEqual({'k:{"name":"mesh"}': {'.': {}, 'f:name': {}, 'f:port': {}, 'f:protocol': {}}})
+    expect(fields['f:spec']['f:listeners']).toEqual({
+      'k:{"name":"mesh"}': {'.': {}, 'f:name': {}, 'f:port': {}, 'f:protocol': {}},
+    })
     // Defaults from the CRD schema are applied (and not owned by the applier).
     expect(r.body.spec.listeners[0].allowedRoutes).toEqual({namespaces: {from: 'Same'}})
-    const bad = await raw(server).patch('/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/waypoint?fieldManager=mesh-migrate', {...gw, spec: {...gw.spec, listeners: [{name: 'mesh', port: 0, protocol: 'HBONE'}]}}, APPLY)
+    const bad = await raw(server).patch(
+      '/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/waypoint?fieldManager=mesh-migrate',
+      {...gw, spec: {...gw.spec, listeners: [{name: 'mesh', port: 0, protocol: 'HBONE'}]}},
+      APPLY,
+    )
     expect(bad.status).toBe(422)
-    expect(bad.body.message).toBe('Gateway.gateway.networking.k8s.io "waypoint" is invalid: spec.listeners[0].port: Invalid value: 0: spec.listeners[0].port in body should be greater than or equal to 1')
+    expect(bad.body.message).toBe(
+      'Gateway.gateway.networking.k8s.io "waypoint" is invalid: spec.listeners[0].port: Invalid value: 0: spec.listeners[0].port in body should be greater than or equal to 1',
+    )
   })
 
   it('refuses fields the schema does not declare (no pruning for apply), whatever fieldValidation says', async () => {
@@ -176,16 +229,24 @@ describeWithShared('server-side apply of custom resources', () => {
       apiVersion: 'gateway.networking.k8s.io/v1',
       kind: 'Gateway',
       metadata: {name: 'typo'},
-      spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE', colour: 'blue'}]},
+      spec: {
+        gatewayClassName: 'istio-waypoint',
+        listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE', colour: 'blue'}],
+      },
     }
-    const r = await raw(server).patch('/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/typo?fieldManager=mesh-migrate&fieldValidation=Ignore', gw, APPLY)
+    const r = await raw(server).patch(
+      '/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/typo?fieldManager=mesh-migrate&fieldValidation=Ignore',
+      gw,
+      APPLY,
+    )
     expect(r.status).toBe(500)
     expect(r.body).toEqual({
       kind: 'Status',
       apiVersion: 'v1',
       metadata: {},
       status: 'Failure',
-      message: 'failed to create typed patch object (default/typo; gateway.networking.k8s.io/v1, Kind=Gateway): .spec.listeners[name="mesh"].colour: field not declared in schema',
+      message:
+        'failed to create typed patch object (default/typo; gateway.networking.k8s.io/v1, Kind=Gateway): .spec.listeners[name="mesh"].colour: field not declared in schema',
       code: 500,
     })
   })

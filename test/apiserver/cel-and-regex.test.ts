@@ -71,10 +71,18 @@ describe('Kubernetes CEL libraries on cel-js', () => {
     expect(evaluate('isIP("::ffff:10.0.0.1")')).toBe(false)
     expect(evaluate('isIP("fe80::1%eth0")')).toBe(false)
     expect(evaluate('ip("2001:db8::1").family()')).toBe(6n)
-    expect(evaluate('ip("127.0.0.1").isLoopback() && ip("169.254.1.1").isLinkLocalUnicast() && ip("8.8.8.8").isGlobalUnicast()')).toBe(true)
+    expect(
+      evaluate(
+        'ip("127.0.0.1").isLoopback() && ip("169.254.1.1").isLinkLocalUnicast() && ip("8.8.8.8").isGlobalUnicast()',
+      ),
+    ).toBe(true)
     expect(evaluate('ip.isCanonical("2001:db8::1") && !ip.isCanonical("2001:DB8::1")')).toBe(true)
-    expect(evaluate('cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16") && !cidr("10.0.0.0/16").containsIP("10.1.0.1")')).toBe(true)
-    expect(evaluate('string(cidr("10.1.2.3/8").masked()) == "10.0.0.0/8" && cidr("10.1.2.3/8").prefixLength() == 8')).toBe(true)
+    expect(
+      evaluate('cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16") && !cidr("10.0.0.0/16").containsIP("10.1.0.1")'),
+    ).toBe(true)
+    expect(
+      evaluate('string(cidr("10.1.2.3/8").masked()) == "10.0.0.0/8" && cidr("10.1.2.3/8").prefixLength() == 8'),
+    ).toBe(true)
   })
 
   it('quantities compare exactly across suffixes', () => {
@@ -88,7 +96,9 @@ describe('Kubernetes CEL libraries on cel-js', () => {
   it('format and sets', () => {
     expect(evaluate('format.dns1123Label().validate("ok-name").hasValue()')).toBe(false)
     expect(evaluate('format.named("dns1123Subdomain").value().validate("Not OK").hasValue()')).toBe(true)
-    expect(evaluate('sets.contains([1, 2, 3], [2]) && sets.intersects([1], [1, 5]) && sets.equivalent([1, 2], [2, 1])')).toBe(true)
+    expect(
+      evaluate('sets.contains([1, 2, 3], [2]) && sets.intersects([1], [1, 5]) && sets.equivalent([1, 2], [2, 1])'),
+    ).toBe(true)
   })
 
   it('has() on computed operands, as cel-go allows', () => {

@@ -35,7 +35,12 @@ function cases(): Case[] {
       if (!doc) continue
       const expectError = doc._err as string | undefined
       delete doc._err
-      out.push({file, name: doc.metadata?.name ?? '(unnamed)', doc, ...(expectError !== undefined ? {expectError} : {})})
+      out.push({
+        file,
+        name: doc.metadata?.name ?? '(unnamed)',
+        doc,
+        ...(expectError !== undefined ? {expectError} : {}),
+      })
     }
   }
   return out
@@ -82,7 +87,10 @@ describeWithShared('Istio validation corpus against the CRD schemas and CEL rule
     const r = server.core.registry.byKind(doc.apiVersion, doc.kind)
     expect(r, `${doc.apiVersion} ${doc.kind} is served`).toBeDefined()
     delete doc.metadata?.namespace
-    const res = await raw(server).post(`/apis/${r!.rt.group}/${r!.version.name}/namespaces/default/${r!.rt.plural}?dryRun=All`, doc)
+    const res = await raw(server).post(
+      `/apis/${r!.rt.group}/${r!.version.name}/namespaces/default/${r!.rt.plural}?dryRun=All`,
+      doc,
+    )
     if (c.file.includes('-valid')) {
       expect(res.status, res.text).toBe(201)
       return

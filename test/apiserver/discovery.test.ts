@@ -25,7 +25,13 @@ describe('discovery documents', () => {
     expect(v1.body.apiVersion).toBeUndefined()
     expect(v1.body.groupVersion).toBe('v1')
     const byName = Object.fromEntries(v1.body.resources.map((r: any) => [r.name, r]))
-    expect(byName.pods).toMatchObject({singularName: 'pod', namespaced: true, kind: 'Pod', shortNames: ['po'], categories: ['all']})
+    expect(byName.pods).toMatchObject({
+      singularName: 'pod',
+      namespaced: true,
+      kind: 'Pod',
+      shortNames: ['po'],
+      categories: ['all'],
+    })
     expect(byName['pods/status']).toMatchObject({namespaced: true, kind: 'Pod', verbs: ['get', 'patch', 'update']})
     expect(byName.namespaces).toMatchObject({namespaced: false, shortNames: ['ns']})
     expect(byName.namespaces.verbs).not.toContain('deletecollection')
@@ -43,12 +49,22 @@ describe('discovery documents', () => {
     const group = await raw(server).get('/apis/coordination.k8s.io')
     expect(group.body).toMatchObject({kind: 'APIGroup', apiVersion: 'v1', name: 'coordination.k8s.io'})
     const leases = await raw(server).get('/apis/coordination.k8s.io/v1')
-    expect(leases.body).toMatchObject({kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'coordination.k8s.io/v1'})
+    expect(leases.body).toMatchObject({
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: 'coordination.k8s.io/v1',
+    })
     expect(leases.body.resources.map((x: any) => x.name)).toEqual(['leases'])
   })
 
   it('answers unknown groups, versions and resources with the real 404 Status', async () => {
-    for (const path of ['/apis/nope.example.com', '/apis/nope.example.com/v1', '/apis/apps/v9', '/apis/apps/v1/namespaces/default/gizmos', '/api/v1/namespaces/default/pods/x/log']) {
+    for (const path of [
+      '/apis/nope.example.com',
+      '/apis/nope.example.com/v1',
+      '/apis/apps/v9',
+      '/apis/apps/v1/namespaces/default/gizmos',
+      '/api/v1/namespaces/default/pods/x/log',
+    ]) {
       const r = await raw(server).get(path)
       expect(r.status, path).toBe(404)
       expect(r.body).toEqual({
@@ -92,8 +108,22 @@ describeWithShared('discovery of CRD groups', () => {
     const v1 = await raw(server).get('/apis/networking.istio.io/v1')
     const byName = Object.fromEntries(v1.body.resources.map((x: any) => [x.name, x]))
     expect(byName.envoyfilters).toBeUndefined()
-    expect(byName.virtualservices).toMatchObject({kind: 'VirtualService', namespaced: true, shortNames: ['vs'], categories: ['istio-io', 'networking-istio-io']})
-    expect(byName.virtualservices.verbs).toEqual(['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'])
+    expect(byName.virtualservices).toMatchObject({
+      kind: 'VirtualService',
+      namespaced: true,
+      shortNames: ['vs'],
+      categories: ['istio-io', 'networking-istio-io'],
+    })
+    expect(byName.virtualservices.verbs).toEqual([
+      'delete',
+      'deletecollection',
+      'get',
+      'list',
+      'patch',
+      'create',
+      'update',
+      'watch',
+    ])
     expect(byName['virtualservices/status']).toMatchObject({verbs: ['get', 'patch', 'update']})
     const gc = await raw(server).get('/apis/gateway.networking.k8s.io/v1')
     expect(gc.body.resources.find((x: any) => x.name === 'gatewayclasses').namespaced).toBe(false)

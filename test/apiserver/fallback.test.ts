@@ -28,12 +28,20 @@ describe('without ../shared (the built-in kind table)', () => {
     expect(a.skippedCelRules).toEqual([])
     const notices = writes.filter((w) => w.includes('built-in table'))
     expect(notices).toHaveLength(1)
-    expect(notices[0]).toBe(`[test-apiserver] ${missing} is not present: registering the Istio and Gateway API kinds from the built-in table, without schema validation.\n`)
+    expect(notices[0]).toBe(
+      `[test-apiserver] ${missing} is not present: registering the Istio and Gateway API kinds from the built-in table, without schema validation.\n`,
+    )
 
     const net = await raw(a).get('/apis/networking.istio.io')
     expect(net.body.versions.map((v: any) => v.version)).toEqual(['v1', 'v1beta1', 'v1alpha3'])
-    expect((await raw(a).get('/apis/networking.istio.io/v1alpha3')).body.resources.map((r: any) => r.name)).toContain('envoyfilters')
-    expect((await raw(a).get('/apis/gateway.networking.k8s.io/v1')).body.resources.find((r: any) => r.name === 'gatewayclasses').namespaced).toBe(false)
+    expect((await raw(a).get('/apis/networking.istio.io/v1alpha3')).body.resources.map((r: any) => r.name)).toContain(
+      'envoyfilters',
+    )
+    expect(
+      (await raw(a).get('/apis/gateway.networking.k8s.io/v1')).body.resources.find(
+        (r: any) => r.name === 'gatewayclasses',
+      ).namespaced,
+    ).toBe(false)
     // No schema: what the real CRD would refuse is stored as sent.
     const ap = await raw(a).post('/apis/security.istio.io/v1/namespaces/default/authorizationpolicies', {
       apiVersion: 'security.istio.io/v1',
@@ -43,17 +51,27 @@ describe('without ../shared (the built-in kind table)', () => {
     })
     expect(ap.status).toBe(201)
     // Still a custom resource: strategic merge patch is refused, status is a subresource.
-    const smp = await raw(a).patch('/apis/security.istio.io/v1/namespaces/default/authorizationpolicies/both', {spec: {}}, 'application/strategic-merge-patch+json')
+    const smp = await raw(a).patch(
+      '/apis/security.istio.io/v1/namespaces/default/authorizationpolicies/both',
+      {spec: {}},
+      'application/strategic-merge-patch+json',
+    )
     expect(smp.status).toBe(415)
   })
 })
 
 describeWithShared('explicit CRD files', () => {
   it('registers exactly the given files', async () => {
-    const s = await startApiServer({quiet: true, crdFiles: [path.join(CRDS_DIR, 'gateway-api-standard', 'gateway.networking.k8s.io_gateways.yaml')]})
+    const s = await startApiServer({
+      quiet: true,
+      crdFiles: [path.join(CRDS_DIR, 'gateway-api-standard', 'gateway.networking.k8s.io_gateways.yaml')],
+    })
     started.push(s)
     expect(s.usingUpstreamCrds).toBe(true)
-    expect((await raw(s).get('/apis/gateway.networking.k8s.io/v1')).body.resources.map((r: any) => r.name)).toEqual(['gateways', 'gateways/status'])
+    expect((await raw(s).get('/apis/gateway.networking.k8s.io/v1')).body.resources.map((r: any) => r.name)).toEqual([
+      'gateways',
+      'gateways/status',
+    ])
     expect((await raw(s).get('/apis/networking.istio.io')).status).toBe(404)
   })
 })
@@ -80,7 +98,17 @@ describe('CRD files with rules the CEL library cannot compile', () => {
               schema: {
                 openAPIV3Schema: {
                   type: 'object',
-                  properties: {spec: {type: 'object', properties: {a: {type: 'string', 'x-kubernetes-validations': [{rule: 'self.isShiny()', message: 'must shine'}]}}}},
+                  properties: {
+                    spec: {
+                      type: 'object',
+                      properties: {
+                        a: {
+                          type: 'string',
+                          'x-kubernetes-validations': [{rule: 'self.isShiny()', message: 'must shine'}],
+                        },
+                      },
+                    },
+                  },
                 },
               },
             },
@@ -95,11 +123,26 @@ describe('CRD files with rules the CEL library cannot compile', () => {
     })
     const s = await startApiServer({crdFiles: [file]})
     started.push(s)
-    expect(s.skippedCelRules).toEqual([{crd: 'things.example.org', version: 'v1', path: 'spec.a', rule: 'self.isShiny()', reason: expect.stringContaining('isShiny')}])
+    expect(s.skippedCelRules).toEqual([
+      {
+        crd: 'things.example.org',
+        version: 'v1',
+        path: 'spec.a',
+        rule: 'self.isShiny()',
+        reason: expect.stringContaining('isShiny'),
+      },
+    ])
     const notice = writes.filter((w) => w.includes('CEL rule'))
     expect(notice).toHaveLength(1)
-    expect(notice[0]).toMatch(/^\[test-apiserver\] 1 CEL rule\(s\) cannot be evaluated and are reported as skipped \(never passed\): things\.example\.org v1 spec\.a: /)
-    const r = await raw(s).post('/apis/example.org/v1/namespaces/default/things', {apiVersion: 'example.org/v1', kind: 'Thing', metadata: {name: 't'}, spec: {a: 'dull'}})
+    expect(notice[0]).toMatch(
+      /^\[test-apiserver\] 1 CEL rule\(s\) cannot be evaluated and are reported as skipped \(never passed\): things\.example\.org v1 spec\.a: /,
+    )
+    const r = await raw(s).post('/apis/example.org/v1/namespaces/default/things', {
+      apiVersion: 'example.org/v1',
+      kind: 'Thing',
+      metadata: {name: 't'},
+      spec: {a: 'dull'},
+    })
     expect(r.status).toBe(201)
     expect(r.headers.get('warning')).toContain('CEL rule at spec.a was not evaluated')
   })

@@ -15,12 +15,26 @@ const cm = (name: string) => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {n
 
 describe('fault injection', () => {
   it('answers with a chosen status and the Status body the real server uses for it', async () => {
-    const fault = server.faults.add({match: {verb: 'list', resource: 'configmaps'}, status: 503, times: 1, name: 'apiserver-down'})
+    const fault = server.faults.add({
+      match: {verb: 'list', resource: 'configmaps'},
+      status: 503,
+      times: 1,
+      name: 'apiserver-down',
+    })
     const core = kubeConfig(server).makeApiClient(CoreV1Api)
     const err = await core.listNamespacedConfigMap({namespace: 'f'}).catch((e) => e)
     expect(statusOf(err)).toEqual({
       code: 503,
-      body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the server is currently unable to handle the request', reason: 'ServiceUnavailable', details: {}, code: 503},
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'the server is currently unable to handle the request',
+        reason: 'ServiceUnavailable',
+        details: {},
+        code: 503,
+      },
     })
     // times: 1 — the next request goes through.
     expect((await core.listNamespacedConfigMap({namespace: 'f'})).items).toEqual([])
@@ -73,10 +87,19 @@ describe('fault injection', () => {
       'application/merge-patch+json',
     )
     await expect(attempt).rejects.toThrow()
-    expect(server.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'f', name: 'crashy'})!.metadata.labels).toEqual({step: 'after'})
+    expect(server.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'f', name: 'crashy'})!.metadata.labels).toEqual({
+      step: 'after',
+    })
     expect(server.requestsMatching({verb: 'patch', name: 'crashy'}).at(-1)).toMatchObject({dropped: true})
     // The retry of an idempotent write succeeds and changes nothing more.
-    const retry = await objects.patch({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'crashy', namespace: 'f', labels: {step: 'after'}}}, undefined, undefined, 'mesh-migrate', undefined, 'application/merge-patch+json')
+    const retry = await objects.patch(
+      {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'crashy', namespace: 'f', labels: {step: 'after'}}},
+      undefined,
+      undefined,
+      'mesh-migrate',
+      undefined,
+      'application/merge-patch+json',
+    )
     expect(retry.metadata?.labels).toEqual({step: 'after'})
   })
 

@@ -11,11 +11,20 @@ export interface RawResponse {
 
 /** A fetch-based client that speaks to the server as a given token. */
 export function raw(server: TestApiServer, token = 'admin-token') {
-  const call = async (method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<RawResponse> => {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<RawResponse> => {
     const headers: Record<string, string> = {}
     if (token) headers.Authorization = `Bearer ${token}`
     if (body !== undefined) headers['Content-Type'] = contentType
-    const r = await fetch(server.url + path, {method, headers, ...(body !== undefined ? {body: typeof body === 'string' ? body : JSON.stringify(body)} : {})})
+    const r = await fetch(server.url + path, {
+      method,
+      headers,
+      ...(body !== undefined ? {body: typeof body === 'string' ? body : JSON.stringify(body)} : {}),
+    })
     const text = await r.text()
     let parsed: unknown
     try {
@@ -49,13 +58,22 @@ export const deployment = (name: string, namespace = 'default', extra: Record<st
     selector: {matchLabels: {app: name}},
     template: {
       metadata: {labels: {app: name}},
-      spec: {containers: [{name: 'app', image: 'nginx:1.27', ports: [{containerPort: 80}]}, {name: 'sidecar', image: 'busybox:1.36'}]},
+      spec: {
+        containers: [
+          {name: 'app', image: 'nginx:1.27', ports: [{containerPort: 80}]},
+          {name: 'sidecar', image: 'busybox:1.36'},
+        ],
+      },
     },
     ...extra,
   },
 })
 
-export const namespace = (name: string, labels: Record<string, string> = {}) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels}})
+export const namespace = (name: string, labels: Record<string, string> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  metadata: {name, labels},
+})
 
 /** ApiException.body is a JSON string in client-node 1.x. */
 export function statusOf(err: unknown): {code: number; body: any} {

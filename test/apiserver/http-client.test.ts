@@ -23,20 +23,29 @@ beforeAll(async () => {
 afterEach(() => server.faults.clear())
 afterAll(() => server.close())
 
-const configMap = (name: string): KubeObject => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name, namespace: 'hc'}, data: {a: '1'}})
-const outcomes = (filter: Parameters<TestApiServer['requestsMatching']>[0]) => server.requestsMatching(filter).map((e) => (e.dropped ? 'dropped' : e.status))
+const configMap = (name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: {name, namespace: 'hc'},
+  data: {a: '1'},
+})
+const outcomes = (filter: Parameters<TestApiServer['requestsMatching']>[0]) =>
+  server.requestsMatching(filter).map((e) => (e.dropped ? 'dropped' : e.status))
 
 describe('resending failed requests', () => {
-  it.each([500, 502, 503, 504])('does not resend a create answered %i (it may have been applied): the caller gets the error', async (status) => {
-    const client = await clientFor(server, undefined, {retries: 3})
-    const name = `create-${status}`
-    server.faults.add({match: {verb: 'create', resource: 'configmaps'}, status, times: 1})
-    server.resetRequestLog()
-    const error = await client.create(configMap(name)).catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(KubeApiError)
-    expect((error as KubeApiError).status).toBe(status)
-    expect(outcomes({verb: 'create', resource: 'configmaps'})).toEqual([status])
-  })
+  it.each([500, 502, 503, 504])(
+    'does not resend a create answered %i (it may have been applied): the caller gets the error',
+    async (status) => {
+      const client = await clientFor(server, undefined, {retries: 3})
+      const name = `create-${status}`
+      server.faults.add({match: {verb: 'create', resource: 'configmaps'}, status, times: 1})
+      server.resetRequestLog()
+      const error = await client.create(configMap(name)).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(KubeApiError)
+      expect((error as KubeApiError).status).toBe(status)
+      expect(outcomes({verb: 'create', resource: 'configmaps'})).toEqual([status])
+    },
+  )
 
   it('does not resend a create after a dropped connection', async () => {
     const client = await clientFor(server, undefined, {retries: 3})
@@ -66,7 +75,9 @@ describe('resending failed requests', () => {
     server.resetRequestLog()
     await client.apply(configMap('applied'))
     expect(outcomes({verb: 'patch', name: 'applied'})).toEqual([503, 'dropped', 200])
-    expect((await client.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'hc', name: 'applied'}))?.data).toEqual({a: '1'})
+    expect((await client.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'hc', name: 'applied'}))?.data).toEqual({
+      a: '1',
+    })
     expect(outcomes({verb: 'get', name: 'applied'})).toEqual([500, 200])
   })
 })
@@ -82,24 +93,39 @@ function ambiguousCreates(inner: KubeClient, mode: '504-after-write' | 'resent')
       return async (obj: KubeObject) => {
         await target.create(obj)
         if (mode === 'resent') return target.create(obj)
-        throw new KubeApiError(504, {reason: 'Timeout', message: 'the server was unable to return a response in the time allotted'}, {method: 'POST', verb: 'create', group: 'coordination.k8s.io', resource: 'leases', what: 'create lease'}, 'test')
+        throw new KubeApiError(
+          504,
+          {reason: 'Timeout', message: 'the server was unable to return a response in the time allotted'},
+          {method: 'POST', verb: 'create', group: 'coordination.k8s.io', resource: 'leases', what: 'create lease'},
+          'test',
+        )
       }
     },
   })
 }
 
 describe('the namespace Lease', () => {
-  it.each(['504-after-write', 'resent'] as const)('counts as acquired when its create was applied but answered %s, since the Lease names us', async (mode) => {
-    const namespace = `lease-${mode}`
-    server.seed({apiVersion: 'v1', kind: 'Namespace', metadata: {name: namespace}})
-    const client = ambiguousCreates(await clientFor(server), mode)
-    const lock = await NamespaceLock.acquire(client, {namespace, command: 'apply', plan: 'p.yaml', timeoutMs: 300})
-    const lease = server.get({apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace, name: 'mesh-migrate-lock'})
-    expect(lease?.spec?.holderIdentity).toBe(lock.info.holder)
-    lock.assertHeld()
-    await lock.release()
-    expect(server.get({apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace, name: 'mesh-migrate-lock'})).toBeUndefined()
-  })
+  it.each(['504-after-write', 'resent'] as const)(
+    'counts as acquired when its create was applied but answered %s, since the Lease names us',
+    async (mode) => {
+      const namespace = `lease-${mode}`
+      server.seed({apiVersion: 'v1', kind: 'Namespace', metadata: {name: namespace}})
+      const client = ambiguousCreates(await clientFor(server), mode)
+      const lock = await NamespaceLock.acquire(client, {namespace, command: 'apply', plan: 'p.yaml', timeoutMs: 300})
+      const lease = server.get({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        namespace,
+        name: 'mesh-migrate-lock',
+      })
+      expect(lease?.spec?.holderIdentity).toBe(lock.info.holder)
+      lock.assertHeld()
+      await lock.release()
+      expect(
+        server.get({apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace, name: 'mesh-migrate-lock'}),
+      ).toBeUndefined()
+    },
+  )
 })
 
 // An exec credential plugin that hands out the Nth line of `tokens` on its Nth run (the last line after
@@ -136,7 +162,14 @@ async function execPluginClient(tokens: string[]): Promise<{client: HttpKubeClie
   const dir = await tempDir('mesh-migrate-exec-')
   await writeFile(path.join(dir, 'plugin.mjs'), PLUGIN)
   await writeFile(path.join(dir, 'tokens'), tokens.join('\n'))
-  const file = await kubeconfigWith(dir, {exec: {apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [path.join(dir, 'plugin.mjs'), dir], interactiveMode: 'Never'}})
+  const file = await kubeconfigWith(dir, {
+    exec: {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      command: process.execPath,
+      args: [path.join(dir, 'plugin.mjs'), dir],
+      interactiveMode: 'Never',
+    },
+  })
   const client = new HttpKubeClient(await loadKubeConfig({kubeconfig: file}, {}), {retries: 0})
   return {client, runs: async () => Number(await readFile(path.join(dir, 'runs'), 'utf8'))}
 }
@@ -163,7 +196,9 @@ describe('401 Unauthorized', () => {
     const error = (await client.serverVersion().catch((e: unknown) => e)) as KubeApiError
     expect(error).toBeInstanceOf(KubeApiError)
     expect(error.status).toBe(401)
-    expect(error.message).toBe('read the server version failed: 401 Unauthorized: the API server rejected the credentials of context "ctx" (user "the-user"), also after loading them again from the kubeconfig')
+    expect(error.message).toBe(
+      'read the server version failed: 401 Unauthorized: the API server rejected the credentials of context "ctx" (user "the-user"), also after loading them again from the kubeconfig',
+    )
     expect(error.suggestion).toContain('Log in again')
     expect(error.suggestion).toContain('kubectl config view --minify --context ctx')
     expect(await runs()).toBe(2)
@@ -202,18 +237,37 @@ describe('a kind whose requested apiVersion is not served', () => {
         group: 'example.org',
         names: {kind: 'Widget', listKind: 'WidgetList', plural: 'widgets', singular: 'widget'},
         scope: 'Namespaced',
-        versions: [{name: 'v1beta1', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}}],
+        versions: [
+          {
+            name: 'v1beta1',
+            served: true,
+            storage: true,
+            schema: {openAPIV3Schema: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}},
+          },
+        ],
       },
     })
     // A fresh client, so its discovery sees the CRD.
     const client = await clientFor(server)
     expect((await client.resourceFor('example.org/v1', 'Widget'))?.apiVersion).toBe('example.org/v1beta1')
-    const widget = (name: string): KubeObject => ({apiVersion: 'example.org/v1', kind: 'Widget', metadata: {name, namespace: 'hc'}, spec: {size: 1}})
+    const widget = (name: string): KubeObject => ({
+      apiVersion: 'example.org/v1',
+      kind: 'Widget',
+      metadata: {name, namespace: 'hc'},
+      spec: {size: 1},
+    })
     server.resetRequestLog()
     const applied = await client.apply(widget('applied'))
     const created = await client.create(widget('created'))
-    const patched = await client.mergePatch({apiVersion: 'example.org/v1', kind: 'Widget', namespace: 'hc', name: 'created'}, {apiVersion: 'example.org/v1', kind: 'Widget', spec: {size: 2}})
-    expect([applied.apiVersion, created.apiVersion, patched.apiVersion]).toEqual(['example.org/v1beta1', 'example.org/v1beta1', 'example.org/v1beta1'])
+    const patched = await client.mergePatch(
+      {apiVersion: 'example.org/v1', kind: 'Widget', namespace: 'hc', name: 'created'},
+      {apiVersion: 'example.org/v1', kind: 'Widget', spec: {size: 2}},
+    )
+    expect([applied.apiVersion, created.apiVersion, patched.apiVersion]).toEqual([
+      'example.org/v1beta1',
+      'example.org/v1beta1',
+      'example.org/v1beta1',
+    ])
     expect(patched.spec).toEqual({size: 2})
     expect(server.requestsMatching({group: 'example.org'}).map((e) => [e.verb, e.version, e.status])).toEqual([
       ['patch', 'v1beta1', 201],

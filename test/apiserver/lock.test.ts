@@ -29,7 +29,17 @@ const microTime = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z
 const FAST = {leaseSeconds: 1, renewEveryMs: 100}
 
 function lease(holder: string, renewedAt: number, seconds = 60): KubeObject {
-  return {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {name: 'mesh-migrate-lock', namespace: 'x'}, spec: {holderIdentity: holder, leaseDurationSeconds: seconds, acquireTime: microTime(renewedAt), renewTime: microTime(renewedAt)}}
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {name: 'mesh-migrate-lock', namespace: 'x'},
+    spec: {
+      holderIdentity: holder,
+      leaseDurationSeconds: seconds,
+      acquireTime: microTime(renewedAt),
+      renewTime: microTime(renewedAt),
+    },
+  }
 }
 
 describe('lease expiry', () => {
@@ -48,7 +58,12 @@ describe('lease expiry', () => {
   it('a Lease renewed less than duration + skew ago is not taken over', async () => {
     const ns = namespace()
     server.seed({...lease('someone-else', Date.now() - 75_000), metadata: {name: 'mesh-migrate-lock', namespace: ns}})
-    const error = await NamespaceLock.acquire(await clientFor(server), {namespace: ns, command: 'apply', plan: 'p.yaml', timeoutMs: 0}).catch((e: unknown) => e)
+    const error = await NamespaceLock.acquire(await clientFor(server), {
+      namespace: ns,
+      command: 'apply',
+      plan: 'p.yaml',
+      timeoutMs: 0,
+    }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(LockHeldError)
     expect(server.get(lockRef(ns))?.spec?.holderIdentity).toBe('someone-else')
   })
@@ -57,7 +72,13 @@ describe('lease expiry', () => {
 describe('losing the lock while a command runs', () => {
   it('keeps it while renewals succeed', async () => {
     const ns = namespace()
-    const lock = await NamespaceLock.acquire(await clientFor(server), {namespace: ns, command: 'apply', plan: 'p.yaml', timeoutMs: 0, timing: FAST})
+    const lock = await NamespaceLock.acquire(await clientFor(server), {
+      namespace: ns,
+      command: 'apply',
+      plan: 'p.yaml',
+      timeoutMs: 0,
+      timing: FAST,
+    })
     const first = server.get(lockRef(ns))!.spec!.renewTime as string
     await sleep(1500)
     lock.assertHeld()
@@ -69,14 +90,24 @@ describe('losing the lock while a command runs', () => {
 
   it('renewals failing for longer than the lease duration: assertHeld throws, and the Lease is left alone', async () => {
     const ns = namespace()
-    const lock = await NamespaceLock.acquire(await clientFor(server), {namespace: ns, command: 'apply', plan: 'p.yaml', timeoutMs: 0, timing: FAST})
+    const lock = await NamespaceLock.acquire(await clientFor(server), {
+      namespace: ns,
+      command: 'apply',
+      plan: 'p.yaml',
+      timeoutMs: 0,
+      timing: FAST,
+    })
     server.faults.add({match: {verb: 'patch', resource: 'leases', namespace: ns}, status: 503})
     await sleep(500)
     lock.assertHeld() // a few failed renewals within the lease duration are tolerated
     await sleep(800)
     expect(() => lock.assertHeld()).toThrow(LockHeldError)
-    expect(() => lock.assertHeld()).toThrow(/lost the lock on namespace lock-\d+: could not renew it for 1 s \(the lease lasts 1 s\)/)
-    expect(server.requestsMatching({verb: 'patch', resource: 'leases', namespace: ns, status: 503}).length).toBeGreaterThan(3)
+    expect(() => lock.assertHeld()).toThrow(
+      /lost the lock on namespace lock-\d+: could not renew it for 1 s \(the lease lasts 1 s\)/,
+    )
+    expect(
+      server.requestsMatching({verb: 'patch', resource: 'leases', namespace: ns, status: 503}).length,
+    ).toBeGreaterThan(3)
     await lock.release()
     // Lost: not ours to delete any more.
     expect(server.get(lockRef(ns))).toBeDefined()
@@ -84,7 +115,13 @@ describe('losing the lock while a command runs', () => {
 
   it('a renewal that hangs counts as failing: assertHeld throws once the lease duration has passed', async () => {
     const ns = namespace()
-    const lock = await NamespaceLock.acquire(await clientFor(server), {namespace: ns, command: 'apply', plan: 'p.yaml', timeoutMs: 0, timing: FAST})
+    const lock = await NamespaceLock.acquire(await clientFor(server), {
+      namespace: ns,
+      command: 'apply',
+      plan: 'p.yaml',
+      timeoutMs: 0,
+      timing: FAST,
+    })
     server.faults.add({match: {verb: 'patch', resource: 'leases', namespace: ns}, latencyMs: 3000})
     await sleep(1300)
     expect(() => lock.assertHeld()).toThrow(/could not renew it/)
@@ -94,10 +131,33 @@ describe('losing the lock while a command runs', () => {
   it('taken over by someone else: the next renewal notices and assertHeld names the new holder', async () => {
     const ns = namespace()
     const client = await clientFor(server)
-    const lock = await NamespaceLock.acquire(client, {namespace: ns, command: 'apply', plan: 'p.yaml', timeoutMs: 0, timing: {leaseSeconds: 60, renewEveryMs: 100}})
-    await client.mergePatch(lockRef(ns), {metadata: {annotations: {'mesh-migrate.io/lock-info': JSON.stringify({holder: 'h2', who: 'carol@laptop', command: 'rollback', plan: 'p.yaml', startedAt: '2026-01-01T00:00:00Z'})}}, spec: {holderIdentity: 'h2'}})
+    const lock = await NamespaceLock.acquire(client, {
+      namespace: ns,
+      command: 'apply',
+      plan: 'p.yaml',
+      timeoutMs: 0,
+      timing: {leaseSeconds: 60, renewEveryMs: 100},
+    })
+    await client.mergePatch(lockRef(ns), {
+      metadata: {
+        annotations: {
+          'mesh-migrate.io/lock-info': JSON.stringify({
+            holder: 'h2',
+            who: 'carol@laptop',
+            command: 'rollback',
+            plan: 'p.yaml',
+            startedAt: '2026-01-01T00:00:00Z',
+          }),
+        },
+      },
+      spec: {holderIdentity: 'h2'},
+    })
     await sleep(400)
-    expect(() => lock.assertHeld()).toThrow('lost the lock on namespace ' + ns + ': the lock was taken over by carol@laptop (rollback, since 2026-01-01T00:00:00Z)')
+    expect(() => lock.assertHeld()).toThrow(
+      'lost the lock on namespace ' +
+        ns +
+        ': the lock was taken over by carol@laptop (rollback, since 2026-01-01T00:00:00Z)',
+    )
     await lock.release()
     expect(server.get(lockRef(ns))?.spec?.holderIdentity).toBe('h2')
   })
@@ -105,7 +165,13 @@ describe('losing the lock while a command runs', () => {
   it('broken (the Lease deleted): assertHeld says so', async () => {
     const ns = namespace()
     const client = await clientFor(server)
-    const lock = await NamespaceLock.acquire(client, {namespace: ns, command: 'apply', plan: 'p.yaml', timeoutMs: 0, timing: {leaseSeconds: 60, renewEveryMs: 100}})
+    const lock = await NamespaceLock.acquire(client, {
+      namespace: ns,
+      command: 'apply',
+      plan: 'p.yaml',
+      timeoutMs: 0,
+      timing: {leaseSeconds: 60, renewEveryMs: 100},
+    })
     await client.delete(lockRef(ns))
     await sleep(400)
     expect(() => lock.assertHeld()).toThrow(/the lock was broken/)

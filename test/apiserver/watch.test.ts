@@ -18,7 +18,10 @@ interface Event {
 /** Opens a watch and hands out its events one at a time. */
 async function openWatch(path: string) {
   const controller = new AbortController()
-  const res = await fetch(server.url + path, {headers: {Authorization: 'Bearer admin-token'}, signal: controller.signal})
+  const res = await fetch(server.url + path, {
+    headers: {Authorization: 'Bearer admin-token'},
+    signal: controller.signal,
+  })
   expect(res.status).toBe(200)
   expect(res.headers.get('content-type')).toBe('application/json')
   const reader = res.body!.getReader()
@@ -67,7 +70,10 @@ describe('watch', () => {
     server.seed(cm('existing'))
     const w = await openWatch('/api/v1/namespaces/w/configmaps?watch=true')
     const first = await w.next()
-    expect(first).toMatchObject({type: 'ADDED', object: {kind: 'ConfigMap', apiVersion: 'v1', metadata: {name: 'existing'}}})
+    expect(first).toMatchObject({
+      type: 'ADDED',
+      object: {kind: 'ConfigMap', apiVersion: 'v1', metadata: {name: 'existing'}},
+    })
     const api = raw(server)
     await api.post('/api/v1/namespaces/w/configmaps', cm('new'))
     expect(await w.next()).toMatchObject({type: 'ADDED', object: {metadata: {name: 'new'}}})
@@ -85,7 +91,9 @@ describe('watch', () => {
     const api = raw(server)
     const list = (await api.get('/api/v1/namespaces/w/configmaps')).body
     await api.post('/api/v1/namespaces/w/configmaps', cm('after-list'))
-    const w = await openWatch(`/api/v1/namespaces/w/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`)
+    const w = await openWatch(
+      `/api/v1/namespaces/w/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`,
+    )
     expect(await w.next()).toMatchObject({type: 'ADDED', object: {metadata: {name: 'after-list'}}})
     w.close()
   })
@@ -94,9 +102,17 @@ describe('watch', () => {
     const api = raw(server)
     const w = await openWatch('/api/v1/namespaces/w/configmaps?watch=true&labelSelector=tier%3Dfront')
     await api.post('/api/v1/namespaces/w/configmaps', cm('mover'))
-    await api.patch('/api/v1/namespaces/w/configmaps/mover', {metadata: {labels: {tier: 'front'}}}, 'application/merge-patch+json')
+    await api.patch(
+      '/api/v1/namespaces/w/configmaps/mover',
+      {metadata: {labels: {tier: 'front'}}},
+      'application/merge-patch+json',
+    )
     expect(await w.next()).toMatchObject({type: 'ADDED', object: {metadata: {name: 'mover'}}})
-    await api.patch('/api/v1/namespaces/w/configmaps/mover', {metadata: {labels: {tier: 'back'}}}, 'application/merge-patch+json')
+    await api.patch(
+      '/api/v1/namespaces/w/configmaps/mover',
+      {metadata: {labels: {tier: 'back'}}},
+      'application/merge-patch+json',
+    )
     expect(await w.next()).toMatchObject({type: 'DELETED', object: {metadata: {name: 'mover', labels: {tier: 'back'}}}})
     w.close()
   })
@@ -106,7 +122,10 @@ describe('watch', () => {
     const w = await openWatch('/api/v1/namespaces/w/configmaps?watch=true&resourceVersion=2')
     const events = await w.untilEnd()
     expect(events).toHaveLength(1)
-    expect(events[0]).toMatchObject({type: 'ERROR', object: {kind: 'Status', status: 'Failure', reason: 'Expired', code: 410}})
+    expect(events[0]).toMatchObject({
+      type: 'ERROR',
+      object: {kind: 'Status', status: 'Failure', reason: 'Expired', code: 410},
+    })
     expect(events[0]!.object.message).toMatch(/^too old resource version: 2 \(\d+\)$/)
   })
 
@@ -116,10 +135,15 @@ describe('watch', () => {
   })
 
   it('sends initial events and the initial-events-end bookmark when asked', async () => {
-    const w = await openWatch('/api/v1/namespaces/w/configmaps?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&labelSelector=tier%3Dback')
+    const w = await openWatch(
+      '/api/v1/namespaces/w/configmaps?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&labelSelector=tier%3Dback',
+    )
     expect(await w.next()).toMatchObject({type: 'ADDED', object: {metadata: {name: 'mover'}}})
     const bookmark = await w.next()
-    expect(bookmark).toMatchObject({type: 'BOOKMARK', object: {kind: 'ConfigMap', metadata: {annotations: {'k8s.io/initial-events-end': 'true'}}}})
+    expect(bookmark).toMatchObject({
+      type: 'BOOKMARK',
+      object: {kind: 'ConfigMap', metadata: {annotations: {'k8s.io/initial-events-end': 'true'}}},
+    })
     w.close()
   })
 
@@ -147,7 +171,9 @@ describe('watch', () => {
 
   it('closes open watches when the server closes', async () => {
     const other = await startApiServer({quiet: true, crdFiles: 'builtin'})
-    const res = await fetch(`${other.url}/api/v1/namespaces?watch=true`, {headers: {Authorization: 'Bearer admin-token'}})
+    const res = await fetch(`${other.url}/api/v1/namespaces?watch=true`, {
+      headers: {Authorization: 'Bearer admin-token'},
+    })
     const reader = res.body!.getReader()
     while (other.openWatches === 0) await new Promise((r) => setImmediate(r))
     await other.close()

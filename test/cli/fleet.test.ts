@@ -30,7 +30,13 @@ describe('plan -A / -l / NS1 NS2 offline', () => {
     expect(schemaProblems(r.stdout, 'FleetPlan')).toEqual([])
     expect(fleet.spec.waves.map((w) => w.namespaces)).toEqual([['catalog'], ['frontend'], ['pay', 'shop']])
     expect(r.stderr).toContain('Wrote plans/fleet.yaml and 4 plan(s)')
-    expect((await readdir(path.join(cwd, 'plans'))).sort()).toEqual(['catalog.yaml', 'fleet.yaml', 'frontend.yaml', 'pay.yaml', 'shop.yaml'])
+    expect((await readdir(path.join(cwd, 'plans'))).sort()).toEqual([
+      'catalog.yaml',
+      'fleet.yaml',
+      'frontend.yaml',
+      'pay.yaml',
+      'shop.yaml',
+    ])
     // The file and the printed data are the same document.
     expect(parse(await readFile(path.join(cwd, 'plans/fleet.yaml'), 'utf8'))).toEqual(fleet)
     // Regenerating from unchanged input changes nothing.
@@ -42,19 +48,28 @@ describe('plan -A / -l / NS1 NS2 offline', () => {
 
   it('-l selects by namespace labels, names select exactly those; status and validate handle fleet.yaml', async () => {
     const dir = await fresh()
-    const byLabel = await runCli(['plan', '-l', 'kubernetes.io/metadata.name in (pay,shop)', '--manifests', EXAMPLE, '-o', 'json'], {cwd: dir})
+    const byLabel = await runCli(
+      ['plan', '-l', 'kubernetes.io/metadata.name in (pay,shop)', '--manifests', EXAMPLE, '-o', 'json'],
+      {cwd: dir},
+    )
     expect((JSON.parse(byLabel.stdout) as FleetPlan).spec.namespaces.map((n) => n.name)).toEqual(['pay', 'shop'])
     const named = await runCli(['plan', 'shop', 'catalog', '--manifests', EXAMPLE, '-o', 'json'], {cwd: dir})
     const fleet = JSON.parse(named.stdout) as FleetPlan
     expect(fleet.spec.selection).toEqual({namespaces: ['shop', 'catalog']})
-    expect(fleet.spec.waves).toEqual([{wave: 1, namespaces: ['catalog']}, {wave: 2, namespaces: ['shop']}])
+    expect(fleet.spec.waves).toEqual([
+      {wave: 1, namespaces: ['catalog']},
+      {wave: 2, namespaces: ['shop']},
+    ])
     const valid = await runCli(['validate', 'plans/fleet.yaml'], {cwd: dir})
     expect(valid.code, valid.stderr).toBe(0)
     // shop still loses frontend's client-side timeout (E12): a blocked plan does not pass the PR gate (issue 10 point 12).
     const blocked = await runCli(['validate', 'plans/fleet.yaml', 'plans/shop.yaml'], {cwd: dir})
     expect(blocked.code).toBe(4)
     expect(blocked.stderr).toContain('E12/VirtualService/frontend/shop-timeout')
-    await writeFile(path.join(dir, 'plans/fleet.yaml'), (await readFile(path.join(dir, 'plans/fleet.yaml'), 'utf8')).replace(/^( +)wave: 1$/m, '$1wave: one'))
+    await writeFile(
+      path.join(dir, 'plans/fleet.yaml'),
+      (await readFile(path.join(dir, 'plans/fleet.yaml'), 'utf8')).replace(/^( +)wave: 1$/m, '$1wave: one'),
+    )
     const invalid = await runCli(['validate', 'plans/fleet.yaml'], {cwd: dir})
     expect(invalid.code).toBe(4)
     expect(invalid.stderr).toContain('spec.namespaces[0]: expected {name, wave, result, ...}')

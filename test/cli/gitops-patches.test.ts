@@ -28,7 +28,11 @@ describe('show -o patches (built CLI)', () => {
     expect(docs.every((d) => d.errors.length === 0)).toBe(true)
     const objects = docs.map((d) => d.toJS()).filter((d) => d !== null)
     expect(objects).toHaveLength(8)
-    expect(objects[3]).toEqual({apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'bookinfo', labels: {'istio.io/use-waypoint': 'waypoint'}}})
+    expect(objects[3]).toEqual({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {name: 'bookinfo', labels: {'istio.io/use-waypoint': 'waypoint'}},
+    })
 
     const json = await runCli(['show', out, '-o', 'patches', '--json'])
     expect(json.code).toBe(0)

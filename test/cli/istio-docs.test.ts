@@ -111,8 +111,10 @@ function step(plan: MigrationPlan, id: string): PlanStep {
   return s
 }
 
-const appliedObjects = (s: PlanStep) => s.operations.filter((o): o is Extract<Operation, {op: 'apply'}> => o.op === 'apply').map((o) => o.object)
-const opText = (op: Operation) => `${op.op} ${op.op === 'apply' ? `${op.object.kind}/${op.object.metadata.name}` : `${op.ref.kind}/${op.ref.name}`}`
+const appliedObjects = (s: PlanStep) =>
+  s.operations.filter((o): o is Extract<Operation, {op: 'apply'}> => o.op === 'apply').map((o) => o.object)
+const opText = (op: Operation) =>
+  `${op.op} ${op.op === 'apply' ? `${op.object.kind}/${op.object.metadata.name}` : `${op.ref.kind}/${op.ref.name}`}`
 
 describeWithShared('plan on the istio.io migrate-policies guide', () => {
   let plan: MigrationPlan
@@ -127,46 +129,92 @@ describeWithShared('plan on the istio.io migrate-policies guide', () => {
     // What plan wrote is what validate accepts.
     expect(checkPlanText(r.stdout).problems).toEqual([])
     plan = checkPlanText(r.stdout).plan!
-    const crd = (await objectsOf(path.join(CRDS_DIR, 'gateway-api-standard/gateway.networking.k8s.io_httproutes.yaml')))[0]!
-    routeSpecSchema = crd.spec.versions.find((v: {name: string}) => v.name === 'v1').schema.openAPIV3Schema.properties.spec
+    const crd = (
+      await objectsOf(path.join(CRDS_DIR, 'gateway-api-standard/gateway.networking.k8s.io_httproutes.yaml'))
+    )[0]!
+    routeSpecSchema = crd.spec.versions.find((v: {name: string}) => v.name === 'v1').schema.openAPIV3Schema.properties
+      .spec
   }, 60_000)
 
-  it('swap-routes creates the guide\'s version Services (snippet 2) and HTTPRoute (snippet 3) and deletes snippet 1', async () => {
+  it("swap-routes creates the guide's version Services (snippet 2) and HTTPRoute (snippet 3) and deletes snippet 1", async () => {
     const swap = step(plan, 'swap-routes')
-    expect(swap.operations.map(opText)).toEqual(['apply Service/reviews-v1', 'apply Service/reviews-v2', 'apply HTTPRoute/reviews', 'delete VirtualService/reviews'])
+    expect(swap.operations.map(opText)).toEqual([
+      'apply Service/reviews-v1',
+      'apply Service/reviews-v2',
+      'apply HTTPRoute/reviews',
+      'delete VirtualService/reviews',
+    ])
     const created = appliedObjects(swap)
     const services = await objectsOf(snippet(2))
-    expect(created.filter((o) => o.kind === 'Service').map((s) => ({apiVersion: s.apiVersion, name: s.metadata.name, namespace: s.metadata.namespace, spec: s.spec}))).toEqual(
-      services.map((s) => ({apiVersion: s.apiVersion, name: s.metadata.name, namespace: s.metadata.namespace, spec: s.spec})),
+    expect(
+      created
+        .filter((o) => o.kind === 'Service')
+        .map((s) => ({apiVersion: s.apiVersion, name: s.metadata.name, namespace: s.metadata.namespace, spec: s.spec})),
+    ).toEqual(
+      services.map((s) => ({
+        apiVersion: s.apiVersion,
+        name: s.metadata.name,
+        namespace: s.metadata.namespace,
+        spec: s.spec,
+      })),
     )
     const [route] = await objectsOf(snippet(3))
     const ours = created.find((o) => o.kind === 'HTTPRoute')!
-    expect({apiVersion: ours.apiVersion, name: ours.metadata.name, namespace: ours.metadata.namespace}).toEqual({apiVersion: route!.apiVersion, name: route!.metadata.name, namespace: route!.metadata.namespace})
+    expect({apiVersion: ours.apiVersion, name: ours.metadata.name, namespace: ours.metadata.namespace}).toEqual({
+      apiVersion: route!.apiVersion,
+      name: route!.metadata.name,
+      namespace: route!.metadata.namespace,
+    })
     expect(withDefaults(ours.spec, routeSpecSchema)).toEqual(withDefaults(route!.spec, routeSpecSchema))
     // The VirtualService it deletes is snippet 1, stored in full for rollback.
     const [before] = await objectsOf(snippet(1))
     const deleted = swap.operations.find((o): o is Extract<Operation, {op: 'delete'}> => o.op === 'delete')!
     expect(deleted.object!.spec).toEqual(before!.spec)
-    expect(swap.undo.operations.map(opText)).toEqual(['apply VirtualService/reviews', 'delete Service/reviews-v1', 'delete Service/reviews-v2', 'delete HTTPRoute/reviews'])
+    expect(swap.undo.operations.map(opText)).toEqual([
+      'apply VirtualService/reviews',
+      'delete Service/reviews-v1',
+      'delete Service/reviews-v2',
+      'delete HTTPRoute/reviews',
+    ])
   })
 
-  it('create-policies creates the guide\'s targetRefs policy (snippet 6) before the waypoint is bound; snippet 5 goes after the restart', async () => {
+  it("create-policies creates the guide's targetRefs policy (snippet 6) before the waypoint is bound; snippet 5 goes after the restart", async () => {
     const [after] = await objectsOf(snippet(6))
-    const copy = appliedObjects(step(plan, 'create-policies')).find((o) => o.metadata.name === `${after!.metadata.name}-waypoint`)
+    const copy = appliedObjects(step(plan, 'create-policies')).find(
+      (o) => o.metadata.name === `${after!.metadata.name}-waypoint`,
+    )
     expect(copy).toBeDefined()
-    expect({apiVersion: copy!.apiVersion, kind: copy!.kind, namespace: copy!.metadata.namespace}).toEqual({apiVersion: after!.apiVersion, kind: after!.kind, namespace: after!.metadata.namespace})
+    expect({apiVersion: copy!.apiVersion, kind: copy!.kind, namespace: copy!.metadata.namespace}).toEqual({
+      apiVersion: after!.apiVersion,
+      kind: after!.kind,
+      namespace: after!.metadata.namespace,
+    })
     expect(copy!.spec).toEqual(after!.spec)
     const ids = plan.spec.steps.map((s) => s.id)
     expect(ids.indexOf('create-policies')).toBeLessThan(ids.indexOf('bind-waypoint'))
-    expect(step(plan, 'delete-sidecar-policies').operations.filter((o) => o.op === 'delete').map(opText)).toEqual(['delete AuthorizationPolicy/allow-get-reviews'])
+    expect(
+      step(plan, 'delete-sidecar-policies')
+        .operations.filter((o) => o.op === 'delete')
+        .map(opText),
+    ).toEqual(['delete AuthorizationPolicy/allow-get-reviews'])
   })
 
   it('keeps the L4 policy of snippet 4 as it is: never deleted nor rewritten', async () => {
     const [l4] = await objectsOf(snippet(4))
-    const touched = plan.spec.steps.flatMap((s) => [...s.operations, ...s.undo.operations]).filter((o) => (o.op === 'apply' ? o.object.metadata.name : o.ref.name) === l4!.metadata.name)
+    const touched = plan.spec.steps
+      .flatMap((s) => [...s.operations, ...s.undo.operations])
+      .filter((o) => (o.op === 'apply' ? o.object.metadata.name : o.ref.name) === l4!.metadata.name)
     expect(touched).toEqual([])
-    expect(plan.spec.inventory.find((i) => i.ref.name === l4!.metadata.name)).toMatchObject({verdict: 'L4', ztunnel: 'as-written'})
+    expect(plan.spec.inventory.find((i) => i.ref.name === l4!.metadata.name)).toMatchObject({
+      verdict: 'L4',
+      ztunnel: 'as-written',
+    })
     // A waypoint now fronts reviews: its identity rule is also enforced there, and the waypoint is admitted.
-    expect(appliedObjects(step(plan, 'create-policies')).map((o) => o.metadata.name)).toEqual(['allow-frontend-waypoint', 'allow-frontend-ztunnel', 'allow-get-reviews-waypoint', 'allow-get-reviews-ztunnel'])
+    expect(appliedObjects(step(plan, 'create-policies')).map((o) => o.metadata.name)).toEqual([
+      'allow-frontend-waypoint',
+      'allow-frontend-ztunnel',
+      'allow-get-reviews-waypoint',
+      'allow-get-reviews-ztunnel',
+    ])
   })
 })

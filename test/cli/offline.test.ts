@@ -44,8 +44,15 @@ describe('inventory', () => {
     expect(inv.namespace).toBe('bookinfo')
     expect(inv.waypointRequired).toBe(true)
     expect(Array.isArray(inv.objects)).toBe(true)
-    const ratings = inv.objects.find((o: {ref: {name: string; kind: string}}) => o.ref.kind === 'AuthorizationPolicy' && o.ref.name === 'ratings-get-only')
-    expect(ratings).toMatchObject({verdict: 'L7', action: 'retarget', ref: {apiVersion: 'security.istio.io/v1', namespace: 'bookinfo'}})
+    const ratings = inv.objects.find(
+      (o: {ref: {name: string; kind: string}}) =>
+        o.ref.kind === 'AuthorizationPolicy' && o.ref.name === 'ratings-get-only',
+    )
+    expect(ratings).toMatchObject({
+      verdict: 'L7',
+      action: 'retarget',
+      ref: {apiVersion: 'security.istio.io/v1', namespace: 'bookinfo'},
+    })
     expect(ratings.reasons.some((r: string) => r.startsWith('spec.rules[0].to[0].operation.methods'))).toBe(true)
     const workload = inv.workloads.find((w: {ref: {name: string}}) => w.ref.name === 'productpage-v1')
     expect(workload.proxy).toBe('sidecar')
@@ -65,13 +72,17 @@ describe('inventory', () => {
     expect(parse(y.stdout).namespace).toBe('bookinfo')
     const t = await runCli(['inventory', 'bookinfo', '--manifests', EXAMPLE])
     expect(t.code).toBe(0)
-    for (const name of ['ratings-get-only', 'details-no-delete', 'reviews-from-productpage', 'productpage-v1']) expect(t.stdout).toContain(name)
+    for (const name of ['ratings-get-only', 'details-no-delete', 'reviews-from-productpage', 'productpage-v1'])
+      expect(t.stdout).toContain(name)
     expect(t.stdout).not.toMatch(/\u001B\[/)
   })
 
   it('names the file and line of malformed YAML, exit 1, no stack trace', async () => {
     const dir = await mkdtemp(path.join(tmp, 'bad-'))
-    await writeFile(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  labels: [unclosed\n')
+    await writeFile(
+      path.join(dir, 'broken.yaml'),
+      'apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  labels: [unclosed\n',
+    )
     const r = await runCli(['inventory', 'bookinfo', '--manifests', dir])
     expect(r.code).toBe(1)
     expect(r.stdout).toBe('')
@@ -104,19 +115,44 @@ describe('plan, show, validate', () => {
     expect(plan.apiVersion).toBe('mesh-migrate.io/v1alpha1')
     expect(plan.kind).toBe('MigrationPlan')
     expect(plan.spec.steps.map((s: {action: string}) => s.action)).toEqual([
-      'preflight', 'create-waypoint', 'wait-waypoint', 'create-policies', 'bind-waypoint',
-      'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'delete-sidecar-policies', 'verify-dataplane',
+      'preflight',
+      'create-waypoint',
+      'wait-waypoint',
+      'create-policies',
+      'bind-waypoint',
+      'enable-ambient',
+      'remove-sidecar-injection',
+      'restart-workloads',
+      'delete-sidecar-policies',
+      'verify-dataplane',
     ])
     expect(plan.status).toBeUndefined()
   })
 
   it('--detailed-exitcode exits 10 when the plan has steps', async () => {
-    const r = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', path.join(tmp, 'detailed.yaml'), '--detailed-exitcode'])
+    const r = await runCli([
+      'plan',
+      'bookinfo',
+      '--manifests',
+      EXAMPLE,
+      '--out',
+      path.join(tmp, 'detailed.yaml'),
+      '--detailed-exitcode',
+    ])
     expect(r.code).toBe(10)
   })
 
   it('rejects the reserved waypoint name "none" as a usage error', async () => {
-    const r = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', path.join(tmp, 'none.yaml'), '--waypoint-name', 'none'])
+    const r = await runCli([
+      'plan',
+      'bookinfo',
+      '--manifests',
+      EXAMPLE,
+      '--out',
+      path.join(tmp, 'none.yaml'),
+      '--waypoint-name',
+      'none',
+    ])
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('reserved')
   })
@@ -127,7 +163,10 @@ describe('plan, show, validate', () => {
     const plan = planOf(await readFile(out, 'utf8'))
     const {createHash} = await import('node:crypto')
     const {stableJson} = await import('../../src/planner/canonical.js')
-    plan.status = {specDigest: `sha256:${createHash('sha256').update(stableJson(plan.spec)).digest('hex')}`, steps: [{id: 'preflight', phase: 'Applied', at: '2026-12-01T00:00:00Z', by: 'someone'}]}
+    plan.status = {
+      specDigest: `sha256:${createHash('sha256').update(stableJson(plan.spec)).digest('hex')}`,
+      steps: [{id: 'preflight', phase: 'Applied', at: '2026-12-01T00:00:00Z', by: 'someone'}],
+    }
     await writeFile(out, stringify(plan))
     const refused = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', out])
     expect(refused.code).toBe(1)
@@ -179,7 +218,9 @@ describe('plan, show, validate', () => {
     await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE, '--out', out])
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- edited freely, as a reviewer could
     const plan: any = planOf(await readFile(out, 'utf8'))
-    plan.spec.steps.find((s: {action: string}) => s.action === 'create-waypoint').operations[0].object.spec.gatewayClassName = 'istio'
+    plan.spec.steps.find(
+      (s: {action: string}) => s.action === 'create-waypoint',
+    ).operations[0].object.spec.gatewayClassName = 'istio'
     plan.spec.steps.find((s: {action: string}) => s.action === 'bind-waypoint').operations[0].ref.name = 'kube-system'
     const bad = path.join(tmp, 'unsafe.yaml')
     await writeFile(bad, stringify(plan))
@@ -188,7 +229,7 @@ describe('plan, show, validate', () => {
     const [result] = JSON.parse(r.stdout).files
     const messages = result.problems.map((p: {message: string}) => p.message).join('\n')
     expect(messages).toContain('not istio-waypoint')
-    expect(messages).toContain('outside the plan\'s namespace')
+    expect(messages).toContain("outside the plan's namespace")
   })
 
   it('validate fails on malformed YAML with the line number', async () => {

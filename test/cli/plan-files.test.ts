@@ -37,15 +37,23 @@ function withApplied(plan: MigrationPlan, applied: number): MigrationPlan {
   const copy = structuredClone(plan)
   copy.status = {
     specDigest: specDigest(copy),
-    steps: copy.spec.steps.slice(0, applied).map((s) => ({id: s.id, phase: 'Applied' as const, at: '2026-01-01T00:00:00.000Z', by: 'test'})),
+    steps: copy.spec.steps
+      .slice(0, applied)
+      .map((s) => ({id: s.id, phase: 'Applied' as const, at: '2026-01-01T00:00:00.000Z', by: 'test'})),
   }
   return copy
 }
 
 describe('choosing the plan when PLAN is omitted', () => {
   it('an invalid plan under plans/ is reported (exit 4, named) instead of silently skipped', async () => {
-    const cwd = await workdirWith({'bookinfo.yaml': renderPlanFile(planned), 'broken.yaml': 'apiVersion: mesh-migrate.io/v1alpha1\nkind: MigrationPlan\nspec: {}\n'})
-    for (const command of [['apply', '--step', '--yes'], ['rollback', '--confirm', 'bookinfo']]) {
+    const cwd = await workdirWith({
+      'bookinfo.yaml': renderPlanFile(planned),
+      'broken.yaml': 'apiVersion: mesh-migrate.io/v1alpha1\nkind: MigrationPlan\nspec: {}\n',
+    })
+    for (const command of [
+      ['apply', '--step', '--yes'],
+      ['rollback', '--confirm', 'bookinfo'],
+    ]) {
       const r = await runCli(command, {cwd, env: OFFLINE})
       expect(r.code, r.stderr).toBe(4)
       expect(hasStackTrace(r.stderr)).toBe(false)
@@ -72,7 +80,9 @@ describe('apply --to a step that is already applied', () => {
     const r = await runCli(['apply', 'bookinfo', '--to', target, '--yes'], {cwd, env: OFFLINE})
     expect(r.code, r.stderr).toBe(0)
     // A result, so on stdout (issue 13 §1).
-    expect(r.stdout).toContain(`Step ${target} of plans/bookinfo.yaml is already applied, with every step before it; nothing to do. The next pending step is ${plan.spec.steps[3]!.id}.`)
+    expect(r.stdout).toContain(
+      `Step ${target} of plans/bookinfo.yaml is already applied, with every step before it; nothing to do. The next pending step is ${plan.spec.steps[3]!.id}.`,
+    )
     expect(r.stdout).not.toContain('Every step')
   })
 })

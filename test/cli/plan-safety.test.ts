@@ -35,14 +35,23 @@ describe('blocked plans do not pass the gate', () => {
     const r = await runCli(['validate', 'plans/bookinfo.yaml'], {cwd: tmp})
     expect(r.code).toBe(4)
     expect(hasStackTrace(r.stderr)).toBe(false)
-    expect(r.stdout).toBe(`plans/bookinfo.yaml: blocked (${ids.length} blocker${ids.length === 1 ? '' : 's'}: ${ids.join(', ')})\n`)
+    expect(r.stdout).toBe(
+      `plans/bookinfo.yaml: blocked (${ids.length} blocker${ids.length === 1 ? '' : 's'}: ${ids.join(', ')})\n`,
+    )
     for (const id of ids) expect(r.stderr).toContain(`blocked plans/bookinfo.yaml: blocker ${id}`)
     const json = await runCli(['validate', 'plans/bookinfo.yaml', '-o', 'json'], {cwd: tmp})
     expect(json.code).toBe(4)
-    expect(JSON.parse(json.stdout)).toMatchObject({kind: 'ValidationReport', valid: false, files: [{file: 'plans/bookinfo.yaml', valid: false, problems: [], blockers: ids}]})
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      kind: 'ValidationReport',
+      valid: false,
+      files: [{file: 'plans/bookinfo.yaml', valid: false, problems: [], blockers: ids}],
+    })
 
     const status = await runCli(['status', '--offline', '-o', 'json'], {cwd: tmp})
-    expect(JSON.parse(status.stdout)).toMatchObject({kind: 'StatusReport', plans: [{plan: 'plans/bookinfo.yaml', state: 'blocked'}]})
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      kind: 'StatusReport',
+      plans: [{plan: 'plans/bookinfo.yaml', state: 'blocked'}],
+    })
     const table = await runCli(['status', '--offline'], {cwd: tmp})
     expect(table.stdout).toContain('plans/bookinfo.yaml (namespace bookinfo): blocked, 0/')
   })
@@ -62,7 +71,9 @@ describe('plans of namespaces that do not exist or need nothing', () => {
     const r = await runCli(['plan', 'bookinfo-typo', '--manifests', EXAMPLE, '--out', out])
     expect(r.code).toBe(1)
     expect(hasStackTrace(r.stderr)).toBe(false)
-    expect(r.stderr).toContain(`namespace "bookinfo-typo" is not in the manifests (${EXAMPLE}): they contain namespace bookinfo`)
+    expect(r.stderr).toContain(
+      `namespace "bookinfo-typo" is not in the manifests (${EXAMPLE}): they contain namespace bookinfo`,
+    )
     expect(r.stderr).toContain('Check the name (one of: bookinfo)')
     expect(existsSync(out)).toBe(false)
     const inventory = await runCli(['inventory', 'bookinfo-typo', '--manifests', EXAMPLE])
@@ -71,15 +82,25 @@ describe('plans of namespaces that do not exist or need nothing', () => {
 
   it('a namespace with nothing to migrate gets no plan file: exit 0, saying why', async () => {
     const dir = await mkdtemp(path.join(tmp, 'plain-'))
-    await writeFile(path.join(dir, 'ns.yaml'), stringify({apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'plain'}}) + '---\n' + stringify({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: {name: 'web', namespace: 'plain'},
-      spec: {selector: {matchLabels: {app: 'web'}}, template: {metadata: {labels: {app: 'web'}}, spec: {containers: [{name: 'web', image: 'nginx'}]}}},
-    }))
+    await writeFile(
+      path.join(dir, 'ns.yaml'),
+      stringify({apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'plain'}}) +
+        '---\n' +
+        stringify({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: {name: 'web', namespace: 'plain'},
+          spec: {
+            selector: {matchLabels: {app: 'web'}},
+            template: {metadata: {labels: {app: 'web'}}, spec: {containers: [{name: 'web', image: 'nginx'}]}},
+          },
+        }),
+    )
     const r = await runCli(['plan', 'plain', '--manifests', dir], {cwd: dir})
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stderr).toContain('Nothing to migrate in namespace plain: none of its pods is in the mesh and nothing injects sidecars there')
+    expect(r.stderr).toContain(
+      'Nothing to migrate in namespace plain: none of its pods is in the mesh and nothing injects sidecars there',
+    )
     expect(r.stderr).toContain('No plan file written.')
     expect(existsSync(path.join(dir, 'plans/plain.yaml'))).toBe(false)
   })
@@ -91,7 +112,17 @@ describe('plans of namespaces that do not exist or need nothing', () => {
     const plan = planOf(await readFile(file, 'utf8'))
     const record = (phase: 'RolledBack' | 'Applied') => ({
       ...plan,
-      status: {specDigest: specDigest(plan), steps: plan.spec.steps.slice(0, 2).map((s, i) => ({id: s.id, phase: i === 0 ? 'RolledBack' : phase, at: '2026-01-01T00:00:00Z', by: 'me@host'}))},
+      status: {
+        specDigest: specDigest(plan),
+        steps: plan.spec.steps
+          .slice(0, 2)
+          .map((s, i) => ({
+            id: s.id,
+            phase: i === 0 ? 'RolledBack' : phase,
+            at: '2026-01-01T00:00:00Z',
+            by: 'me@host',
+          })),
+      },
     })
 
     await writeFile(file, stringify(record('Applied')))
@@ -103,6 +134,6 @@ describe('plans of namespaces that do not exist or need nothing', () => {
     await writeFile(file, stringify(record('RolledBack')))
     const replaced = await runCli(['plan', 'bookinfo', '--manifests', EXAMPLE], {cwd: dir})
     expect(replaced.code, replaced.stderr).toBe(0)
-    expect((planOf(await readFile(file, 'utf8'))).status).toBeUndefined()
+    expect(planOf(await readFile(file, 'utf8')).status).toBeUndefined()
   })
 })

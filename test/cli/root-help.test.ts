@@ -37,7 +37,11 @@ describe('root help without oclif', () => {
     await writeFile(path.join(home, 'config', 'mesh-migrate', 'theme.json'), '{}')
     await mkdir(path.join(home, 'data', 'mesh-migrate'), {recursive: true})
     await writeFile(path.join(home, 'data', 'mesh-migrate', 'package.json'), '{}')
-    for (const env of [{XDG_CONFIG_HOME: path.join(home, 'config')}, {XDG_DATA_HOME: path.join(home, 'data')}, {OCLIF_COLUMNS: '120'}]) {
+    for (const env of [
+      {XDG_CONFIG_HOME: path.join(home, 'config')},
+      {XDG_DATA_HOME: path.join(home, 'data')},
+      {OCLIF_COLUMNS: '120'},
+    ]) {
       const r = await runCli(['--help'], {env: {...env, DEBUG: '*'}})
       expect(r.code).toBe(0)
       expect(loadedOclif(r.stderr), JSON.stringify(env)).toBe(true)

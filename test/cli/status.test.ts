@@ -13,7 +13,10 @@ describe('status over several plans', () => {
   it('an invalid plan among several is reported (exit 4) and the valid ones are still listed', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-status-'))
     await mkdir(path.join(dir, 'plans'))
-    await writeFile(path.join(dir, 'plans', 'aaa.yaml'), 'apiVersion: mesh-migrate.io/v1alpha1\nkind: MigrationPlan\nspec: {}\n')
+    await writeFile(
+      path.join(dir, 'plans', 'aaa.yaml'),
+      'apiVersion: mesh-migrate.io/v1alpha1\nkind: MigrationPlan\nspec: {}\n',
+    )
     await copyFile(path.join(REPO_ROOT, 'plans/examples/bookinfo.yaml'), path.join(dir, 'plans', 'bookinfo.yaml'))
     const r = await runCli(['status', '--offline', '-o', 'json'], {cwd: dir})
     expect(r.code, r.stderr).toBe(4)

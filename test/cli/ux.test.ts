@@ -31,7 +31,12 @@ beforeAll(async () => {
 
 describe('typos and usage errors', () => {
   it('an unknown command suggests the closest one and exits 2', async () => {
-    for (const [typed, meant] of [['aply', 'apply'], ['rollbak', 'rollback'], ['stauts', 'status'], ['inv', 'inventory']] as const) {
+    for (const [typed, meant] of [
+      ['aply', 'apply'],
+      ['rollbak', 'rollback'],
+      ['stauts', 'status'],
+      ['inv', 'inventory'],
+    ] as const) {
       const r = await runCli([typed, 'bookinfo'])
       expect(r.code, typed).toBe(2)
       expect(r.stdout).toBe('')
@@ -72,7 +77,12 @@ describe('typos and usage errors', () => {
 
   it('valid selectors pass the flag check (they fail later, on the missing kubeconfig: exit 1)', async () => {
     const env = {KUBECONFIG: path.join(tmp, 'no-such-kubeconfig'), HOME: tmp}
-    for (const selector of ['team=payments,env!=dev', 'team in (a,b),!legacy', 'example.com/tier notin (x, y)', 'app']) {
+    for (const selector of [
+      'team=payments,env!=dev',
+      'team in (a,b),!legacy',
+      'example.com/tier notin (x, y)',
+      'app',
+    ]) {
       const r = await runCli(['census', '-l', selector], {env})
       expect(r.code, `${selector}: ${r.stderr}`).toBe(1)
       expect(r.stderr).toContain('kubeconfig')
@@ -112,7 +122,11 @@ describe('typos and usage errors', () => {
 describe('tables fit the terminal', () => {
   it('show and inventory fit 80 and 200 columns, wrap at word boundaries and cut with …; piped output is not wrapped', async () => {
     for (const columns of [80, 200]) {
-      for (const args of [['show', PLAN], ['inventory', 'bookinfo', '--manifests', EXAMPLE], ['show', PLAN, '--timeline']]) {
+      for (const args of [
+        ['show', PLAN],
+        ['inventory', 'bookinfo', '--manifests', EXAMPLE],
+        ['show', PLAN, '--timeline'],
+      ]) {
         const r = await runCli(args, {env: {COLUMNS: String(columns)}})
         expect(r.code, r.stderr).toBe(0)
         expect(widest(r.stdout), `${args.join(' ')} at ${columns}`).toBeLessThanOrEqual(columns)
@@ -158,7 +172,11 @@ describe('JSON documents', () => {
     const a = await runCli(['show', PLAN, '--timeline', '-o', 'json'])
     const b = await runCli(['show', PLAN, '--timeline', '--json'])
     expect(JSON.parse(a.stdout)).toEqual(JSON.parse(b.stdout))
-    for (const args of [['show', 'no-such-ns'], ['inventory', 'bookinfo', '--manifests', 'no/such/dir'], ['census', '--request-timeout', 'x']]) {
+    for (const args of [
+      ['show', 'no-such-ns'],
+      ['inventory', 'bookinfo', '--manifests', 'no/such/dir'],
+      ['census', '--request-timeout', 'x'],
+    ]) {
       const viaOutput = await runCli([...args, '-o', 'json'], {cwd: tmp})
       const viaJson = await runCli([...args, '--json'], {cwd: tmp})
       expect(viaOutput.code, args.join(' ')).not.toBe(0)
@@ -173,14 +191,20 @@ describe('JSON documents', () => {
   it('the committed schemas are what `npm run schemas` generates from src/cli/contract.ts', async () => {
     const generated = generateSchemas()
     for (const [file, text] of Object.entries(generated)) {
-      expect(await readFile(path.join(SCHEMA_DIR, file), 'utf8'), `schemas/${file} is stale: run npm run schemas`).toBe(text)
+      expect(await readFile(path.join(SCHEMA_DIR, file), 'utf8'), `schemas/${file} is stale: run npm run schemas`).toBe(
+        text,
+      )
     }
   }, 180_000)
 
   it('plan files name their schema for editors (yaml-language-server)', async () => {
     const text = await readFile(path.join(REPO_ROOT, PLAN), 'utf8')
-    expect(text.split('\n')[0]).toBe('# yaml-language-server: $schema=https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json')
-    expect(JSON.parse(await readFile(path.join(SCHEMA_DIR, 'migration-plan-file.json'), 'utf8')).$id).toBe('https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json')
+    expect(text.split('\n')[0]).toBe(
+      '# yaml-language-server: $schema=https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json',
+    )
+    expect(JSON.parse(await readFile(path.join(SCHEMA_DIR, 'migration-plan-file.json'), 'utf8')).$id).toBe(
+      'https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json',
+    )
   }, 180_000)
 })
 
@@ -193,7 +217,19 @@ describe('show -o markdown', () => {
     const lines = mermaid!.split('\n').map((l) => l.trim())
     expect(lines[0]).toBe('gantt')
     const steps = lines.filter((l) => /^\d+ \S+ :/.test(l)).map((l) => l.split(' ')[1])
-    expect(steps).toEqual(['start', 'preflight', 'create-waypoint', 'wait-waypoint', 'create-policies', 'bind-waypoint', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'delete-sidecar-policies', 'verify-dataplane'])
+    expect(steps).toEqual([
+      'start',
+      'preflight',
+      'create-waypoint',
+      'wait-waypoint',
+      'create-policies',
+      'bind-waypoint',
+      'enable-ambient',
+      'remove-sidecar-injection',
+      'restart-workloads',
+      'delete-sidecar-policies',
+      'verify-dataplane',
+    ])
     // The six workloads are sidecar until restart-workloads (step 8) and ambient after it.
     expect(lines).toContain('6 workloads sidecar :0, 8')
     expect(lines).toContain('6 workloads ambient :active, 8, 11')
@@ -209,7 +245,9 @@ describe('show -o markdown', () => {
     expect(needs).toContain('retarget/bookinfo/trust-domain')
     expect(needs).not.toContain('E21/')
     expect(handled).toContain('`E21/AuthorizationPolicy/bookinfo/reviews-from-productpage`')
-    expect(handled).toContain('create-policies carries this to the waypoint as AuthorizationPolicy bookinfo/reviews-from-productpage-waypoint and admits the waypoint at ztunnel with AuthorizationPolicy bookinfo/reviews-from-productpage-ztunnel')
+    expect(handled).toContain(
+      'create-policies carries this to the waypoint as AuthorizationPolicy bookinfo/reviews-from-productpage-waypoint and admits the waypoint at ztunnel with AuthorizationPolicy bookinfo/reviews-from-productpage-ztunnel',
+    )
     const table = await runCli(['show', PLAN, '-o', 'wide'])
     expect(table.stdout).toContain('NEEDS YOU')
     expect(table.stdout).toContain('HANDLED BY THE PLAN')
@@ -218,7 +256,11 @@ describe('show -o markdown', () => {
 
 describe('installs like a kubectl plugin', () => {
   it('kubectl-mesh_migrate runs the same CLI and its help says "kubectl mesh-migrate"', async () => {
-    const {stdout} = await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'bin/kubectl-mesh_migrate.js'), 'plan', '--help'])
+    const {stdout} = await promisify(execFile)(process.execPath, [
+      path.join(REPO_ROOT, 'bin/kubectl-mesh_migrate.js'),
+      'plan',
+      '--help',
+    ])
     expect(stdout).toContain('$ kubectl mesh-migrate plan [NAMESPACE...]')
     const pkg = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8'))
     expect(pkg.bin).toEqual({'mesh-migrate': './bin/run.js', 'kubectl-mesh_migrate': './bin/kubectl-mesh_migrate.js'})
@@ -236,29 +278,54 @@ describe('installs like a kubectl plugin', () => {
 
   it('a fish completion is generated from the manifest: every command and every flag', async () => {
     const fish = await readFile(path.join(REPO_ROOT, 'dist/completions/mesh-migrate.fish'), 'utf8')
-    const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, {char?: string; hidden?: boolean}>}>}
+    const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {
+      commands: Record<string, {flags: Record<string, {char?: string; hidden?: boolean}>}>
+    }
     const lines = fish.split('\n')
     for (const [id, cmd] of Object.entries(manifest.commands)) {
-      expect(lines, id).toContainEqual(expect.stringMatching(new RegExp(`^complete -c mesh-migrate -n __fish_use_subcommand -a ${id} -d '.+'$`)))
+      expect(lines, id).toContainEqual(
+        expect.stringMatching(new RegExp(`^complete -c mesh-migrate -n __fish_use_subcommand -a ${id} -d '.+'$`)),
+      )
       for (const [name, flag] of Object.entries(cmd.flags)) {
         if (flag.hidden) continue
-        const line = lines.find((l) => l.startsWith(`complete -c mesh-migrate -n '__fish_seen_subcommand_from ${id}' -l ${name} `))
+        const line = lines.find((l) =>
+          l.startsWith(`complete -c mesh-migrate -n '__fish_seen_subcommand_from ${id}' -l ${name} `),
+        )
         expect(line, `${id} --${name}`).toBeDefined()
         if (flag.char) expect(line).toContain(` -s ${flag.char} `)
       }
     }
     // File names are completed for path flags only.
-    expect(lines.find((l) => l.includes('from plan\' -l manifests '))).toContain(' -r -F ')
-    expect(lines.find((l) => l.includes('from apply\' -l timeout '))).not.toContain('-F')
+    expect(lines.find((l) => l.includes("from plan' -l manifests "))).toContain(' -r -F ')
+    expect(lines.find((l) => l.includes("from apply' -l timeout "))).not.toContain('-F')
   })
 
   it('npm pack ships what a user needs and nothing else', async () => {
-    const {stdout} = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {cwd: REPO_ROOT})
+    const {stdout} = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: REPO_ROOT,
+    })
     const files = (JSON.parse(stdout) as {files: {path: string}[]}[])[0]!.files.map((f) => f.path)
-    for (const needed of ['bin/run.js', 'bin/kubectl-mesh_migrate.js', 'oclif.manifest.json', 'package.json', 'README.md', 'dist/commands/apply.js', 'dist/planner/plan-schema.validator.cjs', 'dist/root-help.txt', 'schemas/migration-plan.json', 'docs/contract.md', 'dist/completions/mesh-migrate.fish']) {
+    for (const needed of [
+      'bin/run.js',
+      'bin/kubectl-mesh_migrate.js',
+      'oclif.manifest.json',
+      'package.json',
+      'README.md',
+      'dist/commands/apply.js',
+      'dist/planner/plan-schema.validator.cjs',
+      'dist/root-help.txt',
+      'schemas/migration-plan.json',
+      'docs/contract.md',
+      'dist/completions/mesh-migrate.fish',
+    ]) {
       expect(files, needed).toContain(needed)
     }
-    const unwanted = files.filter((f) => !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/root-help\.txt|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(f))
+    const unwanted = files.filter(
+      (f) =>
+        !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/root-help\.txt|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(
+          f,
+        ),
+    )
     expect(unwanted).toEqual([])
   }, 180_000)
 })

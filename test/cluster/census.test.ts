@@ -23,14 +23,50 @@ function waypoint(name: string, namespace: string, ready: boolean): KubeObject[]
       metadata: {name, namespace, labels: {'istio.io/waypoint-for': 'service'}},
       spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}]},
       status: ready
-        ? {addresses: [{type: 'IPAddress', value: '10.96.0.50'}], conditions: [{type: 'Programmed', status: 'True', reason: 'Programmed', message: 'Resource programmed', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1}]}
-        : {conditions: [{type: 'Programmed', status: 'False', reason: 'AddressNotAssigned', message: 'no address', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1}]},
+        ? {
+            addresses: [{type: 'IPAddress', value: '10.96.0.50'}],
+            conditions: [
+              {
+                type: 'Programmed',
+                status: 'True',
+                reason: 'Programmed',
+                message: 'Resource programmed',
+                lastTransitionTime: '2026-01-01T00:00:00Z',
+                observedGeneration: 1,
+              },
+            ],
+          }
+        : {
+            conditions: [
+              {
+                type: 'Programmed',
+                status: 'False',
+                reason: 'AddressNotAssigned',
+                message: 'no address',
+                lastTransitionTime: '2026-01-01T00:00:00Z',
+                observedGeneration: 1,
+              },
+            ],
+          },
     },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
-      metadata: {name, namespace, labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': name}},
-      spec: {selector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': name}}, template: {metadata: {labels: {'gateway.networking.k8s.io/gateway-name': name}}, spec: {containers: [{name: 'istio-proxy', image: 'auto'}]}}},
+      metadata: {
+        name,
+        namespace,
+        labels: {
+          'gateway.istio.io/managed': 'istio.io-mesh-controller',
+          'gateway.networking.k8s.io/gateway-name': name,
+        },
+      },
+      spec: {
+        selector: {matchLabels: {'gateway.networking.k8s.io/gateway-name': name}},
+        template: {
+          metadata: {labels: {'gateway.networking.k8s.io/gateway-name': name}},
+          spec: {containers: [{name: 'istio-proxy', image: 'auto'}]},
+        },
+      },
       // A real server refuses availableReplicas above readyReplicas.
       status: {replicas: 1, readyReplicas: ready ? 1 : 0, availableReplicas: ready ? 1 : 0},
     },
@@ -57,7 +93,14 @@ beforeAll(async () => {
     pod('amb-opted-out', 'amb', {labels: {'istio.io/dataplane-mode': 'none'}}),
     ...waypoint('waypoint', 'amb', true),
     // The waypoint's own pod runs istio-proxy as the gateway, not as a sidecar.
-    pod('waypoint-7c9f-x1', 'amb', {labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': 'waypoint', 'istio.io/dataplane-mode': 'none'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1', args: ['proxy', 'waypoint']}]}),
+    pod('waypoint-7c9f-x1', 'amb', {
+      labels: {
+        'gateway.istio.io/managed': 'istio.io-mesh-controller',
+        'gateway.networking.k8s.io/gateway-name': 'waypoint',
+        'istio.io/dataplane-mode': 'none',
+      },
+      containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1', args: ['proxy', 'waypoint']}],
+    }),
     ...waypoint('broken', 'amb', false),
     ns('both', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'}),
     sidecarPod('both-1', 'both'),
@@ -66,12 +109,27 @@ beforeAll(async () => {
     pod('plain-1', 'plain'),
     // The node proxy: the chart names its container istio-proxy, but it is not a sidecar.
     ns('istio-system'),
-    pod('ztunnel-abcde', 'istio-system', {labels: {app: 'ztunnel'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/ztunnel:1.28.1'}]}),
+    pod('ztunnel-abcde', 'istio-system', {
+      labels: {app: 'ztunnel'},
+      containers: [{name: 'istio-proxy', image: 'docker.io/istio/ztunnel:1.28.1'}],
+    }),
     // Labels of istio/istio manifests/charts: istiod (app: istiod, istio: pilot), istio-cni (app: istio-cni-node).
-    pod('istiod-7d4f8', 'istio-system', {labels: {app: 'istiod', istio: 'pilot'}, containers: [{name: 'discovery', image: 'docker.io/istio/pilot:1.28.1'}]}),
-    pod('istio-cni-node-x2x', 'istio-system', {labels: {app: 'istio-cni-node'}, containers: [{name: 'install-cni', image: 'docker.io/istio/install-cni:1.28.1'}]}),
+    pod('istiod-7d4f8', 'istio-system', {
+      labels: {app: 'istiod', istio: 'pilot'},
+      containers: [{name: 'discovery', image: 'docker.io/istio/pilot:1.28.1'}],
+    }),
+    pod('istio-cni-node-x2x', 'istio-system', {
+      labels: {app: 'istio-cni-node'},
+      containers: [{name: 'install-cni', image: 'docker.io/istio/install-cni:1.28.1'}],
+    }),
     ns('opted-none', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'}),
-    {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'done', namespace: 'side-injection'}, spec: {containers: [{name: 'c', image: 'c'}]}, status: {phase: 'Succeeded'}},
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {name: 'done', namespace: 'side-injection'},
+      spec: {containers: [{name: 'c', image: 'c'}]},
+      status: {phase: 'Succeeded'},
+    },
   ])
 
   // A plan for side-injection with its first step applied, and a file that is not a plan.
@@ -79,8 +137,16 @@ beforeAll(async () => {
   await mkdir(plansDir)
   const client = await clientFor(server)
   const snapshot = await (await ClusterSource.open(client)).snapshot('side-injection', {rootNamespace: 'istio-system'})
-  const plan = buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
-  plan.status = {specDigest: specDigest(plan), steps: [{id: plan.spec.steps[0]!.id, phase: 'Applied', at: '2026-01-01T00:00:00Z', by: 'tester'}]}
+  const plan = buildPlan({
+    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+    snapshot,
+    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+    generator: 'test',
+  })
+  plan.status = {
+    specDigest: specDigest(plan),
+    steps: [{id: plan.spec.steps[0]!.id, phase: 'Applied', at: '2026-01-01T00:00:00Z', by: 'tester'}],
+  }
   await writeFile(path.join(plansDir, 'side-injection.yaml'), renderPlanFile(plan))
   await writeFile(path.join(plansDir, 'junk.yaml'), 'kind: Something\n')
 })
@@ -100,13 +166,26 @@ describe('census', () => {
     expect(row(report, 'side-injection').conflict).toBeUndefined()
     expect(row(report, 'side-rev')).toMatchObject({mode: 'sidecar', sidecarInjection: 'istio.io/rev=canary'})
     expect(row(report, 'amb')).toMatchObject({mode: 'ambient', dataplaneMode: 'ambient', useWaypoint: 'waypoint'})
-    expect(row(report, 'both')).toMatchObject({mode: 'both', conflict: ['istio-injection=enabled', 'istio.io/dataplane-mode=ambient']})
+    expect(row(report, 'both')).toMatchObject({
+      mode: 'both',
+      conflict: ['istio-injection=enabled', 'istio.io/dataplane-mode=ambient'],
+    })
     expect(row(report, 'plain').mode).toBe('none')
     // IST0123 counts dataplane-mode=none next to istio-injection=enabled too; the sidecar still injects.
-    expect(row(report, 'opted-none')).toMatchObject({mode: 'sidecar', conflict: ['istio-injection=enabled', 'istio.io/dataplane-mode=none']})
+    expect(row(report, 'opted-none')).toMatchObject({
+      mode: 'sidecar',
+      conflict: ['istio-injection=enabled', 'istio.io/dataplane-mode=none'],
+    })
     expect(report.summary).toMatchObject({both: 1, ambient: 1, conflicts: 2})
     // istiod, ztunnel and istio-cni are the control plane and node agents, not gateways (issue 13 §6).
-    expect(row(report, 'istio-system').pods).toEqual({total: 3, sidecar: 0, ambient: 0, none: 0, gateway: 0, controlPlane: 3})
+    expect(row(report, 'istio-system').pods).toEqual({
+      total: 3,
+      sidecar: 0,
+      ambient: 0,
+      none: 0,
+      gateway: 0,
+      controlPlane: 3,
+    })
     expect(report.summary.sidecar).toBe(3)
   })
 
@@ -118,7 +197,9 @@ describe('census', () => {
     const amb = row(report, 'amb')
     expect(amb.outsideMesh.map((p) => p.name).sort()).toEqual(['amb-pending', 'amb-uncaptured'])
     expect(amb.outsideMesh.find((p) => p.name === 'amb-pending')?.why).toContain('pending')
-    expect(amb.sidecarInAmbient).toEqual([{name: 'amb-stale', why: 'not restarted since the namespace left sidecar mode'}])
+    expect(amb.sidecarInAmbient).toEqual([
+      {name: 'amb-stale', why: 'not restarted since the namespace left sidecar mode'},
+    ])
     expect(amb.pods).toEqual({total: 6, sidecar: 1, ambient: 1, none: 3, gateway: 1, controlPlane: 0})
     // In "both" the sidecar wins: a sidecar pod there is expected, not an anomaly.
     expect(row(report, 'both').sidecarInAmbient).toEqual([])
@@ -144,8 +225,17 @@ describe('census', () => {
     await census()
     const lists = server.requestsMatching({verb: 'list'})
     expect(lists.every((e) => e.namespace === undefined)).toBe(true)
-    const first = lists.filter((e) => !e.query.continue).map((e) => `${e.resource}?${e.query.labelSelector ?? ''}`).sort()
-    expect(first).toEqual(['deployments?gateway.istio.io/managed=istio.io-mesh-controller', 'gateways?', 'mutatingwebhookconfigurations?', 'namespaces?', 'pods?'])
+    const first = lists
+      .filter((e) => !e.query.continue)
+      .map((e) => `${e.resource}?${e.query.labelSelector ?? ''}`)
+      .sort()
+    expect(first).toEqual([
+      'deployments?gateway.istio.io/managed=istio.io-mesh-controller',
+      'gateways?',
+      'mutatingwebhookconfigurations?',
+      'namespaces?',
+      'pods?',
+    ])
     expect(server.requestsMatching({verb: 'get'})).toHaveLength(0)
   })
 
@@ -153,7 +243,9 @@ describe('census', () => {
     server.resetRequestLog()
     const report = await census('team=payments')
     expect(report.namespaces.map((r) => r.namespace)).toEqual(['side-injection', 'side-rev'])
-    expect(server.requestsMatching({verb: 'list', resource: 'namespaces'})[0]!.query.labelSelector).toBe('team=payments')
+    expect(server.requestsMatching({verb: 'list', resource: 'namespaces'})[0]!.query.labelSelector).toBe(
+      'team=payments',
+    )
     expect(report.summary.outsideMesh).toBe(1)
   })
 })

@@ -16,7 +16,11 @@ let cwd: string
 beforeAll(async () => {
   server = await startClusterServer()
   await seedAmbientCluster(server)
-  await server.seed([ns('amb', {'istio.io/dataplane-mode': 'ambient'}), sidecarPod('stale', 'amb'), pod('plain-1', 'default')])
+  await server.seed([
+    ns('amb', {'istio.io/dataplane-mode': 'ambient'}),
+    sidecarPod('stale', 'amb'),
+    pod('plain-1', 'default'),
+  ])
   kubeconfig = await kubeconfigFile(server)
   // An empty working directory: no plans/ (census shows none, preflight builds the plan in memory).
   cwd = await tempDir('mesh-migrate-cli-cwd-')
@@ -31,24 +35,60 @@ describe('mesh-migrate preflight', () => {
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
     const result = JSON.parse(r.stdout)
-    expect(result).toMatchObject({namespace: NAMESPACE, context: 'test-apiserver', plan: '(built from the cluster)', ok: true})
+    expect(result).toMatchObject({
+      namespace: NAMESPACE,
+      context: 'test-apiserver',
+      plan: '(built from the cluster)',
+      ok: true,
+    })
     expect(new Set(result.diagnostics.map((d: {check: string}) => d.check)).size).toBe(10)
-    for (const d of result.diagnostics) expect(Object.keys(d).sort()).toEqual(d.fix === undefined ? ['check', 'code', 'message', 'severity'] : ['check', 'code', 'fix', 'message', 'severity'])
+    for (const d of result.diagnostics)
+      expect(Object.keys(d).sort()).toEqual(
+        d.fix === undefined
+          ? ['check', 'code', 'message', 'severity']
+          : ['check', 'code', 'fix', 'message', 'severity'],
+      )
   })
 
   it('exits 1 when a check fails, and the table names the check, status and fix', async () => {
-    await server.seed([daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b'])])
+    await server.seed([
+      daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}),
+      ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b']),
+    ])
     try {
-      const r = await cli(['preflight', NAMESPACE, '--kubeconfig', kubeconfig, '--check', 'ztunnel-ready', '--check', 'istio-version'])
+      const r = await cli([
+        'preflight',
+        NAMESPACE,
+        '--kubeconfig',
+        kubeconfig,
+        '--check',
+        'ztunnel-ready',
+        '--check',
+        'istio-version',
+      ])
       expect(r.code).toBe(1)
       expect(r.stdout).toMatch(/^CHECK\s+STATUS\s+MESSAGE\s+FIX/)
-      expect(r.stdout).toMatch(/ztunnel-ready\s+error\s+DaemonSet istio-system\/ztunnel has no ready pod on node\(s\) node-b/)
+      expect(r.stdout).toMatch(
+        /ztunnel-ready\s+error\s+DaemonSet istio-system\/ztunnel has no ready pod on node\(s\) node-b/,
+      )
       expect(r.stdout).toMatch(/istio-version\s+ok\s+/)
       expect(r.stdout).toContain('1 error(s), 0 warning(s)')
       expect(hasStackTrace(r.stdout + r.stderr)).toBe(false)
-      const yaml = await cli(['preflight', NAMESPACE, '--kubeconfig', kubeconfig, '--check', 'ztunnel-ready', '-o', 'yaml'])
+      const yaml = await cli([
+        'preflight',
+        NAMESPACE,
+        '--kubeconfig',
+        kubeconfig,
+        '--check',
+        'ztunnel-ready',
+        '-o',
+        'yaml',
+      ])
       expect(yaml.code).toBe(1)
-      expect(parseYaml(yaml.stdout)).toMatchObject({ok: false, diagnostics: [{check: 'ztunnel-ready', severity: 'error', code: 'ZtunnelNotReady'}]})
+      expect(parseYaml(yaml.stdout)).toMatchObject({
+        ok: false,
+        diagnostics: [{check: 'ztunnel-ready', severity: 'error', code: 'ZtunnelNotReady'}],
+      })
     } finally {
       await server.seed([daemonSet('ztunnel', ZTUNNEL_LABELS), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS)])
     }
@@ -57,9 +97,23 @@ describe('mesh-migrate preflight', () => {
   it('checks a plan file given with --plan, and refuses one of another namespace (exit 2)', async () => {
     const plan = await cli(['plan', NAMESPACE, '--kubeconfig', kubeconfig, '-o', 'json'])
     expect(plan.code).toBe(0)
-    const r = await cli(['preflight', NAMESPACE, '--kubeconfig', kubeconfig, '--plan', NAMESPACE, '--check', 'rbac', '-o', 'json'])
+    const r = await cli([
+      'preflight',
+      NAMESPACE,
+      '--kubeconfig',
+      kubeconfig,
+      '--plan',
+      NAMESPACE,
+      '--check',
+      'rbac',
+      '-o',
+      'json',
+    ])
     expect(r.code).toBe(0)
-    expect(JSON.parse(r.stdout)).toMatchObject({plan: path.join('plans', `${NAMESPACE}.yaml`), diagnostics: [{check: 'rbac', severity: 'ok', code: 'RbacAllowed'}]})
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      plan: path.join('plans', `${NAMESPACE}.yaml`),
+      diagnostics: [{check: 'rbac', severity: 'ok', code: 'RbacAllowed'}],
+    })
     const wrong = await cli(['preflight', 'other', '--kubeconfig', kubeconfig, '--plan', NAMESPACE])
     expect(wrong.code).toBe(2)
     expect(wrong.stdout).toBe('')
@@ -96,12 +150,26 @@ describe('mesh-migrate census', () => {
     expect(json.code).toBe(0)
     const report = JSON.parse(json.stdout)
     expect(report.context).toBe('test-apiserver')
-    expect(report.namespaces.find((r: {namespace: string}) => r.namespace === 'amb')).toMatchObject({mode: 'ambient', sidecarInAmbient: [{name: 'stale'}]})
-    expect(report.namespaces.find((r: {namespace: string}) => r.namespace === 'default')).toMatchObject({mode: 'none', pods: {total: 1}})
+    expect(report.namespaces.find((r: {namespace: string}) => r.namespace === 'amb')).toMatchObject({
+      mode: 'ambient',
+      sidecarInAmbient: [{name: 'stale'}],
+    })
+    expect(report.namespaces.find((r: {namespace: string}) => r.namespace === 'default')).toMatchObject({
+      mode: 'none',
+      pods: {total: 1},
+    })
   })
 
   it('--selector narrows the namespaces', async () => {
-    const r = await cli(['census', '--kubeconfig', kubeconfig, '--selector', 'istio.io/dataplane-mode=ambient', '-o', 'json'])
+    const r = await cli([
+      'census',
+      '--kubeconfig',
+      kubeconfig,
+      '--selector',
+      'istio.io/dataplane-mode=ambient',
+      '-o',
+      'json',
+    ])
     expect(r.code).toBe(0)
     expect(JSON.parse(r.stdout).namespaces.map((n: {namespace: string}) => n.namespace)).toEqual(['amb'])
   })

@@ -20,16 +20,28 @@ afterAll(() => server.close())
 describe('examples/bookinfo from manifests and from a cluster', () => {
   it('gives the same verdicts, actions and reasons, the same workloads and the same plan steps', async () => {
     const options = {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service' as const}
-    const fromFiles = await new ManifestSource(['examples/bookinfo']).snapshot('bookinfo', {rootNamespace: 'istio-system'})
+    const fromFiles = await new ManifestSource(['examples/bookinfo']).snapshot('bookinfo', {
+      rootNamespace: 'istio-system',
+    })
     const cluster = await ClusterSource.open(await clientFor(server))
     const fromCluster = await cluster.snapshot('bookinfo', {rootNamespace: 'istio-system'})
 
     const a = buildInventory(fromFiles, {waypointFor: 'service'})
     const b = buildInventory(fromCluster, {waypointFor: 'service'})
-    const view = (inv: typeof a) => inv.objects.map((o) => ({key: refKey(o.ref), verdict: o.verdict, action: o.action, reasons: o.reasons, scope: o.scope, ztunnel: o.ztunnel}))
+    const view = (inv: typeof a) =>
+      inv.objects.map((o) => ({
+        key: refKey(o.ref),
+        verdict: o.verdict,
+        action: o.action,
+        reasons: o.reasons,
+        scope: o.scope,
+        ztunnel: o.ztunnel,
+      }))
     expect(view(b)).toEqual(view(a))
     expect(b.objects.length).toBeGreaterThan(5)
-    expect(b.workloads.map((w) => ({key: refKey(w.ref), proxy: w.proxy, traits: w.traits}))).toEqual(a.workloads.map((w) => ({key: refKey(w.ref), proxy: w.proxy, traits: w.traits})))
+    expect(b.workloads.map((w) => ({key: refKey(w.ref), proxy: w.proxy, traits: w.traits}))).toEqual(
+      a.workloads.map((w) => ({key: refKey(w.ref), proxy: w.proxy, traits: w.traits})),
+    )
     expect(b.waypointRequired).toBe(a.waypointRequired)
     // The API server labels every Namespace with kubernetes.io/metadata.name (since 1.21); manifests do not carry it.
     const {labels: labelsB, ...stateB} = b.namespaceState

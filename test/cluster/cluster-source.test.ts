@@ -15,7 +15,9 @@ import {clientFor, ns, tempDir, writeText} from './support.js'
 
 /** The first page of every LIST (no `continue`), keyed by what was listed. */
 function initialLists(entries: readonly RequestLogEntry[]): string[] {
-  return entries.filter((e) => e.verb === 'list' && !e.query.continue).map((e) => `${e.group ?? ''}/${e.resource}@${e.namespace ?? '*'}?${e.query.labelSelector ?? ''}`)
+  return entries
+    .filter((e) => e.verb === 'list' && !e.query.continue)
+    .map((e) => `${e.group ?? ''}/${e.resource}@${e.namespace ?? '*'}?${e.query.labelSelector ?? ''}`)
 }
 
 const authorizationPolicy = (name: string, namespace: string, apiVersion = 'security.istio.io/v1') => ({
@@ -31,7 +33,14 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     server = await startClusterServer()
     await server.seed([ns('shop', {'istio-injection': 'enabled'}), authorizationPolicy('ratings-get', 'shop')])
     // More ConfigMaps in the root namespace than fit in one page of 500.
-    await server.seed(Array.from({length: 1201}, (_, i) => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: `cm-${String(i).padStart(4, '0')}`, namespace: 'istio-system'}, data: {i: String(i)}})))
+    await server.seed(
+      Array.from({length: 1201}, (_, i) => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {name: `cm-${String(i).padStart(4, '0')}`, namespace: 'istio-system'},
+        data: {i: String(i)},
+      })),
+    )
   })
   afterAll(() => server.close())
   afterEach(() => server.faults.clear())
@@ -40,19 +49,36 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     const client = await clientFor(server)
     const resource = (await client.resourceFor('v1', 'ConfigMap'))!
     // The second page fails once with 410, as after an etcd compaction.
-    server.faults.add({match: {verb: 'list', resource: 'configmaps', namespace: 'istio-system'}, after: 1, times: 1, status: 410, message: 'The provided continue parameter is too old to display a consistent list result.'})
+    server.faults.add({
+      match: {verb: 'list', resource: 'configmaps', namespace: 'istio-system'},
+      after: 1,
+      times: 1,
+      status: 410,
+      message: 'The provided continue parameter is too old to display a consistent list result.',
+    })
     server.resetRequestLog()
     const items = await client.list(resource, {namespace: 'istio-system'})
     expect(items).toHaveLength(1201)
     expect(new Set(items.map((i) => i.metadata.name)).size).toBe(1201)
     const pages = server.requestsMatching({verb: 'list', resource: 'configmaps', namespace: 'istio-system'})
-    expect(pages.map((p) => [p.status, Boolean(p.query.continue)])).toEqual([[200, false], [410, true], [200, false], [200, true], [200, true]])
+    expect(pages.map((p) => [p.status, Boolean(p.query.continue)])).toEqual([
+      [200, false],
+      [410, true],
+      [200, false],
+      [200, true],
+      [200, true],
+    ])
   })
 
   it('waits as long as Retry-After says before retrying a 429', async () => {
     const client = await clientFor(server, undefined, {retries: 2})
     const resource = (await client.resourceFor('v1', 'ConfigMap'))!
-    server.faults.add({match: {verb: 'list', resource: 'configmaps', namespace: 'shop'}, times: 1, status: 429, retryAfterSeconds: 1})
+    server.faults.add({
+      match: {verb: 'list', resource: 'configmaps', namespace: 'shop'},
+      times: 1,
+      status: 429,
+      retryAfterSeconds: 1,
+    })
     server.resetRequestLog()
     await client.list(resource, {namespace: 'shop'})
     const [first, second] = server.requestsMatching({verb: 'list', resource: 'configmaps', namespace: 'shop'})
@@ -66,7 +92,9 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     server.resetRequestLog()
     const snapshot = await source.snapshot('shop', {rootNamespace: 'istio-system'})
 
-    expect(snapshot.objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.namespace === 'istio-system')).toHaveLength(1201)
+    expect(
+      snapshot.objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.namespace === 'istio-system'),
+    ).toHaveLength(1201)
     const configMapPages = server.requestsMatching({verb: 'list', resource: 'configmaps', namespace: 'istio-system'})
     expect(configMapPages).toHaveLength(3)
     expect(configMapPages.map((e) => e.query.limit)).toEqual(['500', '500', '500'])
@@ -84,34 +112,79 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     expect(lists).toContain('apps/deployments@shop?')
     expect(lists).toContain('apps/deployments@istio-system?app=istiod')
     expect(snapshot.missingKinds).toEqual([])
-    expect(snapshot.objects.find((o) => o.kind === 'AuthorizationPolicy')).toMatchObject({apiVersion: 'security.istio.io/v1', metadata: {name: 'ratings-get', namespace: 'shop'}})
+    expect(snapshot.objects.find((o) => o.kind === 'AuthorizationPolicy')).toMatchObject({
+      apiVersion: 'security.istio.io/v1',
+      metadata: {name: 'ratings-get', namespace: 'shop'},
+    })
   })
 
-  it('reads the Istio version from the istiod serving the namespace\'s revision', async () => {
+  it("reads the Istio version from the istiod serving the namespace's revision", async () => {
     const istiod = (name: string, rev: string | undefined, tag: string) => ({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: {name, namespace: 'istio-system', labels: {app: 'istiod', ...(rev ? {'istio.io/rev': rev} : {})}},
-      spec: {selector: {matchLabels: {app: 'istiod'}}, template: {metadata: {labels: {app: 'istiod'}}, spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${tag}`}]}}},
+      spec: {
+        selector: {matchLabels: {app: 'istiod'}},
+        template: {
+          metadata: {labels: {app: 'istiod'}},
+          spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${tag}`}]},
+        },
+      },
     })
-    await server.seed([istiod('istiod', undefined, '1.27.3'), istiod('istiod-canary', 'canary', '1.29.0-distroless'), ns('canary-ns', {'istio.io/rev': 'canary'})])
+    await server.seed([
+      istiod('istiod', undefined, '1.27.3'),
+      istiod('istiod-canary', 'canary', '1.29.0-distroless'),
+      ns('canary-ns', {'istio.io/rev': 'canary'}),
+    ])
     const source = await ClusterSource.open(await clientFor(server))
     expect((await source.snapshot('shop', {rootNamespace: 'istio-system'})).istioVersion).toBe('1.27')
     expect((await source.snapshot('canary-ns', {rootNamespace: 'istio-system'})).istioVersion).toBe('1.29')
   })
 
   it('falls back to the namespace and the root namespace when a mesh-wide LIST is forbidden, and says so', async () => {
-    await server.seed([ns('other'), authorizationPolicy('exported', 'other'), authorizationPolicy('root-policy', 'istio-system')])
+    await server.seed([
+      ns('other'),
+      authorizationPolicy('exported', 'other'),
+      authorizationPolicy('root-policy', 'istio-system'),
+    ])
     await server.addToken('partial-token', {
       user: 'partial',
       permissions: [
-        {verbs: ['get', 'list'], apiGroups: ['', 'apps', 'batch', 'networking.k8s.io', 'admissionregistration.k8s.io', 'networking.istio.io', 'telemetry.istio.io', 'extensions.istio.io', 'gateway.networking.k8s.io'], resources: ['*']},
-        {verbs: ['get', 'list'], apiGroups: ['security.istio.io'], resources: ['peerauthentications', 'requestauthentications']},
-        {verbs: ['list'], apiGroups: ['security.istio.io'], resources: ['authorizationpolicies'], namespaces: ['shop', 'istio-system']},
+        {
+          verbs: ['get', 'list'],
+          apiGroups: [
+            '',
+            'apps',
+            'batch',
+            'networking.k8s.io',
+            'admissionregistration.k8s.io',
+            'networking.istio.io',
+            'telemetry.istio.io',
+            'extensions.istio.io',
+            'gateway.networking.k8s.io',
+          ],
+          resources: ['*'],
+        },
+        {
+          verbs: ['get', 'list'],
+          apiGroups: ['security.istio.io'],
+          resources: ['peerauthentications', 'requestauthentications'],
+        },
+        {
+          verbs: ['list'],
+          apiGroups: ['security.istio.io'],
+          resources: ['authorizationpolicies'],
+          namespaces: ['shop', 'istio-system'],
+        },
       ],
     })
-    const snapshot = await (await ClusterSource.open(await clientFor(server, 'partial-token'))).snapshot('shop', {rootNamespace: 'istio-system'})
-    const policies = snapshot.objects.filter((o) => o.kind === 'AuthorizationPolicy').map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort()
+    const snapshot = await (
+      await ClusterSource.open(await clientFor(server, 'partial-token'))
+    ).snapshot('shop', {rootNamespace: 'istio-system'})
+    const policies = snapshot.objects
+      .filter((o) => o.kind === 'AuthorizationPolicy')
+      .map((o) => `${o.metadata.namespace}/${o.metadata.name}`)
+      .sort()
     expect(policies).toEqual(['istio-system/root-policy', 'shop/ratings-get'])
     expect(snapshot.missingKinds).toEqual([])
     const partial = snapshot.findings.find((f) => f.code === 'PartialList')
@@ -124,7 +197,21 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
     await server.addToken('no-deployments', {
       user: 'no-deployments',
       permissions: [
-        {verbs: ['get', 'list'], apiGroups: ['', 'batch', 'networking.k8s.io', 'admissionregistration.k8s.io', 'networking.istio.io', 'security.istio.io', 'telemetry.istio.io', 'extensions.istio.io', 'gateway.networking.k8s.io'], resources: ['*']},
+        {
+          verbs: ['get', 'list'],
+          apiGroups: [
+            '',
+            'batch',
+            'networking.k8s.io',
+            'admissionregistration.k8s.io',
+            'networking.istio.io',
+            'security.istio.io',
+            'telemetry.istio.io',
+            'extensions.istio.io',
+            'gateway.networking.k8s.io',
+          ],
+          resources: ['*'],
+        },
         {verbs: ['get', 'list'], apiGroups: ['apps'], resources: ['statefulsets', 'daemonsets', 'replicasets']},
       ],
     })
@@ -147,8 +234,13 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
   })
 
   it('without read access to kube-system, records no cluster uid and says the plan will be matched by server URL', async () => {
-    await server.addToken('namespace-scoped', {user: 'namespace-scoped', permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: ['shop', 'istio-system']}]})
-    const snapshot = await (await ClusterSource.open(await clientFor(server, 'namespace-scoped'))).snapshot('shop', {rootNamespace: 'istio-system'})
+    await server.addToken('namespace-scoped', {
+      user: 'namespace-scoped',
+      permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: ['shop', 'istio-system']}],
+    })
+    const snapshot = await (
+      await ClusterSource.open(await clientFor(server, 'namespace-scoped'))
+    ).snapshot('shop', {rootNamespace: 'istio-system'})
     expect(snapshot.target).toEqual({context: expect.any(String), server: server.url, clusterID: ''})
     expect(snapshot.findings.find((f) => f.code === 'ClusterUnidentified')).toEqual({
       id: 'cluster-unidentified',
@@ -157,37 +249,60 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
       message: `namespace kube-system could not be read, so the plan records no cluster uid: apply and rollback will recognise the cluster by its API server URL (${server.url}) only.`,
       fix: 'Grant get on namespaces/kube-system to pin plans to the cluster itself.',
     })
-    const admin = await (await ClusterSource.open(await clientFor(server))).snapshot('shop', {rootNamespace: 'istio-system'})
+    const admin = await (
+      await ClusterSource.open(await clientFor(server))
+    ).snapshot('shop', {rootNamespace: 'istio-system'})
     expect(admin.findings.some((f) => f.code === 'ClusterUnidentified')).toBe(false)
   })
 
   it('explains a 404 for a kind the cluster does not serve, and for a missing object', async () => {
     const client = await clientFor(server)
-    const error = await client.get({apiVersion: 'example.com/v1', kind: 'Widget', namespace: 'shop', name: 'w'}).catch((e: unknown) => e)
+    const error = await client
+      .get({apiVersion: 'example.com/v1', kind: 'Widget', namespace: 'shop', name: 'w'})
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeApiError)
     expect((error as KubeApiError).status).toBe(404)
     expect((error as KubeApiError).message).toContain('the server does not serve Widget in API group "example.com"')
-    expect((error as KubeApiError).suggestion).toContain('The Widget API (example.com/v1) is missing, not just the object: the CustomResourceDefinition for Widget in API group example.com is not installed')
+    expect((error as KubeApiError).suggestion).toContain(
+      'The Widget API (example.com/v1) is missing, not just the object: the CustomResourceDefinition for Widget in API group example.com is not installed',
+    )
     // A missing object of a served kind is not an error for get …
     expect(await client.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'absent'})).toBeUndefined()
     // … but is one for a write, with the server's message.
-    const patch = await client.mergePatch({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'absent'}, {data: {a: 'b'}}).catch((e: unknown) => e)
-    expect((patch as KubeApiError).message).toBe('patch configmaps/absent in namespace shop failed: 404 NotFound: configmaps "absent" not found')
-    expect((patch as KubeApiError).suggestion).toBe('The object configmaps/absent in namespace shop does not exist (its API is served): check the name and namespace (`kubectl get configmaps absent -n shop`), or re-plan if it was deleted since the plan was made.')
+    const patch = await client
+      .mergePatch({apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'absent'}, {data: {a: 'b'}})
+      .catch((e: unknown) => e)
+    expect((patch as KubeApiError).message).toBe(
+      'patch configmaps/absent in namespace shop failed: 404 NotFound: configmaps "absent" not found',
+    )
+    expect((patch as KubeApiError).suggestion).toBe(
+      'The object configmaps/absent in namespace shop does not exist (its API is served): check the name and namespace (`kubectl get configmaps absent -n shop`), or re-plan if it was deleted since the plan was made.',
+    )
   })
 
   it('reports a kind whose CRD disappeared after discovery as not installed', async () => {
     const client = await clientFor(server)
     const source = await ClusterSource.open(client)
     await client.discover()
-    const response = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/wasmplugins.extensions.istio.io`, {method: 'DELETE', headers: {Authorization: `Bearer ${server.adminToken}`}})
+    const response = await fetch(
+      `${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/wasmplugins.extensions.istio.io`,
+      {method: 'DELETE', headers: {Authorization: `Bearer ${server.adminToken}`}},
+    )
     expect(response.status).toBe(200)
     const snapshot = await source.snapshot('shop', {rootNamespace: 'istio-system'})
-    expect(snapshot.missingKinds).toContainEqual({apiVersion: 'extensions.istio.io/v1alpha1', kind: 'WasmPlugin', reason: 'not-installed'})
+    expect(snapshot.missingKinds).toContainEqual({
+      apiVersion: 'extensions.istio.io/v1alpha1',
+      kind: 'WasmPlugin',
+      reason: 'not-installed',
+    })
     // The server's 404 for the type (not an object) names the missing CRD.
-    const error = (await client.list((await client.resourceFor('extensions.istio.io/v1alpha1', 'WasmPlugin'))!, {namespace: 'shop'}).catch((e: unknown) => e)) as KubeApiError
+    const error = (await client
+      .list((await client.resourceFor('extensions.istio.io/v1alpha1', 'WasmPlugin'))!, {namespace: 'shop'})
+      .catch((e: unknown) => e)) as KubeApiError
     expect(error.status).toBe(404)
-    expect(error.suggestion).toContain('CustomResourceDefinition wasmplugins.extensions.istio.io is not installed in this cluster. Install it (Istio installs them')
+    expect(error.suggestion).toContain(
+      'CustomResourceDefinition wasmplugins.extensions.istio.io is not installed in this cluster. Install it (Istio installs them',
+    )
   })
 })
 
@@ -201,9 +316,22 @@ describe('a cluster without Gateway API and with AuthorizationPolicy served only
       metadata: {name: 'authorizationpolicies.security.istio.io'},
       spec: {
         group: 'security.istio.io',
-        names: {kind: 'AuthorizationPolicy', listKind: 'AuthorizationPolicyList', plural: 'authorizationpolicies', singular: 'authorizationpolicy'},
+        names: {
+          kind: 'AuthorizationPolicy',
+          listKind: 'AuthorizationPolicyList',
+          plural: 'authorizationpolicies',
+          singular: 'authorizationpolicy',
+        },
         scope: 'Namespaced',
-        versions: [{name: 'v1beta1', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}, subresources: {status: {}}}],
+        versions: [
+          {
+            name: 'v1beta1',
+            served: true,
+            storage: true,
+            schema: {openAPIV3Schema: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}},
+            subresources: {status: {}},
+          },
+        ],
       },
     }
     const file = await writeText(path.join(await tempDir(), 'old-istio-crds.yaml'), stringify(crd))
@@ -211,23 +339,42 @@ describe('a cluster without Gateway API and with AuthorizationPolicy served only
     await server.seed([
       ns('shop', {'istio-injection': 'enabled'}),
       authorizationPolicy('ratings-get', 'shop', 'security.istio.io/v1beta1'),
-      {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'ratings', namespace: 'shop'}, spec: {selector: {matchLabels: {app: 'ratings'}}, template: {metadata: {labels: {app: 'ratings'}}, spec: {containers: [{name: 'ratings', image: 'ratings:1'}]}}}},
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: {name: 'ratings', namespace: 'shop'},
+        spec: {
+          selector: {matchLabels: {app: 'ratings'}},
+          template: {metadata: {labels: {app: 'ratings'}}, spec: {containers: [{name: 'ratings', image: 'ratings:1'}]}},
+        },
+      },
     ])
   })
   afterAll(() => server.close())
 
   it('lists the kind at the version the cluster serves and classifies it', async () => {
-    const snapshot = await (await ClusterSource.open(await clientFor(server))).snapshot('shop', {rootNamespace: 'istio-system'})
+    const snapshot = await (
+      await ClusterSource.open(await clientFor(server))
+    ).snapshot('shop', {rootNamespace: 'istio-system'})
     const policy = snapshot.objects.find((o) => o.kind === 'AuthorizationPolicy')
     expect(policy).toMatchObject({apiVersion: 'security.istio.io/v1beta1', metadata: {name: 'ratings-get'}})
     expect(snapshot.missingKinds.some((m) => m.kind === 'AuthorizationPolicy')).toBe(false)
     const inventory = buildInventory(snapshot, {waypointFor: 'service'})
-    expect(inventory.objects.find((o) => o.ref.kind === 'AuthorizationPolicy')).toMatchObject({ref: {apiVersion: 'security.istio.io/v1beta1'}, verdict: 'L7', action: 'retarget'})
+    expect(inventory.objects.find((o) => o.ref.kind === 'AuthorizationPolicy')).toMatchObject({
+      ref: {apiVersion: 'security.istio.io/v1beta1'},
+      verdict: 'L7',
+      action: 'retarget',
+    })
   })
 
   it('reports every Gateway API kind and the absent Istio kinds as missing, with findings', async () => {
-    const snapshot = await (await ClusterSource.open(await clientFor(server))).snapshot('shop', {rootNamespace: 'istio-system'})
-    const missing = snapshot.missingKinds.filter((m) => m.apiVersion.startsWith('gateway.networking.k8s.io/')).map((m) => m.kind).sort()
+    const snapshot = await (
+      await ClusterSource.open(await clientFor(server))
+    ).snapshot('shop', {rootNamespace: 'istio-system'})
+    const missing = snapshot.missingKinds
+      .filter((m) => m.apiVersion.startsWith('gateway.networking.k8s.io/'))
+      .map((m) => m.kind)
+      .sort()
     expect(missing).toEqual(['GRPCRoute', 'Gateway', 'GatewayClass', 'HTTPRoute', 'TCPRoute', 'TLSRoute'])
     expect(snapshot.missingKinds.every((m) => m.reason === 'not-installed')).toBe(true)
     expect(snapshot.missingKinds.map((m) => m.kind)).toContain('VirtualService')

@@ -13,7 +13,13 @@ import {afterAll, beforeAll, expect, it} from 'vitest'
 import {connect} from '../../src/kube/http-client.js'
 import type {KubeClient} from '../../src/kube/types.js'
 import {type FaultProxy, startFaultProxy} from '../support/fault-proxy.js'
-import {ADMIN_TOKEN, describeWithRealApiServer, type RealApiServer, realApiServerAssets, startRealApiServer} from '../support/real-apiserver.js'
+import {
+  ADMIN_TOKEN,
+  describeWithRealApiServer,
+  type RealApiServer,
+  realApiServerAssets,
+  startRealApiServer,
+} from '../support/real-apiserver.js'
 
 const NS = 'proxy-test'
 
@@ -27,10 +33,19 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
   const call = (method: string, p: string, body?: unknown, token: string = ADMIN_TOKEN) =>
     fetch(proxy.url + p, {
       method,
-      headers: {authorization: `Bearer ${token}`, accept: 'application/json', ...(body ? {'content-type': 'application/json'} : {})},
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'application/json',
+        ...(body ? {'content-type': 'application/json'} : {}),
+      },
       ...(body ? {body: JSON.stringify(body)} : {}),
     })
-  const configMap = (name: string) => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name, namespace: NS}, data: {k: 'v'}})
+  const configMap = (name: string) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {name, namespace: NS},
+    data: {k: 'v'},
+  })
   const createConfigMap = (name: string) => call('POST', `/api/v1/namespaces/${NS}/configmaps`, configMap(name))
   const live = (name: string) => direct.get({apiVersion: 'v1', kind: 'ConfigMap', namespace: NS, name})
 
@@ -40,7 +55,9 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
     dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-fault-proxy-'))
     await writeFile(path.join(dir, 'direct'), server.kubeconfig())
     direct = await connect({kubeconfig: path.join(dir, 'direct')})
-    expect((await call('POST', '/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: NS}})).status).toBe(201)
+    expect(
+      (await call('POST', '/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: NS}})).status,
+    ).toBe(201)
   }, 90_000)
 
   afterAll(async () => {
@@ -58,7 +75,15 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
     expect(crds.status).toBe(200)
     expect(proxy.requests.map((e) => [e.verb, e.group, e.resource, e.kind, e.name, e.user, e.status])).toEqual([
       ['get', '', 'namespaces', 'Namespace', 'default', 'admin', 200],
-      ['list', 'apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', undefined, 'admin', 200],
+      [
+        'list',
+        'apiextensions.k8s.io',
+        'customresourcedefinitions',
+        'CustomResourceDefinition',
+        undefined,
+        'admin',
+        200,
+      ],
     ])
     expect(proxy.requestsMatching({kind: 'Namespace', name: 'default', verb: 'get'})).toHaveLength(1)
     expect(proxy.requests[1]!.query).toEqual({limit: '1'})
@@ -70,7 +95,9 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
     expect(unauthorized.status).toBe(401)
     const forbidden = await call('GET', `/api/v1/namespaces/${NS}/configmaps`, undefined, 'nobody-token')
     expect(forbidden.status).toBe(403)
-    expect(((await forbidden.json()) as {message: string}).message).toBe(`configmaps is forbidden: User "nobody" cannot list resource "configmaps" in API group "" in the namespace "${NS}"`)
+    expect(((await forbidden.json()) as {message: string}).message).toBe(
+      `configmaps is forbidden: User "nobody" cannot list resource "configmaps" in API group "" in the namespace "${NS}"`,
+    )
     expect(proxy.requests.map((e) => [e.user, e.status, e.reason])).toEqual([
       ['', 401, 'Unauthorized'],
       ['nobody', 403, 'Forbidden'],
@@ -78,12 +105,22 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
   })
 
   it('a 429 with Retry-After answers in place of the server: nothing is written', async () => {
-    const fault = proxy.faults.add({match: {verb: 'create', kind: 'ConfigMap', namespace: NS}, status: 429, retryAfterSeconds: 3, times: 1})
+    const fault = proxy.faults.add({
+      match: {verb: 'create', kind: 'ConfigMap', namespace: NS},
+      status: 429,
+      retryAfterSeconds: 3,
+      times: 1,
+    })
     try {
       const r = await createConfigMap('throttled')
       expect(r.status).toBe(429)
       expect(r.headers.get('retry-after')).toBe('3')
-      expect((await r.json()) as object).toMatchObject({kind: 'Status', reason: 'TooManyRequests', code: 429, details: {retryAfterSeconds: 3}})
+      expect((await r.json()) as object).toMatchObject({
+        kind: 'Status',
+        reason: 'TooManyRequests',
+        code: 429,
+        details: {retryAfterSeconds: 3},
+      })
       expect(await live('throttled')).toBeUndefined()
       // times: 1 — the next one goes through.
       expect((await createConfigMap('throttled')).status).toBe(201)
@@ -91,7 +128,12 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
     } finally {
       fault.remove()
     }
-    expect(proxy.requestsMatching({verb: 'create', kind: 'ConfigMap', name: undefined, namespace: NS}).slice(-2).map((e) => e.status)).toEqual([429, 201])
+    expect(
+      proxy
+        .requestsMatching({verb: 'create', kind: 'ConfigMap', name: undefined, namespace: NS})
+        .slice(-2)
+        .map((e) => e.status),
+    ).toEqual([429, 201])
   })
 
   it('a connection dropped before forwarding writes nothing; dropped after the write, the object exists', async () => {
@@ -112,7 +154,12 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
   })
 
   it('holds a request for latencyMs before forwarding it', async () => {
-    const fault = proxy.faults.add({match: {verb: 'get', kind: 'ConfigMap', name: 'throttled'}, latencyMs: 700, times: 1, name: 'slow'})
+    const fault = proxy.faults.add({
+      match: {verb: 'get', kind: 'ConfigMap', name: 'throttled'},
+      latencyMs: 700,
+      times: 1,
+      name: 'slow',
+    })
     const r = await call('GET', `/api/v1/namespaces/${NS}/configmaps/throttled`)
     fault.remove()
     expect(r.status).toBe(200)
@@ -122,10 +169,13 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
 
   it('streams watch events as the server sends them', async () => {
     const abort = new AbortController()
-    const r = await fetch(`${proxy.url}/api/v1/namespaces/${NS}/configmaps?watch=true&fieldSelector=metadata.name%3Dwatched`, {
-      headers: {authorization: `Bearer ${ADMIN_TOKEN}`},
-      signal: abort.signal,
-    })
+    const r = await fetch(
+      `${proxy.url}/api/v1/namespaces/${NS}/configmaps?watch=true&fieldSelector=metadata.name%3Dwatched`,
+      {
+        headers: {authorization: `Bearer ${ADMIN_TOKEN}`},
+        signal: abort.signal,
+      },
+    )
     expect(r.status).toBe(200)
     const reader = r.body!.getReader()
     // Created directly on the server while the watch is open: the event arrives through the proxy.

@@ -14,11 +14,19 @@ import {envtestKubeconfig, runEnvtest, tokenKubeconfig} from '../support/envtest
 import {type ClusterServer, startClusterServer} from './server.js'
 import {tempDir, writeText} from './support.js'
 
-function kubeconfig(opts: {clusters: [string, string, boolean?][]; users?: [string, string][]; contexts: [string, string, string][]; current?: string}): string {
+function kubeconfig(opts: {
+  clusters: [string, string, boolean?][]
+  users?: [string, string][]
+  contexts: [string, string, string][]
+  current?: string
+}): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: opts.clusters.map(([name, server, insecure]) => ({name, cluster: {server, ...(insecure === false ? {} : {'insecure-skip-tls-verify': true})}})),
+    clusters: opts.clusters.map(([name, server, insecure]) => ({
+      name,
+      cluster: {server, ...(insecure === false ? {} : {'insecure-skip-tls-verify': true})},
+    })),
     users: (opts.users ?? [['admin', server.adminToken]]).map(([name, token]) => ({name, user: {token}})),
     contexts: opts.contexts.map(([name, cluster, user]) => ({name, context: {cluster, user}})),
     ...(opts.current ? {'current-context': opts.current} : {}),
@@ -35,18 +43,38 @@ afterAll(() => server.close())
 
 describe('$KUBECONFIG with several files', () => {
   it('merges them with the first file winning for duplicate names, like kubectl', async () => {
-    const first = await writeText(path.join(dir, 'first'), kubeconfig({clusters: [['shared', server.url]], contexts: [['dup', 'shared', 'admin']], current: 'dup'}))
-    const second = await writeText(path.join(dir, 'second'), kubeconfig({
-      clusters: [['shared', 'https://second.invalid:6443'], ['only-second', 'https://only-second.invalid:6443']],
-      users: [['admin', 'wrong-token'], ['other', 'other-token']],
-      contexts: [['dup', 'only-second', 'other'], ['second-ctx', 'only-second', 'other']],
-      current: 'second-ctx',
-    }))
+    const first = await writeText(
+      path.join(dir, 'first'),
+      kubeconfig({clusters: [['shared', server.url]], contexts: [['dup', 'shared', 'admin']], current: 'dup'}),
+    )
+    const second = await writeText(
+      path.join(dir, 'second'),
+      kubeconfig({
+        clusters: [
+          ['shared', 'https://second.invalid:6443'],
+          ['only-second', 'https://only-second.invalid:6443'],
+        ],
+        users: [
+          ['admin', 'wrong-token'],
+          ['other', 'other-token'],
+        ],
+        contexts: [
+          ['dup', 'only-second', 'other'],
+          ['second-ctx', 'only-second', 'other'],
+        ],
+        current: 'second-ctx',
+      }),
+    )
     const kc = await loadKubeConfig({}, {KUBECONFIG: [first, second].join(path.delimiter)})
     expect(kc.getCurrentContext()).toBe('dup') // the first file's current-context
     expect(kc.getCurrentCluster()?.server).toBe(server.url) // the first file's "shared"
     expect(kc.getCurrentUser()?.token).toBe(server.adminToken)
-    expect(kc.getContexts().map((c) => c.name).sort()).toEqual(['dup', 'second-ctx'])
+    expect(
+      kc
+        .getContexts()
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['dup', 'second-ctx'])
     // The merged config really talks to the server of the first file.
     expect(await new HttpKubeClient(kc, {retries: 0}).serverVersion()).toBe(server.version)
     // Names only the second file defines are still there.
@@ -55,7 +83,10 @@ describe('$KUBECONFIG with several files', () => {
   })
 
   it('skips files that do not exist and fails when none does', async () => {
-    const only = await writeText(path.join(dir, 'only'), kubeconfig({clusters: [['c', server.url]], contexts: [['ctx', 'c', 'admin']], current: 'ctx'}))
+    const only = await writeText(
+      path.join(dir, 'only'),
+      kubeconfig({clusters: [['c', server.url]], contexts: [['ctx', 'c', 'admin']], current: 'ctx'}),
+    )
     const kc = await loadKubeConfig({}, {KUBECONFIG: [path.join(dir, 'missing'), only].join(path.delimiter)})
     expect(kc.getCurrentContext()).toBe('ctx')
     const error = await loadKubeConfig({}, {KUBECONFIG: path.join(dir, 'missing')}).catch((e: unknown) => e)
@@ -66,8 +97,14 @@ describe('$KUBECONFIG with several files', () => {
 
 describe('--kubeconfig and --context', () => {
   it('--kubeconfig wins over $KUBECONFIG', async () => {
-    const explicit = await writeText(path.join(dir, 'explicit'), kubeconfig({clusters: [['c', server.url]], contexts: [['explicit-ctx', 'c', 'admin']], current: 'explicit-ctx'}))
-    const env = await writeText(path.join(dir, 'env'), kubeconfig({clusters: [['c', 'https://env.invalid']], contexts: [['env-ctx', 'c', 'admin']], current: 'env-ctx'}))
+    const explicit = await writeText(
+      path.join(dir, 'explicit'),
+      kubeconfig({clusters: [['c', server.url]], contexts: [['explicit-ctx', 'c', 'admin']], current: 'explicit-ctx'}),
+    )
+    const env = await writeText(
+      path.join(dir, 'env'),
+      kubeconfig({clusters: [['c', 'https://env.invalid']], contexts: [['env-ctx', 'c', 'admin']], current: 'env-ctx'}),
+    )
     const kc = await loadKubeConfig({kubeconfig: explicit}, {KUBECONFIG: env})
     expect(kc.getCurrentContext()).toBe('explicit-ctx')
     const missing = await loadKubeConfig({kubeconfig: path.join(dir, 'nope')}, {}).catch((e: unknown) => e)
@@ -75,7 +112,17 @@ describe('--kubeconfig and --context', () => {
   })
 
   it('an unknown --context is an error that lists the known contexts', async () => {
-    const file = await writeText(path.join(dir, 'two-contexts'), kubeconfig({clusters: [['c', server.url]], contexts: [['alpha', 'c', 'admin'], ['beta', 'c', 'admin']], current: 'alpha'}))
+    const file = await writeText(
+      path.join(dir, 'two-contexts'),
+      kubeconfig({
+        clusters: [['c', server.url]],
+        contexts: [
+          ['alpha', 'c', 'admin'],
+          ['beta', 'c', 'admin'],
+        ],
+        current: 'alpha',
+      }),
+    )
     const error = await loadKubeConfig({kubeconfig: file, context: 'gamma'}, {}).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeConfigError)
     expect((error as KubeConfigError).message).toBe('context "gamma" is not in the kubeconfig')
@@ -84,7 +131,10 @@ describe('--kubeconfig and --context', () => {
   })
 
   it('a kubeconfig without a current context is an error naming --context', async () => {
-    const file = await writeText(path.join(dir, 'no-current'), kubeconfig({clusters: [['c', server.url]], contexts: [['alpha', 'c', 'admin']]}))
+    const file = await writeText(
+      path.join(dir, 'no-current'),
+      kubeconfig({clusters: [['c', server.url]], contexts: [['alpha', 'c', 'admin']]}),
+    )
     const error = await loadKubeConfig({kubeconfig: file}, {}).catch((e: unknown) => e)
     expect((error as KubeConfigError).message).toBe('the kubeconfig has no current context')
     expect((error as KubeConfigError).suggestion).toContain('--context')
@@ -104,15 +154,23 @@ describe('no kubeconfig, plain http, request timeout', () => {
   it('~/.kube/config is read when nothing else is given', async () => {
     const home = await tempDir('mesh-migrate-home-')
     await mkdir(path.join(home, '.kube'))
-    await writeText(path.join(home, '.kube', 'config'), kubeconfig({clusters: [['c', server.url]], contexts: [['home-ctx', 'c', 'admin']], current: 'home-ctx'}))
+    await writeText(
+      path.join(home, '.kube', 'config'),
+      kubeconfig({clusters: [['c', server.url]], contexts: [['home-ctx', 'c', 'admin']], current: 'home-ctx'}),
+    )
     expect((await loadKubeConfig({}, {HOME: home})).getCurrentContext()).toBe('home-ctx')
   })
 
   it('refuses a plain-http server unless insecure-skip-tls-verify is set', async () => {
-    const file = await writeText(path.join(dir, 'http'), kubeconfig({clusters: [['plain', server.url, false]], contexts: [['ctx', 'plain', 'admin']], current: 'ctx'}))
+    const file = await writeText(
+      path.join(dir, 'http'),
+      kubeconfig({clusters: [['plain', server.url, false]], contexts: [['ctx', 'plain', 'admin']], current: 'ctx'}),
+    )
     const error = await loadKubeConfig({kubeconfig: file}, {}).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeConfigError)
-    expect((error as KubeConfigError).message).toBe(`cluster "plain" uses plain http (${server.url}), which is only allowed with insecure-skip-tls-verify`)
+    expect((error as KubeConfigError).message).toBe(
+      `cluster "plain" uses plain http (${server.url}), which is only allowed with insecure-skip-tls-verify`,
+    )
   })
 
   it('parses --request-timeout like kubectl', () => {
@@ -140,7 +198,10 @@ describe('the light kubeconfig path against the real server', () => {
 
   it.skipIf(!envtest)('refuses a server whose certificate the kubeconfig CA did not sign', async () => {
     const otherCa = (await import('node:tls')).rootCertificates[0]!
-    const file = await writeText(path.join(dir, 'light-wrong-ca'), tokenKubeconfig(envtest!.url, envtest!.tokens.admin, {caPem: otherCa}))
+    const file = await writeText(
+      path.join(dir, 'light-wrong-ca'),
+      tokenKubeconfig(envtest!.url, envtest!.tokens.admin, {caPem: otherCa}),
+    )
     const client = await connect({kubeconfig: file, requestTimeout: '5s'})
     const error = await client.serverVersion().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeConnectionError)

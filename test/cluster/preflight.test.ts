@@ -14,7 +14,21 @@ import type {PreflightDiagnostic} from '../../src/preflight/types.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
 import {runEnvtest} from '../support/envtest.js'
 import {type ClusterServer, startClusterServer} from './server.js'
-import {cniConfigMap, daemonSet, daemonSetPods, deleteCrd, istiod, meshConfig, NAMESPACE, node, ROOT, seedAmbientCluster, setBundleVersion, waypointClass, ZTUNNEL_LABELS} from './ambient-cluster.js'
+import {
+  cniConfigMap,
+  daemonSet,
+  daemonSetPods,
+  deleteCrd,
+  istiod,
+  meshConfig,
+  NAMESPACE,
+  node,
+  ROOT,
+  seedAmbientCluster,
+  setBundleVersion,
+  waypointClass,
+  ZTUNNEL_LABELS,
+} from './ambient-cluster.js'
 import {clientFor, ns, pod, sidecarPod} from './support.js'
 
 // Each test gets a fresh cluster; a real kube-apiserver takes seconds to start and to establish the
@@ -29,21 +43,35 @@ afterEach(async () => {
 })
 
 /** A fresh server with a healthy ambient installation, then `change` applied to it. */
-async function cluster(change: (s: ClusterServer) => unknown | Promise<unknown> = () => undefined): Promise<ClusterServer> {
+async function cluster(
+  change: (s: ClusterServer) => unknown | Promise<unknown> = () => undefined,
+): Promise<ClusterServer> {
   server = await startClusterServer()
   await seedAmbientCluster(server)
   await change(server)
   return server
 }
 
-async function planFrom(client: HttpKubeClient, namespace = NAMESPACE): Promise<{plan: MigrationPlan; inventory: ReturnType<typeof buildInventory>}> {
+async function planFrom(
+  client: HttpKubeClient,
+  namespace = NAMESPACE,
+): Promise<{plan: MigrationPlan; inventory: ReturnType<typeof buildInventory>}> {
   const snapshot = await (await ClusterSource.open(client)).snapshot(namespace, {rootNamespace: ROOT})
   const inventory = buildInventory(snapshot, {waypointFor: 'service'})
-  const plan = buildPlan({inventory, snapshot, options: {rootNamespace: ROOT, waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+  const plan = buildPlan({
+    inventory,
+    snapshot,
+    options: {rootNamespace: ROOT, waypointName: 'waypoint', waypointFor: 'service'},
+    generator: 'test',
+  })
   return {plan, inventory}
 }
 
-async function preflight(s: ClusterServer, checks?: string[], opts: {token?: string; namespace?: string} = {}): Promise<PreflightDiagnostic[]> {
+async function preflight(
+  s: ClusterServer,
+  checks?: string[],
+  opts: {token?: string; namespace?: string} = {},
+): Promise<PreflightDiagnostic[]> {
   const admin = await clientFor(s)
   const {plan} = await planFrom(admin, opts.namespace)
   const client = opts.token ? await clientFor(s, opts.token) : admin
@@ -59,13 +87,30 @@ describe('reads', () => {
     const client = await clientFor(s)
     const snapshot = await (await ClusterSource.open(client)).snapshot(NAMESPACE, {rootNamespace: ROOT})
     const inventory = buildInventory(snapshot, {waypointFor: 'service'})
-    const plan = buildPlan({inventory, snapshot, options: {rootNamespace: ROOT, waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+    const plan = buildPlan({
+      inventory,
+      snapshot,
+      options: {rootNamespace: ROOT, waypointName: 'waypoint', waypointFor: 'service'},
+      generator: 'test',
+    })
     s.resetRequestLog()
     const diags = await runPreflight(client, NAMESPACE, {plan, inventory, snapshot, rootNamespace: ROOT})
     expect(diags.filter((d) => d.severity === 'error')).toEqual([])
-    const reread = s.requests.filter((e) => e.user === 'admin' && e.verb === 'list' && ((e.resource === 'pods' && e.namespace === NAMESPACE) || e.resource === 'networkpolicies' || e.resource === 'mutatingwebhookconfigurations' || (e.resource === 'configmaps' && e.namespace === ROOT)))
+    const reread = s.requests.filter(
+      (e) =>
+        e.user === 'admin' &&
+        e.verb === 'list' &&
+        ((e.resource === 'pods' && e.namespace === NAMESPACE) ||
+          e.resource === 'networkpolicies' ||
+          e.resource === 'mutatingwebhookconfigurations' ||
+          (e.resource === 'configmaps' && e.namespace === ROOT)),
+    )
     expect(reread).toEqual([])
-    expect(s.requests.filter((e) => e.user === 'admin' && e.verb === 'get' && e.resource === 'namespaces' && e.name === NAMESPACE)).toEqual([])
+    expect(
+      s.requests.filter(
+        (e) => e.user === 'admin' && e.verb === 'get' && e.resource === 'namespaces' && e.name === NAMESPACE,
+      ),
+    ).toEqual([])
   })
 })
 
@@ -74,11 +119,19 @@ describe('a healthy ambient installation', () => {
     const s = await cluster()
     const diags = await preflight(s)
     expect(diags.filter((d) => d.severity === 'error' || d.severity === 'warning')).toEqual([])
-    for (const check of PREFLIGHT_CHECKS) expect(of(diags, check).some((d) => d.severity === 'ok'), check).toBe(true)
+    for (const check of PREFLIGHT_CHECKS)
+      expect(
+        of(diags, check).some((d) => d.severity === 'ok'),
+        check,
+      ).toBe(true)
     expect(of(diags, 'istio-version')[0]!.message).toContain('runs Istio 1.28.1')
     expect(of(diags, 'istio-version')[0]!.message).toContain('ztunnel enforces istio.io/dry-run AuthorizationPolicies')
-    expect(of(diags, 'ztunnel-ready')[0]!.message).toBe('DaemonSet istio-system/ztunnel is ready on 2 node(s) (2 eligible node(s) checked).')
-    expect(of(diags, 'istio-cni-ready')[0]!.message).toContain('Ambient is enabled (AMBIENT_ENABLED=true) and shop is not excluded.')
+    expect(of(diags, 'ztunnel-ready')[0]!.message).toBe(
+      'DaemonSet istio-system/ztunnel is ready on 2 node(s) (2 eligible node(s) checked).',
+    )
+    expect(of(diags, 'istio-cni-ready')[0]!.message).toContain(
+      'Ambient is enabled (AMBIENT_ENABLED=true) and shop is not excluded.',
+    )
     expect(of(diags, 'gateway-api-crds')[0]!.message).toContain('HTTPRoute v1.6.1')
     expect(of(diags, 'rbac')[0]!.message).toMatch(/^All \d+ permission\(s\) the plan needs/)
 
@@ -100,17 +153,39 @@ describe('istio-version', () => {
     expect(codes(v124)).toEqual(['warning:IstioVersion124'])
   })
 
-  it('follows the namespace\'s revision, through revision tags, and fails when no istiod serves it', async () => {
+  it("follows the namespace's revision, through revision tags, and fails when no istiod serves it", async () => {
     const tagWebhook: KubeObject = {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'MutatingWebhookConfiguration',
       metadata: {name: 'istio-revision-tag-prod', labels: {'istio.io/tag': 'prod', 'istio.io/rev': 'canary'}},
-      webhooks: [{name: 'rev.namespace.sidecar-injector.istio.io', admissionReviewVersions: ['v1'], sideEffects: 'None', clientConfig: {service: {name: 'istiod-canary', namespace: ROOT}}, namespaceSelector: {matchExpressions: [{key: 'istio.io/rev', operator: 'In', values: ['prod']}, {key: 'istio-injection', operator: 'DoesNotExist'}]}}],
+      webhooks: [
+        {
+          name: 'rev.namespace.sidecar-injector.istio.io',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          clientConfig: {service: {name: 'istiod-canary', namespace: ROOT}},
+          namespaceSelector: {
+            matchExpressions: [
+              {key: 'istio.io/rev', operator: 'In', values: ['prod']},
+              {key: 'istio-injection', operator: 'DoesNotExist'},
+            ],
+          },
+        },
+      ],
     }
-    const s = await cluster((srv) => srv.seed([istiod({name: 'istiod-canary', revision: 'canary', version: '1.29.0'}), tagWebhook, ns('tagged', {'istio.io/rev': 'prod'}), ns('orphan', {'istio.io/rev': 'gone'})]))
+    const s = await cluster((srv) =>
+      srv.seed([
+        istiod({name: 'istiod-canary', revision: 'canary', version: '1.29.0'}),
+        tagWebhook,
+        ns('tagged', {'istio.io/rev': 'prod'}),
+        ns('orphan', {'istio.io/rev': 'gone'}),
+      ]),
+    )
     const tagged = await preflight(s, ['istio-version', 'ambient-enabled'], {namespace: 'tagged'})
     expect(codes(tagged)).toEqual(['ok:IstioVersion', 'ok:AmbientEnabled'])
-    expect(tagged[0]!.message).toContain('istiod-canary in istio-system (istio.io/rev=prod (revision tag of canary)) runs Istio 1.29.0')
+    expect(tagged[0]!.message).toContain(
+      'istiod-canary in istio-system (istio.io/rev=prod (revision tag of canary)) runs Istio 1.29.0',
+    )
     expect(tagged[0]!.message).toContain('ignores istio.io/dry-run AuthorizationPolicies')
     const orphan = await preflight(s, ['istio-version'], {namespace: 'orphan'})
     expect(codes(orphan)).toEqual(['error:IstiodRevisionNotFound'])
@@ -121,7 +196,11 @@ describe('istio-version', () => {
     const s = await cluster()
     const client = await clientFor(s)
     const {plan} = await planFrom(client)
-    const diags = await runPreflight(client, NAMESPACE, {plan, rootNamespace: 'istio-elsewhere', checks: ['istio-version']})
+    const diags = await runPreflight(client, NAMESPACE, {
+      plan,
+      rootNamespace: 'istio-elsewhere',
+      checks: ['istio-version'],
+    })
     expect(codes(diags)).toEqual(['error:IstiodNotFound'])
     expect(diags[0]!.fix).toContain('--root-namespace')
   })
@@ -129,7 +208,9 @@ describe('istio-version', () => {
 
 describe('ambient-enabled', () => {
   it('is an error without PILOT_ENABLE_AMBIENT=true and a warning when the mesh config lacks HBONE metadata', async () => {
-    const diags = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), meshConfig(false)])), ['ambient-enabled'])
+    const diags = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), meshConfig(false)])), [
+      'ambient-enabled',
+    ])
     expect(codes(diags)).toEqual(['error:AmbientNotEnabled', 'warning:HboneMetadataMissing'])
     expect(diags[0]!.message).toContain('does not run with PILOT_ENABLE_AMBIENT=true (not set)')
   })
@@ -140,10 +221,26 @@ describe('ambient-enabled: install side effects (E17)', () => {
     const gateway: KubeObject = {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
-      metadata: {name: 'istio-ingressgateway', namespace: ROOT, labels: {app: 'istio-ingressgateway', 'operator.istio.io/component': 'IngressGateways', 'install.operator.istio.io/owning-resource': 'unknown'}},
-      spec: {selector: {matchLabels: {app: 'istio-ingressgateway'}}, template: {metadata: {labels: {app: 'istio-ingressgateway'}}, spec: {containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]}}},
+      metadata: {
+        name: 'istio-ingressgateway',
+        namespace: ROOT,
+        labels: {
+          app: 'istio-ingressgateway',
+          'operator.istio.io/component': 'IngressGateways',
+          'install.operator.istio.io/owning-resource': 'unknown',
+        },
+      },
+      spec: {
+        selector: {matchLabels: {app: 'istio-ingressgateway'}},
+        template: {
+          metadata: {labels: {app: 'istio-ingressgateway'}},
+          spec: {containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]},
+        },
+      },
     }
-    const before = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), gateway])), ['ambient-enabled'])
+    const before = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), gateway])), [
+      'ambient-enabled',
+    ])
     expect(codes(before)).toEqual(['error:AmbientNotEnabled', 'warning:AmbientProfilePrunesGateways'])
     expect(before[1]!.message).toContain('istioctl installed istio-ingressgateway in istio-system')
     expect(before[1]!.fix).toContain('components.ingressGateways: [{name: istio-ingressgateway, enabled: true}]')
@@ -158,52 +255,114 @@ describe('ambient-enabled: istiod flags that change waypoint authorization (E21)
   const autoAllow = {name: 'PILOT_AUTO_ALLOW_WAYPOINT_POLICY', value: 'true'}
 
   it('PILOT_AUTO_ALLOW_WAYPOINT_POLICY is an error while sidecar clients run elsewhere, a warning when none do', async () => {
-    const withCallers = await preflight(await cluster((s) => s.seed([istiod({env: [autoAllow]}), ns('payments', {'istio-injection': 'enabled'}), sidecarPod('pay-1', 'payments', {hbone: true})])), ['ambient-enabled'])
+    const withCallers = await preflight(
+      await cluster((s) =>
+        s.seed([
+          istiod({env: [autoAllow]}),
+          ns('payments', {'istio-injection': 'enabled'}),
+          sidecarPod('pay-1', 'payments', {hbone: true}),
+        ]),
+      ),
+      ['ambient-enabled'],
+    )
     expect(codes(withCallers)).toEqual(['ok:AmbientEnabled', 'error:AutoAllowWaypointPolicy'])
     expect(withCallers[1]!.message).toContain('sidecar pods run in 1 other namespace(s) (payments) and would be denied')
     expect(withCallers[1]!.fix).toContain('PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false')
     await server!.close()
-    const alone = await preflight(await cluster((s) => s.seed(istiod({env: [autoAllow, {name: 'ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES', value: 'true'}]}))), ['ambient-enabled'])
-    expect(codes(alone)).toEqual(['ok:AmbientEnabled', 'warning:AutoAllowWaypointPolicy', 'warning:LayeredWaypointAuthorization'])
+    const alone = await preflight(
+      await cluster((s) =>
+        s.seed(istiod({env: [autoAllow, {name: 'ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES', value: 'true'}]})),
+      ),
+      ['ambient-enabled'],
+    )
+    expect(codes(alone)).toEqual([
+      'ok:AmbientEnabled',
+      'warning:AutoAllowWaypointPolicy',
+      'warning:LayeredWaypointAuthorization',
+    ])
     expect(alone[1]!.message).toContain('no sidecar pod runs in another namespace now')
   })
 })
 
 describe('ambient-enabled: multicluster (E20)', () => {
-  const service = (name: string, labels: Record<string, string>): KubeObject => ({apiVersion: 'v1', kind: 'Service', metadata: {name, namespace: NAMESPACE, labels}, spec: {ports: [{name: 'http', port: 80}], selector: {app: name}}})
+  const service = (name: string, labels: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name, namespace: NAMESPACE, labels},
+    spec: {ports: [{name: 'http', port: 80}], selector: {app: name}},
+  })
 
   it('refuses a namespace set up for ambient multicluster: multi-network ambient istiod, or istio.io/global Services', async () => {
-    const multiNetwork = await preflight(await cluster((s) => s.seed(istiod({env: [{name: 'AMBIENT_ENABLE_MULTI_NETWORK', value: 'true'}]}))), ['ambient-enabled'])
+    const multiNetwork = await preflight(
+      await cluster((s) => s.seed(istiod({env: [{name: 'AMBIENT_ENABLE_MULTI_NETWORK', value: 'true'}]}))),
+      ['ambient-enabled'],
+    )
     expect(codes(multiNetwork)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
     expect(multiNetwork[1]!.message).toContain('istiod runs with AMBIENT_ENABLE_MULTI_NETWORK=true')
     expect(multiNetwork[1]!.fix).toContain('refuses multicluster namespaces')
     await server!.close()
-    const global = await preflight(await cluster((s) => s.seed([service('ratings', {'istio.io/global': 'true'}), service('local', {app: 'local'})])), ['ambient-enabled'])
+    const global = await preflight(
+      await cluster((s) => s.seed([service('ratings', {'istio.io/global': 'true'}), service('local', {app: 'local'})])),
+      ['ambient-enabled'],
+    )
     expect(codes(global)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
     expect(global[1]!.message).toContain('Service(s) ratings of shop carry istio.io/global')
     expect(global[1]!.message).not.toContain('local')
   })
 
   it('warns when the install only looks multicluster (a cluster name, a network), and says nothing for a default install', async () => {
-    const named = await preflight(await cluster((s) => s.seed([istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}), ns(ROOT, {'topology.istio.io/network': 'network1'})])), ['ambient-enabled'])
+    const named = await preflight(
+      await cluster((s) =>
+        s.seed([
+          istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}),
+          ns(ROOT, {'topology.istio.io/network': 'network1'}),
+        ]),
+      ),
+      ['ambient-enabled'],
+    )
     expect(codes(named)).toEqual(['ok:AmbientEnabled', 'warning:PossiblyMulticluster'])
-    expect(named[1]!.message).toContain('istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1')
+    expect(named[1]!.message).toContain(
+      'istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1',
+    )
     expect(named[1]!.fix).toContain('istioctl remote-clusters')
     await server!.close()
-    const single = await preflight(await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'Kubernetes'}]}))), ['ambient-enabled'])
+    const single = await preflight(
+      await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'Kubernetes'}]}))),
+      ['ambient-enabled'],
+    )
     expect(codes(single)).toEqual(['ok:AmbientEnabled'])
   })
 })
 
 describe('ztunnel-ready', () => {
   it('is an error naming the node where ztunnel is not ready', async () => {
-    const diags = await preflight(await cluster((s) => s.seed([daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}), ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b'])])), ['ztunnel-ready'])
+    const diags = await preflight(
+      await cluster((s) =>
+        s.seed([
+          daemonSet('ztunnel', ZTUNNEL_LABELS, {ready: 1}),
+          ...daemonSetPods('ztunnel', ZTUNNEL_LABELS, ['node-b']),
+        ]),
+      ),
+      ['ztunnel-ready'],
+    )
     expect(codes(diags)).toEqual(['error:ZtunnelNotReady'])
     expect(diags[0]!.message).toContain('has no ready pod on node(s) node-b (1/2 ready)')
   })
 
   it('warns about nodes the DaemonSet cannot run on (an untolerated taint) and errors when it is missing', async () => {
-    const tainted = await preflight(await cluster((s) => s.seed(node('gpu-1', {taints: [{key: 'nvidia.com/gpu', value: 'true', effect: 'NoExecute'}, {key: 'dedicated', value: 'ml', effect: 'NoSchedule'}]}))), ['ztunnel-ready'])
+    const tainted = await preflight(
+      await cluster((s) =>
+        s.seed(
+          node('gpu-1', {
+            taints: [
+              {key: 'nvidia.com/gpu', value: 'true', effect: 'NoExecute'},
+              {key: 'dedicated', value: 'ml', effect: 'NoSchedule'},
+            ],
+          }),
+        ),
+      ),
+      ['ztunnel-ready'],
+    )
     // The chart tolerates every NoSchedule/NoExecute taint: the node is covered, and it has no ready pod yet.
     expect(codes(tainted)).toEqual(['error:ZtunnelNotReady'])
     expect(tainted[0]!.message).toContain('node(s) gpu-1')
@@ -212,48 +371,94 @@ describe('ztunnel-ready', () => {
     narrow.spec.template.spec.tolerations = []
     // Seeding replaces the DaemonSet (generation 2); its controller has observed that.
     narrow.status.observedGeneration = 2
-    const excluded = await preflight(await cluster((s) => s.seed([narrow, node('infra-1', {taints: [{key: 'dedicated', value: 'infra', effect: 'NoSchedule'}]}), node('win-1', {labels: {'kubernetes.io/os': 'windows'}})])), ['ztunnel-ready'])
+    const excluded = await preflight(
+      await cluster((s) =>
+        s.seed([
+          narrow,
+          node('infra-1', {taints: [{key: 'dedicated', value: 'infra', effect: 'NoSchedule'}]}),
+          node('win-1', {labels: {'kubernetes.io/os': 'windows'}}),
+        ]),
+      ),
+      ['ztunnel-ready'],
+    )
     expect(codes(excluded)).toEqual(['ok:ZtunnelReady', 'warning:ZtunnelNodesNotCovered'])
     expect(excluded[1]!.message).toContain('infra-1 (taint dedicated=infra:NoSchedule is not tolerated)')
     expect(excluded[1]!.message).not.toContain('win-1')
     await server!.close()
-    const missing = await preflight(await cluster(async (s) => {
-      await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {method: 'DELETE', headers: {Authorization: `Bearer ${s.adminToken}`}})
-    }), ['ztunnel-ready'])
+    const missing = await preflight(
+      await cluster(async (s) => {
+        await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {
+          method: 'DELETE',
+          headers: {Authorization: `Bearer ${s.adminToken}`},
+        })
+      }),
+      ['ztunnel-ready'],
+    )
     expect(codes(missing)).toEqual(['error:ZtunnelNotFound'])
   })
 })
 
 describe('istio-cni-ready', () => {
   it('is an error when istio-cni runs without ambient, or excludes the namespace', async () => {
-    const disabled = await preflight(await cluster((s) => s.seed(cniConfigMap({AMBIENT_ENABLED: 'false'}))), ['istio-cni-ready'])
+    const disabled = await preflight(await cluster((s) => s.seed(cniConfigMap({AMBIENT_ENABLED: 'false'}))), [
+      'istio-cni-ready',
+    ])
     expect(codes(disabled)).toEqual(['error:IstioCniAmbientDisabled'])
     await server!.close()
-    const excluded = await preflight(await cluster((s) => s.seed(cniConfigMap({EXCLUDED_NAMESPACES: 'kube-system,shop'}))), ['istio-cni-ready'])
+    const excluded = await preflight(
+      await cluster((s) => s.seed(cniConfigMap({EXCLUDED_NAMESPACES: 'kube-system,shop'}))),
+      ['istio-cni-ready'],
+    )
     expect(codes(excluded)).toEqual(['error:NamespaceExcludedByCni'])
     expect(excluded[0]!.message).toContain('istio-cni excludes namespace shop')
   })
 
   it('is an error when it is not ready on every node', async () => {
-    const diags = await preflight(await cluster((s) => s.seed([daemonSet('istio-cni-node', {'k8s-app': 'istio-cni-node'}, {ready: 0, container: {name: 'install-cni', envFrom: [{configMapRef: {name: 'istio-cni-config'}}]}}), ...daemonSetPods('istio-cni-node', {'k8s-app': 'istio-cni-node'}, ['node-a', 'node-b'])])), ['istio-cni-ready'])
+    const diags = await preflight(
+      await cluster((s) =>
+        s.seed([
+          daemonSet(
+            'istio-cni-node',
+            {'k8s-app': 'istio-cni-node'},
+            {ready: 0, container: {name: 'install-cni', envFrom: [{configMapRef: {name: 'istio-cni-config'}}]}},
+          ),
+          ...daemonSetPods('istio-cni-node', {'k8s-app': 'istio-cni-node'}, ['node-a', 'node-b']),
+        ]),
+      ),
+      ['istio-cni-ready'],
+    )
     expect(codes(diags)).toEqual(['error:IstioCniNotReady'])
     expect(diags[0]!.message).toContain('fails to start')
   })
 })
 
 describe('gateway-api-crds', () => {
-  it('is an error when a required CRD is missing and a warning below Istio\'s minimum bundle version', async () => {
-    const diags = await preflight(await cluster(async (s) => {
-      await deleteCrd(s, 'httproutes.gateway.networking.k8s.io')
-      await setBundleVersion(s, 'grpcroutes', 'v1.0.0')
-    }), ['gateway-api-crds'])
+  it("is an error when a required CRD is missing and a warning below Istio's minimum bundle version", async () => {
+    const diags = await preflight(
+      await cluster(async (s) => {
+        await deleteCrd(s, 'httproutes.gateway.networking.k8s.io')
+        await setBundleVersion(s, 'grpcroutes', 'v1.0.0')
+      }),
+      ['gateway-api-crds'],
+    )
     expect(codes(diags)).toEqual(['error:GatewayApiCrdMissing', 'warning:GatewayApiCrdBelowMinimum'])
     expect(diags[0]!.message).toContain('httproutes.gateway.networking.k8s.io is not installed')
-    expect(diags[1]!.message).toContain('is at v1.0.0, below Istio\'s minimum v1.1.0')
+    expect(diags[1]!.message).toContain("is at v1.0.0, below Istio's minimum v1.1.0")
   })
 
   it('falls back to discovery when reading CRDs is forbidden, and says the version was not checked', async () => {
-    const s = await cluster((srv) => srv.addToken('no-crds', {user: 'no-crds', permissions: [{verbs: ['get', 'list'], apiGroups: ['', 'apps', 'gateway.networking.k8s.io', 'admissionregistration.k8s.io'], resources: ['*']}]}))
+    const s = await cluster((srv) =>
+      srv.addToken('no-crds', {
+        user: 'no-crds',
+        permissions: [
+          {
+            verbs: ['get', 'list'],
+            apiGroups: ['', 'apps', 'gateway.networking.k8s.io', 'admissionregistration.k8s.io'],
+            resources: ['*'],
+          },
+        ],
+      }),
+    )
     const diags = await preflight(s, ['gateway-api-crds'], {token: 'no-crds'})
     expect(codes(diags)).toEqual(['warning:GatewayApiVersionUnchecked'])
   })
@@ -261,23 +466,52 @@ describe('gateway-api-crds', () => {
 
 describe('waypoint-gatewayclass', () => {
   it('is an error when the class is missing or has another controller', async () => {
-    const missing = await preflight(await cluster(async (s) => {
-      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: `Bearer ${s.adminToken}`}})
-    }), ['waypoint-gatewayclass'])
+    const missing = await preflight(
+      await cluster(async (s) => {
+        await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {
+          method: 'DELETE',
+          headers: {Authorization: `Bearer ${s.adminToken}`},
+        })
+      }),
+      ['waypoint-gatewayclass'],
+    )
     expect(codes(missing)).toEqual(['error:WaypointClassMissing'])
     await server!.close()
-    const wrong = await preflight(await cluster(async (s) => {
-      await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {method: 'DELETE', headers: {Authorization: `Bearer ${s.adminToken}`}})
-      await s.seed(waypointClass('example.com/other-controller'))
-    }), ['waypoint-gatewayclass'])
+    const wrong = await preflight(
+      await cluster(async (s) => {
+        await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {
+          method: 'DELETE',
+          headers: {Authorization: `Bearer ${s.adminToken}`},
+        })
+        await s.seed(waypointClass('example.com/other-controller'))
+      }),
+      ['waypoint-gatewayclass'],
+    )
     expect(codes(wrong)).toEqual(['error:WaypointClassWrongController'])
   })
 })
 
 describe('sidecars-hbone', () => {
   it('is an error for a sidecar in the namespace without HBONE, a warning for one elsewhere in the mesh', async () => {
-    const waypointPod = pod('waypoint-5f7-x', NAMESPACE, {labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller', 'gateway.networking.k8s.io/gateway-name': 'waypoint'}, containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]})
-    const diags = await preflight(await cluster((s) => s.seed([waypointPod, sidecarPod('legacy-1', NAMESPACE, {hbone: false}), ns('payments', {'istio-injection': 'enabled'}), sidecarPod('pay-1', 'payments', {hbone: false}), sidecarPod('pay-2', 'payments', {hbone: true})])), ['sidecars-hbone'])
+    const waypointPod = pod('waypoint-5f7-x', NAMESPACE, {
+      labels: {
+        'gateway.istio.io/managed': 'istio.io-mesh-controller',
+        'gateway.networking.k8s.io/gateway-name': 'waypoint',
+      },
+      containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}],
+    })
+    const diags = await preflight(
+      await cluster((s) =>
+        s.seed([
+          waypointPod,
+          sidecarPod('legacy-1', NAMESPACE, {hbone: false}),
+          ns('payments', {'istio-injection': 'enabled'}),
+          sidecarPod('pay-1', 'payments', {hbone: false}),
+          sidecarPod('pay-2', 'payments', {hbone: true}),
+        ]),
+      ),
+      ['sidecars-hbone'],
+    )
     expect(codes(diags)).toEqual(['error:SidecarsNotHbone', 'warning:MeshSidecarsNotHbone'])
     expect(diags[0]!.message).toContain('1 of 2 sidecar pod(s) in shop are not HBONE-capable')
     expect(diags[0]!.message).toContain('legacy-1')
@@ -288,8 +522,13 @@ describe('sidecars-hbone', () => {
 })
 
 describe('blockers', () => {
-  it('reports the plan\'s blockers and those that appeared since', async () => {
-    const disable: KubeObject = {apiVersion: 'security.istio.io/v1', kind: 'PeerAuthentication', metadata: {name: 'no-mtls', namespace: NAMESPACE}, spec: {mtls: {mode: 'DISABLE'}}}
+  it("reports the plan's blockers and those that appeared since", async () => {
+    const disable: KubeObject = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'PeerAuthentication',
+      metadata: {name: 'no-mtls', namespace: NAMESPACE},
+      spec: {mtls: {mode: 'DISABLE'}},
+    }
     const s = await cluster((srv) => srv.seed(disable))
     const client = await clientFor(s)
     const {plan} = await planFrom(client)
@@ -300,7 +539,12 @@ describe('blockers', () => {
     expect(diags.some((d) => d.message.includes('PeerAuthentication shop/no-mtls'))).toBe(true)
 
     // A WorkloadEntry that shows up after planning is found live.
-    await s.seed({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'vm-1', namespace: NAMESPACE}, spec: {address: '10.0.0.5', labels: {app: 'web'}}})
+    await s.seed({
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {name: 'vm-1', namespace: NAMESPACE},
+      spec: {address: '10.0.0.5', labels: {app: 'web'}},
+    })
     const later = await runPreflight(client, NAMESPACE, {plan, rootNamespace: ROOT, checks: ['blockers']})
     const fresh = later.filter((d) => d.message.includes('new since the plan was made'))
     expect(fresh.length).toBeGreaterThan(0)
@@ -321,51 +565,86 @@ describe('network-policies', () => {
   const fromFrontend = [{podSelector: {matchLabels: {app: 'frontend'}}}]
 
   it('passes when the rule admitting the application port admits 15008 and probes too', async () => {
-    const diags = await preflight(await cluster((s) => s.seed(policy('web-ingress', [
-      {from: fromFrontend, ports: [{port: 8080}, {port: 15000, endPort: 15010}]},
-      {from: [{ipBlock: {cidr: '169.254.7.127/32'}}], ports: [{port: 'http'}]},
-    ]))), ['network-policies'])
+    const diags = await preflight(
+      await cluster((s) =>
+        s.seed(
+          policy('web-ingress', [
+            {from: fromFrontend, ports: [{port: 8080}, {port: 15000, endPort: 15010}]},
+            {from: [{ipBlock: {cidr: '169.254.7.127/32'}}], ports: [{port: 'http'}]},
+          ]),
+        ),
+      ),
+      ['network-policies'],
+    )
     expect(codes(diags)).toEqual(['ok:NetworkPoliciesAdmitHbone'])
   })
 
   it('is an error when peers are admitted on the application port only, and a warning for probes', async () => {
-    const diags = await preflight(await cluster((s) => s.seed(policy('web-ingress', [{from: fromFrontend, ports: [{port: 8080, protocol: 'TCP'}]}]))), ['network-policies'])
+    const diags = await preflight(
+      await cluster((s) =>
+        s.seed(policy('web-ingress', [{from: fromFrontend, ports: [{port: 8080, protocol: 'TCP'}]}])),
+      ),
+      ['network-policies'],
+    )
     expect(codes(diags)).toEqual(['error:NetworkPolicyBlocksHbone', 'warning:NetworkPolicyBlocksProbes'])
-    expect(diags[0]!.message).toContain('NetworkPolicy web-ingress spec.ingress[0] admits its peers on 8080/TCP but not on TCP 15008')
+    expect(diags[0]!.message).toContain(
+      'NetworkPolicy web-ingress spec.ingress[0] admits its peers on 8080/TCP but not on TCP 15008',
+    )
     expect(diags[0]!.message).toContain('web-5d8f-abcde')
-    expect(diags[0]!.fix).toContain('Add {port: 15008, protocol: TCP} to spec.ingress[0].ports of NetworkPolicy shop/web-ingress')
+    expect(diags[0]!.fix).toContain(
+      'Add {port: 15008, protocol: TCP} to spec.ingress[0].ports of NetworkPolicy shop/web-ingress',
+    )
     expect(diags[1]!.message).toContain('kubelet probes on port 8080 (source 169.254.7.127 once ambient)')
   })
 
   it('checks the planned waypoint too: a namespace-wide allow-list must admit it on 15008', async () => {
     const all = policy('allow-frontend', [{from: fromFrontend, ports: [{port: 8080}]}], {podSelector: {}})
     const diags = await preflight(await cluster((s) => s.seed(all)), ['network-policies'])
-    expect(diags.filter((d) => d.code === 'NetworkPolicyBlocksHbone')[0]!.message).toContain('planned waypoint waypoint')
+    expect(diags.filter((d) => d.code === 'NetworkPolicyBlocksHbone')[0]!.message).toContain(
+      'planned waypoint waypoint',
+    )
   })
 })
 
 describe('rbac', () => {
   it('asks a SelfSubjectAccessReview for every permission the plan needs and names what is missing', async () => {
-    const s = await cluster((srv) => srv.addToken('label-only', {
-      user: 'label-only',
-      permissions: [
-        {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
-        {verbs: ['patch'], apiGroups: [''], resources: ['namespaces']},
-        {verbs: ['create', 'get', 'patch', 'delete'], apiGroups: ['coordination.k8s.io'], resources: ['leases'], namespaces: [NAMESPACE]},
-      ],
-    }))
+    const s = await cluster((srv) =>
+      srv.addToken('label-only', {
+        user: 'label-only',
+        permissions: [
+          {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
+          {verbs: ['patch'], apiGroups: [''], resources: ['namespaces']},
+          {
+            verbs: ['create', 'get', 'patch', 'delete'],
+            apiGroups: ['coordination.k8s.io'],
+            resources: ['leases'],
+            namespaces: [NAMESPACE],
+          },
+        ],
+      }),
+    )
     const admin = await clientFor(s)
     const {plan} = await planFrom(admin)
     const needs = planAccessNeeds(plan)
     s.resetRequestLog()
-    const diags = await runPreflight(await clientFor(s, 'label-only'), NAMESPACE, {plan, rootNamespace: ROOT, checks: ['rbac']})
+    const diags = await runPreflight(await clientFor(s, 'label-only'), NAMESPACE, {
+      plan,
+      rootNamespace: ROOT,
+      checks: ['rbac'],
+    })
     // One review per distinct permission.
     expect(s.requestsMatching({resource: 'selfsubjectaccessreviews'})).toHaveLength(needs.length)
     expect(diags.every((d) => d.severity === 'error' && d.code === 'RbacDenied')).toBe(true)
     const gateways = diags.find((d) => d.message.includes('gateways.gateway.networking.k8s.io'))
-    expect(gateways?.message).toBe('Not allowed to create, delete, patch gateways.gateway.networking.k8s.io in namespace shop (waypoint); needed by step create-waypoint, rollback of create-waypoint.')
-    expect(gateways?.fix).toContain('kubectl create role mesh-migrate -n shop --verb=create,delete,patch --resource=gateways.gateway.networking.k8s.io')
-    expect(diags.some((d) => d.message.startsWith('Not allowed to patch deployments.apps in namespace shop (web)'))).toBe(true)
+    expect(gateways?.message).toBe(
+      'Not allowed to create, delete, patch gateways.gateway.networking.k8s.io in namespace shop (waypoint); needed by step create-waypoint, rollback of create-waypoint.',
+    )
+    expect(gateways?.fix).toContain(
+      'kubectl create role mesh-migrate -n shop --verb=create,delete,patch --resource=gateways.gateway.networking.k8s.io',
+    )
+    expect(
+      diags.some((d) => d.message.startsWith('Not allowed to patch deployments.apps in namespace shop (web)')),
+    ).toBe(true)
     expect(diags.some((d) => d.message.includes('namespaces'))).toBe(false)
     expect(diags.some((d) => d.message.includes('leases'))).toBe(false)
 
@@ -379,15 +658,30 @@ describe('rbac', () => {
   it('derives apply = get+patch+create, delete = get+delete, label/restart = get+patch, with undo, the lock and the reads', async () => {
     const s = await cluster()
     const {plan} = await planFrom(await clientFor(s))
-    const needs = planAccessNeeds(plan).map((n) => `${n.verb} ${n.kind}${n.namespace ? ` ${n.namespace}` : ''}${n.name ? `/${n.name}` : ''}`)
+    const needs = planAccessNeeds(plan).map(
+      (n) => `${n.verb} ${n.kind}${n.namespace ? ` ${n.namespace}` : ''}${n.name ? `/${n.name}` : ''}`,
+    )
     for (const expected of [
-      'create Gateway shop', 'patch Gateway shop/waypoint', 'get Gateway shop/waypoint', 'delete Gateway shop/waypoint',
-      'create AuthorizationPolicy shop', 'delete AuthorizationPolicy shop/web-get-only',
-      'patch Namespace/shop', 'get Namespace/shop',
-      'patch Deployment shop/web', 'get Deployment shop/waypoint',
-      'create Lease shop', 'get Lease shop/mesh-migrate-lock', 'patch Lease shop/mesh-migrate-lock', 'delete Lease shop/mesh-migrate-lock',
-      'list Pod shop', 'list ReplicaSet shop', 'list Job shop', 'get Service shop/web',
-    ]) expect(needs, expected).toContain(expected)
+      'create Gateway shop',
+      'patch Gateway shop/waypoint',
+      'get Gateway shop/waypoint',
+      'delete Gateway shop/waypoint',
+      'create AuthorizationPolicy shop',
+      'delete AuthorizationPolicy shop/web-get-only',
+      'patch Namespace/shop',
+      'get Namespace/shop',
+      'patch Deployment shop/web',
+      'get Deployment shop/waypoint',
+      'create Lease shop',
+      'get Lease shop/mesh-migrate-lock',
+      'patch Lease shop/mesh-migrate-lock',
+      'delete Lease shop/mesh-migrate-lock',
+      'list Pod shop',
+      'list ReplicaSet shop',
+      'list Job shop',
+      'get Service shop/web',
+    ])
+      expect(needs, expected).toContain(expected)
     // Exactly once each.
     expect(new Set(needs).size).toBe(needs.length)
   })
@@ -395,7 +689,12 @@ describe('rbac', () => {
 
 describe('runner', () => {
   it('reports an unknown check and a forbidden read without hiding the other checks', async () => {
-    const s = await cluster((srv) => srv.addToken('ns-only', {user: 'ns-only', permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: [NAMESPACE]}]}))
+    const s = await cluster((srv) =>
+      srv.addToken('ns-only', {
+        user: 'ns-only',
+        permissions: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*'], namespaces: [NAMESPACE]}],
+      }),
+    )
     const diags = await preflight(s, ['no-such-check', 'istio-version', 'network-policies'], {token: 'ns-only'})
     expect(codes(diags)).toEqual(['error:UnknownCheck', 'warning:CheckForbidden', 'ok:NoNetworkPolicies'])
     expect(diags[1]!.message).toContain('list deployments.apps in namespace istio-system failed: 403 Forbidden')

@@ -17,7 +17,13 @@ import {writeFile} from 'node:fs/promises'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
-import {ADMIN_TOKEN, type RequestFilter, type RequestLogEntry, startApiServer, type TestApiServer} from '../support/apiserver/index.js'
+import {
+  ADMIN_TOKEN,
+  type RequestFilter,
+  type RequestLogEntry,
+  startApiServer,
+  type TestApiServer,
+} from '../support/apiserver/index.js'
 import type {PermissionRule} from '../support/apiserver/auth/authz.js'
 import type {Faults} from '../support/apiserver/faults.js'
 import {ensureCrds, waitForCrds} from '../support/cluster.js'
@@ -61,7 +67,10 @@ export async function startClusterServer(opts: ClusterServerOptions = {}): Promi
 
 async function inRepo(opts: ClusterServerOptions): Promise<ClusterServer> {
   const crds = opts.crds ?? 'upstream'
-  const server: TestApiServer = await startApiServer({quiet: true, ...(crds === 'none' ? {crdFiles: 'builtin' as const} : crds === 'upstream' ? {} : {crdFiles: crds})})
+  const server: TestApiServer = await startApiServer({
+    quiet: true,
+    ...(crds === 'none' ? {crdFiles: 'builtin' as const} : crds === 'upstream' ? {} : {crdFiles: crds}),
+  })
   return {
     url: server.url,
     real: false,
@@ -92,19 +101,28 @@ async function startReal(dir: string, opts: ClusterServerOptions): Promise<Clust
   const env: Envtest = await startEnvtest({assets: dir})
   let proxy: FaultProxy | undefined
   try {
-    const api = await clusterApiFromKubeconfigText(env.kubeconfig('admin'), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
+    const api = await clusterApiFromKubeconfigText(env.kubeconfig('admin'), {
+      userAgent: 'mesh-migrate-test-harness',
+      fieldManager: 'mesh-migrate-test-harness',
+    })
     const crds = opts.crds ?? 'upstream'
     if (crds === 'upstream') await ensureCrds(api)
     else if (crds !== 'none') await createCrds(api, crds)
     proxy = await startFaultProxy({target: env.url, ca: env.caPem})
     const p = proxy
-    const tokens = new Map<string, {token: string; user: string}>([[ADMIN_TOKEN, {token: env.tokens.admin, user: 'admin'}]])
+    const tokens = new Map<string, {token: string; user: string}>([
+      [ADMIN_TOKEN, {token: env.tokens.admin, user: 'admin'}],
+    ])
     const real = (token?: string) => {
       const t = tokens.get(token ?? ADMIN_TOKEN)
       if (!t) throw new Error(`no token ${token} on the test server (addToken first)`)
       return t.token
     }
-    const kubeconfig = (o: {token?: string; context?: string} = {}) => tokenKubeconfig(p.url, real(o.token), {context: o.context ?? 'test-apiserver', user: tokens.get(o.token ?? ADMIN_TOKEN)!.user})
+    const kubeconfig = (o: {token?: string; context?: string} = {}) =>
+      tokenKubeconfig(p.url, real(o.token), {
+        context: o.context ?? 'test-apiserver',
+        user: tokens.get(o.token ?? ADMIN_TOKEN)!.user,
+      })
     return {
       url: p.url,
       real: true,
@@ -117,7 +135,11 @@ async function startReal(dir: string, opts: ClusterServerOptions): Promise<Clust
       resetRequestLog: () => p.resetRequestLog(),
       faults: p.faults,
       seed: (objects) => seedReal(api, Array.isArray(objects) ? objects : [objects]),
-      addToken: async (token, user) => void tokens.set(token, {token: await grantedToken(api, user.user, user.permissions), user: `system:serviceaccount:${TEST_USERS_NS}:${rbacName(user.user)}`}),
+      addToken: async (token, user) =>
+        void tokens.set(token, {
+          token: await grantedToken(api, user.user, user.permissions),
+          user: `system:serviceaccount:${TEST_USERS_NS}:${rbacName(user.user)}`,
+        }),
       userOf: (token) => tokens.get(token)?.user ?? token,
       kubeconfig,
       writeKubeconfig: (file, o) => writeFile(file, kubeconfig(o), {mode: 0o600}),
@@ -137,7 +159,10 @@ async function createCrds(api: ClusterApi, files: string[]): Promise<void> {
   const {objects} = await loadManifestFiles(files)
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition')
   for (const crd of crds) await api.create(crd)
-  await waitForCrds(api, crds.map((c) => ({apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: c.metadata.name})))
+  await waitForCrds(
+    api,
+    crds.map((c) => ({apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: c.metadata.name})),
+  )
 }
 
 async function objectPath(api: ClusterApi, ref: ReturnType<typeof refOf>): Promise<string> {
@@ -147,18 +172,37 @@ async function objectPath(api: ClusterApi, ref: ReturnType<typeof refOf>): Promi
   return `${base}${res.namespaced ? `/namespaces/${ref.namespace}` : ''}/${res.plural}/${ref.name}`
 }
 
-const refOf = (o: KubeObject) => ({apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(o.metadata.namespace ? {namespace: o.metadata.namespace} : {})})
+const refOf = (o: KubeObject) => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  name: o.metadata.name,
+  ...(o.metadata.namespace ? {namespace: o.metadata.namespace} : {}),
+})
 
 async function ensureNamespace(api: ClusterApi, name: string, declared?: KubeObject): Promise<void> {
   const ref = {apiVersion: 'v1', kind: 'Namespace', name}
   const existing = await api.get(ref)
-  if (existing && declared) await api.patch(ref, {metadata: {labels: declared.metadata.labels ?? {}, annotations: declared.metadata.annotations ?? {}}})
-  if (!existing) await api.create(declared ? {apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels: declared.metadata.labels ?? {}, annotations: declared.metadata.annotations ?? {}}} : {apiVersion: 'v1', kind: 'Namespace', metadata: {name}})
+  if (existing && declared)
+    await api.patch(ref, {
+      metadata: {labels: declared.metadata.labels ?? {}, annotations: declared.metadata.annotations ?? {}},
+    })
+  if (!existing)
+    await api.create(
+      declared
+        ? {
+            apiVersion: 'v1',
+            kind: 'Namespace',
+            metadata: {name, labels: declared.metadata.labels ?? {}, annotations: declared.metadata.annotations ?? {}},
+          }
+        : {apiVersion: 'v1', kind: 'Namespace', metadata: {name}},
+    )
   // No ServiceAccount controller on a bare server: pods need their namespace's `default` ServiceAccount.
   if (!(await api.get({apiVersion: 'v1', kind: 'ServiceAccount', namespace: name, name: 'default'}))) {
-    await api.create({apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: name}}).catch((e: unknown) => {
-      if (!isConflict(e)) throw e
-    })
+    await api
+      .create({apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: name}})
+      .catch((e: unknown) => {
+        if (!isConflict(e)) throw e
+      })
   }
 }
 
@@ -166,7 +210,8 @@ async function seedReal(api: ClusterApi, objects: KubeObject[]): Promise<void> {
   const namespaces = new Map<string, KubeObject | undefined>()
   for (const o of objects) {
     if (o.kind === 'Namespace') namespaces.set(o.metadata.name, o)
-    else if (o.metadata.namespace && !namespaces.has(o.metadata.namespace)) namespaces.set(o.metadata.namespace, undefined)
+    else if (o.metadata.namespace && !namespaces.has(o.metadata.namespace))
+      namespaces.set(o.metadata.namespace, undefined)
   }
   for (const [name, declared] of namespaces) await ensureNamespace(api, name, declared)
   for (const o of objects) {
@@ -185,13 +230,16 @@ async function seedReal(api: ClusterApi, objects: KubeObject[]): Promise<void> {
         live = await api.create(body as KubeObject)
       } else {
         // Replaced, as the in-repo seed did (a PUT with the live resourceVersion).
-        live = await api.request('PUT', await objectPath(api, ref), `replace ${o.kind}/${o.metadata.name}`, {body: {...body, metadata: {...body.metadata, resourceVersion: current.metadata.resourceVersion}}})
+        live = await api.request('PUT', await objectPath(api, ref), `replace ${o.kind}/${o.metadata.name}`, {
+          body: {...body, metadata: {...body.metadata, resourceVersion: current.metadata.resourceVersion}},
+        })
       }
     }
-    if (status !== undefined) await api.patch(ref, {status}, {subresource: 'status'}).catch((e: unknown) => {
-      // Kinds without a status subresource keep what the create stored.
-      if (!(e instanceof ApiError && e.status === 404)) throw e
-    })
+    if (status !== undefined)
+      await api.patch(ref, {status}, {subresource: 'status'}).catch((e: unknown) => {
+        // Kinds without a status subresource keep what the create stored.
+        if (!(e instanceof ApiError && e.status === 404)) throw e
+      })
     if (o.kind === 'Node') await liftNotReadyTaint(api, ref, live)
   }
 }
@@ -199,10 +247,15 @@ async function seedReal(api: ClusterApi, objects: KubeObject[]): Promise<void> {
 /** What the node lifecycle controller does for a Ready Node (TaintNodesByCondition tainted it at creation). */
 async function liftNotReadyTaint(api: ClusterApi, ref: ReturnType<typeof refOf>, created: KubeObject): Promise<void> {
   const node = (await api.get(ref)) ?? created
-  const ready = (node.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Ready' && c.status === 'True')
+  const ready = (node.status?.conditions ?? []).some(
+    (c: {type: string; status: string}) => c.type === 'Ready' && c.status === 'True',
+  )
   const taints: {key: string}[] = node.spec?.taints ?? []
   if (!ready || !taints.some((t) => t.key === 'node.kubernetes.io/not-ready')) return
-  await api.patch(ref, {metadata: {resourceVersion: node.metadata.resourceVersion}, spec: {taints: taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready')}})
+  await api.patch(ref, {
+    metadata: {resourceVersion: node.metadata.resourceVersion},
+    spec: {taints: taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready')},
+  })
 }
 
 /** A ServiceAccount token whose only grants are `rules` (namespaced rules as Roles, the rest as a ClusterRole). */
@@ -211,21 +264,54 @@ async function grantedToken(api: ClusterApi, user: string, rules: PermissionRule
   const name = rbacName(user)
   await api.create({apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name, namespace: TEST_USERS_NS}})
   const subject = {kind: 'ServiceAccount', name, namespace: TEST_USERS_NS}
-  const toRule = (r: PermissionRule) => ({verbs: r.verbs, apiGroups: r.apiGroups ?? ['*'], resources: r.resources ?? ['*'], ...(r.resourceNames ? {resourceNames: r.resourceNames} : {})})
+  const toRule = (r: PermissionRule) => ({
+    verbs: r.verbs,
+    apiGroups: r.apiGroups ?? ['*'],
+    resources: r.resources ?? ['*'],
+    ...(r.resourceNames ? {resourceNames: r.resourceNames} : {}),
+  })
   const clusterRules = rules.filter((r) => !r.namespaces).map(toRule)
   if (clusterRules.length > 0) {
-    await api.create({apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name}, rules: clusterRules} as KubeObject)
-    await api.create({apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: {name}, roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name}, subjects: [subject]} as KubeObject)
+    await api.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: {name},
+      rules: clusterRules,
+    } as KubeObject)
+    await api.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: {name},
+      roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name},
+      subjects: [subject],
+    } as KubeObject)
   }
   const byNamespace = new Map<string, ReturnType<typeof toRule>[]>()
-  for (const r of rules) for (const ns of r.namespaces ?? []) byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), toRule(r)])
+  for (const r of rules)
+    for (const ns of r.namespaces ?? []) byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), toRule(r)])
   for (const [ns, nsRules] of byNamespace) {
     await ensureNamespace(api, ns)
-    await api.create({apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: {name, namespace: ns}, rules: nsRules} as KubeObject)
-    await api.create({apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: {name, namespace: ns}, roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name}, subjects: [subject]} as KubeObject)
+    await api.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: {name, namespace: ns},
+      rules: nsRules,
+    } as KubeObject)
+    await api.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: {name, namespace: ns},
+      roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name},
+      subjects: [subject],
+    } as KubeObject)
   }
-  const review = await api.request<{status: {token: string}}>('POST', `/api/v1/namespaces/${TEST_USERS_NS}/serviceaccounts/${name}/token`, `token for ${name}`, {
-    body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {expirationSeconds: 3600}},
-  })
+  const review = await api.request<{status: {token: string}}>(
+    'POST',
+    `/api/v1/namespaces/${TEST_USERS_NS}/serviceaccounts/${name}/token`,
+    `token for ${name}`,
+    {
+      body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {expirationSeconds: 3600}},
+    },
+  )
   return review.status.token
 }

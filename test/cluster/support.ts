@@ -16,7 +16,10 @@ export async function tempDir(prefix = 'mesh-migrate-cluster-'): Promise<string>
 }
 
 /** Writes the server's kubeconfig (for `token`) and returns its path. */
-export async function kubeconfigFile(server: KubeconfigWriter, opts: {token?: string; context?: string} = {}): Promise<string> {
+export async function kubeconfigFile(
+  server: KubeconfigWriter,
+  opts: {token?: string; context?: string} = {},
+): Promise<string> {
   const dir = await tempDir('mesh-migrate-kubeconfig-')
   const file = path.join(dir, 'config')
   await server.writeKubeconfig(file, opts)
@@ -24,7 +27,11 @@ export async function kubeconfigFile(server: KubeconfigWriter, opts: {token?: st
 }
 
 /** A KubeClient as `connect()` builds it, for `token`; no retries (unless asked) so failures surface at once. */
-export async function clientFor(server: KubeconfigWriter, token?: string, opts: {retries?: number} = {}): Promise<HttpKubeClient> {
+export async function clientFor(
+  server: KubeconfigWriter,
+  token?: string,
+  opts: {retries?: number} = {},
+): Promise<HttpKubeClient> {
   const file = await kubeconfigFile(server, token ? {token} : {})
   const kc = await loadKubeConfig({kubeconfig: file}, {})
   return new HttpKubeClient(kc, {retries: opts.retries ?? 0})
@@ -35,10 +42,27 @@ export async function writeText(file: string, text: string): Promise<string> {
   return file
 }
 
-export const ns = (name: string, labels: Record<string, string> = {}): KubeObject => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels}})
+export const ns = (name: string, labels: Record<string, string> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  metadata: {name, labels},
+})
 
 /** A running pod as the kubelet reports it. */
-export function pod(name: string, namespace: string, opts: {labels?: Record<string, string>; annotations?: Record<string, string>; containers?: unknown[]; initContainers?: unknown[]; nodeName?: string; ready?: boolean; owner?: {kind: string; name: string; apiVersion: string}; hostNetwork?: boolean} = {}): KubeObject {
+export function pod(
+  name: string,
+  namespace: string,
+  opts: {
+    labels?: Record<string, string>
+    annotations?: Record<string, string>
+    containers?: unknown[]
+    initContainers?: unknown[]
+    nodeName?: string
+    ready?: boolean
+    owner?: {kind: string; name: string; apiVersion: string}
+    hostNetwork?: boolean
+  } = {},
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -60,11 +84,22 @@ export function pod(name: string, namespace: string, opts: {labels?: Record<stri
 }
 
 /** A pod with an injected classic sidecar (status annotation + istio-proxy container), HBONE-capable or not. */
-export function sidecarPod(name: string, namespace: string, opts: {hbone?: boolean; labels?: Record<string, string>} = {}): KubeObject {
+export function sidecarPod(
+  name: string,
+  namespace: string,
+  opts: {hbone?: boolean; labels?: Record<string, string>} = {},
+): KubeObject {
   return pod(name, namespace, {
-    labels: {...(opts.labels ?? {}), 'security.istio.io/tlsMode': 'istio', ...(opts.hbone ? {'networking.istio.io/tunnel': 'http'} : {})},
+    labels: {
+      ...(opts.labels ?? {}),
+      'security.istio.io/tlsMode': 'istio',
+      ...(opts.hbone ? {'networking.istio.io/tunnel': 'http'} : {}),
+    },
     annotations: {'sidecar.istio.io/status': '{"containers":["istio-proxy"],"revision":"default"}'},
-    containers: [{name: 'app', image: 'app:1'}, {name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}],
+    containers: [
+      {name: 'app', image: 'app:1'},
+      {name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'},
+    ],
   })
 }
 

@@ -16,8 +16,13 @@ import {REPO_ROOT} from '../support/shared.js'
 
 const SCRIPT = path.join(REPO_ROOT, 'scripts/test-cluster.ts')
 const run = promisify(execFile)
-const kubectlOnPath = (process.env.PATH ?? '').split(path.delimiter).some((d) => d && existsSync(path.join(d, 'kubectl')))
-if (!kubectlOnPath) process.stderr.write('\n[mesh-migrate tests] kubectl is not on PATH: skipping the kubectl checks against `npm run test-cluster`.\n')
+const kubectlOnPath = (process.env.PATH ?? '')
+  .split(path.delimiter)
+  .some((d) => d && existsSync(path.join(d, 'kubectl')))
+if (!kubectlOnPath)
+  process.stderr.write(
+    '\n[mesh-migrate tests] kubectl is not on PATH: skipping the kubectl checks against `npm run test-cluster`.\n',
+  )
 
 interface Script {
   child: ChildProcess
@@ -28,13 +33,19 @@ interface Script {
 
 /** The script in one node process (tsx as a loader), so signals reach it directly. */
 function startScript(args: string[], opts: {closeStdout?: boolean} = {}): Script {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}, stdio: ['ignore', 'pipe', 'pipe']})
+  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], {
+    cwd: REPO_ROOT,
+    env: {...process.env, NO_COLOR: '1'},
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   if (opts.closeStdout) child.stdout!.destroy()
   else child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => child.on('exit', (code, signal) => resolve({code, signal})))
+  const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) =>
+    child.on('exit', (code, signal) => resolve({code, signal})),
+  )
   const script = {child, stdout: () => stdout, stderr: () => stderr, exited}
   started.push(script)
   return script
@@ -43,7 +54,8 @@ function startScript(args: string[], opts: {closeStdout?: boolean} = {}): Script
 async function waitForBanner(script: Script, timeoutMs = 150_000): Promise<string> {
   const deadline = Date.now() + timeoutMs
   while (!script.stdout().includes('Ctrl+C stops the cluster')) {
-    if (script.child.exitCode !== null || Date.now() > deadline) throw new Error(`no banner from test-cluster; stderr:\n${script.stderr()}`)
+    if (script.child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`no banner from test-cluster; stderr:\n${script.stderr()}`)
     await new Promise((r) => setTimeout(r, 200))
   }
   return script.stdout()
@@ -74,7 +86,9 @@ describeWithRealApiServer('npm run test-cluster on a real kube-apiserver', () =>
     const kubeconfig = path.join(dir, 'real/kubeconfig')
     running = startScript(['--kubeconfig-out', kubeconfig])
     const banner = await waitForBanner(running)
-    expect(banner).toMatch(/Test cluster ready: kube-apiserver v1\.\d+\.\d+ at https:\/\/127\.0\.0\.1:\d+ \(HTTPS, bearer token/)
+    expect(banner).toMatch(
+      /Test cluster ready: kube-apiserver v1\.\d+\.\d+ at https:\/\/127\.0\.0\.1:\d+ \(HTTPS, bearer token/,
+    )
     expect(exportedPath(banner)).toBe(kubeconfig)
     expect(banner).toContain('kubectl works with it too')
     expect(banner).toContain(`removes ${kubeconfig}`)
@@ -82,10 +96,31 @@ describeWithRealApiServer('npm run test-cluster on a real kube-apiserver', () =>
     const url = /at (https:\/\/127\.0\.0\.1:\d+)/.exec(banner)![1]!
 
     if (kubectlOnPath) {
-      const pods = await run('kubectl', ['get', 'pods', '-n', 'bookinfo', '--no-headers', '-o', 'custom-columns=NAME:.metadata.name,READY:.status.containerStatuses[*].ready'], {env: {...process.env, KUBECONFIG: kubeconfig}})
+      const pods = await run(
+        'kubectl',
+        [
+          'get',
+          'pods',
+          '-n',
+          'bookinfo',
+          '--no-headers',
+          '-o',
+          'custom-columns=NAME:.metadata.name,READY:.status.containerStatuses[*].ready',
+        ],
+        {env: {...process.env, KUBECONFIG: kubeconfig}},
+      )
       const lines = pods.stdout.trim().split('\n')
-      expect(lines.map((l) => l.split(/\s+/)[0]!.replace(/-[a-z0-9]+-[a-z0-9]+$/, '')).sort()).toEqual(['details-v1', 'productpage-v1', 'ratings-v1', 'reviews-v1', 'reviews-v2', 'reviews-v3'])
-      const whoami = await run('kubectl', ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'], {env: {...process.env, KUBECONFIG: kubeconfig}})
+      expect(lines.map((l) => l.split(/\s+/)[0]!.replace(/-[a-z0-9]+-[a-z0-9]+$/, '')).sort()).toEqual([
+        'details-v1',
+        'productpage-v1',
+        'ratings-v1',
+        'reviews-v1',
+        'reviews-v2',
+        'reviews-v3',
+      ])
+      const whoami = await run('kubectl', ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'], {
+        env: {...process.env, KUBECONFIG: kubeconfig},
+      })
       expect(whoami.stdout).toBe('admin')
     }
 
@@ -106,11 +141,15 @@ describe('npm run test-cluster on the in-repo server (--in-repo, as without KUBE
     running = startScript(['--in-repo', '--kubeconfig-out', kubeconfig])
     const banner = await waitForBanner(running)
     expect(running.stderr()).toContain('--in-repo: starting the in-repo test API server (test/support/apiserver)')
-    expect(banner).toMatch(/Test cluster ready: the in-repo test API server at http:\/\/127\.0\.0\.1:\d+ \(plain http; not a real kube-apiserver\)/)
+    expect(banner).toMatch(
+      /Test cluster ready: the in-repo test API server at http:\/\/127\.0\.0\.1:\d+ \(plain http; not a real kube-apiserver\)/,
+    )
     expect(banner).toContain('kubectl cannot use it: kubectl sends no credentials to a plain-http server')
     expect(exportedPath(banner)).toBe(kubeconfig)
     if (kubectlOnPath) {
-      const r = await run('kubectl', ['get', 'pods', '-n', 'bookinfo'], {env: {...process.env, KUBECONFIG: kubeconfig}}).catch((e: {code: number; stderr: string}) => e)
+      const r = await run('kubectl', ['get', 'pods', '-n', 'bookinfo'], {
+        env: {...process.env, KUBECONFIG: kubeconfig},
+      }).catch((e: {code: number; stderr: string}) => e)
       expect('code' in r && r.code).not.toBe(0)
       // No credentials reached the server: it refuses the anonymous discovery requests.
       expect(r.stderr).toContain('Forbidden')

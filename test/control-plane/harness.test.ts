@@ -27,7 +27,14 @@ describe('the test cluster with the bookinfo example', () => {
   it('settles with every bookinfo pod running, ready and injected with an HBONE-capable sidecar', async () => {
     const all = await pods(c, 'bookinfo')
     const deployments = await list(c, 'apps/v1', 'Deployment', 'bookinfo')
-    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(['details-v1', 'productpage-v1', 'ratings-v1', 'reviews-v1', 'reviews-v2', 'reviews-v3'])
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual([
+      'details-v1',
+      'productpage-v1',
+      'ratings-v1',
+      'reviews-v1',
+      'reviews-v2',
+      'reviews-v3',
+    ])
     expect(all).toHaveLength(deployments.reduce((n, d) => n + (d.spec?.replicas ?? 1), 0))
     for (const p of all) {
       expect(podProxyState(p), p.metadata.name).toBe('sidecar')
@@ -52,12 +59,22 @@ describe('the test cluster with the bookinfo example', () => {
     expect(await readFile(c.kubeconfigPath, 'utf8')).toContain('current-context')
     const podResource = await c.client.resourceFor('v1', 'Pod')
     const seen = await c.client.list(podResource!, {namespace: 'bookinfo'})
-    expect(seen.map((p) => p.metadata.name).sort()).toEqual((await pods(c, 'bookinfo')).map((p) => p.metadata.name).sort())
+    expect(seen.map((p) => p.metadata.name).sort()).toEqual(
+      (await pods(c, 'bookinfo')).map((p) => p.metadata.name).sort(),
+    )
     if (!onExternalCluster) expect(c.server!.requestsMatching({user: USERS.tool, resource: 'pods'})).toHaveLength(1)
   })
 
   it('passes the installation checks of preflight', async () => {
-    const checks = ['istio-version', 'ambient-enabled', 'ztunnel-ready', 'istio-cni-ready', 'waypoint-gatewayclass', 'sidecars-hbone', ...(hasShared ? ['gateway-api-crds'] : [])]
+    const checks = [
+      'istio-version',
+      'ambient-enabled',
+      'ztunnel-ready',
+      'istio-cni-ready',
+      'waypoint-gatewayclass',
+      'sidecars-hbone',
+      ...(hasShared ? ['gateway-api-crds'] : []),
+    ]
     const diagnostics = await runPreflight(c.client, 'bookinfo', {rootNamespace: 'istio-system', checks})
     expect(diagnostics.filter((d) => d.severity === 'error' || d.severity === 'warning')).toEqual([])
     expect(new Set(diagnostics.map((d) => d.check))).toEqual(new Set(checks))
@@ -79,7 +96,9 @@ describe('a broken installation', () => {
     expect(await failures({install: {ztunnel: 'not-ready'}}, ['ztunnel-ready'])).toEqual(['ZtunnelNotReady'])
     expect(await failures({install: {istioCni: 'absent'}}, ['istio-cni-ready'])).toEqual(['IstioCniNotFound'])
     expect(await failures({install: {ambient: false}}, ['ambient-enabled'])).toEqual(['AmbientNotEnabled'])
-    expect(await failures({install: {gatewayClasses: false}}, ['waypoint-gatewayclass'])).toEqual(['WaypointClassMissing'])
+    expect(await failures({install: {gatewayClasses: false}}, ['waypoint-gatewayclass'])).toEqual([
+      'WaypointClassMissing',
+    ])
     expect(await failures({install: {version: '1.22.3'}}, ['istio-version'])).toEqual(['IstioTooOld'])
   })
 
@@ -88,7 +107,9 @@ describe('a broken installation', () => {
     try {
       const ztunnel: KubeObject[] = await pods(c, 'istio-system', 'app=ztunnel')
       expect(ztunnel.length).toBeGreaterThan(0)
-      expect(ztunnel.every((p) => p.status?.phase === 'Running' && condition(p, 'Ready')?.status === 'False')).toBe(true)
+      expect(ztunnel.every((p) => p.status?.phase === 'Running' && condition(p, 'Ready')?.status === 'False')).toBe(
+        true,
+      )
     } finally {
       await c.stop()
     }

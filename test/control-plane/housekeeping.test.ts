@@ -26,7 +26,12 @@ describe('housekeeping controllers', () => {
       {...namespaceObject(ns), metadata: {name: ns, finalizers: ['test.mesh-migrate.io/hold']}},
       deployment(ns, 'web', {replicas: 2}),
       {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'settings', namespace: ns}, data: {a: 'b'}},
-      {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: {name: 'deny', namespace: ns}, spec: {}},
+      {
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        metadata: {name: 'deny', namespace: ns},
+        spec: {},
+      },
     ])
     expect(await pods(c, ns)).toHaveLength(2)
     await c.api.delete({apiVersion: 'v1', kind: 'Namespace', name: ns})
@@ -55,7 +60,12 @@ describe('housekeeping controllers', () => {
     await c.load([namespaceObject(ns), deployment(ns, 'web')])
     const before = await pods(c, ns)
     const owner = {apiVersion: 'v1', kind: 'Pod', name: before[0]!.metadata.name, uid: before[0]!.metadata.uid}
-    await create(c, {apiVersion: 'v1', kind: 'Service', metadata: {name: 'owned', namespace: ns, ownerReferences: [owner]}, spec: {ports: [{port: 80}]}})
+    await create(c, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {name: 'owned', namespace: ns, ownerReferences: [owner]},
+      spec: {ports: [{port: 80}]},
+    })
     await c.waitForIdle()
     expect(await get(c, 'v1', 'Service', ns, 'owned')).toBeDefined()
     expect((await pods(c, ns)).map((p) => p.metadata.uid)).toEqual(before.map((p) => p.metadata.uid))

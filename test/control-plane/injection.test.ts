@@ -7,10 +7,22 @@ import {podProxyState} from '../../src/planner/workloads.js'
 import {startTestCluster, type TestCluster} from '../support/cluster.js'
 import {containerNames, deployment, labelNamespace, namespaceObject, pods, restart, uniqueName} from './helpers.js'
 
-const ISTIO_VOLUMES = ['workload-socket', 'credential-socket', 'workload-certs', 'istio-envoy', 'istio-data', 'istio-podinfo', 'istio-token', 'istiod-ca-cert']
+const ISTIO_VOLUMES = [
+  'workload-socket',
+  'credential-socket',
+  'workload-certs',
+  'istio-envoy',
+  'istio-data',
+  'istio-podinfo',
+  'istio-token',
+  'istiod-ca-cert',
+]
 
 function envOf(pod: KubeObject, container: string): Record<string, string | undefined> {
-  const all = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])] as {name: string; env?: {name: string; value?: string}[]}[]
+  const all = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])] as {
+    name: string
+    env?: {name: string; value?: string}[]
+  }[]
   return Object.fromEntries((all.find((c) => c.name === container)?.env ?? []).map((e) => [e.name, e.value]))
 }
 
@@ -22,7 +34,15 @@ async function onlyPod(c: TestCluster, ns: string, app: string): Promise<KubeObj
 
 describe('injection with the default revision (classic sidecars, HBONE, istio-cni)', () => {
   let c: TestCluster
-  const ns = {enabled: uniqueName('inj-enabled'), disabled: uniqueName('inj-disabled'), plain: uniqueName('inj-plain'), rev: uniqueName('inj-rev'), tag: uniqueName('inj-tag'), both: uniqueName('inj-both'), unknown: uniqueName('inj-unknown')}
+  const ns = {
+    enabled: uniqueName('inj-enabled'),
+    disabled: uniqueName('inj-disabled'),
+    plain: uniqueName('inj-plain'),
+    rev: uniqueName('inj-rev'),
+    tag: uniqueName('inj-tag'),
+    both: uniqueName('inj-both'),
+    unknown: uniqueName('inj-unknown'),
+  }
 
   beforeAll(async () => {
     c = await startTestCluster({
@@ -48,7 +68,12 @@ describe('injection with the default revision (classic sidecars, HBONE, istio-cn
         deployment(ns.tag, 'web'),
         deployment(ns.both, 'web'),
         deployment(ns.unknown, 'web'),
-        {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'bare', namespace: ns.enabled, labels: {app: 'bare'}}, spec: {containers: [{name: 'main', image: 'registry.example/bare:1'}]}},
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {name: 'bare', namespace: ns.enabled, labels: {app: 'bare'}},
+          spec: {containers: [{name: 'main', image: 'registry.example/bare:1'}]},
+        },
       ],
     })
   })
@@ -58,18 +83,27 @@ describe('injection with the default revision (classic sidecars, HBONE, istio-cn
     const pod = await onlyPod(c, ns.enabled, 'web')
     expect(containerNames(pod)).toEqual({containers: ['app', 'istio-proxy'], init: ['istio-validation']})
     expect(podProxyState(pod)).toBe('sidecar')
-    const proxy = (pod.spec?.containers as {name: string; image: string; resources: unknown}[]).find((x) => x.name === 'istio-proxy')!
+    const proxy = (pod.spec?.containers as {name: string; image: string; resources: unknown}[]).find(
+      (x) => x.name === 'istio-proxy',
+    )!
     expect(proxy.image).toBe('docker.io/istio/proxyv2:1.30.3')
     // sidecar.istio.io/proxyCPU on the pod sizes the proxy.
     expect(proxy.resources).toMatchObject({requests: {cpu: '200m', memory: '128Mi'}})
-    expect(envOf(pod, 'istio-proxy')).toMatchObject({ISTIO_META_ENABLE_HBONE: 'true', ISTIO_META_WORKLOAD_NAME: 'web', ISTIO_META_APP_CONTAINERS: 'app'})
+    expect(envOf(pod, 'istio-proxy')).toMatchObject({
+      ISTIO_META_ENABLE_HBONE: 'true',
+      ISTIO_META_WORKLOAD_NAME: 'web',
+      ISTIO_META_APP_CONTAINERS: 'app',
+    })
     expect(pod.metadata.labels).toMatchObject({
       'security.istio.io/tlsMode': 'istio',
       'service.istio.io/canonical-name': 'web',
       'service.istio.io/canonical-revision': 'v2',
       'networking.istio.io/tunnel': 'http',
     })
-    expect(pod.metadata.annotations).toMatchObject({'istio.io/rev': 'default', 'kubectl.kubernetes.io/default-container': 'app'})
+    expect(pod.metadata.annotations).toMatchObject({
+      'istio.io/rev': 'default',
+      'kubectl.kubernetes.io/default-container': 'app',
+    })
     expect(JSON.parse(pod.metadata.annotations!['sidecar.istio.io/status']!)).toEqual({
       initContainers: ['istio-validation'],
       containers: ['istio-proxy'],
@@ -83,12 +117,20 @@ describe('injection with the default revision (classic sidecars, HBONE, istio-cn
   it('puts a native sidecar in initContainers with restartPolicy Always when the pod asks for it', async () => {
     const pod = await onlyPod(c, ns.enabled, 'native')
     expect(containerNames(pod)).toEqual({containers: ['app'], init: ['istio-validation', 'istio-proxy']})
-    const proxy = (pod.spec?.initContainers as {name: string; restartPolicy?: string}[]).find((x) => x.name === 'istio-proxy')
+    const proxy = (pod.spec?.initContainers as {name: string; restartPolicy?: string}[]).find(
+      (x) => x.name === 'istio-proxy',
+    )
     expect(proxy?.restartPolicy).toBe('Always')
     expect(podProxyState(pod)).toBe('sidecar-native')
-    expect(JSON.parse(pod.metadata.annotations!['sidecar.istio.io/status']!)).toMatchObject({initContainers: ['istio-validation', 'istio-proxy'], containers: null})
+    expect(JSON.parse(pod.metadata.annotations!['sidecar.istio.io/status']!)).toMatchObject({
+      initContainers: ['istio-validation', 'istio-proxy'],
+      containers: null,
+    })
     // The native sidecar runs and is ready like the app.
-    expect(pod.status?.initContainerStatuses.find((s: {name: string}) => s.name === 'istio-proxy')).toMatchObject({ready: true, started: true})
+    expect(pod.status?.initContainerStatuses.find((s: {name: string}) => s.name === 'istio-proxy')).toMatchObject({
+      ready: true,
+      started: true,
+    })
   })
 
   it('skips pods that opt out and hostNetwork pods', async () => {
@@ -120,7 +162,9 @@ describe('injection with the default revision (classic sidecars, HBONE, istio-cn
       const pod = await onlyPod(c, namespace, app)
       expect(pod.metadata.annotations?.['istio.io/rev']).toBe('canary')
       expect(JSON.parse(pod.metadata.annotations!['sidecar.istio.io/status']!).revision).toBe('canary')
-      expect((pod.spec?.containers as {name: string; image: string}[]).find((x) => x.name === 'istio-proxy')?.image).toBe('docker.io/istio/proxyv2:1.31.0')
+      expect(
+        (pod.spec?.containers as {name: string; image: string}[]).find((x) => x.name === 'istio-proxy')?.image,
+      ).toBe('docker.io/istio/proxyv2:1.31.0')
     }
     // istio-injection beats istio.io/rev; an unknown revision injects nothing.
     expect((await onlyPod(c, ns.both, 'web')).metadata.annotations?.['istio.io/rev']).toBe('default')
@@ -189,7 +233,13 @@ describe('the injection decision itself', () => {
           apiVersion: 'apps/v1',
           kind: 'DaemonSet',
           metadata: {name: 'agent', namespace: ns},
-          spec: {selector: {matchLabels: {app: 'agent'}}, template: {metadata: {labels: {app: 'agent'}}, spec: {containers: [{name: 'agent', image: 'registry.example/agent:1'}]}}},
+          spec: {
+            selector: {matchLabels: {app: 'agent'}},
+            template: {
+              metadata: {labels: {app: 'agent'}},
+              spec: {containers: [{name: 'agent', image: 'registry.example/agent:1'}]},
+            },
+          },
         },
       ],
     })
@@ -204,7 +254,11 @@ describe('the injection decision itself', () => {
 
   it('needs no Istio installation to follow the chart’s selector table', async () => {
     const ns = uniqueName('inj-table')
-    const c = await startTestCluster({quiet: true, install: {revisions: [], ztunnel: 'absent', istioCni: 'absent'}, fixture: [namespaceObject(ns, {'istio-injection': 'enabled'}), deployment(ns, 'web')]})
+    const c = await startTestCluster({
+      quiet: true,
+      install: {revisions: [], ztunnel: 'absent', istioCni: 'absent'},
+      fixture: [namespaceObject(ns, {'istio-injection': 'enabled'}), deployment(ns, 'web')],
+    })
     try {
       // No webhooks: predicted from the chart's table; no injector ConfigMap: chart defaults.
       const pod = await onlyPod(c, ns, 'web')

@@ -11,9 +11,15 @@ import {create, deployment, labelNamespace, list, namespaceObject, patch, pods, 
 const REDIRECTION = 'ambient.istio.io/redirection'
 const redirection = (p: KubeObject) => p.metadata.annotations?.[REDIRECTION]
 
-async function byApp(c: TestCluster, ns: string): Promise<Record<string, {uid?: string; redirection?: string; proxy: string}>> {
+async function byApp(
+  c: TestCluster,
+  ns: string,
+): Promise<Record<string, {uid?: string; redirection?: string; proxy: string}>> {
   return Object.fromEntries(
-    (await pods(c, ns)).map((p) => [p.metadata.labels?.app ?? p.metadata.name, {uid: p.metadata.uid, redirection: redirection(p), proxy: podProxyState(p)}]),
+    (await pods(c, ns)).map((p) => [
+      p.metadata.labels?.app ?? p.metadata.name,
+      {uid: p.metadata.uid, redirection: redirection(p), proxy: podProxyState(p)},
+    ]),
   )
 }
 
@@ -30,7 +36,9 @@ describe('istio-cni enrollment', () => {
         namespaceObject(other),
         deployment(ns, 'sidecar'),
         deployment(ns, 'opted-out', {labels: {'sidecar.istio.io/inject': 'false'}}),
-        deployment(ns, 'dataplane-none', {labels: {'sidecar.istio.io/inject': 'false', 'istio.io/dataplane-mode': 'none'}}),
+        deployment(ns, 'dataplane-none', {
+          labels: {'sidecar.istio.io/inject': 'false', 'istio.io/dataplane-mode': 'none'},
+        }),
         deployment(ns, 'host', {labels: {'sidecar.istio.io/inject': 'false'}, podSpec: {hostNetwork: true}}),
         deployment(other, 'pod-ambient', {labels: {'istio.io/dataplane-mode': 'ambient'}}),
         deployment(other, 'plain'),
@@ -40,8 +48,16 @@ describe('istio-cni enrollment', () => {
   afterAll(() => c?.stop())
 
   it('captures nothing before any ambient label, except pods labelled ambient themselves', async () => {
-    expect(Object.values(await byApp(c, ns)).map((p) => p.redirection)).toEqual([undefined, undefined, undefined, undefined])
-    expect(await byApp(c, other)).toMatchObject({'pod-ambient': {redirection: 'enabled'}, plain: {redirection: undefined}})
+    expect(Object.values(await byApp(c, ns)).map((p) => p.redirection)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ])
+    expect(await byApp(c, other)).toMatchObject({
+      'pod-ambient': {redirection: 'enabled'},
+      plain: {redirection: undefined},
+    })
   })
 
   it('captures the running pods without a sidecar when the namespace becomes ambient — live, no restart — and never the sidecar pods', async () => {
@@ -66,7 +82,13 @@ describe('istio-cni enrollment', () => {
     await labelNamespace(c, ns, {'istio.io/dataplane-mode': null})
     await c.waitForIdle()
     const after = await byApp(c, ns)
-    expect(Object.values(after).map((p) => p.redirection)).toEqual([undefined, undefined, undefined, undefined, undefined])
+    expect(Object.values(after).map((p) => p.redirection)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ])
     expect(after.fresh!.proxy).toBe('none')
   })
 
@@ -82,13 +104,19 @@ describe('istio-cni enrollment', () => {
 describe('istio-cni and ztunnel health', () => {
   it('marks pods pending while ztunnel is not ready on their node, enabled once it is', async () => {
     const ns = uniqueName('cni-zt')
-    const c = await startTestCluster({quiet: true, install: {ztunnel: 'not-ready'}, fixture: [namespaceObject(ns, {'istio.io/dataplane-mode': 'ambient'}), deployment(ns, 'web', {replicas: 2})]})
+    const c = await startTestCluster({
+      quiet: true,
+      install: {ztunnel: 'not-ready'},
+      fixture: [namespaceObject(ns, {'istio.io/dataplane-mode': 'ambient'}), deployment(ns, 'web', {replicas: 2})],
+    })
     try {
       const zt = await list(c, 'apps/v1', 'DaemonSet', 'istio-system')
       expect(zt.find((d) => d.metadata.name === 'ztunnel')?.status?.numberReady ?? 0).toBe(0)
       expect((await pods(c, ns)).map(redirection)).toEqual(['pending', 'pending'])
       // ztunnel recovers: the node agents finish the enrollment.
-      await patch(c, 'apps/v1', 'DaemonSet', 'istio-system', 'ztunnel', {spec: {template: {metadata: {annotations: {'test.mesh-migrate.io/never-ready': null}}}}})
+      await patch(c, 'apps/v1', 'DaemonSet', 'istio-system', 'ztunnel', {
+        spec: {template: {metadata: {annotations: {'test.mesh-migrate.io/never-ready': null}}}},
+      })
       await c.waitForIdle()
       expect((await pods(c, ns)).map(redirection)).toEqual(['enabled', 'enabled'])
     } finally {
@@ -101,7 +129,11 @@ describe('istio-cni and ztunnel health', () => {
     const c = await startTestCluster({
       quiet: true,
       install: {istioCni: 'not-ready'},
-      fixture: [namespaceObject(ns, {'istio.io/dataplane-mode': 'ambient'}), deployment(ns, 'web'), deployment(ns, 'outside', {labels: {'istio.io/dataplane-mode': 'none'}})],
+      fixture: [
+        namespaceObject(ns, {'istio.io/dataplane-mode': 'ambient'}),
+        deployment(ns, 'web'),
+        deployment(ns, 'outside', {labels: {'istio.io/dataplane-mode': 'none'}}),
+      ],
     })
     try {
       const [web] = await pods(c, ns, 'app=web')
@@ -116,7 +148,11 @@ describe('istio-cni and ztunnel health', () => {
 
   it('captures nothing when istio-cni is not installed', async () => {
     const ns = uniqueName('cni-none')
-    const c = await startTestCluster({quiet: true, install: {istioCni: 'absent'}, fixture: [namespaceObject(ns, {'istio.io/dataplane-mode': 'ambient'}), deployment(ns, 'web')]})
+    const c = await startTestCluster({
+      quiet: true,
+      install: {istioCni: 'absent'},
+      fixture: [namespaceObject(ns, {'istio.io/dataplane-mode': 'ambient'}), deployment(ns, 'web')],
+    })
     try {
       const [web] = await pods(c, ns)
       expect(web!.status?.phase).toBe('Running')

@@ -7,20 +7,47 @@ import {runCheck} from '../../src/executor/verify.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {buildWaypoint} from '../../src/planner/waypoint.js'
 import {startTestCluster, USERS, type TestCluster} from '../support/cluster.js'
-import {condition, create, get, labelNamespace, list, mustGet, namespaceObject, onExternalCluster, patch, pods, uniqueName} from './helpers.js'
+import {
+  condition,
+  create,
+  get,
+  labelNamespace,
+  list,
+  mustGet,
+  namespaceObject,
+  onExternalCluster,
+  patch,
+  pods,
+  uniqueName,
+} from './helpers.js'
 
 const GW = 'gateway.networking.k8s.io/v1'
 
 function service(namespace: string, name: string, labels: Record<string, string> = {}): KubeObject {
-  return {apiVersion: 'v1', kind: 'Service', metadata: {name, namespace, labels}, spec: {selector: {app: name}, ports: [{name: 'http', port: 9080}]}}
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name, namespace, labels},
+    spec: {selector: {app: name}, ports: [{name: 'http', port: 9080}]},
+  }
 }
 
 /** A condition of the Gateway's first listener (listener conditions sit on the listener itself). */
-function listenerCondition(gw: KubeObject, type: string): {status: string; reason?: string; message?: string} | undefined {
-  return (gw.status?.listeners?.[0]?.conditions as {type: string; status: string}[] | undefined)?.find((c) => c.type === type)
+function listenerCondition(
+  gw: KubeObject,
+  type: string,
+): {status: string; reason?: string; message?: string} | undefined {
+  return (gw.status?.listeners?.[0]?.conditions as {type: string; status: string}[] | undefined)?.find(
+    (c) => c.type === type,
+  )
 }
 
-function waypoint(namespace: string, name = 'waypoint', labels: Record<string, string> = {}, listener: Record<string, unknown> = {}): KubeObject {
+function waypoint(
+  namespace: string,
+  name = 'waypoint',
+  labels: Record<string, string> = {},
+  listener: Record<string, unknown> = {},
+): KubeObject {
   const gw = buildWaypoint({name, namespace, waypointFor: 'service'})
   gw.metadata.labels = {...gw.metadata.labels, ...labels}
   gw.spec.listeners[0] = {...gw.spec.listeners[0], ...listener}
@@ -35,7 +62,11 @@ describe('waypoint Gateways', () => {
     c = await startTestCluster({
       quiet: true,
       controlPlane: {podStartupMs: 5},
-      fixture: [namespaceObject(ns, {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'}), service(ns, 'reviews'), service(ns, 'ratings')],
+      fixture: [
+        namespaceObject(ns, {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'}),
+        service(ns, 'reviews'),
+        service(ns, 'ratings'),
+      ],
     })
   })
   afterAll(() => c?.stop())
@@ -44,7 +75,11 @@ describe('waypoint Gateways', () => {
     const gw = await create(c, waypoint(ns))
     await c.waitForIdle()
     const owner = {apiVersion: GW, kind: 'Gateway', name: 'waypoint', uid: gw.metadata.uid}
-    const labels = {'gateway.networking.k8s.io/gateway-name': 'waypoint', 'gateway.networking.k8s.io/gateway-class-name': 'istio-waypoint', 'gateway.istio.io/managed': 'istio.io-mesh-controller'}
+    const labels = {
+      'gateway.networking.k8s.io/gateway-name': 'waypoint',
+      'gateway.networking.k8s.io/gateway-class-name': 'istio-waypoint',
+      'gateway.istio.io/managed': 'istio.io-mesh-controller',
+    }
     for (const [apiVersion, kind] of [
       ['v1', 'ServiceAccount'],
       ['apps/v1', 'Deployment'],
@@ -55,11 +90,17 @@ describe('waypoint Gateways', () => {
       expect(obj.metadata.ownerReferences).toEqual([expect.objectContaining(owner)])
     }
     const deployment = await mustGet(c, 'apps/v1', 'Deployment', ns, 'waypoint')
-    expect(deployment.spec?.template?.metadata?.labels).toMatchObject({'sidecar.istio.io/inject': 'false', 'istio.io/dataplane-mode': 'none', ...labels})
+    expect(deployment.spec?.template?.metadata?.labels).toMatchObject({
+      'sidecar.istio.io/inject': 'false',
+      'istio.io/dataplane-mode': 'none',
+      ...labels,
+    })
     expect(deployment.spec?.template?.metadata?.annotations).toMatchObject({'istio.io/rev': 'default'})
     expect(deployment.spec?.template?.spec?.serviceAccountName).toBe('waypoint')
     const svc = await mustGet(c, 'v1', 'Service', ns, 'waypoint')
-    expect(svc.spec?.ports).toEqual(expect.arrayContaining([expect.objectContaining({name: 'mesh', port: 15008, appProtocol: 'all'})]))
+    expect(svc.spec?.ports).toEqual(
+      expect.arrayContaining([expect.objectContaining({name: 'mesh', port: 15008, appProtocol: 'all'})]),
+    )
     // The waypoint's own pod: neither injected (the namespace injects) nor captured (the namespace is ambient).
     const [pod] = await pods(c, ns, 'gateway.networking.k8s.io/gateway-name=waypoint')
     expect(pod!.metadata.annotations?.['sidecar.istio.io/status']).toBeUndefined()
@@ -71,16 +112,26 @@ describe('waypoint Gateways', () => {
     const gw = await mustGet(c, GW, 'Gateway', ns, 'waypoint')
     const svc = await mustGet(c, 'v1', 'Service', ns, 'waypoint')
     expect(condition(gw, 'Accepted')).toMatchObject({status: 'True', reason: 'Accepted'})
-    expect(condition(gw, 'Programmed')).toMatchObject({status: 'True', reason: 'Programmed', message: `Resource programmed, assigned to service(s) waypoint.${ns}.svc.cluster.local:15008`})
+    expect(condition(gw, 'Programmed')).toMatchObject({
+      status: 'True',
+      reason: 'Programmed',
+      message: `Resource programmed, assigned to service(s) waypoint.${ns}.svc.cluster.local:15008`,
+    })
     expect(gw.status?.addresses).toEqual([
       {type: 'IPAddress', value: svc.spec?.clusterIP},
       {type: 'Hostname', value: `waypoint.${ns}.svc.cluster.local`},
     ])
     expect(gw.status?.listeners?.[0]).toMatchObject({name: 'mesh', attachedRoutes: 0})
     expect(listenerCondition(gw, 'Accepted')?.status).toBe('True')
-    const verdict = await runCheck({check: 'waypoint-ready', ref: {apiVersion: GW, kind: 'Gateway', namespace: ns, name: 'waypoint'}}, {client: c.client, namespace: ns})
+    const verdict = await runCheck(
+      {check: 'waypoint-ready', ref: {apiVersion: GW, kind: 'Gateway', namespace: ns, name: 'waypoint'}},
+      {client: c.client, namespace: ns},
+    )
     expect(verdict.ok).toBe(true)
-    expect(condition(await mustGet(c, GW, 'GatewayClass', undefined, 'istio-waypoint'), 'Accepted')).toMatchObject({status: 'True', reason: 'Accepted'})
+    expect(condition(await mustGet(c, GW, 'GatewayClass', undefined, 'istio-waypoint'), 'Accepted')).toMatchObject({
+      status: 'True',
+      reason: 'Accepted',
+    })
   })
 
   it('binds Services through the namespace label, lets a Service opt out or pick another waypoint, and clears the condition when unbound', async () => {
@@ -88,14 +139,30 @@ describe('waypoint Gateways', () => {
     await create(c, service(ns, 'productpage', {'istio.io/use-waypoint': 'missing'}))
     await labelNamespace(c, ns, {'istio.io/use-waypoint': 'waypoint'})
     await c.waitForIdle()
-    const bound = async (name: string) => condition(await mustGet(c, 'v1', 'Service', ns, name), 'istio.io/WaypointBound')
-    expect(await bound('reviews')).toMatchObject({status: 'True', reason: 'WaypointAccepted', message: `Successfully attached to waypoint ${ns}/waypoint`})
+    const bound = async (name: string) =>
+      condition(await mustGet(c, 'v1', 'Service', ns, name), 'istio.io/WaypointBound')
+    expect(await bound('reviews')).toMatchObject({
+      status: 'True',
+      reason: 'WaypointAccepted',
+      message: `Successfully attached to waypoint ${ns}/waypoint`,
+    })
     expect(await bound('ratings')).toMatchObject({status: 'True'})
     expect(await bound('details')).toBeUndefined()
-    expect(await bound('productpage')).toMatchObject({status: 'False', reason: 'WaypointIsNotReady', message: `waypoint "${ns}/missing" is not ready`})
+    expect(await bound('productpage')).toMatchObject({
+      status: 'False',
+      reason: 'WaypointIsNotReady',
+      message: `waypoint "${ns}/missing" is not ready`,
+    })
     // The waypoint's own Service is never bound.
     expect(await bound('waypoint')).toBeUndefined()
-    const verdict = await runCheck({check: 'waypoint-bound', ref: {apiVersion: GW, kind: 'Gateway', namespace: ns, name: 'waypoint'}, services: ['reviews', 'ratings']}, {client: c.client, namespace: ns})
+    const verdict = await runCheck(
+      {
+        check: 'waypoint-bound',
+        ref: {apiVersion: GW, kind: 'Gateway', namespace: ns, name: 'waypoint'},
+        services: ['reviews', 'ratings'],
+      },
+      {client: c.client, namespace: ns},
+    )
     expect(verdict.ok).toBe(true)
 
     await labelNamespace(c, ns, {'istio.io/use-waypoint': null})
@@ -112,20 +179,38 @@ describe('waypoint Gateways', () => {
       service(consumer, 'worker', {'istio.io/use-waypoint': 'workload-only'}),
       waypoint(consumer, 'workload-only', {'istio.io/waypoint-for': 'workload'}),
     ])
-    const bound = async (name: string) => condition(await mustGet(c, 'v1', 'Service', consumer, name), 'istio.io/WaypointBound')
-    expect(await bound('api')).toMatchObject({status: 'False', reason: 'AttachmentDenied', message: `we are not permitted to attach to waypoint "${ns}/waypoint" (missing allowedRoutes?)`})
-    expect(await bound('worker')).toMatchObject({status: 'False', reason: 'UnsupportedTrafficType', message: `attempting to bind to traffic type "service" which the waypoint "${consumer}/workload-only" does not support`})
+    const bound = async (name: string) =>
+      condition(await mustGet(c, 'v1', 'Service', consumer, name), 'istio.io/WaypointBound')
+    expect(await bound('api')).toMatchObject({
+      status: 'False',
+      reason: 'AttachmentDenied',
+      message: `we are not permitted to attach to waypoint "${ns}/waypoint" (missing allowedRoutes?)`,
+    })
+    expect(await bound('worker')).toMatchObject({
+      status: 'False',
+      reason: 'UnsupportedTrafficType',
+      message: `attempting to bind to traffic type "service" which the waypoint "${consumer}/workload-only" does not support`,
+    })
 
-    await patch(c, GW, 'Gateway', ns, 'waypoint', {spec: {listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE', allowedRoutes: {namespaces: {from: 'All'}}}]}})
+    await patch(c, GW, 'Gateway', ns, 'waypoint', {
+      spec: {listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE', allowedRoutes: {namespaces: {from: 'All'}}}]},
+    })
     await c.waitForIdle()
-    expect(await bound('api')).toMatchObject({status: 'True', message: `Successfully attached to waypoint ${ns}/waypoint`})
+    expect(await bound('api')).toMatchObject({
+      status: 'True',
+      message: `Successfully attached to waypoint ${ns}/waypoint`,
+    })
   })
 
   it('reports a listener that is not HBONE on 15008', async () => {
     await create(c, waypoint(ns, 'bad-listener', {}, {port: 1234, protocol: 'HTTP'}))
     await c.waitForIdle()
     const gw = await mustGet(c, GW, 'Gateway', ns, 'bad-listener')
-    expect(listenerCondition(gw, 'Accepted')).toMatchObject({status: 'False', reason: 'UnsupportedProtocol', message: 'Expected a single listener on port 15008 with protocol "HBONE"'})
+    expect(listenerCondition(gw, 'Accepted')).toMatchObject({
+      status: 'False',
+      reason: 'UnsupportedProtocol',
+      message: 'Expected a single listener on port 15008 with protocol "HBONE"',
+    })
   })
 
   it('removes what it deployed when the Gateway is deleted; bound Services then see a waypoint that is not ready', async () => {
@@ -141,7 +226,10 @@ describe('waypoint Gateways', () => {
       expect(await get(c, apiVersion!, kind!, ns, 'waypoint')).toBeUndefined()
     }
     expect(await pods(c, ns, 'gateway.networking.k8s.io/gateway-name=waypoint')).toEqual([])
-    expect(condition(await mustGet(c, 'v1', 'Service', ns, 'reviews'), 'istio.io/WaypointBound')).toMatchObject({status: 'False', reason: 'WaypointIsNotReady'})
+    expect(condition(await mustGet(c, 'v1', 'Service', ns, 'reviews'), 'istio.io/WaypointBound')).toMatchObject({
+      status: 'False',
+      reason: 'WaypointIsNotReady',
+    })
   })
 })
 
@@ -150,7 +238,11 @@ describe('waypoint readiness delay and failures', () => {
   const ns = uniqueName('wp-delay')
 
   beforeAll(async () => {
-    c = await startTestCluster({quiet: true, controlPlane: {podStartupMs: 5, waypoint: {readyDelayMs: 'never'}}, fixture: [namespaceObject(ns)]})
+    c = await startTestCluster({
+      quiet: true,
+      controlPlane: {podStartupMs: 5, waypoint: {readyDelayMs: 'never'}},
+      fixture: [namespaceObject(ns)],
+    })
   })
   afterAll(() => c?.stop())
 
@@ -162,7 +254,10 @@ describe('waypoint readiness delay and failures', () => {
     expect(condition(gw, 'Accepted')?.status).toBe('True')
     expect(condition(gw, 'Programmed')).toMatchObject({status: 'False', reason: 'AddressNotUsable'})
     expect(gw.status?.addresses).toBeUndefined()
-    const verdict = await runCheck({check: 'waypoint-ready', ref: {apiVersion: GW, kind: 'Gateway', namespace: ns, name: 'waypoint'}}, {client: c.client, namespace: ns})
+    const verdict = await runCheck(
+      {check: 'waypoint-ready', ref: {apiVersion: GW, kind: 'Gateway', namespace: ns, name: 'waypoint'}},
+      {client: c.client, namespace: ns},
+    )
     expect(verdict.ok).toBe(false)
 
     c.controlPlane.configure({waypoint: {readyDelayMs: 30}})
@@ -176,13 +271,21 @@ describe('waypoint readiness delay and failures', () => {
     c.controlPlane.configure({waypoint: {readyDelayMs: 0, failure: {reason: 'AddressNotAssigned'}}})
     await c.waitForIdle()
     let gw = await mustGet(c, GW, 'Gateway', ns, 'waypoint')
-    expect(condition(gw, 'Programmed')).toMatchObject({status: 'False', reason: 'AddressNotAssigned', message: expect.stringContaining(`waypoint.${ns}.svc.cluster.local`)})
+    expect(condition(gw, 'Programmed')).toMatchObject({
+      status: 'False',
+      reason: 'AddressNotAssigned',
+      message: expect.stringContaining(`waypoint.${ns}.svc.cluster.local`),
+    })
     expect(gw.status?.addresses).toBeUndefined()
 
     c.controlPlane.configure({waypoint: {failure: {reason: 'UnsupportedAddress', message: 'custom message'}}})
     await c.waitForIdle()
     gw = await mustGet(c, GW, 'Gateway', ns, 'waypoint')
-    expect(condition(gw, 'Programmed')).toMatchObject({status: 'False', reason: 'UnsupportedAddress', message: 'custom message'})
+    expect(condition(gw, 'Programmed')).toMatchObject({
+      status: 'False',
+      reason: 'UnsupportedAddress',
+      message: 'custom message',
+    })
 
     c.controlPlane.configure({waypoint: {failure: undefined}})
     await c.waitForIdle()
@@ -204,7 +307,10 @@ describe('waypoint revision ownership', () => {
   beforeAll(async () => {
     c = await startTestCluster({
       quiet: true,
-      install: {revisions: [{revision: 'default'}, {revision: 'canary'}, {revision: 'broken', istiod: 'not-ready'}], tags: {prod: 'canary'}},
+      install: {
+        revisions: [{revision: 'default'}, {revision: 'canary'}, {revision: 'broken', istiod: 'not-ready'}],
+        tags: {prod: 'canary'},
+      },
       fixture: [
         namespaceObject(ns.plain),
         namespaceObject(ns.canary, {'istio.io/rev': 'canary'}),
@@ -219,7 +325,8 @@ describe('waypoint revision ownership', () => {
   })
   afterAll(() => c?.stop())
 
-  const owner = async (namespace: string, name: string) => (await get(c, 'apps/v1', 'Deployment', namespace, name))?.spec?.template?.metadata?.annotations?.['istio.io/rev']
+  const owner = async (namespace: string, name: string) =>
+    (await get(c, 'apps/v1', 'Deployment', namespace, name))?.spec?.template?.metadata?.annotations?.['istio.io/rev']
 
   it('is reconciled by the revision of its istio.io/rev label, a tag, or its namespace', async () => {
     expect(await owner(ns.plain, 'default-wp')).toBe('default')
@@ -238,7 +345,9 @@ describe('waypoint revision ownership', () => {
   it('is left alone when its revision does not run (absent, or istiod not ready)', async () => {
     for (const name of ['orphan-wp', 'broken-wp']) {
       expect(await get(c, 'apps/v1', 'Deployment', ns.plain, name)).toBeUndefined()
-      expect((await mustGet(c, GW, 'Gateway', ns.plain, name)).status?.conditions ?? []).not.toContainEqual(expect.objectContaining({type: 'Programmed', status: 'True'}))
+      expect((await mustGet(c, GW, 'Gateway', ns.plain, name)).status?.conditions ?? []).not.toContainEqual(
+        expect.objectContaining({type: 'Programmed', status: 'True'}),
+      )
     }
   })
 

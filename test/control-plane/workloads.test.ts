@@ -26,7 +26,11 @@ let ns: string
 
 beforeAll(async () => {
   ns = uniqueName('workloads')
-  c = await startTestCluster({quiet: true, fixture: [namespaceObject(ns)], controlPlane: {podStartupMs: 5, jobRunMs: 20}})
+  c = await startTestCluster({
+    quiet: true,
+    fixture: [namespaceObject(ns)],
+    controlPlane: {podStartupMs: 5, jobRunMs: 20},
+  })
 })
 afterAll(() => c?.stop())
 
@@ -48,14 +52,29 @@ describe('Deployment controller', () => {
     expect(webPods).toHaveLength(3)
     for (const p of webPods) {
       expect(p.metadata.name).toMatch(new RegExp(`^web-${hash}-[bcdfghjklmnpqrstvwxz2456789]{5}$`))
-      expect(owner(p)).toMatchObject({kind: 'ReplicaSet', name: rs.metadata.name, uid: rs.metadata.uid, controller: true})
+      expect(owner(p)).toMatchObject({
+        kind: 'ReplicaSet',
+        name: rs.metadata.name,
+        uid: rs.metadata.uid,
+        controller: true,
+      })
       expect(p.metadata.labels?.['pod-template-hash']).toBe(hash)
     }
     const d = await mustGet(c, 'apps/v1', 'Deployment', ns, 'web')
-    expect(d.status).toMatchObject({observedGeneration: d.metadata.generation, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3})
+    expect(d.status).toMatchObject({
+      observedGeneration: d.metadata.generation,
+      replicas: 3,
+      updatedReplicas: 3,
+      readyReplicas: 3,
+      availableReplicas: 3,
+    })
     expect(d.status?.unavailableReplicas ?? 0).toBe(0)
     expect(condition(d, 'Available')).toMatchObject({status: 'True', reason: 'MinimumReplicasAvailable'})
-    expect(condition(d, 'Progressing')).toMatchObject({status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${rs.metadata.name}" has successfully progressed.`})
+    expect(condition(d, 'Progressing')).toMatchObject({
+      status: 'True',
+      reason: 'NewReplicaSetAvailable',
+      message: `ReplicaSet "${rs.metadata.name}" has successfully progressed.`,
+    })
     expect(rolloutDone(d)).toMatchObject({done: true})
   })
 
@@ -68,7 +87,9 @@ describe('Deployment controller', () => {
     expect(rolloutDone(d)).toMatchObject({done: true})
     expect(d.status).toMatchObject({observedGeneration: 2, replicas: 3, updatedReplicas: 3, availableReplicas: 3})
     const rsList = (await list(c, 'apps/v1', 'ReplicaSet', ns)).filter((rs) => owner(rs)?.name === 'web')
-    expect(rsList.map((rs) => [rs.metadata.annotations?.['deployment.kubernetes.io/revision'], rs.spec?.replicas]).sort()).toEqual([
+    expect(
+      rsList.map((rs) => [rs.metadata.annotations?.['deployment.kubernetes.io/revision'], rs.spec?.replicas]).sort(),
+    ).toEqual([
       ['1', 0],
       ['2', 3],
     ])
@@ -81,7 +102,13 @@ describe('Deployment controller', () => {
   })
 
   it.skipIf(onExternalCluster)('never runs more pods than replicas + maxSurge during a rolling update', async () => {
-    await create(c, deployment(ns, 'surge', {replicas: 4, strategy: {type: 'RollingUpdate', rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}}))
+    await create(
+      c,
+      deployment(ns, 'surge', {
+        replicas: 4,
+        strategy: {type: 'RollingUpdate', rollingUpdate: {maxSurge: 1, maxUnavailable: 0}},
+      }),
+    )
     await c.waitForIdle()
     c.server!.resetRequestLog()
     await restart(c, 'Deployment', ns, 'surge')
@@ -136,9 +163,13 @@ describe('Deployment controller', () => {
     c.server!.resetRequestLog()
     await restart(c, 'Deployment', ns, 'recreate')
     await c.waitForIdle()
-    const writes = c.server!.requestsMatching({user: USERS.controlPlane, resource: 'pods', namespace: ns}).filter((r) => (r.verb === 'create' || r.verb === 'delete') && !r.subresource && (r.status ?? 500) < 300)
+    const writes = c
+      .server!.requestsMatching({user: USERS.controlPlane, resource: 'pods', namespace: ns})
+      .filter((r) => (r.verb === 'create' || r.verb === 'delete') && !r.subresource && (r.status ?? 500) < 300)
     const firstCreate = writes.findIndex((r) => r.verb === 'create')
-    const deletes = writes.map((r, i) => (r.verb === 'delete' && r.name?.startsWith('recreate-') ? i : -1)).filter((i) => i >= 0)
+    const deletes = writes
+      .map((r, i) => (r.verb === 'delete' && r.name?.startsWith('recreate-') ? i : -1))
+      .filter((i) => i >= 0)
     expect(deletes).toHaveLength(2)
     expect(firstCreate).toBeGreaterThan(Math.max(...deletes))
     expect(rolloutDone(await mustGet(c, 'apps/v1', 'Deployment', ns, 'recreate'))).toMatchObject({done: true})
@@ -163,7 +194,9 @@ describe('kubelet', () => {
     const cidr: string = node.spec?.podCIDR
     expect(p!.status?.podIP.split('.').slice(0, 3).join('.')).toBe(cidr.split('.').slice(0, 3).join('.'))
     expect(p!.status?.hostIP).toBe(node.status?.addresses.find((a: {type: string}) => a.type === 'InternalIP').address)
-    expect(p!.status?.containerStatuses).toEqual([expect.objectContaining({name: 'app', ready: true, started: true, state: {running: expect.any(Object)}})])
+    expect(p!.status?.containerStatuses).toEqual([
+      expect.objectContaining({name: 'app', ready: true, started: true, state: {running: expect.any(Object)}}),
+    ])
 
     await c.api.delete({apiVersion: 'v1', kind: 'Pod', namespace: ns, name: p!.metadata.name})
     await c.waitForIdle()
@@ -193,7 +226,10 @@ describe('StatefulSet controller', () => {
       template: {metadata: {labels: {app: name}}, spec: {containers: [{name: 'db', image: 'registry.example/db:1'}]}},
     },
   })
-  const revisions = async (name: string) => Object.fromEntries((await pods(c, ns, `app=${name}`)).map((p) => [p.metadata.name, p.metadata.labels?.['controller-revision-hash']]))
+  const revisions = async (name: string) =>
+    Object.fromEntries(
+      (await pods(c, ns, `app=${name}`)).map((p) => [p.metadata.name, p.metadata.labels?.['controller-revision-hash']]),
+    )
 
   it('creates <name>-<ordinal> pods with the revision label and rolls them all on a restart', async () => {
     await create(c, sts('db', 3))
@@ -202,7 +238,14 @@ describe('StatefulSet controller', () => {
     const first = s.status?.updateRevision
     expect(first).toMatch(/^db-/)
     expect(await revisions('db')).toEqual({'db-0': first, 'db-1': first, 'db-2': first})
-    expect(s.status).toMatchObject({replicas: 3, readyReplicas: 3, currentReplicas: 3, updatedReplicas: 3, currentRevision: first, observedGeneration: 1})
+    expect(s.status).toMatchObject({
+      replicas: 3,
+      readyReplicas: 3,
+      currentReplicas: 3,
+      updatedReplicas: 3,
+      currentRevision: first,
+      observedGeneration: 1,
+    })
     expect((await mustGet(c, 'v1', 'Pod', ns, 'db-1')).spec).toMatchObject({hostname: 'db-1', subdomain: 'db'})
 
     await restart(c, 'StatefulSet', ns, 'db')
@@ -210,7 +253,12 @@ describe('StatefulSet controller', () => {
     s = await mustGet(c, 'apps/v1', 'StatefulSet', ns, 'db')
     const second = s.status?.updateRevision
     expect(second).not.toBe(first)
-    expect(s.status).toMatchObject({currentRevision: second, updatedReplicas: 3, readyReplicas: 3, observedGeneration: 2})
+    expect(s.status).toMatchObject({
+      currentRevision: second,
+      updatedReplicas: 3,
+      readyReplicas: 3,
+      observedGeneration: 2,
+    })
     expect(await revisions('db')).toEqual({'db-0': second, 'db-1': second, 'db-2': second})
     expect(rolloutDone(s)).toMatchObject({done: true})
   })
@@ -224,7 +272,13 @@ describe('StatefulSet controller', () => {
     const s = await mustGet(c, 'apps/v1', 'StatefulSet', ns, 'part')
     const second = s.status?.updateRevision
     expect(await revisions('part')).toEqual({'part-0': first, 'part-1': first, 'part-2': second})
-    expect(s.status).toMatchObject({currentRevision: first, updateRevision: second, updatedReplicas: 1, currentReplicas: 2, readyReplicas: 3})
+    expect(s.status).toMatchObject({
+      currentRevision: first,
+      updateRevision: second,
+      updatedReplicas: 1,
+      currentReplicas: 2,
+      readyReplicas: 3,
+    })
     expect(rolloutDone(s).done).toBe(false)
     // A pod below the partition that is deleted comes back at the current revision.
     await c.api.delete({apiVersion: 'v1', kind: 'Pod', namespace: ns, name: 'part-0'})
@@ -261,18 +315,50 @@ describe('DaemonSet controller', () => {
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
       metadata: {name: 'agent', namespace: ns},
-      spec: {selector: {matchLabels: {app: 'agent'}}, template: {metadata: {labels: {app: 'agent'}}, spec: {containers: [{name: 'agent', image: 'registry.example/agent:1'}]}}},
+      spec: {
+        selector: {matchLabels: {app: 'agent'}},
+        template: {
+          metadata: {labels: {app: 'agent'}},
+          spec: {containers: [{name: 'agent', image: 'registry.example/agent:1'}]},
+        },
+      },
     })
     await c.waitForIdle()
     const nodes = (await list(c, 'v1', 'Node')).map((n) => n.metadata.name).sort()
     let agents = await pods(c, ns, 'app=agent')
     expect(agents.map((p) => p.spec?.nodeName).sort()).toEqual(nodes)
     let ds = await mustGet(c, 'apps/v1', 'DaemonSet', ns, 'agent')
-    expect(ds.status).toMatchObject({desiredNumberScheduled: nodes.length, currentNumberScheduled: nodes.length, numberReady: nodes.length, numberAvailable: nodes.length, updatedNumberScheduled: nodes.length, numberMisscheduled: 0})
+    expect(ds.status).toMatchObject({
+      desiredNumberScheduled: nodes.length,
+      currentNumberScheduled: nodes.length,
+      numberReady: nodes.length,
+      numberAvailable: nodes.length,
+      updatedNumberScheduled: nodes.length,
+      numberMisscheduled: 0,
+    })
 
     // A tainted node the DaemonSet does not tolerate gets no pod; an ordinary new node gets one.
-    const node = (name: string, taints?: unknown[]): KubeObject => ({apiVersion: 'v1', kind: 'Node', metadata: {name, labels: {'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': name}}, spec: {...(taints ? {taints} : {})}})
-    const ready = {status: {conditions: [{type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: '2026-01-01T00:00:00Z', lastTransitionTime: '2026-01-01T00:00:00Z'}], addresses: [{type: 'InternalIP', address: '172.18.0.50'}]}}
+    const node = (name: string, taints?: unknown[]): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {name, labels: {'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': name}},
+      spec: {...(taints ? {taints} : {})},
+    })
+    const ready = {
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            message: 'kubelet is posting ready status',
+            lastHeartbeatTime: '2026-01-01T00:00:00Z',
+            lastTransitionTime: '2026-01-01T00:00:00Z',
+          },
+        ],
+        addresses: [{type: 'InternalIP', address: '172.18.0.50'}],
+      },
+    }
     const extra = uniqueName('node')
     const tainted = uniqueName('gpu-node')
     await create(c, node(extra))
@@ -293,7 +379,11 @@ describe('DaemonSet controller', () => {
       expect(rolled).toHaveLength(nodes.length + 1)
       expect(rolled.every((p) => p.metadata.labels?.['controller-revision-hash'] !== firstHash)).toBe(true)
       ds = await mustGet(c, 'apps/v1', 'DaemonSet', ns, 'agent')
-      expect(ds.status).toMatchObject({updatedNumberScheduled: nodes.length + 1, numberAvailable: nodes.length + 1, observedGeneration: 2})
+      expect(ds.status).toMatchObject({
+        updatedNumberScheduled: nodes.length + 1,
+        numberAvailable: nodes.length + 1,
+        observedGeneration: 2,
+      })
       expect(rolloutDone(ds)).toMatchObject({done: true})
     } finally {
       await c.api.delete({apiVersion: 'v1', kind: 'Node', name: extra})
@@ -306,11 +396,19 @@ describe('DaemonSet controller', () => {
 })
 
 describe('Job controller', () => {
-  const job = (name: string, opts: {labels?: Record<string, string>; annotations?: Record<string, string>} = {}): KubeObject => ({
+  const job = (
+    name: string,
+    opts: {labels?: Record<string, string>; annotations?: Record<string, string>} = {},
+  ): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {name, namespace: ns},
-    spec: {template: {metadata: {labels: opts.labels ?? {}, ...(opts.annotations ? {annotations: opts.annotations} : {})}, spec: {restartPolicy: 'Never', containers: [{name: 'task', image: 'registry.example/task:1'}]}}},
+    spec: {
+      template: {
+        metadata: {labels: opts.labels ?? {}, ...(opts.annotations ? {annotations: opts.annotations} : {})},
+        spec: {restartPolicy: 'Never', containers: [{name: 'task', image: 'registry.example/task:1'}]},
+      },
+    },
   })
 
   it('runs the pod to completion and reports the Job Complete', async () => {
@@ -327,12 +425,17 @@ describe('Job controller', () => {
     const meshNs = uniqueName('jobs')
     await c.load([namespaceObject(meshNs, {'istio-injection': 'enabled'})])
     await create(c, {...job('classic'), metadata: {name: 'classic', namespace: meshNs}})
-    await create(c, {...job('native', {annotations: {'sidecar.istio.io/nativeSidecar': 'true'}}), metadata: {name: 'native', namespace: meshNs}})
+    await create(c, {
+      ...job('native', {annotations: {'sidecar.istio.io/nativeSidecar': 'true'}}),
+      metadata: {name: 'native', namespace: meshNs},
+    })
     await c.waitForIdle()
     const [classicPod] = await pods(c, meshNs, 'job-name=classic')
     expect(containerNames(classicPod!).containers).toEqual(['task', 'istio-proxy'])
     expect(classicPod!.status?.phase).toBe('Running')
-    expect(classicPod!.status?.containerStatuses.find((s: {name: string}) => s.name === 'task').state.terminated).toMatchObject({reason: 'Completed'})
+    expect(
+      classicPod!.status?.containerStatuses.find((s: {name: string}) => s.name === 'task').state.terminated,
+    ).toMatchObject({reason: 'Completed'})
     expect(condition(await mustGet(c, 'batch/v1', 'Job', meshNs, 'classic'), 'Complete')).toBeUndefined()
     const [nativePod] = await pods(c, meshNs, 'job-name=native')
     expect(containerNames(nativePod!).init).toContain('istio-proxy')
@@ -346,13 +449,33 @@ describe('garbage collection', () => {
     await create(c, {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: {name: 'orphan', namespace: ns, ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'gone', uid: '00000000-0000-0000-0000-000000000001', controller: true}]},
-      spec: {nodeName: (await list(c, 'v1', 'Node'))[0]!.metadata.name, containers: [{name: 'x', image: 'registry.example/x:1'}]},
+      metadata: {
+        name: 'orphan',
+        namespace: ns,
+        ownerReferences: [
+          {
+            apiVersion: 'apps/v1',
+            kind: 'ReplicaSet',
+            name: 'gone',
+            uid: '00000000-0000-0000-0000-000000000001',
+            controller: true,
+          },
+        ],
+      },
+      spec: {
+        nodeName: (await list(c, 'v1', 'Node'))[0]!.metadata.name,
+        containers: [{name: 'x', image: 'registry.example/x:1'}],
+      },
     })
     await c.waitForIdle()
     expect(await get(c, 'v1', 'Pod', ns, 'orphan')).toBeUndefined()
     // The test API server only cascades deletions; the dangling reference is the controllers' catch.
-    if (!onExternalCluster) expect(c.server!.requestsMatching({user: USERS.controlPlane, verb: 'delete', resource: 'pods', name: 'orphan'}).some((r) => r.status === 200)).toBe(true)
+    if (!onExternalCluster)
+      expect(
+        c
+          .server!.requestsMatching({user: USERS.controlPlane, verb: 'delete', resource: 'pods', name: 'orphan'})
+          .some((r) => r.status === 200),
+      ).toBe(true)
   })
 
   it('removes the ReplicaSets and pods of a deleted Deployment', async () => {
@@ -360,7 +483,9 @@ describe('garbage collection', () => {
     await c.waitForIdle()
     await c.api.delete({apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name: 'doomed'})
     await c.waitForIdle()
-    expect((await list(c, 'apps/v1', 'ReplicaSet', ns)).filter((rs) => rs.metadata.name.startsWith('doomed-'))).toEqual([])
+    expect((await list(c, 'apps/v1', 'ReplicaSet', ns)).filter((rs) => rs.metadata.name.startsWith('doomed-'))).toEqual(
+      [],
+    )
     expect(await pods(c, ns, 'app=doomed')).toEqual([])
   })
 })

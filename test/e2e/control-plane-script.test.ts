@@ -25,7 +25,10 @@ import {cli, namespaceState, observe, readPlan, REPO, workdir} from './support.j
 
 const assets = await envtestAssets().catch(() => undefined)
 const runnable = assets !== undefined && hasShared
-if (!runnable) process.stderr.write(`\n[mesh-migrate tests] skipping the control-plane script round trip: it needs a kube-apiserver (KUBEBUILDER_ASSETS) and ../shared (the CRDs).\n`)
+if (!runnable)
+  process.stderr.write(
+    `\n[mesh-migrate tests] skipping the control-plane script round trip: it needs a kube-apiserver (KUBEBUILDER_ASSETS) and ../shared (the CRDs).\n`,
+  )
 
 const NS = 'bookinfo'
 
@@ -41,10 +44,18 @@ async function untilTrue(what: string, check: () => Promise<boolean>, timeoutMs 
 async function rolledOut(client: KubeClient): Promise<boolean> {
   const res = await client.resourceFor('apps/v1', 'Deployment')
   const deployments = await client.list(res!, {namespace: NS})
-  return deployments.length > 0 && deployments.every((d) => {
-    const want = d.spec?.replicas ?? 1
-    return d.status?.observedGeneration === d.metadata.generation && d.status?.updatedReplicas === want && d.status?.availableReplicas === want && (d.status?.replicas ?? 0) === want
-  })
+  return (
+    deployments.length > 0 &&
+    deployments.every((d) => {
+      const want = d.spec?.replicas ?? 1
+      return (
+        d.status?.observedGeneration === d.metadata.generation &&
+        d.status?.updatedReplicas === want &&
+        d.status?.availableReplicas === want &&
+        (d.status?.replicas ?? 0) === want
+      )
+    })
+  )
 }
 
 describe.runIf(runnable)('npm run control-plane -- --install against a bare kube-apiserver', () => {
@@ -62,14 +73,37 @@ describe.runIf(runnable)('npm run control-plane -- --install against a bare kube
     dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-cp-script-'))
     kubeconfig = path.join(dir, 'kubeconfig')
     await env.writeKubeconfig(kubeconfig, 'admin')
-    harness = await clusterApiFromKubeconfigText(env.kubeconfig('harness'), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
+    harness = await clusterApiFromKubeconfigText(env.kubeconfig('harness'), {
+      userAgent: 'mesh-migrate-test-harness',
+      fieldManager: 'mesh-migrate-test-harness',
+    })
     await ensureCrds(harness)
-    script = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/control-plane.ts'), '--kubeconfig', kubeconfig, '--install', '--pod-startup-ms', '20', '--waypoint-ready-ms', '100'], {cwd: REPO, stdio: ['ignore', 'ignore', 'pipe']})
+    script = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(REPO, 'scripts/control-plane.ts'),
+        '--kubeconfig',
+        kubeconfig,
+        '--install',
+        '--pod-startup-ms',
+        '20',
+        '--waypoint-ready-ms',
+        '100',
+      ],
+      {cwd: REPO, stdio: ['ignore', 'ignore', 'pipe']},
+    )
     script.stderr!.on('data', (d: Buffer) => (scriptLog += d.toString()))
-    await untilTrue('the control plane script to start', async () => {
-      if (script.exitCode !== null) throw new Error(`the control plane script exited (${script.exitCode}):\n${scriptLog}`)
-      return scriptLog.includes('fake control plane running')
-    }, 60_000)
+    await untilTrue(
+      'the control plane script to start',
+      async () => {
+        if (script.exitCode !== null)
+          throw new Error(`the control plane script exited (${script.exitCode}):\n${scriptLog}`)
+        return scriptLog.includes('fake control plane running')
+      },
+      60_000,
+    )
     // The workloads arrive as from `kubectl apply -f examples/bookinfo`: Namespace first.
     const {objects} = await loadManifestFiles([path.join(REPO, 'examples/bookinfo')])
     objects.sort((a, b) => Number(b.kind === 'Namespace') - Number(a.kind === 'Namespace'))

@@ -16,7 +16,18 @@ import type {FaultRule} from '../support/apiserver/index.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {type Envtest, runEnvtest, startEnvtest} from '../support/envtest.js'
 import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
-import {cli, namespaceState, observe, type Observed, readPlan, REPO, spawnCli, waitForCompletion, waitForRequest, workdir} from './support.js'
+import {
+  cli,
+  namespaceState,
+  observe,
+  type Observed,
+  readPlan,
+  REPO,
+  spawnCli,
+  waitForCompletion,
+  waitForRequest,
+  workdir,
+} from './support.js'
 
 const NS = 'bookinfo'
 const FIXTURE = path.join(REPO, 'examples/bookinfo')
@@ -25,7 +36,10 @@ const PLAN_FILE = `plans/${NS}.yaml`
 // On the run's real server the fault proxy records the tool's requests (recordRequests); a cluster named by
 // MESH_MIGRATE_E2E_KUBECONFIG has neither.
 const external = Boolean(process.env[E2E_KUBECONFIG_ENV]) && !runEnvtest()
-if (external) process.stderr.write(`\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the crash tests (they inject API faults, which only the in-repo test API server can).\n`)
+if (external)
+  process.stderr.write(
+    `\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the crash tests (they inject API faults, which only the in-repo test API server can).\n`,
+  )
 
 /** Where to kill apply: a request of the step held at the server (latency) while the process dies. */
 interface CrashPoint {
@@ -40,13 +54,31 @@ interface CrashPoint {
 const namespacePatch = {user: USERS.tool, verb: 'patch', kind: 'Namespace', name: NS} as const
 
 const CRASH_POINTS: CrashPoint[] = [
-  {action: 'create-waypoint', where: 'while the waypoint Gateway is being applied', match: {user: USERS.tool, verb: 'patch', kind: 'Gateway', name: 'waypoint'}},
-  {action: 'create-policies', where: 'after three policy copies, the fourth in flight', match: {user: USERS.tool, verb: 'patch', kind: 'AuthorizationPolicy'}, after: 3},
+  {
+    action: 'create-waypoint',
+    where: 'while the waypoint Gateway is being applied',
+    match: {user: USERS.tool, verb: 'patch', kind: 'Gateway', name: 'waypoint'},
+  },
+  {
+    action: 'create-policies',
+    where: 'after three policy copies, the fourth in flight',
+    match: {user: USERS.tool, verb: 'patch', kind: 'AuthorizationPolicy'},
+    after: 3,
+  },
   {action: 'bind-waypoint', where: 'while the namespace label patch is in flight', match: namespacePatch},
   {action: 'enable-ambient', where: 'while the namespace label patch is in flight', match: namespacePatch},
   {action: 'remove-sidecar-injection', where: 'while the namespace label patch is in flight', match: namespacePatch},
-  {action: 'restart-workloads', where: 'after two restarts, the third in flight', match: {user: USERS.tool, verb: 'patch', kind: 'Deployment'}, after: 2},
-  {action: 'delete-sidecar-policies', where: 'after the L4 part is created, the first delete in flight', match: {user: USERS.tool, verb: 'delete', kind: 'AuthorizationPolicy'}},
+  {
+    action: 'restart-workloads',
+    where: 'after two restarts, the third in flight',
+    match: {user: USERS.tool, verb: 'patch', kind: 'Deployment'},
+    after: 2,
+  },
+  {
+    action: 'delete-sidecar-policies',
+    where: 'after the L4 part is created, the first delete in flight',
+    match: {user: USERS.tool, verb: 'delete', kind: 'AuthorizationPolicy'},
+  },
 ]
 
 /** How long the server holds the request we kill the process during. */
@@ -75,8 +107,10 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
 
   const server = () => cluster.recorder!
   const stepId = (action: string) => plan.spec.steps.find((s) => s.action === action)!.id
-  const record = async (id: string): Promise<StepStatus | undefined> => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
-  const phases = async () => Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
+  const record = async (id: string): Promise<StepStatus | undefined> =>
+    (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
+  const phases = async () =>
+    Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
 
   /**
    * The plan file is whole: it parses and passes every check of `validate` (schema, safety, digest) —
@@ -111,8 +145,18 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
     // The reference run needs a cluster of its own: on the real server, a second real server.
     referenceServer = runEnvtest() ? await startEnvtest() : undefined
     ;[cluster, reference] = await Promise.all([
-      startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true, controlPlane: {waypoint: {readyDelayMs: 'never'}}}),
-      startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true, ...(referenceServer ? {envtest: referenceServer} : {})}),
+      startTestCluster({
+        fixture: FIXTURE,
+        quiet: true,
+        recordRequests: true,
+        controlPlane: {waypoint: {readyDelayMs: 'never'}},
+      }),
+      startTestCluster({
+        fixture: FIXTURE,
+        quiet: true,
+        recordRequests: true,
+        ...(referenceServer ? {envtest: referenceServer} : {}),
+      }),
     ])
     cwd = await workdir()
     kube = cluster.kubeconfigPath
@@ -138,7 +182,13 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
       const id = stepId(point.action)
       const previous = await readPlan(cwd, NS)
       const faultName = `hold-${point.action}`
-      const fault = server().faults.add({match: point.match, after: point.after ?? 0, times: 1, latencyMs: HOLD_MS, name: faultName})
+      const fault = server().faults.add({
+        match: point.match,
+        after: point.after ?? 0,
+        times: 1,
+        latencyMs: HOLD_MS,
+        name: faultName,
+      })
       try {
         const run = spawnCli(['apply', NS, '--step', '--yes', '--timeout', '60s'], cwd, kube)
         const held = await waitForRequest(server(), (e) => e.fault === faultName, `held for ${point.action}`)
@@ -155,7 +205,8 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
       const first = point === CRASH_POINTS[0]
       await expectPlanIntact({viaCli: first})
       const now = await readPlan(cwd, NS)
-      for (const s of previous.status?.steps ?? []) expect(now.status?.steps.find((x) => x.id === s.id)?.phase, s.id).toBe(s.phase)
+      for (const s of previous.status?.steps ?? [])
+        expect(now.status?.steps.find((x) => x.id === s.id)?.phase, s.id).toBe(s.phase)
       const rec = now.status!.steps.find((s) => s.id === id)!
       expect(rec.phase).toBe('Running')
       expect(rec.attempts).toBe(1)
@@ -164,7 +215,9 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
         const stamp = rec.observed?.restartedAt
         expect(typeof stamp).toBe('string')
         const res = (await cluster.client.resourceFor('apps/v1', 'Deployment'))!
-        const stamps = (await cluster.client.list(res, {namespace: NS})).map((d) => d.spec?.template?.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt']).filter(Boolean)
+        const stamps = (await cluster.client.list(res, {namespace: NS}))
+          .map((d) => d.spec?.template?.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'])
+          .filter(Boolean)
         expect(stamps.length).toBeGreaterThanOrEqual(2)
         expect(new Set(stamps)).toEqual(new Set([stamp]))
       }
@@ -184,7 +237,9 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
         // step recorded Running, which blocks plain apply until retried.
         const blocked = await cli(['apply', NS, '--step', '--yes', '--lock-timeout', '150s'], cwd, kube)
         expect(blocked.code, blocked.stderr).toBe(1)
-        expect(blocked.stderr).toContain(`step ${id} is Running (the apply that ran it stopped before recording a result)`)
+        expect(blocked.stderr).toContain(
+          `step ${id} is Running (the apply that ran it stopped before recording a result)`,
+        )
         expect(blocked.stderr).toContain('--retry')
         expect(blocked.stderr).toContain('rollback')
         expect(hasStackTrace(blocked.stderr)).toBe(false)
@@ -213,7 +268,12 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
         const run = spawnCli(['apply', NS, '--step', '--yes', '--timeout', '120s'], cwd, kube)
         const from = server().requests.at(-1)?.id ?? 0
         // The step polls the Gateway once it is recorded Running: then it is waiting.
-        await waitForRequest(server(), (e) => e.id > from && e.user === USERS.tool && e.verb === 'get' && e.kind === 'Gateway' && e.name === 'waypoint', 'polling the waypoint')
+        await waitForRequest(
+          server(),
+          (e) =>
+            e.id > from && e.user === USERS.tool && e.verb === 'get' && e.kind === 'Gateway' && e.name === 'waypoint',
+          'polling the waypoint',
+        )
         run.child.kill('SIGINT')
         const r = await run.done
         expect(r.code, r.stderr).toBe(130)
@@ -255,7 +315,12 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
     const fault = server().faults.add({match: namespacePatch, after: 1, times: 1, latencyMs: HOLD_MS, name: faultName})
     try {
       const run = spawnCli(['rollback', NS, '--confirm', NS, '--timeout', '60s'], cwd, kube)
-      const held = await waitForRequest(server(), (e) => e.fault === faultName, 'held for the undo of enable-ambient', 60_000)
+      const held = await waitForRequest(
+        server(),
+        (e) => e.fault === faultName,
+        'held for the undo of enable-ambient',
+        60_000,
+      )
       run.child.kill('SIGKILL')
       expect((await run.done).signal).toBe('SIGKILL')
       await waitForCompletion(held)
@@ -266,8 +331,15 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
     // What the record says is true: the steps recorded RolledBack are undone (injection is back and every
     // pod has its sidecar); the one being undone and those after it still say Applied.
     const p = await phases()
-    for (const action of ['delete-sidecar-policies', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane']) expect(p[stepId(action)], action).toBe('RolledBack')
-    for (const action of ['enable-ambient', 'bind-waypoint', 'create-policies', 'create-waypoint']) expect(p[stepId(action)], action).toBe('Applied')
+    for (const action of [
+      'delete-sidecar-policies',
+      'remove-sidecar-injection',
+      'restart-workloads',
+      'verify-dataplane',
+    ])
+      expect(p[stepId(action)], action).toBe('RolledBack')
+    for (const action of ['enable-ambient', 'bind-waypoint', 'create-policies', 'create-waypoint'])
+      expect(p[stepId(action)], action).toBe('Applied')
     const mid = await observe(cluster.client, NS)
     expect(mid.labels['istio-injection']).toBe('enabled')
     expect(Object.values(mid.dataPlanes).every((dp) => dp === 'sidecar')).toBe(true)

@@ -25,10 +25,33 @@ import {specDigest} from '../../src/planner/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
 import {hasStackTrace} from '../support/cli.js'
 import {type Fixture, type TestCluster, USERS} from '../support/cluster.js'
-import {type FaultProxy, type FaultRule, type RequestFilter, type RequestLogEntry, startFaultProxy} from '../support/fault-proxy.js'
-import {ADMIN_TOKEN, describeWithRealApiServer, type RealApiServer, realApiServerAssets, startClusterOnRealServer, startRealApiServer} from '../support/real-apiserver.js'
+import {
+  type FaultProxy,
+  type FaultRule,
+  type RequestFilter,
+  type RequestLogEntry,
+  startFaultProxy,
+} from '../support/fault-proxy.js'
+import {
+  ADMIN_TOKEN,
+  describeWithRealApiServer,
+  type RealApiServer,
+  realApiServerAssets,
+  startClusterOnRealServer,
+  startRealApiServer,
+} from '../support/real-apiserver.js'
 import {hasShared} from '../support/shared.js'
-import {cli, nextRequestId, observe, readPlan, REPO, spawnCli, waitForCompletion, waitForRequest, workdir} from './support.js'
+import {
+  cli,
+  nextRequestId,
+  observe,
+  readPlan,
+  REPO,
+  spawnCli,
+  waitForCompletion,
+  waitForRequest,
+  workdir,
+} from './support.js'
 import {planOf} from '../support/plan-file.js'
 
 const NS = 'bookinfo'
@@ -102,7 +125,10 @@ describeWithRealApiServer('API faults during apply', () => {
 
   /** The fake control plane and a fixture on the real server (the harness's envtest starter replaces this at merge). */
   const startCluster = (fixture: Fixture): Promise<TestCluster> =>
-    startClusterOnRealServer(real, path.join(dir, `admin-${Math.random().toString(36).slice(2)}`), {fixture, quiet: true})
+    startClusterOnRealServer(real, path.join(dir, `admin-${Math.random().toString(36).slice(2)}`), {
+      fixture,
+      quiet: true,
+    })
 
   describe('bookinfo, through the fault proxy', () => {
     let cluster: TestCluster
@@ -114,8 +140,12 @@ describeWithRealApiServer('API faults during apply', () => {
 
     const server = () => proxy
     const stepOf = (action: string) => plan.spec.steps.find((s) => s.action === action)!
-    const record = async (action: string): Promise<StepStatus | undefined> => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === stepOf(action).id)
-    const requests = (filter: RequestFilter, from: number): RequestLogEntry[] => server().requestsMatching(filter).filter((e) => e.id >= from)
+    const record = async (action: string): Promise<StepStatus | undefined> =>
+      (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === stepOf(action).id)
+    const requests = (filter: RequestFilter, from: number): RequestLogEntry[] =>
+      server()
+        .requestsMatching(filter)
+        .filter((e) => e.id >= from)
     /** One line per request: what the server answered, or that the connection was dropped. */
     const outcomes = (entries: RequestLogEntry[]) => entries.map((e) => (e.dropped ? 'dropped' : e.status))
     const withFaults = async <T>(rules: FaultRule[], fn: () => Promise<T>): Promise<T> => {
@@ -126,7 +156,8 @@ describeWithRealApiServer('API faults during apply', () => {
         for (const f of faults) f.remove()
       }
     }
-    const applyNext = (extra: string[] = []) => cli(['apply', NS, '--step', '--yes', '--timeout', '60s', ...extra], cwd, kube)
+    const applyNext = (extra: string[] = []) =>
+      cli(['apply', NS, '--step', '--yes', '--timeout', '60s', ...extra], cwd, kube)
 
     beforeAll(async () => {
       cluster = await startCluster(FIXTURE)
@@ -150,13 +181,26 @@ describeWithRealApiServer('API faults during apply', () => {
       const from = nextRequestId(server())
       const gatewayApply = {user: tool, verb: 'patch', kind: 'Gateway', name: 'waypoint'} as const
       const leaseCreate = {user: tool, verb: 'create', kind: 'Lease', namespace: NS} as const
-      const r = await withFaults([{match: gatewayApply, status: 503, times: 1}, {match: leaseCreate, drop: 'after-write', times: 1}], applyNext)
+      const r = await withFaults(
+        [
+          {match: gatewayApply, status: 503, times: 1},
+          {match: leaseCreate, drop: 'after-write', times: 1},
+        ],
+        applyNext,
+      )
       expect(r.code, r.stderr).toBe(0)
       // 201: the resent apply created the waypoint; the 503 changed nothing.
       expect(outcomes(requests(gatewayApply, from))).toEqual([503, 201])
       // A create is never resent blindly: the tool read the Lease back, found itself the holder, and released it at the end.
       expect(outcomes(requests(leaseCreate, from))).toEqual(['dropped'])
-      expect(await cluster.client.get({apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: NS, name: 'mesh-migrate-lock'})).toBeUndefined()
+      expect(
+        await cluster.client.get({
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          namespace: NS,
+          name: 'mesh-migrate-lock',
+        }),
+      ).toBeUndefined()
       expect((await record('create-waypoint'))?.phase).toBe('Applied')
       const wait = await applyNext()
       expect(wait.code, wait.stderr).toBe(0)
@@ -164,9 +208,25 @@ describeWithRealApiServer('API faults during apply', () => {
 
     it('create-policies: connections dropped before one copy was processed and after another was written are retried harmlessly', async () => {
       const from = nextRequestId(server())
-      const droppedBefore = {user: tool, verb: 'patch', kind: 'AuthorizationPolicy', name: 'details-no-delete-waypoint'} as const
-      const droppedAfter = {user: tool, verb: 'patch', kind: 'AuthorizationPolicy', name: 'ratings-get-only-waypoint'} as const
-      const r = await withFaults([{match: droppedBefore, drop: 'before', times: 1}, {match: droppedAfter, drop: 'after-write', times: 1}], applyNext)
+      const droppedBefore = {
+        user: tool,
+        verb: 'patch',
+        kind: 'AuthorizationPolicy',
+        name: 'details-no-delete-waypoint',
+      } as const
+      const droppedAfter = {
+        user: tool,
+        verb: 'patch',
+        kind: 'AuthorizationPolicy',
+        name: 'ratings-get-only-waypoint',
+      } as const
+      const r = await withFaults(
+        [
+          {match: droppedBefore, drop: 'before', times: 1},
+          {match: droppedAfter, drop: 'after-write', times: 1},
+        ],
+        applyNext,
+      )
       expect(r.code, r.stderr).toBe(0)
       expect(hasStackTrace(r.stderr)).toBe(false)
       // The client saw a reset both times and sent the same apply again: dropped before processing, the
@@ -176,7 +236,12 @@ describeWithRealApiServer('API faults during apply', () => {
       const step = stepOf('create-policies')
       for (const op of step.operations) {
         if (op.op !== 'apply') continue
-        const live = await cluster.client.get({apiVersion: op.object.apiVersion, kind: op.object.kind, namespace: NS, name: op.object.metadata.name})
+        const live = await cluster.client.get({
+          apiVersion: op.object.apiVersion,
+          kind: op.object.kind,
+          namespace: NS,
+          name: op.object.metadata.name,
+        })
         expect(live?.spec, op.object.metadata.name).toEqual(op.object.spec)
       }
       expect((await record('create-policies'))?.phase).toBe('Applied')
@@ -193,7 +258,11 @@ describeWithRealApiServer('API faults during apply', () => {
       const rec = await record('bind-waypoint')
       expect(rec?.phase).toBe('Applied')
       // What the record says was there before is what was there before (no label), not the tool's own write.
-      expect((rec?.observed?.before as Record<string, {labels: Record<string, unknown>}> | undefined)?.[refKey({apiVersion: 'v1', kind: 'Namespace', name: NS})]?.labels).toEqual({'istio.io/use-waypoint': null})
+      expect(
+        (rec?.observed?.before as Record<string, {labels: Record<string, unknown>}> | undefined)?.[
+          refKey({apiVersion: 'v1', kind: 'Namespace', name: NS})
+        ]?.labels,
+      ).toEqual({'istio.io/use-waypoint': null})
     }, 60_000)
 
     it('enable-ambient: a 403 on the namespace patch fails the step naming what to grant; apply refuses to go on until --retry, which succeeds once allowed', async () => {
@@ -206,9 +275,15 @@ describeWithRealApiServer('API faults during apply', () => {
       })
       expect(denied.status).toBe(403)
       const realMessage = ((await denied.json()) as {message: string}).message
-      expect(realMessage).toBe(`namespaces "${NS}" is forbidden: User "nobody" cannot patch resource "namespaces" in API group "" in the namespace "${NS}"`)
+      expect(realMessage).toBe(
+        `namespaces "${NS}" is forbidden: User "nobody" cannot patch resource "namespaces" in API group "" in the namespace "${NS}"`,
+      )
       const from = nextRequestId(server())
-      const forbidden = server().faults.add({match: namespacePatch, status: 403, message: realMessage.replace('"nobody"', `"${tool}"`)})
+      const forbidden = server().faults.add({
+        match: namespacePatch,
+        status: 403,
+        message: realMessage.replace('"nobody"', `"${tool}"`),
+      })
       try {
         const r = await applyNext()
         expect(r.code, r.stderr).toBe(1)
@@ -250,7 +325,10 @@ describeWithRealApiServer('API faults during apply', () => {
       try {
         const run = spawnCli(['apply', NS, '--step', '--yes', '--timeout', '60s'], cwd, kube)
         const held = await waitForRequest(server(), (e) => e.fault === 'hold-ns-patch', 'holding the namespace patch')
-        await cluster.api.patch({apiVersion: 'v1', kind: 'Namespace', name: NS}, {metadata: {annotations: {'example.com/touched-by': 'another-operator'}}})
+        await cluster.api.patch(
+          {apiVersion: 'v1', kind: 'Namespace', name: NS},
+          {metadata: {annotations: {'example.com/touched-by': 'another-operator'}}},
+        )
         await waitForCompletion(held)
         r = await run.done
       } finally {
@@ -262,7 +340,10 @@ describeWithRealApiServer('API faults during apply', () => {
       const rec = await record('remove-sidecar-injection')
       expect(rec?.phase).toBe('Applied')
       expect(rec?.attempts).toBe(1)
-      expect((rec?.observed?.before as Record<string, {labels?: Record<string, string | null>}>)[`core/Namespace//${NS}`]?.labels).toEqual({'istio-injection': 'enabled'})
+      expect(
+        (rec?.observed?.before as Record<string, {labels?: Record<string, string | null>}>)[`core/Namespace//${NS}`]
+          ?.labels,
+      ).toEqual({'istio-injection': 'enabled'})
       const ns = await cluster.client.get({apiVersion: 'v1', kind: 'Namespace', name: NS})
       expect(ns?.metadata.labels?.['istio-injection']).toBeUndefined()
       // The other operator's change is kept.
@@ -272,12 +353,19 @@ describeWithRealApiServer('API faults during apply', () => {
     it('restart-workloads: a dropped connection after a restart patch and a 429 are retried; each workload is restarted once', async () => {
       const restarted = stepOf('restart-workloads').operations.flatMap((op) => (op.op === 'restart' ? [op.ref] : []))
       expect(restarted.length).toBeGreaterThan(2)
-      const deployments = async () => new Map(await Promise.all(restarted.map(async (ref) => [ref.name, (await cluster.client.get(ref))!] as const)))
+      const deployments = async () =>
+        new Map(await Promise.all(restarted.map(async (ref) => [ref.name, (await cluster.client.get(ref))!] as const)))
       const before = await deployments()
       const from = nextRequestId(server())
       const dropped = {user: tool, verb: 'patch', kind: 'Deployment', name: 'details-v1'} as const
       const throttled = {user: tool, verb: 'patch', kind: 'Deployment', name: 'ratings-v1'} as const
-      const r = await withFaults([{match: dropped, drop: 'after-write', times: 1}, {match: throttled, status: 429, retryAfterSeconds: 1, times: 1}], applyNext)
+      const r = await withFaults(
+        [
+          {match: dropped, drop: 'after-write', times: 1},
+          {match: throttled, status: 429, retryAfterSeconds: 1, times: 1},
+        ],
+        applyNext,
+      )
       expect(r.code, r.stderr).toBe(0)
       expect(outcomes(requests(dropped, from))).toEqual(['dropped', 200])
       const [throttledAt, resentAt] = requests(throttled, from)
@@ -300,8 +388,19 @@ describeWithRealApiServer('API faults during apply', () => {
     it('delete-sidecar-policies: connections dropped after the L4 part was created and after a delete went through; the retries find them done', async () => {
       const from = nextRequestId(server())
       const l4Apply = {user: tool, verb: 'patch', kind: 'AuthorizationPolicy', name: 'ratings-get-only-l4'} as const
-      const deleteOriginal = {user: tool, verb: 'delete', kind: 'AuthorizationPolicy', name: 'details-no-delete'} as const
-      const r = await withFaults([{match: l4Apply, drop: 'after-write', times: 1}, {match: deleteOriginal, drop: 'after-write', times: 1}], applyNext)
+      const deleteOriginal = {
+        user: tool,
+        verb: 'delete',
+        kind: 'AuthorizationPolicy',
+        name: 'details-no-delete',
+      } as const
+      const r = await withFaults(
+        [
+          {match: l4Apply, drop: 'after-write', times: 1},
+          {match: deleteOriginal, drop: 'after-write', times: 1},
+        ],
+        applyNext,
+      )
       expect(r.code, r.stderr).toBe(0)
       // The L4 part was created by the dropped request (the resent apply answers 200, not 201).
       expect(outcomes(requests(l4Apply, from))).toEqual(['dropped', 200])
@@ -313,7 +412,9 @@ describeWithRealApiServer('API faults during apply', () => {
       expect(Object.values(end.dataPlanes).every((dp) => dp === 'ambient')).toBe(true)
       expect(end.policies.has('details-no-delete')).toBe(false)
       expect(end.policies.has('ratings-get-only')).toBe(false)
-      expect([...end.policies]).toEqual(expect.arrayContaining(['ratings-get-only-l4', 'details-no-delete-waypoint', 'ratings-get-only-waypoint']))
+      expect([...end.policies]).toEqual(
+        expect.arrayContaining(['ratings-get-only-l4', 'details-no-delete-waypoint', 'ratings-get-only-waypoint']),
+      )
       const final = await readPlan(cwd, NS)
       expect(final.status?.steps.map((s) => s.phase)).toEqual(plan.spec.steps.map(() => 'Applied'))
     }, 60_000)
@@ -325,9 +426,18 @@ describeWithRealApiServer('API faults during apply', () => {
       const tokenFile = path.join(dir, 'rotating-token')
       await writeFile(tokenFile, 'revoked-token')
       const plugin = path.join(dir, 'credential-plugin.sh')
-      await writeFile(plugin, `#!/bin/sh\nprintf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat '${tokenFile}')"\n`, {mode: 0o755})
+      await writeFile(
+        plugin,
+        `#!/bin/sh\nprintf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat '${tokenFile}')"\n`,
+        {mode: 0o755},
+      )
       const rotating = path.join(dir, 'tool-exec-plugin')
-      await writeFile(rotating, proxy.kubeconfig({exec: {apiVersion: 'client.authentication.k8s.io/v1', command: plugin, interactiveMode: 'Never'}}))
+      await writeFile(
+        rotating,
+        proxy.kubeconfig({
+          exec: {apiVersion: 'client.authentication.k8s.io/v1', command: plugin, interactiveMode: 'Never'},
+        }),
+      )
       const from = nextRequestId(server())
       const hold = server().faults.add({match: {user: ''}, latencyMs: 1000, name: 'hold-revoked'})
       let r
@@ -346,14 +456,21 @@ describeWithRealApiServer('API faults during apply', () => {
       for (const e of rejected) {
         // The real server's answer (the fault only delayed it), and the same request resent with the new token.
         expect([e.user, e.reason, e.fault]).toEqual(['', 'Unauthorized', 'hold-revoked'])
-        expect(log.some((x) => x.id > e.id && x.method === e.method && x.path === e.path && x.user === tool && x.status === 200), `${e.method} ${e.path} resent`).toBe(true)
+        expect(
+          log.some(
+            (x) => x.id > e.id && x.method === e.method && x.path === e.path && x.user === tool && x.status === 200,
+          ),
+          `${e.method} ${e.path} resent`,
+        ).toBe(true)
       }
     }, 60_000)
 
     it('a response slower than --request-timeout is abandoned and the read resent; a slow one within the timeout is waited for', async () => {
       const from = nextRequestId(server())
       const slowList = {user: tool, verb: 'list', kind: 'Deployment', namespace: NS} as const
-      const r = await withFaults([{match: slowList, latencyMs: 3000, times: 1, name: 'slow'}], () => cli(['inventory', NS, '-o', 'json', '--request-timeout', '1s'], cwd, kube))
+      const r = await withFaults([{match: slowList, latencyMs: 3000, times: 1, name: 'slow'}], () =>
+        cli(['inventory', NS, '-o', 'json', '--request-timeout', '1s'], cwd, kube),
+      )
       expect(r.code, r.stderr).toBe(0)
       expect(hasStackTrace(r.stderr)).toBe(false)
       const lists = requests(slowList, from)
@@ -364,7 +481,9 @@ describeWithRealApiServer('API faults during apply', () => {
 
       // Slower than usual but inside the timeout: one request, no resend.
       const within = nextRequestId(server())
-      const ok = await withFaults([{match: slowList, latencyMs: 300, times: 1}], () => cli(['inventory', NS, '-o', 'json', '--request-timeout', '5s'], cwd, kube))
+      const ok = await withFaults([{match: slowList, latencyMs: 300, times: 1}], () =>
+        cli(['inventory', NS, '-o', 'json', '--request-timeout', '5s'], cwd, kube),
+      )
       expect(ok.code, ok.stderr).toBe(0)
       expect(outcomes(requests(slowList, within))).toEqual([200])
     }, 60_000)
@@ -380,20 +499,26 @@ describeWithRealApiServer('API faults during apply', () => {
       await storefront?.stop()
     }, 90_000)
 
-    it('create-policies: a copy edited before the first apply is accepted, and the real server\'s 422 (CEL rule of the CRD) fails the step clearly', async () => {
+    it("create-policies: a copy edited before the first apply is accepted, and the real server's 422 (CEL rule of the CRD) fails the step clearly", async () => {
       const dir = await workdir()
       const planned = await cli(['plan', STOREFRONT], dir, storefront.kubeconfigPath)
       expect(planned.code, planned.stderr).toBe(0)
       const file = path.join(dir, 'plans', `${STOREFRONT}.yaml`)
       const edited = planOf(await readFile(file, 'utf8'))
       const step = edited.spec.steps.find((s) => s.action === 'create-policies')!
-      const copy = step.operations.find((op) => op.op === 'apply' && op.object.metadata.name === 'api-read-only-waypoint')
+      const copy = step.operations.find(
+        (op) => op.op === 'apply' && op.object.metadata.name === 'api-read-only-waypoint',
+      )
       expect(copy?.op).toBe('apply')
       // An "intended" edit: also select the pods — but the CRD allows targetRefs or a selector, not both.
       if (copy?.op === 'apply') copy.object.spec.selector = {matchLabels: {app: 'api'}}
       await writeFile(file, stringify(edited))
 
-      const r = await cli(['apply', STOREFRONT, '--to', step.id, '--yes', '--timeout', '60s'], dir, storefront.kubeconfigPath)
+      const r = await cli(
+        ['apply', STOREFRONT, '--to', step.id, '--yes', '--timeout', '60s'],
+        dir,
+        storefront.kubeconfigPath,
+      )
       expect(r.code, r.stderr).toBe(1)
       expect(hasStackTrace(r.stderr)).toBe(false)
       expect(r.stderr).toContain('api-read-only-waypoint')
@@ -405,7 +530,9 @@ describeWithRealApiServer('API faults during apply', () => {
       const rec = after.status?.steps.find((s) => s.id === step.id)
       expect(rec?.phase).toBe('Failed')
       expect(rec?.message).toContain('422')
-      expect(after.status?.steps.filter((s) => s.phase === 'Applied').map((s) => s.id)).toEqual(edited.spec.steps.slice(0, edited.spec.steps.indexOf(step)).map((s) => s.id))
+      expect(after.status?.steps.filter((s) => s.phase === 'Applied').map((s) => s.id)).toEqual(
+        edited.spec.steps.slice(0, edited.spec.steps.indexOf(step)).map((s) => s.id),
+      )
     }, 60_000)
   })
 })

@@ -49,9 +49,10 @@ function counting(client: KubeClient): {client: KubeClient; calls: string[]} {
         if (prop === 'list') {
           const opts = (args[1] ?? {}) as {namespace?: string; labelSelector?: string}
           const resource = args[0] as {plural: string; group: string}
-          calls.push(`list ${resource.plural}${resource.group ? `.${resource.group}` : ''}${opts.namespace ? ` -n ${opts.namespace}` : ''}${opts.labelSelector ? ` -l ${opts.labelSelector}` : ''}`)
-        }
-        else if (['get', 'discover', 'resourceFor'].includes(String(prop))) calls.push(String(prop))
+          calls.push(
+            `list ${resource.plural}${resource.group ? `.${resource.group}` : ''}${opts.namespace ? ` -n ${opts.namespace}` : ''}${opts.labelSelector ? ` -l ${opts.labelSelector}` : ''}`,
+          )
+        } else if (['get', 'discover', 'resourceFor'].includes(String(prop))) calls.push(String(prop))
         return (value as (...a: unknown[]) => unknown).apply(target, args)
       }
     },
@@ -85,12 +86,22 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
       return {calls, namespaces: fleet.namespaces.length}
     }
     const small = await read()
-    expect(small.calls.filter((c) => c.startsWith('list ')).every((c) => !Object.values(N).some((ns) => c.endsWith(` -n ${ns}`)))).toBe(true)
+    expect(
+      small.calls
+        .filter((c) => c.startsWith('list '))
+        .every((c) => !Object.values(N).some((ns) => c.endsWith(` -n ${ns}`))),
+    ).toBe(true)
     const perKind = small.calls.filter((c) => c.startsWith('list '))
     expect(perKind.filter((c, i) => perKind.indexOf(c) !== i)).toEqual([])
 
     // Three more namespaces: the same requests.
-    await cluster.load(['x', 'y', 'z'].map((s) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: `f${RUN}-extra-${s}`, labels: {'istio-injection': 'enabled'}}})))
+    await cluster.load(
+      ['x', 'y', 'z'].map((s) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {name: `f${RUN}-extra-${s}`, labels: {'istio-injection': 'enabled'}},
+      })),
+    )
     const big = await read()
     expect(big.namespaces).toBe(small.namespaces + 3)
     expect(big.calls).toEqual(small.calls)
@@ -129,16 +140,24 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
     ])
     for (const e of fleet.spec.edges) expect(e.reason.length).toBeGreaterThan(40)
     expect(fleet.spec.cycles).toEqual([
-      expect.objectContaining({namespaces: [N.pay, N.shop], edges: [expect.objectContaining({from: N.pay, to: N.shop}), expect.objectContaining({from: N.shop, to: N.pay})]}),
+      expect.objectContaining({
+        namespaces: [N.pay, N.shop],
+        edges: [expect.objectContaining({from: N.pay, to: N.shop}), expect.objectContaining({from: N.shop, to: N.pay})],
+      }),
     ])
     expect(fleet.spec.cycles[0]!.suggestion).toContain('together in one wave')
 
-    const plan = async (ns: string) => parse(await readFile(path.join(cwd, `plans/${ns}.yaml`), 'utf8')) as MigrationPlan
+    const plan = async (ns: string) =>
+      parse(await readFile(path.join(cwd, `plans/${ns}.yaml`), 'utf8')) as MigrationPlan
     // catalog's exported routing is kept for the later waves (its waypoint, wave 1); frontend's own
     // client-side routing for shop is applied by nothing, so it stays, grouped by destination namespace.
     expect((await plan(N.pay)).spec.blockers.map((b) => b.id)).toEqual([`E11/destination/${N.shop}`])
-    expect((await plan(N.pay)).spec.findings.map((f) => f.id)).toEqual(expect.arrayContaining([`fleet-order/${N.catalog}`, `fleet-cycle/${N.pay}+${N.shop}`]))
-    expect((await plan(N.frontend)).spec.blockers.map((b) => b.id)).toEqual([`E11/VirtualService/${N.frontend}/shop-timeout`])
+    expect((await plan(N.pay)).spec.findings.map((f) => f.id)).toEqual(
+      expect.arrayContaining([`fleet-order/${N.catalog}`, `fleet-cycle/${N.pay}+${N.shop}`]),
+    )
+    expect((await plan(N.frontend)).spec.blockers.map((b) => b.id)).toEqual([
+      `E11/VirtualService/${N.frontend}/shop-timeout`,
+    ])
 
     // The files are valid, but plans with blockers do not pass the PR gate (issue 10 point 12): exit 4, each named.
     const valid = await runCli(['validate', 'plans/fleet.yaml'], {cwd})
@@ -150,14 +169,34 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
   }, 120_000)
 
   it('takes acceptances once for the fleet', async () => {
-    const r = await cli(['plan', '-l', `team=${TEAM}`, '--accept-lost', `E11/destination/${N.shop}`, '--accept-lost', `*/VirtualService/${N.frontend}/shop-timeout`], cwd, kube)
+    const r = await cli(
+      [
+        'plan',
+        '-l',
+        `team=${TEAM}`,
+        '--accept-lost',
+        `E11/destination/${N.shop}`,
+        '--accept-lost',
+        `*/VirtualService/${N.frontend}/shop-timeout`,
+      ],
+      cwd,
+      kube,
+    )
     expect(r.code, r.stderr).toBe(0)
     const fleet = parse(await readFile(path.join(cwd, 'plans/fleet.yaml'), 'utf8')) as FleetPlan
-    expect(fleet.spec.namespaces.map((n) => `${n.wave} ${n.name} ${n.result}`)).toEqual([`1 ${N.catalog} ready`, `2 ${N.frontend} ready`, `3 ${N.pay} ready`, `3 ${N.shop} ready`])
-    expect(fleet.spec.options.acceptLost).toEqual([`*/VirtualService/${N.frontend}/shop-timeout`, `E11/destination/${N.shop}`])
+    expect(fleet.spec.namespaces.map((n) => `${n.wave} ${n.name} ${n.result}`)).toEqual([
+      `1 ${N.catalog} ready`,
+      `2 ${N.frontend} ready`,
+      `3 ${N.pay} ready`,
+      `3 ${N.shop} ready`,
+    ])
+    expect(fleet.spec.options.acceptLost).toEqual([
+      `*/VirtualService/${N.frontend}/shop-timeout`,
+      `E11/destination/${N.shop}`,
+    ])
   }, 120_000)
 
-  it('show --fleet draws the waves; -o markdown as a Mermaid graph; census shows each namespace\'s wave', async () => {
+  it("show --fleet draws the waves; -o markdown as a Mermaid graph; census shows each namespace's wave", async () => {
     const table = await runCli(['show', '--fleet'], {cwd})
     expect(table.code, table.stderr).toBe(0)
     expect(table.stdout).toMatch(new RegExp(`^3\\s+${N.shop}\\s+ready`, 'm'))
@@ -169,9 +208,14 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
 
     const census = await cli(['census', '-l', `team=${TEAM}`, '-o', 'json'], cwd, kube)
     expect(census.code, census.stderr).toBe(0)
-    const rows = (JSON.parse(census.stdout) as {namespaces: {namespace: string; wave?: number; plans: {state: string}[]}[]}).namespaces
+    const rows = (
+      JSON.parse(census.stdout) as {namespaces: {namespace: string; wave?: number; plans: {state: string}[]}[]}
+    ).namespaces
     expect(rows.map((row) => `${row.namespace}:${row.wave}:${row.plans.map((p) => p.state).join(',')}`)).toEqual([
-      `${N.catalog}:1:not-started`, `${N.frontend}:2:not-started`, `${N.pay}:3:not-started`, `${N.shop}:3:not-started`,
+      `${N.catalog}:1:not-started`,
+      `${N.frontend}:2:not-started`,
+      `${N.pay}:3:not-started`,
+      `${N.shop}:3:not-started`,
     ])
     const human = await cli(['census', '-l', `team=${TEAM}`], cwd, kube)
     expect(human.stdout).toMatch(new RegExp(`^WAVE\\s+NAMESPACE`, 'm'))
@@ -179,17 +223,26 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
 
   it('once wave 1 is applied, its waypoint applies its exported routing today: a caller planned alone keeps it', async () => {
     const alone = await cli(['plan', N.pay, '--out', '-', '-o', 'json'], cwd, kube)
-    expect((JSON.parse(alone.stdout) as MigrationPlan).spec.blockers.map((b) => b.id)).toContain(`E11/destination/${N.catalog}`)
+    expect((JSON.parse(alone.stdout) as MigrationPlan).spec.blockers.map((b) => b.id)).toContain(
+      `E11/destination/${N.catalog}`,
+    )
 
     const apply = await cli(['apply', N.catalog, '--all', '--yes', '--timeout', '60s'], cwd, kube)
     expect(apply.code, apply.stderr).toBe(0)
     const after = await cli(['plan', N.pay, '--out', '-', '-o', 'json'], cwd, kube)
     const plan = JSON.parse(after.stdout) as MigrationPlan
     expect(plan.spec.blockers.map((b) => b.id)).not.toContain(`E11/destination/${N.catalog}`)
-    expect(plan.spec.inventory.find((i) => i.ref.kind === 'VirtualService' && i.ref.namespace === N.catalog)).toMatchObject({verdict: 'unaffected', action: 'keep'})
+    expect(
+      plan.spec.inventory.find((i) => i.ref.kind === 'VirtualService' && i.ref.namespace === N.catalog),
+    ).toMatchObject({verdict: 'unaffected', action: 'keep'})
 
     const census = await cli(['census', '-l', `team=${TEAM}`, '-o', 'json'], cwd, kube)
-    const rows = (JSON.parse(census.stdout) as {namespaces: {namespace: string; mode: string; plans: {state: string}[]}[]}).namespaces
-    expect(rows.find((row) => row.namespace === N.catalog)).toMatchObject({mode: 'ambient', plans: [{state: 'applied'}]})
+    const rows = (
+      JSON.parse(census.stdout) as {namespaces: {namespace: string; mode: string; plans: {state: string}[]}[]}
+    ).namespaces
+    expect(rows.find((row) => row.namespace === N.catalog)).toMatchObject({
+      mode: 'ambient',
+      plans: [{state: 'applied'}],
+    })
   }, 240_000)
 })

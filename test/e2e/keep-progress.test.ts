@@ -20,7 +20,12 @@ const FIXTURE = path.join(REPO, 'examples/bookinfo')
 const PLAN_FILE = `plans/${NS}.yaml`
 const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
 const waypoint = {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint'}
-const policy = (name: string) => ({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name})
+const policy = (name: string) => ({
+  apiVersion: 'security.istio.io/v1',
+  kind: 'AuthorizationPolicy',
+  namespace: NS,
+  name,
+})
 
 /** The backquoted commands of a "Next:" line (or any advice), in order. */
 function commandsIn(text: string): string[] {
@@ -34,7 +39,8 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
   let plan: MigrationPlan
 
   const idOf = (action: string) => plan.spec.steps.find((s) => s.action === action)!.id
-  const phases = async () => Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
+  const phases = async () =>
+    Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
   const run = (args: string[]) => cli(args, cwd, kube)
 
   beforeAll(async () => {
@@ -63,7 +69,9 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
     const r = await run(['plan', NS, '--keep-progress'])
     expect(r.code, r.stderr).toBe(0)
     expect(hasStackTrace(r.stderr)).toBe(false)
-    expect(r.stderr).toContain(`Kept the record of ${applied.length} applied step(s) the new plan leaves unchanged: ${applied.join(', ')}.`)
+    expect(r.stderr).toContain(
+      `Kept the record of ${applied.length} applied step(s) the new plan leaves unchanged: ${applied.join(', ')}.`,
+    )
     expect(r.stderr).toContain(`To apply: ${idOf('bind-waypoint')}`)
     const again = await readPlan(cwd, NS)
     // Planned from the namespace as a rollback would leave it: the same spec, so the waypoint is still
@@ -75,7 +83,9 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
   }, 120_000)
 
   it('an L7 policy edited after create-policies: apply stops (exit 3) naming --keep-progress; that is refused for the changed applied step, with commands that work', async () => {
-    await cluster.api.patch(policy('details-no-delete'), {spec: {rules: [{to: [{operation: {methods: ['DELETE', 'PUT']}}]}]}})
+    await cluster.api.patch(policy('details-no-delete'), {
+      spec: {rules: [{to: [{operation: {methods: ['DELETE', 'PUT']}}]}]},
+    })
     const stopped = await run(['apply', NS, '--step', '--yes', '--timeout', '60s'])
     expect(stopped.code, stopped.stderr).toBe(3)
     expect(stopped.stderr).toContain(`\`mesh-migrate plan ${NS} --keep-progress\``)
@@ -85,7 +95,9 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
     const refused = await run(keep.split(' ').slice(1))
     expect(refused.code, refused.stderr).toBe(1)
     expect(hasStackTrace(refused.stderr)).toBe(false)
-    expect(refused.stderr).toContain(`step ${idOf('create-policies')} was applied and the new plan changes it (writes AuthorizationPolicy ${NS}/details-no-delete-waypoint differently)`)
+    expect(refused.stderr).toContain(
+      `step ${idOf('create-policies')} was applied and the new plan changes it (writes AuthorizationPolicy ${NS}/details-no-delete-waypoint differently)`,
+    )
     // Nothing was written: the plan file still records the old spec.
     expect(specDigest(await readPlan(cwd, NS))).toBe(specDigest(plan))
 

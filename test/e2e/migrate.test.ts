@@ -13,7 +13,17 @@ import {timelineOf} from '../../src/ui/timeline-view.js'
 import {startTestCluster, type TestCluster, type TestClusterOptions} from '../support/cluster.js'
 import {ENVTEST_USERS} from '../support/envtest.js'
 import {hasStackTrace} from '../support/cli.js'
-import {cli, comparableDataPlanes, invariantViolations, namespaceState, observe, type Observed, readPlan, REPO, workdir} from './support.js'
+import {
+  cli,
+  comparableDataPlanes,
+  invariantViolations,
+  namespaceState,
+  observe,
+  type Observed,
+  readPlan,
+  REPO,
+  workdir,
+} from './support.js'
 
 interface Scenario {
   name: string
@@ -39,7 +49,9 @@ const SCENARIOS: Scenario[] = [
     },
     checkMigrated: (o) => {
       // The L7 policies are carried: the copies exist and the originals are gone.
-      expect([...o.policies]).toEqual(expect.arrayContaining(['ratings-get-only-waypoint', 'details-no-delete-waypoint', 'ratings-get-only-l4']))
+      expect([...o.policies]).toEqual(
+        expect.arrayContaining(['ratings-get-only-waypoint', 'details-no-delete-waypoint', 'ratings-get-only-l4']),
+      )
       expect(o.policies.has('ratings-get-only')).toBe(false)
       expect(o.policies.has('details-no-delete')).toBe(false)
       expect(o.waypointReady).toBe(true)
@@ -53,7 +65,12 @@ const SCENARIOS: Scenario[] = [
     checkPlan: (plan) => {
       expect(plan.spec.options.routes).toBe('httproute')
       const swap = plan.spec.steps.find((s) => s.action === 'swap-routes')!
-      expect(swap.operations.map((o) => `${o.op} ${o.op === 'apply' ? `${o.object.kind}/${o.object.metadata.name}` : `${o.ref.kind}/${o.ref.name}`}`)).toEqual([
+      expect(
+        swap.operations.map(
+          (o) =>
+            `${o.op} ${o.op === 'apply' ? `${o.object.kind}/${o.object.metadata.name}` : `${o.ref.kind}/${o.ref.name}`}`,
+        ),
+      ).toEqual([
         'apply Service/reviews-v1',
         'apply Service/reviews-v2',
         'apply HTTPRoute/reviews',
@@ -61,7 +78,8 @@ const SCENARIOS: Scenario[] = [
       ])
     },
     checkMigrated: async (o, _plan, c) => {
-      const get = (apiVersion: string, kind: string, name: string) => c.client.get({apiVersion, kind, namespace: 'bookinfo', name})
+      const get = (apiVersion: string, kind: string, name: string) =>
+        c.client.get({apiVersion, kind, namespace: 'bookinfo', name})
       // Routing: the VirtualService is replaced by an HTTPRoute with the same header match and subsets as Services.
       expect(await get('networking.istio.io/v1', 'VirtualService', 'reviews')).toBeUndefined()
       const route = await get('gateway.networking.k8s.io/v1', 'HTTPRoute', 'reviews')
@@ -76,7 +94,9 @@ const SCENARIOS: Scenario[] = [
       // ratings' retries have no Gateway API equivalent: its VirtualService stays for the waypoint.
       expect(await get('networking.istio.io/v1', 'VirtualService', 'ratings')).toBeDefined()
       // The L7 policies are carried as without the route conversion.
-      expect([...o.policies]).toEqual(expect.arrayContaining(['ratings-get-only-waypoint', 'details-no-delete-waypoint', 'ratings-get-only-l4']))
+      expect([...o.policies]).toEqual(
+        expect.arrayContaining(['ratings-get-only-waypoint', 'details-no-delete-waypoint', 'ratings-get-only-l4']),
+      )
       expect(o.policies.has('ratings-get-only')).toBe(false)
       expect(o.policies.has('details-no-delete')).toBe(false)
       expect(o.waypointReady).toBe(true)
@@ -88,7 +108,13 @@ const SCENARIOS: Scenario[] = [
     fixture: path.join(REPO, 'test/e2e/fixtures/l4-only.yaml'),
     checkPlan: (plan) => {
       expect(plan.spec.summary.waypointRequired).toBe(false)
-      expect(plan.spec.steps.map((s) => s.action)).toEqual(['preflight', 'enable-ambient', 'remove-sidecar-injection', 'restart-workloads', 'verify-dataplane'])
+      expect(plan.spec.steps.map((s) => s.action)).toEqual([
+        'preflight',
+        'enable-ambient',
+        'remove-sidecar-injection',
+        'restart-workloads',
+        'verify-dataplane',
+      ])
     },
     checkMigrated: (o) => {
       expect(o.policies).toEqual(new Set(['ledger-from-api', 'deny-sandbox']))
@@ -103,13 +129,22 @@ const SCENARIOS: Scenario[] = [
     checkPlan: (plan) => {
       expect(plan.spec.waypoints[0]?.metadata.labels?.['istio.io/rev']).toBe('canary')
       const remove = plan.spec.steps.find((s) => s.action === 'remove-sidecar-injection')!
-      expect(remove.operations).toContainEqual({op: 'label', ref: {apiVersion: 'v1', kind: 'Namespace', name: 'shop'}, labels: {'istio.io/rev': null}})
+      expect(remove.operations).toContainEqual({
+        op: 'label',
+        ref: {apiVersion: 'v1', kind: 'Namespace', name: 'shop'},
+        labels: {'istio.io/rev': null},
+      })
     },
     checkMigrated: async (o, _plan, c) => {
       expect(o.labels['istio.io/rev']).toBeUndefined()
       // The waypoint is still owned by the canary control plane after the namespace label is gone.
       expect(o.waypointReady).toBe(true)
-      const gw = await c.client.get({apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: 'shop', name: 'waypoint'})
+      const gw = await c.client.get({
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        namespace: 'shop',
+        name: 'waypoint',
+      })
       expect(gw?.metadata.labels?.['istio.io/rev']).toBe('canary')
     },
   },
@@ -133,7 +168,11 @@ const SCENARIOS: Scenario[] = [
 ]
 
 function inWindow(steps: string[], applied: Set<string>): boolean {
-  return applied.has('restart-workloads') && !applied.has('delete-sidecar-policies') && steps.includes('delete-sidecar-policies')
+  return (
+    applied.has('restart-workloads') &&
+    !applied.has('delete-sidecar-policies') &&
+    steps.includes('delete-sidecar-policies')
+  )
 }
 
 describe.each(SCENARIOS)('migration of $name', (scenario) => {
@@ -177,19 +216,30 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
       expect(hasStackTrace(r.stderr), r.stderr).toBe(false)
       expect(r.code, `apply of ${step.id}: ${r.stderr}`).toBe(0)
       // The step's outcome is a result: stdout (issue 13 §1); progress stays on stderr.
-      expect(r.stdout).toMatch(new RegExp(`^Step ${i + 1}/${plan.spec.steps.length} ${step.id}: (applied and verified|already in place, verified|verified)$`, 'm'))
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `^Step ${i + 1}/${plan.spec.steps.length} ${step.id}: (applied and verified|already in place, verified|verified)$`,
+          'm',
+        ),
+      )
       applied.add(step.action)
       await cluster.waitForIdle()
       const now = await observe(cluster.client, scenario.namespace)
-      expect(invariantViolations(plan, start, now, {inRestartWindow: inWindow(steps, applied)}), `after ${step.id}`).toEqual([])
+      expect(
+        invariantViolations(plan, start, now, {inRestartWindow: inWindow(steps, applied)}),
+        `after ${step.id}`,
+      ).toEqual([])
       const cmp = comparableDataPlanes(predicted.apply[i + 1]!.dataPlanes, now.dataPlanes)
       expect(cmp.observed, `data planes after ${step.id}`).toEqual(cmp.predicted)
     }
     const final = await readPlan(cwd, scenario.namespace)
     expect(final.status?.steps.map((s) => s.phase)).toEqual(plan.spec.steps.map(() => 'Applied'))
     // Who applied: the identity the API server authenticated (SelfSubjectReview), the local user beside it (issue 13 §7).
-    if (cluster.envtest) expect(new Set(final.status?.steps.map((s) => s.by))).toEqual(new Set([ENVTEST_USERS.admin.name]))
-    expect(new Set(final.status?.steps.map((s) => s.localUser))).toEqual(new Set([`${os.userInfo().username}@${os.hostname()}`]))
+    if (cluster.envtest)
+      expect(new Set(final.status?.steps.map((s) => s.by))).toEqual(new Set([ENVTEST_USERS.admin.name]))
+    expect(new Set(final.status?.steps.map((s) => s.localUser))).toEqual(
+      new Set([`${os.userInfo().username}@${os.hostname()}`]),
+    )
     const again = await cli(['apply', scenario.namespace, '--step', '--yes'], cwd, kube)
     expect(again.code).toBe(0)
     // "nothing to do" is the command's result: stdout (issue 13 §1).
@@ -205,7 +255,11 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
   it('rolls back step by step to the pre-plan state; invariants hold and the simulation matches at every boundary', async () => {
     const undone = new Set<string>()
     for (let guard = 0; guard < 20; guard++) {
-      const r = await cli(['rollback', scenario.namespace, '--step', '--confirm', scenario.namespace, '--timeout', '60s'], cwd, kube)
+      const r = await cli(
+        ['rollback', scenario.namespace, '--step', '--confirm', scenario.namespace, '--timeout', '60s'],
+        cwd,
+        kube,
+      )
       expect(r.code, r.stderr).toBe(0)
       if (r.stdout.includes('Nothing to roll back')) break
       const lastUndone = [...r.stderr.matchAll(/undo (\S+) —/g)].map((m) => m[1]!)
@@ -214,7 +268,10 @@ describe.each(SCENARIOS)('migration of $name', (scenario) => {
       const now = await observe(cluster.client, scenario.namespace)
       // The rollback restart window: policies re-created before the restart brings the sidecars back.
       const windowOpen = undone.has('delete-sidecar-policies') && !undone.has('restart-workloads')
-      expect(invariantViolations(plan, start, now, {inRestartWindow: windowOpen}), `after undoing ${lastUndone.join(', ')}`).toEqual([])
+      expect(
+        invariantViolations(plan, start, now, {inRestartWindow: windowOpen}),
+        `after undoing ${lastUndone.join(', ')}`,
+      ).toEqual([])
       const boundary = predicted.rollback.find((b) => b.after === `undo ${lastUndone.at(-1)}`)
       if (boundary) {
         const cmp = comparableDataPlanes(boundary.dataPlanes, now.dataPlanes)

@@ -12,7 +12,12 @@ describe('rollback of a revisioned namespace whose revision is gone', () => {
   let cwd: string
 
   beforeAll(async () => {
-    cluster = await startTestCluster({fixture: path.join(REPO, 'test/e2e/fixtures/revisioned.yaml'), quiet: true, install: {revisions: [{revision: 'canary'}]}, recordRequests: true})
+    cluster = await startTestCluster({
+      fixture: path.join(REPO, 'test/e2e/fixtures/revisioned.yaml'),
+      quiet: true,
+      install: {revisions: [{revision: 'canary'}]},
+      recordRequests: true,
+    })
     cwd = await workdir()
   }, 120_000)
   afterAll(async () => {
@@ -27,13 +32,23 @@ describe('rollback of a revisioned namespace whose revision is gone', () => {
     await cluster.waitForIdle()
 
     // Someone uninstalls the canary revision's injector.
-    const resource = (await cluster.client.resourceFor('admissionregistration.k8s.io/v1', 'MutatingWebhookConfiguration'))!
+    const resource = (await cluster.client.resourceFor(
+      'admissionregistration.k8s.io/v1',
+      'MutatingWebhookConfiguration',
+    ))!
     const canary = await cluster.client.list(resource, {labelSelector: 'istio.io/rev=canary'})
     expect(canary.length).toBeGreaterThan(0)
-    for (const w of canary) await cluster.client.delete({apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', name: w.metadata.name})
+    for (const w of canary)
+      await cluster.client.delete({
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        name: w.metadata.name,
+      })
 
     const before = await observe(cluster.client, 'shop')
-    const writesBefore = cluster.recorder?.requests.filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? '')).length
+    const writesBefore = cluster.recorder?.requests.filter(
+      (e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? ''),
+    ).length
     const r = await cli(['rollback', 'shop', '--confirm', 'shop', '--timeout', '60s'], cwd, kube)
     expect(r.code).toBe(3)
     expect(r.stderr).toContain('revision "canary" no longer has an injection webhook')
@@ -46,7 +61,9 @@ describe('rollback of a revisioned namespace whose revision is gone', () => {
     expect(after.policies).toEqual(before.policies)
     // Nothing but the namespace lock was written (reviews are queries): the policies were not re-created either.
     if (cluster.recorder) {
-      const writes = cluster.recorder.requests.filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? '')).slice(writesBefore)
+      const writes = cluster.recorder.requests
+        .filter((e) => e.user === 'admin' && ['create', 'update', 'patch', 'delete'].includes(e.verb ?? ''))
+        .slice(writesBefore)
       expect(writes.filter((e) => e.resource !== 'leases' && !isReview(e))).toEqual([])
     }
   }, 180_000)

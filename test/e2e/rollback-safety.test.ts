@@ -12,11 +12,29 @@ import {rollbackSequence} from '../../src/planner/rollback.js'
 import {OWNER_ANNOTATION, readOwner} from '../../src/executor/ownership.js'
 import {PlanState} from '../../src/executor/plan-state.js'
 import type {KubeObject} from '../../src/planner/model.js'
-import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION, type PlanStep, type StepStatus} from '../../src/planner/plan-types.js'
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  PLAN_ANNOTATION,
+  type PlanStep,
+  type StepStatus,
+} from '../../src/planner/plan-types.js'
 import {hasStackTrace} from '../support/cli.js'
 import {runEnvtest} from '../support/envtest.js'
 import {E2E_KUBECONFIG_ENV, startTestCluster, type TestCluster, USERS} from '../support/cluster.js'
-import {cli, namespaceState, nextRequestId, observe, type Observed, readPlan, REPO, spawnCli, toolWrites, waitForRequest, workdir} from './support.js'
+import {
+  cli,
+  namespaceState,
+  nextRequestId,
+  observe,
+  type Observed,
+  readPlan,
+  REPO,
+  spawnCli,
+  toolWrites,
+  waitForRequest,
+  workdir,
+} from './support.js'
 
 const NS = 'payments'
 const FIXTURE = path.join(REPO, 'test/e2e/fixtures/l4-only.yaml')
@@ -24,7 +42,10 @@ const PLAN_FILE = `plans/${NS}.yaml`
 // On the run's real server the fault proxy records the tool's requests (recordRequests); a cluster named by
 // MESH_MIGRATE_E2E_KUBECONFIG has neither.
 const external = Boolean(process.env[E2E_KUBECONFIG_ENV]) && !runEnvtest()
-if (external) process.stderr.write(`\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the rollback-safety tests (they inject faults into the in-repo test API server).\n`)
+if (external)
+  process.stderr.write(
+    `\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the rollback-safety tests (they inject faults into the in-repo test API server).\n`,
+  )
 
 describe.skipIf(external)('rollback safety', () => {
   let cluster: TestCluster
@@ -35,9 +56,12 @@ describe.skipIf(external)('rollback safety', () => {
 
   const server = () => cluster.recorder!
   const planPath = () => path.join(cwd, PLAN_FILE)
-  const record = async (id: string): Promise<StepStatus | undefined> => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
-  const phases = async () => Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
-  const rollback = (extra: string[] = []) => cli(['rollback', NS, '--confirm', NS, '--timeout', '60s', ...extra], cwd, kube)
+  const record = async (id: string): Promise<StepStatus | undefined> =>
+    (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === id)
+  const phases = async () =>
+    Object.fromEntries(((await readPlan(cwd, NS)).status?.steps ?? []).map((s) => [s.id, s.phase]))
+  const rollback = (extra: string[] = []) =>
+    cli(['rollback', NS, '--confirm', NS, '--timeout', '60s', ...extra], cwd, kube)
   const applyAll = async () => {
     const r = await cli(['apply', NS, '--all', '--yes', '--timeout', '60s'], cwd, kube)
     expect(r.code, r.stderr).toBe(0)
@@ -66,13 +90,23 @@ describe.skipIf(external)('rollback safety', () => {
     expect(r.code, r.stderr).toBe(0)
     expect(await readFile(planPath(), 'utf8')).toBe(before)
     // Every write the tool sent was a dry run.
-    expect(toolWrites(server(), from).filter((w) => !w.dryRun).map((w) => `${w.verb} ${w.path}`)).toEqual([])
+    expect(
+      toolWrites(server(), from)
+        .filter((w) => !w.dryRun)
+        .map((w) => `${w.verb} ${w.path}`),
+    ).toEqual([])
     expect(toolWrites(server(), from).length).toBeGreaterThan(0)
     expect(Object.values(await phases()).every((p) => p === 'Applied')).toBe(true)
   }, 60_000)
 
   it('an undo that fails is recorded Failed ("rollback failed: …", re-run rollback), not left looking Applied', async () => {
-    const fault = server().faults.add({match: {user: USERS.tool, verb: 'patch', kind: 'Namespace'}, status: 403, message: 'namespaces "payments" is forbidden: injected for the test', times: 1, name: 'forbid-undo'})
+    const fault = server().faults.add({
+      match: {user: USERS.tool, verb: 'patch', kind: 'Namespace'},
+      status: 403,
+      message: 'namespaces "payments" is forbidden: injected for the test',
+      times: 1,
+      name: 'forbid-undo',
+    })
     let r
     try {
       r = await rollback()
@@ -93,10 +127,20 @@ describe.skipIf(external)('rollback safety', () => {
 
   it('an undo interrupted by Ctrl+C is recorded Interrupted (rollback finishes it); apply then refuses to run a step behind it', async () => {
     // Hold the first restart of the undo of restart-workloads, and press Ctrl+C while it is in flight.
-    const fault = server().faults.add({match: {user: USERS.tool, verb: 'patch', kind: 'Deployment'}, latencyMs: 1000, times: 1, name: 'hold-undo-restart'})
+    const fault = server().faults.add({
+      match: {user: USERS.tool, verb: 'patch', kind: 'Deployment'},
+      latencyMs: 1000,
+      times: 1,
+      name: 'hold-undo-restart',
+    })
     try {
       const run = spawnCli(['rollback', NS, '--confirm', NS, '--timeout', '60s'], cwd, kube)
-      await waitForRequest(server(), (e) => e.fault === 'hold-undo-restart', 'held for the undo of restart-workloads', 60_000)
+      await waitForRequest(
+        server(),
+        (e) => e.fault === 'hold-undo-restart',
+        'held for the undo of restart-workloads',
+        60_000,
+      )
       run.child.kill('SIGINT')
       const done = await run.done
       expect(done.code, done.stderr).toBe(130)
@@ -117,7 +161,9 @@ describe.skipIf(external)('rollback safety', () => {
     const apply = await cli(['apply', NS, '--step', '--yes'], cwd, kube)
     expect(apply.code, apply.stderr).toBe(1)
     expect(apply.stderr).toContain('inconsistent')
-    expect(apply.stderr).toContain('step remove-sidecar-injection is RolledBack but the later step restart-workloads is Interrupted')
+    expect(apply.stderr).toContain(
+      'step remove-sidecar-injection is RolledBack but the later step restart-workloads is Interrupted',
+    )
     expect(apply.stderr).toContain(`mesh-migrate rollback ${PLAN_FILE}`)
     expect(toolWrites(server(), from).filter((e) => e.resource !== 'leases')).toEqual([])
 
@@ -158,34 +204,77 @@ describe.skipIf(external)('rollback safety', () => {
     const policy = (name: string, ports: string[]): KubeObject => ({
       apiVersion: 'security.istio.io/v1',
       kind: 'AuthorizationPolicy',
-      metadata: {name, namespace: NS, labels: {[MANAGED_BY_LABEL]: MANAGED_BY_VALUE}, annotations: {[PLAN_ANNOTATION]: planName}},
+      metadata: {
+        name,
+        namespace: NS,
+        labels: {[MANAGED_BY_LABEL]: MANAGED_BY_VALUE},
+        annotations: {[PLAN_ANNOTATION]: planName},
+      },
       spec: {selector: {matchLabels: {app: 'ledger'}}, action: 'ALLOW', rules: [{to: [{operation: {ports}}]}]},
     })
     const createStep = (id: string, object: KubeObject): PlanStep => {
       const ref = {apiVersion: object.apiVersion, kind: object.kind, namespace: NS, name: object.metadata.name}
-      const step: PlanStep = {id, action: 'create-policies', description: id, preconditions: [], operations: [{op: 'apply', object}], verify: [], undo: {description: 'delete it', operations: [{op: 'delete', ref, object}]}}
+      const step: PlanStep = {
+        id,
+        action: 'create-policies',
+        description: id,
+        preconditions: [],
+        operations: [{op: 'apply', object}],
+        verify: [],
+        undo: {description: 'delete it', operations: [{op: 'delete', ref, object}]},
+      }
       state.plan.spec.steps.push(step)
       return step
     }
     const warnings: string[] = []
-    const ctx: ExecutionContext = {client: cluster.client, state, who: 'test', dryRun: false, timeoutMs: 30_000, signal: new AbortController().signal}
+    const ctx: ExecutionContext = {
+      client: cluster.client,
+      state,
+      who: 'test',
+      dryRun: false,
+      timeoutMs: 30_000,
+      signal: new AbortController().signal,
+    }
 
     // Existed before (an earlier version of it, still marked as this plan's): the step overwrites it.
     const existing = createStep('scratch-existing', policy('scratch-existing', ['7000']))
     await cluster.api.create(policy('scratch-existing', ['7001']))
     await applyStep(ctx, existing)
-    expect(state.status(existing.id)?.observed?.before).toEqual({'security.istio.io/AuthorizationPolicy/payments/scratch-existing': {existed: true}})
+    expect(state.status(existing.id)?.observed?.before).toEqual({
+      'security.istio.io/AuthorizationPolicy/payments/scratch-existing': {existed: true},
+    })
     await undoStep(ctx, existing, (m) => warnings.push(m))
-    expect(await cluster.api.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-existing'})).toBeDefined()
-    expect(warnings.join('\n')).toContain(`AuthorizationPolicy ${NS}/scratch-existing existed before step scratch-existing wrote it: left in place`)
+    expect(
+      await cluster.api.get({
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        namespace: NS,
+        name: 'scratch-existing',
+      }),
+    ).toBeDefined()
+    expect(warnings.join('\n')).toContain(
+      `AuthorizationPolicy ${NS}/scratch-existing existed before step scratch-existing wrote it: left in place`,
+    )
     expect(state.status(existing.id)?.phase).toBe('RolledBack')
 
     // Created by the step: deleted.
     const created = createStep('scratch-created', policy('scratch-created', ['7000']))
     await applyStep(ctx, created)
     await undoStep(ctx, created, (m) => warnings.push(m))
-    expect(await cluster.api.get({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-created'})).toBeUndefined()
-    await cluster.api.delete({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'scratch-existing'})
+    expect(
+      await cluster.api.get({
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        namespace: NS,
+        name: 'scratch-created',
+      }),
+    ).toBeUndefined()
+    await cluster.api.delete({
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      namespace: NS,
+      name: 'scratch-existing',
+    })
     // The scratch plan (another spec than plans/payments.yaml) claimed the namespace with its first write; its steps
     // were undone one by one here, not by `rollback`, which would release the claim: release it as rollback would.
     expect(readOwner(await cluster.api.get(nsRef))?.plan).toBe(file)
@@ -200,7 +289,10 @@ describe.skipIf(external)('rollback safety', () => {
     spec: {
       replicas: 1,
       selector: {matchLabels: {app: name}},
-      template: {metadata: {labels: {app: name, ...templateLabels}}, spec: {serviceAccountName: 'api', containers: [{name, image: `example/${name}:1`}]}},
+      template: {
+        metadata: {labels: {app: name, ...templateLabels}},
+        spec: {serviceAccountName: 'api', containers: [{name, image: `example/${name}:1`}]},
+      },
     },
   })
   const deploymentRef = (name: string) => ({apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name})
@@ -217,18 +309,26 @@ describe.skipIf(external)('rollback safety', () => {
     const r = await rollback()
     expect(r.code, r.stderr).toBe(3)
     expect(hasStackTrace(r.stderr), r.stderr).toBe(false)
-    expect(r.stderr).toContain(`removing istio.io/dataplane-mode from namespace ${NS} would take running pods out of the mesh`)
+    expect(r.stderr).toContain(
+      `removing istio.io/dataplane-mode from namespace ${NS} would take running pods out of the mesh`,
+    )
     expect(r.stderr).toContain(`Deployment ${NS}/newapp: pod(s) newapp-`)
     expect(r.stderr).toContain(`kubectl label namespace ${NS} istio-injection=enabled`)
     expect(r.stderr).toContain(`kubectl rollout restart -n ${NS} deployment/newapp`)
     // The workloads of the plan were restarted by it and get their sidecars back in the rollback: not named.
     expect(r.stderr).not.toContain('Deployment payments/ledger')
-    expect(toolWrites(server(), from).filter((e) => e.resource !== 'leases').map((e) => `${e.verb} ${e.path}`)).toEqual([])
+    expect(
+      toolWrites(server(), from)
+        .filter((e) => e.resource !== 'leases')
+        .map((e) => `${e.verb} ${e.path}`),
+    ).toEqual([])
     expect(await readFile(planPath(), 'utf8')).toBe(before)
 
     // Doing what it says: the injection label back, newapp restarted with a sidecar; rollback then finishes.
     await cluster.api.patch(nsRef, {metadata: {labels: {'istio-injection': 'enabled'}}})
-    await cluster.api.patch(deploymentRef('newapp'), {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date().toISOString()}}}}})
+    await cluster.api.patch(deploymentRef('newapp'), {
+      spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date().toISOString()}}}},
+    })
     await cluster.waitForIdle()
     expect((await observe(cluster.client, NS)).dataPlanes['Deployment/newapp']).toBe('sidecar')
     const again = await rollback()
@@ -242,7 +342,14 @@ describe.skipIf(external)('rollback safety', () => {
   it('the undo of enable-ambient checks again right before the label write: a sidecar-less pod that appeared during the rollback stops it (exit 3, recorded Failed)', async () => {
     await applyAll()
     const state = await PlanState.load(planPath())
-    const ctx: ExecutionContext = {client: cluster.client, state, who: 'test', dryRun: false, timeoutMs: 60_000, signal: new AbortController().signal}
+    const ctx: ExecutionContext = {
+      client: cluster.client,
+      state,
+      who: 'test',
+      dryRun: false,
+      timeoutMs: 60_000,
+      signal: new AbortController().signal,
+    }
     const warn = () => undefined
     const {steps} = rollbackSequence(state.plan)
     await checkRollback(ctx, steps, warn)
@@ -254,7 +361,10 @@ describe.skipIf(external)('rollback safety', () => {
     expect((await observe(cluster.client, NS)).dataPlanes['Deployment/optout']).toBe('ambient')
 
     const enableAmbient = steps[index]!
-    await expect(undoStep(ctx, enableAmbient, warn)).rejects.toMatchObject({exitCode: 3, message: expect.stringContaining(`Deployment ${NS}/optout: pod(s) optout-`)})
+    await expect(undoStep(ctx, enableAmbient, warn)).rejects.toMatchObject({
+      exitCode: 3,
+      message: expect.stringContaining(`Deployment ${NS}/optout: pod(s) optout-`),
+    })
     expect((await cluster.api.get(nsRef))?.metadata.labels?.['istio.io/dataplane-mode']).toBe('ambient')
     const failed = await record(enableAmbient.id)
     expect(failed?.phase).toBe('Failed')
@@ -272,7 +382,10 @@ describe.skipIf(external)('rollback safety', () => {
     // status: rolled-back steps are not compared with the cluster (their effects are gone on purpose).
     const status = await cli(['status', NS, '-o', 'json'], cwd, kube)
     expect(status.code, status.stderr).toBe(0)
-    const [report] = (JSON.parse(status.stdout) as {plans: {steps: {id: string; phase: string; drift?: string}[]}[]}).plans
-    expect(report!.steps.filter((s) => s.phase === 'RolledBack').map((s) => s.drift)).toEqual(report!.steps.map(() => 'n/a'))
+    const [report] = (JSON.parse(status.stdout) as {plans: {steps: {id: string; phase: string; drift?: string}[]}[]})
+      .plans
+    expect(report!.steps.filter((s) => s.phase === 'RolledBack').map((s) => s.drift)).toEqual(
+      report!.steps.map(() => 'n/a'),
+    )
   }, 180_000)
 })

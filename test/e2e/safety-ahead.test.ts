@@ -22,7 +22,12 @@ const NS = 'bookinfo'
 const FIXTURE = path.join(REPO, 'examples/bookinfo')
 const PLAN_FILE = `plans/${NS}.yaml`
 const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
-const policy = (name: string) => ({apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name})
+const policy = (name: string) => ({
+  apiVersion: 'security.istio.io/v1',
+  kind: 'AuthorizationPolicy',
+  namespace: NS,
+  name,
+})
 
 describe('safety ahead of time: dry runs, drift before traffic moves, one plan per namespace', () => {
   let cluster: TestCluster
@@ -31,7 +36,8 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
   let plan: MigrationPlan
 
   const stepOf = (action: string) => plan.spec.steps.find((s) => s.action === action)!
-  const phaseOf = async (action: string, file = NS) => (await readPlan(cwd, file)).status?.steps.find((s) => s.id === stepOf(action).id)?.phase ?? 'Pending'
+  const phaseOf = async (action: string, file = NS) =>
+    (await readPlan(cwd, file)).status?.steps.find((s) => s.id === stepOf(action).id)?.phase ?? 'Pending'
   const labels = async () => (await cluster.api.get(nsRef))?.metadata.labels ?? {}
 
   beforeAll(async () => {
@@ -56,32 +62,48 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     // Both streams: the step outcomes and details are results (stdout), the rest is progress (stderr).
     const lines = `${r.stdout}\n${r.stderr}`.split('\n').filter((l) => l.trim() !== '')
     expect(lines.filter((l) => !l.includes('[server dry run]'))).toEqual([])
-    expect(r.stdout).toContain(`[server dry run] Step ${plan.spec.steps.length}/${plan.spec.steps.length} ${plan.spec.steps.at(-1)!.id}: `)
+    expect(r.stdout).toContain(
+      `[server dry run] Step ${plan.spec.steps.length}/${plan.spec.steps.length} ${plan.spec.steps.at(-1)!.id}: `,
+    )
     // Every step was reached, the last one included.
-    for (const step of plan.spec.steps) expect(r.stderr).toContain(`${step.id}: ${step.description.split('\n')[0]!.slice(0, 40)}`)
+    for (const step of plan.spec.steps)
+      expect(r.stderr).toContain(`${step.id}: ${step.description.split('\n')[0]!.slice(0, 40)}`)
     // Read-only steps send nothing, so nothing of them is "accepted by the server".
     expect(r.stderr).toMatch(/\[server dry run\] wait-waypoint — read-only, nothing sent/)
     expect(r.stderr).not.toMatch(/wait-waypoint — accepted/)
     expect(r.stderr).toMatch(/\[server dry run\] bind-waypoint — accepted by the server, nothing persisted/)
     // The waypoint exists only as a dry-run object: its readiness is named as not checked, and why.
-    expect(r.stdout).toContain(`not checked in a dry run: Gateway ${NS}/waypoint ready: it is created by an earlier step of this run, and only istiod can program it`)
+    expect(r.stdout).toContain(
+      `not checked in a dry run: Gateway ${NS}/waypoint ready: it is created by an earlier step of this run, and only istiod can program it`,
+    )
     // Nothing persisted, nothing recorded.
     expect(await readFile(path.join(cwd, PLAN_FILE), 'utf8')).toBe(before)
     expect(await labels()).toEqual(labelsBefore)
-    expect(await cluster.api.get({apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint'})).toBeUndefined()
+    expect(
+      await cluster.api.get({
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        namespace: NS,
+        name: 'waypoint',
+      }),
+    ).toBeUndefined()
   }, 120_000)
 
   it('an L7 policy edited after create-policies stops apply before bind-waypoint (exit 3), naming it and the later step that needs it', async () => {
     const upTo = await cli(['apply', NS, '--to', stepOf('create-policies').id, '--yes', '--timeout', '60s'], cwd, kube)
     expect(upTo.code, upTo.stderr).toBe(0)
     const original = (await cluster.api.get(policy('details-no-delete')))!
-    await cluster.api.patch(policy('details-no-delete'), {spec: {rules: [{to: [{operation: {methods: ['DELETE', 'PUT']}}]}]}})
+    await cluster.api.patch(policy('details-no-delete'), {
+      spec: {rules: [{to: [{operation: {methods: ['DELETE', 'PUT']}}]}]},
+    })
     try {
       const r = await cli(['apply', NS, '--step', '--yes', '--timeout', '60s'], cwd, kube)
       expect(r.code, r.stderr).toBe(3)
       expect(hasStackTrace(r.stderr)).toBe(false)
       expect(r.stderr).toContain(`apply stops before step ${stepOf('bind-waypoint').id} (nothing was written by it)`)
-      expect(r.stderr).toContain(`AuthorizationPolicy ${NS}/details-no-delete changed since the plan was made (precondition of step ${stepOf('delete-sidecar-policies').id})`)
+      expect(r.stderr).toContain(
+        `AuthorizationPolicy ${NS}/details-no-delete changed since the plan was made (precondition of step ${stepOf('delete-sidecar-policies').id})`,
+      )
       // Advice for a plan in progress: a plain re-plan would be refused, so it names what works.
       expect(r.stderr).toContain(`mesh-migrate rollback ${PLAN_FILE} --confirm ${NS}`)
       expect(r.stderr).toContain(`mesh-migrate plan ${NS} --force`)
@@ -105,12 +127,18 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     try {
       const r = await cli(['status', NS, '--detailed-exitcode', '-o', 'json'], cwd, kube)
       expect(r.code, r.stderr).toBe(10)
-      const [result] = (JSON.parse(r.stdout) as {plans: {drifted: number; state: string; steps: {id: string; drift?: string; driftDetail?: string}[]}[]}).plans
+      const [result] = (
+        JSON.parse(r.stdout) as {
+          plans: {drifted: number; state: string; steps: {id: string; drift?: string; driftDetail?: string}[]}[]
+        }
+      ).plans
       expect(result!.drifted).toBe(1)
       expect(result!.state).toBe('in-progress')
       const row = result!.steps.find((s) => s.id === stepOf('create-policies').id)!
       expect(row.drift).toBe('drifted')
-      expect(row.driftDetail).toBe(`AuthorizationPolicy ${NS}/details-no-delete-waypoint: field spec.action differs from what the step wrote`)
+      expect(row.driftDetail).toBe(
+        `AuthorizationPolicy ${NS}/details-no-delete-waypoint: field spec.action differs from what the step wrote`,
+      )
     } finally {
       await cluster.api.patch(copy, {spec: {action}})
     }
@@ -125,19 +153,36 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     const owner = JSON.parse((await cluster.api.get(nsRef))!.metadata.annotations![OWNER_ANNOTATION]!) as {plan: string}
     expect(owner.plan).toBe(PLAN_FILE)
 
-    for (const args of [['--step', '--yes'], ['--all', '--dry-run=server']]) {
+    for (const args of [
+      ['--step', '--yes'],
+      ['--all', '--dry-run=server'],
+    ]) {
       const r = await cli(['apply', second, ...args], cwd, kube)
       expect(r.code, r.stderr).toBe(5)
       expect(hasStackTrace(r.stderr)).toBe(false)
       expect(r.stderr).toContain(`namespace ${NS} is being migrated by another plan: ${PLAN_FILE}`)
       expect(r.stderr).toContain(`mesh-migrate rollback ${PLAN_FILE} --confirm ${NS}`)
     }
-    expect((await readFile(path.join(cwd, second), 'utf8'))).not.toContain('status:')
-    expect(await cluster.api.get({apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint-b'})).toBeUndefined()
+    expect(await readFile(path.join(cwd, second), 'utf8')).not.toContain('status:')
+    expect(
+      await cluster.api.get({
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        namespace: NS,
+        name: 'waypoint-b',
+      }),
+    ).toBeUndefined()
     // The first plan's objects are untouched by the second plan's rollback.
     const noop = await cli(['rollback', second, '--confirm', NS], cwd, kube)
     expect(noop.code, noop.stderr).toBe(0)
-    expect(await cluster.api.get({apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint'})).toBeDefined()
+    expect(
+      await cluster.api.get({
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        namespace: NS,
+        name: 'waypoint',
+      }),
+    ).toBeDefined()
     expect(await cluster.api.get(policy('details-no-delete-waypoint'))).toBeDefined()
 
     // Fully rolled back, the first plan gives the namespace up; the second may then apply.
@@ -163,7 +208,11 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     // Its first write made it the namespace's owner.
     expect(JSON.parse((await cluster.api.get(nsRef))!.metadata.annotations![OWNER_ANNOTATION]!).plan).toBe(second)
     expect(r.stderr).toContain('Warning: stopped inside 1 hazard window(s); until they close:')
-    expect(r.stderr).toMatch(new RegExp(`  - AuthorizationPolicy/ratings-get-only: AuthorizationPolicy/ratings-get-only is deny-all at ztunnel .* — until step ${stepOf('delete-sidecar-policies').id} is applied`))
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `  - AuthorizationPolicy/ratings-get-only: AuthorizationPolicy/ratings-get-only is deny-all at ztunnel .* — until step ${stepOf('delete-sidecar-policies').id} is applied`,
+      ),
+    )
     const status = await cli(['status', second, '-o', 'json'], cwd, kube)
     const [result] = (JSON.parse(status.stdout) as {plans: {openWindows: string[]}[]}).plans
     expect(result!.openWindows).toHaveLength(1)
@@ -172,6 +221,12 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
     const next = await cli(['apply', second, '--step', '--yes', '--timeout', '90s'], cwd, kube)
     expect(next.code, next.stderr).toBe(0)
     expect(next.stderr).not.toContain('hazard window')
-    expect((JSON.parse((await cli(['status', second, '-o', 'json'], cwd, kube)).stdout) as {plans: {openWindows: string[]}[]}).plans[0]!.openWindows).toEqual([])
+    expect(
+      (
+        JSON.parse((await cli(['status', second, '-o', 'json'], cwd, kube)).stdout) as {
+          plans: {openWindows: string[]}[]
+        }
+      ).plans[0]!.openWindows,
+    ).toEqual([])
   }, 240_000)
 })

@@ -27,10 +27,16 @@ const PLAN_FILE = `plans/${NS}.yaml`
 // On the run's real server the fault proxy records the tool's requests (recordRequests); a cluster named by
 // MESH_MIGRATE_E2E_KUBECONFIG has neither.
 const external = Boolean(process.env[E2E_KUBECONFIG_ENV]) && !runEnvtest()
-if (external) process.stderr.write(`\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the refusal tests (they read the in-repo test API server's request log).\n`)
+if (external)
+  process.stderr.write(
+    `\n[mesh-migrate tests] ${E2E_KUBECONFIG_ENV} is set: skipping the refusal tests (they read the in-repo test API server's request log).\n`,
+  )
 
 const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
-const isLockLease = (e: RequestLogEntry) => e.group === 'coordination.k8s.io' && e.resource === 'leases' && (e.name === undefined || e.name === 'mesh-migrate-lock')
+const isLockLease = (e: RequestLogEntry) =>
+  e.group === 'coordination.k8s.io' &&
+  e.resource === 'leases' &&
+  (e.name === undefined || e.name === 'mesh-migrate-lock')
 /** Kubernetes MicroTime. */
 const microTime = (date: Date) => date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
 
@@ -46,15 +52,25 @@ describe.skipIf(external)('refusals before any write', () => {
 
   const server = () => cluster.recorder!
   const stepOf = (action: string) => plan.spec.steps.find((s) => s.action === action)!
-  const phaseOf = async (action: string) => (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === stepOf(action).id)?.phase ?? 'Pending'
+  const phaseOf = async (action: string) =>
+    (await readPlan(cwd, NS)).status?.steps.find((s) => s.id === stepOf(action).id)?.phase ?? 'Pending'
   /** Everything the tool sent from `from` on, on a cluster. */
-  const toolRequests = (c: TestCluster, from: number) => c.recorder!.requestsMatching({user: USERS.tool}).filter((e) => e.id >= from)
+  const toolRequests = (c: TestCluster, from: number) =>
+    c.recorder!.requestsMatching({user: USERS.tool}).filter((e) => e.id >= from)
   /** Writes the tool sent from `from` on, other than taking and releasing its own lock. */
-  const objectWrites = (from: number) => toolWrites(server(), from).filter((e) => !isLockLease(e)).map((e) => `${e.verb} ${e.path}`)
-  const applyNext = (extra: string[] = []) => cli(['apply', NS, '--step', '--yes', '--timeout', '60s', ...extra], cwd, kube)
+  const objectWrites = (from: number) =>
+    toolWrites(server(), from)
+      .filter((e) => !isLockLease(e))
+      .map((e) => `${e.verb} ${e.path}`)
+  const applyNext = (extra: string[] = []) =>
+    cli(['apply', NS, '--step', '--yes', '--timeout', '60s', ...extra], cwd, kube)
 
   /** A refusal: the exit code, no stack trace, the plan file untouched by it, no write to the namespace's objects. */
-  async function expectRefused(run: () => Promise<{code: number | null; stderr: string}>, code: number, opts: {noRequests?: boolean; file?: string} = {}): Promise<string> {
+  async function expectRefused(
+    run: () => Promise<{code: number | null; stderr: string}>,
+    code: number,
+    opts: {noRequests?: boolean; file?: string} = {},
+  ): Promise<string> {
     const file = opts.file ?? path.join(cwd, PLAN_FILE)
     const before = await readFile(file, 'utf8')
     const from = nextRequestId(server())
@@ -72,7 +88,15 @@ describe.skipIf(external)('refusals before any write', () => {
   beforeAll(async () => {
     // "Another cluster" on the real server is a second real server (two harnesses on one would take turns).
     otherServer = runEnvtest() ? await startEnvtest() : undefined
-    ;[cluster, other] = await Promise.all([startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true}), startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true, ...(otherServer ? {envtest: otherServer} : {})})])
+    ;[cluster, other] = await Promise.all([
+      startTestCluster({fixture: FIXTURE, quiet: true, recordRequests: true}),
+      startTestCluster({
+        fixture: FIXTURE,
+        quiet: true,
+        recordRequests: true,
+        ...(otherServer ? {envtest: otherServer} : {}),
+      }),
+    ])
     cwd = await workdir()
     kube = cluster.kubeconfigPath
     const r = await cli(['plan', NS], cwd, kube)
@@ -127,10 +151,16 @@ describe.skipIf(external)('refusals before any write', () => {
     expect(toolWrites(other.recorder!, from)).toEqual([])
     expect(await readFile(copy, 'utf8')).toBe(plannedText)
 
-    const allowed = await cli(['apply', NS, '--step', '--yes', '--allow-other-cluster', '--timeout', '60s'], otherDir, other.kubeconfigPath)
+    const allowed = await cli(
+      ['apply', NS, '--step', '--yes', '--allow-other-cluster', '--timeout', '60s'],
+      otherDir,
+      other.kubeconfigPath,
+    )
     expect(allowed.code, allowed.stderr).toBe(0)
     expect(allowed.stderr).toContain('Proceeding because of --allow-other-cluster')
-    expect((await readPlan(otherDir, NS)).status?.steps.find((s) => s.id === stepOf('preflight').id)?.phase).toBe('Applied')
+    expect((await readPlan(otherDir, NS)).status?.steps.find((s) => s.id === stepOf('preflight').id)?.phase).toBe(
+      'Applied',
+    )
   }, 60_000)
 
   it('tampered plan: a spec edited after the first apply exits 4 listing every problem; an unknown field likewise', async () => {
@@ -143,13 +173,22 @@ describe.skipIf(external)('refusals before any write', () => {
     const bind = edited.spec.steps.find((s) => s.action === 'bind-waypoint')!
     const label = bind.operations[0]!
     if (label.op === 'label') label.labels['istio.io/use-waypoint'] = 'attacker-waypoint'
-    bind.operations.push({op: 'label', ref: {apiVersion: 'v1', kind: 'Namespace', name: 'default'}, labels: {'istio-injection': null}})
+    bind.operations.push({
+      op: 'label',
+      ref: {apiVersion: 'v1', kind: 'Namespace', name: 'default'},
+      labels: {'istio-injection': null},
+    })
     const editedFile = path.join(cwd, 'tampered-spec.yaml')
     await writeFile(editedFile, stringify(edited))
-    const stderr = await expectRefused(() => cli(['apply', editedFile, '--step', '--yes'], cwd, kube), 4, {noRequests: true, file: editedFile})
+    const stderr = await expectRefused(() => cli(['apply', editedFile, '--step', '--yes'], cwd, kube), 4, {
+      noRequests: true,
+      file: editedFile,
+    })
     const index = edited.spec.steps.indexOf(bind)
     expect(stderr).toContain('is not a valid plan (3 problems)')
-    expect(stderr).toContain(`spec.steps[${index}].operations[1]: writes to Namespace "default", outside the plan's namespace "${NS}"`)
+    expect(stderr).toContain(
+      `spec.steps[${index}].operations[1]: writes to Namespace "default", outside the plan's namespace "${NS}"`,
+    )
     expect(stderr).toContain(`spec.steps[${index}].operations[1]: this step may not change label "istio-injection"`)
     expect(stderr).toContain('spec: spec was edited after the first apply')
     expect(stderr).toContain('regenerate it with `mesh-migrate plan NAMESPACE`')
@@ -159,7 +198,10 @@ describe.skipIf(external)('refusals before any write', () => {
     unknown.spec.steps[1]!.runAsRoot = true
     const unknownFile = path.join(cwd, 'tampered-field.yaml')
     await writeFile(unknownFile, stringify(unknown))
-    const schemaErr = await expectRefused(() => cli(['apply', unknownFile, '--step', '--yes'], cwd, kube), 4, {noRequests: true, file: unknownFile})
+    const schemaErr = await expectRefused(() => cli(['apply', unknownFile, '--step', '--yes'], cwd, kube), 4, {
+      noRequests: true,
+      file: unknownFile,
+    })
     expect(schemaErr).toContain('runAsRoot')
     expect(schemaErr).toContain('spec.steps[1]')
 
@@ -173,7 +215,9 @@ describe.skipIf(external)('refusals before any write', () => {
   it('rollback without --confirm (no terminal) exits 2 naming --confirm NS; --confirm with another namespace exits 2', async () => {
     const noConfirm = await expectRefused(() => cli(['rollback', NS], cwd, kube), 2, {noRequests: true})
     expect(noConfirm).toContain(`--confirm ${NS}`)
-    const wrong = await expectRefused(() => cli(['rollback', NS, '--confirm', 'default'], cwd, kube), 2, {noRequests: true})
+    const wrong = await expectRefused(() => cli(['rollback', NS, '--confirm', 'default'], cwd, kube), 2, {
+      noRequests: true,
+    })
     expect(wrong).toContain(`--confirm default does not match the plan's namespace ${NS}`)
     expect(wrong).toContain(`--confirm ${NS}`)
   })
@@ -181,7 +225,12 @@ describe.skipIf(external)('refusals before any write', () => {
   it('stale plan: a policy the plan carries and deletes edited, then deleted, by someone else — create-policies exits 3 naming it', async () => {
     const upTo = await cli(['apply', NS, '--to', stepOf('wait-waypoint').id, '--yes', '--timeout', '60s'], cwd, kube)
     expect(upTo.code, upTo.stderr).toBe(0)
-    const policy = {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'details-no-delete'}
+    const policy = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      namespace: NS,
+      name: 'details-no-delete',
+    }
     const original = (await cluster.api.get(policy))!
     await cluster.api.patch(policy, {spec: {rules: [{to: [{operation: {methods: ['DELETE', 'PUT']}}]}]}})
     const edited = await expectRefused(() => applyNext(), 3)
@@ -199,18 +248,32 @@ describe.skipIf(external)('refusals before any write', () => {
 
     // Put back as it was, the plan is current again.
     const {metadata, ...content} = ratingsObject
-    await cluster.api.create({...content, metadata: {name: metadata.name, namespace: NS, ...(metadata.labels ? {labels: metadata.labels} : {})}} as KubeObject)
+    await cluster.api.create({
+      ...content,
+      metadata: {name: metadata.name, namespace: NS, ...(metadata.labels ? {labels: metadata.labels} : {})},
+    } as KubeObject)
     const resumed = await applyNext()
     expect(resumed.code, resumed.stderr).toBe(0)
   }, 60_000)
 
   it('held lock: a Lease renewed by another operator exits 5 naming them; --lock-timeout waits, then exits 5; an expired Lease is taken over', async () => {
-    const info = {holder: 'alice@jumphost/4242/abc123', who: 'alice@jumphost', command: `apply ${PLAN_FILE}`, plan: PLAN_FILE, startedAt: new Date().toISOString()}
+    const info = {
+      holder: 'alice@jumphost/4242/abc123',
+      who: 'alice@jumphost',
+      command: `apply ${PLAN_FILE}`,
+      plan: PLAN_FILE,
+      startedAt: new Date().toISOString(),
+    }
     const lease = (renewed: Date): KubeObject => ({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: {name: 'mesh-migrate-lock', namespace: NS, annotations: {[LOCK_INFO_ANNOTATION]: JSON.stringify(info)}},
-      spec: {holderIdentity: info.holder, leaseDurationSeconds: 60, acquireTime: microTime(renewed), renewTime: microTime(renewed)},
+      spec: {
+        holderIdentity: info.holder,
+        leaseDurationSeconds: 60,
+        acquireTime: microTime(renewed),
+        renewTime: microTime(renewed),
+      },
     })
     await cluster.api.create(lease(new Date()))
 
@@ -218,16 +281,22 @@ describe.skipIf(external)('refusals before any write', () => {
     expect(held).toContain(`namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt})`)
     expect(held).toContain(`mesh-migrate unlock ${NS}`)
     const waited = await expectRefused(() => applyNext(['--lock-timeout', '2s']), 5)
-    expect(waited).toContain(`Namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt}); waiting up to 2s`)
+    expect(waited).toContain(
+      `Namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt}); waiting up to 2s`,
+    )
     expect(waited).toContain(`namespace ${NS} is locked by alice@jumphost`)
     expect((await cluster.api.get(lockRef(NS)))?.spec?.holderIdentity).toBe(info.holder)
 
     // Alice's apply died two minutes ago: its lease ran out.
     const twoMinutesAgo = new Date(Date.now() - 120_000)
-    await cluster.api.patch(lockRef(NS), {spec: {acquireTime: microTime(twoMinutesAgo), renewTime: microTime(twoMinutesAgo)}})
+    await cluster.api.patch(lockRef(NS), {
+      spec: {acquireTime: microTime(twoMinutesAgo), renewTime: microTime(twoMinutesAgo)},
+    })
     const takeover = await applyNext()
     expect(takeover.code, takeover.stderr).toBe(0)
-    expect(takeover.stderr).toContain(`Taking over an expired lock left by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt})`)
+    expect(takeover.stderr).toContain(
+      `Taking over an expired lock left by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt})`,
+    )
     expect(await phaseOf('bind-waypoint')).toBe('Applied')
     expect(await cluster.api.get(lockRef(NS))).toBeUndefined()
   }, 60_000)

@@ -22,7 +22,12 @@ const PLAN_FILE = `plans/${NS}.yaml`
 const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
 
 interface StatusJson {
-  plans: {drifted: number; pending: number; otherCluster?: string; steps: {id: string; drift?: string; driftDetail?: string}[]}[]
+  plans: {
+    drifted: number
+    pending: number
+    otherCluster?: string
+    steps: {id: string; drift?: string; driftDetail?: string}[]
+  }[]
 }
 
 describe('status: restart-workloads drift from the pods, and a plan of another cluster', () => {
@@ -42,7 +47,10 @@ describe('status: restart-workloads drift from the pods, and a plan of another c
   beforeAll(async () => {
     // "Another cluster" on the real server is a second real server (two harnesses on one would take turns).
     otherServer = runEnvtest() ? await startEnvtest() : undefined
-    ;[cluster, other] = await Promise.all([startTestCluster({fixture: FIXTURE, quiet: true}), startTestCluster({fixture: FIXTURE, quiet: true, ...(otherServer ? {envtest: otherServer} : {})})])
+    ;[cluster, other] = await Promise.all([
+      startTestCluster({fixture: FIXTURE, quiet: true}),
+      startTestCluster({fixture: FIXTURE, quiet: true, ...(otherServer ? {envtest: otherServer} : {})}),
+    ])
     cwd = await workdir()
     const made = await cli(['plan', NS], cwd, cluster.kubeconfigPath)
     expect(made.code, made.stderr).toBe(0)
@@ -63,7 +71,9 @@ describe('status: restart-workloads drift from the pods, and a plan of another c
     const target = plan.spec.target as {clusterID: string; context: string; server: string}
     const {code, result} = await status(otherDir, other.kubeconfigPath, ['--detailed-exitcode'])
     expect(code).toBe(0)
-    expect(result.otherCluster).toContain(`context ${target.context} (${target.server}, kube-system uid ${target.clusterID})`)
+    expect(result.otherCluster).toContain(
+      `context ${target.context} (${target.server}, kube-system uid ${target.clusterID})`,
+    )
     expect(result.drifted).toBe(0)
     expect(result.steps.every((s) => s.drift !== 'drifted')).toBe(true)
     const table = await cli(['status', NS], otherDir, other.kubeconfigPath)
@@ -79,13 +89,21 @@ describe('status: restart-workloads drift from the pods, and a plan of another c
   it('pods with their sidecar back after restart-workloads are drift, naming the workloads and pods; --detailed-exitcode exits 10', async () => {
     // Someone brings sidecars back behind the plan's back: the injection label and a rollout restart.
     await cluster.api.patch(nsRef, {metadata: {labels: {'istio-injection': 'enabled'}}})
-    const restarted = plan.spec.steps.find((s) => s.id === restartId())!.operations.flatMap((op) => (op.op === 'restart' && op.ref.kind === 'Deployment' ? [op.ref] : []))
+    const restarted = plan.spec.steps
+      .find((s) => s.id === restartId())!
+      .operations.flatMap((op) => (op.op === 'restart' && op.ref.kind === 'Deployment' ? [op.ref] : []))
     expect(restarted.length).toBeGreaterThan(0)
-    for (const ref of restarted) await cluster.api.patch(ref, {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date().toISOString()}}}}})
+    for (const ref of restarted)
+      await cluster.api.patch(ref, {
+        spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date().toISOString()}}}},
+      })
     const podsResource = (await cluster.client.resourceFor('v1', 'Pod'))!
     const deadline = Date.now() + 90_000
     let pods = await cluster.client.list(podsResource, {namespace: NS})
-    const settled = () => pods.filter((p) => !p.metadata.deletionTimestamp && !p.metadata.name.startsWith('waypoint')).every((p) => podProxyState(p) === 'sidecar' || podProxyState(p) === 'sidecar-native')
+    const settled = () =>
+      pods
+        .filter((p) => !p.metadata.deletionTimestamp && !p.metadata.name.startsWith('waypoint'))
+        .every((p) => podProxyState(p) === 'sidecar' || podProxyState(p) === 'sidecar-native')
     while (!settled() && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 1000))
       pods = await cluster.client.list(podsResource, {namespace: NS})
@@ -96,6 +114,11 @@ describe('status: restart-workloads drift from the pods, and a plan of another c
     expect(code).toBe(10)
     const row = result.steps.find((s) => s.id === restartId())!
     expect(row.drift).toBe('drifted')
-    for (const ref of restarted) expect(row.driftDetail).toMatch(new RegExp(`Deployment ${NS}/${ref.name}: (\\d+) of \\1 pod\\(s\\) run with a sidecar again \\(the step verified none had one\\): ${ref.name}-`))
+    for (const ref of restarted)
+      expect(row.driftDetail).toMatch(
+        new RegExp(
+          `Deployment ${NS}/${ref.name}: (\\d+) of \\1 pod\\(s\\) run with a sidecar again \\(the step verified none had one\\): ${ref.name}-`,
+        ),
+      )
   }, 180_000)
 })

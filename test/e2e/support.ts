@@ -5,7 +5,6 @@ import {mkdtemp, readFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-
 import {hasSidecar, livePods} from '../../src/executor/observe.js'
 import type {KubeClient} from '../../src/kube/types.js'
 import {cleanObject, stableJson} from '../../src/planner/canonical.js'
@@ -70,7 +69,12 @@ export function spawnCli(args: string[], cwd: string, kubeconfig: string): Backg
  * Waits until the request log (the server runs in the test process, the CLI in another) shows a
  * request for which `match` holds. Polls; fails with `what` when nothing matched in time.
  */
-export async function waitForRequest(server: RequestLog, match: (e: RequestLogEntry) => boolean, what: string, timeoutMs = 30_000): Promise<RequestLogEntry> {
+export async function waitForRequest(
+  server: RequestLog,
+  match: (e: RequestLogEntry) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<RequestLogEntry> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const found = server.requests.find(match)
@@ -84,7 +88,8 @@ export async function waitForRequest(server: RequestLog, match: (e: RequestLogEn
 export async function waitForCompletion(entry: RequestLogEntry, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (entry.finishedAt === undefined) {
-    if (Date.now() > deadline) throw new Error(`request ${entry.method} ${entry.path} did not finish within ${timeoutMs / 1000}s`)
+    if (Date.now() > deadline)
+      throw new Error(`request ${entry.method} ${entry.path} did not finish within ${timeoutMs / 1000}s`)
     await new Promise((r) => setTimeout(r, 10))
   }
 }
@@ -100,11 +105,14 @@ export function nextRequestId(server: RequestLog): number {
  * Reviews (SelfSubjectReview: who am I, for the plan's record; access reviews) are queries sent as a
  * create: the server answers and persists nothing, so they are not writes.
  */
-export const isReview = (e: RequestLogEntry) => e.group === 'authentication.k8s.io' || e.group === 'authorization.k8s.io'
+export const isReview = (e: RequestLogEntry) =>
+  e.group === 'authentication.k8s.io' || e.group === 'authorization.k8s.io'
 
 /** Writes the tool (not the harness or the control plane) sent from request `fromId` on. */
 export function toolWrites(server: RequestLog, fromId: number): RequestLogEntry[] {
-  return server.requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]}).filter((e) => e.id >= fromId && !isReview(e))
+  return server
+    .requestsMatching({user: USERS.tool, verb: [...WRITE_VERBS]})
+    .filter((e) => e.id >= fromId && !isReview(e))
 }
 
 export async function readPlan(cwd: string, namespace: string): Promise<MigrationPlan> {
@@ -128,9 +136,18 @@ export async function observe(client: KubeClient, namespace: string): Promise<Ob
   }
   const dataPlanes: Observed['dataPlanes'] = {}
   for (const [key, states] of byWorkload) dataPlanes[key] = states.every((s) => s === states[0]) ? states[0]! : 'mixed'
-  const policies = new Set((await list(client, 'security.istio.io/v1', 'AuthorizationPolicy', namespace)).map((p) => p.metadata.name))
-  const gateways = (await list(client, 'gateway.networking.k8s.io/v1', 'Gateway', namespace)).filter((g) => g.spec?.gatewayClassName === 'istio-waypoint')
-  const waypointReady = gateways.some((g) => (g.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Programmed' && c.status === 'True') && (g.status?.addresses ?? []).length > 0)
+  const policies = new Set(
+    (await list(client, 'security.istio.io/v1', 'AuthorizationPolicy', namespace)).map((p) => p.metadata.name),
+  )
+  const gateways = (await list(client, 'gateway.networking.k8s.io/v1', 'Gateway', namespace)).filter(
+    (g) => g.spec?.gatewayClassName === 'istio-waypoint',
+  )
+  const waypointReady = gateways.some(
+    (g) =>
+      (g.status?.conditions ?? []).some(
+        (c: {type: string; status: string}) => c.type === 'Programmed' && c.status === 'True',
+      ) && (g.status?.addresses ?? []).length > 0,
+  )
   const labels = {...(ns?.metadata.labels ?? {})}
   delete labels[RUN_LABEL] // the harness's bookkeeping (namespaceState says why)
   return {labels, dataPlanes, policies, waypointReady}
@@ -143,11 +160,17 @@ export async function observe(client: KubeClient, namespace: string): Promise<Ob
  *    original exists), by ztunnel as written (an L4 original exists), or by the waypoint (its copy exists,
  *    the waypoint is ready and the namespace bound) — except inside the documented restart windows.
  */
-export function invariantViolations(plan: MigrationPlan, start: Observed, now: Observed, opts: {inRestartWindow: boolean}): string[] {
+export function invariantViolations(
+  plan: MigrationPlan,
+  start: Observed,
+  now: Observed,
+  opts: {inRestartWindow: boolean},
+): string[] {
   const problems: string[] = []
   for (const [workload, dp] of Object.entries(now.dataPlanes)) {
     const before = start.dataPlanes[workload]
-    if (before && before !== 'outside' && (dp === 'outside' || dp === 'mixed')) problems.push(`${workload} was in the mesh and now has pods outside it (${dp})`)
+    if (before && before !== 'outside' && (dp === 'outside' || dp === 'mixed'))
+      problems.push(`${workload} was in the mesh and now has pods outside it (${dp})`)
   }
   const bound = now.labels['istio.io/use-waypoint'] !== undefined
   for (const p of plan.spec.policies) {
@@ -161,16 +184,23 @@ export function invariantViolations(plan: MigrationPlan, start: Observed, now: O
       if (!dp || start.dataPlanes[workload] === 'outside') continue
       let enforced: boolean
       if (dp === 'sidecar') enforced = originalPresent || waypointActive
-      else if (dp === 'ambient') enforced = waypointActive || (originalPresent && (p.ztunnel ?? 'as-written') === 'as-written')
+      else if (dp === 'ambient')
+        enforced = waypointActive || (originalPresent && (p.ztunnel ?? 'as-written') === 'as-written')
       else enforced = false
-      if (!enforced && !opts.inRestartWindow) problems.push(`${p.key} is not enforced for ${workload} (${dp}; original ${originalPresent ? 'present' : 'absent'}, waypoint copy ${copyPresent ? 'present' : 'absent'}, waypoint ${now.waypointReady ? 'ready' : 'not ready'}, ${bound ? 'bound' : 'unbound'})`)
+      if (!enforced && !opts.inRestartWindow)
+        problems.push(
+          `${p.key} is not enforced for ${workload} (${dp}; original ${originalPresent ? 'present' : 'absent'}, waypoint copy ${copyPresent ? 'present' : 'absent'}, waypoint ${now.waypointReady ? 'ready' : 'not ready'}, ${bound ? 'bound' : 'unbound'})`,
+        )
     }
   }
   return problems
 }
 
 /** The predicted data planes of a boundary, restricted to workloads that have pods. */
-export function comparableDataPlanes(predicted: Record<string, DataPlane>, observed: Observed['dataPlanes']): {predicted: Record<string, string>; observed: Record<string, string>} {
+export function comparableDataPlanes(
+  predicted: Record<string, DataPlane>,
+  observed: Observed['dataPlanes'],
+): {predicted: Record<string, string>; observed: Record<string, string>} {
   const keys = Object.keys(observed).sort()
   return {
     predicted: Object.fromEntries(keys.map((k) => [k, predicted[k] ?? '(not predicted)'])),

@@ -13,7 +13,10 @@ export interface CliResult {
 export const BIN = path.join(REPO_ROOT, 'bin/run.js')
 
 /** Run `mesh-migrate <args>` from `cwd` (default: the repository root). */
-export function runCli(args: string[], opts: {cwd?: string; env?: NodeJS.ProcessEnv; input?: string} = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  opts: {cwd?: string; env?: NodeJS.ProcessEnv; input?: string} = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: opts.cwd ?? REPO_ROOT,

@@ -120,7 +120,8 @@ async function upstreamCrds(): Promise<KubeObject[]> {
   if (!existsSync(CRDS_DIR)) return []
   const files = [path.join(CRDS_DIR, 'istio-crds.yaml')]
   const gatewayDir = path.join(CRDS_DIR, 'gateway-api-standard')
-  for (const f of (await readdir(gatewayDir)).sort()) if (f.startsWith('gateway.networking.k8s.io_')) files.push(path.join(gatewayDir, f))
+  for (const f of (await readdir(gatewayDir)).sort())
+    if (f.startsWith('gateway.networking.k8s.io_')) files.push(path.join(gatewayDir, f))
   const {objects} = await loadManifestFiles(files)
   return objects.filter((o) => o.kind === 'CustomResourceDefinition')
 }
@@ -136,7 +137,10 @@ export async function ensureCrds(api: ClusterApi): Promise<void> {
   if (crds.length === 0) {
     const missing = []
     for (const [v, k] of required) if (!(await api.resource(v, k))) missing.push(`${k} (${v})`)
-    if (missing.length > 0) throw new Error(`the cluster does not serve ${missing.join(', ')} and ${CRDS_DIR} is not there to install the CRDs from`)
+    if (missing.length > 0)
+      throw new Error(
+        `the cluster does not serve ${missing.join(', ')} and ${CRDS_DIR} is not there to install the CRDs from`,
+      )
     return
   }
   const created: ObjectRef[] = []
@@ -155,7 +159,12 @@ export async function waitForCrds(api: ClusterApi, crds: ObjectRef[]): Promise<v
   for (const ref of crds) {
     for (;;) {
       const crd = await api.get(ref)
-      if ((crd?.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True')) break
+      if (
+        (crd?.status?.conditions ?? []).some(
+          (c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True',
+        )
+      )
+        break
       if (Date.now() > deadline) throw new Error(`CRD ${ref.name} did not become Established`)
       await new Promise((r) => setTimeout(r, 100))
     }
@@ -169,7 +178,12 @@ export async function waitForCrds(api: ClusterApi, crds: ObjectRef[]): Promise<v
 /** Kubernetes MicroTime (RFC 3339 with microseconds). */
 const microTime = () => new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
 
-const LOCK = {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'default', name: 'mesh-migrate-e2e-harness'}
+const LOCK = {
+  apiVersion: 'coordination.k8s.io/v1',
+  kind: 'Lease',
+  namespace: 'default',
+  name: 'mesh-migrate-e2e-harness',
+}
 const LOCK_SECONDS = 30
 
 /**
@@ -178,19 +192,41 @@ const LOCK_SECONDS = 30
  * held while a harness runs, renewed every few seconds, taken over when its holder stopped renewing.
  * Returns the release function.
  */
-async function acquireClusterLock(api: ClusterApi, holder: string, log: (m: string) => void): Promise<() => Promise<void>> {
+async function acquireClusterLock(
+  api: ClusterApi,
+  holder: string,
+  log: (m: string) => void,
+): Promise<() => Promise<void>> {
   let announced = false
   for (;;) {
     const lease = await api.get(LOCK)
     try {
       if (!lease) {
-        await api.create({...LOCK, metadata: {name: LOCK.name, namespace: LOCK.namespace}, spec: {holderIdentity: holder, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(), renewTime: microTime()}})
+        await api.create({
+          ...LOCK,
+          metadata: {name: LOCK.name, namespace: LOCK.namespace},
+          spec: {
+            holderIdentity: holder,
+            leaseDurationSeconds: LOCK_SECONDS,
+            acquireTime: microTime(),
+            renewTime: microTime(),
+          },
+        })
         break
       }
       const renewed = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '')
-      const expired = Number.isNaN(renewed) || renewed + (lease.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000 < Date.now()
+      const expired =
+        Number.isNaN(renewed) || renewed + (lease.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000 < Date.now()
       if (expired || !lease.spec?.holderIdentity) {
-        await api.patch(LOCK, {metadata: {resourceVersion: lease.metadata.resourceVersion}, spec: {holderIdentity: holder, acquireTime: microTime(), renewTime: microTime(), leaseDurationSeconds: LOCK_SECONDS}})
+        await api.patch(LOCK, {
+          metadata: {resourceVersion: lease.metadata.resourceVersion},
+          spec: {
+            holderIdentity: holder,
+            acquireTime: microTime(),
+            renewTime: microTime(),
+            leaseDurationSeconds: LOCK_SECONDS,
+          },
+        })
         break
       }
     } catch (error) {
@@ -198,7 +234,9 @@ async function acquireClusterLock(api: ClusterApi, holder: string, log: (m: stri
       if (!isConflict(error)) throw error
     }
     if (!announced) {
-      log(`waiting for the end-to-end harness of ${lease?.spec?.holderIdentity ?? 'another run'} on this cluster (Lease default/${LOCK.name})`)
+      log(
+        `waiting for the end-to-end harness of ${lease?.spec?.holderIdentity ?? 'another run'} on this cluster (Lease default/${LOCK.name})`,
+      )
       announced = true
     }
     await new Promise((r) => setTimeout(r, 500))
@@ -210,7 +248,8 @@ async function acquireClusterLock(api: ClusterApi, holder: string, log: (m: stri
   return async () => {
     clearInterval(timer)
     const lease = await api.get(LOCK).catch(() => undefined)
-    if (lease?.spec?.holderIdentity === holder) await api.delete(LOCK, {preconditions: {uid: lease.metadata.uid!}}).catch(() => undefined)
+    if (lease?.spec?.holderIdentity === holder)
+      await api.delete(LOCK, {preconditions: {uid: lease.metadata.uid!}}).catch(() => undefined)
   }
 }
 
@@ -220,17 +259,22 @@ async function acquireClusterLock(api: ClusterApi, holder: string, log: (m: stri
  * `kubectl delete --force` would, so that nothing is left Terminating on the server.
  */
 async function removeNamespaces(api: ClusterApi, names: string[]): Promise<void> {
-  const present = async (ns: string) => (await api.get({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)) !== undefined
+  const present = async (ns: string) =>
+    (await api.get({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)) !== undefined
   const waitGone = async (ms: number) => {
     const deadline = Date.now() + ms
-    for (const ns of names) while ((await present(ns)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+    for (const ns of names)
+      while ((await present(ns)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
   }
   await waitGone(60_000)
   const pods = await api.resource('v1', 'Pod')
   for (const ns of names) {
     if (!pods || !(await present(ns))) continue
     const {items} = await api.list(pods, {namespace: ns}).catch(() => ({items: [] as KubeObject[]}))
-    for (const pod of items) await api.delete({apiVersion: 'v1', kind: 'Pod', namespace: ns, name: pod.metadata.name}, {gracePeriodSeconds: 0}).catch(() => undefined)
+    for (const pod of items)
+      await api
+        .delete({apiVersion: 'v1', kind: 'Pod', namespace: ns, name: pod.metadata.name}, {gracePeriodSeconds: 0})
+        .catch(() => undefined)
   }
   await waitGone(30_000)
 }
@@ -252,15 +296,24 @@ function creationRank(o: KubeObject): number {
   return ['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob', 'Pod'].includes(o.kind) ? 10 : 20
 }
 
-const refOf = (o: KubeObject): ObjectRef => ({apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(o.metadata.namespace ? {namespace: o.metadata.namespace} : {})})
+const refOf = (o: KubeObject): ObjectRef => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  name: o.metadata.name,
+  ...(o.metadata.namespace ? {namespace: o.metadata.namespace} : {}),
+})
 
 // ---------------------------------------------------------------------------------------------
 
 export async function startTestCluster(opts: TestClusterOptions = {}): Promise<TestCluster> {
   const externalKubeconfig = process.env[E2E_KUBECONFIG_ENV]
   // An explicit MESH_MIGRATE_E2E_KUBECONFIG (a cluster the test chose, e.g. a second real server) wins over the run's server.
-  const envtest = opts.inRepo || (externalKubeconfig !== undefined && externalKubeconfig !== '' && !opts.envtest) ? undefined : (opts.envtest ?? runEnvtest())
-  const external = envtest !== undefined || (!opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== '')
+  const envtest =
+    opts.inRepo || (externalKubeconfig !== undefined && externalKubeconfig !== '' && !opts.envtest)
+      ? undefined
+      : (opts.envtest ?? runEnvtest())
+  const external =
+    envtest !== undefined || (!opts.inRepo && externalKubeconfig !== undefined && externalKubeconfig !== '')
   const runId = randomBytes(4).toString('hex')
   let server: TestApiServer | undefined
   let tmpDir: string | undefined
@@ -280,12 +333,21 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
     } else {
       await writeFile(kubeconfigPath, envtestKubeconfig(envtest, 'admin'))
     }
-    api = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'harness'), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
+    api = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'harness'), {
+      userAgent: 'mesh-migrate-test-harness',
+      fieldManager: 'mesh-migrate-test-harness',
+    })
     controlPlaneApi = await clusterApiFromKubeconfigText(envtestKubeconfig(envtest, 'controlPlane'))
   } else if (externalKubeconfig && !opts.inRepo) {
     kubeconfigPath = path.resolve(externalKubeconfig)
-    api = await clusterApiFromKubeconfig(kubeconfigPath, {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
-    controlPlaneApi = api.as({userAgent: 'mesh-migrate-test-control-plane', fieldManager: 'mesh-migrate-test-control-plane'})
+    api = await clusterApiFromKubeconfig(kubeconfigPath, {
+      userAgent: 'mesh-migrate-test-harness',
+      fieldManager: 'mesh-migrate-test-harness',
+    })
+    controlPlaneApi = api.as({
+      userAgent: 'mesh-migrate-test-control-plane',
+      fieldManager: 'mesh-migrate-test-control-plane',
+    })
   } else {
     server = await startApiServer({
       ...(opts.crds ? {crdFiles: opts.crds} : {}),
@@ -303,11 +365,16 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       kubeconfigPath = path.join(tmpDir, 'kubeconfig')
     }
     await server.writeKubeconfig(kubeconfigPath)
-    api = await clusterApiFromKubeconfigText(server.kubeconfig({token: HARNESS_TOKEN}), {userAgent: 'mesh-migrate-test-harness', fieldManager: 'mesh-migrate-test-harness'})
+    api = await clusterApiFromKubeconfigText(server.kubeconfig({token: HARNESS_TOKEN}), {
+      userAgent: 'mesh-migrate-test-harness',
+      fieldManager: 'mesh-migrate-test-harness',
+    })
     controlPlaneApi = await clusterApiFromKubeconfigText(server.kubeconfig({token: CONTROL_PLANE_TOKEN}))
   }
   if (external) {
-    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) => process.stderr.write(`[test-cluster] ${m}\n`))
+    releaseLock = await acquireClusterLock(api, `${os.hostname()}/${process.pid}/${runId}`, (m) =>
+      process.stderr.write(`[test-cluster] ${m}\n`),
+    )
     try {
       await ensureCrds(api)
     } catch (error) {
@@ -326,14 +393,18 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
       try {
         // The fake control plane still runs: it finalizes the namespaces (an envtest server has no
         // namespace controller) and confirms the deletion of their pods.
-        for (const ns of [...createdNamespaces].reverse()) await api.delete({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)
+        for (const ns of [...createdNamespaces].reverse())
+          await api.delete({apiVersion: 'v1', kind: 'Namespace', name: ns}).catch(() => undefined)
         for (const ref of [...createdClusterObjects].reverse()) await api.delete(ref).catch(() => undefined)
         // The fixture's namespaces must be gone while the kubelets still run: a pod is only removed once
         // its node's kubelet confirms it, and uninstalling deletes the Nodes. A namespace left Terminating
         // would keep the next test file's namespace controller busy for ever (seen with a shared server).
         await removeNamespaces(api, createdNamespaces)
         if (installed) await uninstallControlPlane(api, installed)
-        await removeNamespaces(api, (installed?.created ?? []).filter((r) => r.kind === 'Namespace').map((r) => r.name))
+        await removeNamespaces(
+          api,
+          (installed?.created ?? []).filter((r) => r.kind === 'Namespace').map((r) => r.name),
+        )
         // CRDs stay: deleting them would delete every object of their kinds on a shared cluster.
       } finally {
         controlPlane?.stop()
@@ -362,15 +433,24 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
         const existing = await api.get({apiVersion: 'v1', kind: 'Namespace', name: ns})
         if (existing) {
           if (external && existing.metadata.labels?.[RUN_LABEL] !== runId) {
-            throw new Error(`namespace ${ns} already exists on the cluster of ${E2E_KUBECONFIG_ENV}; the end-to-end suite only works in namespaces it creates (delete it, or use another cluster)`)
+            throw new Error(
+              `namespace ${ns} already exists on the cluster of ${E2E_KUBECONFIG_ENV}; the end-to-end suite only works in namespaces it creates (delete it, or use another cluster)`,
+            )
           }
           if (declared) {
             // Labels the fixture declares win (re-loading a namespace with other labels).
-            out.push(await api.patch({apiVersion: 'v1', kind: 'Namespace', name: ns}, {metadata: {labels: declared.metadata.labels ?? {}, annotations: declared.metadata.annotations ?? {}}}))
+            out.push(
+              await api.patch(
+                {apiVersion: 'v1', kind: 'Namespace', name: ns},
+                {metadata: {labels: declared.metadata.labels ?? {}, annotations: declared.metadata.annotations ?? {}}},
+              ),
+            )
           }
           continue
         }
-        const body: KubeObject = declared ? structuredClone(declared) : {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}}
+        const body: KubeObject = declared
+          ? structuredClone(declared)
+          : {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}}
         if (external) body.metadata.labels = {...(body.metadata.labels ?? {}), [RUN_LABEL]: runId}
         out.push(await api.create(body))
         createdNamespaces.push(ns)
@@ -381,9 +461,11 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
         let body = rest as KubeObject
         // Pods created directly still go through the injection webhook and the scheduler.
         if (o.kind === 'Pod' && o.apiVersion === 'v1') body = cp.admitPod(body).pod
-        if (!(await api.resource(body.apiVersion, body.kind))) throw new Error(`the cluster does not serve ${body.kind} (${body.apiVersion})`)
+        if (!(await api.resource(body.apiVersion, body.kind)))
+          throw new Error(`the cluster does not serve ${body.kind} (${body.apiVersion})`)
         const created = await api.create(body)
-        if (!body.metadata.namespace) createdClusterObjects.push(refOf({...created, apiVersion: body.apiVersion, kind: body.kind}))
+        if (!body.metadata.namespace)
+          createdClusterObjects.push(refOf({...created, apiVersion: body.apiVersion, kind: body.kind}))
         if (status !== undefined) await api.patch(refOf(body), {status}, {subresource: 'status'}).catch(() => undefined)
         out.push({...created, apiVersion: body.apiVersion, kind: body.kind})
       }

@@ -34,7 +34,9 @@ export async function setup(project: TestProject): Promise<void> {
     why = `${ENVTEST_DIR}/setup.sh failed: ${(error as Error).message.trim()}`
   }
   if (!assets) {
-    process.stderr.write(`\n[mesh-migrate tests] no kube-apiserver (${why}): the cluster and end-to-end tiers run against the in-repo test API server instead of a real one.\n`)
+    process.stderr.write(
+      `\n[mesh-migrate tests] no kube-apiserver (${why}): the cluster and end-to-end tiers run against the in-repo test API server instead of a real one.\n`,
+    )
     return
   }
   // The workers (and the CLI processes they start) see the folder too: per-file servers
@@ -44,7 +46,9 @@ export async function setup(project: TestProject): Promise<void> {
   if (!shared.env) {
     shared.env = startEnvtest({assets})
     const server = await shared.env
-    process.stderr.write(`\n[mesh-migrate tests] real kube-apiserver ${server.version} at ${server.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+    process.stderr.write(
+      `\n[mesh-migrate tests] real kube-apiserver ${server.version} at ${server.url} (${ASSETS_ENV}=${assets}), ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+    )
   }
   const server = await shared.env
   shared.users++

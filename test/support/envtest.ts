@@ -45,7 +45,10 @@ export const ENVTEST_USERS = {
   /** No RBAC grant at all: every request is Forbidden by the real authorizer. */
   nobody: {name: 'nobody', groups: []},
   /** The fake control plane (acts cluster-wide, as kube-controller-manager and istiod do). */
-  controlPlane: {name: 'system:serviceaccount:istio-system:mesh-migrate-test-control-plane', groups: ['system:serviceaccounts', 'system:masters']},
+  controlPlane: {
+    name: 'system:serviceaccount:istio-system:mesh-migrate-test-control-plane',
+    groups: ['system:serviceaccounts', 'system:masters'],
+  },
   /** The test harness arranging state. */
   harness: {name: 'mesh-migrate-test-harness', groups: ['system:masters']},
 } as const
@@ -73,7 +76,11 @@ export interface Envtest extends EnvtestInfo {
 export const READER_ROLE = 'mesh-migrate-test-reader'
 
 /** Kubeconfig text for `user` of a running server (TLS verified against the server's own certificate). */
-export function envtestKubeconfig(info: EnvtestInfo, user: EnvtestUser = 'admin', opts: {context?: string} = {}): string {
+export function envtestKubeconfig(
+  info: EnvtestInfo,
+  user: EnvtestUser = 'admin',
+  opts: {context?: string} = {},
+): string {
   return tokenKubeconfig(info.url, info.tokens[user], {...opts, caPem: info.caPem, user})
 }
 
@@ -81,18 +88,28 @@ export function envtestKubeconfig(info: EnvtestInfo, user: EnvtestUser = 'admin'
  * Kubeconfig text for a bearer token at `server`: TLS verified with `caPem`, or, for a plain-http
  * loopback server (the fault proxy), `insecure-skip-tls-verify` as the tool requires for http.
  */
-export function tokenKubeconfig(server: string, token: string, opts: {context?: string; caPem?: string; user?: string} = {}): string {
+export function tokenKubeconfig(
+  server: string,
+  token: string,
+  opts: {context?: string; caPem?: string; user?: string} = {},
+): string {
   const context = opts.context ?? 'envtest'
   const user = opts.user ?? 'user'
-  const cluster = opts.caPem ? {server, 'certificate-authority-data': Buffer.from(opts.caPem).toString('base64')} : {server, 'insecure-skip-tls-verify': true}
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{name: 'envtest', cluster}],
-    users: [{name: user, user: {token}}],
-    contexts: [{name: context, context: {cluster: 'envtest', user}}],
-    'current-context': context,
-  }, null, 2)
+  const cluster = opts.caPem
+    ? {server, 'certificate-authority-data': Buffer.from(opts.caPem).toString('base64')}
+    : {server, 'insecure-skip-tls-verify': true}
+  return JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{name: 'envtest', cluster}],
+      users: [{name: user, user: {token}}],
+      contexts: [{name: context, context: {cluster: 'envtest', user}}],
+      'current-context': context,
+    },
+    null,
+    2,
+  )
 }
 
 const execFileP = promisify(execFile)
@@ -138,7 +155,11 @@ process.on('exit', () => {
   }
 })
 
-function startProcess(bin: string, args: string[], logFile: string): {child: ChildProcess; exited: Promise<number | null>; log: () => Promise<string>} {
+function startProcess(
+  bin: string,
+  args: string[],
+  logFile: string,
+): {child: ChildProcess; exited: Promise<number | null>; log: () => Promise<string>} {
   const child = spawn(bin, args, {stdio: ['ignore', 'pipe', 'pipe']})
   const chunks: Buffer[] = []
   child.stdout!.on('data', (d: Buffer) => chunks.push(d))
@@ -170,27 +191,48 @@ async function stopProcess(p: {child: ChildProcess; exited: Promise<number | nul
 }
 
 /** Polls `check` until it is true; fails with the process log when the process exits or time runs out. */
-async function waitUntil(what: string, check: () => Promise<boolean>, proc: {exited: Promise<number | null>; log: () => Promise<string>}, timeoutMs: number): Promise<void> {
+async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  proc: {exited: Promise<number | null>; log: () => Promise<string>},
+  timeoutMs: number,
+): Promise<void> {
   let exitCode: number | null | undefined
   void proc.exited.then((c) => (exitCode = c))
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    if (exitCode !== undefined) throw new Error(`${what} exited (${exitCode}) before it was ready:\n${(await proc.log()).slice(-3000)}`)
+    if (exitCode !== undefined)
+      throw new Error(`${what} exited (${exitCode}) before it was ready:\n${(await proc.log()).slice(-3000)}`)
     if (await check().catch(() => false)) return
-    if (Date.now() > deadline) throw new Error(`${what} was not ready within ${timeoutMs / 1000}s:\n${(await proc.log()).slice(-3000)}`)
+    if (Date.now() > deadline)
+      throw new Error(`${what} was not ready within ${timeoutMs / 1000}s:\n${(await proc.log()).slice(-3000)}`)
     await new Promise((r) => setTimeout(r, 100))
   }
 }
 
 /** An HTTPS request to the server, trusting its own certificate. */
-async function serverRequest(info: {url: string; caPem: string}, token: string, method: string, urlPath: string, body?: unknown): Promise<{status: number; body: string}> {
+async function serverRequest(
+  info: {url: string; caPem: string},
+  token: string,
+  method: string,
+  urlPath: string,
+  body?: unknown,
+): Promise<{status: number; body: string}> {
   const https = await import('node:https')
   return new Promise((resolve, reject) => {
-    const req = https.request(`${info.url}${urlPath}`, {method, ca: info.caPem, headers: {Authorization: `Bearer ${token}`, ...(body ? {'Content-Type': 'application/json'} : {})}}, (res) => {
-      let text = ''
-      res.on('data', (d: Buffer) => (text += d.toString()))
-      res.on('end', () => resolve({status: res.statusCode ?? 0, body: text}))
-    })
+    const req = https.request(
+      `${info.url}${urlPath}`,
+      {
+        method,
+        ca: info.caPem,
+        headers: {Authorization: `Bearer ${token}`, ...(body ? {'Content-Type': 'application/json'} : {})},
+      },
+      (res) => {
+        let text = ''
+        res.on('data', (d: Buffer) => (text += d.toString()))
+        res.on('end', () => resolve({status: res.statusCode ?? 0, body: text}))
+      },
+    )
     req.on('error', reject)
     req.end(body ? JSON.stringify(body) : undefined)
   })
@@ -211,7 +253,10 @@ async function grantReader(info: EnvtestInfo): Promise<void> {
     roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: READER_ROLE},
     subjects: [{apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: ENVTEST_USERS.reader.name}],
   }
-  for (const [plural, obj] of [['clusterroles', role], ['clusterrolebindings', binding]] as const) {
+  for (const [plural, obj] of [
+    ['clusterroles', role],
+    ['clusterrolebindings', binding],
+  ] as const) {
     const r = await serverRequest(info, admin, 'POST', `/apis/rbac.authorization.k8s.io/v1/${plural}`, obj)
     if (r.status !== 201) throw new Error(`could not create ${plural}/${READER_ROLE}: ${r.status} ${r.body}`)
   }
@@ -222,20 +267,39 @@ async function startOnce(assets: string, dir: string): Promise<Envtest> {
   const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
   await writeFile(path.join(dir, 'sa.key'), privateKey.export({type: 'pkcs1', format: 'pem'}))
   await writeFile(path.join(dir, 'sa.pub'), publicKey.export({type: 'spki', format: 'pem'}))
-  const tokens = Object.fromEntries(Object.keys(ENVTEST_USERS).map((u) => [u, `${u}-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`])) as Record<EnvtestUser, string>
-  const csv = Object.entries(ENVTEST_USERS).map(([u, {name, groups}]) => `${tokens[u as EnvtestUser]},${name},${u}-uid${groups.length > 0 ? `,"${groups.join(',')}"` : ''}`)
+  const tokens = Object.fromEntries(
+    Object.keys(ENVTEST_USERS).map((u) => [
+      u,
+      `${u}-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`,
+    ]),
+  ) as Record<EnvtestUser, string>
+  const csv = Object.entries(ENVTEST_USERS).map(
+    ([u, {name, groups}]) =>
+      `${tokens[u as EnvtestUser]},${name},${u}-uid${groups.length > 0 ? `,"${groups.join(',')}"` : ''}`,
+  )
   await writeFile(path.join(dir, 'tokens.csv'), `${csv.join('\n')}\n`)
   await mkdir(path.join(dir, 'certs'), {recursive: true})
 
   const etcdUrl = `http://127.0.0.1:${etcdClient}`
-  const etcd = startProcess(path.join(assets, 'etcd'), [
-    '--data-dir', path.join(dir, 'etcd'),
-    '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl,
-    '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`,
-    '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
-    '--initial-cluster', `default=http://127.0.0.1:${etcdPeer}`,
-    '--unsafe-no-fsync',
-  ], path.join(dir, 'etcd.log'))
+  const etcd = startProcess(
+    path.join(assets, 'etcd'),
+    [
+      '--data-dir',
+      path.join(dir, 'etcd'),
+      '--listen-client-urls',
+      etcdUrl,
+      '--advertise-client-urls',
+      etcdUrl,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-cluster',
+      `default=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+    ],
+    path.join(dir, 'etcd.log'),
+  )
   let apiserver: ReturnType<typeof startProcess> | undefined
   const stop = async () => {
     if (apiserver) await stopProcess(apiserver)
@@ -244,27 +308,43 @@ async function startOnce(assets: string, dir: string): Promise<Envtest> {
   }
   try {
     await waitUntil('etcd', async () => (await fetch(`${etcdUrl}/health`)).ok, etcd, 30_000)
-    apiserver = startProcess(path.join(assets, 'kube-apiserver'), [
-      '--bind-address=127.0.0.1', `--secure-port=${apiPort}`, '--advertise-address=127.0.0.1',
-      `--etcd-servers=${etcdUrl}`, `--cert-dir=${path.join(dir, 'certs')}`,
-      `--token-auth-file=${path.join(dir, 'tokens.csv')}`, '--authorization-mode=RBAC',
-      '--service-account-issuer=https://kubernetes.default.svc',
-      `--service-account-key-file=${path.join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
-      '--service-cluster-ip-range=10.96.0.0/16', '--allow-privileged=true',
-      '--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
-    ], path.join(dir, 'kube-apiserver.log'))
+    apiserver = startProcess(
+      path.join(assets, 'kube-apiserver'),
+      [
+        '--bind-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        '--advertise-address=127.0.0.1',
+        `--etcd-servers=${etcdUrl}`,
+        `--cert-dir=${path.join(dir, 'certs')}`,
+        `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        '--allow-privileged=true',
+        '--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+      ],
+      path.join(dir, 'kube-apiserver.log'),
+    )
     const url = `https://127.0.0.1:${apiPort}`
     const certFile = path.join(dir, 'certs', 'apiserver.crt')
     let caPem = ''
     const proc = apiserver
-    await waitUntil('kube-apiserver', async () => {
-      if (!caPem) {
-        if (!existsSync(certFile)) return false
-        caPem = await readFile(certFile, 'utf8')
-      }
-      return (await serverRequest({url, caPem}, tokens.admin, 'GET', '/readyz')).status === 200
-    }, proc, 60_000)
-    const version = JSON.parse((await serverRequest({url, caPem}, tokens.admin, 'GET', '/version')).body).gitVersion as string
+    await waitUntil(
+      'kube-apiserver',
+      async () => {
+        if (!caPem) {
+          if (!existsSync(certFile)) return false
+          caPem = await readFile(certFile, 'utf8')
+        }
+        return (await serverRequest({url, caPem}, tokens.admin, 'GET', '/readyz')).status === 200
+      },
+      proc,
+      60_000,
+    )
+    const version = JSON.parse((await serverRequest({url, caPem}, tokens.admin, 'GET', '/version')).body)
+      .gitVersion as string
     const info: EnvtestInfo = {url, version, caPem, tokens}
     await grantReader(info)
     return {
@@ -286,8 +366,12 @@ async function startOnce(assets: string, dir: string): Promise<Envtest> {
  */
 export async function startEnvtest(opts: {assets?: string} = {}): Promise<Envtest> {
   const assets = opts.assets ?? (await envtestAssets())
-  if (!assets) throw new Error(`no kube-apiserver: set ${ASSETS_ENV} (e.g. export ${ASSETS_ENV}=$(${path.join(ENVTEST_DIR, 'setup.sh')}))`)
-  for (const bin of ['etcd', 'kube-apiserver']) if (!existsSync(path.join(assets, bin))) throw new Error(`${ASSETS_ENV}=${assets} has no ${bin}`)
+  if (!assets)
+    throw new Error(
+      `no kube-apiserver: set ${ASSETS_ENV} (e.g. export ${ASSETS_ENV}=$(${path.join(ENVTEST_DIR, 'setup.sh')}))`,
+    )
+  for (const bin of ['etcd', 'kube-apiserver'])
+    if (!existsSync(path.join(assets, bin))) throw new Error(`${ASSETS_ENV}=${assets} has no ${bin}`)
   let lastError: unknown
   for (let attempt = 0; attempt < 3; attempt++) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-envtest-run-'))

@@ -12,7 +12,16 @@
 // It listens on plain http://127.0.0.1 (client-node sends bearer tokens there; kubectl and client-go
 // do not — the proxy is for the tool under test, not for kubectl) and forwards to the target over
 // HTTPS (or HTTP), streaming responses as they come, so watches work through it.
-import {Agent as HttpAgent, type ClientRequest, createServer, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest, type RequestOptions, type ServerResponse} from 'node:http'
+import {
+  Agent as HttpAgent,
+  type ClientRequest,
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request as httpRequest,
+  type RequestOptions,
+  type ServerResponse,
+} from 'node:http'
 import {Agent as HttpsAgent, request as httpsRequest} from 'node:https'
 import type {AddressInfo} from 'node:net'
 
@@ -45,9 +54,19 @@ export interface FaultProxy {
 }
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+])
 
-const endToEnd = (headers: IncomingHttpHeaders): IncomingHttpHeaders => Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP_BY_HOP.has(k)))
+const endToEnd = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
+  Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP_BY_HOP.has(k)))
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -62,17 +81,33 @@ class TargetFacts {
   private readonly kinds = new Map<string, {at: number; byResource: Map<string, string>}>()
   private readonly users = new Map<string, Promise<string>>()
 
-  constructor(private readonly send: (method: string, path: string, authorization: string, body?: string) => Promise<{status: number; body: Buffer}>) {}
+  constructor(
+    private readonly send: (
+      method: string,
+      path: string,
+      authorization: string,
+      body?: string,
+    ) => Promise<{status: number; body: Buffer}>,
+  ) {}
 
   /** The kind served at group/version/resource; discovery is fetched again (at most once a second) when it does not know it. */
-  async kind(group: string, version: string, resource: string, authorization: string | undefined): Promise<string | undefined> {
+  async kind(
+    group: string,
+    version: string,
+    resource: string,
+    authorization: string | undefined,
+  ): Promise<string | undefined> {
     if (!authorization || !resource || !version) return undefined
     const key = `${group}/${version}`
     let cached = this.kinds.get(key)
     if (!cached || (!cached.byResource.has(resource) && Date.now() - cached.at > 1000)) {
-      const res = await this.send('GET', group ? `/apis/${group}/${version}` : `/api/${version}`, authorization).catch(() => undefined)
+      const res = await this.send('GET', group ? `/apis/${group}/${version}` : `/api/${version}`, authorization).catch(
+        () => undefined,
+      )
       const byResource = new Map<string, string>()
-      if (res?.status === 200) for (const r of (JSON.parse(res.body.toString()) as {resources: {name: string; kind: string}[]}).resources) byResource.set(r.name, r.kind)
+      if (res?.status === 200)
+        for (const r of (JSON.parse(res.body.toString()) as {resources: {name: string; kind: string}[]}).resources)
+          byResource.set(r.name, r.kind)
       cached = {at: Date.now(), byResource}
       this.kinds.set(key, cached)
     }
@@ -86,7 +121,12 @@ class TargetFacts {
     if (!user) {
       const review = JSON.stringify({apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview'})
       user = this.send('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', authorization, review)
-        .then((res) => (res.status === 201 ? ((JSON.parse(res.body.toString()) as {status?: {userInfo?: {username?: string}}}).status?.userInfo?.username ?? '') : ''))
+        .then((res) =>
+          res.status === 201
+            ? ((JSON.parse(res.body.toString()) as {status?: {userInfo?: {username?: string}}}).status?.userInfo
+                ?.username ?? '')
+            : '',
+        )
         .catch(() => '')
       // A rejected credential may become valid (a token file rewritten): ask again next time.
       void user.then((u) => (u === '' ? this.users.delete(authorization) : undefined))
@@ -104,14 +144,26 @@ type Forward = (options: RequestOptions, onResponse: (res: IncomingMessage) => v
 function targetClient(opts: FaultProxyOptions): {forward: Forward; facts: TargetFacts; close(): void} {
   const target = new URL(opts.target)
   const secure = target.protocol === 'https:'
-  const agent = secure ? new HttpsAgent({keepAlive: true, ...(opts.ca ? {ca: opts.ca} : {rejectUnauthorized: false})}) : new HttpAgent({keepAlive: true})
+  const agent = secure
+    ? new HttpsAgent({keepAlive: true, ...(opts.ca ? {ca: opts.ca} : {rejectUnauthorized: false})})
+    : new HttpAgent({keepAlive: true})
   const forward: Forward = (options, onResponse) =>
-    (secure ? httpsRequest : httpRequest)({protocol: target.protocol, hostname: target.hostname, port: target.port, agent, ...options}, onResponse)
+    (secure ? httpsRequest : httpRequest)(
+      {protocol: target.protocol, hostname: target.hostname, port: target.port, agent, ...options},
+      onResponse,
+    )
   const send = (method: string, path: string, authorization: string, body?: string) =>
     new Promise<{status: number; body: Buffer}>((resolve, reject) => {
-      const req = forward({method, path, headers: {authorization, accept: 'application/json', ...(body ? {'content-type': 'application/json'} : {})}}, (res) => {
-        void readBody(res).then((b) => resolve({status: res.statusCode ?? 0, body: b}), reject)
-      })
+      const req = forward(
+        {
+          method,
+          path,
+          headers: {authorization, accept: 'application/json', ...(body ? {'content-type': 'application/json'} : {})},
+        },
+        (res) => {
+          void readBody(res).then((b) => resolve({status: res.statusCode ?? 0, body: b}), reject)
+        },
+      )
       req.on('error', reject)
       req.end(body)
     })
@@ -122,7 +174,10 @@ function targetClient(opts: FaultProxyOptions): {forward: Forward; facts: Target
 async function logEntry(facts: TargetFacts, req: IncomingMessage, url: URL): Promise<RequestLogEntry> {
   const info = parseRequestInfo((req.method ?? 'GET').toUpperCase(), url.pathname, url.searchParams)
   const authorization = req.headers.authorization
-  const [user, kind] = await Promise.all([facts.user(authorization), info.resourceRequest ? facts.kind(info.group, info.version, info.resource, authorization) : undefined])
+  const [user, kind] = await Promise.all([
+    facts.user(authorization),
+    info.resourceRequest ? facts.kind(info.group, info.version, info.resource, authorization) : undefined,
+  ])
   return requestLogEntry(nextId++, req.headers, url, info, {user, kind})
 }
 
@@ -149,36 +204,52 @@ class Outcome {
 function answerWithStatus(res: ServerResponse, effect: FaultEffect, outcome: Outcome): void {
   const err = statusForCode(effect.status!, effect.message, effect.retryAfterSeconds)
   const text = JSON.stringify(err.status)
-  res.writeHead(err.code, {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-cache, private', ...err.headers})
+  res.writeHead(err.code, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-cache, private',
+    ...err.headers,
+  })
   res.end(text)
   outcome.finish(err.code, err.status.reason)
 }
 
 /** Sends the request on to the target and its answer back as it streams in (or hangs up after the write, for 'after-write'). */
-function forwardToTarget(forward: Forward, req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, effect: FaultEffect, outcome: Outcome): void {
-  const upstream = forward({method: outcome.entry.method, path: url.pathname + url.search, headers: endToEnd(req.headers)}, (answer) => {
-    const status = answer.statusCode ?? 502
-    const settle = (then: () => void) => void readBody(answer).then(then, then)
-    // The target has processed the request; wait for its whole answer, then hang up instead.
-    if (effect.drop === 'after-write') return settle(() => outcome.drop())
-    // The client gave up while the request was held (its timeout): the server still processed it,
-    // as it would a slow request; nobody is left to answer.
-    if (res.destroyed) return settle(() => outcome.finish(status))
-    res.writeHead(status, endToEnd(answer.headers))
-    // A watch's headers come long before its first event: send them now, not with the first chunk.
-    res.flushHeaders()
-    outcome.entry.status = status
-    const errorBody: Buffer[] = []
-    answer.on('data', (chunk: Buffer) => {
-      if (status >= 400) errorBody.push(chunk)
-      res.write(chunk)
-    })
-    answer.on('end', () => {
-      res.end()
-      outcome.finish(status, status >= 400 ? statusReason(Buffer.concat(errorBody)) : undefined)
-    })
-    answer.on('error', () => outcome.drop())
-  })
+function forwardToTarget(
+  forward: Forward,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  body: Buffer,
+  effect: FaultEffect,
+  outcome: Outcome,
+): void {
+  const upstream = forward(
+    {method: outcome.entry.method, path: url.pathname + url.search, headers: endToEnd(req.headers)},
+    (answer) => {
+      const status = answer.statusCode ?? 502
+      const settle = (then: () => void) => void readBody(answer).then(then, then)
+      // The target has processed the request; wait for its whole answer, then hang up instead.
+      if (effect.drop === 'after-write') return settle(() => outcome.drop())
+      // The client gave up while the request was held (its timeout): the server still processed it,
+      // as it would a slow request; nobody is left to answer.
+      if (res.destroyed) return settle(() => outcome.finish(status))
+      res.writeHead(status, endToEnd(answer.headers))
+      // A watch's headers come long before its first event: send them now, not with the first chunk.
+      res.flushHeaders()
+      outcome.entry.status = status
+      const errorBody: Buffer[] = []
+      answer.on('data', (chunk: Buffer) => {
+        if (status >= 400) errorBody.push(chunk)
+        res.write(chunk)
+      })
+      answer.on('end', () => {
+        res.end()
+        outcome.finish(status, status >= 400 ? statusReason(Buffer.concat(errorBody)) : undefined)
+      })
+      answer.on('error', () => outcome.drop())
+    },
+  )
   upstream.on('error', () => outcome.drop())
   res.on('error', () => undefined)
   // The client hung up (a watch it no longer wants, a timeout): stop the forwarded request too.

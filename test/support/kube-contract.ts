@@ -118,7 +118,12 @@ export function kubeClientContract(client: () => KubeClient, opts: ContractOptio
       apiVersion: 'batch/v1',
       kind: 'CronJob',
       metadata: {name: 'nightly', namespace: ns},
-      spec: {schedule: '0 3 * * *', jobTemplate: {spec: {template: {spec: {restartPolicy: 'Never', containers: [{name: 'job', image: 'busybox'}]}}}}},
+      spec: {
+        schedule: '0 3 * * *',
+        jobTemplate: {
+          spec: {template: {spec: {restartPolicy: 'Never', containers: [{name: 'job', image: 'busybox'}]}}},
+        },
+      },
     })
     const relabelled = await client().mergePatch(cronJob, {metadata: {labels: {extra: 'x'}}})
     expect(relabelled.metadata.generation).toBe(1)

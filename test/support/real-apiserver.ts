@@ -44,7 +44,8 @@ export function realApiServerAssets(): string | undefined {
   if (assets !== null) return assets
   const fromEnv = process.env.KUBEBUILDER_ASSETS
   if (fromEnv) assets = fromEnv
-  else if (existsSync(ENVTEST_SETUP)) assets = execFileSync(ENVTEST_SETUP, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
+  else if (existsSync(ENVTEST_SETUP))
+    assets = execFileSync(ENVTEST_SETUP, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
   else assets = undefined
   return assets
 }
@@ -104,7 +105,10 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 }
 
 /** Starts etcd and kube-apiserver from `assetsDir` on free loopback ports; resolves once /readyz answers 200. */
-export async function startRealApiServer(assetsDir: string, opts: {timeoutMs?: number; port?: number} = {}): Promise<RealApiServer> {
+export async function startRealApiServer(
+  assetsDir: string,
+  opts: {timeoutMs?: number; port?: number} = {},
+): Promise<RealApiServer> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-kube-apiserver-'))
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), opts.port || (await freePort())]
   const {publicKey, privateKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
@@ -120,17 +124,37 @@ export async function startRealApiServer(assetsDir: string, opts: {timeoutMs?: n
   const peerUrl = `http://127.0.0.1:${peerPort}`
   const etcd = launch(
     path.join(assetsDir, 'etcd'),
-    ['--data-dir', path.join(dir, 'etcd'), '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl, '--listen-peer-urls', peerUrl,
-      '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `default=${peerUrl}`],
+    [
+      '--data-dir',
+      path.join(dir, 'etcd'),
+      '--listen-client-urls',
+      etcdUrl,
+      '--advertise-client-urls',
+      etcdUrl,
+      '--listen-peer-urls',
+      peerUrl,
+      '--initial-advertise-peer-urls',
+      peerUrl,
+      '--initial-cluster',
+      `default=${peerUrl}`,
+    ],
     path.join(dir, 'etcd.log'),
   )
   const apiserver = launch(
     path.join(assetsDir, 'kube-apiserver'),
     [
-      '--bind-address=127.0.0.1', `--secure-port=${apiPort}`, '--advertise-address=127.0.0.1', `--etcd-servers=${etcdUrl}`,
-      `--cert-dir=${path.join(dir, 'certs')}`, `--token-auth-file=${path.join(dir, 'tokens.csv')}`, '--authorization-mode=RBAC',
-      '--service-account-issuer=https://kubernetes.default.svc', `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
-      `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`, '--service-cluster-ip-range=10.96.0.0/16', '--allow-privileged=true',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      '--advertise-address=127.0.0.1',
+      `--etcd-servers=${etcdUrl}`,
+      `--cert-dir=${path.join(dir, 'certs')}`,
+      `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+      '--authorization-mode=RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.96.0.0/16',
+      '--allow-privileged=true',
       // Never dial a webhook's Service (off this machine); the fake control plane injects instead.
       '--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
     ],
@@ -153,15 +177,23 @@ export async function startRealApiServer(assetsDir: string, opts: {timeoutMs?: n
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000)
   try {
     for (;;) {
-      for (const [name, c] of [['etcd', etcd], ['kube-apiserver', apiserver]] as const) {
-        if (c.exitCode !== null || c.signalCode !== null) throw new Error(`${name} exited (${c.exitCode ?? c.signalCode}): ${tailOf(c).split('\n').slice(-5).join('\n')}`)
+      for (const [name, c] of [
+        ['etcd', etcd],
+        ['kube-apiserver', apiserver],
+      ] as const) {
+        if (c.exitCode !== null || c.signalCode !== null)
+          throw new Error(
+            `${name} exited (${c.exitCode ?? c.signalCode}): ${tailOf(c).split('\n').slice(-5).join('\n')}`,
+          )
       }
       const ready = await getJson(`${url}/readyz`, ADMIN_TOKEN, agent).catch(() => undefined)
       if (ready?.status === 200) break
-      if (Date.now() > deadline) throw new Error(`kube-apiserver at ${url} not ready: ${ready ? `${ready.status} ${ready.body}` : 'no answer'}`)
+      if (Date.now() > deadline)
+        throw new Error(`kube-apiserver at ${url} not ready: ${ready ? `${ready.status} ${ready.body}` : 'no answer'}`)
       await new Promise((r) => setTimeout(r, 200))
     }
-    const version = (JSON.parse((await getJson(`${url}/version`, ADMIN_TOKEN, agent)).body) as {gitVersion: string}).gitVersion
+    const version = (JSON.parse((await getJson(`${url}/version`, ADMIN_TOKEN, agent)).body) as {gitVersion: string})
+      .gitVersion
     const caFile = path.join(dir, 'certs', 'apiserver.crt')
     const ca = await readFile(caFile, 'utf8')
     const kubeconfig = (token: KnownToken = ADMIN_TOKEN) => {
@@ -169,7 +201,12 @@ export async function startRealApiServer(assetsDir: string, opts: {timeoutMs?: n
       return stringify({
         apiVersion: 'v1',
         kind: 'Config',
-        clusters: [{name: 'kube-apiserver', cluster: {server: url, 'certificate-authority-data': Buffer.from(ca).toString('base64')}}],
+        clusters: [
+          {
+            name: 'kube-apiserver',
+            cluster: {server: url, 'certificate-authority-data': Buffer.from(ca).toString('base64')},
+          },
+        ],
         users: [{name: user, user: {token}}],
         contexts: [{name: user, context: {cluster: 'kube-apiserver', user}}],
         'current-context': user,
@@ -196,7 +233,9 @@ export function describeWithRealApiServer(name: string, fn: () => void): void {
   }
   if (!noticeShown) {
     noticeShown = true
-    process.stderr.write(`\n[mesh-migrate tests] KUBEBUILDER_ASSETS is not set and ${ENVTEST_SETUP} is not present: skipping the tests that need a real kube-apiserver (${name} and others).\n`)
+    process.stderr.write(
+      `\n[mesh-migrate tests] KUBEBUILDER_ASSETS is not set and ${ENVTEST_SETUP} is not present: skipping the tests that need a real kube-apiserver (${name} and others).\n`,
+    )
   }
   describe.skip(`${name} (needs a real kube-apiserver: KUBEBUILDER_ASSETS)`, fn)
 }
@@ -206,7 +245,11 @@ export function describeWithRealApiServer(name: string, fn: () => void): void {
  * (MESH_MIGRATE_E2E_KUBECONFIG, set for the call only). Writes the admin kubeconfig to `kubeconfigPath`;
  * the cluster's tool client, harness and control plane all use it.
  */
-export async function startClusterOnRealServer(real: RealApiServer, kubeconfigPath: string, opts: Omit<TestClusterOptions, 'inRepo' | 'kubeconfigPath' | 'port' | 'crds'> = {}): Promise<TestCluster> {
+export async function startClusterOnRealServer(
+  real: RealApiServer,
+  kubeconfigPath: string,
+  opts: Omit<TestClusterOptions, 'inRepo' | 'kubeconfigPath' | 'port' | 'crds'> = {},
+): Promise<TestCluster> {
   await writeFile(kubeconfigPath, real.kubeconfig(), {mode: 0o600})
   const saved = process.env[E2E_KUBECONFIG_ENV]
   process.env[E2E_KUBECONFIG_ENV] = kubeconfigPath

@@ -29,7 +29,10 @@ function expectedCase(name: string): ExpectedCase {
 
 /** The analyzer's resources for `code`, sorted, duplicates kept (the upstream comparison is a multiset). */
 function expectedResources(c: ExpectedCase, code: string): string[] {
-  return c.expected.filter((m) => m.code === code).map((m) => m.resource).sort()
+  return c.expected
+    .filter((m) => m.code === code)
+    .map((m) => m.resource)
+    .sort()
 }
 
 interface Analysis {
@@ -41,7 +44,9 @@ interface Analysis {
 
 /** Everything this module does, for every namespace of the input: what `inventory` would run per namespace. */
 async function analyze(files: string[]): Promise<Analysis> {
-  const {objects, findings: sourceFindings} = await loadManifestFiles(files.map((f) => path.join(TESTDATA, f.replace(/^testdata\//, ''))))
+  const {objects, findings: sourceFindings} = await loadManifestFiles(
+    files.map((f) => path.join(TESTDATA, f.replace(/^testdata\//, ''))),
+  )
   const {webhooks, findings} = analyzeInjectionWebhooks(objects)
   findings.push(...sourceFindings)
   const names = new Set<string>()
@@ -78,21 +83,34 @@ describeWithShared('istioctl analyze corpus: injection labels', () => {
     const c = expectedCase('istioInjection')
     expect(c.inputFiles).toEqual(['testdata/injection.yaml'])
     const a = await analyze(c.inputFiles)
-    expect(expectedResources(c, 'IST0123')).toEqual(['Namespace busted', 'Namespace multi-ns-1', 'Namespace multi-ns-2', 'Namespace multi-ns-3'])
+    expect(expectedResources(c, 'IST0123')).toEqual([
+      'Namespace busted',
+      'Namespace multi-ns-1',
+      'Namespace multi-ns-2',
+      'Namespace multi-ns-3',
+    ])
     expect(resources(a, 'IST0123')).toEqual(expectedResources(c, 'IST0123'))
-    for (const n of ['not-conflict-ns-1', 'not-conflict-ns-2']) expect(a.namespaces.get(n)!.multipleInjectionLabels).toBe(false)
+    for (const n of ['not-conflict-ns-1', 'not-conflict-ns-2'])
+      expect(a.namespaces.get(n)!.multipleInjectionLabels).toBe(false)
     expect(resources(a, 'IST0103')).toEqual(expectedResources(c, 'IST0103'))
     // What the labels mean for the data plane.
     const mode = (n: string) => a.namespaces.get(n)!.mode
-    expect([mode('default'), mode('ambient'), mode('foo'), mode('bar'), mode('multi-ns-2'), mode('not-conflict-ns-1')]).toEqual([
-      'sidecar',
-      'ambient',
-      'none',
-      'none',
-      'both',
-      'ambient',
-    ])
-    expect(a.namespaces.get('busted')).toMatchObject({injection: 'enabled', revision: 'canary', sidecarLabels: [{key: 'istio-injection', value: 'enabled'}, {key: 'istio.io/rev', value: 'canary'}]})
+    expect([
+      mode('default'),
+      mode('ambient'),
+      mode('foo'),
+      mode('bar'),
+      mode('multi-ns-2'),
+      mode('not-conflict-ns-1'),
+    ]).toEqual(['sidecar', 'ambient', 'none', 'none', 'both', 'ambient'])
+    expect(a.namespaces.get('busted')).toMatchObject({
+      injection: 'enabled',
+      revision: 'canary',
+      sidecarLabels: [
+        {key: 'istio-injection', value: 'enabled'},
+        {key: 'istio.io/rev', value: 'canary'},
+      ],
+    })
     expect(a.namespaces.get('not-conflict-ns-2')).toMatchObject({injection: 'disabled', revision: 'test'})
     expect(resources(a, 'E2')).toEqual(['Namespace busted', 'Namespace multi-ns-1', 'Namespace not-conflict-ns-2'])
     // Pods: the injected one has a sidecar; the opted-out ones are captured at once when ambient is set; hostNetwork is left alone.
@@ -125,7 +143,9 @@ describeWithShared('istioctl analyze corpus: injection labels', () => {
     expect(resources(a, 'IST0123')).toEqual(expectedResources(c, 'IST0123'))
     // istio-system is injected by default here too (see above), and its istiod pod has no proxy and no
     // opt-out label in this fixture; the analyzer never looks at istio-system.
-    expect(resources(a, 'IST0103').filter((r) => !r.includes(' istio-system/'))).toEqual(expectedResources(c, 'IST0103'))
+    expect(resources(a, 'IST0103').filter((r) => !r.includes(' istio-system/'))).toEqual(
+      expectedResources(c, 'IST0103'),
+    )
     expect(resources(a, 'IST0103')).toContain('Pod istio-system/istiod-canary-1234567890-12345')
   })
 
@@ -153,7 +173,8 @@ describeWithShared('istioctl analyze corpus: injection labels', () => {
       'revision-namespace/revision-details-v1-pod-overwritten-sidecar': 'sidecar',
     })
     // The namespaces IST0158 looks at are the injected ones.
-    for (const r of expectedResources(c, 'IST0158')) expect(a.namespaces.get(r.replace('Namespace ', ''))!.injection).toBe('enabled')
+    for (const r of expectedResources(c, 'IST0158'))
+      expect(a.namespaces.get(r.replace('Namespace ', ''))!.injection).toBe('enabled')
     expect(a.namespaces.get('default')!.injection).toBe('none')
     expect(resources(a, 'IST0103')).toEqual([])
     const overwritten = a.workloads.find((w) => w.ref.name === 'details-v1-pod-overwritten-sidecar')!
@@ -182,7 +203,8 @@ describeWithShared('istioctl analyze corpus: injection labels', () => {
     ])
     expect(webhooks.enabledByDefault).toBe(false)
     expect(webhooks.tags).toEqual({})
-    const ns = (labels: Record<string, string>) => analyzeNamespace('x', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'x', labels}}, {webhooks}).state
+    const ns = (labels: Record<string, string>) =>
+      analyzeNamespace('x', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'x', labels}}, {webhooks}).state
     expect(ns({'istio-injection': 'enabled'}).injection).toBe('enabled')
     expect(ns({}).injection).toBe('none')
     // No revision webhook is installed: istio.io/rev injects nothing here.
@@ -202,7 +224,9 @@ describeWithShared('istioctl analyze corpus: Service port names', () => {
     const a = await analyze(c.inputFiles)
     expect(resources(a, code)).toEqual(expectedResources(c, code))
     // ExternalName Services get IST0150 instead of IST0118, never both.
-    expect(resources(a, code === 'IST0118' ? 'IST0150' : 'IST0118')).toEqual(expectedResources(c, code === 'IST0118' ? 'IST0150' : 'IST0118'))
+    expect(resources(a, code === 'IST0118' ? 'IST0150' : 'IST0118')).toEqual(
+      expectedResources(c, code === 'IST0118' ? 'IST0150' : 'IST0118'),
+    )
   })
 
   it('service-no-port-name.yaml: the flagged ports block the plan once a waypoint is planned', async () => {

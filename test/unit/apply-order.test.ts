@@ -16,7 +16,10 @@ describe('stepsToApply', () => {
   const ids = () => state.plan.spec.steps.map((s) => s.id)
   /** Record phases by step id; every other step stays Pending. */
   function phases(map: Record<string, StepPhase>): void {
-    state.plan.status = {specDigest: 'sha256:x', steps: Object.entries(map).map(([id, phase]) => ({id, phase, at: '2025-01-01T00:00:00Z', by: 'test'}))}
+    state.plan.status = {
+      specDigest: 'sha256:x',
+      steps: Object.entries(map).map(([id, phase]) => ({id, phase, at: '2025-01-01T00:00:00Z', by: 'test'})),
+    }
   }
   const appliedUpTo = (last: string, extra: Record<string, StepPhase> = {}): Record<string, StepPhase> => {
     const out: Record<string, StepPhase> = {}
@@ -38,7 +41,13 @@ describe('stepsToApply', () => {
 
   it('a rollback stopped after restoring the injection label but before undoing the restart: apply refuses, naming both steps', () => {
     // The undo order restores remove-sidecar-injection before restart-workloads; the rollback died in between.
-    phases(appliedUpTo('verify-dataplane', {'remove-sidecar-injection': 'RolledBack', 'delete-sidecar-policies': 'RolledBack', 'verify-dataplane': 'RolledBack'}))
+    phases(
+      appliedUpTo('verify-dataplane', {
+        'remove-sidecar-injection': 'RolledBack',
+        'delete-sidecar-policies': 'RolledBack',
+        'verify-dataplane': 'RolledBack',
+      }),
+    )
     for (const selection of [{kind: 'next'}, {kind: 'all'}, {kind: 'to', id: 'remove-sidecar-injection'}] as const) {
       let error: unknown
       try {
@@ -50,22 +59,49 @@ describe('stepsToApply', () => {
       const e = error as Error & {exitCode: number; suggestion: string}
       expect(e.exitCode).toBe(1)
       expect(e.message).toContain('inconsistent')
-      expect(e.message).toContain('step remove-sidecar-injection is RolledBack but the later step restart-workloads is Applied')
+      expect(e.message).toContain(
+        'step remove-sidecar-injection is RolledBack but the later step restart-workloads is Applied',
+      )
       expect(e.suggestion).toContain('mesh-migrate rollback')
       expect(e.suggestion).toContain('--retry')
     }
   })
 
   it('the same with the restart recorded Failed by the rollback: refused without --retry', () => {
-    phases(appliedUpTo('verify-dataplane', {'remove-sidecar-injection': 'RolledBack', 'restart-workloads': 'Failed', 'delete-sidecar-policies': 'RolledBack', 'verify-dataplane': 'RolledBack'}))
-    expect(() => stepsToApply(state, {kind: 'next'}, false)).toThrow('step remove-sidecar-injection is RolledBack but the later step restart-workloads is Failed')
+    phases(
+      appliedUpTo('verify-dataplane', {
+        'remove-sidecar-injection': 'RolledBack',
+        'restart-workloads': 'Failed',
+        'delete-sidecar-policies': 'RolledBack',
+        'verify-dataplane': 'RolledBack',
+      }),
+    )
+    expect(() => stepsToApply(state, {kind: 'next'}, false)).toThrow(
+      'step remove-sidecar-injection is RolledBack but the later step restart-workloads is Failed',
+    )
   })
 
   it('with --retry the steps from the first one not Applied up to the last that may have written are re-run together', () => {
-    phases(appliedUpTo('verify-dataplane', {'remove-sidecar-injection': 'RolledBack', 'delete-sidecar-policies': 'RolledBack', 'verify-dataplane': 'RolledBack'}))
-    expect(stepsToApply(state, {kind: 'next'}, true).map((s) => s.id)).toEqual(['remove-sidecar-injection', 'restart-workloads'])
-    expect(stepsToApply(state, {kind: 'all'}, true).map((s) => s.id)).toEqual(['remove-sidecar-injection', 'restart-workloads', 'delete-sidecar-policies', 'verify-dataplane'])
-    expect(() => stepsToApply(state, {kind: 'to', id: 'remove-sidecar-injection'}, true)).toThrow('would stop behind step restart-workloads')
+    phases(
+      appliedUpTo('verify-dataplane', {
+        'remove-sidecar-injection': 'RolledBack',
+        'delete-sidecar-policies': 'RolledBack',
+        'verify-dataplane': 'RolledBack',
+      }),
+    )
+    expect(stepsToApply(state, {kind: 'next'}, true).map((s) => s.id)).toEqual([
+      'remove-sidecar-injection',
+      'restart-workloads',
+    ])
+    expect(stepsToApply(state, {kind: 'all'}, true).map((s) => s.id)).toEqual([
+      'remove-sidecar-injection',
+      'restart-workloads',
+      'delete-sidecar-policies',
+      'verify-dataplane',
+    ])
+    expect(() => stepsToApply(state, {kind: 'to', id: 'remove-sidecar-injection'}, true)).toThrow(
+      'would stop behind step restart-workloads',
+    )
   })
 
   it('consistent records are unchanged: a failed step blocks, a finished rollback or a --step rollback of the tail does not', () => {
@@ -76,7 +112,14 @@ describe('stepsToApply', () => {
     phases(Object.fromEntries(ids().map((id) => [id, 'RolledBack' as StepPhase])))
     expect(stepsToApply(state, {kind: 'next'}, false).map((s) => s.id)).toEqual([ids()[0]])
 
-    phases(appliedUpTo('verify-dataplane', {'remove-sidecar-injection': 'RolledBack', 'restart-workloads': 'RolledBack', 'delete-sidecar-policies': 'RolledBack', 'verify-dataplane': 'RolledBack'}))
+    phases(
+      appliedUpTo('verify-dataplane', {
+        'remove-sidecar-injection': 'RolledBack',
+        'restart-workloads': 'RolledBack',
+        'delete-sidecar-policies': 'RolledBack',
+        'verify-dataplane': 'RolledBack',
+      }),
+    )
     expect(stepsToApply(state, {kind: 'next'}, false).map((s) => s.id)).toEqual(['remove-sidecar-injection'])
   })
 })

@@ -13,8 +13,20 @@ import {generatedNamespace} from '../support/generated-namespace.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 function planOf(namespace: string, objects: KubeObject[]) {
-  const snapshot = {namespace, rootNamespace: 'istio-system', target: {manifests: ['x']}, objects, missingKinds: [], findings: []}
-  return buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+  const snapshot = {
+    namespace,
+    rootNamespace: 'istio-system',
+    target: {manifests: ['x']},
+    objects,
+    missingKinds: [],
+    findings: [],
+  }
+  return buildPlan({
+    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+    snapshot,
+    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+    generator: 'test',
+  })
 }
 
 describe('direct canonical YAML emitter', () => {
@@ -31,11 +43,46 @@ describe('direct canonical YAML emitter', () => {
   it('quotes, escapes and indents every kind of scalar as yaml does', () => {
     const odd = {
       a: {
-        b: 'x\ny', c: ['x\ny\n', 'p\n\n  q', ' lead\nx', 'trail \nx'], e: "it's", f: 'yes', g: 'n', '0': 1, '10': 2,
-        z: [[1, [2, []]], {}, [{a: 1, b: {c: 'x\ny'}}]], h: `${'x'.repeat(100)}\n${'y\n\nz '.repeat(30)}`,
-        i: -0, j: 1.5, k: null, l: '#x', m: 'a #b', n: 'ok: x', p: 'é—ü', q: '12:30', r: '0x1f', s: '.5', t: '2001-01-01',
-        u: 'a\\b', v: `it's "x"`, w: '- x', x: '-x', y: ':x', yy: 'x:', zz: '~', '- k': 1, 'a b': 2, '': 3, Y: 4, d: 'a "q" b', dd: 'x"y',
-        on: 'off', big: 1e21, neg: -3, t2: true, f2: false, e1: '', deep: {x: {y: {z: ['q\nr', {s: 'u\nv'}]}}},
+        b: 'x\ny',
+        c: ['x\ny\n', 'p\n\n  q', ' lead\nx', 'trail \nx'],
+        e: "it's",
+        f: 'yes',
+        g: 'n',
+        '0': 1,
+        '10': 2,
+        z: [[1, [2, []]], {}, [{a: 1, b: {c: 'x\ny'}}]],
+        h: `${'x'.repeat(100)}\n${'y\n\nz '.repeat(30)}`,
+        i: -0,
+        j: 1.5,
+        k: null,
+        l: '#x',
+        m: 'a #b',
+        n: 'ok: x',
+        p: 'é—ü',
+        q: '12:30',
+        r: '0x1f',
+        s: '.5',
+        t: '2001-01-01',
+        u: 'a\\b',
+        v: `it's "x"`,
+        w: '- x',
+        x: '-x',
+        y: ':x',
+        yy: 'x:',
+        zz: '~',
+        '- k': 1,
+        'a b': 2,
+        '': 3,
+        Y: 4,
+        d: 'a "q" b',
+        dd: 'x"y',
+        on: 'off',
+        big: 1e21,
+        neg: -3,
+        t2: true,
+        f2: false,
+        e1: '',
+        deep: {x: {y: {z: ['q\nr', {s: 'u\nv'}]}}},
       },
     }
     expect(emitCanonicalYaml(odd)).toBe(toCanonicalYamlWithDocumentModel(odd))

@@ -1,12 +1,19 @@
 import {describe, expect, it} from 'vitest'
-import {analyzeAuthorizationPolicy, classifyAuthorizationPolicy, L4_WHEN_KEYS} from '../../src/planner/classify/authz.js'
+import {
+  analyzeAuthorizationPolicy,
+  classifyAuthorizationPolicy,
+  L4_WHEN_KEYS,
+} from '../../src/planner/classify/authz.js'
 import {classifyObjects} from '../../src/planner/classify/index.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {bookinfoBase, classifyContext, deployment, istio, kubeGateway, service} from './support/classify-context.js'
 
 const base = bookinfoBase()
 
-function ap(spec: Record<string, unknown>, opts: {name?: string; namespace?: string; annotations?: Record<string, string>} = {}): KubeObject {
+function ap(
+  spec: Record<string, unknown>,
+  opts: {name?: string; namespace?: string; annotations?: Record<string, string>} = {},
+): KubeObject {
   return istio('AuthorizationPolicy', opts.name ?? 'p', spec, opts)
 }
 
@@ -63,11 +70,19 @@ describe('AuthorizationPolicy field table (DOMAIN §3.1)', () => {
   ]
   it.each(operationFields)('to.operation.%s is %s', (fieldName, layer) => {
     const a = analyze(oneRule({to: [{operation: {[fieldName]: ['8080']}}]}))
-    expect(a.rules[0]!.fields.map((f) => [f.path, f.layer])).toEqual([[`spec.rules[0].to[0].operation.${fieldName}`, layer]])
+    expect(a.rules[0]!.fields.map((f) => [f.path, f.layer])).toEqual([
+      [`spec.rules[0].to[0].operation.${fieldName}`, layer],
+    ])
   })
 
   it('the L4 when keys are exactly source.ip, source.namespace, source.principal, destination.ip, destination.port', () => {
-    expect([...L4_WHEN_KEYS].sort()).toEqual(['destination.ip', 'destination.port', 'source.ip', 'source.namespace', 'source.principal'])
+    expect([...L4_WHEN_KEYS].sort()).toEqual([
+      'destination.ip',
+      'destination.port',
+      'source.ip',
+      'source.namespace',
+      'source.principal',
+    ])
   })
 
   const whenKeys: [string, 'L4' | 'L7', RegExp][] = [
@@ -115,27 +130,48 @@ describe('AuthorizationPolicy field table (DOMAIN §3.1)', () => {
   })
 
   it('the classification lists one reason per field with its exact path', () => {
-    const {item} = classify(oneRule({from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}], to: [{operation: {ports: ['9080'], notMethods: ['DELETE']}}]}))
-    expect(item.reasons).toContain('spec.rules[0].from[0].source.principals: peer identity (SPIFFE principal): L4, enforced by ztunnel')
+    const {item} = classify(
+      oneRule({
+        from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}],
+        to: [{operation: {ports: ['9080'], notMethods: ['DELETE']}}],
+      }),
+    )
+    expect(item.reasons).toContain(
+      'spec.rules[0].from[0].source.principals: peer identity (SPIFFE principal): L4, enforced by ztunnel',
+    )
     expect(item.reasons).toContain('spec.rules[0].to[0].operation.ports: destination port: L4, enforced by ztunnel')
-    expect(item.reasons).toContain('spec.rules[0].to[0].operation.notMethods: negative HTTP method match: L7, needs a waypoint')
+    expect(item.reasons).toContain(
+      'spec.rules[0].to[0].operation.notMethods: negative HTTP method match: L7, needs a waypoint',
+    )
   })
 })
 
 describe('ALLOW conversion (rules with any L7 attribute are dropped)', () => {
   it('L4-only ALLOW is enforced as written and kept', () => {
-    const rule = {from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}], to: [{operation: {ports: ['9080']}}]}
+    const rule = {
+      from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}],
+      to: [{operation: {ports: ['9080']}}],
+    }
     const a = analyze(oneRule(rule))
     expect(a.ztunnelEffect).toBe('as-written')
     expect(a.ztunnelPolicy).toEqual({action: 'ALLOW', rules: [rule]})
     expect(a.l7Rules).toEqual([])
     const {item, findings} = classify(oneRule(rule))
-    expect(item).toMatchObject({verdict: 'L4', action: 'keep', scope: 'workload', ztunnel: 'as-written', services: ['reviews']})
+    expect(item).toMatchObject({
+      verdict: 'L4',
+      action: 'keep',
+      scope: 'workload',
+      ztunnel: 'as-written',
+      services: ['reviews'],
+    })
     expect(findings).toEqual([])
   })
 
   it('an ALLOW whose only rule has an L7 field becomes deny-all (fail-closed) and is re-targeted', () => {
-    const rule = {from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}], to: [{operation: {methods: ['GET']}}]}
+    const rule = {
+      from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}],
+      to: [{operation: {methods: ['GET']}}],
+    }
     const a = analyze(oneRule(rule))
     expect(a.rules[0]!.outcome).toBe('dropped')
     expect(a.ztunnelEffect).toBe('deny-all')
@@ -145,9 +181,20 @@ describe('ALLOW conversion (rules with any L7 attribute are dropped)', () => {
     expect(a.identityKeyed).toBe(false)
     const {item} = classify(oneRule(rule))
     expect(item).toMatchObject({verdict: 'L7', action: 'retarget', ztunnel: 'deny-all'})
-    expect(item.reasons).toContain('spec.rules[0]: ALLOW rule with L7 attributes: ztunnel drops the whole rule (it never matches)')
-    expect(item.reasons.some((r) => r.startsWith('spec.rules: ') && r.includes('all traffic to the selected workloads is denied') && r.endsWith('[fail-closed]'))).toBe(true)
-    expect(item.reasons.some((r) => r.startsWith('spec: must be carried to the waypoint with targetRefs (Service reviews)'))).toBe(true)
+    expect(item.reasons).toContain(
+      'spec.rules[0]: ALLOW rule with L7 attributes: ztunnel drops the whole rule (it never matches)',
+    )
+    expect(
+      item.reasons.some(
+        (r) =>
+          r.startsWith('spec.rules: ') &&
+          r.includes('all traffic to the selected workloads is denied') &&
+          r.endsWith('[fail-closed]'),
+      ),
+    ).toBe(true)
+    expect(
+      item.reasons.some((r) => r.startsWith('spec: must be carried to the waypoint with targetRefs (Service reviews)')),
+    ).toBe(true)
   })
 
   it('an ALLOW with one L7 rule and one L4 rule is narrowed to the L4 rule', () => {
@@ -167,7 +214,9 @@ describe('ALLOW conversion (rules with any L7 attribute are dropped)', () => {
     expect(a.ztunnelEffect).toBe('as-written')
     const {item} = classify(p)
     expect(item).toMatchObject({verdict: 'L4', action: 'keep'})
-    expect(item.reasons).toContain('spec.rules: ALLOW without rules: deny-all, enforced the same way by ztunnel as by sidecars')
+    expect(item.reasons).toContain(
+      'spec.rules: ALLOW without rules: deny-all, enforced the same way by ztunnel as by sidecars',
+    )
   })
 
   it('an empty rule {} matches everything at ztunnel too', () => {
@@ -196,7 +245,11 @@ describe('ALLOW conversion (rules with any L7 attribute are dropped)', () => {
   })
 
   it('a from list with a trustDomains-only entry and a principals entry loses the first alternative', () => {
-    const a = analyze(oneRule({from: [{source: {trustDomains: ['partner.example']}}, {source: {principals: ['cluster.local/ns/a/sa/b']}}]}))
+    const a = analyze(
+      oneRule({
+        from: [{source: {trustDomains: ['partner.example']}}, {source: {principals: ['cluster.local/ns/a/sa/b']}}],
+      }),
+    )
     expect(a.rules[0]!.outcome).toBe('narrowed')
     expect(a.ztunnelPolicy!.rules).toEqual([{from: [{source: {principals: ['cluster.local/ns/a/sa/b']}}]}])
   })
@@ -211,7 +264,11 @@ describe('DENY conversion (L7 pieces blanked, empty matches skipped)', () => {
     expect(a.ztunnelPolicy).toEqual({action: 'DENY', rules: []})
     const {item} = classify(p)
     expect(item).toMatchObject({verdict: 'L7', action: 'retarget', ztunnel: 'no-op'})
-    expect(item.reasons.some((r) => r.startsWith('spec.rules[0]: DENY rule can never fire at ztunnel') && r.includes('(fail-open)'))).toBe(true)
+    expect(
+      item.reasons.some(
+        (r) => r.startsWith('spec.rules[0]: DENY rule can never fire at ztunnel') && r.includes('(fail-open)'),
+      ),
+    ).toBe(true)
     expect(item.reasons.some((r) => r.startsWith('spec.rules: ') && r.endsWith('[fail-open]'))).toBe(true)
   })
 
@@ -237,14 +294,24 @@ describe('DENY conversion (L7 pieces blanked, empty matches skipped)', () => {
   })
 
   it('an L7 when condition kills the whole DENY rule even when other clauses are L4', () => {
-    const a = analyze(oneRule({to: [{operation: {ports: ['8080']}}], when: [{key: 'request.headers[x-token]', notValues: ['admin']}]}, 'DENY'))
+    const a = analyze(
+      oneRule(
+        {to: [{operation: {ports: ['8080']}}], when: [{key: 'request.headers[x-token]', notValues: ['admin']}]},
+        'DENY',
+      ),
+    )
     expect(a.rules[0]!.when[0]!.outcome).toBe('empty')
     expect(a.rules[0]!.outcome).toBe('never-matches')
     expect(a.ztunnelEffect).toBe('no-op')
   })
 
   it('a DENY with an L7-only rule and a mixed rule is both narrowed and broadened: reported as broadened', () => {
-    const a = analyze(ap({action: 'DENY', rules: [{to: [{operation: {paths: ['/x']}}]}, {to: [{operation: {ports: ['9090'], paths: ['/y']}}]}]}))
+    const a = analyze(
+      ap({
+        action: 'DENY',
+        rules: [{to: [{operation: {paths: ['/x']}}]}, {to: [{operation: {ports: ['9090'], paths: ['/y']}}]}],
+      }),
+    )
     expect(a.rules.map((r) => r.outcome)).toEqual(['never-matches', 'broadened'])
     expect(a.ztunnelEffect).toBe('broadened')
     expect(a.ztunnelMixed).toBe(true)
@@ -255,7 +322,10 @@ describe('DENY conversion (L7 pieces blanked, empty matches skipped)', () => {
   it('DENY without rules never matches, as with sidecars', () => {
     const a = analyze(ap({action: 'DENY'}))
     expect(a.ztunnelEffect).toBe('as-written')
-    expect(classify(ap({selector: {matchLabels: {app: 'reviews'}}, action: 'DENY'})).item).toMatchObject({verdict: 'L4', action: 'keep'})
+    expect(classify(ap({selector: {matchLabels: {app: 'reviews'}}, action: 'DENY'})).item).toMatchObject({
+      verdict: 'L4',
+      action: 'keep',
+    })
   })
 })
 
@@ -274,13 +344,21 @@ describe('ports ztunnel cannot parse', () => {
     expect(a.rules[0]!.to[0]!.outcome).toBe('empty')
     expect(a.ztunnelEffect).toBe('deny-all')
     // Not an L7 field: no waypoint can fix it, so it stays at ztunnel but needs a look.
-    expect(classify(oneRule({to: [{operation: {ports: ['http']}}]})).item).toMatchObject({verdict: 'L4', action: 'keep-verify'})
+    expect(classify(oneRule({to: [{operation: {ports: ['http']}}]})).item).toMatchObject({
+      verdict: 'L4',
+      action: 'keep-verify',
+    })
   })
 })
 
 describe('CUSTOM, AUDIT, targetRefs', () => {
   it('CUSTOM is not sent to ztunnel: retarget, ext_authz silently stops (E16)', () => {
-    const p = ap({selector: {matchLabels: {app: 'reviews'}}, action: 'CUSTOM', provider: {name: 'ext-authz'}, rules: [{to: [{operation: {paths: ['/headers']}}]}]})
+    const p = ap({
+      selector: {matchLabels: {app: 'reviews'}},
+      action: 'CUSTOM',
+      provider: {name: 'ext-authz'},
+      rules: [{to: [{operation: {paths: ['/headers']}}]}],
+    })
     const a = analyze(p)
     expect(a.sentToZtunnel).toBe(false)
     expect(a.ztunnelEffect).toBe('ignored')
@@ -288,7 +366,11 @@ describe('CUSTOM, AUDIT, targetRefs', () => {
     expect(a.rules[0]!.outcome).toBe('not-sent')
     const {item, findings} = classify(p)
     expect(item).toMatchObject({verdict: 'L7', action: 'retarget', ztunnel: 'ignored'})
-    expect(item.reasons.some((r) => r.startsWith('spec.action: CUSTOM is not sent to ztunnel') && r.includes('security regression'))).toBe(true)
+    expect(
+      item.reasons.some(
+        (r) => r.startsWith('spec.action: CUSTOM is not sent to ztunnel') && r.includes('security regression'),
+      ),
+    ).toBe(true)
     expect(findings.map((f) => [f.id, f.severity])).toEqual([['E16/AuthorizationPolicy/bookinfo/p/custom', 'error']])
   })
 
@@ -299,12 +381,21 @@ describe('CUSTOM, AUDIT, targetRefs', () => {
   })
 
   it('targetRefs policies are already waypoint policies: keep, ignored by ztunnel', () => {
-    const p = ap({targetRefs: [{kind: 'Service', group: '', name: 'reviews'}], rules: [{to: [{operation: {methods: ['GET']}}]}]})
+    const p = ap({
+      targetRefs: [{kind: 'Service', group: '', name: 'reviews'}],
+      rules: [{to: [{operation: {methods: ['GET']}}]}],
+    })
     const a = analyze(p)
     expect(a.scope).toBe('targetRefs')
     expect(a.ztunnelEffect).toBe('ignored')
     const {item, findings} = classify(p)
-    expect(item).toMatchObject({verdict: 'L7', action: 'keep', scope: 'targetRefs', ztunnel: 'ignored', services: ['reviews']})
+    expect(item).toMatchObject({
+      verdict: 'L7',
+      action: 'keep',
+      scope: 'targetRefs',
+      ztunnel: 'ignored',
+      services: ['reviews'],
+    })
     expect(item.reasons[0]).toMatch(/^spec\.targetRefs\[0\]: attached to the waypoint of Service reviews/)
     expect(findings).toEqual([])
   })
@@ -324,14 +415,19 @@ describe('CUSTOM, AUDIT, targetRefs', () => {
 })
 
 describe('dry-run (istio.io/dry-run)', () => {
-  const p = ap({selector: {matchLabels: {app: 'reviews'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]}, {annotations: {'istio.io/dry-run': 'true'}})
+  const p = ap(
+    {selector: {matchLabels: {app: 'reviews'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]},
+    {annotations: {'istio.io/dry-run': 'true'}},
+  )
 
   it('Istio <= 1.28: ztunnel enforces it — blocker', () => {
     const a = analyze(p, {istioVersion: '1.28'})
     expect(a).toMatchObject({dryRun: true, dryRunAtZtunnel: 'enforced', sentToZtunnel: true, ztunnelEffect: 'deny-all'})
     const {item, findings} = classify(p, {istioVersion: '1.28'})
     expect(item).toMatchObject({verdict: 'blocker', action: 'blocker'})
-    expect(item.reasons).toContain('metadata.annotations[istio.io/dry-run]: ztunnel on Istio <= 1.28 does not read the dry-run annotation: the policy is ENFORCED once the pods are ambient')
+    expect(item.reasons).toContain(
+      'metadata.annotations[istio.io/dry-run]: ztunnel on Istio <= 1.28 does not read the dry-run annotation: the policy is ENFORCED once the pods are ambient',
+    )
     expect(findings.find((f) => f.id === 'E16/AuthorizationPolicy/bookinfo/p/dry-run')?.severity).toBe('blocker')
   })
 
@@ -361,7 +457,13 @@ describe('dry-run (istio.io/dry-run)', () => {
 describe('scope and root namespace (E14)', () => {
   it('selector-less policy in the namespace: namespace scope, all Services', () => {
     const {item} = classify(ap({action: 'DENY', rules: [{to: [{operation: {paths: ['/admin']}}]}]}))
-    expect(item).toMatchObject({verdict: 'L7', action: 'retarget', scope: 'namespace', ztunnel: 'no-op', services: ['details', 'productpage', 'ratings', 'reviews']})
+    expect(item).toMatchObject({
+      verdict: 'L7',
+      action: 'retarget',
+      scope: 'namespace',
+      ztunnel: 'no-op',
+      services: ['details', 'productpage', 'ratings', 'reviews'],
+    })
   })
 
   it('mesh-wide L7 policy in the root namespace is a blocker with E14', () => {
@@ -376,26 +478,40 @@ describe('scope and root namespace (E14)', () => {
   })
 
   it('mesh-wide L4 policy in the root namespace is kept', () => {
-    const p = ap({rules: [{from: [{source: {namespaces: ['istio-system', 'bookinfo']}}]}]}, {name: 'mesh-allow', namespace: 'istio-system'})
+    const p = ap(
+      {rules: [{from: [{source: {namespaces: ['istio-system', 'bookinfo']}}]}]},
+      {name: 'mesh-allow', namespace: 'istio-system'},
+    )
     const item = classifyObjects(classifyContext([...base, p])).items.find((i) => i.ref.name === 'mesh-allow')!
     expect(item).toMatchObject({verdict: 'L4', action: 'keep', scope: 'mesh'})
   })
 
   it('root selector policy matching pods here is inventoried; L7 content is a blocker', () => {
-    const p = ap({selector: {matchLabels: {app: 'ratings'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]}, {name: 'root-ratings', namespace: 'istio-system'})
+    const p = ap(
+      {selector: {matchLabels: {app: 'ratings'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]},
+      {name: 'root-ratings', namespace: 'istio-system'},
+    )
     const item = classifyObjects(classifyContext([...base, p])).items.find((i) => i.ref.name === 'root-ratings')!
     expect(item).toMatchObject({verdict: 'blocker', action: 'blocker', scope: 'workload', services: ['ratings']})
   })
 
   it('selector matching no workload: no effect; matching only gateway pods: unaffected', () => {
-    expect(classify(ap({selector: {matchLabels: {app: 'nothing'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]})).item).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(
+      classify(ap({selector: {matchLabels: {app: 'nothing'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]})).item,
+    ).toMatchObject({verdict: 'inert', action: 'no-effect'})
     const gw = deployment('ingress', {istio: 'ingressgateway'})
     const p = ap({selector: {matchLabels: {istio: 'ingressgateway'}}, rules: [{to: [{operation: {methods: ['GET']}}]}]})
-    expect(classifyAuthorizationPolicy(p, classifyContext([...base, gw, p])).item).toMatchObject({verdict: 'unaffected', action: 'keep'})
+    expect(classifyAuthorizationPolicy(p, classifyContext([...base, gw, p])).item).toMatchObject({
+      verdict: 'unaffected',
+      action: 'keep',
+    })
   })
 
   it('services are the Services whose selector covers a selected workload', () => {
-    const extra = [deployment('reviews-v3', {app: 'reviews', version: 'v3'}), service('reviews-v3', {app: 'reviews', version: 'v3'})]
+    const extra = [
+      deployment('reviews-v3', {app: 'reviews', version: 'v3'}),
+      service('reviews-v3', {app: 'reviews', version: 'v3'}),
+    ]
     const p = ap({selector: {matchLabels: {version: 'v3'}}, rules: [{}]})
     const a = analyzeAuthorizationPolicy(p, classifyContext([...base, ...extra, p]))
     expect(a.workloads).toEqual(['reviews-v3'])
@@ -441,7 +557,9 @@ describe('when: source.serviceAccount (E22)', () => {
     expect(classify(p).item).toMatchObject({verdict: 'L7', action: 'retarget'})
   })
   it('on < 1.25 points at principals instead', () => {
-    const f = classify(p, {istioVersion: '1.24'}).findings.find((x) => x.code === 'ServiceAccountConditionNeedsWaypoint')!
+    const f = classify(p, {istioVersion: '1.24'}).findings.find(
+      (x) => x.code === 'ServiceAccountConditionNeedsWaypoint',
+    )!
     expect(f.fix).toMatch(/principals/)
   })
 })

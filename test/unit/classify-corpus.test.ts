@@ -37,7 +37,13 @@ function text(rel: string): string {
 function load(...rels: string[]): KubeObject[] {
   return rels
     .flatMap((rel) => yamlObjects(text(rel)))
-    .filter((o) => typeof o?.kind === 'string' && typeof o.apiVersion === 'string' && o.metadata !== null && typeof o.metadata === 'object')
+    .filter(
+      (o) =>
+        typeof o?.kind === 'string' &&
+        typeof o.apiVersion === 'string' &&
+        o.metadata !== null &&
+        typeof o.metadata === 'object',
+    )
 }
 
 function checkInventory(objects: KubeObject[], namespace: string): void {
@@ -49,8 +55,12 @@ function checkInventory(objects: KubeObject[], namespace: string): void {
   expect(keys.size).toBe(result.items.length)
   // Every classifiable object of the namespace is in the inventory.
   for (const o of ctx.objects) {
-    if (!classifierFor(o) || typeof o.metadata.name !== 'string' || (o.metadata.namespace ?? 'default') !== namespace) continue
-    expect(keys.has(refKey({apiVersion: o.apiVersion, kind: o.kind, namespace, name: o.metadata.name})), `${o.kind} ${namespace}/${o.metadata.name}`).toBe(true)
+    if (!classifierFor(o) || typeof o.metadata.name !== 'string' || (o.metadata.namespace ?? 'default') !== namespace)
+      continue
+    expect(
+      keys.has(refKey({apiVersion: o.apiVersion, kind: o.kind, namespace, name: o.metadata.name})),
+      `${o.kind} ${namespace}/${o.metadata.name}`,
+    ).toBe(true)
   }
   for (const i of result.items) {
     expect(VERDICTS).toContain(i.verdict)
@@ -81,7 +91,9 @@ describeWithShared('classification over the upstream corpus', () => {
 
   it.each(files.filter((f) => !INVALID_UPSTREAM.includes(f)))('classifies %s without crashing', (rel) => {
     const objects = load(rel)
-    const namespaces = [...new Set(objects.filter((o) => classifierFor(o)).map((o) => o.metadata.namespace ?? 'default'))]
+    const namespaces = [
+      ...new Set(objects.filter((o) => classifierFor(o)).map((o) => o.metadata.namespace ?? 'default')),
+    ]
     for (const ns of namespaces.length > 0 ? namespaces : ['default']) checkInventory(objects, ns)
     // From the root namespace's point of view too (mesh-wide objects are local there).
     checkInventory(objects, 'istio-system')
@@ -117,8 +129,13 @@ interface Case {
 
 const BOOKINFO = 'bookinfo/platform/kube/bookinfo.yaml'
 const S = 'istio-io-snippets/'
-const httpbinIn = (ns: string) => [deployment('httpbin', {app: 'httpbin', version: 'v1'}, ns), service('httpbin', {app: 'httpbin'}, ns)]
-const ingressIn = (ns: string) => [deployment('istio-ingressgateway', {istio: 'ingressgateway', app: 'istio-ingressgateway'}, ns)]
+const httpbinIn = (ns: string) => [
+  deployment('httpbin', {app: 'httpbin', version: 'v1'}, ns),
+  service('httpbin', {app: 'httpbin'}, ns),
+]
+const ingressIn = (ns: string) => [
+  deployment('istio-ingressgateway', {istio: 'ingressgateway', app: 'istio-ingressgateway'}, ns),
+]
 
 const cases: Case[] = [
   // bookinfo (DOMAIN §3.4, §3.5, §3.13, §8)
@@ -133,18 +150,38 @@ const cases: Case[] = [
   },
   {
     title: 'bookinfo mesh VirtualServices for its own Services are re-targeted; subsets they use too',
-    files: [BOOKINFO, 'bookinfo/networking/virtual-service-all-v1.yaml', 'bookinfo/networking/destination-rule-all.yaml'],
+    files: [
+      BOOKINFO,
+      'bookinfo/networking/virtual-service-all-v1.yaml',
+      'bookinfo/networking/destination-rule-all.yaml',
+    ],
     namespace: 'bookinfo',
     expect: [
-      ...['productpage', 'reviews', 'ratings', 'details'].map((n) => ({kind: 'VirtualService', name: n, verdict: 'L7' as const, action: 'retarget' as const, services: [n]})),
-      ...['productpage', 'reviews', 'ratings', 'details'].map((n) => ({kind: 'DestinationRule', name: n, verdict: 'L7' as const, action: 'retarget' as const})),
+      ...['productpage', 'reviews', 'ratings', 'details'].map((n) => ({
+        kind: 'VirtualService',
+        name: n,
+        verdict: 'L7' as const,
+        action: 'retarget' as const,
+        services: [n],
+      })),
+      ...['productpage', 'reviews', 'ratings', 'details'].map((n) => ({
+        kind: 'DestinationRule',
+        name: n,
+        verdict: 'L7' as const,
+        action: 'retarget' as const,
+      })),
     ],
   },
   {
     title: 'bookinfo DestinationRules with only ISTIO_MUTUAL and unused subsets have no effect',
     files: [BOOKINFO, 'bookinfo/networking/destination-rule-all-mtls.yaml'],
     namespace: 'bookinfo',
-    expect: ['productpage', 'reviews', 'ratings', 'details'].map((n) => ({kind: 'DestinationRule', name: n, verdict: 'inert' as const, action: 'no-effect' as const})),
+    expect: ['productpage', 'reviews', 'ratings', 'details'].map((n) => ({
+      kind: 'DestinationRule',
+      name: n,
+      verdict: 'inert' as const,
+      action: 'no-effect' as const,
+    })),
   },
   {
     title: 'a load-balancing DestinationRule for reviews is applied by the waypoint only',
@@ -155,7 +192,8 @@ const cases: Case[] = [
   {
     // issue 10 point 2: the ServiceEntry is bound to bookinfo's waypoint by the namespace label, which then applies the
     // DestinationRule and the VirtualService for its host (https://istio.io/latest/docs/ambient/usage/egress-gateway/).
-    title: 'bookinfo egress to googleapis: ServiceEntry kept, TLS origination and rewrite applied by the namespace waypoint',
+    title:
+      'bookinfo egress to googleapis: ServiceEntry kept, TLS origination and rewrite applied by the namespace waypoint',
     files: [BOOKINFO, 'bookinfo/networking/egress-rule-google-apis.yaml'],
     namespace: 'bookinfo',
     expect: [
@@ -166,7 +204,11 @@ const cases: Case[] = [
   },
   {
     title: 'bookinfo fault injection and weighted routing stay L7',
-    files: [BOOKINFO, 'bookinfo/networking/virtual-service-ratings-test-abort.yaml', 'bookinfo/networking/virtual-service-reviews-90-10.yaml'],
+    files: [
+      BOOKINFO,
+      'bookinfo/networking/virtual-service-ratings-test-abort.yaml',
+      'bookinfo/networking/virtual-service-reviews-90-10.yaml',
+    ],
     namespace: 'bookinfo',
     expect: [
       {kind: 'VirtualService', name: 'ratings', verdict: 'L7', action: 'retarget'},
@@ -193,11 +235,31 @@ const cases: Case[] = [
   // istio.io migrate-policies (DOMAIN §3.1 re-targeting rules)
   {
     title: 'migrate-policies: L4 policy kept, L7 policy re-targeted (deny-all at ztunnel), bypass DENY kept',
-    files: [BOOKINFO, `${S}ambient-migrate-migrate-policies-4.yaml`, `${S}ambient-migrate-migrate-policies-5.yaml`, `${S}ambient-migrate-migrate-policies-8.yaml`, `${S}ambient-migrate-migrate-policies-1.yaml`],
+    files: [
+      BOOKINFO,
+      `${S}ambient-migrate-migrate-policies-4.yaml`,
+      `${S}ambient-migrate-migrate-policies-5.yaml`,
+      `${S}ambient-migrate-migrate-policies-8.yaml`,
+      `${S}ambient-migrate-migrate-policies-1.yaml`,
+    ],
     namespace: 'bookinfo',
     expect: [
-      {kind: 'AuthorizationPolicy', name: 'allow-frontend', verdict: 'L4', action: 'keep', ztunnel: 'as-written', services: ['reviews']},
-      {kind: 'AuthorizationPolicy', name: 'allow-get-reviews', verdict: 'L7', action: 'retarget', ztunnel: 'deny-all', services: ['reviews']},
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'allow-frontend',
+        verdict: 'L4',
+        action: 'keep',
+        ztunnel: 'as-written',
+        services: ['reviews'],
+      },
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'allow-get-reviews',
+        verdict: 'L7',
+        action: 'retarget',
+        ztunnel: 'deny-all',
+        services: ['reviews'],
+      },
       {kind: 'AuthorizationPolicy', name: 'deny-waypoint-bypass', verdict: 'L4', action: 'keep', ztunnel: 'as-written'},
       {kind: 'VirtualService', name: 'reviews', verdict: 'L7', action: 'retarget'},
     ],
@@ -209,14 +271,29 @@ const cases: Case[] = [
     waypointPlanned: true,
     expect: [
       {kind: 'AuthorizationPolicy', name: 'allow-frontend', verdict: 'L4', action: 'keep-verify'},
-      {kind: 'AuthorizationPolicy', name: 'deny-waypoint-bypass', verdict: 'L4', action: 'keep-verify', ztunnel: 'as-written'},
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'deny-waypoint-bypass',
+        verdict: 'L4',
+        action: 'keep-verify',
+        ztunnel: 'as-written',
+      },
     ],
   },
   {
     title: 'migrate-policies: targetRefs copies on the Service and on the waypoint are kept',
     files: [BOOKINFO, `${S}ambient-migrate-migrate-policies-6.yaml`],
     namespace: 'bookinfo',
-    expect: [{kind: 'AuthorizationPolicy', name: 'allow-get-reviews', verdict: 'L7', action: 'keep', ztunnel: 'ignored', services: ['reviews']}],
+    expect: [
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'allow-get-reviews',
+        verdict: 'L7',
+        action: 'keep',
+        ztunnel: 'ignored',
+        services: ['reviews'],
+      },
+    ],
   },
   {
     title: 'migrate-policies: targetRefs on the waypoint Gateway is kept',
@@ -233,22 +310,60 @@ const cases: Case[] = [
     files: [`${S}ambient-usage-l4-policy-1.yaml`],
     namespace: 'ambient-demo',
     extra: httpbinIn('ambient-demo'),
-    expect: [{kind: 'AuthorizationPolicy', name: 'allow-curl-to-httpbin', verdict: 'L4', action: 'keep', ztunnel: 'as-written', services: ['httpbin']}],
+    expect: [
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'allow-curl-to-httpbin',
+        verdict: 'L4',
+        action: 'keep',
+        ztunnel: 'as-written',
+        services: ['httpbin'],
+      },
+    ],
   },
   {
     title: 'l4-policy snippet 2: L7 attribute with a selector',
     files: [`${S}ambient-usage-l4-policy-2.yaml`],
     namespace: 'ambient-demo',
     extra: httpbinIn('ambient-demo'),
-    expect: [{kind: 'AuthorizationPolicy', name: 'allow-curl-to-httpbin', verdict: 'L7', action: 'retarget', ztunnel: 'deny-all'}],
+    expect: [
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'allow-curl-to-httpbin',
+        verdict: 'L7',
+        action: 'retarget',
+        ztunnel: 'deny-all',
+      },
+    ],
   },
   {
     title: 'getting started: ztunnel L4 policy, waypoint L7 policy, L4 policy admitting the waypoint',
-    files: [BOOKINFO, `${S}ambient-getting-started-enforce-auth-policies-2.yaml`, `${S}ambient-getting-started-enforce-auth-policies-3.yaml`, `${S}ambient-usage-waypoint-1.yaml`, `${S}ambient-usage-waypoint-2.yaml`, `${S}ambient-usage-l7-features-2.yaml`],
+    files: [
+      BOOKINFO,
+      `${S}ambient-getting-started-enforce-auth-policies-2.yaml`,
+      `${S}ambient-getting-started-enforce-auth-policies-3.yaml`,
+      `${S}ambient-usage-waypoint-1.yaml`,
+      `${S}ambient-usage-waypoint-2.yaml`,
+      `${S}ambient-usage-l7-features-2.yaml`,
+    ],
     namespace: 'default',
     expect: [
-      {kind: 'AuthorizationPolicy', name: 'productpage-ztunnel', verdict: 'L4', action: 'keep', ztunnel: 'as-written', services: ['productpage']},
-      {kind: 'AuthorizationPolicy', name: 'productpage-waypoint', verdict: 'L7', action: 'keep', ztunnel: 'ignored', services: ['productpage']},
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'productpage-ztunnel',
+        verdict: 'L4',
+        action: 'keep',
+        ztunnel: 'as-written',
+        services: ['productpage'],
+      },
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'productpage-waypoint',
+        verdict: 'L7',
+        action: 'keep',
+        ztunnel: 'ignored',
+        services: ['productpage'],
+      },
       {kind: 'AuthorizationPolicy', name: 'require-waypoint', verdict: 'L4', action: 'keep'},
       {kind: 'Gateway', name: 'waypoint', verdict: 'L7', action: 'keep'},
       {kind: 'HTTPRoute', name: 'reviews', verdict: 'L7', action: 'keep', services: ['reviews']},
@@ -264,21 +379,42 @@ const cases: Case[] = [
     title: 'cross-namespace waypoint admits the consumer namespace selected by allowedRoutes',
     files: [`${S}ambient-usage-waypoint-3.yaml`],
     namespace: 'cross-namespace-waypoint-consumer',
-    namespaceLabels: {'istio.io/use-waypoint': 'egress-gateway', 'istio.io/use-waypoint-namespace': 'common-infrastructure'},
-    expect: [{kind: 'Gateway', name: 'egress-gateway', namespace: 'common-infrastructure', verdict: 'L7', action: 'keep'}],
+    namespaceLabels: {
+      'istio.io/use-waypoint': 'egress-gateway',
+      'istio.io/use-waypoint-namespace': 'common-infrastructure',
+    },
+    expect: [
+      {kind: 'Gateway', name: 'egress-gateway', namespace: 'common-infrastructure', verdict: 'L7', action: 'keep'},
+    ],
   },
   {
     title: 'cross-namespace waypoint refuses another namespace',
     files: [`${S}ambient-usage-waypoint-3.yaml`],
     namespace: 'somebody-else',
-    namespaceLabels: {'istio.io/use-waypoint': 'egress-gateway', 'istio.io/use-waypoint-namespace': 'common-infrastructure'},
-    expect: [{kind: 'Gateway', name: 'egress-gateway', namespace: 'common-infrastructure', verdict: 'blocker', action: 'blocker'}],
+    namespaceLabels: {
+      'istio.io/use-waypoint': 'egress-gateway',
+      'istio.io/use-waypoint-namespace': 'common-infrastructure',
+    },
+    expect: [
+      {
+        kind: 'Gateway',
+        name: 'egress-gateway',
+        namespace: 'common-infrastructure',
+        verdict: 'blocker',
+        action: 'blocker',
+      },
+    ],
   },
   {
     // issue 10 point 2: the namespace's own waypoint is the egress waypoint of its ServiceEntries and applies the
     // TLS-originating DestinationRule (https://istio.io/latest/docs/ambient/usage/egress-gateway/).
-    title: 'egress gateway: ServiceEntries kept, targetRefs policy kept, TLS origination applied by the namespace waypoint',
-    files: [`${S}ambient-usage-egress-gateway-2.yaml`, `${S}ambient-usage-egress-gateway-3.yaml`, `${S}ambient-usage-egress-gateway-4.yaml`],
+    title:
+      'egress gateway: ServiceEntries kept, targetRefs policy kept, TLS origination applied by the namespace waypoint',
+    files: [
+      `${S}ambient-usage-egress-gateway-2.yaml`,
+      `${S}ambient-usage-egress-gateway-3.yaml`,
+      `${S}ambient-usage-egress-gateway-4.yaml`,
+    ],
     namespace: 'istio-egress',
     expect: [
       {kind: 'ServiceEntry', name: 'httpbin-org', verdict: 'L4', action: 'keep'},
@@ -305,7 +441,10 @@ const cases: Case[] = [
   },
   {
     title: 'namespace STRICT kept; workload DISABLE is a blocker',
-    files: [`${S}tasks-security-authentication-authn-policy-2.yaml`, `${S}tasks-security-authentication-authn-policy-7.yaml`],
+    files: [
+      `${S}tasks-security-authentication-authn-policy-2.yaml`,
+      `${S}tasks-security-authentication-authn-policy-7.yaml`,
+    ],
     namespace: 'foo',
     extra: httpbinIn('foo'),
     expect: [
@@ -315,7 +454,10 @@ const cases: Case[] = [
   },
   {
     title: 'workload STRICT kept; port-level DISABLE is a blocker; ISTIO_MUTUAL DestinationRule has no effect',
-    files: [`${S}tasks-security-authentication-authn-policy-5.yaml`, `${S}tasks-security-authentication-authn-policy-4.yaml`],
+    files: [
+      `${S}tasks-security-authentication-authn-policy-5.yaml`,
+      `${S}tasks-security-authentication-authn-policy-4.yaml`,
+    ],
     namespace: 'bar',
     extra: httpbinIn('bar'),
     expect: [
@@ -332,7 +474,10 @@ const cases: Case[] = [
   },
   {
     title: 'ingress-gateway JWT config in the root namespace is unaffected',
-    files: [`${S}tasks-security-authentication-authn-policy-11.yaml`, `${S}tasks-security-authentication-authn-policy-12.yaml`],
+    files: [
+      `${S}tasks-security-authentication-authn-policy-11.yaml`,
+      `${S}tasks-security-authentication-authn-policy-12.yaml`,
+    ],
     namespace: 'istio-system',
     extra: ingressIn('istio-system'),
     expect: [
@@ -354,7 +499,13 @@ const cases: Case[] = [
     namespace: 'default',
     expect: [
       {kind: 'AuthorizationPolicy', name: 'allow-nothing', verdict: 'L4', action: 'keep', ztunnel: 'as-written'},
-      ...['productpage-viewer', 'details-viewer', 'reviews-viewer', 'ratings-viewer'].map((n) => ({kind: 'AuthorizationPolicy', name: n, verdict: 'L7' as const, action: 'retarget' as const, ztunnel: 'deny-all' as const})),
+      ...['productpage-viewer', 'details-viewer', 'reviews-viewer', 'ratings-viewer'].map((n) => ({
+        kind: 'AuthorizationPolicy',
+        name: n,
+        verdict: 'L7' as const,
+        action: 'retarget' as const,
+        ztunnel: 'deny-all' as const,
+      })),
     ],
   },
   {
@@ -362,7 +513,9 @@ const cases: Case[] = [
     files: [`${S}tasks-security-authorization-authz-deny-2.yaml`],
     namespace: 'foo',
     extra: httpbinIn('foo'),
-    expect: [{kind: 'AuthorizationPolicy', name: 'deny-method-get', verdict: 'L7', action: 'retarget', ztunnel: 'no-op'}],
+    expect: [
+      {kind: 'AuthorizationPolicy', name: 'deny-method-get', verdict: 'L7', action: 'retarget', ztunnel: 'no-op'},
+    ],
   },
   {
     title: 'authz-deny: path ALLOW is deny-all at ztunnel',
@@ -379,7 +532,16 @@ const cases: Case[] = [
     files: [`${S}tasks-security-authorization-authz-custom-2.yaml`],
     namespace: 'foo',
     extra: httpbinIn('foo'),
-    expect: [{kind: 'AuthorizationPolicy', name: 'ext-authz', verdict: 'L7', action: 'retarget', ztunnel: 'ignored', services: ['httpbin']}],
+    expect: [
+      {
+        kind: 'AuthorizationPolicy',
+        name: 'ext-authz',
+        verdict: 'L7',
+        action: 'retarget',
+        ztunnel: 'ignored',
+        services: ['httpbin'],
+      },
+    ],
   },
   {
     title: 'authz-tcp: deny-all and principals+ports are L4',
@@ -403,7 +565,7 @@ const cases: Case[] = [
   },
   // tasks: traffic management and telemetry
   {
-    title: 'mirroring with subsets for the namespace\'s own Service; circuit breaking needs a waypoint',
+    title: "mirroring with subsets for the namespace's own Service; circuit breaking needs a waypoint",
     files: [`${S}tasks-traffic-management-mirroring-1.yaml`],
     namespace: 'default',
     extra: httpbinIn('default'),
@@ -424,7 +586,10 @@ const cases: Case[] = [
     files: [`${S}tasks-observability-logs-telemetry-api-1.yaml`],
     namespace: 'default',
     applyNamespace: 'istio-system',
-    extra: [deployment('sleep', {app: 'sleep'}, 'default'), ...yamlObjectsOf(`${S}tasks-observability-logs-telemetry-api-2.yaml`)],
+    extra: [
+      deployment('sleep', {app: 'sleep'}, 'default'),
+      ...yamlObjectsOf(`${S}tasks-observability-logs-telemetry-api-2.yaml`),
+    ],
     waypointPlanned: true,
     expect: [
       {kind: 'Telemetry', name: 'mesh-logging-default', namespace: 'istio-system', verdict: 'L7', action: 'keep'},
@@ -477,7 +642,8 @@ describeWithShared('verdicts DOMAIN states for the corpus', () => {
       ...(c.namespaceLabels ? {namespaceLabels: c.namespaceLabels} : {}),
     })
     const {items} = classifyObjects(ctx)
-    const find = (kind: string, name: string, ns: string): InventoryItem | undefined => items.find((i) => i.ref.kind === kind && i.ref.name === name && i.ref.namespace === ns)
+    const find = (kind: string, name: string, ns: string): InventoryItem | undefined =>
+      items.find((i) => i.ref.kind === kind && i.ref.name === name && i.ref.namespace === ns)
     for (const e of c.expect) {
       const item = find(e.kind, e.name, e.namespace ?? c.namespace)
       expect(item, `${e.kind} ${e.name}`).toBeDefined()

@@ -11,7 +11,8 @@ function dr(name: string, spec: Record<string, unknown>, namespace = 'bookinfo')
 
 function run(objects: KubeObject[], opts: Parameters<typeof classifyContext>[1] = {}) {
   const res = classifyObjects(classifyContext([...bookinfoBase(), ...objects], opts))
-  const byName = (name: string, ns = 'bookinfo') => res.items.find((i) => i.ref.kind === 'DestinationRule' && i.ref.name === name && i.ref.namespace === ns)
+  const byName = (name: string, ns = 'bookinfo') =>
+    res.items.find((i) => i.ref.kind === 'DestinationRule' && i.ref.name === name && i.ref.namespace === ns)
   return {...res, byName}
 }
 
@@ -34,8 +35,20 @@ describe('DestinationRule traffic-policy table (DOMAIN §3.5)', () => {
   })
 
   it('portLevelSettings are walked with their own paths', () => {
-    const f = trafficPolicyFields({tls: {mode: 'ISTIO_MUTUAL'}, portLevelSettings: [{port: {number: 8000}, tls: {mode: 'DISABLE'}}, {port: {number: 9}, connectionPool: {}}]} as TrafficPolicy, 'spec.trafficPolicy')
-    expect(f.inert.map((r) => r.split(':')[0])).toEqual(['spec.trafficPolicy.tls.mode', 'spec.trafficPolicy.portLevelSettings[0].tls.mode'])
+    const f = trafficPolicyFields(
+      {
+        tls: {mode: 'ISTIO_MUTUAL'},
+        portLevelSettings: [
+          {port: {number: 8000}, tls: {mode: 'DISABLE'}},
+          {port: {number: 9}, connectionPool: {}},
+        ],
+      } as TrafficPolicy,
+      'spec.trafficPolicy',
+    )
+    expect(f.inert.map((r) => r.split(':')[0])).toEqual([
+      'spec.trafficPolicy.tls.mode',
+      'spec.trafficPolicy.portLevelSettings[0].tls.mode',
+    ])
     expect(f.applied.map((r) => r.split(':')[0])).toEqual(['spec.trafficPolicy.portLevelSettings[1].connectionPool'])
   })
 })
@@ -44,55 +57,117 @@ describe('DestinationRule classification (DOMAIN §3.5, E11, E13)', () => {
   it('ISTIO_MUTUAL-only DR for own Services is inert, no effect', () => {
     const r = run([dr('reviews', {host: 'reviews', trafficPolicy: {tls: {mode: 'ISTIO_MUTUAL'}}})])
     expect(r.byName('reviews')).toMatchObject({verdict: 'inert', action: 'no-effect', services: ['reviews']})
-    expect(r.byName('reviews')!.reasons).toContain('spec.trafficPolicy.tls.mode: ISTIO_MUTUAL: ignored at waypoints and by ztunnel; mesh traffic is HBONE (mTLS) anyway')
+    expect(r.byName('reviews')!.reasons).toContain(
+      'spec.trafficPolicy.tls.mode: ISTIO_MUTUAL: ignored at waypoints and by ztunnel; mesh traffic is HBONE (mTLS) anyway',
+    )
   })
 
   it('tls.mode DISABLE no longer disables mesh mTLS', () => {
-    const r = run([dr('reviews', {host: 'reviews.bookinfo.svc.cluster.local', trafficPolicy: {tls: {mode: 'DISABLE'}}})])
-    expect(r.byName('reviews')!.reasons.find((x) => x.startsWith('spec.trafficPolicy.tls.mode'))).toMatch(/no longer disables mesh mTLS/)
+    const r = run([
+      dr('reviews', {host: 'reviews.bookinfo.svc.cluster.local', trafficPolicy: {tls: {mode: 'DISABLE'}}}),
+    ])
+    expect(r.byName('reviews')!.reasons.find((x) => x.startsWith('spec.trafficPolicy.tls.mode'))).toMatch(
+      /no longer disables mesh mTLS/,
+    )
   })
 
   it('connection pools and outlier detection for own Services need a waypoint: L7 keep', () => {
-    const r = run([dr('reviews', {host: 'reviews', trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}, outlierDetection: {consecutive5xxErrors: 1}}})])
+    const r = run([
+      dr('reviews', {
+        host: 'reviews',
+        trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}, outlierDetection: {consecutive5xxErrors: 1}},
+      }),
+    ])
     expect(r.byName('reviews')).toMatchObject({verdict: 'L7', action: 'keep', services: ['reviews']})
     expect(r.byName('reviews')!.reasons.some((x) => x.startsWith('spec.trafficPolicy.connectionPool: '))).toBe(true)
   })
 
   it('unreferenced subsets alone have no effect; subsets used by the converted VirtualService are re-targeted', () => {
-    const subsets = [{name: 'v1', labels: {version: 'v1'}}, {name: 'v2', labels: {version: 'v2'}}]
-    expect(run([dr('reviews', {host: 'reviews', subsets})]).byName('reviews')).toMatchObject({verdict: 'inert', action: 'no-effect'})
-    const vs = istio('VirtualService', 'reviews', {hosts: ['reviews'], http: [{route: [{destination: {host: 'reviews', subset: 'v2'}}]}]})
+    const subsets = [
+      {name: 'v1', labels: {version: 'v1'}},
+      {name: 'v2', labels: {version: 'v2'}},
+    ]
+    expect(run([dr('reviews', {host: 'reviews', subsets})]).byName('reviews')).toMatchObject({
+      verdict: 'inert',
+      action: 'no-effect',
+    })
+    const vs = istio('VirtualService', 'reviews', {
+      hosts: ['reviews'],
+      http: [{route: [{destination: {host: 'reviews', subset: 'v2'}}]}],
+    })
     const r = run([vs, dr('reviews', {host: 'reviews', subsets})])
     expect(r.byName('reviews')).toMatchObject({verdict: 'L7', action: 'retarget'})
-    expect(r.byName('reviews')!.reasons).toContain('spec.subsets[1]: subset v2: used by VirtualService bookinfo/reviews; HTTPRoute cannot reference subsets: create one Service per version')
-    expect(r.byName('reviews')!.reasons).toContain('spec.subsets[0]: subset v1: not referenced by any mesh VirtualService — no effect')
+    expect(r.byName('reviews')!.reasons).toContain(
+      'spec.subsets[1]: subset v2: used by VirtualService bookinfo/reviews; HTTPRoute cannot reference subsets: create one Service per version',
+    )
+    expect(r.byName('reviews')!.reasons).toContain(
+      'spec.subsets[0]: subset v1: not referenced by any mesh VirtualService — no effect',
+    )
   })
 
-  it('subsets used only by another namespace\'s VirtualService are kept for those sidecar clients', () => {
-    const vs = istio('VirtualService', 'to-reviews', {hosts: ['reviews.bookinfo.svc.cluster.local'], exportTo: ['.'], http: [{route: [{destination: {host: 'reviews.bookinfo.svc.cluster.local', subset: 'v1'}}]}]}, {namespace: 'frontend'})
+  it("subsets used only by another namespace's VirtualService are kept for those sidecar clients", () => {
+    const vs = istio(
+      'VirtualService',
+      'to-reviews',
+      {
+        hosts: ['reviews.bookinfo.svc.cluster.local'],
+        exportTo: ['.'],
+        http: [{route: [{destination: {host: 'reviews.bookinfo.svc.cluster.local', subset: 'v1'}}]}],
+      },
+      {namespace: 'frontend'},
+    )
     const r = run([vs, dr('reviews', {host: 'reviews', subsets: [{name: 'v1', labels: {version: 'v1'}}]})])
     expect(r.byName('reviews')).toMatchObject({verdict: 'unaffected', action: 'keep'})
   })
 
   it('workloadSelector DRs never reach waypoints: no effect', () => {
-    const r = run([dr('client', {host: 'ratings', workloadSelector: {matchLabels: {app: 'reviews'}}, trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}}})])
+    const r = run([
+      dr('client', {
+        host: 'ratings',
+        workloadSelector: {matchLabels: {app: 'reviews'}},
+        trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}},
+      }),
+    ])
     expect(r.byName('client')).toMatchObject({verdict: 'inert', action: 'no-effect'})
   })
 
   it('a root-namespace DR for our hosts is what the waypoint resolves when no closer DR exists (E13)', () => {
-    const root = dr('mesh-pools', {host: '*.local', trafficPolicy: {connectionPool: {http: {http1MaxPendingRequests: 10}}}}, 'istio-system')
+    const root = dr(
+      'mesh-pools',
+      {host: '*.local', trafficPolicy: {connectionPool: {http: {http1MaxPendingRequests: 10}}}},
+      'istio-system',
+    )
     const r = run([root])
-    expect(r.byName('mesh-pools', 'istio-system')).toMatchObject({verdict: 'L7', action: 'keep', services: ['details', 'productpage', 'ratings', 'reviews']})
+    expect(r.byName('mesh-pools', 'istio-system')).toMatchObject({
+      verdict: 'L7',
+      action: 'keep',
+      services: ['details', 'productpage', 'ratings', 'reviews'],
+    })
     const shadowed = run([root, dr('reviews', {host: 'reviews', trafficPolicy: {tls: {mode: 'ISTIO_MUTUAL'}}})])
     const item = shadowed.byName('mesh-pools', 'istio-system')!
     expect(item.services).toEqual(['details', 'productpage', 'ratings'])
-    expect(item.reasons).toContain('spec.host: not used for reviews: the waypoint resolves DestinationRule bookinfo/reviews first (DRs are not merged across namespaces, E13)')
+    expect(item.reasons).toContain(
+      'spec.host: not used for reviews: the waypoint resolves DestinationRule bookinfo/reviews first (DRs are not merged across namespaces, E13)',
+    )
   })
 
   it('a DR in a third namespace for our hosts is never used by our waypoint (E13)', () => {
-    const r = run([dr('reviews-pools', {host: 'reviews.bookinfo.svc.cluster.local', exportTo: ['.'], trafficPolicy: {outlierDetection: {}}}, 'frontend')])
-    expect(r.byName('reviews-pools', 'frontend')).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side'})
-    expect(r.findings.find((f) => f.id === 'E13/DestinationRule/frontend/reviews-pools')).toMatchObject({code: 'DestinationRuleNotUsedByWaypoint', severity: 'error'})
+    const r = run([
+      dr(
+        'reviews-pools',
+        {host: 'reviews.bookinfo.svc.cluster.local', exportTo: ['.'], trafficPolicy: {outlierDetection: {}}},
+        'frontend',
+      ),
+    ])
+    expect(r.byName('reviews-pools', 'frontend')).toMatchObject({
+      verdict: 'L7',
+      action: 'lost-client-side',
+      scope: 'client-side',
+    })
+    expect(r.findings.find((f) => f.id === 'E13/DestinationRule/frontend/reviews-pools')).toMatchObject({
+      code: 'DestinationRuleNotUsedByWaypoint',
+      severity: 'error',
+    })
   })
 
   it('TLS origination for an external host is lost for ambient clients (E11)', () => {
@@ -103,13 +178,27 @@ describe('DestinationRule classification (DOMAIN §3.5, E11, E13)', () => {
   })
 
   it('TLS origination next to a ServiceEntry bound to an egress waypoint is applied there', () => {
-    const se = istio('ServiceEntry', 'httpbin-org', {hosts: ['httpbin.org'], ports: [{number: 80, name: 'http', protocol: 'HTTP', targetPort: 443}], resolution: 'DNS'}, {namespace: 'istio-egress', labels: {'istio.io/use-waypoint': 'waypoint'}})
-    const r = run([se, dr('httpbin-org-tls', {host: 'httpbin.org', trafficPolicy: {tls: {mode: 'SIMPLE'}}}, 'istio-egress')])
+    const se = istio(
+      'ServiceEntry',
+      'httpbin-org',
+      {
+        hosts: ['httpbin.org'],
+        ports: [{number: 80, name: 'http', protocol: 'HTTP', targetPort: 443}],
+        resolution: 'DNS',
+      },
+      {namespace: 'istio-egress', labels: {'istio.io/use-waypoint': 'waypoint'}},
+    )
+    const r = run([
+      se,
+      dr('httpbin-org-tls', {host: 'httpbin.org', trafficPolicy: {tls: {mode: 'SIMPLE'}}}, 'istio-egress'),
+    ])
     expect(r.byName('httpbin-org-tls', 'istio-egress')).toMatchObject({verdict: 'unaffected', action: 'keep'})
   })
 
   it('a client-side DR with only ISTIO_MUTUAL is inert', () => {
-    const r = run([dr('httpbin', {host: 'httpbin.foo.svc.cluster.local', trafficPolicy: {tls: {mode: 'ISTIO_MUTUAL'}}})])
+    const r = run([
+      dr('httpbin', {host: 'httpbin.foo.svc.cluster.local', trafficPolicy: {tls: {mode: 'ISTIO_MUTUAL'}}}),
+    ])
     expect(r.byName('httpbin')).toMatchObject({verdict: 'inert', action: 'no-effect', scope: 'client-side'})
   })
 

@@ -7,7 +7,7 @@ import {compareRefs} from '../../src/planner/refs.js'
 import {bookinfoBase, classifyContext, istio} from './support/classify-context.js'
 
 describe('selection', () => {
-  it('classifies the namespace\'s own Istio objects and skips Services, Deployments and other namespaces\' private config', () => {
+  it("classifies the namespace's own Istio objects and skips Services, Deployments and other namespaces' private config", () => {
     const objs = [
       ...bookinfoBase(),
       istio('AuthorizationPolicy', 'mine', {selector: {matchLabels: {app: 'reviews'}}}),
@@ -19,17 +19,29 @@ describe('selection', () => {
       istio('Telemetry', 'theirs', {}, {namespace: 'shop'}),
     ]
     const {items} = classifyObjects(classifyContext(objs))
-    expect(items.map((i) => `${i.ref.kind} ${i.ref.namespace}/${i.ref.name}`)).toEqual(['AuthorizationPolicy bookinfo/mine'])
+    expect(items.map((i) => `${i.ref.kind} ${i.ref.namespace}/${i.ref.name}`)).toEqual([
+      'AuthorizationPolicy bookinfo/mine',
+    ])
   })
 
   it('root-namespace config is selected by scope: mesh-wide and matching selectors in, others out', () => {
     const root = {namespace: 'istio-system'}
     const objs = [
       ...bookinfoBase(),
-      istio('AuthorizationPolicy', 'mesh', {action: 'DENY', rules: [{from: [{source: {ipBlocks: ['1.2.3.4']}}]}]}, root),
+      istio(
+        'AuthorizationPolicy',
+        'mesh',
+        {action: 'DENY', rules: [{from: [{source: {ipBlocks: ['1.2.3.4']}}]}]},
+        root,
+      ),
       istio('AuthorizationPolicy', 'reviews-only', {selector: {matchLabels: {app: 'reviews'}}}, root),
       istio('AuthorizationPolicy', 'ingress-only', {selector: {matchLabels: {istio: 'ingressgateway'}}}, root),
-      istio('AuthorizationPolicy', 'waypoints', {targetRefs: [{kind: 'GatewayClass', group: 'gateway.networking.k8s.io', name: 'istio-waypoint'}]}, root),
+      istio(
+        'AuthorizationPolicy',
+        'waypoints',
+        {targetRefs: [{kind: 'GatewayClass', group: 'gateway.networking.k8s.io', name: 'istio-waypoint'}]},
+        root,
+      ),
       istio('AuthorizationPolicy', 'root-svc', {targetRefs: [{kind: 'Service', group: '', name: 'istiod'}]}, root),
     ]
     const names = classifyObjects(classifyContext(objs)).items.map((i) => i.ref.name)
@@ -37,7 +49,11 @@ describe('selection', () => {
   })
 
   it('a custom root namespace is honoured', () => {
-    const objs = [...bookinfoBase(), istio('AuthorizationPolicy', 'mesh', {}, {namespace: 'mesh-root'}), istio('AuthorizationPolicy', 'not-root', {}, {namespace: 'istio-system'})]
+    const objs = [
+      ...bookinfoBase(),
+      istio('AuthorizationPolicy', 'mesh', {}, {namespace: 'mesh-root'}),
+      istio('AuthorizationPolicy', 'not-root', {}, {namespace: 'istio-system'}),
+    ]
     const items = classifyObjects(classifyContext(objs, {rootNamespace: 'mesh-root'})).items
     expect(items.map((i) => `${i.ref.namespace}/${i.ref.name}`)).toEqual(['mesh-root/mesh'])
     expect(items[0]!.scope).toBe('mesh')
@@ -55,11 +71,18 @@ describe('selection', () => {
   })
 
   it('objects without a namespace belong to the migrated namespace', () => {
-    const ap: KubeObject = {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: {name: 'no-ns'}, spec: {selector: {matchLabels: {app: 'reviews'}}}}
+    const ap: KubeObject = {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: 'no-ns'},
+      spec: {selector: {matchLabels: {app: 'reviews'}}},
+    }
     const ctx = classifyContext(bookinfoBase())
     ctx.objects = [...ctx.objects, ap]
     const {items} = classifyObjects(ctx)
-    expect(items.map((i) => i.ref)).toEqual([{apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', name: 'no-ns', namespace: 'bookinfo'}])
+    expect(items.map((i) => i.ref)).toEqual([
+      {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', name: 'no-ns', namespace: 'bookinfo'},
+    ])
   })
 
   it('output is ordered by compareRefs and stable across input orders', () => {
@@ -100,14 +123,18 @@ describe('selection', () => {
       ['gateway.networking.k8s.io/v1alpha2', 'TCPRoute'],
       ['gateway.networking.k8s.io/v1alpha3', 'TLSRoute'],
     ]
-    for (const [apiVersion, kind] of versions) expect(classifierFor({apiVersion, kind}), `${apiVersion} ${kind}`).toBeDefined()
+    for (const [apiVersion, kind] of versions)
+      expect(classifierFor({apiVersion, kind}), `${apiVersion} ${kind}`).toBeDefined()
     expect(classifierFor({apiVersion: 'v1', kind: 'Service'})).toBeUndefined()
     expect(classifierFor({apiVersion: 'example.com/v1', kind: 'VirtualService'})).toBeUndefined()
   })
 
   it('malformed specs do not crash', () => {
     const bad: KubeObject[] = [
-      istio('AuthorizationPolicy', 'a', {rules: [null, {from: 'x', to: [{operation: null}], when: [{}]}], selector: 'x'}),
+      istio('AuthorizationPolicy', 'a', {
+        rules: [null, {from: 'x', to: [{operation: null}], when: [{}]}],
+        selector: 'x',
+      }),
       istio('AuthorizationPolicy', 'b', undefined),
       istio('PeerAuthentication', 'c', {portLevelMtls: {'80': null}, mtls: 'STRICT'}),
       istio('VirtualService', 'd', {hosts: 'reviews', http: [null, {route: 'x', match: [null]}], tcp: {}}),
@@ -138,10 +165,19 @@ describe('helpers', () => {
 
   it('resolves short names against the object namespace and matches wildcards', () => {
     const ctx = classifyContext(bookinfoBase())
-    expect(hostTarget('reviews', 'bookinfo', ctx)).toMatchObject({fqdn: 'reviews.bookinfo.svc.cluster.local', serviceNamespace: 'bookinfo', ownServices: ['reviews']})
+    expect(hostTarget('reviews', 'bookinfo', ctx)).toMatchObject({
+      fqdn: 'reviews.bookinfo.svc.cluster.local',
+      serviceNamespace: 'bookinfo',
+      ownServices: ['reviews'],
+    })
     expect(hostTarget('reviews', 'frontend', ctx).ownServices).toEqual([])
     expect(hostTarget('reviews.bookinfo.svc.cluster.local', 'frontend', ctx).ownServices).toEqual(['reviews'])
-    expect(hostTarget('*.bookinfo.svc.cluster.local', 'x', ctx).ownServices).toEqual(['details', 'productpage', 'ratings', 'reviews'])
+    expect(hostTarget('*.bookinfo.svc.cluster.local', 'x', ctx).ownServices).toEqual([
+      'details',
+      'productpage',
+      'ratings',
+      'reviews',
+    ])
     expect(hostTarget('*.other.svc.cluster.local', 'x', ctx).ownServices).toEqual([])
     expect(hostTarget('httpbin.org', 'bookinfo', ctx)).toMatchObject({fqdn: 'httpbin.org', ownServices: []})
   })
@@ -151,8 +187,12 @@ describe('helpers', () => {
     expect(labelsSubset({app: 'a', version: 'v2'}, {app: 'a', version: 'v1'})).toBe(false)
     expect(labelsSubset(undefined, {})).toBe(true)
     const labels = {'kubernetes.io/metadata.name': 'bookinfo', team: 'x'}
-    expect(matchesLabelSelector({matchExpressions: [{key: 'team', operator: 'In', values: ['x', 'y']}]}, labels)).toBe(true)
-    expect(matchesLabelSelector({matchExpressions: [{key: 'team', operator: 'NotIn', values: ['x']}]}, labels)).toBe(false)
+    expect(matchesLabelSelector({matchExpressions: [{key: 'team', operator: 'In', values: ['x', 'y']}]}, labels)).toBe(
+      true,
+    )
+    expect(matchesLabelSelector({matchExpressions: [{key: 'team', operator: 'NotIn', values: ['x']}]}, labels)).toBe(
+      false,
+    )
     expect(matchesLabelSelector({matchExpressions: [{key: 'env', operator: 'DoesNotExist'}]}, labels)).toBe(true)
     expect(matchesLabelSelector({matchExpressions: [{key: 'env', operator: 'Exists'}]}, labels)).toBe(false)
   })

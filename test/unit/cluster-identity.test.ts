@@ -22,8 +22,18 @@ function client(kubeSystem: {uid: string} | {error: unknown}, server = SERVER): 
   } as unknown as KubeClient
 }
 
-const state = (clusterID: string, server = SERVER) => ({plan: {spec: {target: {context: 'then', server, clusterID}}}}) as unknown as PlanState
-const forbidden = new KubeApiError(403, {reason: 'Forbidden', message: 'namespaces "kube-system" is forbidden: User "bob" cannot get resource "namespaces" in API group "" at the cluster scope'}, attempt, 'now')
+const state = (clusterID: string, server = SERVER) =>
+  ({plan: {spec: {target: {context: 'then', server, clusterID}}}}) as unknown as PlanState
+const forbidden = new KubeApiError(
+  403,
+  {
+    reason: 'Forbidden',
+    message:
+      'namespaces "kube-system" is forbidden: User "bob" cannot get resource "namespaces" in API group "" at the cluster scope',
+  },
+  attempt,
+  'now',
+)
 
 async function check(c: KubeClient, s: PlanState, allowOther = false): Promise<{notes: string[]; error?: unknown}> {
   const notes: string[] = []
@@ -85,6 +95,8 @@ describe('normalizeServer', () => {
   it('ignores case of the host, default ports and trailing slashes', () => {
     expect(normalizeServer('https://API.example.com:443/')).toBe(normalizeServer('https://api.example.com'))
     expect(normalizeServer('https://api.example.com:6443')).not.toBe(normalizeServer('https://api.example.com'))
-    expect(normalizeServer('https://api.example.com/k8s/clusters/c-1/')).toBe('https://api.example.com/k8s/clusters/c-1')
+    expect(normalizeServer('https://api.example.com/k8s/clusters/c-1/')).toBe(
+      'https://api.example.com/k8s/clusters/c-1',
+    )
   })
 })

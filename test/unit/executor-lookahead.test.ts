@@ -21,12 +21,30 @@ const NS = 'shop'
 const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: NS}
 const policyRef = {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: NS, name: 'no-delete'}
 const waypointRef = {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', namespace: NS, name: 'waypoint'}
-const policy: KubeObject = {...policyRef, metadata: {name: 'no-delete', namespace: NS}, spec: {action: 'DENY', rules: [{to: [{operation: {methods: ['DELETE']}}]}]}}
-const waypoint: KubeObject = {...waypointRef, metadata: {name: 'waypoint', namespace: NS, labels: {'app.kubernetes.io/managed-by': 'mesh-migrate'}, annotations: {'mesh-migrate.io/plan': NS}}, spec: {gatewayClassName: 'istio-waypoint'}}
+const policy: KubeObject = {
+  ...policyRef,
+  metadata: {name: 'no-delete', namespace: NS},
+  spec: {action: 'DENY', rules: [{to: [{operation: {methods: ['DELETE']}}]}]},
+}
+const waypoint: KubeObject = {
+  ...waypointRef,
+  metadata: {
+    name: 'waypoint',
+    namespace: NS,
+    labels: {'app.kubernetes.io/managed-by': 'mesh-migrate'},
+    annotations: {'mesh-migrate.io/plan': NS},
+  },
+  spec: {gatewayClassName: 'istio-waypoint'},
+}
 
 /** Reads from a map; writes are not expected (the projection only reads). */
 function mapClient(objects: KubeObject[]): KubeClient & {gets: number} {
-  const byKey = new Map(objects.map((o) => [refKey({apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace, name: o.metadata.name}), o]))
+  const byKey = new Map(
+    objects.map((o) => [
+      refKey({apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace, name: o.metadata.name}),
+      o,
+    ]),
+  )
   const c = {
     gets: 0,
     context: 'test',
@@ -39,34 +57,80 @@ function mapClient(objects: KubeObject[]): KubeClient & {gets: number} {
   return c as unknown as KubeClient & {gets: number}
 }
 
-const step = (id: string, rest: Partial<PlanStep>): PlanStep => ({id, action: id as PlanStep['action'], description: id, preconditions: [], operations: [], verify: [], undo: {description: '', operations: []}, ...rest})
+const step = (id: string, rest: Partial<PlanStep>): PlanStep => ({
+  id,
+  action: id as PlanStep['action'],
+  description: id,
+  preconditions: [],
+  operations: [],
+  verify: [],
+  undo: {description: '', operations: []},
+  ...rest,
+})
 
 // The shape of a plan with an L7 policy: created copy, bind, switch, delete the original.
 const steps: PlanStep[] = [
-  step('create-waypoint', {preconditions: [{check: 'object-absent-or-ours', ref: waypointRef}], operations: [{op: 'apply', object: waypoint}]}),
-  step('create-policies', {preconditions: [{check: 'object-unchanged', ref: policyRef, fingerprint: objectFingerprint(policy)}]}),
-  step('bind-waypoint', {preconditions: [{check: 'namespace-labels', labels: {'istio.io/use-waypoint': null}}, {check: 'waypoint-ready', ref: waypointRef}], operations: [{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}]}),
-  step('enable-ambient', {preconditions: [{check: 'namespace-labels', labels: {'istio.io/dataplane-mode': null}}], operations: [{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': 'ambient'}}]}),
-  step('remove-sidecar-injection', {preconditions: [{check: 'namespace-labels', labels: {'istio-injection': 'enabled'}}], operations: [{op: 'label', ref: nsRef, labels: {'istio-injection': null}}]}),
-  step('delete-sidecar-policies', {preconditions: [{check: 'object-unchanged', ref: policyRef, fingerprint: objectFingerprint(policy)}, {check: 'waypoint-ready', ref: waypointRef}], operations: [{op: 'delete', ref: policyRef, object: policy}]}),
+  step('create-waypoint', {
+    preconditions: [{check: 'object-absent-or-ours', ref: waypointRef}],
+    operations: [{op: 'apply', object: waypoint}],
+  }),
+  step('create-policies', {
+    preconditions: [{check: 'object-unchanged', ref: policyRef, fingerprint: objectFingerprint(policy)}],
+  }),
+  step('bind-waypoint', {
+    preconditions: [
+      {check: 'namespace-labels', labels: {'istio.io/use-waypoint': null}},
+      {check: 'waypoint-ready', ref: waypointRef},
+    ],
+    operations: [{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}],
+  }),
+  step('enable-ambient', {
+    preconditions: [{check: 'namespace-labels', labels: {'istio.io/dataplane-mode': null}}],
+    operations: [{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': 'ambient'}}],
+  }),
+  step('remove-sidecar-injection', {
+    preconditions: [{check: 'namespace-labels', labels: {'istio-injection': 'enabled'}}],
+    operations: [{op: 'label', ref: nsRef, labels: {'istio-injection': null}}],
+  }),
+  step('delete-sidecar-policies', {
+    preconditions: [
+      {check: 'object-unchanged', ref: policyRef, fingerprint: objectFingerprint(policy)},
+      {check: 'waypoint-ready', ref: waypointRef},
+    ],
+    operations: [{op: 'delete', ref: policyRef, object: policy}],
+  }),
 ]
 const ctx = {namespace: NS, planName: NS, stored: new Map([[refKey(policyRef), policy]]), fromManifests: false}
 const namespace = (labels: Record<string, string>): KubeObject => ({...nsRef, metadata: {name: NS, labels}})
 
 describe('laterStepProblems: every remaining step judged before the first one writes', () => {
   it('a fresh namespace passes: each later step sees the labels the steps before it write, not the live ones', async () => {
-    expect(await laterStepProblems(mapClient([namespace({'istio-injection': 'enabled'}), policy]), steps, ctx)).toEqual([])
+    expect(await laterStepProblems(mapClient([namespace({'istio-injection': 'enabled'}), policy]), steps, ctx)).toEqual(
+      [],
+    )
   })
 
   it('an L7 policy edited after create-policies is caught before bind-waypoint, naming the later step', async () => {
     const edited = {...policy, spec: {...policy.spec, rules: [{to: [{operation: {methods: ['DELETE', 'PUT']}}]}]}}
-    const found = await laterStepProblems(mapClient([namespace({'istio-injection': 'enabled'}), edited, waypoint]), steps.slice(2), ctx)
-    expect(found.map((f) => [f.step.id, f.problems])).toEqual([['delete-sidecar-policies', [`AuthorizationPolicy ${NS}/no-delete changed since the plan was made`]]])
+    const found = await laterStepProblems(
+      mapClient([namespace({'istio-injection': 'enabled'}), edited, waypoint]),
+      steps.slice(2),
+      ctx,
+    )
+    expect(found.map((f) => [f.step.id, f.problems])).toEqual([
+      ['delete-sidecar-policies', [`AuthorizationPolicy ${NS}/no-delete changed since the plan was made`]],
+    ])
   })
 
   it('a label set by someone else that a later step expects absent is caught before the earlier steps write', async () => {
-    const found = await laterStepProblems(mapClient([namespace({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'}), policy, waypoint]), steps.slice(2), ctx)
-    expect(found.map((f) => [f.step.id, f.problems])).toEqual([['enable-ambient', ['namespace label istio.io/dataplane-mode is "none", the plan expected it absent']]])
+    const found = await laterStepProblems(
+      mapClient([namespace({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'}), policy, waypoint]),
+      steps.slice(2),
+      ctx,
+    )
+    expect(found.map((f) => [f.step.id, f.problems])).toEqual([
+      ['enable-ambient', ['namespace label istio.io/dataplane-mode is "none", the plan expected it absent']],
+    ])
   })
 
   it('reads each live object once per check', async () => {
@@ -82,7 +146,10 @@ describe('ProjectedCluster: dry-run objects of earlier steps', () => {
     const projection = new ProjectedCluster(mapClient([namespace({'istio-injection': 'enabled'}), policy]))
     for (const s of steps) projection.addStep(s)
     expect((await projection.get(waypointRef))?.spec).toEqual({gatewayClassName: 'istio-waypoint'})
-    expect((await projection.get(nsRef))?.metadata.labels).toEqual({'istio.io/use-waypoint': 'waypoint', 'istio.io/dataplane-mode': 'ambient'})
+    expect((await projection.get(nsRef))?.metadata.labels).toEqual({
+      'istio.io/use-waypoint': 'waypoint',
+      'istio.io/dataplane-mode': 'ambient',
+    })
     expect(await projection.get(policyRef)).toBeUndefined()
   })
 
@@ -91,9 +158,13 @@ describe('ProjectedCluster: dry-run objects of earlier steps', () => {
     projection.addStep(steps[0]!)
     const {checks, skipped} = projectablePreconditions(steps[2]!, projection)
     expect(checks.map((c) => c.check)).toEqual(['namespace-labels'])
-    expect(skipped).toEqual([`Gateway ${NS}/waypoint ready: it is created by an earlier step of this run, and only istiod can program it`])
+    expect(skipped).toEqual([
+      `Gateway ${NS}/waypoint ready: it is created by an earlier step of this run, and only istiod can program it`,
+    ])
     // A waypoint that exists for real is judged as usual.
-    expect(projectablePreconditions(steps[2]!, new ProjectedCluster(mapClient([]))).checks.map((c) => c.check)).toEqual(['namespace-labels', 'waypoint-ready'])
+    expect(projectablePreconditions(steps[2]!, new ProjectedCluster(mapClient([]))).checks.map((c) => c.check)).toEqual(
+      ['namespace-labels', 'waypoint-ready'],
+    )
   })
 })
 
@@ -101,7 +172,19 @@ describe('lock holder liveness on this host', () => {
   const lease = (holder: string): KubeObject => ({
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    metadata: {name: 'mesh-migrate-lock', namespace: NS, annotations: {[LOCK_INFO_ANNOTATION]: JSON.stringify({holder, who: holder.split('/')[0], command: 'apply', plan: 'p', startedAt: ''})}},
+    metadata: {
+      name: 'mesh-migrate-lock',
+      namespace: NS,
+      annotations: {
+        [LOCK_INFO_ANNOTATION]: JSON.stringify({
+          holder,
+          who: holder.split('/')[0],
+          command: 'apply',
+          plan: 'p',
+          startedAt: '',
+        }),
+      },
+    },
     spec: {holderIdentity: holder, leaseDurationSeconds: 60, renewTime: new Date().toISOString()},
   })
 
@@ -122,22 +205,37 @@ describe('lock holder liveness on this host', () => {
 
 describe('drift names the object and the label key or field', () => {
   it('firstDifference gives the JSON path of the first departure', () => {
-    expect(firstDifference({spec: {rules: [{a: 1}, {a: 2}]}, extra: true}, {spec: {rules: [{a: 1}, {a: 3}]}})).toBe('spec.rules[1].a')
+    expect(firstDifference({spec: {rules: [{a: 1}, {a: 2}]}, extra: true}, {spec: {rules: [{a: 1}, {a: 3}]}})).toBe(
+      'spec.rules[1].a',
+    )
     expect(firstDifference({spec: {action: 'DENY', x: 1}}, {spec: {action: 'DENY'}})).toBeUndefined()
   })
 
   it('a namespace label changed since the step set it, and a created object edited', async () => {
     const bind = steps[2]!
-    expect(await stepDrift(mapClient([namespace({'istio.io/use-waypoint': 'other'})]), bind, NS)).toEqual([`Namespace ${NS}: label istio.io/use-waypoint is "other", the step set it to "waypoint"`])
+    expect(await stepDrift(mapClient([namespace({'istio.io/use-waypoint': 'other'})]), bind, NS)).toEqual([
+      `Namespace ${NS}: label istio.io/use-waypoint is "other", the step set it to "waypoint"`,
+    ])
     const edited = {...waypoint, spec: {gatewayClassName: 'istio'}}
-    expect(await stepDrift(mapClient([edited]), steps[0]!, NS)).toEqual([`Gateway ${NS}/waypoint: field spec.gatewayClassName differs from what the step wrote`])
+    expect(await stepDrift(mapClient([edited]), steps[0]!, NS)).toEqual([
+      `Gateway ${NS}/waypoint: field spec.gatewayClassName differs from what the step wrote`,
+    ])
     expect(await stepDrift(mapClient([]), steps[0]!, NS)).toEqual([`Gateway ${NS}/waypoint is missing`])
   })
 })
 
 describe('a 409 on a namespace label patch from an unrelated writer (point 17)', () => {
   const attempt = {method: 'PATCH', verb: 'patch', group: '', resource: 'namespaces', what: `patch namespaces/${NS}`}
-  const conflict = () => new KubeApiError(409, {reason: 'Conflict', message: 'the object has been modified; please apply your changes to the latest version and try again'}, attempt, 'test')
+  const conflict = () =>
+    new KubeApiError(
+      409,
+      {
+        reason: 'Conflict',
+        message: 'the object has been modified; please apply your changes to the latest version and try again',
+      },
+      attempt,
+      'test',
+    )
 
   /** A namespace another controller keeps annotating: the first patch conflicts, the state then is `after`. */
   function racingClient(after: Record<string, string>): KubeClient & {patches: Record<string, unknown>[]} {
@@ -146,7 +244,10 @@ describe('a 409 on a namespace label patch from an unrelated writer (point 17)',
     const c = {
       patches: [] as Record<string, unknown>[],
       get: async () => ({...nsRef, metadata: {name: NS, labels: {...labels}, resourceVersion: String(rv)}}),
-      mergePatch: async (_ref: ObjectRef, patch: {metadata: {labels: Record<string, string | null>; resourceVersion: string}}) => {
+      mergePatch: async (
+        _ref: ObjectRef,
+        patch: {metadata: {labels: Record<string, string | null>; resourceVersion: string}},
+      ) => {
         c.patches.push(patch)
         if (c.patches.length === 1) {
           // The unrelated write lands between our read and our patch.
@@ -155,7 +256,9 @@ describe('a 409 on a namespace label patch from an unrelated writer (point 17)',
           throw conflict()
         }
         if (patch.metadata.resourceVersion !== String(rv)) throw conflict()
-        labels = Object.fromEntries(Object.entries({...labels, ...patch.metadata.labels}).filter(([, v]) => v !== null)) as Record<string, string>
+        labels = Object.fromEntries(
+          Object.entries({...labels, ...patch.metadata.labels}).filter(([, v]) => v !== null),
+        ) as Record<string, string>
         rv++
         return {...nsRef, metadata: {name: NS, labels}}
       },
@@ -168,13 +271,21 @@ describe('a 409 on a namespace label patch from an unrelated writer (point 17)',
     const client = racingClient({'istio-injection': 'enabled'})
     const result = await performOperation(client, op, {planName: NS, dryRun: false, restartStamp: ''})
     expect(result.before).toEqual({labels: {'istio.io/dataplane-mode': null}})
-    expect(client.patches.map((p) => (p as {metadata: {resourceVersion: string}}).metadata.resourceVersion)).toEqual(['1', '2'])
-    expect((await client.get(nsRef))?.metadata.labels).toEqual({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'})
+    expect(client.patches.map((p) => (p as {metadata: {resourceVersion: string}}).metadata.resourceVersion)).toEqual([
+      '1',
+      '2',
+    ])
+    expect((await client.get(nsRef))?.metadata.labels).toEqual({
+      'istio-injection': 'enabled',
+      'istio.io/dataplane-mode': 'ambient',
+    })
   })
 
   it('a conflict on the label the step writes (someone set it meanwhile) is not retried over', async () => {
     const client = racingClient({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'})
-    await expect(performOperation(client, op, {planName: NS, dryRun: false, restartStamp: ''})).rejects.toMatchObject({status: 409})
+    await expect(performOperation(client, op, {planName: NS, dryRun: false, restartStamp: ''})).rejects.toMatchObject({
+      status: 409,
+    })
     expect(client.patches).toHaveLength(1)
   })
 })

@@ -153,14 +153,23 @@ describe('applyStep: one active plan per namespace', () => {
     const [claim, ...rest] = kube.writes()
     expect(`${claim?.verb} ${claim?.kind}/${claim?.name}`).toBe(`patch Namespace/${NS}`)
     expect(rest.every((w) => w.kind !== 'Namespace')).toBe(true)
-    const owner = JSON.parse(kube.peek({apiVersion: 'v1', kind: 'Namespace', name: NS})!.metadata.annotations![OWNER_ANNOTATION]!) as {digest: string}
+    const owner = JSON.parse(
+      kube.peek({apiVersion: 'v1', kind: 'Namespace', name: NS})!.metadata.annotations![OWNER_ANNOTATION]!,
+    ) as {digest: string}
     expect(owner.digest).toBe(specDigest(ctx.state.plan))
   })
 
   it('another plan owning the namespace: refused with exit 5 before any write', async () => {
     const {kube, ctx, step} = await rig({}, {unclaimed: true})
     kube.edit({apiVersion: 'v1', kind: 'Namespace', name: NS}, (o) => {
-      o.metadata.annotations = {[OWNER_ANNOTATION]: JSON.stringify({plan: 'plans/other.yaml', digest: 'sha256:other', by: 'someone', since: '2026-12-01T00:00:00.000Z'})}
+      o.metadata.annotations = {
+        [OWNER_ANNOTATION]: JSON.stringify({
+          plan: 'plans/other.yaml',
+          digest: 'sha256:other',
+          by: 'someone',
+          since: '2026-12-01T00:00:00.000Z',
+        }),
+      }
     })
     const error = await failure(applyStep(ctx, step('create-policies')))
     expect(error).toBeInstanceOf(UserError)
@@ -348,7 +357,6 @@ describe('applyStep: conflicts and failures', () => {
     expect(state.phase(s)).toBe('Failed')
     expect(kube.peek(nsRef)?.metadata.labels).toMatchObject({'istio-injection': 'disabled'})
   })
-
 
   it('a write the server forbids (403): Failed, exit 1, with the permission to grant and the retry path', async () => {
     const {kube, state, ctx, step} = await rig()

@@ -6,7 +6,15 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {ExitCode} from '../../src/cli/exit-codes.js'
-import {CancelledError, InvalidPlanError, LockHeldError, PlanFilesInvalidError, StalePlanError, UsageError, UserError} from '../../src/errors.js'
+import {
+  CancelledError,
+  InvalidPlanError,
+  LockHeldError,
+  PlanFilesInvalidError,
+  StalePlanError,
+  UsageError,
+  UserError,
+} from '../../src/errors.js'
 import {InterruptedError} from '../../src/executor/verify.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -33,7 +41,9 @@ describe('ExitCode', () => {
 
   it('is the only place in src/ that spells an exit code as a number', async () => {
     const dir = path.join(REPO_ROOT, 'src')
-    const files = (await readdir(dir, {recursive: true})).filter((f) => f.endsWith('.ts') && f !== path.join('cli', 'exit-codes.ts'))
+    const files = (await readdir(dir, {recursive: true})).filter(
+      (f) => f.endsWith('.ts') && f !== path.join('cli', 'exit-codes.ts'),
+    )
     // `exit(2)`, `exitCode = 1`, `exitCode: 4`, `exitCode === 10`, `{exitCode: 2, …}` — comments aside;
     // `exitCode = pending ? 10 : 0` too.
     const literal = /\b(?:exit\(\s*\d|exitCode\s*(?:[:=]|===?|!==?)\s*\d|exitCode\s*=[^=].*[?:]\s*\d)/

@@ -11,7 +11,9 @@ import {REPO_ROOT} from '../support/shared.js'
 
 async function sourceFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, {withFileTypes: true})
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : [path.join(dir, e.name)])))
+  const nested = await Promise.all(
+    entries.map((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : [path.join(dir, e.name)])),
+  )
   return nested.flat().filter((f) => f.endsWith('.ts'))
 }
 
@@ -40,7 +42,9 @@ describe('finding catalogue', () => {
     expect(emitted.size).toBeGreaterThan(140)
     const missing = [...emitted].filter(([code]) => !isFindingCode(code)).map(([code, file]) => `${code} (${file})`)
     expect(missing).toEqual([])
-    const stale = Object.keys(FINDING_CATALOGUE).filter((code) => !emitted.has(code) && code !== 'RootL7DenyOutsideWaypoint') // emitted through ROOT_DENY_CODE
+    const stale = Object.keys(FINDING_CATALOGUE).filter(
+      (code) => !emitted.has(code) && code !== 'RootL7DenyOutsideWaypoint',
+    ) // emitted through ROOT_DENY_CODE
     expect(stale).toEqual([])
   })
 
@@ -51,7 +55,15 @@ describe('finding catalogue', () => {
   })
 
   it('keeps the codes users already see, and resolves one-style names to them', () => {
-    for (const code of ['E5', 'IST0118', 'ServiceUsesOwnWaypoint', 'mixed-proxy', 'native-sidecar-unknown', 'ClientSideRoutingLost'] as const) expect(isFindingCode(code)).toBe(true)
+    for (const code of [
+      'E5',
+      'IST0118',
+      'ServiceUsesOwnWaypoint',
+      'mixed-proxy',
+      'native-sidecar-unknown',
+      'ClientSideRoutingLost',
+    ] as const)
+      expect(isFindingCode(code)).toBe(true)
     expect(codeForName('OptedOutWorkloadCaptured')).toBe('E5')
     expect(codeForName('MixedProxyPods')).toBe('mixed-proxy')
     expect(codeForName('ClientSideRoutingLost')).toBe('ClientSideRoutingLost')
@@ -59,7 +71,10 @@ describe('finding catalogue', () => {
   })
 
   it('gives edge cases and Istio codes in their formats, and a fix for what a person must act on', () => {
-    for (const [code, s] of Object.entries(FINDING_CATALOGUE) as [FindingCode, (typeof FINDING_CATALOGUE)[FindingCode]][]) {
+    for (const [code, s] of Object.entries(FINDING_CATALOGUE) as [
+      FindingCode,
+      (typeof FINDING_CATALOGUE)[FindingCode],
+    ][]) {
       if (s.edgeCase) expect(s.edgeCase, code).toMatch(/^E\d{1,2}(, E\d{1,2})*$/)
       if (s.istio) expect(s.istio, code).toMatch(/^IST\d{4}$/)
       if (s.severity.includes('blocker')) expect(s.fix, `${code} is a blocker without a fix`).toBeTruthy()

@@ -12,7 +12,14 @@ import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
-import {computeWaves, type FleetEdge, type FleetInput, namedSourceNamespaces, planFleet, selectNamespaces} from '../../src/planner/fleet.js'
+import {
+  computeWaves,
+  type FleetEdge,
+  type FleetInput,
+  namedSourceNamespaces,
+  planFleet,
+  selectNamespaces,
+} from '../../src/planner/fleet.js'
 import {checkFleetText, renderFleetFile} from '../../src/planner/fleet-file.js'
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject, SourceSnapshot} from '../../src/planner/model.js'
@@ -25,9 +32,22 @@ import {fleetMermaid} from '../../src/ui/fleet-view.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples/fleet')
-const OPTIONS: PlanOptions = {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service', routes: 'virtualservice', optedOut: 'keep-out', denyWaypointBypass: false}
+const OPTIONS: PlanOptions = {
+  rootNamespace: 'istio-system',
+  waypointName: 'waypoint',
+  waypointFor: 'service',
+  routes: 'virtualservice',
+  optedOut: 'keep-out',
+  denyWaypointBypass: false,
+}
 
-const edge = (from: string, to: string, kind: FleetEdge['kind'] = 'routing'): FleetEdge => ({from, to, kind, reason: `${from} before ${to}`, refs: []})
+const edge = (from: string, to: string, kind: FleetEdge['kind'] = 'routing'): FleetEdge => ({
+  from,
+  to,
+  kind,
+  reason: `${from} before ${to}`,
+  refs: [],
+})
 
 describe('computeWaves', () => {
   it('puts each namespace one wave after the latest it depends on (longest path), names sorted within a wave', () => {
@@ -46,7 +66,13 @@ describe('computeWaves', () => {
   })
 
   it('reports a cycle with the edges that form it, puts its namespaces in one wave, and orders the rest around it', () => {
-    const edges = [edge('up', 'p', 'shared-waypoint'), edge('p', 'q', 'authorization'), edge('q', 'r', 'authorization'), edge('r', 'p', 'routing'), edge('r', 'down', 'authorization')]
+    const edges = [
+      edge('up', 'p', 'shared-waypoint'),
+      edge('p', 'q', 'authorization'),
+      edge('q', 'r', 'authorization'),
+      edge('r', 'p', 'routing'),
+      edge('r', 'down', 'authorization'),
+    ]
     const {waves, cycles} = computeWaves(['down', 'p', 'q', 'r', 'up'], edges)
     expect(waves).toEqual([['up'], ['p', 'q', 'r'], ['down']])
     expect(cycles).toHaveLength(1)
@@ -65,9 +91,18 @@ describe('computeWaves', () => {
   })
 
   it('reports two separate cycles separately', () => {
-    const {waves, cycles} = computeWaves(['a', 'b', 'c', 'd'], [edge('a', 'b'), edge('b', 'a'), edge('c', 'd'), edge('d', 'c'), edge('b', 'c')])
-    expect(cycles.map((c) => c.namespaces)).toEqual([['a', 'b'], ['c', 'd']])
-    expect(waves).toEqual([['a', 'b'], ['c', 'd']])
+    const {waves, cycles} = computeWaves(
+      ['a', 'b', 'c', 'd'],
+      [edge('a', 'b'), edge('b', 'a'), edge('c', 'd'), edge('d', 'c'), edge('b', 'c')],
+    )
+    expect(cycles.map((c) => c.namespaces)).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ])
+    expect(waves).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ])
   })
 })
 
@@ -76,7 +111,12 @@ describe('namespaces an AuthorizationPolicy names', () => {
   it('reads namespaces (with prefix/suffix patterns), principals, serviceAccounts and when conditions; * names none', () => {
     const spec = {
       rules: [
-        {from: [{source: {namespaces: ['shop', 'pay*']}}, {source: {principals: ['cluster.local/ns/web/sa/frontend', '*']}}]},
+        {
+          from: [
+            {source: {namespaces: ['shop', 'pay*']}},
+            {source: {principals: ['cluster.local/ns/web/sa/frontend', '*']}},
+          ],
+        },
         {from: [{source: {serviceAccounts: ['shop/api']}}], when: [{key: 'source.namespace', values: ['*eb']}]},
         {from: [{source: {namespaces: ['*']}}]},
       ],
@@ -104,12 +144,27 @@ describe('label selectors (-l)', () => {
   })
 
   it('-A leaves out Kubernetes namespaces and the root namespace; names must exist', () => {
-    const nsObj = (name: string, labels: Record<string, string> = {}): KubeObject => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels}})
-    const all = [nsObj('kube-system'), nsObj('istio-system'), nsObj('shop', {team: 'a'}), nsObj('pay', {team: 'b'}), nsObj('kube-public')]
+    const nsObj = (name: string, labels: Record<string, string> = {}): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {name, labels},
+    })
+    const all = [
+      nsObj('kube-system'),
+      nsObj('istio-system'),
+      nsObj('shop', {team: 'a'}),
+      nsObj('pay', {team: 'b'}),
+      nsObj('kube-public'),
+    ]
     expect(selectNamespaces(all, {allNamespaces: true}, 'istio-system').selected).toEqual(['pay', 'shop'])
     expect(selectNamespaces(all, {selector: 'team=a'}, 'istio-system').selected).toEqual(['shop'])
-    expect(selectNamespaces(all, {selector: 'kubernetes.io/metadata.name in (pay)'}, 'istio-system').selected).toEqual(['pay'])
-    expect(selectNamespaces(all, {namespaces: ['shop', 'nope']}, 'istio-system')).toEqual({selected: ['shop'], unknown: ['nope']})
+    expect(selectNamespaces(all, {selector: 'kubernetes.io/metadata.name in (pay)'}, 'istio-system').selected).toEqual([
+      'pay',
+    ])
+    expect(selectNamespaces(all, {namespaces: ['shop', 'nope']}, 'istio-system')).toEqual({
+      selected: ['shop'],
+      unknown: ['nope'],
+    })
   })
 })
 
@@ -123,14 +178,30 @@ async function exampleSnapshots(): Promise<{snapshots: SourceSnapshot[]; source:
 }
 
 function fleetInput(snapshots: SourceSnapshot[], options: Partial<PlanOptions> = {}): FleetInput {
-  return {snapshots, selection: {allNamespaces: true}, options: {...OPTIONS, ...options}, inventory: {waypointFor: 'service'}, generator: 'mesh-migrate/test', planPath: (ns) => `plans/${ns}.yaml`, keepEmpty: false}
+  return {
+    snapshots,
+    selection: {allNamespaces: true},
+    options: {...OPTIONS, ...options},
+    inventory: {waypointFor: 'service'},
+    generator: 'mesh-migrate/test',
+    planPath: (ns) => `plans/${ns}.yaml`,
+    keepEmpty: false,
+  }
 }
 
 const planOf = (plans: MigrationPlan[], ns: string) => plans.find((p) => p.metadata.namespace === ns)!
-const ids = (plan: MigrationPlan) => ({blockers: plan.spec.blockers.map((b) => b.id), findings: plan.spec.findings.map((f) => f.id)})
+const ids = (plan: MigrationPlan) => ({
+  blockers: plan.spec.blockers.map((b) => b.id),
+  findings: plan.spec.findings.map((f) => f.id),
+})
 
 function singlePlan(snapshot: SourceSnapshot, options: Partial<PlanOptions> = {}): MigrationPlan {
-  return buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {...OPTIONS, ...options}, generator: 'mesh-migrate/test'})
+  return buildPlan({
+    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+    snapshot,
+    options: {...OPTIONS, ...options},
+    generator: 'mesh-migrate/test',
+  })
 }
 
 describe('the fleet plan of examples/fleet', () => {
@@ -138,7 +209,11 @@ describe('the fleet plan of examples/fleet', () => {
     const {snapshots} = await exampleSnapshots()
     expect(snapshots.map((s) => s.namespace)).toEqual(['catalog', 'frontend', 'pay', 'shop'])
     const {fleet} = planFleet(fleetInput(snapshots))
-    expect(fleet.spec.waves).toEqual([{wave: 1, namespaces: ['catalog']}, {wave: 2, namespaces: ['frontend']}, {wave: 3, namespaces: ['pay', 'shop']}])
+    expect(fleet.spec.waves).toEqual([
+      {wave: 1, namespaces: ['catalog']},
+      {wave: 2, namespaces: ['frontend']},
+      {wave: 3, namespaces: ['pay', 'shop']},
+    ])
     expect(fleet.spec.edges.map((e) => `${e.from}->${e.to}:${e.kind}`)).toEqual([
       'catalog->frontend:routing',
       'catalog->pay:routing',
@@ -157,7 +232,9 @@ describe('the fleet plan of examples/fleet', () => {
     expect(fleet.spec.cycles).toHaveLength(1)
     expect(fleet.spec.cycles[0]!.namespaces).toEqual(['pay', 'shop'])
     expect(fleet.spec.cycles[0]!.edges.map((e) => `${e.from}->${e.to}`)).toEqual(['pay->shop', 'shop->pay'])
-    expect(fleet.spec.cycles[0]!.edges.find((e) => e.from === 'shop')!.reason).toContain('spec.rules[0].from[0].source.principals')
+    expect(fleet.spec.cycles[0]!.edges.find((e) => e.from === 'shop')!.reason).toContain(
+      'spec.rules[0].from[0].source.principals',
+    )
   })
 
   it("keeps catalog's exported routing for callers of a later wave, and groups what nothing will apply by destination namespace", async () => {
@@ -165,7 +242,10 @@ describe('the fleet plan of examples/fleet', () => {
     const shop = snapshots.find((s) => s.namespace === 'shop')!
     const pay = snapshots.find((s) => s.namespace === 'pay')!
     // Planned alone, shop and pay lose catalog's routing: one grouped finding per destination namespace.
-    expect(ids(singlePlan(shop)).blockers).toEqual(['E11/destination/catalog', 'E12/VirtualService/frontend/shop-timeout'])
+    expect(ids(singlePlan(shop)).blockers).toEqual([
+      'E11/destination/catalog',
+      'E12/VirtualService/frontend/shop-timeout',
+    ])
     const alone = singlePlan(pay)
     expect(ids(alone).blockers).toEqual(['E11/destination/catalog', 'E11/destination/shop'])
     const grouped = alone.spec.blockers.find((b) => b.id === 'E11/destination/shop')!
@@ -177,12 +257,18 @@ describe('the fleet plan of examples/fleet', () => {
     // In the fleet, catalog's waypoint (wave 1) applies it: not lost, the item says by which waypoint.
     expect(ids(planOf(plans, 'shop')).blockers).toEqual(['E12/VirtualService/frontend/shop-timeout'])
     expect(ids(planOf(plans, 'pay')).blockers).toEqual(['E11/destination/shop'])
-    const item = planOf(plans, 'pay').spec.inventory.find((i) => i.ref.kind === 'VirtualService' && i.ref.name === 'catalog')!
+    const item = planOf(plans, 'pay').spec.inventory.find(
+      (i) => i.ref.kind === 'VirtualService' && i.ref.name === 'catalog',
+    )!
     expect(item).toMatchObject({verdict: 'unaffected', action: 'keep'})
     expect(item.reasons.join('\n')).toContain('catalog/waypoint (bound by an earlier wave of the fleet plan)')
     // What the plan counts on is stated in it.
-    expect(ids(planOf(plans, 'pay')).findings).toEqual(expect.arrayContaining(['fleet-order/catalog', 'fleet-cycle/pay+shop']))
-    expect(planOf(plans, 'shop').spec.findings.find((f) => f.id === 'fleet-order/frontend')!.message).toContain('wave 2')
+    expect(ids(planOf(plans, 'pay')).findings).toEqual(
+      expect.arrayContaining(['fleet-order/catalog', 'fleet-cycle/pay+shop']),
+    )
+    expect(planOf(plans, 'shop').spec.findings.find((f) => f.id === 'fleet-order/frontend')!.message).toContain(
+      'wave 2',
+    )
     // frontend's own client-side routing for shop: nothing will ever apply it, so it stays a blocker.
     expect(ids(planOf(plans, 'frontend')).blockers).toEqual(['E11/VirtualService/frontend/shop-timeout'])
   })
@@ -191,12 +277,19 @@ describe('the fleet plan of examples/fleet', () => {
     const {snapshots} = await exampleSnapshots()
     const acceptLost = ['*/VirtualService/frontend/shop-timeout', 'E11/destination/shop']
     const {fleet, plans} = planFleet(fleetInput(snapshots, {acceptLost}))
-    expect(fleet.spec.namespaces.map((n) => `${n.wave}:${n.name}:${n.result}`)).toEqual(['1:catalog:ready', '2:frontend:ready', '3:pay:ready', '3:shop:ready'])
+    expect(fleet.spec.namespaces.map((n) => `${n.wave}:${n.name}:${n.result}`)).toEqual([
+      '1:catalog:ready',
+      '2:frontend:ready',
+      '3:pay:ready',
+      '3:shop:ready',
+    ])
     for (const plan of plans) {
       expect(plan.spec.options.acceptLost).toEqual(acceptLost)
       expect(checkPlanText(renderPlanFile(plan)).problems).toEqual([])
     }
-    expect(planOf(plans, 'frontend').spec.findings.find((f) => f.id === 'E11/VirtualService/frontend/shop-timeout')!.message).toMatch(/accepted with --accept-lost/)
+    expect(
+      planOf(plans, 'frontend').spec.findings.find((f) => f.id === 'E11/VirtualService/frontend/shop-timeout')!.message,
+    ).toMatch(/accepted with --accept-lost/)
     // catalog is in wave 1 with nothing before it: the same bytes as `plan catalog`.
     const catalog = snapshots.find((s) => s.namespace === 'catalog')!
     expect(renderPlanFile(planOf(plans, 'catalog'))).toBe(renderPlanFile(singlePlan(catalog, {acceptLost})))
@@ -215,10 +308,20 @@ describe('the fleet plan of examples/fleet', () => {
     expect(mermaid).toContain('subgraph wave3["Wave 3"]')
     expect(mermaid).toMatch(/ns0 -->\|"routing"\| ns3/)
     expect(mermaid).toMatch(/ns2 -\.->\|"authorization \(cycle\)"\| ns3/)
-    expect(checkFleetText(one.replace('kind: FleetPlan', 'kind: MigrationPlan')).problems[0]).toMatchObject({path: 'kind'})
+    expect(checkFleetText(one.replace('kind: FleetPlan', 'kind: MigrationPlan')).problems[0]).toMatchObject({
+      path: 'kind',
+    })
     // A namespace with nothing to migrate and no edge is in the table, not in the graph.
     const quiet = structuredClone(checked.fleet!)
-    quiet.spec.namespaces.push({name: 'idle', wave: 1, result: 'nothing-to-migrate', from: 'none', waypointRequired: false, steps: 0, blockers: []})
+    quiet.spec.namespaces.push({
+      name: 'idle',
+      wave: 1,
+      result: 'nothing-to-migrate',
+      from: 'none',
+      waypointRequired: false,
+      steps: 0,
+      blockers: [],
+    })
     quiet.spec.waves[0]!.namespaces.push('idle')
     expect(fleetMermaid(quiet)).not.toContain('idle')
     expect(fleetMermaid(quiet)).toContain('ns0["catalog (blocked)"]')
@@ -226,10 +329,27 @@ describe('the fleet plan of examples/fleet', () => {
 })
 
 describe('dependencies beyond the example', () => {
-  const ns = (name: string, labels: Record<string, string> = {}): KubeObject => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels: {'istio-injection': 'enabled', ...labels}}})
+  const ns = (name: string, labels: Record<string, string> = {}): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: {name, labels: {'istio-injection': 'enabled', ...labels}},
+  })
   const app = (namespace: string, name: string, labels: Record<string, string> = {}): KubeObject[] => [
-    {apiVersion: 'v1', kind: 'Service', metadata: {name, namespace, labels}, spec: {selector: {app: name}, ports: [{name: 'http', port: 80}]}},
-    {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name, namespace}, spec: {selector: {matchLabels: {app: name}}, template: {metadata: {labels: {app: name}}, spec: {containers: [{name, image: 'x'}]}}}},
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {name, namespace, labels},
+      spec: {selector: {app: name}, ports: [{name: 'http', port: 80}]},
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {name, namespace},
+      spec: {
+        selector: {matchLabels: {app: name}},
+        template: {metadata: {labels: {app: name}}, spec: {containers: [{name, image: 'x'}]}},
+      },
+    },
   ]
   const snapshotsOf = (objects: KubeObject[], names: string[], opts: {clusterCut?: boolean} = {}): SourceSnapshot[] =>
     names.map((namespace) => ({
@@ -237,7 +357,9 @@ describe('dependencies beyond the example', () => {
       rootNamespace: 'istio-system',
       target: {manifests: ['test']},
       // A cluster read keeps workloads and Services of the planned namespace only (src/sources/kinds.ts scope "namespace").
-      objects: opts.clusterCut ? objects.filter((o) => !['Service', 'Deployment'].includes(o.kind) || o.metadata.namespace === namespace) : objects,
+      objects: opts.clusterCut
+        ? objects.filter((o) => !['Service', 'Deployment'].includes(o.kind) || o.metadata.namespace === namespace)
+        : objects,
       missingKinds: [],
       findings: [],
     }))
@@ -256,24 +378,48 @@ describe('dependencies beyond the example', () => {
       'infra->solo:shared-waypoint:Service solo/api',
       'infra->team:shared-waypoint:Namespace team',
     ])
-    expect(fleet.spec.waves).toEqual([{wave: 1, namespaces: ['infra']}, {wave: 2, namespaces: ['solo', 'team']}])
+    expect(fleet.spec.waves).toEqual([
+      {wave: 1, namespaces: ['infra']},
+      {wave: 2, namespaces: ['solo', 'team']},
+    ])
   })
 
   it('an L4-only policy naming another namespace orders nothing (ztunnel enforces it for sidecar and ambient callers alike)', () => {
     const objects = [
-      ns('a'), ...app('a', 'x'), ns('b'), ...app('b', 'y'),
-      {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: {name: 'from-b', namespace: 'a'}, spec: {action: 'ALLOW', rules: [{from: [{source: {namespaces: ['b']}}]}]}},
+      ns('a'),
+      ...app('a', 'x'),
+      ns('b'),
+      ...app('b', 'y'),
+      {
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        metadata: {name: 'from-b', namespace: 'a'},
+        spec: {action: 'ALLOW', rules: [{from: [{source: {namespaces: ['b']}}]}]},
+      },
     ]
     const {fleet} = planFleet(fleetInput(snapshotsOf(objects, ['a', 'b'])))
     expect(fleet.spec.edges).toEqual([])
     expect(fleet.spec.waves).toEqual([{wave: 1, namespaces: ['a', 'b']}])
   })
 
-  it('a DestinationRule exported by a namespace with a waypoint orders its callers after it, like a VirtualService — also from a cluster read, which has no other namespace\'s Services', () => {
+  it("a DestinationRule exported by a namespace with a waypoint orders its callers after it, like a VirtualService — also from a cluster read, which has no other namespace's Services", () => {
     const objects = [
-      ns('db'), ...app('db', 'pg'),
-      {apiVersion: 'networking.istio.io/v1', kind: 'DestinationRule', metadata: {name: 'pg', namespace: 'db'}, spec: {host: 'pg', trafficPolicy: {connectionPool: {http: {http1MaxPendingRequests: 10}}, loadBalancer: {simple: 'LEAST_REQUEST'}}}},
-      ns('api'), ...app('api', 'web'),
+      ns('db'),
+      ...app('db', 'pg'),
+      {
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'DestinationRule',
+        metadata: {name: 'pg', namespace: 'db'},
+        spec: {
+          host: 'pg',
+          trafficPolicy: {
+            connectionPool: {http: {http1MaxPendingRequests: 10}},
+            loadBalancer: {simple: 'LEAST_REQUEST'},
+          },
+        },
+      },
+      ns('api'),
+      ...app('api', 'web'),
     ]
     for (const clusterCut of [false, true]) {
       const single = singlePlan(snapshotsOf(objects, ['api'], {clusterCut})[0]!)
@@ -286,9 +432,16 @@ describe('dependencies beyond the example', () => {
 
   it('a destination Service labelled istio.io/use-waypoint=none keeps no waypoint: its routing stays lost', () => {
     const objects = [
-      ns('db'), ...app('db', 'pg', {'istio.io/use-waypoint': 'none'}),
-      {apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: {name: 'pg', namespace: 'db'}, spec: {hosts: ['pg'], http: [{timeout: '1s', route: [{destination: {host: 'pg'}}]}]}},
-      ns('api'), ...app('api', 'web'),
+      ns('db'),
+      ...app('db', 'pg', {'istio.io/use-waypoint': 'none'}),
+      {
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'VirtualService',
+        metadata: {name: 'pg', namespace: 'db'},
+        spec: {hosts: ['pg'], http: [{timeout: '1s', route: [{destination: {host: 'pg'}}]}]},
+      },
+      ns('api'),
+      ...app('api', 'web'),
     ]
     const {fleet, plans} = planFleet(fleetInput(snapshotsOf(objects, ['api', 'db'])))
     expect(fleet.spec.edges.filter((e) => e.kind === 'routing')).toEqual([])

@@ -47,7 +47,8 @@ function nameOf(node: FunctionNode): string {
   let own = node.name && !ts.isComputedPropertyName(node.name) ? node.name.getText() : undefined
   if (ts.isConstructorDeclaration(node)) own = 'constructor'
   const parent = node.parent
-  if (!own && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))) own = parent.name.getText()
+  if (!own && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)))
+    own = parent.name.getText()
   const owner = ts.isClassLike(parent) ? parent.name?.getText() : undefined
   return `${owner ? `${owner}.` : ''}${own ?? '<anonymous>'}`
 }
@@ -74,7 +75,8 @@ async function longFunctions(): Promise<LongFunction[]> {
   for (const file of files) {
     const rel = `src/${file.split(path.sep).join('/')}`
     const source = ts.createSourceFile(rel, await readFile(path.join(dir, file), 'utf8'), ts.ScriptTarget.Latest, true)
-    for (const f of functionsIn(source)) if (f.lines > MAX_LINES) found.push({id: `${rel} ${f.name}`, at: `${rel}:${f.line}`, lines: f.lines})
+    for (const f of functionsIn(source))
+      if (f.lines > MAX_LINES) found.push({id: `${rel} ${f.name}`, at: `${rel}:${f.line}`, lines: f.lines})
   }
   return found
 }
@@ -82,7 +84,9 @@ async function longFunctions(): Promise<LongFunction[]> {
 describe(`functions in src/ are at most ${MAX_LINES} lines`, () => {
   it('no function is longer, except those being split now; and each of those is still too long (else drop it from the list)', async () => {
     const found = await longFunctions()
-    const tooLong = found.filter((f) => !BEING_SPLIT.has(f.id)).map((f) => `${f.at} ${f.id.split(' ')[1]}: ${f.lines} lines`)
+    const tooLong = found
+      .filter((f) => !BEING_SPLIT.has(f.id))
+      .map((f) => `${f.at} ${f.id.split(' ')[1]}: ${f.lines} lines`)
     expect(tooLong, `split these functions (at most ${MAX_LINES} lines each)`).toEqual([])
     const split = [...BEING_SPLIT].filter((id) => !found.some((f) => f.id === id))
     expect(split, 'these are no longer over the limit (or were renamed): remove them from BEING_SPLIT').toEqual([])
@@ -95,7 +99,9 @@ describe(`functions in src/ are at most ${MAX_LINES} lines`, () => {
       `export const arrow = async () => {\n${body(MAX_LINES)}\n}`,
       `class Context {\n  workload() {\n${body(MAX_LINES)}\n  }\n}`,
     ].join('\n')
-    const seen = functionsIn(ts.createSourceFile('x.ts', text, ts.ScriptTarget.Latest, true)).map((f) => `${f.name} ${f.lines}`)
+    const seen = functionsIn(ts.createSourceFile('x.ts', text, ts.ScriptTarget.Latest, true)).map(
+      (f) => `${f.name} ${f.lines}`,
+    )
     expect(seen).toEqual([`plain ${MAX_LINES + 1}`, `arrow ${MAX_LINES + 2}`, `Context.workload ${MAX_LINES + 2}`])
   })
 })

@@ -18,16 +18,30 @@ async function tempDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-light-kubeconfig-'))
 }
 
-async function kubeconfigFile(dir: string, name: string, opts: {cluster?: Record<string, unknown>; user?: Record<string, unknown>; current?: string; contexts?: Record<string, unknown>[]} = {}): Promise<string> {
+async function kubeconfigFile(
+  dir: string,
+  name: string,
+  opts: {
+    cluster?: Record<string, unknown>
+    user?: Record<string, unknown>
+    current?: string
+    contexts?: Record<string, unknown>[]
+  } = {},
+): Promise<string> {
   const file = path.join(dir, name)
-  await writeFile(file, stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{name: 'c', cluster: opts.cluster ?? {server: 'https://127.0.0.1:6443', 'insecure-skip-tls-verify': true}}],
-    users: [{name: 'u', user: opts.user ?? {token: 'abc'}}],
-    contexts: opts.contexts ?? [{name: 'ctx', context: {cluster: 'c', user: 'u'}}],
-    ...(opts.current === '' ? {} : {'current-context': opts.current ?? 'ctx'}),
-  }))
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {name: 'c', cluster: opts.cluster ?? {server: 'https://127.0.0.1:6443', 'insecure-skip-tls-verify': true}},
+      ],
+      users: [{name: 'u', user: opts.user ?? {token: 'abc'}}],
+      contexts: opts.contexts ?? [{name: 'ctx', context: {cluster: 'c', user: 'u'}}],
+      ...(opts.current === '' ? {} : {'current-context': opts.current ?? 'ctx'}),
+    }),
+  )
   return file
 }
 
@@ -47,8 +61,16 @@ describe('light kubeconfig', () => {
     await writeFile(path.join(dir, 'pki', 'ca.crt'), 'CA PEM')
     await writeFile(path.join(dir, 'pki', 'token'), 'from-file\n')
     const file = await kubeconfigFile(dir, 'config', {
-      cluster: {server: 'https://example.invalid:6443/', 'certificate-authority': 'pki/ca.crt', 'tls-server-name': 'kubernetes'},
-      user: {tokenFile: 'pki/token', 'client-certificate-data': Buffer.from('CERT PEM').toString('base64'), 'client-key-data': Buffer.from('KEY PEM').toString('base64')},
+      cluster: {
+        server: 'https://example.invalid:6443/',
+        'certificate-authority': 'pki/ca.crt',
+        'tls-server-name': 'kubernetes',
+      },
+      user: {
+        tokenFile: 'pki/token',
+        'client-certificate-data': Buffer.from('CERT PEM').toString('base64'),
+        'client-key-data': Buffer.from('KEY PEM').toString('base64'),
+      },
     })
     const light = await loadLightKubeConfig({kubeconfig: file}, {})
     expect(light?.server).toBe('https://example.invalid:6443')
@@ -66,13 +88,21 @@ describe('light kubeconfig', () => {
 
   it('merges $KUBECONFIG with the first file winning, and honours --context', async () => {
     const dir = await tempDir()
-    const first = await kubeconfigFile(dir, 'first', {cluster: {server: 'https://first.invalid', 'insecure-skip-tls-verify': true}})
+    const first = await kubeconfigFile(dir, 'first', {
+      cluster: {server: 'https://first.invalid', 'insecure-skip-tls-verify': true},
+    })
     const second = await kubeconfigFile(dir, 'second', {
       cluster: {server: 'https://second.invalid', 'insecure-skip-tls-verify': true},
-      contexts: [{name: 'ctx', context: {cluster: 'c', user: 'u'}}, {name: 'other', context: {cluster: 'c'}}],
+      contexts: [
+        {name: 'ctx', context: {cluster: 'c', user: 'u'}},
+        {name: 'other', context: {cluster: 'c'}},
+      ],
       current: 'other',
     })
-    const merged = await loadLightKubeConfig({}, {KUBECONFIG: [path.join(dir, 'missing'), first, second].join(path.delimiter)})
+    const merged = await loadLightKubeConfig(
+      {},
+      {KUBECONFIG: [path.join(dir, 'missing'), first, second].join(path.delimiter)},
+    )
     expect(merged).toMatchObject({context: 'ctx', server: 'https://first.invalid', token: 'abc'})
     const other = await loadLightKubeConfig({context: 'other'}, {KUBECONFIG: [first, second].join(path.delimiter)})
     expect(other).toMatchObject({context: 'other', server: 'https://first.invalid'})
@@ -90,7 +120,10 @@ describe('light kubeconfig', () => {
       {cluster: {server: 'https://127.0.0.1:6443', 'proxy-url': 'http://proxy:3128'}},
     ]
     for (const [i, opts] of cases.entries()) {
-      expect(await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, `case-${i}`, opts)}, {}), JSON.stringify(opts)).toBeUndefined()
+      expect(
+        await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, `case-${i}`, opts)}, {}),
+        JSON.stringify(opts),
+      ).toBeUndefined()
     }
   })
 
@@ -98,14 +131,35 @@ describe('light kubeconfig', () => {
     const dir = await tempDir()
     expect(await loadLightKubeConfig({kubeconfig: path.join(dir, 'missing')}, {})).toBeUndefined()
     expect(await loadLightKubeConfig({}, {HOME: dir})).toBeUndefined() // no ~/.kube/config: in-cluster or an error
-    expect(await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'no-current', {current: ''})}, {})).toBeUndefined()
-    expect(await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'ctx', {}), context: 'unknown'}, {})).toBeUndefined()
-    expect(await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'plain-http', {cluster: {server: 'http://127.0.0.1:8080'}})}, {})).toBeUndefined()
-    expect(await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'token-missing', {user: {tokenFile: 'missing'}})}, {})).toBeUndefined()
+    expect(
+      await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'no-current', {current: ''})}, {}),
+    ).toBeUndefined()
+    expect(
+      await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'ctx', {}), context: 'unknown'}, {}),
+    ).toBeUndefined()
+    expect(
+      await loadLightKubeConfig(
+        {kubeconfig: await kubeconfigFile(dir, 'plain-http', {cluster: {server: 'http://127.0.0.1:8080'}})},
+        {},
+      ),
+    ).toBeUndefined()
+    expect(
+      await loadLightKubeConfig(
+        {kubeconfig: await kubeconfigFile(dir, 'token-missing', {user: {tokenFile: 'missing'}})},
+        {},
+      ),
+    ).toBeUndefined()
     await writeFile(path.join(dir, 'garbage'), 'clusters: [oops')
     expect(await loadLightKubeConfig({kubeconfig: path.join(dir, 'garbage')}, {})).toBeUndefined()
     // Plain http is accepted with insecure-skip-tls-verify, as the client-node path accepts it.
-    const http = await loadLightKubeConfig({kubeconfig: await kubeconfigFile(dir, 'http-insecure', {cluster: {server: 'http://127.0.0.1:8080', 'insecure-skip-tls-verify': true}})}, {})
+    const http = await loadLightKubeConfig(
+      {
+        kubeconfig: await kubeconfigFile(dir, 'http-insecure', {
+          cluster: {server: 'http://127.0.0.1:8080', 'insecure-skip-tls-verify': true},
+        }),
+      },
+      {},
+    )
     expect(http?.server).toBe('http://127.0.0.1:8080')
   })
 })

@@ -76,7 +76,11 @@ items:
     const f = await write(
       'objs.json',
       JSON.stringify(
-        {apiVersion: 'v1', kind: 'List', items: [{apiVersion: 'v1', kind: 'Service', metadata: {name: 's', namespace: 'j'}}]},
+        {
+          apiVersion: 'v1',
+          kind: 'List',
+          items: [{apiVersion: 'v1', kind: 'Service', metadata: {name: 's', namespace: 'j'}}],
+        },
         null,
         '\t',
       ),
@@ -90,7 +94,10 @@ items:
     await write('b.yml', svc('b'))
     await write('a/z.yaml', svc('az'))
     await write('a.yaml', svc('a'))
-    await write('c/d/e.JSON', JSON.stringify({apiVersion: 'v1', kind: 'Service', metadata: {name: 'cde', namespace: 'ns'}}))
+    await write(
+      'c/d/e.JSON',
+      JSON.stringify({apiVersion: 'v1', kind: 'Service', metadata: {name: 'cde', namespace: 'ns'}}),
+    )
     await write('.git/x.yaml', svc('git'))
     await write('.gitlab-ci.yml', 'stages: [build]\n')
     await write('node_modules/pkg/y.yaml', svc('nm'))
@@ -158,9 +165,9 @@ metadata:
   })
 
   it('rejects duplicate keys (as kubectl does)', () => {
-    expect(() => parseManifestText('apiVersion: v1\nkind: Service\nkind: Pod\nmetadata: {name: a}\n', 'dup.yaml')).toThrow(
-      /^dup\.yaml:3:1: .*unique/,
-    )
+    expect(() =>
+      parseManifestText('apiVersion: v1\nkind: Service\nkind: Pod\nmetadata: {name: a}\n', 'dup.yaml'),
+    ).toThrow(/^dup\.yaml:3:1: .*unique/)
   })
 
   it('skips unrendered Helm templates with a finding instead of failing', async () => {
@@ -177,7 +184,10 @@ metadata:
   })
 
   it('skips a template whose quoted name parses as a string', () => {
-    const out = parseManifestText('apiVersion: v1\nkind: Service\nmetadata:\n  name: "{{ .Release.Name }}-svc"\n', 't.yaml')
+    const out = parseManifestText(
+      'apiVersion: v1\nkind: Service\nmetadata:\n  name: "{{ .Release.Name }}-svc"\n',
+      't.yaml',
+    )
     expect(out.objects).toEqual([])
     expect(out.findings.map((f) => f.code)).toEqual(['manifest-template'])
   })
@@ -191,7 +201,10 @@ metadata:
   })
 
   it('skips documents that are not objects, naming file and document, and recognises Kustomize/Helm files', async () => {
-    await write('kustomization.yaml', 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n')
+    await write(
+      'kustomization.yaml',
+      'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n',
+    )
     await write('Chart.yaml', 'apiVersion: v2\nname: shop\nversion: 1.0.0\n')
     await write('values.yaml', 'replicas: 3\n')
     await write(
@@ -201,10 +214,16 @@ metadata:
     const out = await loadManifestFiles([dir])
     expect(names(out.objects)).toEqual(['Service/n/ok'])
     const byFile = (name: string) => out.findings.filter((f) => f.message.includes(path.join(dir, name)))
-    expect(byFile('kustomization.yaml')[0]).toMatchObject({severity: 'info', message: expect.stringMatching(/Kustomize/)})
+    expect(byFile('kustomization.yaml')[0]).toMatchObject({
+      severity: 'info',
+      message: expect.stringMatching(/Kustomize/),
+    })
     expect(byFile('kustomization.yaml')[0]!.fix).toContain('kustomize build')
     expect(byFile('Chart.yaml')[0]).toMatchObject({severity: 'info', message: expect.stringMatching(/Helm chart/)})
-    expect(byFile('values.yaml')[0]).toMatchObject({severity: 'info', message: expect.stringMatching(/not a Kubernetes object/)})
+    expect(byFile('values.yaml')[0]).toMatchObject({
+      severity: 'info',
+      message: expect.stringMatching(/not a Kubernetes object/),
+    })
     const partial = byFile('partial.yaml')
     expect(partial.map((f) => f.message)).toEqual([
       expect.stringMatching(/document 2 \(line 5\) was skipped: no metadata\.name \(it uses generateName\)/),
@@ -288,7 +307,10 @@ metadata: {name: g, namespace: other}
     })
 
     it('leaves the namespace unset without an argument, and keeps explicit namespaces', async () => {
-      await write('svc.yaml', `${svc('a')}---\n${svc('b', 'explicit')}---\napiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: ""}\n`)
+      await write(
+        'svc.yaml',
+        `${svc('a')}---\n${svc('b', 'explicit')}---\napiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: ""}\n`,
+      )
       const out = await loadManifestFiles([dir])
       expect(names(out.objects)).toEqual(['Service/-/a', 'Service/explicit/b', 'Service/-/c'])
       expect(out.objects[0]!.metadata).not.toHaveProperty('namespace')
@@ -369,7 +391,11 @@ metadata: {name: other, namespace: elsewhere}
     expect(snap.rootNamespace).toBe('istio-system')
     expect(snap.target).toEqual({manifests: [dir]})
     expect(snap.missingKinds).toEqual([])
-    expect(names(snap.objects)).toEqual(['Service/shop/a', 'AuthorizationPolicy/istio-system/root', 'Service/elsewhere/other'])
+    expect(names(snap.objects)).toEqual([
+      'Service/shop/a',
+      'AuthorizationPolicy/istio-system/root',
+      'Service/elsewhere/other',
+    ])
     expect(snap.findings.map((f) => f.code)).toEqual(['manifest-skipped'])
     // JSON-serialisable snapshot.
     expect(JSON.parse(JSON.stringify(snap))).toEqual(snap)
@@ -383,7 +409,10 @@ function escape(s: string): string {
 describe('parseManifestText limits', () => {
   it('refuses alias bombs with file:line:col instead of expanding them', () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
-    for (let i = 1; i < 12; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)}]`)
+    for (let i = 1; i < 12; i++)
+      lines.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)}]`,
+      )
     expect(() => parseManifestText(lines.join('\n'), 'bomb.yaml')).toThrow(/^bomb\.yaml:1:1: .*alias/i)
   })
 })

@@ -13,11 +13,16 @@ function ns(name: string, labels: Record<string, string> = {}): KubeObject {
   return {apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels}}
 }
 
-const state = (name: string, labels: Record<string, string>, webhooks?: ReturnType<typeof analyzeInjectionWebhooks>['webhooks']) =>
-  analyzeNamespace(name, ns(name, labels), webhooks ? {webhooks} : {})
+const state = (
+  name: string,
+  labels: Record<string, string>,
+  webhooks?: ReturnType<typeof analyzeInjectionWebhooks>['webhooks'],
+) => analyzeNamespace(name, ns(name, labels), webhooks ? {webhooks} : {})
 
 /** MutatingWebhookConfiguration as the istiod chart renders it (DOMAIN §2.1). */
-function chartWebhooks(opts: {revision?: string; defaultRevision?: boolean; enableNamespacesByDefault?: boolean; tag?: string} = {}): KubeObject {
+function chartWebhooks(
+  opts: {revision?: string; defaultRevision?: boolean; enableNamespacesByDefault?: boolean; tag?: string} = {},
+): KubeObject {
   const rev = opts.revision ?? 'default'
   const revValues = rev === 'default' ? ['default'] : [rev]
   const webhooks: unknown[] = [
@@ -77,7 +82,11 @@ function chartWebhooks(opts: {revision?: string; defaultRevision?: boolean; enab
           matchExpressions: [
             {key: 'istio-injection', operator: 'DoesNotExist'},
             {key: 'istio.io/rev', operator: 'DoesNotExist'},
-            {key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage']},
+            {
+              key: 'kubernetes.io/metadata.name',
+              operator: 'NotIn',
+              values: ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage'],
+            },
           ],
         },
         objectSelector: {
@@ -94,7 +103,14 @@ function chartWebhooks(opts: {revision?: string; defaultRevision?: boolean; enab
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
-    metadata: {name: opts.tag ? `istio-revision-tag-${opts.tag}` : rev === 'default' ? 'istio-sidecar-injector' : `istio-sidecar-injector-${rev}`, labels},
+    metadata: {
+      name: opts.tag
+        ? `istio-revision-tag-${opts.tag}`
+        : rev === 'default'
+          ? 'istio-sidecar-injector'
+          : `istio-sidecar-injector-${rev}`,
+      labels,
+    },
     webhooks,
   }
 }
@@ -105,8 +121,13 @@ function injectorConfigMap(opts: {name?: string; enableNamespacesByDefault?: boo
     kind: 'ConfigMap',
     metadata: {name: opts.name ?? 'istio-sidecar-injector', namespace: 'istio-system'},
     data: {
-      values: JSON.stringify({global: {}, sidecarInjectorWebhook: {enableNamespacesByDefault: opts.enableNamespacesByDefault ?? false}}),
-      config: opts.config ?? 'policy: enabled\nalwaysInjectSelector: []\nneverInjectSelector: []\ntemplate: |\n  {{ .Values }}\n',
+      values: JSON.stringify({
+        global: {},
+        sidecarInjectorWebhook: {enableNamespacesByDefault: opts.enableNamespacesByDefault ?? false},
+      }),
+      config:
+        opts.config ??
+        'policy: enabled\nalwaysInjectSelector: []\nneverInjectSelector: []\ntemplate: |\n  {{ .Values }}\n',
     },
   }
 }
@@ -144,10 +165,9 @@ describe('IST0123 counting rule (DOMAIN §0.1 finding 1)', () => {
   })
 
   it('lists the labels as istioctl prints them and skips istio-system', () => {
-    expect(injectionLabelsForIST0123({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient', other: 'x'})).toEqual([
-      'istio-injection=enabled',
-      'istio.io/dataplane-mode=ambient',
-    ])
+    expect(
+      injectionLabelsForIST0123({'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient', other: 'x'}),
+    ).toEqual(['istio-injection=enabled', 'istio.io/dataplane-mode=ambient'])
     const sys = state('istio-system', {'istio-injection': 'enabled', 'istio.io/rev': 'x'})
     expect(sys.state.multipleInjectionLabels).toBe(false)
     expect(sys.findings.map((f) => f.code)).not.toContain('IST0123')
@@ -238,7 +258,12 @@ describe('analyzeNamespace state', () => {
   it('without a Namespace object: unlabelled, with a finding', () => {
     const {state: s, findings} = analyzeNamespace('ghost', undefined)
     expect(s).toMatchObject({name: 'ghost', labels: {}, sidecarLabels: [], injection: 'none', mode: 'none'})
-    expect(findings).toEqual([expect.objectContaining({id: 'namespace-missing/ghost', ref: {apiVersion: 'v1', kind: 'Namespace', name: 'ghost'}})])
+    expect(findings).toEqual([
+      expect.objectContaining({
+        id: 'namespace-missing/ghost',
+        ref: {apiVersion: 'v1', kind: 'Namespace', name: 'ghost'},
+      }),
+    ])
   })
 
   it('does not mutate the Namespace object and is JSON-serialisable', () => {
@@ -252,7 +277,10 @@ describe('analyzeNamespace state', () => {
 
 describe('injection webhooks', () => {
   it('evaluates installed webhooks: a revision that no webhook serves injects nothing', () => {
-    const {webhooks} = analyzeInjectionWebhooks([chartWebhooks(), chartWebhooks({revision: 'canary', defaultRevision: false})])
+    const {webhooks} = analyzeInjectionWebhooks([
+      chartWebhooks(),
+      chartWebhooks({revision: 'canary', defaultRevision: false}),
+    ])
     expect(webhooks.webhooks).toHaveLength(6)
     expect(state('a', {'istio.io/rev': 'canary'}, webhooks).state.injection).toBe('enabled')
     expect(state('a', {'istio.io/rev': 'default'}, webhooks).state.injection).toBe('enabled')
@@ -267,7 +295,9 @@ describe('injection webhooks', () => {
   it('E3 from the auto webhook: unlabelled namespaces are injected, kube-system is not, and removing labels does not help', () => {
     const {webhooks, findings} = analyzeInjectionWebhooks([chartWebhooks({enableNamespacesByDefault: true})])
     expect(webhooks.enabledByDefault).toBe(true)
-    expect(findings).toEqual([expect.objectContaining({id: 'E3/injection-enabled-by-default', code: 'E3', severity: 'warning'})])
+    expect(findings).toEqual([
+      expect.objectContaining({id: 'E3/injection-enabled-by-default', code: 'E3', severity: 'warning'}),
+    ])
     expect(findings[0]!.message).toContain('auto.sidecar-injector.istio.io')
     const bar = state('bar', {}, webhooks)
     expect(bar.state.injection).toBe('enabled')
@@ -288,13 +318,22 @@ describe('injection webhooks', () => {
     expect(state('bar', {}, webhooks).state.injection).toBe('enabled')
     expect(state('kube-public', {}, webhooks).state.injection).toBe('none')
     // A revision's ConfigMap does not enable the default revision's auto webhook.
-    expect(analyzeInjectionWebhooks([injectorConfigMap({name: 'istio-sidecar-injector-canary', enableNamespacesByDefault: true})]).webhooks.enabledByDefault).toBe(false)
-    expect(analyzeInjectionWebhooks([injectorConfigMap({enableNamespacesByDefault: false})]).webhooks.enabledByDefault).toBe(false)
+    expect(
+      analyzeInjectionWebhooks([
+        injectorConfigMap({name: 'istio-sidecar-injector-canary', enableNamespacesByDefault: true}),
+      ]).webhooks.enabledByDefault,
+    ).toBe(false)
+    expect(
+      analyzeInjectionWebhooks([injectorConfigMap({enableNamespacesByDefault: false})]).webhooks.enabledByDefault,
+    ).toBe(false)
   })
 
   it('reads policy and never/always selectors from the injector config', () => {
     const {webhooks} = analyzeInjectionWebhooks([
-      injectorConfigMap({config: 'policy: disabled\nneverInjectSelector:\n- matchLabels: {batch: "true"}\nalwaysInjectSelector:\n- matchLabels: {mesh: "yes"}\n'}),
+      injectorConfigMap({
+        config:
+          'policy: disabled\nneverInjectSelector:\n- matchLabels: {batch: "true"}\nalwaysInjectSelector:\n- matchLabels: {mesh: "yes"}\n',
+      }),
     ])
     expect(webhooks.injectorConfigs.default).toMatchObject({
       policy: 'disabled',
@@ -329,7 +368,10 @@ describe('predictInjection (webhook selectors + injectRequired)', () => {
     ...over,
   })
   const nsState = (labels: Record<string, string>, name = 'shop') => analyzeNamespace(name, ns(name, labels)).state
-  const installed = analyzeInjectionWebhooks([chartWebhooks(), chartWebhooks({revision: 'canary', defaultRevision: false})]).webhooks
+  const installed = analyzeInjectionWebhooks([
+    chartWebhooks(),
+    chartWebhooks({revision: 'canary', defaultRevision: false}),
+  ]).webhooks
 
   // Each case runs against the chart's table (no webhook objects) and against the rendered webhooks:
   // both must agree, which is what makes the table trustworthy for manifests.
@@ -337,7 +379,8 @@ describe('predictInjection (webhook selectors + injectRequired)', () => {
     ['selector table', undefined],
     ['installed webhooks', installed],
   ])('%s', (_name, webhooks) => {
-    const predict = (p: PodInjectionInput, labels: Record<string, string>) => predictInjection(p, nsState(labels), webhooks).injected
+    const predict = (p: PodInjectionInput, labels: Record<string, string>) =>
+      predictInjection(p, nsState(labels), webhooks).injected
 
     it('namespace injection, pod opt-out by label', () => {
       expect(predict(pod(), {'istio-injection': 'enabled'})).toBe(true)
@@ -349,8 +392,18 @@ describe('predictInjection (webhook selectors + injectRequired)', () => {
     it('the pod label beats the deprecated annotation, both ways', () => {
       const labels = {'istio-injection': 'enabled'}
       expect(predict(pod({annotations: {'sidecar.istio.io/inject': 'false'}}), labels)).toBe(false)
-      expect(predict(pod({labels: {'sidecar.istio.io/inject': 'false'}, annotations: {'sidecar.istio.io/inject': 'true'}}), labels)).toBe(false)
-      expect(predict(pod({labels: {'sidecar.istio.io/inject': 'true'}, annotations: {'sidecar.istio.io/inject': 'false'}}), labels)).toBe(true)
+      expect(
+        predict(
+          pod({labels: {'sidecar.istio.io/inject': 'false'}, annotations: {'sidecar.istio.io/inject': 'true'}}),
+          labels,
+        ),
+      ).toBe(false)
+      expect(
+        predict(
+          pod({labels: {'sidecar.istio.io/inject': 'true'}, annotations: {'sidecar.istio.io/inject': 'false'}}),
+          labels,
+        ),
+      ).toBe(true)
     })
 
     it('hostNetwork is never injected', () => {
@@ -369,13 +422,21 @@ describe('predictInjection (webhook selectors + injectRequired)', () => {
     })
 
     it('kube-system is never injected', () => {
-      expect(predictInjection(pod({namespace: 'kube-system'}), nsState({'istio-injection': 'enabled'}, 'kube-system'), webhooks).injected).toBe(false)
+      expect(
+        predictInjection(
+          pod({namespace: 'kube-system'}),
+          nsState({'istio-injection': 'enabled'}, 'kube-system'),
+          webhooks,
+        ).injected,
+      ).toBe(false)
     })
   })
 
   it('never/always-inject selectors and the injection policy', () => {
     const {webhooks} = analyzeInjectionWebhooks([
-      injectorConfigMap({config: 'policy: enabled\nneverInjectSelector:\n- matchLabels: {batch: "true"}\nalwaysInjectSelector: []\n'}),
+      injectorConfigMap({
+        config: 'policy: enabled\nneverInjectSelector:\n- matchLabels: {batch: "true"}\nalwaysInjectSelector: []\n',
+      }),
     ])
     const labels = {'istio-injection': 'enabled'}
     expect(predictInjection(pod({labels: {batch: 'true'}}), nsState(labels), webhooks)).toEqual({
@@ -383,24 +444,42 @@ describe('predictInjection (webhook selectors + injectRequired)', () => {
       reason: 'neverInjectSelector of ConfigMap istio-system/istio-sidecar-injector',
     })
     // An explicit label wins over the selectors.
-    expect(predictInjection(pod({labels: {batch: 'true', 'sidecar.istio.io/inject': 'true'}}), nsState(labels), webhooks).injected).toBe(true)
+    expect(
+      predictInjection(pod({labels: {batch: 'true', 'sidecar.istio.io/inject': 'true'}}), nsState(labels), webhooks)
+        .injected,
+    ).toBe(true)
     const disabled = analyzeInjectionWebhooks([injectorConfigMap({config: 'policy: disabled\n'})]).webhooks
     expect(predictInjection(pod(), nsState(labels), disabled).injected).toBe(false)
-    expect(predictInjection(pod({annotations: {'sidecar.istio.io/inject': 'true'}}), nsState(labels), disabled).injected).toBe(true)
+    expect(
+      predictInjection(pod({annotations: {'sidecar.istio.io/inject': 'true'}}), nsState(labels), disabled).injected,
+    ).toBe(true)
   })
 
   it('the auto webhook (E3) injects pods without injection labels, not pods that say false', () => {
     const {webhooks} = analyzeInjectionWebhooks([chartWebhooks({enableNamespacesByDefault: true})])
     expect(predictInjection(pod(), nsState({}), webhooks).injected).toBe(true)
-    expect(predictInjection(pod({annotations: {'sidecar.istio.io/inject': 'false'}}), nsState({}), webhooks).injected).toBe(false)
-    expect(predictInjection(pod({labels: {'sidecar.istio.io/inject': 'false'}}), nsState({}), webhooks).injected).toBe(false)
+    expect(
+      predictInjection(pod({annotations: {'sidecar.istio.io/inject': 'false'}}), nsState({}), webhooks).injected,
+    ).toBe(false)
+    expect(predictInjection(pod({labels: {'sidecar.istio.io/inject': 'false'}}), nsState({}), webhooks).injected).toBe(
+      false,
+    )
     const tableOnly = analyzeInjectionWebhooks([injectorConfigMap({enableNamespacesByDefault: true})]).webhooks
-    expect(predictInjection(pod(), nsState({}), tableOnly)).toEqual({injected: true, reason: 'injection enabled by default (auto webhook)'})
+    expect(predictInjection(pod(), nsState({}), tableOnly)).toEqual({
+      injected: true,
+      reason: 'injection enabled by default (auto webhook)',
+    })
   })
 
   it('says why', () => {
-    expect(predictInjection(pod(), nsState({'istio-injection': 'enabled'})).reason).toBe('namespace istio-injection=enabled')
-    expect(predictInjection(pod({labels: {'sidecar.istio.io/inject': 'true'}}), nsState({})).reason).toBe('pod label sidecar.istio.io/inject=true')
-    expect(predictInjection(pod({hostNetwork: true}), nsState({'istio-injection': 'enabled'})).reason).toMatch(/hostNetwork/)
+    expect(predictInjection(pod(), nsState({'istio-injection': 'enabled'})).reason).toBe(
+      'namespace istio-injection=enabled',
+    )
+    expect(predictInjection(pod({labels: {'sidecar.istio.io/inject': 'true'}}), nsState({})).reason).toBe(
+      'pod label sidecar.istio.io/inject=true',
+    )
+    expect(predictInjection(pod({hostNetwork: true}), nsState({'istio-injection': 'enabled'})).reason).toMatch(
+      /hostNetwork/,
+    )
   })
 })

@@ -13,17 +13,43 @@ import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planf
 import {generatedNamespace} from '../support/generated-namespace.js'
 
 function generatedPlan(n: number): MigrationPlan {
-  const snapshot = {namespace: 'big', rootNamespace: 'istio-system', target: {manifests: ['generated']}, objects: generatedNamespace(n) as unknown as KubeObject[], missingKinds: [], findings: []}
-  return buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+  const snapshot = {
+    namespace: 'big',
+    rootNamespace: 'istio-system',
+    target: {manifests: ['generated']},
+    objects: generatedNamespace(n) as unknown as KubeObject[],
+    missingKinds: [],
+    findings: [],
+  }
+  return buildPlan({
+    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+    snapshot,
+    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+    generator: 'test',
+  })
 }
 
 const plain = (v: unknown) => canonicalize(JSON.parse(JSON.stringify(v)))
 const reverseKeys = (v: unknown): unknown =>
-  Array.isArray(v) ? v.map(reverseKeys) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reverseKeys(x)])) : v
+  Array.isArray(v)
+    ? v.map(reverseKeys)
+    : v && typeof v === 'object'
+      ? Object.fromEntries(
+          Object.entries(v)
+            .reverse()
+            .map(([k, x]) => [k, reverseKeys(x)]),
+        )
+      : v
 
 /** The plan as the first apply leaves it: one step Applied, the reviewed spec's digest recorded. */
 function started(plan: MigrationPlan): MigrationPlan {
-  return {...plan, status: {specDigest: specDigest(plan), steps: [{id: plan.spec.steps[0]!.id, phase: 'Applied', at: '2026-01-01T00:00:00Z', by: 'test'}]}}
+  return {
+    ...plan,
+    status: {
+      specDigest: specDigest(plan),
+      steps: [{id: plan.spec.steps[0]!.id, phase: 'Applied', at: '2026-01-01T00:00:00Z', by: 'test'}],
+    },
+  }
 }
 
 const plan = generatedPlan(3)
@@ -44,14 +70,20 @@ describe('plan file v1alpha2', () => {
   it('stores every object, reason and message once', () => {
     const data = parse(text)
     // The original svc-0-allow: deleted by delete-sidecar-policies and re-created by its undo, stored once.
-    const mentions = text.split('\n').filter((l) => l.includes('AuthorizationPolicy big/svc-0-allow') && !l.includes('svc-0-allow-'))
+    const mentions = text
+      .split('\n')
+      .filter((l) => l.includes('AuthorizationPolicy big/svc-0-allow') && !l.includes('svc-0-allow-'))
     expect(mentions.filter((l) => /^ {4}AuthorizationPolicy big\/svc-0-allow:$/.test(l))).toHaveLength(1)
     // A reason shared by the three policies is in the texts table once and named three times.
     const reason = 'spec.rules[0].to[0].operation.methods: HTTP method match: L7, needs a waypoint'
     expect(plan.spec.inventory.filter((i) => i.reasons.includes(reason))).toHaveLength(3)
     expect(text.split(reason)).toHaveLength(2)
     // Texts that differ only before a shared explanation keep their own beginning as `prefix`.
-    expect(data.spec.inventory.some((i: {reasons: unknown[]}) => i.reasons.some((r) => typeof r === 'object' && r !== null && 'prefix' in r))).toBe(true)
+    expect(
+      data.spec.inventory.some((i: {reasons: unknown[]}) =>
+        i.reasons.some((r) => typeof r === 'object' && r !== null && 'prefix' in r),
+      ),
+    ).toBe(true)
     // No apiVersion repeated in references: spec.apiVersions says it once per kind.
     expect(data.spec.apiVersions).toMatchObject({AuthorizationPolicy: 'security.istio.io/v1', Deployment: 'apps/v1'})
   })
@@ -64,7 +96,11 @@ describe('plan file v1alpha2', () => {
     expect(checkPlanText(editedObject).problems.map((p) => p.path)).toEqual(['spec'])
     const data = parse(applied)
     data.spec.texts[Object.keys(data.spec.texts)[0]!] = 'nothing to see here'
-    expect(checkPlanText(toCanonicalYaml(data)).problems.map((p) => p.message).join()).toContain('spec was edited after the first apply')
+    expect(
+      checkPlanText(toCanonicalYaml(data))
+        .problems.map((p) => p.message)
+        .join(),
+    ).toContain('spec was edited after the first apply')
   })
 
   it('names what does not add up: an object or text nothing has, an entry nothing uses, a kind without apiVersion', () => {
@@ -73,14 +109,29 @@ describe('plan file v1alpha2', () => {
       f(data.spec)
       return checkPlanText(toCanonicalYaml(data)).problems
     }
-    const createPolicies = (spec: Record<string, any>) => spec.steps.find((s: {id: string}) => s.id === 'create-policies')
+    const createPolicies = (spec: Record<string, any>) =>
+      spec.steps.find((s: {id: string}) => s.id === 'create-policies')
     const dangling = edit((spec) => (createPolicies(spec).operations[0] = 'apply AuthorizationPolicy big/nowhere'))
-    expect(dangling).toContainEqual({path: 'spec.steps[3].operations[0]', message: 'names object "AuthorizationPolicy big/nowhere", which spec.objects does not have'})
-    expect(dangling).toContainEqual({path: 'spec.objects.AuthorizationPolicy big/svc-0-allow-waypoint', message: 'no operation or waypoint uses this object'})
+    expect(dangling).toContainEqual({
+      path: 'spec.steps[3].operations[0]',
+      message: 'names object "AuthorizationPolicy big/nowhere", which spec.objects does not have',
+    })
+    expect(dangling).toContainEqual({
+      path: 'spec.objects.AuthorizationPolicy big/svc-0-allow-waypoint',
+      message: 'no operation or waypoint uses this object',
+    })
     const noKind = edit((spec) => delete spec.apiVersions.Deployment)
-    expect(noKind).toContainEqual(expect.objectContaining({message: '"Deployment big/svc-0" is not a reference: spec.apiVersions has no apiVersion for Deployment: name it ("apiVersion Deployment …")'}))
+    expect(noKind).toContainEqual(
+      expect.objectContaining({
+        message:
+          '"Deployment big/svc-0" is not a reference: spec.apiVersions has no apiVersion for Deployment: name it ("apiVersion Deployment …")',
+      }),
+    )
     const noText = edit((spec) => (spec.hazards[0].message = {text: '0000000000'}))
-    expect(noText).toContainEqual({path: 'spec.hazards[0].message', message: 'names text "0000000000", which spec.texts does not have'})
+    expect(noText).toContainEqual({
+      path: 'spec.hazards[0].message',
+      message: 'names text "0000000000", which spec.texts does not have',
+    })
   })
 
   it('still reads plans written as v1alpha1 (the expanded form), with their recorded digest', () => {
@@ -97,10 +148,17 @@ describe('plan file v1alpha2', () => {
 
   it('writes references in one line and reads them back, cluster-scoped ones too', () => {
     const versions = new Map([['Deployment', 'apps/v1']])
-    expect(refText({apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'big', name: 'a'}, versions)).toBe('Deployment big/a')
+    expect(refText({apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'big', name: 'a'}, versions)).toBe(
+      'Deployment big/a',
+    )
     expect(refText({apiVersion: 'v1', kind: 'Namespace', name: 'big'})).toBe('v1 Namespace big')
     expect(parseRefText('v1 Namespace big')).toEqual({apiVersion: 'v1', kind: 'Namespace', name: 'big'})
-    expect(parseRefText('Deployment big/a', {Deployment: 'apps/v1'})).toEqual({apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'big', name: 'a'})
+    expect(parseRefText('Deployment big/a', {Deployment: 'apps/v1'})).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      namespace: 'big',
+      name: 'a',
+    })
     expect(parseRefText('Deployment big/a')).toMatch(/no apiVersion for Deployment/)
     expect(parseRefText('a b c/d/e')).toMatch(/expected/)
   })

@@ -17,7 +17,10 @@ describe('planProgress', () => {
     const blocked = {...plan, spec: {...plan.spec, blockers: [blocker]}}
     expect(planProgress('p.yaml', blocked).state).toBe('blocked')
     // Once steps were applied (before a re-plan added the blocker) the progress is what matters.
-    const applied = {...blocked, status: {specDigest: 'x', steps: [{id: plan.spec.steps[0]!.id, phase: 'Applied' as const, at: '', by: ''}]}}
+    const applied = {
+      ...blocked,
+      status: {specDigest: 'x', steps: [{id: plan.spec.steps[0]!.id, phase: 'Applied' as const, at: '', by: ''}]},
+    }
     expect(planProgress('p.yaml', applied).state).toBe('in-progress')
   })
 })

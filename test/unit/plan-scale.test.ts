@@ -10,8 +10,20 @@ import {renderPlanMarkdown} from '../../src/ui/plan-view.js'
 import {generatedNamespace} from '../support/generated-namespace.js'
 
 function generatedPlan(n: number) {
-  const snapshot = {namespace: 'big', rootNamespace: 'istio-system', target: {manifests: ['generated']}, objects: generatedNamespace(n) as unknown as KubeObject[], missingKinds: [], findings: []}
-  return buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+  const snapshot = {
+    namespace: 'big',
+    rootNamespace: 'istio-system',
+    target: {manifests: ['generated']},
+    objects: generatedNamespace(n) as unknown as KubeObject[],
+    missingKinds: [],
+    findings: [],
+  }
+  return buildPlan({
+    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+    snapshot,
+    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+    generator: 'test',
+  })
 }
 
 describe('plans of many services', () => {
@@ -37,10 +49,11 @@ describe('plans of many services', () => {
     // One apply per created policy, plus the undo of delete-sidecar-policies re-creating the 800 originals.
     expect(text.match(/^ *- apply AuthorizationPolicy big\//gm)).toHaveLength(3200)
     expect(text.split('\nkind: MigrationPlan')[1]!.match(/^\s*apiVersion: security.istio.io/gm)).toBeNull()
-    for (const step of plan.spec.steps) for (const op of step.undo.operations) if (op.op === 'delete') expect(Object.keys(op)).toEqual(['op', 'ref'])
+    for (const step of plan.spec.steps)
+      for (const op of step.undo.operations) if (op.op === 'delete') expect(Object.keys(op)).toEqual(['op', 'ref'])
   })
 
-  it('writes at most 6 KB per service for the generator\'s shape (issue 11)', () => {
+  it("writes at most 6 KB per service for the generator's shape (issue 11)", () => {
     expect(Buffer.byteLength(renderPlanFile(plan)) / 800).toBeLessThanOrEqual(6 * 1024)
   })
 })

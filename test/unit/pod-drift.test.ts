@@ -16,7 +16,10 @@ const restart: PlanStep = {
   description: 'restart',
   preconditions: [],
   operations: [{op: 'restart', ref: deployment}],
-  verify: [{check: 'rollouts-complete', refs: [deployment]}, {check: 'pods-without-sidecar', refs: [deployment]}],
+  verify: [
+    {check: 'rollouts-complete', refs: [deployment]},
+    {check: 'pods-without-sidecar', refs: [deployment]},
+  ],
   undo: {description: 'restart', operations: [{op: 'restart', ref: deployment}]},
 }
 
@@ -24,19 +27,40 @@ function pod(name: string, sidecar: boolean): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: {name, namespace: NS, uid: `uid-${name}`, ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'cart-1', uid: 'rs1', controller: true}], ...(sidecar ? {annotations: {'sidecar.istio.io/status': '{"containers":["istio-proxy"]}'}} : {})},
+    metadata: {
+      name,
+      namespace: NS,
+      uid: `uid-${name}`,
+      ownerReferences: [{apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'cart-1', uid: 'rs1', controller: true}],
+      ...(sidecar ? {annotations: {'sidecar.istio.io/status': '{"containers":["istio-proxy"]}'}} : {}),
+    },
     spec: {containers: [{name: 'app', image: 'cart'}, ...(sidecar ? [{name: 'istio-proxy', image: 'proxyv2'}] : [])]},
     status: {phase: 'Running'},
   }
 }
 
 function cluster(...pods: KubeObject[]): MemoryKube {
-  const rs: KubeObject = {apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: {name: 'cart-1', namespace: NS, uid: 'rs1', ownerReferences: [{apiVersion: 'apps/v1', kind: 'Deployment', name: 'cart', uid: 'd1', controller: true}]}, spec: {}}
-  const dep: KubeObject = {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'cart', namespace: NS, uid: 'd1'}, spec: {template: {metadata: {}}}}
+  const rs: KubeObject = {
+    apiVersion: 'apps/v1',
+    kind: 'ReplicaSet',
+    metadata: {
+      name: 'cart-1',
+      namespace: NS,
+      uid: 'rs1',
+      ownerReferences: [{apiVersion: 'apps/v1', kind: 'Deployment', name: 'cart', uid: 'd1', controller: true}],
+    },
+    spec: {},
+  }
+  const dep: KubeObject = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {name: 'cart', namespace: NS, uid: 'd1'},
+    spec: {template: {metadata: {}}},
+  }
   return new MemoryKube().seed(dep, rs, ...pods)
 }
 
-describe('restart-workloads drift is the pods\' proxy state', () => {
+describe("restart-workloads drift is the pods' proxy state", () => {
   it('in sync while every pod of the restarted workloads runs without a sidecar', async () => {
     expect(await stepDrift(cluster(pod('cart-a', false), pod('cart-b', false)), restart, NS)).toEqual([])
   })

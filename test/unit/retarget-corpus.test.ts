@@ -30,19 +30,27 @@ describeWithShared('istio.io migrate-policies guide', () => {
     // The guide edits the policy in place (same name); the plan needs both side by side until the restart, so the
     // copy is named after the original and says so in an annotation.
     expect(copy.spec).toEqual(after.spec)
-    expect({apiVersion: copy.apiVersion, kind: copy.kind, namespace: copy.metadata.namespace}).toEqual({apiVersion: after.apiVersion, kind: after.kind, namespace: after.metadata.namespace})
+    expect({apiVersion: copy.apiVersion, kind: copy.kind, namespace: copy.metadata.namespace}).toEqual({
+      apiVersion: after.apiVersion,
+      kind: after.kind,
+      namespace: after.metadata.namespace,
+    })
     expect(copy.metadata.annotations?.[COPIED_FROM_ANNOTATION]).toBe(after.metadata.name)
     expect(m.replaceAfterRestart.delete).toEqual([before])
     // Its only rule is L7: the L4 part left at ztunnel allows every request — said as an error.
     expect(named(m.replaceAfterRestart.apply, 'allow-get-reviews-l4').spec.rules).toEqual([{}])
-    expect(m.findings.map((f) => f.id)).toContain('retarget/AuthorizationPolicy/bookinfo/allow-get-reviews/l4-part-allows-all')
+    expect(m.findings.map((f) => f.id)).toContain(
+      'retarget/AuthorizationPolicy/bookinfo/allow-get-reviews/l4-part-allows-all',
+    )
   })
 
   it('without a selector the copy is snippet 7 (targetRefs the waypoint Gateway)', () => {
     const before = only(snippet('ambient-migrate-migrate-policies-5'))
     delete before.spec.selector
     const m = migrate([...bookinfo(), before])
-    expect(named(m.createBeforeBind, 'allow-get-reviews-waypoint').spec).toEqual(only(snippet('ambient-migrate-migrate-policies-7')).spec)
+    expect(named(m.createBeforeBind, 'allow-get-reviews-waypoint').spec).toEqual(
+      only(snippet('ambient-migrate-migrate-policies-7')).spec,
+    )
   })
 
   it('snippet 4 (L4) stays as it is without a waypoint; with one it is kept and the waypoint gets admitted', () => {
@@ -57,7 +65,9 @@ describeWithShared('istio.io migrate-policies guide', () => {
     expect(withL7.replaceAfterRestart.delete.map((o) => o.metadata.name)).toEqual(['allow-get-reviews'])
     // The principal the guide's bypass-prevention DENY names as the waypoint (snippet 8).
     const waypoint = only(snippet('ambient-migrate-migrate-policies-8')).spec.rules[0].from[0].source.notPrincipals[0]
-    expect(named(withL7.createBeforeBind, 'allow-frontend-ztunnel').spec.rules).toEqual([{from: [{source: {principals: [waypoint]}}]}])
+    expect(named(withL7.createBeforeBind, 'allow-frontend-ztunnel').spec.rules).toEqual([
+      {from: [{source: {principals: [waypoint]}}]},
+    ])
   })
 
   it('the bypass-prevention DENYs (snippets 8, 9) exclude the waypoint already: no blocker', () => {
@@ -71,34 +81,61 @@ describeWithShared('istio.io migrate-policies guide', () => {
 
 describeWithShared('istio.io getting started: ztunnel admission of the waypoint', () => {
   it('the companion admits exactly the principal the guide adds to productpage-ztunnel (snippet 3)', () => {
-    const objects = [...load('bookinfo/platform/kube/bookinfo.yaml'), only(snippet('ambient-getting-started-enforce-auth-policies-1'))]
+    const objects = [
+      ...load('bookinfo/platform/kube/bookinfo.yaml'),
+      only(snippet('ambient-getting-started-enforce-auth-policies-1')),
+    ]
     const m = migrate(objects, {namespace: 'default'})
-    const guide = only(snippet('ambient-getting-started-enforce-auth-policies-3')).spec.rules[0].from[0].source.principals as string[]
+    const guide = only(snippet('ambient-getting-started-enforce-auth-policies-3')).spec.rules[0].from[0].source
+      .principals as string[]
     const companion = named(m.createBeforeBind, 'productpage-ztunnel-ztunnel')
     expect(guide).toContain(companion.spec.rules[0].from[0].source.principals[0])
-    expect(companion.spec.selector).toEqual(only(snippet('ambient-getting-started-enforce-auth-policies-1')).spec.selector)
+    expect(companion.spec.selector).toEqual(
+      only(snippet('ambient-getting-started-enforce-auth-policies-1')).spec.selector,
+    )
     // The guide's own targetRefs policy (snippet 2) is already in ambient form.
-    const done = migrate([...objects, only(snippet('ambient-getting-started-enforce-auth-policies-2'))], {namespace: 'default'})
+    const done = migrate([...objects, only(snippet('ambient-getting-started-enforce-auth-policies-2'))], {
+      namespace: 'default',
+    })
     expect(decisionFor(done, 'productpage-waypoint').disposition).toBe('keep')
   })
 })
 
 describeWithShared('istio.io authorization tasks', () => {
-  const httpbin = (ns: string) => [deployment('httpbin', {app: 'httpbin', version: 'v1'}, ns), service('httpbin', {app: 'httpbin'}, ns)]
+  const httpbin = (ns: string) => [
+    deployment('httpbin', {app: 'httpbin', version: 'v1'}, ns),
+    service('httpbin', {app: 'httpbin'}, ns),
+  ]
 
   it('HTTP policies (authz-http 2-5) are carried with their rules; the L4 part keeps the principal', () => {
-    const objects = [...load('bookinfo/platform/kube/bookinfo.yaml'), ...[2, 3, 4, 5].map((i) => only(snippet(`tasks-security-authorization-authz-http-${i}`)))]
+    const objects = [
+      ...load('bookinfo/platform/kube/bookinfo.yaml'),
+      ...[2, 3, 4, 5].map((i) => only(snippet(`tasks-security-authorization-authz-http-${i}`))),
+    ]
     const m = migrate(objects, {namespace: 'default'})
     for (const name of ['productpage-viewer', 'details-viewer', 'reviews-viewer', 'ratings-viewer']) {
       expect(decisionFor(m, name).disposition).toBe('carry')
-      expect(named(m.createBeforeBind, `${name}-waypoint`).spec.rules).toEqual(objects.find((o) => o.metadata.name === name)!.spec.rules)
+      expect(named(m.createBeforeBind, `${name}-waypoint`).spec.rules).toEqual(
+        objects.find((o) => o.metadata.name === name)!.spec.rules,
+      )
     }
-    expect(named(m.replaceAfterRestart.apply, 'ratings-viewer-l4').spec.rules).toEqual([{from: [{source: {principals: ['cluster.local/ns/default/sa/bookinfo-reviews']}}]}])
-    expect(named(m.createBeforeBind, 'details-viewer-waypoint').spec.targetRefs).toEqual([{group: '', kind: 'Service', name: 'details'}])
+    expect(named(m.replaceAfterRestart.apply, 'ratings-viewer-l4').spec.rules).toEqual([
+      {from: [{source: {principals: ['cluster.local/ns/default/sa/bookinfo-reviews']}}]},
+    ])
+    expect(named(m.createBeforeBind, 'details-viewer-waypoint').spec.targetRefs).toEqual([
+      {group: '', kind: 'Service', name: 'details'},
+    ])
   })
 
   it('allow-nothing (authz-http 1) needs nothing: ztunnel enforces it as sidecars did', () => {
-    const m = migrate([...load('bookinfo/platform/kube/bookinfo.yaml'), only(snippet('tasks-security-authorization-authz-http-1')), only(snippet('tasks-security-authorization-authz-http-2'))], {namespace: 'default'})
+    const m = migrate(
+      [
+        ...load('bookinfo/platform/kube/bookinfo.yaml'),
+        only(snippet('tasks-security-authorization-authz-http-1')),
+        only(snippet('tasks-security-authorization-authz-http-2')),
+      ],
+      {namespace: 'default'},
+    )
     expect(decisionFor(m, 'allow-nothing').disposition).toBe('keep')
   })
 
@@ -106,17 +143,28 @@ describeWithShared('istio.io authorization tasks', () => {
     for (const i of [1, 2]) {
       const deny = only(snippet(`tasks-security-authorization-authz-deny-${i}`))
       const m = migrate([...httpbin('foo'), deny], {namespace: 'foo'})
-      expect(named(m.createBeforeBind, 'deny-method-get-waypoint').spec).toEqual({targetRefs: [{group: '', kind: 'Service', name: 'httpbin'}], action: 'DENY', rules: deny.spec.rules})
+      expect(named(m.createBeforeBind, 'deny-method-get-waypoint').spec).toEqual({
+        targetRefs: [{group: '', kind: 'Service', name: 'httpbin'}],
+        action: 'DENY',
+        rules: deny.spec.rules,
+      })
       expect(m.replaceAfterRestart.delete).toEqual([deny])
     }
-    const m = migrate([...httpbin('foo'), only(snippet('tasks-security-authorization-authz-deny-3'))], {namespace: 'foo'})
+    const m = migrate([...httpbin('foo'), only(snippet('tasks-security-authorization-authz-deny-3'))], {
+      namespace: 'foo',
+    })
     expect(named(m.replaceAfterRestart.apply, 'allow-path-ip-l4').spec.rules).toEqual([{}])
   })
 
   it('CUSTOM (authz-custom 2) keeps its provider on the waypoint', () => {
     const custom = only(snippet('tasks-security-authorization-authz-custom-2'))
     const m = migrate([...httpbin('foo'), custom], {namespace: 'foo'})
-    expect(named(m.createBeforeBind, 'ext-authz-waypoint').spec).toEqual({targetRefs: [{group: '', kind: 'Service', name: 'httpbin'}], action: 'CUSTOM', provider: {name: 'sample-ext-authz-grpc'}, rules: custom.spec.rules})
+    expect(named(m.createBeforeBind, 'ext-authz-waypoint').spec).toEqual({
+      targetRefs: [{group: '', kind: 'Service', name: 'httpbin'}],
+      action: 'CUSTOM',
+      provider: {name: 'sample-ext-authz-grpc'},
+      rules: custom.spec.rules,
+    })
     expect(m.findings.map((f) => f.code)).toContain('RetargetCustomProvider')
   })
 
@@ -124,18 +172,35 @@ describeWithShared('istio.io authorization tasks', () => {
     const ra = only(snippet('tasks-security-authorization-authz-jwt-1'))
     const ap = only(snippet('tasks-security-authorization-authz-jwt-3'))
     const m = migrate([...httpbin('foo'), ra, ap], {namespace: 'foo'})
-    expect(named(m.createBeforeBind, 'jwt-example-waypoint').spec).toEqual({jwtRules: ra.spec.jwtRules, targetRefs: [{group: '', kind: 'Service', name: 'httpbin'}]})
+    expect(named(m.createBeforeBind, 'jwt-example-waypoint').spec).toEqual({
+      jwtRules: ra.spec.jwtRules,
+      targetRefs: [{group: '', kind: 'Service', name: 'httpbin'}],
+    })
     expect(m.findings.map((f) => f.code)).not.toContain('RetargetNeedsRequestAuthentication')
-    const without = migrate([...httpbin('foo'), only(snippet('tasks-security-authorization-authz-jwt-2'))], {namespace: 'foo'})
+    const without = migrate([...httpbin('foo'), only(snippet('tasks-security-authorization-authz-jwt-2'))], {
+      namespace: 'foo',
+    })
     expect(without.findings.map((f) => f.code)).toContain('RetargetNeedsRequestAuthentication')
   })
 
   it('TCP (authz-tcp 1-2): deny-all is kept; the identity ALLOW gets a companion once a waypoint fronts mongodb', () => {
     const mongo = [deployment('mongodb', {app: 'mongodb'}, 'default'), service('mongodb', {app: 'mongodb'}, 'default')]
-    const m = migrate([...mongo, only(snippet('tasks-security-authorization-authz-tcp-1')), only(snippet('tasks-security-authorization-authz-tcp-2'))], {namespace: 'default'})
+    const m = migrate(
+      [
+        ...mongo,
+        only(snippet('tasks-security-authorization-authz-tcp-1')),
+        only(snippet('tasks-security-authorization-authz-tcp-2')),
+      ],
+      {namespace: 'default'},
+    )
     expect(decisionFor(m, 'deny-all').disposition).toBe('keep')
     expect(decisionFor(m, 'bookinfo-ratings-v2').disposition).toBe('carry-keep')
-    expect(m.createBeforeBind.map((o) => o.metadata.name)).toEqual(['bookinfo-ratings-v2-waypoint', 'bookinfo-ratings-v2-ztunnel'])
-    expect(named(m.createBeforeBind, 'bookinfo-ratings-v2-ztunnel').spec.rules[0].from[0].source.principals).toEqual(['cluster.local/ns/default/sa/waypoint'])
+    expect(m.createBeforeBind.map((o) => o.metadata.name)).toEqual([
+      'bookinfo-ratings-v2-waypoint',
+      'bookinfo-ratings-v2-ztunnel',
+    ])
+    expect(named(m.createBeforeBind, 'bookinfo-ratings-v2-ztunnel').spec.rules[0].from[0].source.principals).toEqual([
+      'cluster.local/ns/default/sa/waypoint',
+    ])
   })
 })

@@ -13,12 +13,29 @@ import {REPO_ROOT} from '../support/shared.js'
 import {deployment, istio, service, yamlObjects} from './support/classify-context.js'
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples/bookinfo')
-const namespace: KubeObject = {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'bookinfo', labels: {'istio-injection': 'enabled'}}}
+const namespace: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  metadata: {name: 'bookinfo', labels: {'istio-injection': 'enabled'}},
+}
 
 function plan(objects: KubeObject[], istioVersion?: string): MigrationPlan {
-  const snapshot: SourceSnapshot = {namespace: 'bookinfo', rootNamespace: 'istio-system', target: {manifests: ['test']}, objects, missingKinds: [], findings: []}
+  const snapshot: SourceSnapshot = {
+    namespace: 'bookinfo',
+    rootNamespace: 'istio-system',
+    target: {manifests: ['test']},
+    objects,
+    missingKinds: [],
+    findings: [],
+  }
   const inventory = buildInventory(snapshot, {waypointFor: 'service', ...(istioVersion ? {istioVersion} : {})})
-  return buildPlan({inventory, snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test', ...(istioVersion ? {istioVersion} : {})})
+  return buildPlan({
+    inventory,
+    snapshot,
+    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+    generator: 'test',
+    ...(istioVersion ? {istioVersion} : {}),
+  })
 }
 
 function step(p: MigrationPlan, id: string): PlanStep {
@@ -53,12 +70,9 @@ describe('bookinfo example', () => {
     const created = s.operations.map((o) => refKey(refOf((o as Extract<Operation, {op: 'apply'}>).object)))
     expect(s.undo.operations.map((o) => (o.op === 'delete' ? refKey(o.ref) : 'not a delete'))).toEqual(created)
     // The originals it copies must not have changed since the plan was made.
-    expect(s.preconditions.filter((c) => c.check === 'object-unchanged').map((c) => (c as {ref: {name: string}}).ref.name)).toEqual([
-      'details-no-delete',
-      'productpage-ingress-only',
-      'ratings-get-only',
-      'reviews-from-productpage',
-    ])
+    expect(
+      s.preconditions.filter((c) => c.check === 'object-unchanged').map((c) => (c as {ref: {name: string}}).ref.name),
+    ).toEqual(['details-no-delete', 'productpage-ingress-only', 'ratings-get-only', 'reviews-from-productpage'])
     expect(s.description).toContain('cluster.local/ns/bookinfo/sa/waypoint')
   })
 
@@ -66,12 +80,29 @@ describe('bookinfo example', () => {
     const ids = p.spec.steps.map((s) => s.id)
     expect(ids.indexOf('restart-workloads')).toBe(ids.indexOf('delete-sidecar-policies') - 1)
     const s = step(p, 'delete-sidecar-policies')
-    expect(s.operations.map(describeOp)).toEqual(['apply ratings-get-only-l4', 'delete details-no-delete', 'delete ratings-get-only'])
-    expect(s.undo.operations.map(describeOp)).toEqual(['apply details-no-delete', 'apply ratings-get-only', 'delete ratings-get-only-l4'])
-    const stored = s.operations.find((o) => o.op === 'delete' && o.ref.name === 'ratings-get-only') as Extract<Operation, {op: 'delete'}>
+    expect(s.operations.map(describeOp)).toEqual([
+      'apply ratings-get-only-l4',
+      'delete details-no-delete',
+      'delete ratings-get-only',
+    ])
+    expect(s.undo.operations.map(describeOp)).toEqual([
+      'apply details-no-delete',
+      'apply ratings-get-only',
+      'delete ratings-get-only-l4',
+    ])
+    const stored = s.operations.find((o) => o.op === 'delete' && o.ref.name === 'ratings-get-only') as Extract<
+      Operation,
+      {op: 'delete'}
+    >
     expect(stored.object!.spec.rules[0].to[0].operation.methods).toEqual(['GET'])
     expect(s.verify).toEqual([
-      {check: 'objects-absent', refs: [expect.objectContaining({name: 'details-no-delete'}), expect.objectContaining({name: 'ratings-get-only'})]},
+      {
+        check: 'objects-absent',
+        refs: [
+          expect.objectContaining({name: 'details-no-delete'}),
+          expect.objectContaining({name: 'ratings-get-only'}),
+        ],
+      },
       {check: 'objects-present', refs: [expect.objectContaining({name: 'ratings-get-only-l4'})]},
     ])
   })
@@ -81,9 +112,16 @@ describe('bookinfo example', () => {
     const tampered = structuredClone(p)
     const s = tampered.spec.steps.find((x) => x.id === 'delete-sidecar-policies')!
     const l4 = (s.operations[0] as Extract<Operation, {op: 'apply'}>).object
-    s.operations.push({op: 'apply', object: {...structuredClone(l4), kind: 'RequestAuthentication', metadata: {...l4.metadata, name: 'x'}}})
+    s.operations.push({
+      op: 'apply',
+      object: {...structuredClone(l4), kind: 'RequestAuthentication', metadata: {...l4.metadata, name: 'x'}},
+    })
     s.operations.push({op: 'apply', object: {...structuredClone(l4), metadata: {...l4.metadata, namespace: 'other'}}})
-    s.undo.operations.push({op: 'delete', ref: {apiVersion: 'v1', kind: 'Service', namespace: 'bookinfo', name: 'ratings'}, object: {apiVersion: 'v1', kind: 'Service', metadata: {name: 'ratings', namespace: 'bookinfo'}}})
+    s.undo.operations.push({
+      op: 'delete',
+      ref: {apiVersion: 'v1', kind: 'Service', namespace: 'bookinfo', name: 'ratings'},
+      object: {apiVersion: 'v1', kind: 'Service', metadata: {name: 'ratings', namespace: 'bookinfo'}},
+    })
     expect(safetyProblems(tampered).map((x) => x.message)).toEqual([
       'this step may not create RequestAuthentication (security.istio.io/RequestAuthentication)',
       'writes to namespace "other", outside the plan\'s namespace "bookinfo"',
@@ -99,7 +137,10 @@ describe('without a waypoint', () => {
         namespace,
         deployment('reviews-v1', {app: 'reviews'}),
         service('reviews', {app: 'reviews'}),
-        istio('AuthorizationPolicy', 'by-sa', {selector: {matchLabels: {app: 'reviews'}}, rules: [{when: [{key: 'source.serviceAccount', values: ['productpage']}]}]}),
+        istio('AuthorizationPolicy', 'by-sa', {
+          selector: {matchLabels: {app: 'reviews'}},
+          rules: [{when: [{key: 'source.serviceAccount', values: ['productpage']}]}],
+        }),
       ],
       '1.26',
     )
@@ -115,7 +156,10 @@ describe('without a waypoint', () => {
       namespace,
       deployment('reviews-v1', {app: 'reviews'}),
       service('reviews', {app: 'reviews'}),
-      istio('AuthorizationPolicy', 'l4', {selector: {matchLabels: {app: 'reviews'}}, rules: [{from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}]}]}),
+      istio('AuthorizationPolicy', 'l4', {
+        selector: {matchLabels: {app: 'reviews'}},
+        rules: [{from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/productpage']}}]}],
+      }),
     ])
     expect(p.spec.summary.waypointRequired).toBe(false)
     expect(p.spec.steps.map((s) => s.id)).not.toContain('create-policies')

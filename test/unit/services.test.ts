@@ -4,12 +4,23 @@ import {analyzeServices, istioProtocol, servicePortFindings} from '../../src/pla
 
 const NS = 'shop'
 
-function service(name: string, spec: Record<string, unknown>, labels: Record<string, string> = {}, namespace = NS): KubeObject {
+function service(
+  name: string,
+  spec: Record<string, unknown>,
+  labels: Record<string, string> = {},
+  namespace = NS,
+): KubeObject {
   return {apiVersion: 'v1', kind: 'Service', metadata: {name, namespace, labels}, spec}
 }
 
 function workload(name: string, podLabels: Record<string, string>, kind = 'Deployment'): WorkloadItem {
-  return {ref: {apiVersion: 'apps/v1', kind, namespace: NS, name}, proxy: 'sidecar', lostAnnotations: [], traits: [], podLabels}
+  return {
+    ref: {apiVersion: 'apps/v1', kind, namespace: NS, name},
+    proxy: 'sidecar',
+    lostAnnotations: [],
+    traits: [],
+    podLabels,
+  }
 }
 
 describe('istioProtocol (ConvertProtocol, DOMAIN §5)', () => {
@@ -63,7 +74,17 @@ describe('istioProtocol (ConvertProtocol, DOMAIN §5)', () => {
 describe('analyzeServices', () => {
   it('reads ports, type, labels, headless, and matches workloads by pod labels', () => {
     const objs = [
-      service('web', {selector: {app: 'web'}, ports: [{name: 'http', port: 80, targetPort: 'http-port'}, {port: 9090, protocol: 'UDP'}]}, {'istio.io/use-waypoint': 'wp'}),
+      service(
+        'web',
+        {
+          selector: {app: 'web'},
+          ports: [
+            {name: 'http', port: 80, targetPort: 'http-port'},
+            {port: 9090, protocol: 'UDP'},
+          ],
+        },
+        {'istio.io/use-waypoint': 'wp'},
+      ),
       service('db', {selector: {app: 'db'}, clusterIP: 'None', ports: [{port: 5432}]}),
       service('ext', {type: 'ExternalName', externalName: 'x.example.com', ports: [{name: 'https', port: 443}]}),
       service('manual', {ports: [{port: 80, name: 'http', appProtocol: 'kubernetes.io/h2c'}]}),
@@ -93,7 +114,11 @@ describe('analyzeServices', () => {
       ],
       workloads: ['web-v1', 'web-v2'],
     })
-    expect(services.find((s) => s.ref.name === 'db')).toMatchObject({headless: true, workloads: ['db'], ports: [{port: 5432, istioProtocol: 'auto'}]})
+    expect(services.find((s) => s.ref.name === 'db')).toMatchObject({
+      headless: true,
+      workloads: ['db'],
+      ports: [{port: 5432, istioProtocol: 'auto'}],
+    })
     expect(services.find((s) => s.ref.name === 'ext')).toMatchObject({type: 'ExternalName', workloads: []})
     const manual = services.find((s) => s.ref.name === 'manual')!
     expect(manual.selector).toBeUndefined()
@@ -104,10 +129,21 @@ describe('analyzeServices', () => {
 })
 
 describe('servicePortFindings', () => {
-  const svc = (name: string, spec: Record<string, unknown>, labels: Record<string, string> = {}, namespace = NS): ServiceItem =>
-    analyzeServices([service(name, spec, labels, namespace)], namespace, []).services[0]!
+  const svc = (
+    name: string,
+    spec: Record<string, unknown>,
+    labels: Record<string, string> = {},
+    namespace = NS,
+  ): ServiceItem => analyzeServices([service(name, spec, labels, namespace)], namespace, []).services[0]!
 
-  const plain = svc('api', {selector: {app: 'api'}, ports: [{port: 8080, targetPort: 8080}, {name: 'http', port: 80}, {name: 'tcp-db', port: 5432}]})
+  const plain = svc('api', {
+    selector: {app: 'api'},
+    ports: [
+      {port: 8080, targetPort: 8080},
+      {name: 'http', port: 80},
+      {name: 'tcp-db', port: 5432},
+    ],
+  })
 
   it('without a waypoint: unnamed ports are info (ztunnel does not sniff)', () => {
     const f = servicePortFindings([plain], {waypointPlanned: false, waypointFor: 'service'})
@@ -130,7 +166,10 @@ describe('servicePortFindings', () => {
     expect(f.map((x) => x.id)).toEqual([`IST0118/${NS}/api/8080`, `waypoint-sniffing/${NS}/api/5432`])
     expect(f[0]!.message).toMatch(/workload\/all/)
     const mysql = svc('db', {selector: {app: 'db'}, ports: [{name: 'mysql', port: 3307}]})
-    expect(servicePortFindings([mysql], {waypointPlanned: true, waypointFor: 'workload'})[0]).toMatchObject({code: 'waypoint-sniffing', severity: 'warning'})
+    expect(servicePortFindings([mysql], {waypointPlanned: true, waypointFor: 'workload'})[0]).toMatchObject({
+      code: 'waypoint-sniffing',
+      severity: 'warning',
+    })
     expect(servicePortFindings([mysql], {waypointPlanned: false, waypointFor: 'workload'})).toEqual([])
   })
 
@@ -146,13 +185,22 @@ describe('servicePortFindings', () => {
       svc('g', {...unnamed, clusterIP: 'None'}, {'gateway.istio.io/managed': 'istio.io-eastwest-controller'}),
     ]
     expect(servicePortFindings(skipped, {waypointPlanned: true, waypointFor: 'all'})).toEqual([])
-    expect(servicePortFindings([svc('h', unnamed, {release: 'other'})], {waypointPlanned: true, waypointFor: 'service'})).toHaveLength(1)
+    expect(
+      servicePortFindings([svc('h', unnamed, {release: 'other'})], {waypointPlanned: true, waypointFor: 'service'}),
+    ).toHaveLength(1)
   })
 
   it('ExternalName: IST0150 for unnamed, unknown and "tcp" port names only', () => {
     const ext = (name: string, portName?: string) =>
-      svc(name, {type: 'ExternalName', externalName: 'x.example.com', ports: [{port: 443, ...(portName ? {name: portName} : {})}]})
-    const f = servicePortFindings([ext('a', 'nginx'), ext('b'), ext('c', 'tcp'), ext('d', 'https'), ext('e', 'tcp-x')], {waypointPlanned: false, waypointFor: 'service'})
+      svc(name, {
+        type: 'ExternalName',
+        externalName: 'x.example.com',
+        ports: [{port: 443, ...(portName ? {name: portName} : {})}],
+      })
+    const f = servicePortFindings(
+      [ext('a', 'nginx'), ext('b'), ext('c', 'tcp'), ext('d', 'https'), ext('e', 'tcp-x')],
+      {waypointPlanned: false, waypointFor: 'service'},
+    )
     expect(f.map((x) => [x.id, x.code, x.severity])).toEqual([
       [`IST0150/${NS}/a/443`, 'IST0150', 'warning'],
       [`IST0150/${NS}/b/443`, 'IST0150', 'warning'],
@@ -162,22 +210,42 @@ describe('servicePortFindings', () => {
 
   it('headless Services behind a service waypoint (E9)', () => {
     const headless = svc('db', {selector: {app: 'db'}, clusterIP: 'None', ports: [{name: 'tcp', port: 5432}]})
-    expect(servicePortFindings([headless], {waypointPlanned: true, waypointFor: 'service'}).map((f) => f.id)).toEqual([`E9/headless/${NS}/db`])
+    expect(servicePortFindings([headless], {waypointPlanned: true, waypointFor: 'service'}).map((f) => f.id)).toEqual([
+      `E9/headless/${NS}/db`,
+    ])
     expect(servicePortFindings([headless], {waypointPlanned: false, waypointFor: 'service'})).toEqual([])
-    expect(servicePortFindings([headless], {waypointPlanned: true, waypointFor: 'workload'}).map((f) => f.code)).not.toContain('E9')
+    expect(
+      servicePortFindings([headless], {waypointPlanned: true, waypointFor: 'workload'}).map((f) => f.code),
+    ).not.toContain('E9')
   })
 
   it('HTTP/2 and gRPC ports lose per-request balancing without a waypoint (E27)', () => {
-    const grpc = svc('rpc', {selector: {app: 'rpc'}, ports: [{name: 'grpc', port: 9000}, {name: 'http', port: 80}, {port: 81, appProtocol: 'kubernetes.io/h2c'}]})
+    const grpc = svc('rpc', {
+      selector: {app: 'rpc'},
+      ports: [
+        {name: 'grpc', port: 9000},
+        {name: 'http', port: 80},
+        {port: 81, appProtocol: 'kubernetes.io/h2c'},
+      ],
+    })
     const without = servicePortFindings([grpc], {waypointPlanned: false, waypointFor: 'service'})
     expect(without).toEqual([expect.objectContaining({id: `E27/${NS}/rpc`, code: 'E27', severity: 'warning'})])
     expect(without[0]!.message).toContain('9000 (GRPC), 81 (HTTP2)')
     expect(without[0]!.message).toMatch(/per connection/)
-    expect(servicePortFindings([grpc], {waypointPlanned: true, waypointFor: 'service'})[0]).toMatchObject({code: 'E27', severity: 'info'})
+    expect(servicePortFindings([grpc], {waypointPlanned: true, waypointFor: 'service'})[0]).toMatchObject({
+      code: 'E27',
+      severity: 'info',
+    })
   })
 
   it('UDP ports are reported as not proxied', () => {
-    const dns = svc('dns', {selector: {app: 'dns'}, ports: [{name: 'dns', port: 53, protocol: 'UDP'}, {name: 'dns-tcp', port: 53, protocol: 'TCP'}]})
+    const dns = svc('dns', {
+      selector: {app: 'dns'},
+      ports: [
+        {name: 'dns', port: 53, protocol: 'UDP'},
+        {name: 'dns-tcp', port: 53, protocol: 'TCP'},
+      ],
+    })
     const f = servicePortFindings([dns], {waypointPlanned: false, waypointFor: 'service'})
     expect(f.map((x) => [x.id, x.severity])).toEqual([[`udp/${NS}/dns`, 'info']])
     expect(f[0]!.message).toMatch(/neither ztunnel nor waypoints proxy UDP/)

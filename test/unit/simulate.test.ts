@@ -21,7 +21,11 @@ const dep = (name: string, proxy: WorkloadItem['proxy'], traits: WorkloadItem['t
 })
 
 const nsRef = {apiVersion: 'v1', kind: 'Namespace', name: 'ns'}
-const step = (action: PlanStep['action'], operations: PlanStep['operations'] = [], undo: PlanStep['undo']['operations'] = []): PlanStep => ({
+const step = (
+  action: PlanStep['action'],
+  operations: PlanStep['operations'] = [],
+  undo: PlanStep['undo']['operations'] = [],
+): PlanStep => ({
   id: action,
   action,
   description: '',
@@ -30,27 +34,94 @@ const step = (action: PlanStep['action'], operations: PlanStep['operations'] = [
   verify: [],
   undo: {description: '', operations: undo},
 })
-const restart = (names: string[]) => step('restart-workloads', names.map((n) => ({op: 'restart' as const, ref: dep(n, 'sidecar').ref})), names.map((n) => ({op: 'restart' as const, ref: dep(n, 'sidecar').ref})))
+const restart = (names: string[]) =>
+  step(
+    'restart-workloads',
+    names.map((n) => ({op: 'restart' as const, ref: dep(n, 'sidecar').ref})),
+    names.map((n) => ({op: 'restart' as const, ref: dep(n, 'sidecar').ref})),
+  )
 
 const fullSteps = (restarted: string[]): PlanStep[] => [
   step('preflight'),
-  step('create-waypoint', [{op: 'apply', object: {apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', metadata: {name: 'waypoint', namespace: 'ns'}}}]),
+  step('create-waypoint', [
+    {
+      op: 'apply',
+      object: {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        metadata: {name: 'waypoint', namespace: 'ns'},
+      },
+    },
+  ]),
   step('wait-waypoint'),
-  step('create-policies', [{op: 'apply', object: {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: {name: 'p-waypoint', namespace: 'ns'}}}]),
-  step('bind-waypoint', [{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}], [{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': null}}]),
-  step('enable-ambient', [{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': 'ambient'}}], [{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': null}}]),
-  step('remove-sidecar-injection', [{op: 'label', ref: nsRef, labels: {'istio-injection': null}}], [{op: 'label', ref: nsRef, labels: {'istio-injection': 'enabled'}}]),
+  step('create-policies', [
+    {
+      op: 'apply',
+      object: {
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        metadata: {name: 'p-waypoint', namespace: 'ns'},
+      },
+    },
+  ]),
+  step(
+    'bind-waypoint',
+    [{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': 'waypoint'}}],
+    [{op: 'label', ref: nsRef, labels: {'istio.io/use-waypoint': null}}],
+  ),
+  step(
+    'enable-ambient',
+    [{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': 'ambient'}}],
+    [{op: 'label', ref: nsRef, labels: {'istio.io/dataplane-mode': null}}],
+  ),
+  step(
+    'remove-sidecar-injection',
+    [{op: 'label', ref: nsRef, labels: {'istio-injection': null}}],
+    [{op: 'label', ref: nsRef, labels: {'istio-injection': 'enabled'}}],
+  ),
   restart(restarted),
-  step('delete-sidecar-policies', [{op: 'delete', ref: {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: 'ns', name: 'p'}, object: {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: {name: 'p', namespace: 'ns'}}}]),
+  step('delete-sidecar-policies', [
+    {
+      op: 'delete',
+      ref: {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', namespace: 'ns', name: 'p'},
+      object: {apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: {name: 'p', namespace: 'ns'}},
+    },
+  ]),
   step('verify-dataplane'),
 ]
 
-const l7Allow: SimPolicy = {key: 'AuthorizationPolicy/p', action: 'ALLOW', ztunnel: 'deny-all', workloads: ['Deployment/a'], deletedIn: 'delete-sidecar-policies', waypointCopyIn: 'create-policies', companionIn: 'create-policies'}
+const l7Allow: SimPolicy = {
+  key: 'AuthorizationPolicy/p',
+  action: 'ALLOW',
+  ztunnel: 'deny-all',
+  workloads: ['Deployment/a'],
+  deletedIn: 'delete-sidecar-policies',
+  waypointCopyIn: 'create-policies',
+  companionIn: 'create-policies',
+}
 
 describe('simulate', () => {
   it('follows data planes through apply and rollback: sidecar until the restart, ambient after, sidecar again after the rollback restart', () => {
-    const sim = simulate({namespace: 'ns', workloads: [dep('a', 'sidecar')], steps: fullSteps(['a']), policies: [l7Allow], ambientAtStart: false})
-    expect(sim.apply.map((b) => b.dataPlanes['Deployment/a'])).toEqual(['sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'ambient', 'ambient', 'ambient'])
+    const sim = simulate({
+      namespace: 'ns',
+      workloads: [dep('a', 'sidecar')],
+      steps: fullSteps(['a']),
+      policies: [l7Allow],
+      ambientAtStart: false,
+    })
+    expect(sim.apply.map((b) => b.dataPlanes['Deployment/a'])).toEqual([
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'ambient',
+      'ambient',
+      'ambient',
+    ])
     expect(sim.rollback.map((b) => [b.after, b.dataPlanes['Deployment/a']])).toEqual([
       ['undo delete-sidecar-policies', 'ambient'],
       ['undo remove-sidecar-injection', 'ambient'],
@@ -64,13 +135,37 @@ describe('simulate', () => {
   })
 
   it('says where the L7 ALLOW is enforced at each boundary: sidecar, deny-all in the restart window, waypoint after', () => {
-    const sim = simulate({namespace: 'ns', workloads: [dep('a', 'sidecar')], steps: fullSteps(['a']), policies: [l7Allow], ambientAtStart: false})
+    const sim = simulate({
+      namespace: 'ns',
+      workloads: [dep('a', 'sidecar')],
+      steps: fullSteps(['a']),
+      policies: [l7Allow],
+      ambientAtStart: false,
+    })
     const where = sim.apply.map((b) => Object.keys(b.policies['AuthorizationPolicy/p'] ?? {})[0])
-    expect(where).toEqual(['sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'sidecar', 'deny-all', 'waypoint', 'waypoint'])
+    expect(where).toEqual([
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'sidecar',
+      'deny-all',
+      'waypoint',
+      'waypoint',
+    ])
   })
 
   it('marks the deny-all interval as inside the documented restart window, and the rollback one as well', () => {
-    const sim = simulate({namespace: 'ns', workloads: [dep('a', 'sidecar')], steps: fullSteps(['a']), policies: [l7Allow], ambientAtStart: false})
+    const sim = simulate({
+      namespace: 'ns',
+      workloads: [dep('a', 'sidecar')],
+      steps: fullSteps(['a']),
+      policies: [l7Allow],
+      ambientAtStart: false,
+    })
     const denyAll = sim.hazards.filter((h) => h.kind === 'policy-deny-all')
     expect(denyAll.map((h) => [h.phase, h.from, h.until, h.window])).toEqual([
       ['apply', 'restart-workloads', 'delete-sidecar-policies', 'restart'],
@@ -96,7 +191,11 @@ describe('simulate', () => {
       ['rollback', 'policy-deny-all', 'undo delete-sidecar-policies', 'undo enable-ambient', ['Deployment/legacy']],
     ])
     // The restarted workload's deny-all interval is the documented restart window.
-    expect(sim.hazards.find((h) => h.kind === 'policy-deny-all' && h.workloads.includes('Deployment/a') && h.phase === 'apply')?.window).toBe('restart')
+    expect(
+      sim.hazards.find(
+        (h) => h.kind === 'policy-deny-all' && h.workloads.includes('Deployment/a') && h.phase === 'apply',
+      )?.window,
+    ).toBe('restart')
   })
 
   it('flags a policy nobody enforces once its pods are ambient when no waypoint copy exists', () => {
@@ -104,10 +203,14 @@ describe('simulate', () => {
       namespace: 'ns',
       workloads: [dep('a', 'sidecar')],
       steps: fullSteps(['a']),
-      policies: [{key: 'AuthorizationPolicy/deny-delete', action: 'DENY', ztunnel: 'no-op', workloads: ['Deployment/a']}],
+      policies: [
+        {key: 'AuthorizationPolicy/deny-delete', action: 'DENY', ztunnel: 'no-op', workloads: ['Deployment/a']},
+      ],
       ambientAtStart: false,
     })
-    expect(unexpectedHazards(sim).map((h) => [h.kind, h.from, h.until])).toEqual([['policy-not-enforced', 'restart-workloads', 'end']])
+    expect(unexpectedHazards(sim).map((h) => [h.kind, h.from, h.until])).toEqual([
+      ['policy-not-enforced', 'restart-workloads', 'end'],
+    ])
   })
 
   it('flags an identity-keyed ALLOW without a companion: the waypoint identity is denied from binding on', () => {
@@ -115,7 +218,16 @@ describe('simulate', () => {
       namespace: 'ns',
       workloads: [dep('a', 'sidecar')],
       steps: fullSteps(['a']),
-      policies: [{key: 'AuthorizationPolicy/from-b', action: 'ALLOW', ztunnel: 'as-written', workloads: ['Deployment/a'], identityKeyed: true, waypointCopyIn: 'create-policies'}],
+      policies: [
+        {
+          key: 'AuthorizationPolicy/from-b',
+          action: 'ALLOW',
+          ztunnel: 'as-written',
+          workloads: ['Deployment/a'],
+          identityKeyed: true,
+          waypointCopyIn: 'create-policies',
+        },
+      ],
       ambientAtStart: false,
     })
     expect(unexpectedHazards(sim).map((h) => [h.kind, h.from])).toEqual([['waypoint-identity', 'bind-waypoint']])
@@ -124,7 +236,13 @@ describe('simulate', () => {
   it('flags pods leaving the mesh when a rollback would remove the ambient label before the sidecars are back', () => {
     // A plan whose workloads are ambient but whose restart cannot re-inject them (no injection label to restore).
     const steps = fullSteps(['a']).filter((s) => s.action !== 'remove-sidecar-injection')
-    const sim = simulate({namespace: 'ns', workloads: [dep('a', 'sidecar')], steps, policies: [], ambientAtStart: false})
+    const sim = simulate({
+      namespace: 'ns',
+      workloads: [dep('a', 'sidecar')],
+      steps,
+      policies: [],
+      ambientAtStart: false,
+    })
     expect(sim.apply.at(-1)!.dataPlanes['Deployment/a']).toBe('sidecar')
     // Without removing injection the restart re-injects: the pods never leave sidecar mode, no hazard.
     expect(sim.hazards.filter((h) => h.kind === 'pod-leaves-mesh')).toEqual([])
@@ -135,12 +253,29 @@ describe('plan with the simulation', () => {
   async function bookinfoObjects(): Promise<KubeObject[]> {
     return (await loadManifestFiles([path.join(REPO_ROOT, 'examples/bookinfo')])).objects
   }
-  const options = (extra: Partial<PlanOptions> = {}): PlanOptions => ({rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service', ...extra})
+  const options = (extra: Partial<PlanOptions> = {}): PlanOptions => ({
+    rootNamespace: 'istio-system',
+    waypointName: 'waypoint',
+    waypointFor: 'service',
+    ...extra,
+  })
 
   it('records only documented hazards for the bookinfo example', async () => {
     const objects = await bookinfoObjects()
-    const snapshot = {namespace: 'bookinfo', rootNamespace: 'istio-system', target: {manifests: ['x']}, objects, missingKinds: [], findings: []}
-    const plan = buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: options(), generator: 'test'})
+    const snapshot = {
+      namespace: 'bookinfo',
+      rootNamespace: 'istio-system',
+      target: {manifests: ['x']},
+      objects,
+      missingKinds: [],
+      findings: [],
+    }
+    const plan = buildPlan({
+      inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+      snapshot,
+      options: options(),
+      generator: 'test',
+    })
     expect(plan.spec.hazards.length).toBeGreaterThan(0)
     expect(plan.spec.hazards.every((h) => h.window !== undefined)).toBe(true)
     expect(plan.spec.blockers).toEqual([])
@@ -153,9 +288,22 @@ describe('plan with the simulation', () => {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: {name: 'ratings-legacy', namespace: 'bookinfo'},
-      spec: {selector: {matchLabels: {app: 'ratings'}}, template: {metadata: {labels: {app: 'ratings', version: 'legacy', 'sidecar.istio.io/inject': 'false'}}, spec: {containers: [{name: 'r', image: 'r'}]}}},
+      spec: {
+        selector: {matchLabels: {app: 'ratings'}},
+        template: {
+          metadata: {labels: {app: 'ratings', version: 'legacy', 'sidecar.istio.io/inject': 'false'}},
+          spec: {containers: [{name: 'r', image: 'r'}]},
+        },
+      },
     })
-    const snapshot = {namespace: 'bookinfo', rootNamespace: 'istio-system', target: {manifests: ['x']}, objects, missingKinds: [], findings: []}
+    const snapshot = {
+      namespace: 'bookinfo',
+      rootNamespace: 'istio-system',
+      target: {manifests: ['x']},
+      objects,
+      missingKinds: [],
+      findings: [],
+    }
     const inventory = buildInventory(snapshot, {waypointFor: 'service'})
     const blocked = buildPlan({inventory, snapshot, options: options({optedOut: 'enroll'}), generator: 'test'})
     const hazardBlockers = blocked.spec.blockers.filter((b) => b.code === 'UnexpectedHazard')
@@ -164,7 +312,12 @@ describe('plan with the simulation', () => {
     const ids = hazardBlockers.map((b) => b.id.replace(/^hazard\//, ''))
     for (const [i, b] of hazardBlockers.entries()) expect(b.fix).toContain(`--accept-hazard ${ids[i]}`)
 
-    const accepted = buildPlan({inventory, snapshot, options: options({optedOut: 'enroll', acceptHazards: ids}), generator: 'test'})
+    const accepted = buildPlan({
+      inventory,
+      snapshot,
+      options: options({optedOut: 'enroll', acceptHazards: ids}),
+      generator: 'test',
+    })
     expect(accepted.spec.blockers.filter((b) => b.code === 'UnexpectedHazard')).toEqual([])
     for (const id of ids) expect(accepted.spec.hazards.find((h) => h.id === id)?.accepted).toBe(true)
 

@@ -17,7 +17,10 @@ const widest = (text: string) => Math.max(...text.split('\n').map((l) => stringW
 
 describe('renderColumnBlocks', () => {
   const head = ['WORKLOAD', ...Array.from({length: 11}, (_, i) => String(i))]
-  const rows = ['Deployment/details-v1', 'Deployment/productpage-v1'].map((w) => [w, ...Array.from({length: 11}, (_, i) => (i < 8 ? 'sidecar' : 'ambient'))])
+  const rows = ['Deployment/details-v1', 'Deployment/productpage-v1'].map((w) => [
+    w,
+    ...Array.from({length: 11}, (_, i) => (i < 8 ? 'sidecar' : 'ambient')),
+  ])
 
   it('splits columns that do not fit into blocks, each repeating the name column, every line within the width', () => {
     const text = renderColumnBlocks(head, rows, plain, {width: 80, wide: false})
@@ -44,7 +47,16 @@ describe('renderColumnBlocks', () => {
 })
 
 describe('fitItems and fitText', () => {
-  const items = ['0=start', '1=preflight', '2=create-waypoint', '3=wait-waypoint', '4=create-policies', '5=bind-waypoint', '6=enable-ambient', '7=remove-sidecar-injection']
+  const items = [
+    '0=start',
+    '1=preflight',
+    '2=create-waypoint',
+    '3=wait-waypoint',
+    '4=create-policies',
+    '5=bind-waypoint',
+    '6=enable-ambient',
+    '7=remove-sidecar-injection',
+  ]
 
   it('wraps a legend between items, never inside one that fits a line', () => {
     const text = fitItems(items, {width: 40})
@@ -53,7 +65,8 @@ describe('fitItems and fitText', () => {
   })
 
   it('wraps notes at word boundaries; piped text is left as it is', () => {
-    const note = 'DENY-ALL: an L7 ALLOW matches nothing at ztunnel (only traffic the waypoint admits passes). L4-only: ztunnel enforces only the L4 part.'
+    const note =
+      'DENY-ALL: an L7 ALLOW matches nothing at ztunnel (only traffic the waypoint admits passes). L4-only: ztunnel enforces only the L4 part.'
     const wrapped = fitText(note, {width: 50})
     expect(widest(wrapped)).toBeLessThanOrEqual(50)
     expect(wrapped.replace(/\n/g, ' ')).toBe(note)
@@ -64,8 +77,20 @@ describe('fitItems and fitText', () => {
 
 describe('the Mermaid timeline of a namespace with many policies', () => {
   it('puts hazards of the same kind over the same steps on one bar, saying how many', () => {
-    const snapshot = {namespace: 'big', rootNamespace: 'istio-system', target: {manifests: ['generated']}, objects: generatedNamespace(40) as unknown as KubeObject[], missingKinds: [], findings: []}
-    const plan = buildPlan({inventory: buildInventory(snapshot, {waypointFor: 'service'}), snapshot, options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'}, generator: 'test'})
+    const snapshot = {
+      namespace: 'big',
+      rootNamespace: 'istio-system',
+      target: {manifests: ['generated']},
+      objects: generatedNamespace(40) as unknown as KubeObject[],
+      missingKinds: [],
+      findings: [],
+    }
+    const plan = buildPlan({
+      inventory: buildInventory(snapshot, {waypointFor: 'service'}),
+      snapshot,
+      options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
+      generator: 'test',
+    })
     const applyHazards = plan.spec.hazards.filter((h) => h.phase === 'apply')
     expect(applyHazards.length).toBeGreaterThan(3)
     const section = renderTimelineMermaid(plan).split('section Hazards\n')[1]!

@@ -24,13 +24,23 @@ describe('openWindows', () => {
   it('after restart-workloads the L7 ALLOW is deny-all at ztunnel until delete-sidecar-policies', async () => {
     const plan = await examplePlan()
     const open = openWindows(plan, appliedThrough(plan, 'restart-workloads'))
-    expect(open.map((w) => [w.hazard.policy, w.until])).toEqual([['AuthorizationPolicy/ratings-get-only', 'delete-sidecar-policies']])
-    expect(describeWindow(open[0]!)).toMatch(/^AuthorizationPolicy\/ratings-get-only: AuthorizationPolicy\/ratings-get-only is deny-all at ztunnel .* — until step delete-sidecar-policies is applied$/)
+    expect(open.map((w) => [w.hazard.policy, w.until])).toEqual([
+      ['AuthorizationPolicy/ratings-get-only', 'delete-sidecar-policies'],
+    ])
+    expect(describeWindow(open[0]!)).toMatch(
+      /^AuthorizationPolicy\/ratings-get-only: AuthorizationPolicy\/ratings-get-only is deny-all at ztunnel .* — until step delete-sidecar-policies is applied$/,
+    )
   })
 
   it('no window is open before it opens, once it closed, or when nothing is applied', async () => {
     const plan = await examplePlan()
-    for (const last of [undefined, 'enable-ambient', 'remove-sidecar-injection', 'delete-sidecar-policies', 'verify-dataplane']) {
+    for (const last of [
+      undefined,
+      'enable-ambient',
+      'remove-sidecar-injection',
+      'delete-sidecar-policies',
+      'verify-dataplane',
+    ]) {
       expect(openWindows(plan, appliedThrough(plan, last)), String(last)).toEqual([])
     }
   })

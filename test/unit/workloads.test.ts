@@ -26,7 +26,11 @@ function template(o: PodOpts = {}) {
   }
 }
 
-function controller(kind: string, name: string, o: PodOpts & {meta?: Record<string, unknown>; extraSpec?: Record<string, unknown>; apiVersion?: string} = {}): KubeObject {
+function controller(
+  kind: string,
+  name: string,
+  o: PodOpts & {meta?: Record<string, unknown>; extraSpec?: Record<string, unknown>; apiVersion?: string} = {},
+): KubeObject {
   const apiVersion = o.apiVersion ?? (kind === 'Job' || kind === 'CronJob' ? 'batch/v1' : 'apps/v1')
   const spec =
     kind === 'CronJob'
@@ -39,7 +43,10 @@ function owner(kind: string, name: string, apiVersion = 'apps/v1'): OwnerReferen
   return {apiVersion, kind, name, controller: true, uid: `${kind}-${name}`}
 }
 
-function pod(name: string, o: PodOpts & {owners?: OwnerReference[]; phase?: string; namespace?: string} = {}): KubeObject {
+function pod(
+  name: string,
+  o: PodOpts & {owners?: OwnerReference[]; phase?: string; namespace?: string} = {},
+): KubeObject {
   const obj: KubeObject = {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -58,9 +65,17 @@ function pod(name: string, o: PodOpts & {owners?: OwnerReference[]; phase?: stri
 
 const STATUS = {'sidecar.istio.io/status': '{"containers":["istio-proxy"],"revision":"default"}'}
 const sidecarPod = (name: string, o: PodOpts & {owners?: OwnerReference[]} = {}) =>
-  pod(name, {...o, annotations: {...STATUS, ...(o.annotations ?? {})}, spec: {containers: [app, proxy], ...(o.spec ?? {})}})
+  pod(name, {
+    ...o,
+    annotations: {...STATUS, ...(o.annotations ?? {})},
+    spec: {containers: [app, proxy], ...(o.spec ?? {})},
+  })
 
-function run(objects: KubeObject[], labels: Record<string, string> = {}, webhooks?: ReturnType<typeof analyzeInjectionWebhooks>['webhooks']) {
+function run(
+  objects: KubeObject[],
+  labels: Record<string, string> = {},
+  webhooks?: ReturnType<typeof analyzeInjectionWebhooks>['webhooks'],
+) {
   return analyzeWorkloads(objects, nsState(labels), webhooks ? {webhooks} : {})
 }
 
@@ -77,11 +92,15 @@ describe('proxy state detection, in the order of DOMAIN §2.4', () => {
 
   it('status annotation first: classic or native by where istio-proxy sits', () => {
     expect(bare(sidecarPod('a')).proxy).toBe('sidecar')
-    expect(bare(pod('b', {annotations: STATUS, spec: {containers: [app], initContainers: [nativeProxy]}})).proxy).toBe('sidecar-native')
+    expect(bare(pod('b', {annotations: STATUS, spec: {containers: [app], initContainers: [nativeProxy]}})).proxy).toBe(
+      'sidecar-native',
+    )
     // Annotation present but containers not visible: say classic.
     expect(bare(pod('c', {annotations: STATUS, spec: {}})).proxy).toBe('sidecar')
     // The annotation wins over the ambient one (istio-cni never captures such a pod).
-    expect(bare(pod('d', {annotations: {...STATUS, 'ambient.istio.io/redirection': 'enabled'}, spec: {}})).proxy).toBe('sidecar')
+    expect(bare(pod('d', {annotations: {...STATUS, 'ambient.istio.io/redirection': 'enabled'}, spec: {}})).proxy).toBe(
+      'sidecar',
+    )
   })
 
   it('then istio-proxy in containers, then a native init container', () => {
@@ -90,12 +109,16 @@ describe('proxy state detection, in the order of DOMAIN §2.4', () => {
     // An istio-proxy init container that lost its restartPolicy (stripped export) still is the injected native sidecar.
     expect(bare(pod('c', {spec: {containers: [app], initContainers: [proxy]}})).proxy).toBe('sidecar-native')
     // Another init container is no sidecar.
-    expect(bare(pod('d', {spec: {containers: [app], initContainers: [{name: 'istio-init', image: 'proxyv2'}]}})).proxy).toBe('none')
+    expect(
+      bare(pod('d', {spec: {containers: [app], initContainers: [{name: 'istio-init', image: 'proxyv2'}]}})).proxy,
+    ).toBe('none')
   })
 
   it('then ambient.istio.io/redirection: enabled; pending is not yet ambient and says so', () => {
     expect(bare(pod('a', {annotations: {'ambient.istio.io/redirection': 'enabled'}})).proxy).toBe('ambient')
-    const r = run([pod('b', {annotations: {'ambient.istio.io/redirection': 'pending'}})], {'istio.io/dataplane-mode': 'ambient'})
+    const r = run([pod('b', {annotations: {'ambient.istio.io/redirection': 'pending'}})], {
+      'istio.io/dataplane-mode': 'ambient',
+    })
     expect(one(r, 'b').proxy).toBe('none')
     const f = r.findings.find((x) => x.code === 'ambient-pending')!
     expect(f).toMatchObject({id: 'ambient-pending/Pod/b', severity: 'warning'})
@@ -111,16 +134,28 @@ describe('proxy state detection, in the order of DOMAIN §2.4', () => {
 describe('ownership and aggregation', () => {
   it('pods of a Deployment (through its ReplicaSet) count under the Deployment and decide its proxy', () => {
     const d = controller('Deployment', 'web')
-    const rs = controller('ReplicaSet', 'web-7d9f', {meta: {ownerReferences: [owner('Deployment', 'web')], labels: {'pod-template-hash': '7d9f'}}})
+    const rs = controller('ReplicaSet', 'web-7d9f', {
+      meta: {ownerReferences: [owner('Deployment', 'web')], labels: {'pod-template-hash': '7d9f'}},
+    })
     const pods = [
-      sidecarPod('web-7d9f-a', {owners: [owner('ReplicaSet', 'web-7d9f')], labels: {app: 'web', 'networking.istio.io/tunnel': 'http'}}),
-      sidecarPod('web-7d9f-b', {owners: [owner('ReplicaSet', 'web-7d9f')], labels: {app: 'web', 'networking.istio.io/tunnel': 'http'}}),
+      sidecarPod('web-7d9f-a', {
+        owners: [owner('ReplicaSet', 'web-7d9f')],
+        labels: {app: 'web', 'networking.istio.io/tunnel': 'http'},
+      }),
+      sidecarPod('web-7d9f-b', {
+        owners: [owner('ReplicaSet', 'web-7d9f')],
+        labels: {app: 'web', 'networking.istio.io/tunnel': 'http'},
+      }),
       pod('web-7d9f-c', {owners: [owner('ReplicaSet', 'web-7d9f')], labels: {app: 'web'}}),
     ]
     const r = run([d, rs, ...pods], {'istio-injection': 'enabled'})
     expect(r.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['Deployment/web'])
     const w = one(r, 'web')
-    expect(w).toMatchObject({proxy: 'sidecar', pods: {total: 3, sidecar: 2, ambient: 0, none: 1}, ref: {apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'web'}})
+    expect(w).toMatchObject({
+      proxy: 'sidecar',
+      pods: {total: 3, sidecar: 2, ambient: 0, none: 1},
+      ref: {apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'web'},
+    })
     expect(w.predicted).toBeUndefined()
     expect(codes(r.findings, 'web')).toEqual(expect.arrayContaining(['IST0103', 'mixed-proxy']))
     expect(r.findings.find((f) => f.code === 'IST0103')!.message).toMatch(/^1 of 3 pod/)
@@ -129,7 +164,11 @@ describe('ownership and aggregation', () => {
   it('all-native sidecars make the workload sidecar-native; any classic one makes it sidecar', () => {
     const d = controller('Deployment', 'web')
     const p = (n: string, init: boolean) =>
-      pod(n, {owners: [owner('Deployment', 'web')], annotations: STATUS, spec: init ? {containers: [app], initContainers: [nativeProxy]} : {containers: [app, proxy]}})
+      pod(n, {
+        owners: [owner('Deployment', 'web')],
+        annotations: STATUS,
+        spec: init ? {containers: [app], initContainers: [nativeProxy]} : {containers: [app, proxy]},
+      })
     expect(one(run([d, p('a', true), p('b', true)]), 'web').proxy).toBe('sidecar-native')
     expect(one(run([d, p('a', true), p('b', false)]), 'web').proxy).toBe('sidecar')
   })
@@ -141,7 +180,11 @@ describe('ownership and aggregation', () => {
       controller('Job', 'nightly-28000000', {meta: {ownerReferences: [owner('CronJob', 'nightly', 'batch/v1')]}}),
       controller('Job', 'once'),
     ])
-    expect(r.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['CronJob/nightly', 'Job/once', 'ReplicaSet/lonely'])
+    expect(r.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual([
+      'CronJob/nightly',
+      'Job/once',
+      'ReplicaSet/lonely',
+    ])
   })
 
   it('StatefulSet, DaemonSet and Job pods count under their controllers (and CronJob through Job)', () => {
@@ -162,7 +205,13 @@ describe('ownership and aggregation', () => {
   })
 
   it('falls back on pod-template-hash when the ReplicaSet is missing, and says so', () => {
-    const r = run([controller('Deployment', 'web'), sidecarPod('web-5c6d-x', {owners: [owner('ReplicaSet', 'web-5c6d')], labels: {app: 'web', 'pod-template-hash': '5c6d'}})])
+    const r = run([
+      controller('Deployment', 'web'),
+      sidecarPod('web-5c6d-x', {
+        owners: [owner('ReplicaSet', 'web-5c6d')],
+        labels: {app: 'web', 'pod-template-hash': '5c6d'},
+      }),
+    ])
     expect(r.workloads.map((w) => w.ref.name)).toEqual(['web'])
     expect(one(r, 'web').pods?.total).toBe(1)
     expect(r.findings.find((f) => f.code === 'owner-inferred')!.message).toMatch(/pod-template-hash/)
@@ -179,13 +228,18 @@ describe('ownership and aggregation', () => {
   })
 
   it('a pod without ownerReferences but with controller labels is matched by selector', () => {
-    const r = run([controller('Deployment', 'web'), sidecarPod('web-1', {labels: {app: 'web', 'pod-template-hash': 'abc'}})])
+    const r = run([
+      controller('Deployment', 'web'),
+      sidecarPod('web-1', {labels: {app: 'web', 'pod-template-hash': 'abc'}}),
+    ])
     expect(r.workloads.map((w) => w.ref.name)).toEqual(['web'])
     expect(r.findings.find((f) => f.code === 'owner-inferred')!.message).toMatch(/no ownerReferences/)
   })
 
   it('treats mirror pods (owned by a Node) as bare pods', () => {
-    const r = run([sidecarPod('static-web-node1', {owners: [{apiVersion: 'v1', kind: 'Node', name: 'node1', controller: true}]})])
+    const r = run([
+      sidecarPod('static-web-node1', {owners: [{apiVersion: 'v1', kind: 'Node', name: 'node1', controller: true}]}),
+    ])
     expect(r.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['Pod/static-web-node1'])
     expect(r.workloads[0]!.traits).toContain('bare-pod')
   })
@@ -194,7 +248,12 @@ describe('ownership and aggregation', () => {
     const r = run([
       controller('Job', 'done'),
       sidecarPod('done-1', {owners: [owner('Job', 'done', 'batch/v1')]}),
-      pod('done-2', {owners: [owner('Job', 'done', 'batch/v1')], phase: 'Succeeded', spec: {containers: [app, proxy]}, annotations: STATUS}),
+      pod('done-2', {
+        owners: [owner('Job', 'done', 'batch/v1')],
+        phase: 'Succeeded',
+        spec: {containers: [app, proxy]},
+        annotations: STATUS,
+      }),
       pod('elsewhere', {namespace: 'other'}),
     ])
     expect(r.workloads.map((w) => w.ref.name)).toEqual(['done'])
@@ -203,7 +262,9 @@ describe('ownership and aggregation', () => {
 
   it('Argo Rollouts own their ReplicaSets and need their own restart', () => {
     const rollout = controller('Rollout', 'canary', {apiVersion: 'argoproj.io/v1alpha1'})
-    const rs = controller('ReplicaSet', 'canary-1', {meta: {ownerReferences: [owner('Rollout', 'canary', 'argoproj.io/v1alpha1')]}})
+    const rs = controller('ReplicaSet', 'canary-1', {
+      meta: {ownerReferences: [owner('Rollout', 'canary', 'argoproj.io/v1alpha1')]},
+    })
     const p = sidecarPod('canary-1-x', {owners: [owner('ReplicaSet', 'canary-1')]})
     const r = run([rollout, rs, p], {'istio-injection': 'enabled'})
     expect(r.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['Rollout/canary'])
@@ -218,14 +279,22 @@ describe('prediction from the pod template and the namespace labels', () => {
       ['sidecar', true],
       ['sidecar', true],
     ])
-    expect(r.findings.filter((f) => f.code === 'native-sidecar-unknown')).toEqual([expect.objectContaining({id: `native-sidecar-unknown/${NS}`, severity: 'info'})])
+    expect(r.findings.filter((f) => f.code === 'native-sidecar-unknown')).toEqual([
+      expect.objectContaining({id: `native-sidecar-unknown/${NS}`, severity: 'info'}),
+    ])
     expect(one(r, 'a').pods).toBeUndefined()
   })
 
   it('sidecar.istio.io/nativeSidecar decides native vs classic', () => {
-    const r = run([controller('Deployment', 'n', {annotations: {'sidecar.istio.io/nativeSidecar': 'true'}}), controller('Deployment', 'c', {annotations: {'sidecar.istio.io/nativeSidecar': 'false'}})], {
-      'istio-injection': 'enabled',
-    })
+    const r = run(
+      [
+        controller('Deployment', 'n', {annotations: {'sidecar.istio.io/nativeSidecar': 'true'}}),
+        controller('Deployment', 'c', {annotations: {'sidecar.istio.io/nativeSidecar': 'false'}}),
+      ],
+      {
+        'istio-injection': 'enabled',
+      },
+    )
     expect(one(r, 'n').proxy).toBe('sidecar-native')
     expect(one(r, 'c').proxy).toBe('sidecar')
     expect(codes(r.findings)).not.toContain('native-sidecar-unknown')
@@ -233,14 +302,23 @@ describe('prediction from the pod template and the namespace labels', () => {
 
   it('ambient namespace: predicted ambient; a pod-level dataplane-mode=ambient is captured anywhere', () => {
     expect(one(run([controller('Deployment', 'a')], {'istio.io/dataplane-mode': 'ambient'}), 'a').proxy).toBe('ambient')
-    expect(one(run([controller('Deployment', 'a', {labels: {'istio.io/dataplane-mode': 'ambient'}})]), 'a').proxy).toBe('ambient')
+    expect(one(run([controller('Deployment', 'a', {labels: {'istio.io/dataplane-mode': 'ambient'}})]), 'a').proxy).toBe(
+      'ambient',
+    )
     expect(one(run([controller('Deployment', 'a')]), 'a').proxy).toBe('none')
     // The sidecar wins when both labels are there.
-    expect(one(run([controller('Deployment', 'a')], {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'}), 'a').proxy).toBe('sidecar')
+    expect(
+      one(
+        run([controller('Deployment', 'a')], {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'}),
+        'a',
+      ).proxy,
+    ).toBe('sidecar')
   })
 
   it('inject=false: not injected, opt-out trait, captured at once when ambient is set (E5)', () => {
-    const r = run([controller('Deployment', 'legacy', {labels: {'sidecar.istio.io/inject': 'false'}})], {'istio-injection': 'enabled'})
+    const r = run([controller('Deployment', 'legacy', {labels: {'sidecar.istio.io/inject': 'false'}})], {
+      'istio-injection': 'enabled',
+    })
     const w = one(r, 'legacy')
     expect(w).toMatchObject({proxy: 'none', predicted: true})
     expect(w.traits).toContain('inject-opt-out')
@@ -249,26 +327,61 @@ describe('prediction from the pod template and the namespace labels', () => {
     expect(e5.message).toMatch(/sidecar\.istio\.io\/inject=false/)
     expect(e5.fix).toMatch(/istio\.io\/dataplane-mode: none/)
     // The deprecated annotation counts too, the label wins over it.
-    expect(one(run([controller('Deployment', 'x', {annotations: {'sidecar.istio.io/inject': 'false'}})], {'istio-injection': 'enabled'}), 'x').traits).toContain('inject-opt-out')
     expect(
-      one(run([controller('Deployment', 'y', {labels: {'sidecar.istio.io/inject': 'true'}, annotations: {'sidecar.istio.io/inject': 'false'}})], {'istio-injection': 'enabled'}), 'y').proxy,
+      one(
+        run([controller('Deployment', 'x', {annotations: {'sidecar.istio.io/inject': 'false'}})], {
+          'istio-injection': 'enabled',
+        }),
+        'x',
+      ).traits,
+    ).toContain('inject-opt-out')
+    expect(
+      one(
+        run(
+          [
+            controller('Deployment', 'y', {
+              labels: {'sidecar.istio.io/inject': 'true'},
+              annotations: {'sidecar.istio.io/inject': 'false'},
+            }),
+          ],
+          {'istio-injection': 'enabled'},
+        ),
+        'y',
+      ).proxy,
     ).toBe('sidecar')
   })
 
   it('no E5 once the namespace is already ambient, for dataplane-mode=none, hostNetwork or waypoints', () => {
-    expect(codes(run([controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'false'}})], {'istio.io/dataplane-mode': 'ambient'}).findings)).not.toContain('E5')
-    const none = run([controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'false', 'istio.io/dataplane-mode': 'none'}})], {'istio-injection': 'enabled'})
+    expect(
+      codes(
+        run([controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'false'}})], {
+          'istio.io/dataplane-mode': 'ambient',
+        }).findings,
+      ),
+    ).not.toContain('E5')
+    const none = run(
+      [
+        controller('Deployment', 'a', {
+          labels: {'sidecar.istio.io/inject': 'false', 'istio.io/dataplane-mode': 'none'},
+        }),
+      ],
+      {'istio-injection': 'enabled'},
+    )
     expect(codes(none.findings)).not.toContain('E5')
     expect(one(none, 'a').traits).toContain('dataplane-none')
     expect(codes(none.findings)).toContain('dataplane-none')
-    const host = run([controller('DaemonSet', 'node-agent', {spec: {hostNetwork: true}})], {'istio-injection': 'enabled'})
+    const host = run([controller('DaemonSet', 'node-agent', {spec: {hostNetwork: true}})], {
+      'istio-injection': 'enabled',
+    })
     expect(one(host, 'node-agent')).toMatchObject({proxy: 'none', traits: ['host-network']})
     expect(codes(host.findings)).toEqual(['E6'])
   })
 
   it('plain workloads in an unlabelled namespace are captured at once too (E5)', () => {
     const r = run([controller('Deployment', 'plain')])
-    expect(r.findings.find((f) => f.id === 'E5/Deployment/plain')!.message).toMatch(/gets no sidecar \(no injection webhook matches/)
+    expect(r.findings.find((f) => f.id === 'E5/Deployment/plain')!.message).toMatch(
+      /gets no sidecar \(no injection webhook matches/,
+    )
   })
 
   it('pod-level opt-in (E4) by label only', () => {
@@ -304,7 +417,12 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
   it('a template with istio-proxy is manual injection (E4): predicted from where it sits', () => {
     const r = run([
       controller('Deployment', 'classic', {annotations: STATUS, spec: {containers: [app, proxy]}}),
-      controller('Deployment', 'native', {spec: {containers: [app], initContainers: [{...nativeProxy, env: [{name: 'ISTIO_META_ENABLE_HBONE', value: 'true'}]}]}}),
+      controller('Deployment', 'native', {
+        spec: {
+          containers: [app],
+          initContainers: [{...nativeProxy, env: [{name: 'ISTIO_META_ENABLE_HBONE', value: 'true'}]}],
+        },
+      }),
     ])
     expect(one(r, 'classic')).toMatchObject({proxy: 'sidecar', predicted: true})
     expect(one(r, 'classic').traits).toEqual(['manual-injection'])
@@ -317,10 +435,20 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
 
   it('observed sidecars: HBONE-capable by the tunnel label or the env var, else a warning', () => {
     const d = controller('Deployment', 'web')
-    const ok = run([d, sidecarPod('a', {owners: [owner('Deployment', 'web')], labels: {'networking.istio.io/tunnel': 'http'}})])
+    const ok = run([
+      d,
+      sidecarPod('a', {owners: [owner('Deployment', 'web')], labels: {'networking.istio.io/tunnel': 'http'}}),
+    ])
     expect(one(ok, 'web').traits).toContain('hbone-capable')
     expect(codes(ok.findings)).not.toContain('hbone')
-    const env = run([d, pod('a', {owners: [owner('Deployment', 'web')], annotations: STATUS, spec: {containers: [app, {...proxy, env: [{name: 'ISTIO_META_ENABLE_HBONE', value: 'true'}]}]}})])
+    const env = run([
+      d,
+      pod('a', {
+        owners: [owner('Deployment', 'web')],
+        annotations: STATUS,
+        spec: {containers: [app, {...proxy, env: [{name: 'ISTIO_META_ENABLE_HBONE', value: 'true'}]}]},
+      }),
+    ])
     expect(one(env, 'web').traits).toContain('hbone-capable')
     const old = run([d, sidecarPod('a', {owners: [owner('Deployment', 'web')]})])
     expect(one(old, 'web').traits).not.toContain('hbone-capable')
@@ -360,7 +488,10 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
 
   it('image: auto that no webhook injects: IST0146 for controllers, IST0147 (error) for pods', () => {
     const r = run([gateway('gw', {}), pod('raw', {spec: {containers: [{name: 'istio-proxy', image: 'auto'}]}})])
-    expect(r.findings.find((f) => f.code === 'IST0146')).toMatchObject({id: 'IST0146/Deployment/gw', severity: 'warning'})
+    expect(r.findings.find((f) => f.code === 'IST0146')).toMatchObject({
+      id: 'IST0146/Deployment/gw',
+      severity: 'warning',
+    })
     expect(r.findings.find((f) => f.code === 'IST0147')).toMatchObject({id: 'IST0147/Pod/raw', severity: 'error'})
     expect(one(r, 'raw').proxy).toBe('none')
     expect(codes(run([gateway('gw')]).findings)).not.toContain('IST0146')
@@ -380,7 +511,11 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
   it('waypoints are recognised and left alone', () => {
     const d = controller('Deployment', 'waypoint', {
       meta: {labels: {'gateway.istio.io/managed': 'istio.io-mesh-controller'}},
-      labels: {'sidecar.istio.io/inject': 'false', 'istio.io/dataplane-mode': 'none', 'gateway.istio.io/managed': 'istio.io-mesh-controller'},
+      labels: {
+        'sidecar.istio.io/inject': 'false',
+        'istio.io/dataplane-mode': 'none',
+        'gateway.istio.io/managed': 'istio.io-mesh-controller',
+      },
       annotations: {'proxy.istio.io/config': '{}'},
     })
     const r = run([d], {'istio-injection': 'enabled'})
@@ -391,7 +526,14 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
   })
 
   it('proxyless gRPC is a trait', () => {
-    expect(one(run([controller('Deployment', 'g', {annotations: {'inject.istio.io/templates': 'grpc-agent'}})], {'istio-injection': 'enabled'}), 'g').traits).toContain('proxyless-grpc')
+    expect(
+      one(
+        run([controller('Deployment', 'g', {annotations: {'inject.istio.io/templates': 'grpc-agent'}})], {
+          'istio-injection': 'enabled',
+        }),
+        'g',
+      ).traits,
+    ).toContain('proxyless-grpc')
   })
 })
 
@@ -403,7 +545,11 @@ describe('restarts and lifecycle (E9, E10), GitOps (E23)', () => {
     expect(one(r, 'j').traits).toContain('job')
     expect(one(r, 'c').traits).toContain('job')
     expect(one(r, 'p').traits).toContain('bare-pod')
-    expect(r.findings.filter((f) => f.code === 'E10').map((f) => f.id)).toEqual(['E10/CronJob/c', 'E10/Job/j', 'E10/Pod/p'])
+    expect(r.findings.filter((f) => f.code === 'E10').map((f) => f.id)).toEqual([
+      'E10/CronJob/c',
+      'E10/Job/j',
+      'E10/Pod/p',
+    ])
     expect(codes(run([pod('q')], injected).findings)).not.toContain('E10')
     expect(codes(run([controller('ReplicaSet', 'rs')], injected).findings)).toContain('E10')
     expect(codes(run([controller('Deployment', 'd')], injected).findings)).not.toContain('E10')
@@ -413,8 +559,12 @@ describe('restarts and lifecycle (E9, E10), GitOps (E23)', () => {
     const r = run(
       [
         controller('StatefulSet', 'ondelete', {extraSpec: {updateStrategy: {type: 'OnDelete'}}}),
-        controller('StatefulSet', 'part', {extraSpec: {updateStrategy: {type: 'RollingUpdate', rollingUpdate: {partition: 2}}}}),
-        controller('StatefulSet', 'zero', {extraSpec: {updateStrategy: {type: 'RollingUpdate', rollingUpdate: {partition: 0}}}}),
+        controller('StatefulSet', 'part', {
+          extraSpec: {updateStrategy: {type: 'RollingUpdate', rollingUpdate: {partition: 2}}},
+        }),
+        controller('StatefulSet', 'zero', {
+          extraSpec: {updateStrategy: {type: 'RollingUpdate', rollingUpdate: {partition: 0}}},
+        }),
         controller('DaemonSet', 'ds', {extraSpec: {updateStrategy: {type: 'OnDelete'}}}),
       ],
       injected,
@@ -423,16 +573,51 @@ describe('restarts and lifecycle (E9, E10), GitOps (E23)', () => {
     expect(one(r, 'part').traits).toEqual(['partitioned'])
     expect(one(r, 'zero').traits).toEqual([])
     expect(one(r, 'ds').traits).toEqual(['on-delete'])
-    expect(r.findings.filter((f) => f.code === 'E9').map((f) => f.id)).toEqual(['E9/DaemonSet/ds', 'E9/StatefulSet/ondelete', 'E9/StatefulSet/part'])
+    expect(r.findings.filter((f) => f.code === 'E9').map((f) => f.id)).toEqual([
+      'E9/DaemonSet/ds',
+      'E9/StatefulSet/ondelete',
+      'E9/StatefulSet/part',
+    ])
     expect(r.findings.find((f) => f.id === 'E9/StatefulSet/part')!.message).toMatch(/ordinal below 2/)
   })
 
   it('finds quitquitquit / healthz calls in commands, args and hooks of app containers only (E10)', () => {
     const r = run(
       [
-        controller('Job', 'migrate', {spec: {containers: [{name: 'main', image: 'x', command: ['sh', '-c'], args: ['run && curl -X POST localhost:15020/quitquitquit']}]}}),
-        controller('Job', 'waiter', {spec: {containers: [{name: 'main', image: 'x', command: ['sh', '-c', 'until curl -s localhost:15021/healthz/ready; do sleep 1; done; run']}]}}),
-        controller('Deployment', 'hook', {spec: {containers: [{name: 'main', image: 'x', lifecycle: {preStop: {exec: {command: ['curl', 'http://127.0.0.1:15000/quitquitquit']}}}}]}}),
+        controller('Job', 'migrate', {
+          spec: {
+            containers: [
+              {
+                name: 'main',
+                image: 'x',
+                command: ['sh', '-c'],
+                args: ['run && curl -X POST localhost:15020/quitquitquit'],
+              },
+            ],
+          },
+        }),
+        controller('Job', 'waiter', {
+          spec: {
+            containers: [
+              {
+                name: 'main',
+                image: 'x',
+                command: ['sh', '-c', 'until curl -s localhost:15021/healthz/ready; do sleep 1; done; run'],
+              },
+            ],
+          },
+        }),
+        controller('Deployment', 'hook', {
+          spec: {
+            containers: [
+              {
+                name: 'main',
+                image: 'x',
+                lifecycle: {preStop: {exec: {command: ['curl', 'http://127.0.0.1:15000/quitquitquit']}}},
+              },
+            ],
+          },
+        }),
         controller('Deployment', 'clean', {spec: {containers: [app, {...proxy, args: ['15020/quitquitquit']}]}}),
       ],
       injected,
@@ -452,7 +637,9 @@ describe('restarts and lifecycle (E9, E10), GitOps (E23)', () => {
     ])
     expect(['argo', 'flux', 'helm'].map((n) => one(r, n).traits.includes('gitops-managed'))).toEqual([true, true, true])
     expect(one(r, 'ours').traits).not.toContain('gitops-managed')
-    expect(r.findings.find((f) => f.id === 'E23/Deployment/argo')!.message).toMatch(/Argo CD \(argocd\.argoproj\.io\/instance=shop\)/)
+    expect(r.findings.find((f) => f.id === 'E23/Deployment/argo')!.message).toMatch(
+      /Argo CD \(argocd\.argoproj\.io\/instance=shop\)/,
+    )
   })
 })
 
@@ -465,8 +652,16 @@ describe('IST0103 (pods outside the mesh in an injected namespace)', () => {
       pod('host', {spec: {containers: [app], hostNetwork: true}}),
       sidecarPod('ok'),
     ]
-    expect(run(pods, {'istio-injection': 'enabled'}).findings.filter((f) => f.code === 'IST0103').map((f) => f.id)).toEqual(['IST0103/Pod/plain'])
-    expect(run(pods, {'istio.io/rev': 'canary'}).findings.filter((f) => f.code === 'IST0103').map((f) => f.id)).toEqual(['IST0103/Pod/plain'])
+    expect(
+      run(pods, {'istio-injection': 'enabled'})
+        .findings.filter((f) => f.code === 'IST0103')
+        .map((f) => f.id),
+    ).toEqual(['IST0103/Pod/plain'])
+    expect(
+      run(pods, {'istio.io/rev': 'canary'})
+        .findings.filter((f) => f.code === 'IST0103')
+        .map((f) => f.id),
+    ).toEqual(['IST0103/Pod/plain'])
     expect(codes(run(pods, {'istio-injection': 'disabled'}).findings)).not.toContain('IST0103')
     expect(codes(run(pods, {}).findings)).not.toContain('IST0103')
   })
@@ -484,7 +679,8 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
         'traffic.sidecar.istio.io/excludeInboundPorts': '9090',
         'traffic.sidecar.istio.io/kubevirtInterfaces': 'net1',
         'prometheus.istio.io/merge-metrics': 'false',
-        'proxy.istio.io/config': '{"proxyMetadata":{"ISTIO_META_DNS_CAPTURE":"true"},"holdApplicationUntilProxyStarts":true}',
+        'proxy.istio.io/config':
+          '{"proxyMetadata":{"ISTIO_META_DNS_CAPTURE":"true"},"holdApplicationUntilProxyStarts":true}',
         'sidecar.istio.io/nativeSidecar': 'true',
         'readiness.status.sidecar.istio.io/initialDelaySeconds': '5',
         'sidecar.istio.io/somethingNew': 'x',
@@ -512,7 +708,9 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
     expect(text('sidecar.istio.io/inject')).toMatch(/istio\.io\/dataplane-mode: none/)
     expect(text('sidecar.istio.io/proxyCPU')).toMatch(/waypoint.*ztunnel is sized per node/)
     expect(text('sidecar.istio.io/logLevel')).toMatch(/waypoint Gateway/)
-    expect(text('traffic.sidecar.istio.io/excludeOutboundIPRanges')).toMatch(/No per-port\/CIDR equivalent.*semantic change/)
+    expect(text('traffic.sidecar.istio.io/excludeOutboundIPRanges')).toMatch(
+      /No per-port\/CIDR equivalent.*semantic change/,
+    )
     expect(text('traffic.sidecar.istio.io/excludeInboundPorts')).toMatch(/bypass-inbound-capture/)
     expect(text('traffic.sidecar.istio.io/kubevirtInterfaces')).toMatch(/istio\.io\/reroute-virtual-interfaces/)
     expect(text('prometheus.istio.io/merge-metrics')).toMatch(/scrape the application directly/)
@@ -525,7 +723,10 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
   })
 
   it('inject=true label and pod istio.io/rev are reported as opt-ins to remove', () => {
-    const lost = one(run([controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'true', 'istio.io/rev': 'canary'}})]), 'a').lostAnnotations
+    const lost = one(
+      run([controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'true', 'istio.io/rev': 'canary'}})]),
+      'a',
+    ).lostAnnotations
     expect(lost.map((a) => a.key)).toEqual(['sidecar.istio.io/inject', 'istio.io/rev'])
     expect(lost[0]!.replacement).toMatch(/opt-in/)
     expect(lost[1]!.replacement).toMatch(/revision canary/)
@@ -541,25 +742,40 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
         'traffic.sidecar.istio.io/excludeOutboundPorts': '5432',
       },
     })
-    expect(one(run([p]), 'p').lostAnnotations.map((a) => a.key)).toEqual(['traffic.sidecar.istio.io/excludeOutboundPorts'])
+    expect(one(run([p]), 'p').lostAnnotations.map((a) => a.key)).toEqual([
+      'traffic.sidecar.istio.io/excludeOutboundPorts',
+    ])
     // The same values on a template are the user's own.
     const d = controller('Deployment', 'd', {annotations: {'traffic.sidecar.istio.io/excludeInboundPorts': '15020'}})
-    expect(one(run([d]), 'd').lostAnnotations.map((a) => a.key)).toEqual(['traffic.sidecar.istio.io/excludeInboundPorts'])
+    expect(one(run([d]), 'd').lostAnnotations.map((a) => a.key)).toEqual([
+      'traffic.sidecar.istio.io/excludeInboundPorts',
+    ])
   })
 })
 
 describe('other fields', () => {
   it('podLabels are the template labels, serviceAccount defaults to default', () => {
-    const r = run([controller('Deployment', 'a', {labels: {version: 'v1'}, spec: {serviceAccountName: 'web-sa'}}), controller('Deployment', 'b')])
+    const r = run([
+      controller('Deployment', 'a', {labels: {version: 'v1'}, spec: {serviceAccountName: 'web-sa'}}),
+      controller('Deployment', 'b'),
+    ])
     expect(one(r, 'a')).toMatchObject({podLabels: {app: 'web', version: 'v1'}, serviceAccount: 'web-sa'})
     expect(one(r, 'b').serviceAccount).toBe('default')
   })
 
   it('is deterministic, sorted, with stable ids, and JSON-serialisable', () => {
-    const objs = [controller('StatefulSet', 'b'), controller('Deployment', 'z'), controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'false'}})]
+    const objs = [
+      controller('StatefulSet', 'b'),
+      controller('Deployment', 'z'),
+      controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'false'}}),
+    ]
     const first = run(objs, {'istio-injection': 'enabled'})
     const second = run([...objs].reverse(), {'istio-injection': 'enabled'})
-    expect(first.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual(['Deployment/a', 'Deployment/z', 'StatefulSet/b'])
+    expect(first.workloads.map((w) => `${w.ref.kind}/${w.ref.name}`)).toEqual([
+      'Deployment/a',
+      'Deployment/z',
+      'StatefulSet/b',
+    ])
     expect(second).toEqual(first)
     expect(JSON.parse(JSON.stringify(first))).toEqual(first)
     for (const f of first.findings) expect(f.ref?.namespace ?? NS).toBe(NS)

@@ -29,19 +29,25 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
     })
     out.push(...(await installSideEffects(ctx)))
   } else {
-    out.push({severity: 'ok', code: 'AmbientEnabled', message: `${istiod.metadata.name} runs with PILOT_ENABLE_AMBIENT=true.`})
+    out.push({
+      severity: 'ok',
+      code: 'AmbientEnabled',
+      message: `${istiod.metadata.name} runs with PILOT_ENABLE_AMBIENT=true.`,
+    })
   }
 
   // The ambient profile also sets meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE so
   // that newly injected sidecars accept HBONE (DOMAIN §4.1, §4.4 "HBONE metadata").
   const configMaps = await soft(ctx.reads.rootConfigMaps())
   const meshConfigName = choice.revision === 'default' ? 'istio' : `istio-${choice.revision}`
-  const meshConfig = configMaps?.find((c) => c.metadata.name === meshConfigName) ?? configMaps?.find((c) => c.metadata.name === 'istio')
+  const meshConfig =
+    configMaps?.find((c) => c.metadata.name === meshConfigName) ?? configMaps?.find((c) => c.metadata.name === 'istio')
   const meshText = (meshConfig?.data as Record<string, string> | undefined)?.mesh
   if (meshText !== undefined) {
     let hbone: unknown
     try {
-      hbone = (parseYaml(meshText) as {defaultConfig?: {proxyMetadata?: Record<string, unknown>}} | null)?.defaultConfig?.proxyMetadata?.ISTIO_META_ENABLE_HBONE
+      hbone = (parseYaml(meshText) as {defaultConfig?: {proxyMetadata?: Record<string, unknown>}} | null)?.defaultConfig
+        ?.proxyMetadata?.ISTIO_META_ENABLE_HBONE
     } catch {
       hbone = undefined
     }
@@ -74,7 +80,11 @@ async function waypointAuthorizationFlags(ctx: CheckContext, istiod: KubeObject)
   const out: Diag[] = []
   if (on('PILOT_AUTO_ALLOW_WAYPOINT_POLICY')) {
     const mesh = await soft(ctx.reads.meshSidecarPods())
-    const callers = new Set((mesh ?? []).filter((p) => p.metadata.namespace !== ctx.input.namespace && isLive(p) && hasSidecar(p)).map((p) => p.metadata.namespace!))
+    const callers = new Set(
+      (mesh ?? [])
+        .filter((p) => p.metadata.namespace !== ctx.input.namespace && isLive(p) && hasSidecar(p))
+        .map((p) => p.metadata.namespace!),
+    )
     const known = mesh !== undefined
     out.push({
       severity: !known || callers.size > 0 ? 'error' : 'warning',
@@ -100,15 +110,19 @@ async function waypointAuthorizationFlags(ctx: CheckContext, istiod: KubeObject)
  * profile has none), and the Helm ambient profile switches images to distroless.
  */
 async function installSideEffects(ctx: CheckContext): Promise<Diag[]> {
-  const gateways = (await ctx.reads.rootDeployments()).filter((d) => d.metadata.labels?.['operator.istio.io/component'] === 'IngressGateways')
+  const gateways = (await ctx.reads.rootDeployments()).filter(
+    (d) => d.metadata.labels?.['operator.istio.io/component'] === 'IngressGateways',
+  )
   if (gateways.length === 0) return []
   const names = gateways.map((d) => d.metadata.name)
-  return [{
-    severity: 'warning',
-    code: 'AmbientProfilePrunesGateways',
-    message: `istioctl installed ${listNames(names)} in ${ctx.input.rootNamespace}: upgrading this install with \`--set profile=ambient\` removes ${names.length === 1 ? 'it' : 'them'} (the ambient profile has no ingress gateway), cutting ingress traffic.`,
-    fix: `Keep ${names.length === 1 ? 'it' : 'them'} explicitly in the IstioOperator you install with (components.ingressGateways: [{name: ${names[0]}, enabled: true}]), or move ${names.length === 1 ? 'it' : 'them'} to a separately managed gateway first; with Helm, note that the ambient profile also switches images to distroless (global.variant).`,
-  }]
+  return [
+    {
+      severity: 'warning',
+      code: 'AmbientProfilePrunesGateways',
+      message: `istioctl installed ${listNames(names)} in ${ctx.input.rootNamespace}: upgrading this install with \`--set profile=ambient\` removes ${names.length === 1 ? 'it' : 'them'} (the ambient profile has no ingress gateway), cutting ingress traffic.`,
+      fix: `Keep ${names.length === 1 ? 'it' : 'them'} explicitly in the IstioOperator you install with (components.ingressGateways: [{name: ${names[0]}, enabled: true}]), or move ${names.length === 1 ? 'it' : 'them'} to a separately managed gateway first; with Helm, note that the ambient profile also switches images to distroless (global.variant).`,
+    },
+  ]
 }
 
 /** The default CLUSTER_ID of a single-cluster install (values.global.multiCluster.clusterName unset). */
@@ -132,30 +146,40 @@ async function multiclusterDiagnostics(ctx: CheckContext, istiod: KubeObject): P
     soft(ctx.reads.list('v1', 'Service', {namespace: ctx.input.namespace})),
   ])
   const network = root?.metadata.labels?.[NETWORK_LABEL]
-  const global = (services ?? []).filter((s) => s.metadata.labels?.[GLOBAL_SERVICE_LABEL] !== undefined).map((s) => s.metadata.name)
+  const global = (services ?? [])
+    .filter((s) => s.metadata.labels?.[GLOBAL_SERVICE_LABEL] !== undefined)
+    .map((s) => s.metadata.name)
   const strong = [
     multiNetwork ? `${istiod.metadata.name} runs with AMBIENT_ENABLE_MULTI_NETWORK=true` : '',
-    global.length > 0 ? `Service(s) ${listNames(global)} of ${ctx.input.namespace} carry ${GLOBAL_SERVICE_LABEL} (ambient multicluster scope)` : '',
+    global.length > 0
+      ? `Service(s) ${listNames(global)} of ${ctx.input.namespace} carry ${GLOBAL_SERVICE_LABEL} (ambient multicluster scope)`
+      : '',
   ].filter((s) => s !== '')
   const weak = [
-    clusterId && clusterId !== DEFAULT_CLUSTER_ID ? `${istiod.metadata.name} names this cluster "${clusterId}" (CLUSTER_ID)` : '',
+    clusterId && clusterId !== DEFAULT_CLUSTER_ID
+      ? `${istiod.metadata.name} names this cluster "${clusterId}" (CLUSTER_ID)`
+      : '',
     network ? `namespace ${ctx.input.rootNamespace} sets ${NETWORK_LABEL}=${network}` : '',
   ].filter((s) => s !== '')
   if (strong.length > 0) {
-    return [{
-      severity: 'error',
-      code: 'AmbientMulticluster',
-      message: `Namespace ${ctx.input.namespace} is set up for ambient multicluster: ${[...strong, ...weak].join('; ')}. Ambient multicluster is alpha (Istio 1.27+, multi-primary multi-network only): only Services labelled ${GLOBAL_SERVICE_LABEL}=true are reachable across clusters, waypoints must exist with the same name in every cluster and L7 policy is enforced in the destination cluster. A plan made from one cluster cannot keep the other clusters consistent.`,
-      fix: `Migrate this namespace by hand, in every cluster together, following istio.io's ambient multicluster guide (docs/ambient/install/multicluster); mesh-migrate refuses multicluster namespaces.`,
-    }]
+    return [
+      {
+        severity: 'error',
+        code: 'AmbientMulticluster',
+        message: `Namespace ${ctx.input.namespace} is set up for ambient multicluster: ${[...strong, ...weak].join('; ')}. Ambient multicluster is alpha (Istio 1.27+, multi-primary multi-network only): only Services labelled ${GLOBAL_SERVICE_LABEL}=true are reachable across clusters, waypoints must exist with the same name in every cluster and L7 policy is enforced in the destination cluster. A plan made from one cluster cannot keep the other clusters consistent.`,
+        fix: `Migrate this namespace by hand, in every cluster together, following istio.io's ambient multicluster guide (docs/ambient/install/multicluster); mesh-migrate refuses multicluster namespaces.`,
+      },
+    ]
   }
   if (weak.length > 0) {
-    return [{
-      severity: 'warning',
-      code: 'PossiblyMulticluster',
-      message: `This mesh may span several clusters: ${weak.join('; ')}. In sidecar multicluster every Service's endpoints are merged across clusters by default; in ambient only Services labelled ${GLOBAL_SERVICE_LABEL}=true are, primary-remote is not supported, and multicluster ambient is alpha: migrating ${ctx.input.namespace} in one cluster would cut its cross-cluster traffic.`,
-      fix: 'Run `istioctl remote-clusters` (or look for Secrets labelled istio/multiCluster=true): if no other cluster shares the mesh, ignore this; otherwise do not migrate with mesh-migrate, follow istio.io\'s ambient multicluster guide.',
-    }]
+    return [
+      {
+        severity: 'warning',
+        code: 'PossiblyMulticluster',
+        message: `This mesh may span several clusters: ${weak.join('; ')}. In sidecar multicluster every Service's endpoints are merged across clusters by default; in ambient only Services labelled ${GLOBAL_SERVICE_LABEL}=true are, primary-remote is not supported, and multicluster ambient is alpha: migrating ${ctx.input.namespace} in one cluster would cut its cross-cluster traffic.`,
+        fix: "Run `istioctl remote-clusters` (or look for Secrets labelled istio/multiCluster=true): if no other cluster shares the mesh, ignore this; otherwise do not migrate with mesh-migrate, follow istio.io's ambient multicluster guide.",
+      },
+    ]
   }
   return []
 }

@@ -5,7 +5,14 @@ import {type CheckContext, type Diag} from './context.js'
 
 export async function checkBlockers(ctx: CheckContext): Promise<Diag[]> {
   if (!(await ctx.reads.namespaceObject())) {
-    return [{severity: 'error', code: 'NamespaceNotFound', message: `Namespace ${ctx.input.namespace} does not exist in context ${ctx.input.client.context}.`, fix: 'Check the namespace name and the --context.'}]
+    return [
+      {
+        severity: 'error',
+        code: 'NamespaceNotFound',
+        message: `Namespace ${ctx.input.namespace} does not exist in context ${ctx.input.client.context}.`,
+        fix: 'Check the namespace name and the --context.',
+      },
+    ]
   }
   const planned: Finding[] = ctx.input.plan?.spec.blockers ?? []
   const live = (await ctx.reads.liveInventory()).findings.filter((f) => f.severity === 'blocker')
@@ -29,6 +36,11 @@ export async function checkBlockers(ctx: CheckContext): Promise<Diag[]> {
       ...(f.fix ? {fix: f.fix} : {}),
     })
   }
-  if (diags.length === 0) diags.push({severity: 'ok', code: 'NoBlockers', message: `No blockers (VM workloads/WorkloadEntries, PeerAuthentication DISABLE, EnvoyFilters, L7 root policies…) for ${ctx.input.namespace}.`})
+  if (diags.length === 0)
+    diags.push({
+      severity: 'ok',
+      code: 'NoBlockers',
+      message: `No blockers (VM workloads/WorkloadEntries, PeerAuthentication DISABLE, EnvoyFilters, L7 root policies…) for ${ctx.input.namespace}.`,
+    })
   return diags
 }

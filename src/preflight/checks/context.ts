@@ -45,14 +45,19 @@ export class ClusterReads {
   /** What the cluster source already listed (same kinds, same scopes) needs no second LIST. */
   private seed(snapshot: SourceSnapshot): void {
     const missing = new Set(snapshot.missingKinds.map((m) => m.kind))
-    const of = (kind: string, namespace?: string) => snapshot.objects.filter((o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace))
+    const of = (kind: string, namespace?: string) =>
+      snapshot.objects.filter((o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace))
     const seed = (key: string, kind: string, value: unknown) => {
       if (!missing.has(kind)) this.memo.set(key, Promise.resolve(value))
     }
     const ns = this.input.namespace
     seed(`list/v1/Pod/${ns}/`, 'Pod', of('Pod', ns))
     seed(`list/networking.k8s.io/v1/NetworkPolicy/${ns}/`, 'NetworkPolicy', of('NetworkPolicy', ns))
-    seed('list/admissionregistration.k8s.io/v1/MutatingWebhookConfiguration/*/', 'MutatingWebhookConfiguration', of('MutatingWebhookConfiguration'))
+    seed(
+      'list/admissionregistration.k8s.io/v1/MutatingWebhookConfiguration/*/',
+      'MutatingWebhookConfiguration',
+      of('MutatingWebhookConfiguration'),
+    )
     seed(`list/v1/ConfigMap/${this.input.rootNamespace}/`, 'ConfigMap', of('ConfigMap', this.input.rootNamespace))
     seed(`list/v1/Service/${ns}/`, 'Service', of('Service', ns))
     const namespace = snapshot.objects.find((o) => o.kind === 'Namespace' && o.metadata.name === ns)
@@ -77,7 +82,9 @@ export class ClusterReads {
   }
 
   get(ref: {apiVersion: string; kind: string; namespace?: string; name: string}): Promise<KubeObject | undefined> {
-    return this.once(`get/${ref.apiVersion}/${ref.kind}/${ref.namespace ?? ''}/${ref.name}`, () => this.input.client.get(ref))
+    return this.once(`get/${ref.apiVersion}/${ref.kind}/${ref.namespace ?? ''}/${ref.name}`, () =>
+      this.input.client.get(ref),
+    )
   }
 
   namespaceObject(): Promise<KubeObject | undefined> {

@@ -46,24 +46,37 @@ async function findDaemonSet(ctx: CheckContext, spec: DaemonSetSpec): Promise<Ku
   return all?.find((d) => d.metadata.name === spec.name) ?? all?.find((d) => matchesComponent(d, spec))
 }
 
-export async function daemonSetDiagnostics(ctx: CheckContext, spec: DaemonSetSpec): Promise<{ds?: KubeObject; diags: Diag[]}> {
+export async function daemonSetDiagnostics(
+  ctx: CheckContext,
+  spec: DaemonSetSpec,
+): Promise<{ds?: KubeObject; diags: Diag[]}> {
   const ds = await findDaemonSet(ctx, spec)
   if (!ds) {
-    return {diags: [{
-      severity: 'error',
-      code: `${spec.codePrefix}NotFound`,
-      message: `No ${spec.title} DaemonSet (${spec.name}) in ${ctx.input.rootNamespace} or elsewhere: ambient components are not installed.`,
-      fix: spec.check === 'ztunnel-ready'
-        ? 'Install ztunnel (`istioctl upgrade --set profile=ambient`, or `helm install ztunnel istio/ztunnel -n istio-system`).'
-        : 'Install istio-cni with ambient enabled (`istioctl upgrade --set profile=ambient`, or `helm upgrade --install istio-cni istio/cni -n istio-system --set profile=ambient`).',
-    }]}
+    return {
+      diags: [
+        {
+          severity: 'error',
+          code: `${spec.codePrefix}NotFound`,
+          message: `No ${spec.title} DaemonSet (${spec.name}) in ${ctx.input.rootNamespace} or elsewhere: ambient components are not installed.`,
+          fix:
+            spec.check === 'ztunnel-ready'
+              ? 'Install ztunnel (`istioctl upgrade --set profile=ambient`, or `helm install ztunnel istio/ztunnel -n istio-system`).'
+              : 'Install istio-cni with ambient enabled (`istioctl upgrade --set profile=ambient`, or `helm upgrade --install istio-cni istio/cni -n istio-system --set profile=ambient`).',
+        },
+      ],
+    }
   }
   const where = `DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}`
   const [nodes, pods] = await Promise.all([soft(ctx.reads.nodes()), soft(ctx.reads.pods(ds.metadata.namespace!))])
   const cov = daemonSetCoverage(ds, nodes ?? [], nodes ? pods : undefined)
   const diags: Diag[] = []
   if (cov.desired === 0) {
-    diags.push({severity: 'error', code: `${spec.codePrefix}NotScheduled`, message: `${where} runs on no node (desiredNumberScheduled 0); ${spec.why}.`, fix: `Check its nodeSelector, affinity and tolerations (kubectl -n ${ds.metadata.namespace} describe ds ${ds.metadata.name}).`})
+    diags.push({
+      severity: 'error',
+      code: `${spec.codePrefix}NotScheduled`,
+      message: `${where} runs on no node (desiredNumberScheduled 0); ${spec.why}.`,
+      fix: `Check its nodeSelector, affinity and tolerations (kubectl -n ${ds.metadata.namespace} describe ds ${ds.metadata.name}).`,
+    })
     return {ds, diags}
   }
   if (cov.nodesWithoutReadyPod && cov.nodesWithoutReadyPod.length > 0) {
@@ -71,7 +84,11 @@ export async function daemonSetDiagnostics(ctx: CheckContext, spec: DaemonSetSpe
       severity: 'error',
       code: `${spec.codePrefix}NotReady`,
       message: `${where} has no ready pod on node(s) ${listNames(cov.nodesWithoutReadyPod)} (${cov.ready}/${cov.desired} ready); ${spec.why}.`,
-      fix: `Find out why (kubectl -n ${ds.metadata.namespace} get pods -o wide -l ${Object.entries(ds.spec?.selector?.matchLabels ?? spec.labels).map(([k, v]) => `${k}=${v}`).join(',')}) and wait until it is ready on every node.`,
+      fix: `Find out why (kubectl -n ${ds.metadata.namespace} get pods -o wide -l ${Object.entries(
+        ds.spec?.selector?.matchLabels ?? spec.labels,
+      )
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',')}) and wait until it is ready on every node.`,
     })
   } else if (cov.ready < cov.desired || cov.available < cov.desired) {
     diags.push({
@@ -82,25 +99,47 @@ export async function daemonSetDiagnostics(ctx: CheckContext, spec: DaemonSetSpe
     })
   }
   if (!nodes) {
-    diags.push({severity: 'warning', code: 'NodesUnreadable', message: `Nodes could not be listed (forbidden): cannot tell whether ${where} covers every node; only its status counts were checked.`, fix: 'Grant list on nodes to check node coverage.'})
+    diags.push({
+      severity: 'warning',
+      code: 'NodesUnreadable',
+      message: `Nodes could not be listed (forbidden): cannot tell whether ${where} covers every node; only its status counts were checked.`,
+      fix: 'Grant list on nodes to check node coverage.',
+    })
   } else {
     if (cov.excludedNodes.length > 0) {
       diags.push({
         severity: 'warning',
         code: `${spec.codePrefix}NodesNotCovered`,
-        message: `${where} will not run on ${cov.excludedNodes.length} Linux node(s): ${listNames(cov.excludedNodes.map((e) => `${e.node} (${e.why})`), 5)}; ambient pods scheduled there would not work.`,
-        fix: 'Add the missing tolerations/node selection to the DaemonSet, or keep the namespace\'s pods off those nodes.',
+        message: `${where} will not run on ${cov.excludedNodes.length} Linux node(s): ${listNames(
+          cov.excludedNodes.map((e) => `${e.node} (${e.why})`),
+          5,
+        )}; ambient pods scheduled there would not work.`,
+        fix: "Add the missing tolerations/node selection to the DaemonSet, or keep the namespace's pods off those nodes.",
       })
     }
     if (!cov.nodesWithoutReadyPod && cov.desired < cov.eligibleNodes.length) {
-      diags.push({severity: 'warning', code: `${spec.codePrefix}FewerThanNodes`, message: `${where} is scheduled on ${cov.desired} node(s) but ${cov.eligibleNodes.length} node(s) match its scheduling constraints.`, fix: `kubectl -n ${ds.metadata.namespace} describe ds ${ds.metadata.name}`})
+      diags.push({
+        severity: 'warning',
+        code: `${spec.codePrefix}FewerThanNodes`,
+        message: `${where} is scheduled on ${cov.desired} node(s) but ${cov.eligibleNodes.length} node(s) match its scheduling constraints.`,
+        fix: `kubectl -n ${ds.metadata.namespace} describe ds ${ds.metadata.name}`,
+      })
     }
   }
   if (cov.updated < cov.desired || cov.statusStale) {
-    diags.push({severity: 'warning', code: `${spec.codePrefix}RolloutInProgress`, message: `${where} is rolling out (${cov.updated}/${cov.desired} pods updated${cov.statusStale ? ', the controller has not observed the latest spec yet' : ''}).`, fix: `Wait for \`kubectl -n ${ds.metadata.namespace} rollout status ds/${ds.metadata.name}\`.`})
+    diags.push({
+      severity: 'warning',
+      code: `${spec.codePrefix}RolloutInProgress`,
+      message: `${where} is rolling out (${cov.updated}/${cov.desired} pods updated${cov.statusStale ? ', the controller has not observed the latest spec yet' : ''}).`,
+      fix: `Wait for \`kubectl -n ${ds.metadata.namespace} rollout status ds/${ds.metadata.name}\`.`,
+    })
   }
   if (!diags.some((d) => d.severity === 'error')) {
-    diags.unshift({severity: 'ok', code: `${spec.codePrefix}Ready`, message: `${where} is ready on ${cov.desired} node(s)${nodes ? ` (${cov.eligibleNodes.length} eligible node(s) checked)` : ''}.`})
+    diags.unshift({
+      severity: 'ok',
+      code: `${spec.codePrefix}Ready`,
+      message: `${where} is ready on ${cov.desired} node(s)${nodes ? ` (${cov.eligibleNodes.length} eligible node(s) checked)` : ''}.`,
+    })
   }
   return {ds, diags}
 }

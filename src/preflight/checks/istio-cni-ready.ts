@@ -4,7 +4,11 @@ import {ISTIO_CNI, daemonSetDiagnostics} from './daemonset-ready.js'
 import {type Container, mainContainer} from './istiod.js'
 
 /** Environment of a container as the kubelet builds it: envFrom ConfigMaps, then env (which wins). */
-async function containerEnvironment(ctx: CheckContext, namespace: string, container: Container | undefined): Promise<{env: Record<string, string>; unreadable: string[]}> {
+async function containerEnvironment(
+  ctx: CheckContext,
+  namespace: string,
+  container: Container | undefined,
+): Promise<{env: Record<string, string>; unreadable: string[]}> {
   const env: Record<string, string> = {}
   const unreadable: string[] = []
   for (const from of container?.envFrom ?? []) {
@@ -31,15 +35,24 @@ export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
     diags.push({
       severity: unreadable.length > 0 ? 'warning' : 'error',
       code: unreadable.length > 0 ? 'IstioCniConfigUnreadable' : 'IstioCniAmbientDisabled',
-      message: unreadable.length > 0
-        ? `Cannot read ${unreadable.join(', ')} (the ${where} configuration): whether istio-cni has ambient enabled is unknown.`
-        : `${where} has no AMBIENT_ENABLED setting: istio-cni runs without ambient support and will not capture pods.`,
+      message:
+        unreadable.length > 0
+          ? `Cannot read ${unreadable.join(', ')} (the ${where} configuration): whether istio-cni has ambient enabled is unknown.`
+          : `${where} has no AMBIENT_ENABLED setting: istio-cni runs without ambient support and will not capture pods.`,
       fix: 'Install istio-cni with the ambient profile (cni.ambient.enabled=true).',
     })
   } else if (env.AMBIENT_ENABLED.toLowerCase() !== 'true') {
-    diags.push({severity: 'error', code: 'IstioCniAmbientDisabled', message: `${where} runs with AMBIENT_ENABLED=${env.AMBIENT_ENABLED}: istio-cni will not capture pods for ztunnel.`, fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).'})
+    diags.push({
+      severity: 'error',
+      code: 'IstioCniAmbientDisabled',
+      message: `${where} runs with AMBIENT_ENABLED=${env.AMBIENT_ENABLED}: istio-cni will not capture pods for ztunnel.`,
+      fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).',
+    })
   }
-  const excluded = (env.EXCLUDED_NAMESPACES ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  const excluded = (env.EXCLUDED_NAMESPACES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   if (excluded.includes(ctx.input.namespace)) {
     diags.push({
       severity: 'error',
@@ -50,6 +63,10 @@ export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
   }
   const okIndex = diags.findIndex((d) => d.severity === 'ok')
   if (okIndex !== -1 && diags.some((d) => d.severity === 'error')) diags.splice(okIndex, 1)
-  else if (okIndex !== -1 && env.AMBIENT_ENABLED?.toLowerCase() === 'true') diags[okIndex] = {...diags[okIndex]!, message: `${diags[okIndex]!.message} Ambient is enabled (AMBIENT_ENABLED=true) and ${ctx.input.namespace} is not excluded.`}
+  else if (okIndex !== -1 && env.AMBIENT_ENABLED?.toLowerCase() === 'true')
+    diags[okIndex] = {
+      ...diags[okIndex]!,
+      message: `${diags[okIndex]!.message} Ambient is enabled (AMBIENT_ENABLED=true) and ${ctx.input.namespace} is not excluded.`,
+    }
   return diags
 }

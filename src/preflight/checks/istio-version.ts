@@ -10,33 +10,40 @@ export async function checkIstioVersion(ctx: CheckContext): Promise<Diag[]> {
   const version = istioVersionFromImage(image)
   const who = `${istiod.metadata.name} in ${ctx.input.rootNamespace} (${choice.why})`
   if (!version) {
-    return [{
-      severity: 'warning',
-      code: 'IstioVersionUnknown',
-      message: `Cannot tell the Istio version of ${who} from its image ${image ?? '(none)'}.`,
-      fix: 'Check it with `istioctl version`; ambient needs Istio 1.24 or later (1.25+ recommended). Pass --istio-version to plan so classification uses it.',
-    }]
+    return [
+      {
+        severity: 'warning',
+        code: 'IstioVersionUnknown',
+        message: `Cannot tell the Istio version of ${who} from its image ${image ?? '(none)'}.`,
+        fix: 'Check it with `istioctl version`; ambient needs Istio 1.24 or later (1.25+ recommended). Pass --istio-version to plan so classification uses it.',
+      },
+    ]
   }
   const v = `${version.major}.${version.minor}${version.patch !== undefined ? `.${version.patch}` : ''}`
   if (version.major < 1 || (version.major === 1 && version.minor < 24)) {
-    return [{
-      severity: 'error',
-      code: 'IstioTooOld',
-      message: `${who} runs Istio ${v}; ambient mode is GA (ztunnel, waypoints, stable APIs) only from 1.24.`,
-      fix: 'Upgrade the control plane to 1.24 or later (1.25+ recommended) with the ambient profile before migrating.',
-    }]
+    return [
+      {
+        severity: 'error',
+        code: 'IstioTooOld',
+        message: `${who} runs Istio ${v}; ambient mode is GA (ztunnel, waypoints, stable APIs) only from 1.24.`,
+        fix: 'Upgrade the control plane to 1.24 or later (1.25+ recommended) with the ambient profile before migrating.',
+      },
+    ]
   }
   // DOMAIN §0.1/10, E16: how ztunnel treats istio.io/dry-run AuthorizationPolicies changed in 1.29.
-  const dryRun = version.major === 1 && version.minor <= 28
-    ? 'ztunnel enforces istio.io/dry-run AuthorizationPolicies on this version'
-    : 'ztunnel ignores istio.io/dry-run AuthorizationPolicies unless istiod sets AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true'
+  const dryRun =
+    version.major === 1 && version.minor <= 28
+      ? 'ztunnel enforces istio.io/dry-run AuthorizationPolicies on this version'
+      : 'ztunnel ignores istio.io/dry-run AuthorizationPolicies unless istiod sets AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true'
   if (version.major === 1 && version.minor === 24) {
-    return [{
-      severity: 'warning',
-      code: 'IstioVersion124',
-      message: `${who} runs Istio ${v}: ambient works, but ztunnel only honours from.source.serviceAccounts and merges portLevelMtls from 1.25 on; ${dryRun}.`,
-      fix: 'Upgrade to 1.25 or later before migrating namespaces whose policies use serviceAccounts or port-level mTLS.',
-    }]
+    return [
+      {
+        severity: 'warning',
+        code: 'IstioVersion124',
+        message: `${who} runs Istio ${v}: ambient works, but ztunnel only honours from.source.serviceAccounts and merges portLevelMtls from 1.25 on; ${dryRun}.`,
+        fix: 'Upgrade to 1.25 or later before migrating namespaces whose policies use serviceAccounts or port-level mTLS.',
+      },
+    ]
   }
   return [{severity: 'ok', code: 'IstioVersion', message: `${who} runs Istio ${v} (≥ 1.25); ${dryRun}.`}]
 }

@@ -18,7 +18,12 @@ export function istioVersionFromImage(image: string | undefined): IstioVersion |
   const tag = image.slice(image.lastIndexOf(':') + 1)
   const match = /^v?(\d+)\.(\d+)(?:\.(\d+))?/.exec(tag)
   if (!match || image.lastIndexOf(':') < image.lastIndexOf('/')) return undefined
-  return {major: Number(match[1]), minor: Number(match[2]), ...(match[3] !== undefined ? {patch: Number(match[3])} : {}), text: tag}
+  return {
+    major: Number(match[1]),
+    minor: Number(match[2]),
+    ...(match[3] !== undefined ? {patch: Number(match[3])} : {}),
+    text: tag,
+  }
 }
 
 export interface IstiodChoice {
@@ -42,7 +47,11 @@ function isIstiod(d: KubeObject): boolean {
  * revision through the injector webhooks' `istio.io/tag` labels), else the default revision. That
  * revision also owns the namespace's waypoints (DOMAIN §1.8).
  */
-export function chooseIstiod(deployments: KubeObject[], namespaceLabels: Record<string, string>, tags: Record<string, string>): IstiodChoice {
+export function chooseIstiod(
+  deployments: KubeObject[],
+  namespaceLabels: Record<string, string>,
+  tags: Record<string, string>,
+): IstiodChoice {
   const candidates = deployments.filter(isIstiod)
   const nsRev = namespaceLabels[REVISION_LABEL]
   let revision = 'default'
@@ -72,7 +81,11 @@ export function mainContainer(obj: KubeObject, name: string): Container | undefi
 }
 
 export async function servingIstiod(ctx: CheckContext): Promise<IstiodChoice> {
-  const [deployments, ns, webhooks] = await Promise.all([ctx.reads.rootDeployments(), ctx.reads.namespaceObject(), soft(ctx.reads.webhooks())])
+  const [deployments, ns, webhooks] = await Promise.all([
+    ctx.reads.rootDeployments(),
+    ctx.reads.namespaceObject(),
+    soft(ctx.reads.webhooks()),
+  ])
   const tags = analyzeInjectionWebhooks(webhooks ?? []).webhooks.tags
   return chooseIstiod(deployments, ns?.metadata.labels ?? {}, tags)
 }

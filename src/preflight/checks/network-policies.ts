@@ -1,7 +1,13 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). network-policies: NetworkPolicies admit HBONE (TCP 15008) and kubelet probes once ambient (DOMAIN §3.14, E25).
 import {formatRef} from '../../planner/refs.js'
 import {WAYPOINT_CONTROLLER} from '../../planner/workloads.js'
-import {analyzeNetworkPolicies, HBONE_PORT, PROBE_SOURCE_V4, podEndpoint, type PodEndpoint} from '../../planner/network-policy.js'
+import {
+  analyzeNetworkPolicies,
+  HBONE_PORT,
+  PROBE_SOURCE_V4,
+  podEndpoint,
+  type PodEndpoint,
+} from '../../planner/network-policy.js'
 import {DATAPLANE_MODE_LABEL, GATEWAY_MANAGED} from '../../planner/vocab.js'
 import {type CheckContext, type Diag, listNames} from './context.js'
 import {isLive} from './sidecars-hbone.js'
@@ -28,7 +34,12 @@ async function ambientEndpoints(ctx: CheckContext): Promise<PodEndpoint[]> {
     // Workloads without running pods (scaled to zero, plans from manifests): their pod labels still decide selection.
     const covered = new Set(endpoints.map((e) => JSON.stringify(e.labels)))
     for (const w of plan.spec.workloads) {
-      if (w.traits.includes('host-network') || w.traits.includes('dataplane-none') || w.podLabels[DATAPLANE_MODE_LABEL] === 'none') continue
+      if (
+        w.traits.includes('host-network') ||
+        w.traits.includes('dataplane-none') ||
+        w.podLabels[DATAPLANE_MODE_LABEL] === 'none'
+      )
+        continue
       if ((w.pods?.total ?? 0) > 0 || covered.has(JSON.stringify(w.podLabels))) continue
       endpoints.push({name: `${formatRef(w.ref)} (no running pods)`, labels: w.podLabels, ports: [], probes: []})
     }
@@ -37,7 +48,14 @@ async function ambientEndpoints(ctx: CheckContext): Promise<PodEndpoint[]> {
       if (pods.some((p) => p.metadata.labels?.['gateway.networking.k8s.io/gateway-name'] === name)) continue
       endpoints.push({
         name: `planned waypoint ${name}`,
-        labels: {...(gw.metadata.labels ?? {}), 'gateway.networking.k8s.io/gateway-name': name, [GATEWAY_MANAGED]: WAYPOINT_CONTROLLER, [DATAPLANE_MODE_LABEL]: 'none', 'sidecar.istio.io/inject': 'false', 'service.istio.io/canonical-name': name},
+        labels: {
+          ...(gw.metadata.labels ?? {}),
+          'gateway.networking.k8s.io/gateway-name': name,
+          [GATEWAY_MANAGED]: WAYPOINT_CONTROLLER,
+          [DATAPLANE_MODE_LABEL]: 'none',
+          'sidecar.istio.io/inject': 'false',
+          'service.istio.io/canonical-name': name,
+        },
         ports: [],
         probes: [],
       })
@@ -49,24 +67,31 @@ async function ambientEndpoints(ctx: CheckContext): Promise<PodEndpoint[]> {
 export async function checkNetworkPolicies(ctx: CheckContext): Promise<Diag[]> {
   const ns = ctx.input.namespace
   const policies = await ctx.reads.networkPolicies()
-  if (policies.length === 0) return [{severity: 'ok', code: 'NoNetworkPolicies', message: `No NetworkPolicies in ${ns}.`}]
+  if (policies.length === 0)
+    return [{severity: 'ok', code: 'NoNetworkPolicies', message: `No NetworkPolicies in ${ns}.`}]
   const endpoints = await ambientEndpoints(ctx)
   const issues = analyzeNetworkPolicies(policies, endpoints)
-  const diags: Diag[] = issues.map((issue): Diag => issue.kind === 'hbone-blocked'
-    ? {
-        severity: 'error',
-        code: 'NetworkPolicyBlocksHbone',
-        message: `${issue.detail}: once ambient, its peers reach ${listNames(issue.pods, 5)} on TCP ${HBONE_PORT} (HBONE) and are dropped.`,
-        fix: `Add {port: ${HBONE_PORT}, protocol: TCP} to spec.ingress[${issue.rule}].ports of NetworkPolicy ${ns}/${issue.policies[0]} (same peers) before enabling ambient.`,
-      }
-    : {
-        severity: 'warning',
-        code: 'NetworkPolicyBlocksProbes',
-        message: `${issue.detail} (pods ${listNames(issue.pods, 5)}): on CNIs that do not exempt node-local traffic the probes fail and the pods turn unready.`,
-        fix: `Add an ingress rule with from: [{ipBlock: {cidr: ${PROBE_SOURCE_V4}/32}}] for the probe ports to one of those policies.`,
-      })
+  const diags: Diag[] = issues.map((issue): Diag =>
+    issue.kind === 'hbone-blocked'
+      ? {
+          severity: 'error',
+          code: 'NetworkPolicyBlocksHbone',
+          message: `${issue.detail}: once ambient, its peers reach ${listNames(issue.pods, 5)} on TCP ${HBONE_PORT} (HBONE) and are dropped.`,
+          fix: `Add {port: ${HBONE_PORT}, protocol: TCP} to spec.ingress[${issue.rule}].ports of NetworkPolicy ${ns}/${issue.policies[0]} (same peers) before enabling ambient.`,
+        }
+      : {
+          severity: 'warning',
+          code: 'NetworkPolicyBlocksProbes',
+          message: `${issue.detail} (pods ${listNames(issue.pods, 5)}): on CNIs that do not exempt node-local traffic the probes fail and the pods turn unready.`,
+          fix: `Add an ingress rule with from: [{ipBlock: {cidr: ${PROBE_SOURCE_V4}/32}}] for the probe ports to one of those policies.`,
+        },
+  )
   if (diags.length === 0) {
-    diags.push({severity: 'ok', code: 'NetworkPoliciesAdmitHbone', message: `${policies.length} NetworkPolic${policies.length === 1 ? 'y' : 'ies'} in ${ns}: none blocks TCP ${HBONE_PORT} or kubelet probes from ${PROBE_SOURCE_V4} for the ${endpoints.length} pod(s) checked.`})
+    diags.push({
+      severity: 'ok',
+      code: 'NetworkPoliciesAdmitHbone',
+      message: `${policies.length} NetworkPolic${policies.length === 1 ? 'y' : 'ies'} in ${ns}: none blocks TCP ${HBONE_PORT} or kubelet probes from ${PROBE_SOURCE_V4} for the ${endpoints.length} pod(s) checked.`,
+    })
   }
   return diags
 }

@@ -8,27 +8,61 @@ const SSAR_CONCURRENCY = 8
 export async function checkRbac(ctx: CheckContext): Promise<Diag[]> {
   const plan = ctx.input.plan
   if (!plan) {
-    return [{severity: 'warning', code: 'RbacWithoutPlan', message: 'No plan to derive permissions from: RBAC was not checked.', fix: 'Pass --plan PLAN (or let preflight build the plan from the cluster).'}]
+    return [
+      {
+        severity: 'warning',
+        code: 'RbacWithoutPlan',
+        message: 'No plan to derive permissions from: RBAC was not checked.',
+        fix: 'Pass --plan PLAN (or let preflight build the plan from the cluster).',
+      },
+    ]
   }
   const needs = planAccessNeeds(plan)
-  const resolved = await Promise.all(needs.map(async (need) => ({need, resource: await ctx.input.client.resourceFor(need.apiVersion, need.kind)})))
+  const resolved = await Promise.all(
+    needs.map(async (need) => ({need, resource: await ctx.input.client.resourceFor(need.apiVersion, need.kind)})),
+  )
   const unserved = resolved.filter((r) => !r.resource)
-  const reviews = await mapLimit(resolved.filter((r) => r.resource), SSAR_CONCURRENCY, async ({need, resource}) => ({
-    need,
-    resource: resource!,
-    review: await ctx.input.client.canI({verb: need.verb, group: resource!.group, resource: resource!.plural, ...(need.namespace ? {namespace: need.namespace} : {}), ...(need.name ? {name: need.name} : {})}),
-  }))
+  const reviews = await mapLimit(
+    resolved.filter((r) => r.resource),
+    SSAR_CONCURRENCY,
+    async ({need, resource}) => ({
+      need,
+      resource: resource!,
+      review: await ctx.input.client.canI({
+        verb: need.verb,
+        group: resource!.group,
+        resource: resource!.plural,
+        ...(need.namespace ? {namespace: need.namespace} : {}),
+        ...(need.name ? {name: need.name} : {}),
+      }),
+    }),
+  )
   const diags: Diag[] = []
   const unservedKinds = [...new Set(unserved.map((u) => `${u.need.kind} (${u.need.apiVersion})`))]
   if (unservedKinds.length > 0) {
-    diags.push({severity: 'error', code: 'PlanKindNotServed', message: `The plan writes or reads kinds this cluster does not serve: ${unservedKinds.join(', ')}.`, fix: 'Install the missing CRDs (see gateway-api-crds), or re-plan against this cluster.'})
+    diags.push({
+      severity: 'error',
+      code: 'PlanKindNotServed',
+      message: `The plan writes or reads kinds this cluster does not serve: ${unservedKinds.join(', ')}.`,
+      fix: 'Install the missing CRDs (see gateway-api-crds), or re-plan against this cluster.',
+    })
   }
   // Group denials per resource and namespace: one diagnostic, one Role rule to add.
-  const denied = new Map<string, {resource: string; group: string; namespace?: string; verbs: Set<string>; names: Set<string>; why: Set<string>}>()
+  const denied = new Map<
+    string,
+    {resource: string; group: string; namespace?: string; verbs: Set<string>; names: Set<string>; why: Set<string>}
+  >()
   for (const {need, resource, review} of reviews) {
     if (review.allowed) continue
     const key = `${resource.group}/${resource.plural}/${need.namespace ?? ''}`
-    const entry = denied.get(key) ?? {resource: resource.plural, group: resource.group, ...(need.namespace ? {namespace: need.namespace} : {}), verbs: new Set<string>(), names: new Set<string>(), why: new Set<string>()}
+    const entry = denied.get(key) ?? {
+      resource: resource.plural,
+      group: resource.group,
+      ...(need.namespace ? {namespace: need.namespace} : {}),
+      verbs: new Set<string>(),
+      names: new Set<string>(),
+      why: new Set<string>(),
+    }
     entry.verbs.add(need.verb)
     if (need.name) entry.names.add(need.name)
     for (const w of need.why) entry.why.add(w)
@@ -49,6 +83,11 @@ export async function checkRbac(ctx: CheckContext): Promise<Diag[]> {
       fix,
     })
   }
-  if (diags.length === 0) diags.push({severity: 'ok', code: 'RbacAllowed', message: `All ${reviews.length} permission(s) the plan needs (its steps, their undo, the namespace lock and the reads of verification) are granted.`})
+  if (diags.length === 0)
+    diags.push({
+      severity: 'ok',
+      code: 'RbacAllowed',
+      message: `All ${reviews.length} permission(s) the plan needs (its steps, their undo, the namespace lock and the reads of verification) are granted.`,
+    })
   return diags
 }

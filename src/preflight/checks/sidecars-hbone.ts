@@ -23,15 +23,22 @@ export function hasSidecar(pod: KubeObject): boolean {
 export function isHboneCapable(pod: KubeObject): boolean {
   if (pod.metadata.labels?.[TUNNEL_LABEL] === 'http') return true
   const spec = pod.spec ?? {}
-  const proxies: Container[] = [...(spec.containers ?? []), ...(spec.initContainers ?? [])].filter((c: Container) => c.name === ISTIO_PROXY)
-  return proxies.some((c) => (c.env ?? []).some((e) => e.name === 'ISTIO_META_ENABLE_HBONE' && (e.value ?? '').toLowerCase() === 'true'))
+  const proxies: Container[] = [...(spec.containers ?? []), ...(spec.initContainers ?? [])].filter(
+    (c: Container) => c.name === ISTIO_PROXY,
+  )
+  return proxies.some((c) =>
+    (c.env ?? []).some((e) => e.name === 'ISTIO_META_ENABLE_HBONE' && (e.value ?? '').toLowerCase() === 'true'),
+  )
 }
 
 export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
   const ns = ctx.input.namespace
   const pods = (await ctx.reads.pods(ns)).filter(isLive).filter(hasSidecar)
   const diags: Diag[] = []
-  const local = pods.filter((p) => !isHboneCapable(p)).map((p) => p.metadata.name).sort()
+  const local = pods
+    .filter((p) => !isHboneCapable(p))
+    .map((p) => p.metadata.name)
+    .sort()
   if (local.length > 0) {
     diags.push({
       severity: 'error',
@@ -42,13 +49,22 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
   }
   const mesh = await soft(ctx.reads.meshSidecarPods())
   if (!mesh) {
-    diags.push({severity: 'warning', code: 'MeshSidecarsUnchecked', message: 'Pods could not be listed cluster-wide (forbidden): sidecars of other namespaces were not checked for HBONE support.', fix: 'Grant cluster-wide list on pods, or check with `kubectl get pods -A -l security.istio.io/tlsMode=istio -L networking.istio.io/tunnel`.'})
+    diags.push({
+      severity: 'warning',
+      code: 'MeshSidecarsUnchecked',
+      message:
+        'Pods could not be listed cluster-wide (forbidden): sidecars of other namespaces were not checked for HBONE support.',
+      fix: 'Grant cluster-wide list on pods, or check with `kubectl get pods -A -l security.istio.io/tlsMode=istio -L networking.istio.io/tunnel`.',
+    })
   } else {
     const others = mesh.filter((p) => p.metadata.namespace !== ns && isLive(p) && hasSidecar(p) && !isHboneCapable(p))
     if (others.length > 0) {
       const byNs = new Map<string, string[]>()
-      for (const p of others) byNs.set(p.metadata.namespace!, [...(byNs.get(p.metadata.namespace!) ?? []), p.metadata.name])
-      const parts = [...byNs.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([n, names]) => `${n} (${names.length}: ${listNames(names.sort(), 3)})`)
+      for (const p of others)
+        byNs.set(p.metadata.namespace!, [...(byNs.get(p.metadata.namespace!) ?? []), p.metadata.name])
+      const parts = [...byNs.entries()]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([n, names]) => `${n} (${names.length}: ${listNames(names.sort(), 3)})`)
       diags.push({
         severity: 'warning',
         code: 'MeshSidecarsNotHbone',
@@ -58,7 +74,14 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
     }
   }
   if (diags.every((d) => d.severity !== 'error')) {
-    diags.unshift({severity: 'ok', code: 'SidecarsHbone', message: pods.length > 0 ? `${pods.length === 1 ? 'The sidecar pod' : `All ${pods.length} sidecar pods`} in ${ns} ${pods.length === 1 ? 'is' : 'are'} HBONE-capable.` : `No sidecar pods running in ${ns}.`})
+    diags.unshift({
+      severity: 'ok',
+      code: 'SidecarsHbone',
+      message:
+        pods.length > 0
+          ? `${pods.length === 1 ? 'The sidecar pod' : `All ${pods.length} sidecar pods`} in ${ns} ${pods.length === 1 ? 'is' : 'are'} HBONE-capable.`
+          : `No sidecar pods running in ${ns}.`,
+    })
   }
   return diags
 }

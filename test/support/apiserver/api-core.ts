@@ -27,7 +27,14 @@ import {
   type FieldError,
 } from './errors.js'
 import {generateName, validateObjectMeta} from './meta/names.js'
-import {matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelSelector} from './meta/selectors.js'
+import {
+  matchesFields,
+  matchesLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+  type FieldRequirement,
+  type LabelSelector,
+} from './meta/selectors.js'
 import {applyJsonPatch, decodeJsonPatch, JsonPatchDecodeError, JsonPatchError} from './patch/json-patch.js'
 import {pathString, undeclaredFields} from './patch/fieldset.js'
 import {managedFieldsAfterUpdate, resetFieldsFor, serverSideApply} from './patch/managed-fields.js'
@@ -38,7 +45,17 @@ import type {Registry} from './registry/registry.js'
 import {ExpiredError, objectKey, type Store} from './store/store.js'
 import {apiVersionOf, resourceKey, type JsonObject, type ResourceType, type ServedVersion} from './types.js'
 import {CEL_NOT_CHECKED, hasBlockingError, hasCelRules, validateCel} from './validation/cel.js'
-import {applyDefaults, deepCopy, deepEqual, isObject, prune, pruneNulls, validateListTypes, validateValue, type StructuralSchema} from './validation/schema.js'
+import {
+  applyDefaults,
+  deepCopy,
+  deepEqual,
+  isObject,
+  prune,
+  pruneNulls,
+  validateListTypes,
+  validateValue,
+  type StructuralSchema,
+} from './validation/schema.js'
 import {authorize, type Identity} from './auth/authz.js'
 
 /** Built-in kinds whose /status writes keep label and annotation changes (their registry status strategies). */
@@ -86,7 +103,16 @@ export interface DeleteOptions {
   preconditions?: {uid?: string; resourceVersion?: string}
 }
 
-const SERVER_META = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']
+const SERVER_META = [
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'selfLink',
+  'managedFields',
+]
 
 function nowTimestamp(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, 'Z')
@@ -151,20 +177,29 @@ export class ApiCore {
   }
 
   /** Label and field selectors parsed against what this resource supports. */
-  selectors(rt: ResourceType, opts: {labelSelector?: string; fieldSelector?: string}): {labels: LabelSelector; fields: FieldRequirement[]} {
+  selectors(
+    rt: ResourceType,
+    opts: {labelSelector?: string; fieldSelector?: string},
+  ): {labels: LabelSelector; fields: FieldRequirement[]} {
     const labels = parseLabelSelector(opts.labelSelector ?? '')
     const fields = parseFieldSelector(opts.fieldSelector ?? '')
     const supported = ['metadata.name', 'metadata.namespace', ...Object.keys(rt.fieldSelectors ?? {})]
     for (const f of fields) {
       if (supported.includes(f.field)) continue
-      if (rt.custom) throw badRequest(`"${f.field}" is not a known field selector: only ${supported.map((s) => `"${s}"`).join(', ')}`)
+      if (rt.custom)
+        throw badRequest(
+          `"${f.field}" is not a known field selector: only ${supported.map((s) => `"${s}"`).join(', ')}`,
+        )
       throw badRequest(`field label not supported: ${f.field}`)
     }
     return {labels, fields}
   }
 
   fieldSet(rt: ResourceType, obj: JsonObject): Record<string, string> {
-    const f: Record<string, string> = {'metadata.name': obj.metadata?.name ?? '', 'metadata.namespace': obj.metadata?.namespace ?? ''}
+    const f: Record<string, string> = {
+      'metadata.name': obj.metadata?.name ?? '',
+      'metadata.namespace': obj.metadata?.namespace ?? '',
+    }
     for (const [k, fn] of Object.entries(rt.fieldSelectors ?? {})) f[k] = fn(obj)
     return f
   }
@@ -175,7 +210,8 @@ export class ApiCore {
 
   list(rt: ResourceType, version: string, namespace: string | undefined, opts: ListOptions): Result {
     const sel = this.selectors(rt, opts)
-    if (opts.continue && opts.resourceVersion) throw badRequest('specifying resource version is not allowed when using continue')
+    if (opts.continue && opts.resourceVersion)
+      throw badRequest('specifying resource version is not allowed when using continue')
     const limit = opts.limit && opts.limit > 0 ? opts.limit : undefined
     let atRv = this.store.currentRv
     let start = ''
@@ -215,30 +251,50 @@ export class ApiCore {
       }
       return p
     })
-    return {status: 200, body: {kind: rt.listKind, apiVersion: apiVersionOf(rt.group, version), metadata, items: presented}, warnings: []}
+    return {
+      status: 200,
+      body: {kind: rt.listKind, apiVersion: apiVersionOf(rt.group, version), metadata, items: presented},
+      warnings: [],
+    }
   }
 
   // -------------------------------------------------------------------------------------
   // Admission pipeline shared by writes
 
-  private checkTypeMeta(rt: ResourceType, version: string, body: unknown, requireTypeMeta: boolean): asserts body is JsonObject {
-    if (!isObject(body)) throw badRequest(`the object provided is unrecognized (must be of type ${rt.kind}): couldn't get version/kind; json parse error: expected an object`)
+  private checkTypeMeta(
+    rt: ResourceType,
+    version: string,
+    body: unknown,
+    requireTypeMeta: boolean,
+  ): asserts body is JsonObject {
+    if (!isObject(body))
+      throw badRequest(
+        `the object provided is unrecognized (must be of type ${rt.kind}): couldn't get version/kind; json parse error: expected an object`,
+      )
     const expected = apiVersionOf(rt.group, version)
     if (body.kind === undefined || body.kind === '') {
       if (requireTypeMeta) throw badRequest(`Object 'Kind' is missing in '${JSON.stringify(body)}'`)
     } else if (body.kind !== rt.kind) {
-      throw badRequest(`${body.kind} in version "${version}" cannot be handled as a ${rt.kind}: no kind "${body.kind}" is registered for version "${expected}"`)
+      throw badRequest(
+        `${body.kind} in version "${version}" cannot be handled as a ${rt.kind}: no kind "${body.kind}" is registered for version "${expected}"`,
+      )
     }
     if (body.apiVersion !== undefined && body.apiVersion !== expected) {
-      throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${expected})`)
+      throw badRequest(
+        `the API version in the data (${body.apiVersion}) does not match the expected API version (${expected})`,
+      )
     }
-    if (body.metadata !== undefined && !isObject(body.metadata)) throw badRequest(`${rt.kind} in version "${version}" cannot be handled as a ${rt.kind}: metadata must be an object`)
+    if (body.metadata !== undefined && !isObject(body.metadata))
+      throw badRequest(
+        `${rt.kind} in version "${version}" cannot be handled as a ${rt.kind}: metadata must be an object`,
+      )
   }
 
   private checkNamespace(rt: ResourceType, namespace: string, obj: JsonObject): void {
     obj.metadata ??= {}
     if (rt.namespaced) {
-      if (obj.metadata.namespace && obj.metadata.namespace !== namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+      if (obj.metadata.namespace && obj.metadata.namespace !== namespace)
+        throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
       obj.metadata.namespace = namespace
     } else {
       delete obj.metadata.namespace
@@ -251,12 +307,20 @@ export class ApiCore {
   }
 
   /** Pruning, nulls and defaults for custom resources; defaulting hooks for built-ins. */
-  private decodeAndDefault(rt: ResourceType, sv: ServedVersion, obj: JsonObject, opts: WriteOptions, warnings: string[]): void {
+  private decodeAndDefault(
+    rt: ResourceType,
+    sv: ServedVersion,
+    obj: JsonObject,
+    opts: WriteOptions,
+    warnings: string[],
+  ): void {
     if (sv.schema) {
       const unknown = prune(obj, sv.schema)
       if (unknown.length) {
         if (opts.fieldValidation === 'Strict')
-          throw badRequest(`${rt.kind} in version "${sv.name}" cannot be handled as a ${rt.kind}: strict decoding error: ${unknown.map((p) => `unknown field "${p}"`).join(', ')}`)
+          throw badRequest(
+            `${rt.kind} in version "${sv.name}" cannot be handled as a ${rt.kind}: strict decoding error: ${unknown.map((p) => `unknown field "${p}"`).join(', ')}`,
+          )
         if (opts.fieldValidation === 'Warn') for (const p of unknown) warnings.push(`unknown field "${p}"`)
       }
       pruneNulls(obj, sv.schema)
@@ -265,7 +329,13 @@ export class ApiCore {
     rt.hooks?.applyDefaults?.(obj)
   }
 
-  private validate(rt: ResourceType, sv: ServedVersion, obj: JsonObject, old: JsonObject | undefined, warnings: string[]): void {
+  private validate(
+    rt: ResourceType,
+    sv: ServedVersion,
+    obj: JsonObject,
+    old: JsonObject | undefined,
+    warnings: string[],
+  ): void {
     const errs: FieldError[] = [...validateObjectMeta(obj.metadata, rt.namespaced, rt.nameRule)]
     if (sv.schema) {
       const oldRef = old ? {value: old} : undefined
@@ -277,13 +347,15 @@ export class ApiCore {
       else {
         const cel = validateCel(obj, sv.schema, oldRef)
         errs.push(...cel.errors)
-        for (const s of cel.skipped) warnings.push(`test API server: CEL rule at ${s.path} was not evaluated (${s.reason}): ${s.rule}`)
+        for (const s of cel.skipped)
+          warnings.push(`test API server: CEL rule at ${s.path} was not evaluated (${s.reason}): ${s.rule}`)
       }
     }
     if (rt.kind === 'CustomResourceDefinition' && rt.group === 'apiextensions.k8s.io') errs.push(...validateCrd(obj))
     errs.push(...(rt.hooks?.validate?.(obj, old) ?? []))
     if (errs.length) throw invalid(rt.group, rt.kind, obj.metadata?.name ?? '', errs)
-    if (sv.deprecated) warnings.push(sv.deprecationWarning ?? `${apiVersionOf(rt.group, sv.name)} ${rt.kind} is deprecated`)
+    if (sv.deprecated)
+      warnings.push(sv.deprecationWarning ?? `${apiVersionOf(rt.group, sv.name)} ${rt.kind} is deprecated`)
   }
 
   private managerName(opts: WriteOptions): string {
@@ -304,7 +376,14 @@ export class ApiCore {
   // -------------------------------------------------------------------------------------
   // Create
 
-  create(rt: ResourceType, sv: ServedVersion, namespace: string, body: unknown, opts: WriteOptions, applyConfig?: JsonObject): Result {
+  create(
+    rt: ResourceType,
+    sv: ServedVersion,
+    namespace: string,
+    body: unknown,
+    opts: WriteOptions,
+    applyConfig?: JsonObject,
+  ): Result {
     const warnings: string[] = []
     this.checkTypeMeta(rt, sv.name, body, true)
     const obj = deepCopy(body)
@@ -319,18 +398,21 @@ export class ApiCore {
     const asRequested = this.toStorage(rt, deepCopy(obj))
     if (rt.hasStatus) delete asRequested.status
     obj.metadata.uid = randomUUID()
-    obj.metadata.creationTimestamp = opts.keepCreationTimestamp && requestedTimestamp ? requestedTimestamp : nowTimestamp()
+    obj.metadata.creationTimestamp =
+      opts.keepCreationTimestamp && requestedTimestamp ? requestedTimestamp : nowTimestamp()
     if (rt.generation === 'spec') obj.metadata.generation = 1
     if (rt.hasStatus && rt.custom) delete obj.status
     rt.hooks?.prepareForCreate?.(obj, {allocateClusterIP: () => this.allocateClusterIP()})
     this.validate(rt, sv, obj, undefined, warnings)
     const name = obj.metadata.name
-    if (this.store.get(this.rk(rt), rt.namespaced ? namespace : '', name)) throw alreadyExists(rt.group, rt.plural, name)
+    if (this.store.get(this.rk(rt), rt.namespaced ? namespace : '', name))
+      throw alreadyExists(rt.group, rt.plural, name)
     const stored = this.toStorage(rt, obj)
     const who = {manager: this.managerName(opts), apiVersion: apiVersionOf(rt.group, sv.name), now: nowTimestamp()}
     const mode = {builtin: !rt.custom}
     stored.metadata.managedFields = applyConfig
-      ? (serverSideApply(undefined, applyConfig, this.mergeSchema(rt, sv), mode, who, true).object!.metadata.managedFields as JsonObject[])
+      ? (serverSideApply(undefined, applyConfig, this.mergeSchema(rt, sv), mode, who, true).object!.metadata
+          .managedFields as JsonObject[])
       : managedFieldsAfterUpdate(undefined, asRequested, this.mergeSchema(rt, sv), mode, who)
     if (opts.dryRun) return {status: 201, body: this.present(rt, stored, sv.name), warnings}
     const saved = this.store.put(this.rk(rt), stored)
@@ -365,9 +447,12 @@ export class ApiCore {
     managed: 'update' | {managedFields: JsonObject[]},
   ): Result {
     const name = old.metadata.name
-    if (next.metadata?.resourceVersion && next.metadata.resourceVersion !== old.metadata.resourceVersion) throw conflict(rt.group, rt.plural, name, OBJECT_MODIFIED)
+    if (next.metadata?.resourceVersion && next.metadata.resourceVersion !== old.metadata.resourceVersion)
+      throw conflict(rt.group, rt.plural, name, OBJECT_MODIFIED)
     if (next.metadata?.uid && next.metadata.uid !== old.metadata.uid)
-      throw invalid(rt.group, rt.kind, name, [fieldError.invalid('metadata.uid', next.metadata.uid, 'field is immutable')])
+      throw invalid(rt.group, rt.kind, name, [
+        fieldError.invalid('metadata.uid', next.metadata.uid, 'field is immutable'),
+      ])
     let obj: JsonObject
     if (subresource === 'status') {
       obj = deepCopy(old)
@@ -398,13 +483,22 @@ export class ApiCore {
     if (rt.namespaced) obj.metadata.namespace = old.metadata.namespace
     obj.metadata.resourceVersion = old.metadata.resourceVersion
     this.decodeAndDefault(rt, sv, obj, opts, warnings)
-    if (rt.generation === 'spec') obj.metadata.generation = (old.metadata.generation ?? 1) + (this.specChanged(rt, old, obj) ? 1 : 0)
+    if (rt.generation === 'spec')
+      obj.metadata.generation = (old.metadata.generation ?? 1) + (this.specChanged(rt, old, obj) ? 1 : 0)
     else delete obj.metadata.generation
     this.validate(rt, sv, obj, old, warnings)
     const stored = this.toStorage(rt, obj)
-    const who = {manager: this.managerName(opts), apiVersion: apiVersionOf(rt.group, sv.name), now: nowTimestamp(), ...(subresource ? {subresource} : {})}
+    const who = {
+      manager: this.managerName(opts),
+      apiVersion: apiVersionOf(rt.group, sv.name),
+      now: nowTimestamp(),
+      ...(subresource ? {subresource} : {}),
+    }
     const schema = this.mergeSchema(rt, sv)
-    stored.metadata.managedFields = managed === 'update' ? managedFieldsAfterUpdate(old, stored, schema, {builtin: !rt.custom}, who) : managed.managedFields
+    stored.metadata.managedFields =
+      managed === 'update'
+        ? managedFieldsAfterUpdate(old, stored, schema, {builtin: !rt.custom}, who)
+        : managed.managedFields
     // A finalizer-free object that is being deleted goes away with this write.
     const finishing = stored.metadata.deletionTimestamp && !(stored.metadata.finalizers ?? []).length
     if (deepEqual(stored, old) && !finishing) return {status: 200, body: this.present(rt, old, sv.name), warnings}
@@ -412,7 +506,15 @@ export class ApiCore {
     if (finishing) {
       const last = this.store.remove(this.rk(rt), old.metadata.namespace ?? '', name)!
       this.afterDelete(rt, last, 'Background')
-      return {status: 200, body: this.present(rt, {...stored, metadata: {...stored.metadata, resourceVersion: last.metadata.resourceVersion}}, sv.name), warnings}
+      return {
+        status: 200,
+        body: this.present(
+          rt,
+          {...stored, metadata: {...stored.metadata, resourceVersion: last.metadata.resourceVersion}},
+          sv.name,
+        ),
+        warnings,
+      }
     }
     const saved = this.store.put(this.rk(rt), stored)
     if (rt.group === 'apiextensions.k8s.io' && rt.kind === 'CustomResourceDefinition') this.registry.registerCrd(saved)
@@ -425,12 +527,21 @@ export class ApiCore {
     return old
   }
 
-  update(rt: ResourceType, sv: ServedVersion, namespace: string, name: string, subresource: string, body: unknown, opts: WriteOptions): Result {
+  update(
+    rt: ResourceType,
+    sv: ServedVersion,
+    namespace: string,
+    name: string,
+    subresource: string,
+    body: unknown,
+    opts: WriteOptions,
+  ): Result {
     const warnings: string[] = []
     this.checkTypeMeta(rt, sv.name, body, true)
     const next = deepCopy(body)
     next.metadata ??= {}
-    if (next.metadata.name !== undefined && next.metadata.name !== name) throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`)
+    if (next.metadata.name !== undefined && next.metadata.name !== name)
+      throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`)
     this.checkNamespace(rt, namespace, next)
     const old = this.existing(rt, namespace, name)
     next.metadata.name = name
@@ -447,11 +558,15 @@ export class ApiCore {
     body: unknown,
     opts: WriteOptions & {force?: boolean; authorizeCreate?: () => {allowed: boolean; reason: string}},
   ): Result {
-    const accepted: string[] = rt.custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.strategic, PATCH_TYPES.apply]
+    const accepted: string[] = rt.custom
+      ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply]
+      : [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.strategic, PATCH_TYPES.apply]
     if (!accepted.includes(patchType)) throw unsupportedMediaType(accepted)
     const optErrs: FieldError[] = []
-    if (patchType !== PATCH_TYPES.apply && opts.force !== undefined) optErrs.push(fieldError.forbidden('force', 'may not be specified for non-apply patch'))
-    if (patchType === PATCH_TYPES.apply && !opts.fieldManager) optErrs.push(fieldError.required('fieldManager', 'is required for apply patch'))
+    if (patchType !== PATCH_TYPES.apply && opts.force !== undefined)
+      optErrs.push(fieldError.forbidden('force', 'may not be specified for non-apply patch'))
+    if (patchType === PATCH_TYPES.apply && !opts.fieldManager)
+      optErrs.push(fieldError.required('fieldManager', 'is required for apply patch'))
     if (optErrs.length) throw invalid('meta.k8s.io', 'PatchOptions', '', optErrs)
     const warnings: string[] = []
 
@@ -462,7 +577,10 @@ export class ApiCore {
     let next: unknown
     try {
       if (patchType === PATCH_TYPES.merge) {
-        if (!isObject(body)) throw badRequest(`json: cannot unmarshal ${Array.isArray(body) ? 'array' : typeof body} into Go value of type map[string]interface {}`)
+        if (!isObject(body))
+          throw badRequest(
+            `json: cannot unmarshal ${Array.isArray(body) ? 'array' : typeof body} into Go value of type map[string]interface {}`,
+          )
         next = applyMergePatch(current, body)
       } else if (patchType === PATCH_TYPES.json) {
         next = applyJsonPatch(current, decodeJsonPatch(body))
@@ -478,8 +596,10 @@ export class ApiCore {
     if (!isObject(next)) throw badRequest('patched object is not an object')
     this.checkTypeMeta(rt, sv.name, next, false)
     next.metadata ??= {}
-    if (next.metadata.name !== name) throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`)
-    if (rt.namespaced && next.metadata.namespace !== namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+    if (next.metadata.name !== name)
+      throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`)
+    if (rt.namespaced && next.metadata.namespace !== namespace)
+      throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
     return this.commitUpdate(rt, sv, old, next, subresource, opts, warnings, 'update')
   }
 
@@ -494,11 +614,13 @@ export class ApiCore {
     warnings: string[],
   ): Result {
     if (!isObject(body)) throw badRequest('error decoding YAML: the applied configuration must be an object')
-    if (!body.apiVersion || !body.kind) throw badRequest(`invalid object type: ${body.apiVersion ?? ''}, Kind=${body.kind ?? ''}`)
+    if (!body.apiVersion || !body.kind)
+      throw badRequest(`invalid object type: ${body.apiVersion ?? ''}, Kind=${body.kind ?? ''}`)
     this.checkTypeMeta(rt, sv.name, body, true)
     const applied = deepCopy(body)
     applied.metadata ??= {}
-    if (applied.metadata.name !== undefined && applied.metadata.name !== name) throw badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`)
+    if (applied.metadata.name !== undefined && applied.metadata.name !== name)
+      throw badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`)
     if (rt.namespaced && applied.metadata.namespace !== undefined && applied.metadata.namespace !== namespace)
       throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
     if (rt.custom && sv.schema) {
@@ -507,7 +629,10 @@ export class ApiCore {
         const errs = undeclared.map((p) => `${pathString(p)}: field not declared in schema`)
         const detail = errs.length === 1 ? errs[0] : `errors:\n  ${errs.join('\n  ')}`
         // Not a Status error in the real server either: it surfaces as a reason-less 500.
-        throw new ApiError({message: `failed to create typed patch object (${rt.namespaced ? namespace : ''}/${name}; ${apiVersionOf(rt.group, sv.name)}, Kind=${rt.kind}): ${detail}`, code: 500})
+        throw new ApiError({
+          message: `failed to create typed patch object (${rt.namespaced ? namespace : ''}/${name}; ${apiVersionOf(rt.group, sv.name)}, Kind=${rt.kind}): ${detail}`,
+          code: 500,
+        })
       }
     }
     const old = this.store.get(this.rk(rt), rt.namespaced ? namespace : '', name)
@@ -524,9 +649,27 @@ export class ApiCore {
       return {...r, warnings: [...warnings, ...r.warnings]}
     }
     const current = this.present(rt, old, sv.name)
-    const who = {manager: opts.fieldManager!, apiVersion: apiVersionOf(rt.group, sv.name), now: nowTimestamp(), ...(subresource ? {subresource} : {})}
-    const result = serverSideApply(current, scoped, this.mergeSchema(rt, sv), {builtin: !rt.custom}, who, opts.force === true)
-    if (result.conflicts) throw new ApiError({message: result.conflicts.message, reason: 'Conflict', details: {causes: result.conflicts.causes}, code: 409})
+    const who = {
+      manager: opts.fieldManager!,
+      apiVersion: apiVersionOf(rt.group, sv.name),
+      now: nowTimestamp(),
+      ...(subresource ? {subresource} : {}),
+    }
+    const result = serverSideApply(
+      current,
+      scoped,
+      this.mergeSchema(rt, sv),
+      {builtin: !rt.custom},
+      who,
+      opts.force === true,
+    )
+    if (result.conflicts)
+      throw new ApiError({
+        message: result.conflicts.message,
+        reason: 'Conflict',
+        details: {causes: result.conflicts.causes},
+        code: 409,
+      })
     const next = result.object!
     next.metadata.resourceVersion = applied.metadata.resourceVersion ?? old.metadata.resourceVersion
     const managedFields = next.metadata.managedFields as JsonObject[]
@@ -540,9 +683,19 @@ export class ApiCore {
     const old = this.existing(rt, namespace, name)
     const pre = opts.preconditions
     if (pre?.uid && pre.uid !== old.metadata.uid)
-      throw conflict(rt.group, rt.plural, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`)
+      throw conflict(
+        rt.group,
+        rt.plural,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`,
+      )
     if (pre?.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion)
-      throw conflict(rt.group, rt.plural, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`)
+      throw conflict(
+        rt.group,
+        rt.plural,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`,
+      )
     const ns = rt.namespaced ? namespace : ''
     if ((old.metadata.finalizers ?? []).length) {
       // Pending finalization: the object stays, marked for deletion; the response is the object.
@@ -568,29 +721,58 @@ export class ApiCore {
     if (rt.returnDeletedObject) return {status: 200, body: this.present(rt, last, sv.name), warnings: []}
     return {
       status: 200,
-      body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: {name, ...(rt.group ? {group: rt.group} : {}), kind: rt.plural, uid: old.metadata.uid}},
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Success',
+        details: {name, ...(rt.group ? {group: rt.group} : {}), kind: rt.plural, uid: old.metadata.uid},
+      },
       warnings: [],
     }
   }
 
-  deleteCollection(rt: ResourceType, sv: ServedVersion, namespace: string | undefined, opts: DeleteOptions & ListOptions): Result {
-    const listed = this.list(rt, sv.name, namespace, {...(opts.labelSelector ? {labelSelector: opts.labelSelector} : {}), ...(opts.fieldSelector ? {fieldSelector: opts.fieldSelector} : {})})
+  deleteCollection(
+    rt: ResourceType,
+    sv: ServedVersion,
+    namespace: string | undefined,
+    opts: DeleteOptions & ListOptions,
+  ): Result {
+    const listed = this.list(rt, sv.name, namespace, {
+      ...(opts.labelSelector ? {labelSelector: opts.labelSelector} : {}),
+      ...(opts.fieldSelector ? {fieldSelector: opts.fieldSelector} : {}),
+    })
     const items: JsonObject[] = []
     for (const item of listed.body.items as JsonObject[]) {
-      const r = this.delete(rt, sv, item.metadata.namespace ?? '', item.metadata.name, {dryRun: opts.dryRun, ...(opts.propagationPolicy ? {propagationPolicy: opts.propagationPolicy} : {})})
+      const r = this.delete(rt, sv, item.metadata.namespace ?? '', item.metadata.name, {
+        dryRun: opts.dryRun,
+        ...(opts.propagationPolicy ? {propagationPolicy: opts.propagationPolicy} : {}),
+      })
       items.push(r.body.kind === 'Status' ? this.present(rt, item, sv.name) : r.body)
     }
-    return {status: 200, body: {kind: rt.listKind, apiVersion: apiVersionOf(rt.group, sv.name), metadata: {resourceVersion: String(this.store.currentRv)}, items}, warnings: []}
+    return {
+      status: 200,
+      body: {
+        kind: rt.listKind,
+        apiVersion: apiVersionOf(rt.group, sv.name),
+        metadata: {resourceVersion: String(this.store.currentRv)},
+        items,
+      },
+      warnings: [],
+    }
   }
 
   /** Cascades of a completed deletion: namespace contents, a CRD's objects, owned dependents. */
   private afterDelete(rt: ResourceType, deleted: JsonObject, policy: 'Orphan' | 'Background' | 'Foreground'): void {
     if (rt.group === '' && rt.plural === 'namespaces') {
-      for (const {resource, obj} of this.store.namespaceContents(deleted.metadata.name)) this.store.remove(resource, obj.metadata.namespace, obj.metadata.name)
+      for (const {resource, obj} of this.store.namespaceContents(deleted.metadata.name))
+        this.store.remove(resource, obj.metadata.namespace, obj.metadata.name)
     }
     if (rt.group === 'apiextensions.k8s.io' && rt.kind === 'CustomResourceDefinition') {
       const gone = this.registry.unregisterCrd(deleted.metadata.name)
-      if (gone) for (const o of this.store.list(resourceKey(gone.group, gone.plural))) this.store.remove(resourceKey(gone.group, gone.plural), o.metadata.namespace ?? '', o.metadata.name)
+      if (gone)
+        for (const o of this.store.list(resourceKey(gone.group, gone.plural)))
+          this.store.remove(resourceKey(gone.group, gone.plural), o.metadata.namespace ?? '', o.metadata.name)
     }
     this.collectGarbage(deleted.metadata.uid, policy)
   }
@@ -621,26 +803,70 @@ export class ApiCore {
   selfSubjectReview(identity: Identity): Result {
     return {
       status: 201,
-      body: {kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: {creationTimestamp: null}, status: {userInfo: {username: identity.user, groups: identity.groups}}},
+      body: {
+        kind: 'SelfSubjectReview',
+        apiVersion: 'authentication.k8s.io/v1',
+        metadata: {creationTimestamp: null},
+        status: {userInfo: {username: identity.user, groups: identity.groups}},
+      },
       warnings: [],
     }
   }
 
   selfSubjectAccessReview(identity: Identity, body: unknown): Result {
-    if (!isObject(body) || !isObject(body.spec)) throw invalid('authorization.k8s.io', 'SelfSubjectAccessReview', '', [fieldError.invalid('spec', null, 'exactly one of nonResourceAttributes or resourceAttributes must be specified')])
+    if (!isObject(body) || !isObject(body.spec))
+      throw invalid('authorization.k8s.io', 'SelfSubjectAccessReview', '', [
+        fieldError.invalid(
+          'spec',
+          null,
+          'exactly one of nonResourceAttributes or resourceAttributes must be specified',
+        ),
+      ])
     const ra = body.spec.resourceAttributes
     const nra = body.spec.nonResourceAttributes
     if (!!ra === !!nra)
-      throw invalid('authorization.k8s.io', 'SelfSubjectAccessReview', '', [fieldError.invalid('spec.resourceAttributes', null, 'exactly one of nonResourceAttributes or resourceAttributes must be specified')])
+      throw invalid('authorization.k8s.io', 'SelfSubjectAccessReview', '', [
+        fieldError.invalid(
+          'spec.resourceAttributes',
+          null,
+          'exactly one of nonResourceAttributes or resourceAttributes must be specified',
+        ),
+      ])
     const attrs = ra
-      ? {user: identity.user, verb: ra.verb ?? '', resourceRequest: true, apiGroup: ra.group ?? '', resource: ra.resource ?? '', subresource: ra.subresource ?? '', namespace: ra.namespace ?? '', name: ra.name ?? '', path: ''}
-      : {user: identity.user, verb: nra.verb ?? '', resourceRequest: false, apiGroup: '', resource: '', subresource: '', namespace: '', name: '', path: nra.path ?? ''}
+      ? {
+          user: identity.user,
+          verb: ra.verb ?? '',
+          resourceRequest: true,
+          apiGroup: ra.group ?? '',
+          resource: ra.resource ?? '',
+          subresource: ra.subresource ?? '',
+          namespace: ra.namespace ?? '',
+          name: ra.name ?? '',
+          path: '',
+        }
+      : {
+          user: identity.user,
+          verb: nra.verb ?? '',
+          resourceRequest: false,
+          apiGroup: '',
+          resource: '',
+          subresource: '',
+          namespace: '',
+          name: '',
+          path: nra.path ?? '',
+        }
     const decision = authorize(identity, attrs)
     const status: JsonObject = {allowed: decision.allowed}
     if (decision.reason) status.reason = decision.reason
     return {
       status: 201,
-      body: {kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: {creationTimestamp: null}, spec: body.spec, status},
+      body: {
+        kind: 'SelfSubjectAccessReview',
+        apiVersion: 'authorization.k8s.io/v1',
+        metadata: {creationTimestamp: null},
+        spec: body.spec,
+        status,
+      },
       warnings: [],
     }
   }
@@ -653,7 +879,12 @@ export class ApiCore {
     if (!r) throw resourceNotFound()
     const {rt, version} = r
     const ns = rt.namespaced ? (obj.metadata?.namespace ?? 'default') : ''
-    const opts: WriteOptions = {dryRun: false, fieldValidation: 'Warn', fieldManager: 'test-seed', keepCreationTimestamp: true}
+    const opts: WriteOptions = {
+      dryRun: false,
+      fieldValidation: 'Warn',
+      fieldManager: 'test-seed',
+      keepCreationTimestamp: true,
+    }
     if (rt.namespaced && !this.store.get('/namespaces', '', ns)) {
       const nsRt = this.registry.resolve('', 'v1', 'namespaces')!
       this.create(nsRt.rt, nsRt.version, '', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}}, opts)
@@ -662,7 +893,9 @@ export class ApiCore {
     const existing = this.store.get(this.rk(rt), ns, name)
     const body = deepCopy(obj)
     if (body.metadata) delete body.metadata.resourceVersion
-    let out = existing ? this.update(rt, version, ns, name, '', body, opts).body : this.create(rt, version, ns, body, opts).body
+    let out = existing
+      ? this.update(rt, version, ns, name, '', body, opts).body
+      : this.create(rt, version, ns, body, opts).body
     if (rt.hasStatus && obj.status !== undefined) {
       out = this.update(rt, version, ns, out.metadata.name, 'status', {...out, status: deepCopy(obj.status)}, opts).body
     }

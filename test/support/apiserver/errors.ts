@@ -33,7 +33,10 @@ export class ApiError extends Error {
   readonly status: V1Status
   /** Extra response headers (e.g. Retry-After). */
   readonly headers: Record<string, string>
-  constructor(status: Omit<V1Status, 'kind' | 'apiVersion' | 'metadata' | 'status'>, headers: Record<string, string> = {}) {
+  constructor(
+    status: Omit<V1Status, 'kind' | 'apiVersion' | 'metadata' | 'status'>,
+    headers: Record<string, string> = {},
+  ) {
     super(status.message ?? status.reason ?? `HTTP ${status.code}`)
     this.status = {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', ...stripUndefined(status)}
     this.headers = headers
@@ -59,7 +62,12 @@ export function qualifiedKind(group: string, kind: string): string {
   return group ? `${kind}.${group}` : kind
 }
 
-function details(group: string, resource: string, name: string | undefined, extra: Partial<StatusDetails> = {}): StatusDetails {
+function details(
+  group: string,
+  resource: string,
+  name: string | undefined,
+  extra: Partial<StatusDetails> = {},
+): StatusDetails {
   const d: StatusDetails = {}
   if (name) d.name = name
   if (group) d.group = group
@@ -78,7 +86,12 @@ export function notFound(group: string, resource: string, name: string): ApiErro
 
 /** The body of a 404 for a path that names no known resource (unknown group, version or resource). */
 export function resourceNotFound(): ApiError {
-  return new ApiError({message: 'the server could not find the requested resource', reason: 'NotFound', details: {}, code: 404})
+  return new ApiError({
+    message: 'the server could not find the requested resource',
+    reason: 'NotFound',
+    details: {},
+    code: 404,
+  })
 }
 
 export function alreadyExists(group: string, resource: string, name: string): ApiError {
@@ -99,7 +112,8 @@ export function conflict(group: string, resource: string, name: string, why: str
   })
 }
 
-export const OBJECT_MODIFIED = 'the object has been modified; please apply your changes to the latest version and try again'
+export const OBJECT_MODIFIED =
+  'the object has been modified; please apply your changes to the latest version and try again'
 
 export function badRequest(message: string): ApiError {
   return new ApiError({message, reason: 'BadRequest', code: 400})
@@ -153,7 +167,10 @@ export function tooLargeResourceVersion(requested: number, current: number): Api
     {
       message: `Too large resource version: ${requested}, current: ${current}`,
       reason: 'Timeout',
-      details: {causes: [{reason: 'ResourceVersionTooLarge', message: 'Too large resource version'}], retryAfterSeconds: 1},
+      details: {
+        causes: [{reason: 'ResourceVersionTooLarge', message: 'Too large resource version'}],
+        retryAfterSeconds: 1,
+      },
       code: 504,
     },
     {'Retry-After': '1'},
@@ -184,9 +201,15 @@ export function statusForCode(code: number, message?: string, retryAfterSeconds?
     429: ['TooManyRequests', 'the server has received too many requests and has asked us to try again later'],
     500: ['InternalError', 'an error on the server ("") has prevented the request from succeeding'],
     503: ['ServiceUnavailable', 'the server is currently unable to handle the request'],
-    504: ['Timeout', 'the server was unable to return a response in the time allotted, but may still be processing the request'],
+    504: [
+      'Timeout',
+      'the server was unable to return a response in the time allotted, but may still be processing the request',
+    ],
   }
-  const [reason, defaultMessage] = reasons[code] ?? ['Unknown', `the server responded with the status code ${code} but did not return more information`]
+  const [reason, defaultMessage] = reasons[code] ?? [
+    'Unknown',
+    `the server responded with the status code ${code} but did not return more information`,
+  ]
   const headers: Record<string, string> = {}
   const det: StatusDetails = {}
   if (retryAfterSeconds !== undefined) {
@@ -273,7 +296,13 @@ function goSharpV(value: unknown): string {
 
 export function errorBody(e: FieldError): string {
   let s: string
-  if (e.type === 'FieldValueRequired' || e.type === 'FieldValueForbidden' || e.type === 'FieldValueTooLong' || e.type === 'InternalError' || e.value === OMIT_VALUE) {
+  if (
+    e.type === 'FieldValueRequired' ||
+    e.type === 'FieldValueForbidden' ||
+    e.type === 'FieldValueTooLong' ||
+    e.type === 'InternalError' ||
+    e.value === OMIT_VALUE
+  ) {
     s = TYPE_TEXT[e.type]
   } else {
     s = `${TYPE_TEXT[e.type]}: ${goValue(e.value)}`
@@ -288,8 +317,18 @@ export function fieldErrorString(e: FieldError): string {
 
 export const fieldError = {
   required: (field: string, detail = ''): FieldError => ({type: 'FieldValueRequired', field, value: '', detail}),
-  invalid: (field: string, value: unknown, detail: string): FieldError => ({type: 'FieldValueInvalid', field, value, detail}),
-  typeInvalid: (field: string, value: unknown, detail: string): FieldError => ({type: 'FieldValueTypeInvalid', field, value, detail}),
+  invalid: (field: string, value: unknown, detail: string): FieldError => ({
+    type: 'FieldValueInvalid',
+    field,
+    value,
+    detail,
+  }),
+  typeInvalid: (field: string, value: unknown, detail: string): FieldError => ({
+    type: 'FieldValueTypeInvalid',
+    field,
+    value,
+    detail,
+  }),
   notSupported: (field: string, value: unknown, valid: string[]): FieldError => ({
     type: 'FieldValueNotSupported',
     field,
@@ -302,7 +341,8 @@ export const fieldError = {
     type: 'FieldValueTooLong',
     field,
     value: '<value omitted>',
-    detail: maxLength >= 0 ? `may not be more than ${maxLength} ${maxLength === 1 ? 'byte' : 'bytes'}` : 'value is too long',
+    detail:
+      maxLength >= 0 ? `may not be more than ${maxLength} ${maxLength === 1 ? 'byte' : 'bytes'}` : 'value is too long',
   }),
   tooMany: (field: string, actual: number, max: number): FieldError => ({
     type: 'FieldValueTooMany',
@@ -310,7 +350,12 @@ export const fieldError = {
     value: actual >= 0 ? actual : OMIT_VALUE,
     detail: max >= 0 ? `must have at most ${max} items` : 'has too many items',
   }),
-  internal: (field: string, message: string): FieldError => ({type: 'InternalError', field, value: null, detail: message}),
+  internal: (field: string, message: string): FieldError => ({
+    type: 'InternalError',
+    field,
+    value: null,
+    detail: message,
+  }),
 }
 
 /** utilerrors.NewAggregate(...).Error(): one message, or "[a, b]" with duplicates removed. */
@@ -325,7 +370,10 @@ export function aggregate(messages: string[]): string {
 export function invalid(group: string, kind: string, name: string, errs: FieldError[]): ApiError {
   const causes = errs.map((e) => ({reason: e.type, message: errorBody(e), field: e.field}))
   const agg = aggregate(errs.map(fieldErrorString))
-  const message = errs.length === 0 ? `${qualifiedKind(group, kind)} "${name}" is invalid` : `${qualifiedKind(group, kind)} "${name}" is invalid: ${agg}`
+  const message =
+    errs.length === 0
+      ? `${qualifiedKind(group, kind)} "${name}" is invalid`
+      : `${qualifiedKind(group, kind)} "${name}" is invalid: ${agg}`
   const d: StatusDetails = {}
   if (name) d.name = name
   if (group) d.group = group

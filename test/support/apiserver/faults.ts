@@ -6,7 +6,8 @@
 // server would send for that code, or a dropped connection before processing or after the
 // write has been applied (the client sees a reset; the object changed anyway).
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'discovery' | 'other'
+export type Verb =
+  'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'discovery' | 'other'
 
 export interface RequestDescription {
   method: string
@@ -70,7 +71,8 @@ export interface ActiveFault {
   remove(): void
 }
 
-const asList = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v])
+const asList = <T>(v: T | T[] | undefined): T[] | undefined =>
+  v === undefined ? undefined : Array.isArray(v) ? v : [v]
 
 function matches(m: FaultMatch | undefined, r: RequestDescription): boolean {
   if (!m) return true

@@ -14,7 +14,9 @@ const server = await startApiServer({
 })
 const kubeconfig = arg('--kubeconfig') ?? '.mesh-migrate-tmp-kubeconfig.yaml'
 await server.writeKubeconfig(kubeconfig)
-process.stderr.write(`test API server listening on ${server.url}\nkubeconfig written to ${kubeconfig} (KUBECONFIG=${kubeconfig} kubectl get ns)\n`)
+process.stderr.write(
+  `test API server listening on ${server.url}\nkubeconfig written to ${kubeconfig} (KUBECONFIG=${kubeconfig} kubectl get ns)\n`,
+)
 const stop = () => {
   void server.close().then(() => process.exit(0))
 }

@@ -74,7 +74,10 @@ export class TestApiServer {
 
   constructor(private readonly opts: ApiServerOptions = {}) {
     this.core = new ApiCore(new Registry(), new Store(opts.historyLimit ?? 10_000))
-    this.authn = new Authenticator({[ADMIN_TOKEN]: {user: 'admin', groups: ['system:masters'], permissions: 'all'}, ...(opts.tokens ?? {})})
+    this.authn = new Authenticator({
+      [ADMIN_TOKEN]: {user: 'admin', groups: ['system:masters'], permissions: 'all'},
+      ...(opts.tokens ?? {}),
+    })
     this.watches = new WatchHub(this.core)
   }
 
@@ -128,14 +131,16 @@ export class TestApiServer {
 
   /** The namespaces and objects every cluster has, then the CRDs. */
   private bootstrap(): void {
-    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) this.seed({apiVersion: 'v1', kind: 'Namespace', metadata: {name}})
+    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+      this.seed({apiVersion: 'v1', kind: 'Namespace', metadata: {name}})
     this.seed({
       apiVersion: 'v1',
       kind: 'Service',
       metadata: {name: 'kubernetes', namespace: 'default', labels: {component: 'apiserver', provider: 'kubernetes'}},
       spec: {clusterIP: '10.96.0.1', ports: [{name: 'https', port: 443, protocol: 'TCP', targetPort: 6443}]},
     })
-    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) this.seed({apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: name}})
+    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+      this.seed({apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: name}})
 
     const choice = this.opts.crdFiles ?? 'upstream'
     let crds: JsonObject[]
@@ -182,12 +187,21 @@ export class TestApiServer {
         this.core.registry.registerCrd(crd, {fallback: true})
         this.core.store.put(resourceKey('apiextensions.k8s.io', 'customresourcedefinitions'), {
           ...crd,
-          metadata: {...crd.metadata, uid: randomUUID(), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), generation: 1},
+          metadata: {
+            ...crd.metadata,
+            uid: randomUUID(),
+            creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+            generation: 1,
+          },
         })
         continue
       }
       if (this.core.store.get(resourceKey(rt.rt.group, rt.rt.plural), '', crd.metadata.name)) continue
-      this.core.create(rt.rt, rt.version, '', structuredClone(crd), {dryRun: false, fieldValidation: 'Ignore', fieldManager: 'test-apiserver'})
+      this.core.create(rt.rt, rt.version, '', structuredClone(crd), {
+        dryRun: false,
+        fieldValidation: 'Ignore',
+        fieldManager: 'test-apiserver',
+      })
     }
   }
 
@@ -200,7 +214,12 @@ export class TestApiServer {
       kind: 'Config',
       clusters: [{name: 'test-apiserver', cluster: {server: this.url, 'insecure-skip-tls-verify': true}}],
       users: [{name: user, user: {token}}],
-      contexts: [{name: context, context: {cluster: 'test-apiserver', user, ...(opts.namespace ? {namespace: opts.namespace} : {})}}],
+      contexts: [
+        {
+          name: context,
+          context: {cluster: 'test-apiserver', user, ...(opts.namespace ? {namespace: opts.namespace} : {})},
+        },
+      ],
       'current-context': context,
       preferences: {},
     })
@@ -225,7 +244,11 @@ export class TestApiServer {
   get(ref: ObjectRefLike): JsonObject | undefined {
     const r = this.core.registry.byKind(ref.apiVersion, ref.kind)
     if (!r) return undefined
-    const obj = this.core.store.get(resourceKey(r.rt.group, r.rt.plural), r.rt.namespaced ? (ref.namespace ?? 'default') : '', ref.name)
+    const obj = this.core.store.get(
+      resourceKey(r.rt.group, r.rt.plural),
+      r.rt.namespaced ? (ref.namespace ?? 'default') : '',
+      ref.name,
+    )
     return obj ? this.core.present(r.rt, obj, r.version.name) : undefined
   }
 
@@ -233,7 +256,9 @@ export class TestApiServer {
   list(apiVersion: string, kind: string, namespace?: string): JsonObject[] {
     const r = this.core.registry.byKind(apiVersion, kind)
     if (!r) return []
-    return this.core.store.list(resourceKey(r.rt.group, r.rt.plural), r.rt.namespaced ? namespace : undefined).map((o) => this.core.present(r.rt, o, r.version.name))
+    return this.core.store
+      .list(resourceKey(r.rt.group, r.rt.plural), r.rt.namespaced ? namespace : undefined)
+      .map((o) => this.core.present(r.rt, o, r.version.name))
   }
 
   /** Number of watch streams currently open. */

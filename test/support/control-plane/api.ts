@@ -107,7 +107,9 @@ export class ClusterApi {
     return init
   }
 
-  private async headers(extra: Record<string, string> = {}): Promise<{headers: Record<string, string>; agent: RequestInit['agent']}> {
+  private async headers(
+    extra: Record<string, string> = {},
+  ): Promise<{headers: Record<string, string>; agent: RequestInit['agent']}> {
     const base = await this.fetchInit()
     const headers: Record<string, string> = {Accept: 'application/json', 'User-Agent': this.userAgent}
     ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
@@ -116,12 +118,24 @@ export class ClusterApi {
     return {headers: {...headers, ...extra}, agent: base.agent}
   }
 
-  async request<T>(method: string, path: string, what: string, opts: {query?: Record<string, string | undefined>; body?: unknown; contentType?: string} = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    what: string,
+    opts: {query?: Record<string, string | undefined>; body?: unknown; contentType?: string} = {},
+  ): Promise<T> {
     const url = new URL(this.server + path)
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, v)
-    const {headers, agent} = await this.headers(opts.body === undefined ? {} : {'Content-Type': opts.contentType ?? 'application/json'})
+    const {headers, agent} = await this.headers(
+      opts.body === undefined ? {} : {'Content-Type': opts.contentType ?? 'application/json'},
+    )
     if (method !== 'GET') this.writes++
-    const response = await fetch(url.toString(), {method, headers, agent, ...(opts.body === undefined ? {} : {body: JSON.stringify(opts.body)})})
+    const response = await fetch(url.toString(), {
+      method,
+      headers,
+      agent,
+      ...(opts.body === undefined ? {} : {body: JSON.stringify(opts.body)}),
+    })
     const text = await response.text()
     let body: any
     try {
@@ -129,7 +143,8 @@ export class ClusterApi {
     } catch {
       body = undefined
     }
-    if (response.status >= 400) throw new ApiError(response.status, body?.reason, body?.message ?? text ?? `HTTP ${response.status}`, what)
+    if (response.status >= 400)
+      throw new ApiError(response.status, body?.reason, body?.message ?? text ?? `HTTP ${response.status}`, what)
     return body as T
   }
 
@@ -146,7 +161,11 @@ export class ClusterApi {
     const missingAt = this.missingSince.get(apiVersion)
     if (p && missingAt !== undefined && Date.now() - missingAt > 1000) p = undefined
     if (!p) {
-      p = this.request<{resources?: {name: string; kind: string; namespaced: boolean; verbs?: string[]}[]}>('GET', this.basePath(apiVersion), `discover ${apiVersion}`)
+      p = this.request<{resources?: {name: string; kind: string; namespaced: boolean; verbs?: string[]}[]}>(
+        'GET',
+        this.basePath(apiVersion),
+        `discover ${apiVersion}`,
+      )
         .then((list) => {
           this.missingSince.delete(apiVersion)
           const all = list?.resources ?? []
@@ -158,7 +177,9 @@ export class ClusterApi {
               kind: r.kind,
               plural: r.name,
               namespaced: r.namespaced,
-              subresources: all.filter((s) => s.name.startsWith(`${r.name}/`)).map((s) => s.name.slice(r.name.length + 1)),
+              subresources: all
+                .filter((s) => s.name.startsWith(`${r.name}/`))
+                .map((s) => s.name.slice(r.name.length + 1)),
               verbs: r.verbs ?? [],
             }))
         })
@@ -186,8 +207,15 @@ export class ClusterApi {
 
   /** Every served resource at its group's preferred version (the core group at v1). */
   async allResources(): Promise<Resource[]> {
-    const groups = await this.request<{groups?: {name: string; preferredVersion?: {groupVersion: string}; versions: {groupVersion: string}[]}[]}>('GET', '/apis', 'discover API groups')
-    const versions = ['v1', ...(groups.groups ?? []).map((g) => g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion).filter((v): v is string => !!v)]
+    const groups = await this.request<{
+      groups?: {name: string; preferredVersion?: {groupVersion: string}; versions: {groupVersion: string}[]}[]
+    }>('GET', '/apis', 'discover API groups')
+    const versions = [
+      'v1',
+      ...(groups.groups ?? [])
+        .map((g) => g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion)
+        .filter((v): v is string => !!v),
+    ]
     const lists = await Promise.all(versions.map((v) => this.loadGroupVersion(v)))
     return lists.flatMap((l) => l ?? [])
   }
@@ -200,7 +228,13 @@ export class ClusterApi {
 
   private async require(ref: {apiVersion: string; kind: string}): Promise<Resource> {
     const res = await this.resource(ref.apiVersion, ref.kind)
-    if (!res) throw new ApiError(404, 'NotFound', `the server does not serve ${ref.kind} in ${ref.apiVersion}`, `find ${ref.kind}`)
+    if (!res)
+      throw new ApiError(
+        404,
+        'NotFound',
+        `the server does not serve ${ref.kind} in ${ref.apiVersion}`,
+        `find ${ref.kind}`,
+      )
     return res
   }
 
@@ -221,9 +255,14 @@ export class ClusterApi {
     let token: string | undefined
     let resourceVersion = ''
     do {
-      const page = await this.request<{items?: KubeObject[]; metadata?: {continue?: string; resourceVersion?: string}}>('GET', this.path(res, opts.namespace), `list ${res.plural}`, {
-        query: {limit: String(PAGE_SIZE), continue: token, labelSelector: opts.labelSelector},
-      })
+      const page = await this.request<{items?: KubeObject[]; metadata?: {continue?: string; resourceVersion?: string}}>(
+        'GET',
+        this.path(res, opts.namespace),
+        `list ${res.plural}`,
+        {
+          query: {limit: String(PAGE_SIZE), continue: token, labelSelector: opts.labelSelector},
+        },
+      )
       for (const item of page.items ?? []) items.push({...item, apiVersion: res.apiVersion, kind: res.kind})
       token = page.metadata?.continue || undefined
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion
@@ -255,7 +294,11 @@ export class ClusterApi {
   async get(ref: ObjectRef): Promise<KubeObject | undefined> {
     const res = await this.require(ref)
     try {
-      const obj = await this.request<KubeObject>('GET', this.path(res, ref.namespace, ref.name), `get ${res.plural}/${ref.name}`)
+      const obj = await this.request<KubeObject>(
+        'GET',
+        this.path(res, ref.namespace, ref.name),
+        `get ${res.plural}/${ref.name}`,
+      )
       return {...obj, apiVersion: res.apiVersion, kind: res.kind}
     } catch (error) {
       if (isNotFound(error)) return undefined
@@ -265,21 +308,33 @@ export class ClusterApi {
 
   async create(obj: KubeObject, opts: {subresource?: string} = {}): Promise<KubeObject> {
     const res = await this.require(obj)
-    const path = opts.subresource ? this.path(res, obj.metadata.namespace, obj.metadata.name, opts.subresource) : this.path(res, obj.metadata.namespace)
-    return this.request<KubeObject>('POST', path, `create ${res.plural}/${obj.metadata.name ?? obj.metadata.generateName ?? ''}`, {
-      query: {fieldManager: this.fieldManager},
-      body: obj,
-    })
+    const path = opts.subresource
+      ? this.path(res, obj.metadata.namespace, obj.metadata.name, opts.subresource)
+      : this.path(res, obj.metadata.namespace)
+    return this.request<KubeObject>(
+      'POST',
+      path,
+      `create ${res.plural}/${obj.metadata.name ?? obj.metadata.generateName ?? ''}`,
+      {
+        query: {fieldManager: this.fieldManager},
+        body: obj,
+      },
+    )
   }
 
   async patch(ref: ObjectRef, patch: unknown, opts: PatchOptions = {}): Promise<KubeObject> {
     const res = await this.require(ref)
     const apply = opts.type === 'apply'
-    return this.request<KubeObject>('PATCH', this.path(res, ref.namespace, ref.name, opts.subresource), `patch ${res.plural}/${ref.name}${opts.subresource ? `/${opts.subresource}` : ''}`, {
-      query: {fieldManager: opts.fieldManager ?? this.fieldManager, force: apply && opts.force ? 'true' : undefined},
-      body: patch,
-      contentType: apply ? 'application/apply-patch+yaml' : 'application/merge-patch+json',
-    })
+    return this.request<KubeObject>(
+      'PATCH',
+      this.path(res, ref.namespace, ref.name, opts.subresource),
+      `patch ${res.plural}/${ref.name}${opts.subresource ? `/${opts.subresource}` : ''}`,
+      {
+        query: {fieldManager: opts.fieldManager ?? this.fieldManager, force: apply && opts.force ? 'true' : undefined},
+        body: patch,
+        contentType: apply ? 'application/apply-patch+yaml' : 'application/merge-patch+json',
+      },
+    )
   }
 
   /** Deletes; resolves to the server's answer (the object while it terminates), or undefined when already gone. */
@@ -290,7 +345,12 @@ export class ClusterApi {
     if (opts.preconditions) body.preconditions = opts.preconditions
     if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy
     try {
-      const answer = await this.request<any>('DELETE', this.path(res, ref.namespace, ref.name), `delete ${res.plural}/${ref.name}`, {body})
+      const answer = await this.request<any>(
+        'DELETE',
+        this.path(res, ref.namespace, ref.name),
+        `delete ${res.plural}/${ref.name}`,
+        {body},
+      )
       return answer?.kind === 'Status' ? undefined : answer
     } catch (error) {
       if (isNotFound(error)) return undefined
@@ -300,14 +360,20 @@ export class ClusterApi {
 }
 
 /** A ClusterApi for a kubeconfig file, loaded with kubectl's rules (src/kube/config.ts). */
-export async function clusterApiFromKubeconfig(file: string, opts: {context?: string; userAgent?: string; fieldManager?: string} = {}): Promise<ClusterApi> {
+export async function clusterApiFromKubeconfig(
+  file: string,
+  opts: {context?: string; userAgent?: string; fieldManager?: string} = {},
+): Promise<ClusterApi> {
   const {loadKubeConfig} = await import('../../../src/kube/config.js')
   const kc = await loadKubeConfig({kubeconfig: file, ...(opts.context ? {context: opts.context} : {})})
   return new ClusterApi(kc, opts)
 }
 
 /** A ClusterApi for kubeconfig text (the in-repo server hands out kubeconfigs as strings). */
-export async function clusterApiFromKubeconfigText(text: string, opts: {userAgent?: string; fieldManager?: string} = {}): Promise<ClusterApi> {
+export async function clusterApiFromKubeconfigText(
+  text: string,
+  opts: {userAgent?: string; fieldManager?: string} = {},
+): Promise<ClusterApi> {
   const {KubeConfig} = await import('@kubernetes/client-node')
   const kc = new KubeConfig()
   kc.loadFromString(text)

@@ -154,6 +154,9 @@ export class ControlPlane {
   }
 }
 
-export async function startControlPlane(api: ClusterApi, options: ControlPlaneOptionsInput = {}): Promise<ControlPlane> {
+export async function startControlPlane(
+  api: ClusterApi,
+  options: ControlPlaneOptionsInput = {},
+): Promise<ControlPlane> {
   return new ControlPlane(api, options).start()
 }

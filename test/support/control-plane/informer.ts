@@ -222,7 +222,10 @@ export class Informer {
     const current = () => generation === this.watchGeneration && !this.stopped
     const handle: WatchHandle | undefined = await this.api.watch(
       res,
-      {...(this.spec.namespace === undefined ? {} : {namespace: this.spec.namespace}), resourceVersion: this.resourceVersion},
+      {
+        ...(this.spec.namespace === undefined ? {} : {namespace: this.spec.namespace}),
+        resourceVersion: this.resourceVersion,
+      },
       (event) => {
         if (!current()) return
         switch (event.type) {

@@ -88,7 +88,13 @@ const suffixed = (base: string, revision: string) => (revision === 'default' ? b
 // ---------------------------------------------------------------------------------------------
 // Webhooks (manifests/charts/istio-control/istio-discovery/templates/mutatingwebhook.yaml)
 
-function webhook(name: string, service: string, root: string, namespaceSelector: unknown, objectSelector: unknown): Record<string, unknown> {
+function webhook(
+  name: string,
+  service: string,
+  root: string,
+  namespaceSelector: unknown,
+  objectSelector: unknown,
+): Record<string, unknown> {
   return {
     name,
     clientConfig: {service: {name: service, namespace: root, path: '/inject', port: 443}},
@@ -103,18 +109,66 @@ function webhook(name: string, service: string, root: string, namespaceSelector:
 }
 
 /** The injection webhooks for `values` (a revision or a tag), plus the legacy ones when it is the default. */
-function injectionWebhooks(values: string, isDefault: boolean, enableNamespacesByDefault: boolean, service: string, root: string): Record<string, unknown>[] {
+function injectionWebhooks(
+  values: string,
+  isDefault: boolean,
+  enableNamespacesByDefault: boolean,
+  service: string,
+  root: string,
+): Record<string, unknown>[] {
   const notFalse = {key: 'sidecar.istio.io/inject', operator: 'NotIn', values: ['false']}
   const hooks = [
-    webhook('rev.namespace.sidecar-injector.istio.io', service, root, {matchExpressions: [{key: 'istio.io/rev', operator: 'In', values: [values]}, {key: 'istio-injection', operator: 'DoesNotExist'}]}, {matchExpressions: [notFalse]}),
-    webhook('rev.object.sidecar-injector.istio.io', service, root, {matchExpressions: [{key: 'istio.io/rev', operator: 'DoesNotExist'}, {key: 'istio-injection', operator: 'DoesNotExist'}]}, {matchExpressions: [notFalse, {key: 'istio.io/rev', operator: 'In', values: [values]}]}),
+    webhook(
+      'rev.namespace.sidecar-injector.istio.io',
+      service,
+      root,
+      {
+        matchExpressions: [
+          {key: 'istio.io/rev', operator: 'In', values: [values]},
+          {key: 'istio-injection', operator: 'DoesNotExist'},
+        ],
+      },
+      {matchExpressions: [notFalse]},
+    ),
+    webhook(
+      'rev.object.sidecar-injector.istio.io',
+      service,
+      root,
+      {
+        matchExpressions: [
+          {key: 'istio.io/rev', operator: 'DoesNotExist'},
+          {key: 'istio-injection', operator: 'DoesNotExist'},
+        ],
+      },
+      {matchExpressions: [notFalse, {key: 'istio.io/rev', operator: 'In', values: [values]}]},
+    ),
   ]
   if (isDefault) {
     hooks.push(
-      webhook('namespace.sidecar-injector.istio.io', service, root, {matchExpressions: [{key: 'istio-injection', operator: 'In', values: ['enabled']}]}, {matchExpressions: [notFalse]}),
-      webhook('object.sidecar-injector.istio.io', service, root, {matchExpressions: [{key: 'istio-injection', operator: 'DoesNotExist'}, {key: 'istio.io/rev', operator: 'DoesNotExist'}]}, {
-        matchExpressions: [{key: 'sidecar.istio.io/inject', operator: 'In', values: ['true']}, {key: 'istio.io/rev', operator: 'DoesNotExist'}],
-      }),
+      webhook(
+        'namespace.sidecar-injector.istio.io',
+        service,
+        root,
+        {matchExpressions: [{key: 'istio-injection', operator: 'In', values: ['enabled']}]},
+        {matchExpressions: [notFalse]},
+      ),
+      webhook(
+        'object.sidecar-injector.istio.io',
+        service,
+        root,
+        {
+          matchExpressions: [
+            {key: 'istio-injection', operator: 'DoesNotExist'},
+            {key: 'istio.io/rev', operator: 'DoesNotExist'},
+          ],
+        },
+        {
+          matchExpressions: [
+            {key: 'sidecar.istio.io/inject', operator: 'In', values: ['true']},
+            {key: 'istio.io/rev', operator: 'DoesNotExist'},
+          ],
+        },
+      ),
     )
     if (enableNamespacesByDefault) {
       hooks.push(
@@ -126,10 +180,19 @@ function injectionWebhooks(values: string, isDefault: boolean, enableNamespacesB
             matchExpressions: [
               {key: 'istio-injection', operator: 'DoesNotExist'},
               {key: 'istio.io/rev', operator: 'DoesNotExist'},
-              {key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage']},
+              {
+                key: 'kubernetes.io/metadata.name',
+                operator: 'NotIn',
+                values: ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage'],
+              },
             ],
           },
-          {matchExpressions: [{key: 'sidecar.istio.io/inject', operator: 'DoesNotExist'}, {key: 'istio.io/rev', operator: 'DoesNotExist'}]},
+          {
+            matchExpressions: [
+              {key: 'sidecar.istio.io/inject', operator: 'DoesNotExist'},
+              {key: 'istio.io/rev', operator: 'DoesNotExist'},
+            ],
+          },
         ),
       )
     }
@@ -150,7 +213,14 @@ const systemTolerations = [
 function nodeObjects(o: InstallOptions): KubeObject[] {
   const names = typeof o.nodes === 'number' ? Array.from({length: o.nodes}, (_, i) => `node-${i + 1}`) : o.nodes
   const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
-  const condition = (type: string, status: string, reason: string, message: string) => ({type, status, reason, message, lastHeartbeatTime: at, lastTransitionTime: at})
+  const condition = (type: string, status: string, reason: string, message: string) => ({
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: at,
+    lastTransitionTime: at,
+  })
   return names.map((name, i) => ({
     apiVersion: 'v1',
     kind: 'Node',
@@ -228,21 +298,45 @@ function revisionObjects(o: InstallOptions, r: RevisionInstall): KubeObject[] {
     '',
   ].join('\n')
   const values = {
-    global: {hub: 'docker.io/istio', tag: version, istioNamespace: root, proxy: {image: 'proxyv2', autoInject: o.injectionPolicy}},
+    global: {
+      hub: 'docker.io/istio',
+      tag: version,
+      istioNamespace: root,
+      proxy: {image: 'proxyv2', autoInject: o.injectionPolicy},
+    },
     pilot: {cni: {enabled: interception === 'istio-cni'}, env: o.ambient ? {PILOT_ENABLE_AMBIENT: 'true'} : {}},
     istio_cni: {enabled: interception === 'istio-cni'},
     revision: rev === 'default' ? '' : rev,
-    sidecarInjectorWebhook: {enableNamespacesByDefault: o.enableNamespacesByDefault, reinvocationPolicy: 'Never', rewriteAppHTTPProbe: true},
+    sidecarInjectorWebhook: {
+      enableNamespacesByDefault: o.enableNamespacesByDefault,
+      reinvocationPolicy: 'Never',
+      rewriteAppHTTPProbe: true,
+    },
   }
-  const injectorConfig = ['defaultTemplates: [sidecar]', `policy: ${o.injectionPolicy}`, 'alwaysInjectSelector: []', 'neverInjectSelector: []', 'injectedAnnotations: {}', ''].join('\n')
+  const injectorConfig = [
+    'defaultTemplates: [sidecar]',
+    `policy: ${o.injectionPolicy}`,
+    'alwaysInjectSelector: []',
+    'neverInjectSelector: []',
+    'injectedAnnotations: {}',
+    '',
+  ].join('\n')
   // The legacy (non-rev) webhooks belong to the default revision unless a "default" tag takes them.
   const legacyHere = rev === 'default' && o.tags.default === undefined
   return [
-    {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: suffixed('istiod', rev), namespace: root, labels: {app: 'istiod', ...revLabel}}},
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: {name: suffixed('istiod', rev), namespace: root, labels: {app: 'istiod', ...revLabel}},
+    },
     {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: {name: suffixed('istio', rev), namespace: root, labels: {'istio.io/rev': rev, 'install.operator.istio.io/owning-resource': 'unknown'}},
+      metadata: {
+        name: suffixed('istio', rev),
+        namespace: root,
+        labels: {'istio.io/rev': rev, 'install.operator.istio.io/owning-resource': 'unknown'},
+      },
       data: {mesh, meshNetworks: 'networks: {}'},
     },
     {
@@ -257,14 +351,27 @@ function revisionObjects(o: InstallOptions, r: RevisionInstall): KubeObject[] {
       metadata: {
         name,
         namespace: root,
-        labels: {app: 'istiod', istio: 'pilot', ...revLabel, 'app.kubernetes.io/name': 'istiod', 'app.kubernetes.io/version': version, 'operator.istio.io/component': 'Pilot'},
+        labels: {
+          app: 'istiod',
+          istio: 'pilot',
+          ...revLabel,
+          'app.kubernetes.io/name': 'istiod',
+          'app.kubernetes.io/version': version,
+          'operator.istio.io/component': 'Pilot',
+        },
       },
       spec: {
         replicas: 1,
         selector: {matchLabels: {istio: 'pilot', ...revLabel}},
         strategy: {rollingUpdate: {maxSurge: '100%', maxUnavailable: '25%'}},
         template: {
-          metadata: {labels: podLabels, annotations: {'sidecar.istio.io/inject': 'false', ...(r.istiod === 'not-ready' ? {[NEVER_READY_ANNOTATION]: 'true'} : {})}},
+          metadata: {
+            labels: podLabels,
+            annotations: {
+              'sidecar.istio.io/inject': 'false',
+              ...(r.istiod === 'not-ready' ? {[NEVER_READY_ANNOTATION]: 'true'} : {}),
+            },
+          },
           spec: {
             serviceAccountName: suffixed('istiod', rev),
             tolerations: [{key: 'cni.istio.io/not-ready', operator: 'Exists'}],
@@ -272,13 +379,26 @@ function revisionObjects(o: InstallOptions, r: RevisionInstall): KubeObject[] {
               {
                 name: 'discovery',
                 image: `docker.io/istio/pilot:${version}`,
-                args: ['discovery', '--monitoringAddr=:15014', '--log_output_level=default:info', '--domain', 'cluster.local', '--keepaliveMaxServerConnectionAge', '30m'],
+                args: [
+                  'discovery',
+                  '--monitoringAddr=:15014',
+                  '--log_output_level=default:info',
+                  '--domain',
+                  'cluster.local',
+                  '--keepaliveMaxServerConnectionAge',
+                  '30m',
+                ],
                 ports: [
                   {containerPort: 8080, protocol: 'TCP'},
                   {containerPort: 15010, protocol: 'TCP'},
                   {containerPort: 15017, protocol: 'TCP'},
                 ],
-                readinessProbe: {httpGet: {path: '/ready', port: 8080}, initialDelaySeconds: 1, periodSeconds: 3, timeoutSeconds: 5},
+                readinessProbe: {
+                  httpGet: {path: '/ready', port: 8080},
+                  initialDelaySeconds: 1,
+                  periodSeconds: 3,
+                  timeoutSeconds: 5,
+                },
                 env,
               },
             ],
@@ -313,25 +433,55 @@ function tagObjects(o: InstallOptions): KubeObject[] {
   return Object.entries(o.tags).map(([tag, rev]) => ({
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
-    metadata: {name: `istio-revision-tag-${tag}`, labels: {app: 'sidecar-injector', 'istio.io/rev': rev, 'istio.io/tag': tag}},
-    webhooks: injectionWebhooks(tag, tag === 'default', o.enableNamespacesByDefault, suffixed('istiod', rev), o.rootNamespace),
+    metadata: {
+      name: `istio-revision-tag-${tag}`,
+      labels: {app: 'sidecar-injector', 'istio.io/rev': rev, 'istio.io/tag': tag},
+    },
+    webhooks: injectionWebhooks(
+      tag,
+      tag === 'default',
+      o.enableNamespacesByDefault,
+      suffixed('istiod', rev),
+      o.rootNamespace,
+    ),
   }))
 }
 
-function daemonSet(o: InstallOptions, name: string, podLabels: Record<string, string>, state: ComponentState, spec: Record<string, unknown>): KubeObject[] {
+function daemonSet(
+  o: InstallOptions,
+  name: string,
+  podLabels: Record<string, string>,
+  state: ComponentState,
+  spec: Record<string, unknown>,
+): KubeObject[] {
   if (state === 'absent') return []
   return [
     {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name, namespace: o.rootNamespace}},
     {
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
-      metadata: {name, namespace: o.rootNamespace, labels: {...podLabels, 'app.kubernetes.io/name': name, 'app.kubernetes.io/version': o.version}},
+      metadata: {
+        name,
+        namespace: o.rootNamespace,
+        labels: {...podLabels, 'app.kubernetes.io/name': name, 'app.kubernetes.io/version': o.version},
+      },
       spec: {
         selector: {matchLabels: podLabels},
         updateStrategy: {type: 'RollingUpdate', rollingUpdate: {maxSurge: 0, maxUnavailable: 1}},
         template: {
-          metadata: {labels: {...podLabels, ...dataplaneNone}, annotations: {'sidecar.istio.io/inject': 'false', ...(state === 'not-ready' ? {[NEVER_READY_ANNOTATION]: 'true'} : {})}},
-          spec: {serviceAccountName: name, nodeSelector: {'kubernetes.io/os': 'linux'}, tolerations: systemTolerations, ...spec},
+          metadata: {
+            labels: {...podLabels, ...dataplaneNone},
+            annotations: {
+              'sidecar.istio.io/inject': 'false',
+              ...(state === 'not-ready' ? {[NEVER_READY_ANNOTATION]: 'true'} : {}),
+            },
+          },
+          spec: {
+            serviceAccountName: name,
+            nodeSelector: {'kubernetes.io/os': 'linux'},
+            tolerations: systemTolerations,
+            ...spec,
+          },
         },
       },
     },
@@ -347,7 +497,15 @@ export function controlPlaneObjects(input: InstallOptionsInput = {}): KubeObject
   objects.push(...tagObjects(o))
   objects.push(
     ...daemonSet(o, 'ztunnel', {app: 'ztunnel'}, o.ztunnel, {
-      containers: [{name: 'istio-proxy', image: `docker.io/istio/ztunnel:${o.version}`, args: ['proxy', 'ztunnel'], ports: [{containerPort: 15020, name: 'ztunnel-stats', protocol: 'TCP'}], readinessProbe: {httpGet: {path: '/healthz/ready', port: 15021}}}],
+      containers: [
+        {
+          name: 'istio-proxy',
+          image: `docker.io/istio/ztunnel:${o.version}`,
+          args: ['proxy', 'ztunnel'],
+          ports: [{containerPort: 15020, name: 'ztunnel-stats', protocol: 'TCP'}],
+          readinessProbe: {httpGet: {path: '/healthz/ready', port: 15021}},
+        },
+      ],
     }),
   )
   if (o.istioCni !== 'absent') {
@@ -355,19 +513,42 @@ export function controlPlaneObjects(input: InstallOptionsInput = {}): KubeObject
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {name: 'istio-cni-config', namespace: root},
-      data: {AMBIENT_ENABLED: String(o.ambient), AMBIENT_DNS_CAPTURE: 'true', EXCLUDE_NAMESPACES: 'kube-system', CHAINED_CNI_PLUGIN: 'true', CURRENT_AGENT_VERSION: o.version},
+      data: {
+        AMBIENT_ENABLED: String(o.ambient),
+        AMBIENT_DNS_CAPTURE: 'true',
+        EXCLUDE_NAMESPACES: 'kube-system',
+        CHAINED_CNI_PLUGIN: 'true',
+        CURRENT_AGENT_VERSION: o.version,
+      },
     })
     objects.push(
       ...daemonSet(o, 'istio-cni-node', {'k8s-app': 'istio-cni-node'}, o.istioCni, {
         hostNetwork: true,
-        containers: [{name: 'install-cni', image: `docker.io/istio/install-cni:${o.version}`, args: ['--log_output_level=info'], envFrom: [{configMapRef: {name: 'istio-cni-config'}}]}],
+        containers: [
+          {
+            name: 'install-cni',
+            image: `docker.io/istio/install-cni:${o.version}`,
+            args: ['--log_output_level=info'],
+            envFrom: [{configMapRef: {name: 'istio-cni-config'}}],
+          },
+        ],
       }),
     )
   }
   if (o.gatewayClasses) {
     objects.push(
-      {apiVersion: GATEWAY_API_VERSIONS[0]!, kind: 'GatewayClass', metadata: {name: 'istio-waypoint'}, spec: {controllerName: WAYPOINT_CONTROLLER_NAME, description: 'The default Istio waypoint GatewayClass'}},
-      {apiVersion: GATEWAY_API_VERSIONS[0]!, kind: 'GatewayClass', metadata: {name: 'istio'}, spec: {controllerName: 'istio.io/gateway-controller', description: 'The default Istio GatewayClass'}},
+      {
+        apiVersion: GATEWAY_API_VERSIONS[0]!,
+        kind: 'GatewayClass',
+        metadata: {name: 'istio-waypoint'},
+        spec: {controllerName: WAYPOINT_CONTROLLER_NAME, description: 'The default Istio waypoint GatewayClass'},
+      },
+      {
+        apiVersion: GATEWAY_API_VERSIONS[0]!,
+        kind: 'GatewayClass',
+        metadata: {name: 'istio'},
+        spec: {controllerName: 'istio.io/gateway-controller', description: 'The default Istio GatewayClass'},
+      },
     )
   }
   return objects
@@ -381,7 +562,12 @@ export interface InstalledControlPlane {
 }
 
 function refOf(o: KubeObject): ObjectRef {
-  return {apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(o.metadata.namespace ? {namespace: o.metadata.namespace} : {})}
+  return {
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    name: o.metadata.name,
+    ...(o.metadata.namespace ? {namespace: o.metadata.namespace} : {}),
+  }
 }
 
 /**
@@ -389,7 +575,10 @@ function refOf(o: KubeObject): ObjectRef {
  * it is safe on a cluster that has some of them). Status the objects carry (Nodes) is written
  * through the status subresource. Nodes are only created when the cluster has none.
  */
-export async function installControlPlane(api: ClusterApi, input: InstallOptionsInput = {}): Promise<InstalledControlPlane> {
+export async function installControlPlane(
+  api: ClusterApi,
+  input: InstallOptionsInput = {},
+): Promise<InstalledControlPlane> {
   const result: InstalledControlPlane = {created: [], existing: []}
   const nodeResource = await api.resource('v1', 'Node')
   const haveNodes = nodeResource ? (await api.list(nodeResource)).items.length > 0 : false
@@ -429,7 +618,8 @@ async function removeNotReadyTaint(api: ClusterApi, ref: ObjectRef): Promise<voi
   const node = await api.get(ref)
   const taints: {key: string}[] = node?.spec?.taints ?? []
   const kept = taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready')
-  if (kept.length !== taints.length) await api.patch(ref, {metadata: {resourceVersion: node!.metadata.resourceVersion}, spec: {taints: kept}})
+  if (kept.length !== taints.length)
+    await api.patch(ref, {metadata: {resourceVersion: node!.metadata.resourceVersion}, spec: {taints: kept}})
 }
 
 /** Deletes what installControlPlane created, newest first. */

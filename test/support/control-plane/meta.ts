@@ -161,7 +161,9 @@ export function isSubset(want: unknown, have: unknown): boolean {
     return want.every((w, i) => isSubset(w, have[i]))
   }
   if (have === null || typeof have !== 'object' || Array.isArray(have)) return false
-  return Object.entries(want as Record<string, unknown>).every(([k, v]) => isSubset(v, (have as Record<string, unknown>)[k]))
+  return Object.entries(want as Record<string, unknown>).every(([k, v]) =>
+    isSubset(v, (have as Record<string, unknown>)[k]),
+  )
 }
 
 /** Deep equality of JSON values (key order ignored). */
@@ -181,7 +183,12 @@ export function compareResourceVersions(a: string | undefined, b: string | undef
 }
 
 /** intstr percentages and integers against a total (maxSurge rounds up, maxUnavailable down). */
-export function scaledValue(value: number | string | undefined, total: number, roundUp: boolean, fallback: number | string): number {
+export function scaledValue(
+  value: number | string | undefined,
+  total: number,
+  roundUp: boolean,
+  fallback: number | string,
+): number {
   const v = value ?? fallback
   if (typeof v === 'number') return v
   const match = /^(\d+)%$/.exec(v)
@@ -202,5 +209,7 @@ export function omitZero<T extends Record<string, unknown>>(status: T, keys: (ke
 
 /** Whether the counters of `current` (absent = 0) equal `next`'s. */
 export function sameCounters(current: Record<string, unknown> | undefined, next: Record<string, unknown>): boolean {
-  return Object.entries(next).every(([k, v]) => (current?.[k] ?? 0) === (v ?? 0) || (v === null && (current?.[k] ?? 0) === 0))
+  return Object.entries(next).every(
+    ([k, v]) => (current?.[k] ?? 0) === (v ?? 0) || (v === null && (current?.[k] ?? 0) === 0),
+  )
 }

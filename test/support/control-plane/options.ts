@@ -48,7 +48,9 @@ export interface ControlPlaneOptions {
   log?: (message: string, level: 'error' | 'notice') => void
 }
 
-export type ControlPlaneOptionsInput = Partial<Omit<ControlPlaneOptions, 'waypoint'>> & {waypoint?: Partial<ControlPlaneOptions['waypoint']>}
+export type ControlPlaneOptionsInput = Partial<Omit<ControlPlaneOptions, 'waypoint'>> & {
+  waypoint?: Partial<ControlPlaneOptions['waypoint']>
+}
 
 export const DEFAULT_OPTIONS: ControlPlaneOptions = {
   rootNamespace: 'istio-system',
@@ -61,9 +63,16 @@ export const DEFAULT_OPTIONS: ControlPlaneOptions = {
   workers: 4,
 }
 
-export function resolveOptions(input: ControlPlaneOptionsInput = {}, base: ControlPlaneOptions = DEFAULT_OPTIONS): ControlPlaneOptions {
+export function resolveOptions(
+  input: ControlPlaneOptionsInput = {},
+  base: ControlPlaneOptions = DEFAULT_OPTIONS,
+): ControlPlaneOptions {
   const {waypoint, ...rest} = input
-  const merged: ControlPlaneOptions = {...base, ...stripUndefined(rest), waypoint: {...base.waypoint, ...stripUndefined(waypoint ?? {})}}
+  const merged: ControlPlaneOptions = {
+    ...base,
+    ...stripUndefined(rest),
+    waypoint: {...base.waypoint, ...stripUndefined(waypoint ?? {})},
+  }
   // `failure: undefined` passed explicitly clears a configured failure.
   if (waypoint && 'failure' in waypoint && waypoint.failure === undefined) delete merged.waypoint.failure
   if (merged.podStartupMs < 0) throw new Error('podStartupMs must be >= 0')

@@ -85,7 +85,9 @@ export class WorkQueue {
     for (const k of this.queued) out.push(`${this.name}: queued ${k}`)
     for (const [k, t] of this.timers) {
       const error = this.lastErrors.get(k)
-      out.push(`${this.name}: ${k} again in ${Math.max(0, t.at - Date.now())} ms${error ? ` (after: ${error instanceof Error ? error.message : String(error)})` : ''}`)
+      out.push(
+        `${this.name}: ${k} again in ${Math.max(0, t.at - Date.now())} ms${error ? ` (after: ${error instanceof Error ? error.message : String(error)})` : ''}`,
+      )
     }
     return out
   }

@@ -42,7 +42,10 @@ export class ClusterState {
     const make = (spec: InformerSpec) => new Informer(api, spec, onError)
     const informers = {} as Record<WatchedKind, Informer>
     for (const [name, spec] of Object.entries(WATCHED_KINDS)) informers[name as WatchedKind] = make(spec)
-    this.informers = {...informers, rootConfigMaps: make({apiVersions: ['v1'], kind: 'ConfigMap', namespace: rootNamespace})}
+    this.informers = {
+      ...informers,
+      rootConfigMaps: make({apiVersions: ['v1'], kind: 'ConfigMap', namespace: rootNamespace}),
+    }
     for (const informer of Object.values(this.informers)) {
       for (const v of informer.spec.apiVersions) this.byGroupKind.set(`${groupOf(v)}/${informer.spec.kind}`, informer)
       const index = new Map<string, Set<string>>()
@@ -51,7 +54,12 @@ export class ClusterState {
     }
   }
 
-  private reindex(informer: Informer, index: Map<string, Set<string>>, obj: KubeObject | undefined, old: KubeObject | undefined): void {
+  private reindex(
+    informer: Informer,
+    index: Map<string, Set<string>>,
+    obj: KubeObject | undefined,
+    old: KubeObject | undefined,
+  ): void {
     if (old) {
       for (const ref of old.metadata.ownerReferences ?? []) if (ref.uid) index.get(ref.uid)?.delete(keyOf(old))
       if (old.metadata.uid) this.uidIndex.delete(old.metadata.uid)
@@ -138,10 +146,18 @@ export class ClusterState {
 
   /** Deletes; the caches drop the object unless the server keeps it (graceful deletion, finalizers). */
   async delete(obj: KubeObject, opts: DeleteOptions = {}): Promise<void> {
-    const ref: ObjectRef = {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? {namespace: obj.metadata.namespace} : {})}
+    const ref: ObjectRef = {
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      name: obj.metadata.name,
+      ...(obj.metadata.namespace ? {namespace: obj.metadata.namespace} : {}),
+    }
     let answer: KubeObject | undefined
     try {
-      answer = await this.api.delete(ref, {...opts, ...(opts.preconditions ? {} : obj.metadata.uid ? {preconditions: {uid: obj.metadata.uid}} : {})})
+      answer = await this.api.delete(ref, {
+        ...opts,
+        ...(opts.preconditions ? {} : obj.metadata.uid ? {preconditions: {uid: obj.metadata.uid}} : {}),
+      })
     } catch (error) {
       if (!isNotFound(error)) throw error
     }
@@ -150,7 +166,8 @@ export class ClusterState {
       answer !== undefined &&
       answer.metadata?.deletionTimestamp &&
       opts.gracePeriodSeconds !== 0 &&
-      ((answer.metadata.finalizers as string[] | undefined)?.length || (answer.metadata.deletionGracePeriodSeconds as number | undefined))
+      ((answer.metadata.finalizers as string[] | undefined)?.length ||
+        (answer.metadata.deletionGracePeriodSeconds as number | undefined))
     if (stillThere) this.record(answer, obj)
     else informer?.remove(obj)
   }

@@ -24,11 +24,22 @@ function podTemplate(obj: KubeObject): {labels: Record<string, string>; annotati
   return {labels: tpl?.metadata?.labels ?? {}, annotations: tpl?.metadata?.annotations ?? {}}
 }
 
-function traitsOf(obj: KubeObject, labels: Record<string, string>, annotations: Record<string, string>): WorkloadTrait[] {
+function traitsOf(
+  obj: KubeObject,
+  labels: Record<string, string>,
+  annotations: Record<string, string>,
+): WorkloadTrait[] {
   const traits: WorkloadTrait[] = []
-  if (annotations['inject.istio.io/templates'] === 'gateway' || labels['istio'] === 'ingressgateway' || labels['istio'] === 'egressgateway') traits.push('injected-gateway')
+  if (
+    annotations['inject.istio.io/templates'] === 'gateway' ||
+    labels['istio'] === 'ingressgateway' ||
+    labels['istio'] === 'egressgateway'
+  )
+    traits.push('injected-gateway')
   if (labels['gateway.networking.k8s.io/gateway-name']) {
-    traits.push(labels['gateway.networking.k8s.io/gateway-class-name'] === 'istio-waypoint' ? 'waypoint' : 'kube-gateway')
+    traits.push(
+      labels['gateway.networking.k8s.io/gateway-class-name'] === 'istio-waypoint' ? 'waypoint' : 'kube-gateway',
+    )
   }
   if (obj.kind === 'Job' || obj.kind === 'CronJob') traits.push('job')
   if (obj.kind === 'Pod') traits.push('bare-pod')
@@ -51,31 +62,52 @@ export function workloadStub(obj: KubeObject): WorkloadItem {
 
 export function serviceStub(obj: KubeObject, workloads: WorkloadItem[]): ServiceItem {
   const selector: Record<string, string> | undefined = obj.spec?.selector
-  const ports = (Array.isArray(obj.spec?.ports) ? obj.spec.ports : []).map((p: {name?: string; port: number; protocol?: string; appProtocol?: string}) => ({
-    ...(p.name ? {name: p.name} : {}),
-    port: p.port,
-    protocol: p.protocol ?? 'TCP',
-    ...(p.appProtocol ? {appProtocol: p.appProtocol} : {}),
-    istioProtocol: 'auto',
-  }))
+  const ports = (Array.isArray(obj.spec?.ports) ? obj.spec.ports : []).map(
+    (p: {name?: string; port: number; protocol?: string; appProtocol?: string}) => ({
+      ...(p.name ? {name: p.name} : {}),
+      port: p.port,
+      protocol: p.protocol ?? 'TCP',
+      ...(p.appProtocol ? {appProtocol: p.appProtocol} : {}),
+      istioProtocol: 'auto',
+    }),
+  )
   const s: ServiceItem = {
     ref: {apiVersion: 'v1', kind: 'Service', namespace: obj.metadata.namespace!, name: obj.metadata.name},
     headless: obj.spec?.clusterIP === 'None',
     ports,
-    workloads: selector && Object.keys(selector).length > 0 ? workloads.filter((w) => Object.entries(selector).every(([k, v]) => w.podLabels[k] === v)).map((w) => w.ref.name) : [],
+    workloads:
+      selector && Object.keys(selector).length > 0
+        ? workloads
+            .filter((w) => Object.entries(selector).every(([k, v]) => w.podLabels[k] === v))
+            .map((w) => w.ref.name)
+        : [],
   }
   if (selector) s.selector = selector
   return s
 }
 
 export function namespaceStateStub(name: string, labels: Record<string, string>): NamespaceState {
-  const sidecarLabels = ['istio-injection', 'istio.io/rev'].filter((k) => labels[k] !== undefined).map((k) => ({key: k, value: labels[k]!}))
+  const sidecarLabels = ['istio-injection', 'istio.io/rev']
+    .filter((k) => labels[k] !== undefined)
+    .map((k) => ({key: k, value: labels[k]!}))
   const state: NamespaceState = {
     name,
     labels,
     sidecarLabels,
-    injection: labels['istio-injection'] === 'enabled' || (labels['istio-injection'] === undefined && labels['istio.io/rev']) ? 'enabled' : labels['istio-injection'] === 'disabled' ? 'disabled' : 'none',
-    mode: sidecarLabels.length > 0 ? (labels['istio.io/dataplane-mode'] === 'ambient' ? 'both' : 'sidecar') : labels['istio.io/dataplane-mode'] === 'ambient' ? 'ambient' : 'none',
+    injection:
+      labels['istio-injection'] === 'enabled' || (labels['istio-injection'] === undefined && labels['istio.io/rev'])
+        ? 'enabled'
+        : labels['istio-injection'] === 'disabled'
+          ? 'disabled'
+          : 'none',
+    mode:
+      sidecarLabels.length > 0
+        ? labels['istio.io/dataplane-mode'] === 'ambient'
+          ? 'both'
+          : 'sidecar'
+        : labels['istio.io/dataplane-mode'] === 'ambient'
+          ? 'ambient'
+          : 'none',
     multipleInjectionLabels: false,
   }
   if (labels['istio.io/rev']) state.revision = labels['istio.io/rev']
@@ -89,12 +121,16 @@ export function classifyContext(objects: KubeObject[], opts: ContextOptions = {}
   const namespace = opts.namespace ?? 'bookinfo'
   const defaultNs = opts.defaultNamespace ?? namespace
   const objs = objects.map((o) =>
-    o.metadata.namespace !== undefined || o.kind === 'Namespace' || o.kind === 'GatewayClass' ? o : {...o, metadata: {...o.metadata, namespace: defaultNs}},
+    o.metadata.namespace !== undefined || o.kind === 'Namespace' || o.kind === 'GatewayClass'
+      ? o
+      : {...o, metadata: {...o.metadata, namespace: defaultNs}},
   )
   const nsObject = objs.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
   const labels = {...(nsObject?.metadata.labels ?? {}), ...(opts.namespaceLabels ?? {})}
   const workloads = objs.filter((o) => CONTROLLERS.has(o.kind) && o.metadata.namespace === namespace).map(workloadStub)
-  const services = objs.filter((o) => o.kind === 'Service' && o.apiVersion === 'v1' && o.metadata.namespace === namespace).map((o) => serviceStub(o, workloads))
+  const services = objs
+    .filter((o) => o.kind === 'Service' && o.apiVersion === 'v1' && o.metadata.namespace === namespace)
+    .map((o) => serviceStub(o, workloads))
   const ctx: ClassifyContext = {
     namespace,
     rootNamespace: opts.rootNamespace ?? 'istio-system',
@@ -124,7 +160,12 @@ export function yamlObjects(text: string): KubeObject[] {
 
 // --- small builders ------------------------------------------------------------------------------
 
-export function deployment(name: string, labels: Record<string, string>, namespace = 'bookinfo', extra: {annotations?: Record<string, string>; serviceAccount?: string} = {}): KubeObject {
+export function deployment(
+  name: string,
+  labels: Record<string, string>,
+  namespace = 'bookinfo',
+  extra: {annotations?: Record<string, string>; serviceAccount?: string} = {},
+): KubeObject {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -133,13 +174,21 @@ export function deployment(name: string, labels: Record<string, string>, namespa
       selector: {matchLabels: labels},
       template: {
         metadata: {labels, ...(extra.annotations ? {annotations: extra.annotations} : {})},
-        spec: {containers: [{name: 'app', image: 'app'}], ...(extra.serviceAccount ? {serviceAccountName: extra.serviceAccount} : {})},
+        spec: {
+          containers: [{name: 'app', image: 'app'}],
+          ...(extra.serviceAccount ? {serviceAccountName: extra.serviceAccount} : {}),
+        },
       },
     },
   }
 }
 
-export function service(name: string, selector: Record<string, string>, namespace = 'bookinfo', labels?: Record<string, string>): KubeObject {
+export function service(
+  name: string,
+  selector: Record<string, string>,
+  namespace = 'bookinfo',
+  labels?: Record<string, string>,
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -148,7 +197,17 @@ export function service(name: string, selector: Record<string, string>, namespac
   }
 }
 
-export function istio(kind: string, name: string, spec: unknown, opts: {namespace?: string; apiVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string>} = {}): KubeObject {
+export function istio(
+  kind: string,
+  name: string,
+  spec: unknown,
+  opts: {
+    namespace?: string
+    apiVersion?: string
+    annotations?: Record<string, string>
+    labels?: Record<string, string>
+  } = {},
+): KubeObject {
   const groups: Record<string, string> = {
     AuthorizationPolicy: 'security.istio.io/v1',
     PeerAuthentication: 'security.istio.io/v1',
@@ -182,7 +241,12 @@ export function istio(kind: string, name: string, spec: unknown, opts: {namespac
   }
 }
 
-export function kubeGateway(name: string, gatewayClassName: string, namespace = 'bookinfo', extra: {labels?: Record<string, string>; listeners?: unknown[]} = {}): KubeObject {
+export function kubeGateway(
+  name: string,
+  gatewayClassName: string,
+  namespace = 'bookinfo',
+  extra: {labels?: Record<string, string>; listeners?: unknown[]} = {},
+): KubeObject {
   return {
     apiVersion: 'gateway.networking.k8s.io/v1',
     kind: 'Gateway',

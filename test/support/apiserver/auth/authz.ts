@@ -42,10 +42,25 @@ export interface RequestAttributes {
 
 export const ADMIN_TOKEN = 'admin-token'
 
-const ANONYMOUS: Identity = {user: 'system:anonymous', groups: ['system:unauthenticated'], permissions: [{verbs: ['get'], nonResourceURLs: ['/version', '/healthz', '/livez', '/readyz']}], anonymous: true}
+const ANONYMOUS: Identity = {
+  user: 'system:anonymous',
+  groups: ['system:unauthenticated'],
+  permissions: [{verbs: ['get'], nonResourceURLs: ['/version', '/healthz', '/livez', '/readyz']}],
+  anonymous: true,
+}
 
 /** Discovery is open to every authenticated user (system:discovery / system:basic-user). */
-const DISCOVERY_PATHS = ['/api', '/api/*', '/apis', '/apis/*', '/version', '/healthz', '/livez', '/readyz', '/openapi/*']
+const DISCOVERY_PATHS = [
+  '/api',
+  '/api/*',
+  '/apis',
+  '/apis/*',
+  '/version',
+  '/healthz',
+  '/livez',
+  '/readyz',
+  '/openapi/*',
+]
 
 export class Authenticator {
   private readonly tokens: Map<string, TokenUser>
@@ -65,7 +80,12 @@ export class Authenticator {
     if (!m) return undefined
     const u = this.tokens.get(m[1]!.trim())
     if (!u) return undefined
-    return {user: u.user, groups: [...(u.groups ?? []), 'system:authenticated'], permissions: u.permissions ?? [], anonymous: false}
+    return {
+      user: u.user,
+      groups: [...(u.groups ?? []), 'system:authenticated'],
+      permissions: u.permissions ?? [],
+      anonymous: false,
+    }
   }
 }
 
@@ -90,12 +110,18 @@ function pathMatches(patterns: string[] | undefined, path: string): boolean {
 }
 
 export function authorize(identity: Identity, a: RequestAttributes): {allowed: boolean; reason: string} {
-  if (!a.resourceRequest && !identity.anonymous && pathMatches(DISCOVERY_PATHS, a.path)) return {allowed: true, reason: ''}
-  if (identity.permissions === 'all') return {allowed: true, reason: `allowed: user ${JSON.stringify(identity.user)} may do everything`}
+  if (!a.resourceRequest && !identity.anonymous && pathMatches(DISCOVERY_PATHS, a.path))
+    return {allowed: true, reason: ''}
+  if (identity.permissions === 'all')
+    return {allowed: true, reason: `allowed: user ${JSON.stringify(identity.user)} may do everything`}
   for (const [i, rule] of identity.permissions.entries()) {
     if (!matchesList(rule.verbs, a.verb)) continue
     if (!a.resourceRequest) {
-      if (pathMatches(rule.nonResourceURLs, a.path)) return {allowed: true, reason: `allowed by rule ${i} of the permission table of User ${JSON.stringify(identity.user)}`}
+      if (pathMatches(rule.nonResourceURLs, a.path))
+        return {
+          allowed: true,
+          reason: `allowed by rule ${i} of the permission table of User ${JSON.stringify(identity.user)}`,
+        }
       continue
     }
     if (!matchesList(rule.apiGroups, a.apiGroup)) continue
@@ -104,7 +130,10 @@ export function authorize(identity: Identity, a: RequestAttributes): {allowed: b
     if (rule.namespaces?.length) {
       if (!a.namespace || !(rule.namespaces.includes('*') || rule.namespaces.includes(a.namespace))) continue
     }
-    return {allowed: true, reason: `allowed by rule ${i} of the permission table of User ${JSON.stringify(identity.user)}`}
+    return {
+      allowed: true,
+      reason: `allowed by rule ${i} of the permission table of User ${JSON.stringify(identity.user)}`,
+    }
   }
   return {allowed: false, reason: ''}
 }
@@ -113,6 +142,7 @@ export function authorize(identity: Identity, a: RequestAttributes): {allowed: b
 export function forbiddenMessage(a: RequestAttributes): string {
   if (!a.resourceRequest) return `User ${JSON.stringify(a.user)} cannot ${a.verb} path ${JSON.stringify(a.path)}`
   const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource
-  if (a.namespace) return `User ${JSON.stringify(a.user)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} in the namespace ${JSON.stringify(a.namespace)}`
+  if (a.namespace)
+    return `User ${JSON.stringify(a.user)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} in the namespace ${JSON.stringify(a.namespace)}`
   return `User ${JSON.stringify(a.user)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} at the cluster scope`
 }

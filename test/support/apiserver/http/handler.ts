@@ -3,9 +3,28 @@
 import {randomUUID} from 'node:crypto'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {parse as parseYaml} from 'yaml'
-import {ApiCore, PATCH_TYPES, type DeleteOptions, type FieldValidation, type Result, type WriteOptions} from '../api-core.js'
+import {
+  ApiCore,
+  PATCH_TYPES,
+  type DeleteOptions,
+  type FieldValidation,
+  type Result,
+  type WriteOptions,
+} from '../api-core.js'
 import {authorize, forbiddenMessage, type Authenticator, type Identity, type RequestAttributes} from '../auth/authz.js'
-import {ApiError, badRequest, fieldError, forbidden, internalError, invalid, methodNotAllowed, resourceNotFound, statusForCode, unauthorized, type FieldError} from '../errors.js'
+import {
+  ApiError,
+  badRequest,
+  fieldError,
+  forbidden,
+  internalError,
+  invalid,
+  methodNotAllowed,
+  resourceNotFound,
+  statusForCode,
+  unauthorized,
+  type FieldError,
+} from '../errors.js'
 import type {Faults, RequestLogEntry} from '../faults.js'
 import type {JsonObject} from '../types.js'
 import {parseRequestInfo, requestLogEntry, type RequestInfo} from './request-info.js'
@@ -51,7 +70,11 @@ function decodeBody(raw: Buffer, contentType: string, what: 'object' | 'patch'):
   try {
     return JSON.parse(text)
   } catch (e) {
-    throw badRequest(what === 'object' ? `couldn't get version/kind; json parse error: ${(e as Error).message}` : `error decoding patch: ${(e as Error).message}`)
+    throw badRequest(
+      what === 'object'
+        ? `couldn't get version/kind; json parse error: ${(e as Error).message}`
+        : `error decoding patch: ${(e as Error).message}`,
+    )
   }
 }
 
@@ -61,7 +84,8 @@ function validateOptions(kind: string, params: URLSearchParams): {dryRun: boolea
   for (const d of dry) if (d !== 'All') errs.push(fieldError.notSupported('dryRun', d, ['All']))
   const fm = params.get('fieldManager')
   if (fm !== null && fm.length > 128) errs.push(fieldError.tooLong('fieldManager', 128))
-  if (fm !== null && /[^\x20-\x7e]/.test(fm)) errs.push(fieldError.invalid('fieldManager', fm, 'must only contain printable characters'))
+  if (fm !== null && /[^\x20-\x7e]/.test(fm))
+    errs.push(fieldError.invalid('fieldManager', fm, 'must only contain printable characters'))
   const fv = params.get('fieldValidation') ?? 'Warn'
   const allowed = ['Ignore', 'Warn', 'Strict']
   const normalized = allowed.find((a) => a.toLowerCase() === fv.toLowerCase())
@@ -74,7 +98,8 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
   const {core, authn, faults, watches, log} = deps
   return (req, res) => {
     void handle(req, res).catch((e) => {
-      if (!res.headersSent && !res.destroyed) writeError(res, e instanceof ApiError ? e : internalError((e as Error).message))
+      if (!res.headersSent && !res.destroyed)
+        writeError(res, e instanceof ApiError ? e : internalError((e as Error).message))
     })
   }
 
@@ -84,7 +109,10 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const info = parseRequestInfo(method, url.pathname, url.searchParams)
     const identity = authn.authenticate(req.headers.authorization)
     const resolved = info.resourceRequest ? core.registry.resolve(info.group, info.version, info.resource) : undefined
-    const entry = requestLogEntry(nextRequestId++, req.headers, url, info, {user: identity?.user ?? '', ...(resolved ? {kind: resolved.rt.kind} : {})})
+    const entry = requestLogEntry(nextRequestId++, req.headers, url, info, {
+      user: identity?.user ?? '',
+      ...(resolved ? {kind: resolved.rt.kind} : {}),
+    })
     log.push(entry)
     const finish = (status: number | undefined, reason?: string) => {
       if (status !== undefined) entry.status = status
@@ -134,7 +162,14 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     }
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, url: URL, info: RequestInfo, identity: Identity, entry: RequestLogEntry): Promise<Result | 'streaming'> {
+  async function route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    info: RequestInfo,
+    identity: Identity,
+    entry: RequestLogEntry,
+  ): Promise<Result | 'streaming'> {
     const attrs: RequestAttributes = {
       user: identity.user,
       verb: info.authVerb,
@@ -146,8 +181,10 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
       name: info.name,
       path: url.pathname,
     }
-    const isSsar = info.resourceRequest && info.group === 'authorization.k8s.io' && info.resource === 'selfsubjectaccessreviews'
-    const isSsr = info.resourceRequest && info.group === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews'
+    const isSsar =
+      info.resourceRequest && info.group === 'authorization.k8s.io' && info.resource === 'selfsubjectaccessreviews'
+    const isSsr =
+      info.resourceRequest && info.group === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews'
     if (!((isSsar || isSsr) && !identity.anonymous)) {
       const decision = authorize(identity, attrs)
       if (!decision.allowed) {
@@ -187,7 +224,10 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
       case 'list':
         return core.list(rt, sv.name, rt.namespaced && ns ? ns : undefined, listOptions(q))
       case 'watch': {
-        const sel = core.selectors(rt, {...(q.get('labelSelector') ? {labelSelector: q.get('labelSelector')!} : {}), ...(q.get('fieldSelector') ? {fieldSelector: q.get('fieldSelector')!} : {})})
+        const sel = core.selectors(rt, {
+          ...(q.get('labelSelector') ? {labelSelector: q.get('labelSelector')!} : {}),
+          ...(q.get('fieldSelector') ? {fieldSelector: q.get('fieldSelector')!} : {}),
+        })
         const rv = q.get('resourceVersion') ?? undefined
         const timeout = q.get('timeoutSeconds')
         watches.serve(
@@ -247,17 +287,30 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
         // query is then ignored — dryRun=All in the query of a DELETE with a body deletes for real.
         const fromBody = decoded !== undefined
         const bodyOpts = decoded ?? {}
-        const dryRunAll = fromBody ? Array.isArray(bodyOpts.dryRun) && bodyOpts.dryRun.includes('All') : q.getAll('dryRun').includes('All')
-        if (!fromBody) validateOptions('DeleteOptions', new URLSearchParams([...q.getAll('dryRun').map((d) => ['dryRun', d] as [string, string])]))
-        const policy = ((fromBody ? bodyOpts.propagationPolicy : q.get('propagationPolicy')) ?? undefined) as DeleteOptions['propagationPolicy']
+        const dryRunAll = fromBody
+          ? Array.isArray(bodyOpts.dryRun) && bodyOpts.dryRun.includes('All')
+          : q.getAll('dryRun').includes('All')
+        if (!fromBody)
+          validateOptions(
+            'DeleteOptions',
+            new URLSearchParams([...q.getAll('dryRun').map((d) => ['dryRun', d] as [string, string])]),
+          )
+        const policy = ((fromBody ? bodyOpts.propagationPolicy : q.get('propagationPolicy')) ??
+          undefined) as DeleteOptions['propagationPolicy']
         const orphan = fromBody ? bodyOpts.orphanDependents : q.get('orphanDependents')
         const delOpts: DeleteOptions = {
           dryRun: dryRunAll,
-          ...(policy ? {propagationPolicy: policy} : orphan === true || orphan === 'true' ? {propagationPolicy: 'Orphan'} : {}),
+          ...(policy
+            ? {propagationPolicy: policy}
+            : orphan === true || orphan === 'true'
+              ? {propagationPolicy: 'Orphan'}
+              : {}),
           ...(isPreconditions(bodyOpts.preconditions) ? {preconditions: bodyOpts.preconditions} : {}),
         }
         if (policy && !['Orphan', 'Background', 'Foreground'].includes(policy))
-          throw invalid('meta.k8s.io', 'DeleteOptions', '', [fieldError.notSupported('propagationPolicy', policy, ['Foreground', 'Background', 'Orphan'])])
+          throw invalid('meta.k8s.io', 'DeleteOptions', '', [
+            fieldError.notSupported('propagationPolicy', policy, ['Foreground', 'Background', 'Orphan']),
+          ])
         if (method === 'delete') return core.delete(rt, sv, objectNamespace, info.name, delOpts)
         return core.deleteCollection(rt, sv, rt.namespaced && ns ? ns : undefined, {...delOpts, ...listOptions(q)})
       }
@@ -298,7 +351,8 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
         return ok(g)
       }
     }
-    if (['/healthz', '/livez', '/readyz'].includes(url.pathname)) return {status: 200, body: {__text: 'ok'}, warnings: []}
+    if (['/healthz', '/livez', '/readyz'].includes(url.pathname))
+      return {status: 200, body: {__text: 'ok'}, warnings: []}
     throw resourceNotFound()
   }
 }
@@ -340,6 +394,12 @@ function writeJson(res: ServerResponse, status: number, body: JsonObject, warnin
 function writeError(res: ServerResponse, err: ApiError): void {
   if (res.writableEnded || res.destroyed) return
   const text = JSON.stringify(err.status)
-  res.writeHead(err.code, {'Audit-Id': randomUUID(), 'Cache-Control': 'no-cache, private', 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...err.headers})
+  res.writeHead(err.code, {
+    'Audit-Id': randomUUID(),
+    'Cache-Control': 'no-cache, private',
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    ...err.headers,
+  })
   res.end(text)
 }

@@ -28,7 +28,10 @@ export interface RequestInfo {
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize'])
 
 export function parseRequestInfo(method: string, pathname: string, query: URLSearchParams): RequestInfo {
-  const parts = pathname.split('/').filter((p) => p !== '').map(decodeURIComponent)
+  const parts = pathname
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decodeURIComponent)
   const base: RequestInfo = {
     method,
     resourceRequest: false,
@@ -51,14 +54,24 @@ export function parseRequestInfo(method: string, pathname: string, query: URLSea
   if (parts[0] === 'api') {
     if (parts.length === 1) return {...base, verb: 'discovery', discovery: {kind: 'api'}, apiPrefix: 'api'}
     version = parts[1]!
-    if (parts.length === 2) return {...base, verb: 'discovery', discovery: {kind: 'apiv1', version}, apiPrefix: 'api', version}
+    if (parts.length === 2)
+      return {...base, verb: 'discovery', discovery: {kind: 'apiv1', version}, apiPrefix: 'api', version}
     rest = parts.slice(2)
   } else {
     if (parts.length === 1) return {...base, verb: 'discovery', discovery: {kind: 'apis'}, apiPrefix: 'apis'}
     group = parts[1]!
-    if (parts.length === 2) return {...base, verb: 'discovery', discovery: {kind: 'group', group}, apiPrefix: 'apis', group}
+    if (parts.length === 2)
+      return {...base, verb: 'discovery', discovery: {kind: 'group', group}, apiPrefix: 'apis', group}
     version = parts[2]!
-    if (parts.length === 3) return {...base, verb: 'discovery', discovery: {kind: 'groupVersion', group, version}, apiPrefix: 'apis', group, version}
+    if (parts.length === 3)
+      return {
+        ...base,
+        verb: 'discovery',
+        discovery: {kind: 'groupVersion', group, version},
+        apiPrefix: 'apis',
+        group,
+        version,
+      }
     rest = parts.slice(3)
   }
   const info: RequestInfo = {...base, resourceRequest: true, apiPrefix: parts[0] as 'api' | 'apis', group, version}
@@ -101,7 +114,13 @@ export function parseRequestInfo(method: string, pathname: string, query: URLSea
  * The request log entry of a request as it arrives (no answer yet): what its URL says, who sent it
  * and the kind its resource serves (both as the caller resolved them).
  */
-export function requestLogEntry(id: number, headers: IncomingHttpHeaders, url: URL, info: RequestInfo, who: {user: string; kind?: string | undefined}): RequestLogEntry {
+export function requestLogEntry(
+  id: number,
+  headers: IncomingHttpHeaders,
+  url: URL,
+  info: RequestInfo,
+  who: {user: string; kind?: string | undefined},
+): RequestLogEntry {
   return {
     id,
     method: info.method,

@@ -40,11 +40,17 @@ export class WatchHub {
     const {rt, version} = w
     const store = this.core.store
     const rk = resourceKey(rt.group, rt.plural)
-    res.writeHead(200, {'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked'})
+    res.writeHead(200, {
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-cache, private',
+      'Transfer-Encoding': 'chunked',
+    })
     res.flushHeaders()
 
     const inScope = (o: JsonObject | undefined) =>
-      o !== undefined && (!rt.namespaced || w.namespace === undefined || o.metadata?.namespace === w.namespace) && this.core.matches(rt, o, w.selectors)
+      o !== undefined &&
+      (!rt.namespaced || w.namespace === undefined || o.metadata?.namespace === w.namespace) &&
+      this.core.matches(rt, o, w.selectors)
     const send = (type: string, object: JsonObject) => {
       if (!res.writableEnded) res.write(`${JSON.stringify({type, object})}\n`)
     }
@@ -86,7 +92,8 @@ export class WatchHub {
     const fromCurrent = rvParam === undefined || rvParam === '' || rvParam === '0'
     if (fromCurrent || w.sendInitialEvents) {
       const start = store.currentRv
-      for (const o of store.list(rk, rt.namespaced ? w.namespace : undefined)) if (inScope(o)) send('ADDED', this.core.present(rt, o, version))
+      for (const o of store.list(rk, rt.namespaced ? w.namespace : undefined))
+        if (inScope(o)) send('ADDED', this.core.present(rt, o, version))
       if (w.sendInitialEvents) bookmark(start, true)
       unsubscribe = store.subscribe(emit)
     } else {

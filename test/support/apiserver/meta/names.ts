@@ -187,11 +187,14 @@ export function validateObjectMeta(meta: any, namespaced: boolean, rule: NameRul
   if (!meta?.name) {
     if (!meta?.generateName) errs.push(fieldError.required(childPath(path, 'name'), 'name or generateName is required'))
   } else {
-    for (const m of validateNameByRule(rule, meta.name)) errs.push(fieldError.invalid(childPath(path, 'name'), meta.name, m))
+    for (const m of validateNameByRule(rule, meta.name))
+      errs.push(fieldError.invalid(childPath(path, 'name'), meta.name, m))
   }
   if (namespaced) {
     if (!meta?.namespace) errs.push(fieldError.required(childPath(path, 'namespace'), ''))
-    else for (const m of isDNS1123Label(meta.namespace)) errs.push(fieldError.invalid(childPath(path, 'namespace'), meta.namespace, m))
+    else
+      for (const m of isDNS1123Label(meta.namespace))
+        errs.push(fieldError.invalid(childPath(path, 'namespace'), meta.namespace, m))
   } else if (meta?.namespace) {
     errs.push(fieldError.forbidden(childPath(path, 'namespace'), 'not allowed on this type'))
   }

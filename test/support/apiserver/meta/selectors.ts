@@ -61,7 +61,8 @@ export function parseLabelSelector(input: string): LabelSelector {
   const reqs: LabelRequirement[] = []
   if (peek().kind === 'end') return reqs
   const first = peek()
-  if (first.kind !== 'id' && !(first.kind === 'op' && first.text === '!')) throw badRequest(`found '${first.text}', expected: !, identifier, or 'end of string'`)
+  if (first.kind !== 'id' && !(first.kind === 'op' && first.text === '!'))
+    throw badRequest(`found '${first.text}', expected: !, identifier, or 'end of string'`)
   for (;;) {
     try {
       reqs.push(parseRequirement())
@@ -89,7 +90,8 @@ export function parseLabelSelector(input: string): LabelSelector {
     t = next()
     let op: LabelOperator
     if (t.kind === 'op' && (t.text === '=' || t.text === '==' || t.text === '!=')) op = t.text
-    else if (t.kind === 'id' && (t.text === 'in' || t.text === 'notin' || t.text === 'gt' || t.text === 'lt')) op = t.text
+    else if (t.kind === 'id' && (t.text === 'in' || t.text === 'notin' || t.text === 'gt' || t.text === 'lt'))
+      op = t.text
     else throw badRequest(`found '${t.text}', expected: in, notin, =, ==, !=, gt, lt`)
     if (op === 'in' || op === 'notin') {
       const open = next()
@@ -136,10 +138,15 @@ function makeRequirement(key: string, operator: LabelOperator, values: string[])
   for (const m of isQualifiedName(key)) errs.push(fieldErrorString(fieldError.invalid('key', key, m)))
   if (operator === 'gt' || operator === 'lt') {
     if (values.length !== 1 || !/^-?\d+$/.test(values[0]!))
-      errs.push(fieldErrorString(fieldError.invalid('values[0]', values[0] ?? '', 'for \'Gt\', \'Lt\' operators, the value must be an integer')))
+      errs.push(
+        fieldErrorString(
+          fieldError.invalid('values[0]', values[0] ?? '', "for 'Gt', 'Lt' operators, the value must be an integer"),
+        ),
+      )
   } else {
     values.forEach((v, i) => {
-      for (const m of isValidLabelValue(v)) errs.push(fieldErrorString(fieldError.invalid(`values[${i}][${key}]`, v, m)))
+      for (const m of isValidLabelValue(v))
+        errs.push(fieldErrorString(fieldError.invalid(`values[${i}][${key}]`, v, m)))
     })
   }
   if (errs.length) throw badRequest(errs.length === 1 ? errs[0]! : `[${errs.join(', ')}]`)
@@ -180,9 +187,12 @@ export function matchesLabels(selector: LabelSelector, labels: Record<string, st
 export function matchesLabelSelectorObject(selector: any, labels: Record<string, string> | undefined): boolean {
   if (!selector) return false
   const reqs: LabelRequirement[] = []
-  for (const [k, v] of Object.entries((selector.matchLabels ?? {}) as Record<string, string>)) reqs.push({key: k, operator: '=', values: [v]})
+  for (const [k, v] of Object.entries((selector.matchLabels ?? {}) as Record<string, string>))
+    reqs.push({key: k, operator: '=', values: [v]})
   for (const e of (selector.matchExpressions ?? []) as any[]) {
-    const op = ({In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!'} as Record<string, LabelOperator>)[e.operator]
+    const op = ({In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!'} as Record<string, LabelOperator>)[
+      e.operator
+    ]
     if (!op) return false
     reqs.push({key: e.key, operator: op, values: e.values ?? []})
   }

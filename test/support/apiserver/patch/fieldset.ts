@@ -228,7 +228,12 @@ export interface Comparison {
 }
 
 /** typed.Compare over two objects. */
-export function compareObjects(oldObj: unknown, newObj: unknown, schema: StructuralSchema | undefined, mode: TypeMode): Comparison {
+export function compareObjects(
+  oldObj: unknown,
+  newObj: unknown,
+  schema: StructuralSchema | undefined,
+  mode: TypeMode,
+): Comparison {
   const fo = fieldSetOf(oldObj ?? {}, schema, mode)
   const fn = fieldSetOf(newObj, schema, mode)
   const added = fn.difference(fo)
@@ -237,7 +242,8 @@ export function compareObjects(oldObj: unknown, newObj: unknown, schema: Structu
     for (let i = 1; i < p.length; i++) {
       const prefix = p.slice(0, i)
       if (!prefix[prefix.length - 1]!.startsWith('f:')) continue
-      if (valueAt(oldObj ?? {}, prefix, schema) === undefined && isObject(valueAt(newObj, prefix, schema))) added.insert(prefix)
+      if (valueAt(oldObj ?? {}, prefix, schema) === undefined && isObject(valueAt(newObj, prefix, schema)))
+        added.insert(prefix)
     }
   }
   const removed = fo.difference(fn)
@@ -290,7 +296,10 @@ export function undeclaredFields(config: unknown, schema: StructuralSchema | und
       return
     }
     if (!isObject(v)) return
-    const open = s['x-kubernetes-preserve-unknown-fields'] === true || additionalSchema(s) !== undefined || s.additionalProperties === true
+    const open =
+      s['x-kubernetes-preserve-unknown-fields'] === true ||
+      additionalSchema(s) !== undefined ||
+      s.additionalProperties === true
     for (const [k, child] of Object.entries(v)) {
       if (root && (k === 'apiVersion' || k === 'kind' || k === 'metadata')) continue
       const ps = s.properties?.[k] ?? additionalSchema(s)
@@ -320,7 +329,11 @@ export function smdMerge(live: unknown, config: unknown, s: StructuralSchema | u
   return config
 }
 
-function mergeInto(out: Record<string, unknown>, config: Record<string, unknown>, s: StructuralSchema | undefined): Record<string, unknown> {
+function mergeInto(
+  out: Record<string, unknown>,
+  config: Record<string, unknown>,
+  s: StructuralSchema | undefined,
+): Record<string, unknown> {
   for (const [k, v] of Object.entries(config)) {
     if (v === null) {
       delete out[k]
@@ -349,7 +362,7 @@ function mergeLists(lhs: unknown[], rhs: unknown[], s: StructuralSchema | undefi
     if (listType(s) === 'set') return structuredClone(r)
     return smdMerge(l, r, s?.items)
   }
-  for (let li = 0, ri = 0; li < lPEs.length || ri < rPEs.length; ) {
+  for (let li = 0, ri = 0; li < lPEs.length || ri < rPEs.length;) {
     if (li < lPEs.length && ri < rPEs.length) {
       const p = lPEs[li]!
       if (p === rPEs[ri]) {

@@ -54,10 +54,14 @@ function add(doc: unknown, path: string, value: unknown): unknown {
   const last = segs[segs.length - 1]!
   if (Array.isArray(c)) {
     const idx = last === '-' ? c.length : /^\d+$/.test(last) ? Number(last) : NaN
-    if (Number.isNaN(idx) || idx > c.length) throw new JsonPatchError(`Unable to access invalid index: ${last}: invalid index referenced`)
+    if (Number.isNaN(idx) || idx > c.length)
+      throw new JsonPatchError(`Unable to access invalid index: ${last}: invalid index referenced`)
     c.splice(idx, 0, deepCopy(value))
   } else if (isObject(c)) c[last] = deepCopy(value)
-  else throw new JsonPatchError(`add operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`)
+  else
+    throw new JsonPatchError(
+      `add operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`,
+    )
   return doc
 }
 
@@ -67,17 +71,25 @@ function remove(doc: unknown, path: string, opName = 'remove'): unknown {
   const last = segs[segs.length - 1]!
   if (Array.isArray(c)) {
     const idx = Number(last)
-    if (!/^\d+$/.test(last) || idx >= c.length) throw new JsonPatchError(`Unable to access invalid index: ${last}: invalid index referenced`)
+    if (!/^\d+$/.test(last) || idx >= c.length)
+      throw new JsonPatchError(`Unable to access invalid index: ${last}: invalid index referenced`)
     c.splice(idx, 1)
   } else if (isObject(c)) {
-    if (!Object.prototype.hasOwnProperty.call(c, last)) throw new JsonPatchError(`Unable to remove nonexistent key: ${last}: missing value`)
+    if (!Object.prototype.hasOwnProperty.call(c, last))
+      throw new JsonPatchError(`Unable to remove nonexistent key: ${last}: missing value`)
     delete c[last]
-  } else throw new JsonPatchError(`${opName} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`)
+  } else
+    throw new JsonPatchError(
+      `${opName} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`,
+    )
   return doc
 }
 
 export function decodeJsonPatch(body: unknown): Operation[] {
-  if (!Array.isArray(body)) throw new JsonPatchDecodeError(`json: cannot unmarshal ${isObject(body) ? 'object' : typeof body} into Go value of type jsonpatch.Patch`)
+  if (!Array.isArray(body))
+    throw new JsonPatchDecodeError(
+      `json: cannot unmarshal ${isObject(body) ? 'object' : typeof body} into Go value of type jsonpatch.Patch`,
+    )
   return body as Operation[]
 }
 
@@ -94,7 +106,8 @@ export function applyJsonPatch(target: unknown, ops: Operation[]): unknown {
         doc = remove(doc, op.path)
         break
       case 'replace': {
-        if (!get(doc, op.path).found) throw new JsonPatchError(`replace operation does not apply: doc is missing key: ${op.path}: missing value`)
+        if (!get(doc, op.path).found)
+          throw new JsonPatchError(`replace operation does not apply: doc is missing key: ${op.path}: missing value`)
         const segs = parsePointer(op.path)
         if (segs.length === 0) doc = deepCopy(op.value)
         else {
@@ -107,20 +120,23 @@ export function applyJsonPatch(target: unknown, ops: Operation[]): unknown {
       }
       case 'move': {
         const from = get(doc, op.from ?? '')
-        if (!from.found) throw new JsonPatchError(`move operation does not apply: doc is missing from path: ${op.from}: missing value`)
+        if (!from.found)
+          throw new JsonPatchError(`move operation does not apply: doc is missing from path: ${op.from}: missing value`)
         doc = remove(doc, op.from!, 'move')
         doc = add(doc, op.path, from.value)
         break
       }
       case 'copy': {
         const from = get(doc, op.from ?? '')
-        if (!from.found) throw new JsonPatchError(`copy operation does not apply: doc is missing from path: ${op.from}: missing value`)
+        if (!from.found)
+          throw new JsonPatchError(`copy operation does not apply: doc is missing from path: ${op.from}: missing value`)
         doc = add(doc, op.path, from.value)
         break
       }
       case 'test': {
         const cur = get(doc, op.path)
-        if (!cur.found ? op.value !== null : !deepEqual(cur.value, op.value)) throw new JsonPatchError(`testing value ${op.path} failed: test failed`)
+        if (!cur.found ? op.value !== null : !deepEqual(cur.value, op.value))
+          throw new JsonPatchError(`testing value ${op.path} failed: test failed`)
         break
       }
       default:

@@ -4,7 +4,16 @@
 // pkg/util/managedfields + structured-merge-diff's Updater).
 import {isObject, type StructuralSchema} from '../validation/schema.js'
 import type {JsonObject} from '../types.js'
-import {compareObjects, FieldSet, fieldSetOf, pathString, removePath, smdMerge, type Path, type TypeMode} from './fieldset.js'
+import {
+  compareObjects,
+  FieldSet,
+  fieldSetOf,
+  pathString,
+  removePath,
+  smdMerge,
+  type Path,
+  type TypeMode,
+} from './fieldset.js'
 
 export interface ManagedFieldsEntry {
   manager: string
@@ -57,7 +66,9 @@ function strip(set: FieldSet): FieldSet {
 }
 
 function managerKey(e: Omit<ManagedFieldsEntry, 'fieldsV1'>): string {
-  return e.operation === 'Apply' ? JSON.stringify([e.manager, 'Apply', e.subresource ?? '']) : JSON.stringify([e.manager, 'Update', e.apiVersion, e.subresource ?? ''])
+  return e.operation === 'Apply'
+    ? JSON.stringify([e.manager, 'Apply', e.subresource ?? ''])
+    : JSON.stringify([e.manager, 'Update', e.apiVersion, e.subresource ?? ''])
 }
 
 function parseManagers(obj: JsonObject | undefined): Map<string, Manager> {
@@ -86,9 +97,15 @@ function encodeManagers(managers: Map<string, Manager>): ManagedFieldsEntry[] {
       if (m.entry.subresource) e.subresource = m.entry.subresource
       return e
     })
-  const cmp = (a: string | undefined, b: string | undefined) => ((a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0)
+  const cmp = (a: string | undefined, b: string | undefined) =>
+    (a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0
   return entries.sort(
-    (a, b) => cmp(a.operation, b.operation) || cmp(a.time, b.time) || cmp(a.manager, b.manager) || cmp(a.apiVersion, b.apiVersion) || cmp(a.subresource, b.subresource),
+    (a, b) =>
+      cmp(a.operation, b.operation) ||
+      cmp(a.time, b.time) ||
+      cmp(a.manager, b.manager) ||
+      cmp(a.apiVersion, b.apiVersion) ||
+      cmp(a.subresource, b.subresource),
   )
 }
 
@@ -123,7 +140,14 @@ export function managedFieldsAfterUpdate(
   const managers = parseManagers(old)
   const cmp = compareObjects(old ?? {}, updated, schema, mode)
   const changed = strip(cmp.added.union(cmp.modified))
-  const key = managerKey({manager: who.manager, operation: 'Update', apiVersion: who.apiVersion, time: '', fieldsType: 'FieldsV1', ...(who.subresource ? {subresource: who.subresource} : {})})
+  const key = managerKey({
+    manager: who.manager,
+    operation: 'Update',
+    apiVersion: who.apiVersion,
+    time: '',
+    fieldsType: 'FieldsV1',
+    ...(who.subresource ? {subresource: who.subresource} : {}),
+  })
   for (const [k, m] of managers) {
     if (k === key) continue
     m.set = m.set.difference(changed).difference(cmp.removed)
@@ -134,7 +158,14 @@ export function managedFieldsAfterUpdate(
     // Nothing this manager owns changed: keep its entry (and timestamp) as it was.
   } else if (!set.isEmpty()) {
     managers.set(key, {
-      entry: {manager: who.manager, operation: 'Update', apiVersion: who.apiVersion, time: who.now, fieldsType: 'FieldsV1', ...(who.subresource ? {subresource: who.subresource} : {})},
+      entry: {
+        manager: who.manager,
+        operation: 'Update',
+        apiVersion: who.apiVersion,
+        time: who.now,
+        fieldsType: 'FieldsV1',
+        ...(who.subresource ? {subresource: who.subresource} : {}),
+      },
       set,
     })
   } else managers.delete(key)
@@ -161,7 +192,14 @@ export function serverSideApply(
   force: boolean,
 ): ApplyResult {
   const managers = parseManagers(live)
-  const key = managerKey({manager: who.manager, operation: 'Apply', apiVersion: who.apiVersion, time: '', fieldsType: 'FieldsV1', ...(who.subresource ? {subresource: who.subresource} : {})})
+  const key = managerKey({
+    manager: who.manager,
+    operation: 'Apply',
+    apiVersion: who.apiVersion,
+    time: '',
+    fieldsType: 'FieldsV1',
+    ...(who.subresource ? {subresource: who.subresource} : {}),
+  })
   const config = structuredClone(applied)
   if (isObject(config.metadata)) {
     delete config.metadata.managedFields
@@ -179,7 +217,10 @@ export function serverSideApply(
   // Remove what this manager applied before and applies no more, unless someone owns it.
   if (lastSet) {
     const owners = [newSet, ...others.map(([, m]) => m.set)]
-    const dropped = lastSet.difference(newSet).paths().sort((a, b) => b.length - a.length)
+    const dropped = lastSet
+      .difference(newSet)
+      .paths()
+      .sort((a, b) => b.length - a.length)
     for (const p of dropped) {
       if (owners.some((s) => s.hasSelfOrDescendant(p))) continue
       removePath(merged, p, schema)
@@ -197,11 +238,24 @@ export function serverSideApply(
   if (conflicts.length && !force) return {conflicts: conflictError(conflicts)}
   for (const [, m] of others) m.set = m.set.difference(touched).difference(cmp.removed)
   managers.set(key, {
-    entry: {manager: who.manager, operation: 'Apply', apiVersion: who.apiVersion, time: who.now, fieldsType: 'FieldsV1', ...(who.subresource ? {subresource: who.subresource} : {})},
+    entry: {
+      manager: who.manager,
+      operation: 'Apply',
+      apiVersion: who.apiVersion,
+      time: who.now,
+      fieldsType: 'FieldsV1',
+      ...(who.subresource ? {subresource: who.subresource} : {}),
+    },
     set: newSet,
   })
   const previous = live ? parseManagers(live).get(key) : undefined
-  if (previous && sameSet(previous.set, newSet) && cmp.added.isEmpty() && cmp.modified.isEmpty() && cmp.removed.isEmpty()) {
+  if (
+    previous &&
+    sameSet(previous.set, newSet) &&
+    cmp.added.isEmpty() &&
+    cmp.modified.isEmpty() &&
+    cmp.removed.isEmpty()
+  ) {
     managers.get(key)!.entry.time = previous.entry.time
   }
   merged.metadata = {...(merged.metadata ?? {}), managedFields: encodeManagers(managers)}
@@ -222,7 +276,11 @@ function conflictError(conflicts: {entry: Manager['entry']; paths: Path[]}[]): N
   const flat: {entry: Manager['entry']; path: Path}[] = []
   const sorted = [...conflicts].sort((a, b) => (managerKey(a.entry) < managerKey(b.entry) ? -1 : 1))
   for (const c of sorted) for (const p of c.paths) flat.push({entry: c.entry, path: p})
-  const causes = flat.map((c) => ({reason: 'FieldManagerConflict', message: `conflict with ${printManager(c.entry)}`, field: pathString(c.path)}))
+  const causes = flat.map((c) => ({
+    reason: 'FieldManagerConflict',
+    message: `conflict with ${printManager(c.entry)}`,
+    field: pathString(c.path),
+  }))
   let message: string
   if (flat.length === 1) {
     message = `Apply failed with 1 conflict: conflict with ${printManager(flat[0]!.entry)}: ${pathString(flat[0]!.path)}`

@@ -14,12 +14,20 @@ function strategyOf(s: StructuralSchema | undefined): string[] {
   return (s?.['x-kubernetes-patch-strategy'] ?? '').split(',').filter(Boolean)
 }
 
-export function applyStrategicMergePatch(original: unknown, patch: unknown, schema: StructuralSchema | undefined): unknown {
+export function applyStrategicMergePatch(
+  original: unknown,
+  patch: unknown,
+  schema: StructuralSchema | undefined,
+): unknown {
   if (!isObject(patch)) throw new StrategicPatchError('unable to find api field in struct for the patch')
   return mergeMap(isObject(original) ? original : {}, patch, schema)
 }
 
-function mergeMap(original: Record<string, any>, patch: Record<string, any>, schema: StructuralSchema | undefined): Record<string, any> | undefined {
+function mergeMap(
+  original: Record<string, any>,
+  patch: Record<string, any>,
+  schema: StructuralSchema | undefined,
+): Record<string, any> | undefined {
   const directive = patch.$patch
   if (directive === 'delete') return undefined
   if (directive === 'replace') {
@@ -27,7 +35,8 @@ function mergeMap(original: Record<string, any>, patch: Record<string, any>, sch
     for (const [k, v] of Object.entries(patch)) if (k !== '$patch') out[k] = deepCopy(v)
     return out
   }
-  if (directive !== undefined && directive !== 'merge') throw new StrategicPatchError(`Unknown patch type: ${directive} in map: ${JSON.stringify(patch)}`)
+  if (directive !== undefined && directive !== 'merge')
+    throw new StrategicPatchError(`Unknown patch type: ${directive} in map: ${JSON.stringify(patch)}`)
   const out: Record<string, any> = deepCopy(original)
 
   const retainKeys = patch.$retainKeys
@@ -39,7 +48,8 @@ function mergeMap(original: Record<string, any>, patch: Record<string, any>, sch
     if (key === '$patch' || key === '$retainKeys') continue
     if (key.startsWith(DELETE_FROM)) {
       const field = key.slice(DELETE_FROM.length)
-      if (Array.isArray(out[field]) && Array.isArray(value)) out[field] = out[field].filter((x: unknown) => !value.some((v) => deepEqual(v, x)))
+      if (Array.isArray(out[field]) && Array.isArray(value))
+        out[field] = out[field].filter((x: unknown) => !value.some((v) => deepEqual(v, x)))
       continue
     }
     if (key.startsWith(SET_ORDER)) continue
@@ -68,7 +78,8 @@ function mergeMap(original: Record<string, any>, patch: Record<string, any>, sch
 function mergeList(original: unknown[], patch: unknown[], schema: StructuralSchema | undefined): unknown[] {
   const strategy = strategyOf(schema)
   // `- $patch: replace` anywhere in the list replaces the list with the other items.
-  if (patch.some((x) => isObject(x) && x.$patch === 'replace')) return patch.filter((x) => !(isObject(x) && x.$patch === 'replace')).map(deepCopy)
+  if (patch.some((x) => isObject(x) && x.$patch === 'replace'))
+    return patch.filter((x) => !(isObject(x) && x.$patch === 'replace')).map(deepCopy)
   if (!strategy.includes('merge')) return patch.map(deepCopy)
   const mergeKey = schema?.['x-kubernetes-patch-merge-key']
   if (!mergeKey) {
@@ -80,8 +91,10 @@ function mergeList(original: unknown[], patch: unknown[], schema: StructuralSche
   const itemSchema = schema?.items
   const out = original.map(deepCopy) as Record<string, any>[]
   for (const item of patch) {
-    if (!isObject(item)) throw new StrategicPatchError(`merging an object in json but data type is not struct, instead is: ${typeof item}`)
-    if (!(mergeKey in item)) throw new StrategicPatchError(`map: ${JSON.stringify(item)} does not contain declared merge key: ${mergeKey}`)
+    if (!isObject(item))
+      throw new StrategicPatchError(`merging an object in json but data type is not struct, instead is: ${typeof item}`)
+    if (!(mergeKey in item))
+      throw new StrategicPatchError(`map: ${JSON.stringify(item)} does not contain declared merge key: ${mergeKey}`)
     const idx = out.findIndex((o) => isObject(o) && deepEqual(o[mergeKey], item[mergeKey]))
     if (item.$patch === 'delete') {
       if (idx >= 0) out.splice(idx, 1)

@@ -38,7 +38,8 @@ export function defaultPodSpec(spec: JsonObject | undefined): void {
   setDefault(spec, 'securityContext', {})
   setDefault(spec, 'schedulerName', 'default-scheduler')
   setDefault(spec, 'enableServiceLinks', true)
-  for (const c of [...((spec.containers ?? []) as JsonObject[]), ...((spec.initContainers ?? []) as JsonObject[])]) defaultContainer(c)
+  for (const c of [...((spec.containers ?? []) as JsonObject[]), ...((spec.initContainers ?? []) as JsonObject[])])
+    defaultContainer(c)
   for (const v of (spec.volumes ?? []) as JsonObject[]) {
     if (v.configMap) setDefault(v.configMap, 'defaultMode', 420)
     if (v.secret) setDefault(v.secret, 'defaultMode', 420)
@@ -94,10 +95,18 @@ function validateSelectorMatchesTemplate(spec: JsonObject | undefined): FieldErr
   if (!spec) return [fieldError.required('spec', '')]
   if (!spec.selector) return [fieldError.required('spec.selector', '')]
   const labels = spec.template?.metadata?.labels ?? {}
-  const hasRequirements = Object.keys(spec.selector.matchLabels ?? {}).length > 0 || (spec.selector.matchExpressions ?? []).length > 0
-  if (!hasRequirements) return [fieldError.invalid('spec.selector', spec.selector, 'empty selector is invalid for deployment')]
+  const hasRequirements =
+    Object.keys(spec.selector.matchLabels ?? {}).length > 0 || (spec.selector.matchExpressions ?? []).length > 0
+  if (!hasRequirements)
+    return [fieldError.invalid('spec.selector', spec.selector, 'empty selector is invalid for deployment')]
   if (!matchesLabelSelectorObject(spec.selector, labels))
-    return [fieldError.invalid('spec.template.metadata.labels', goStringMap(labels), '`selector` does not match template `labels`')]
+    return [
+      fieldError.invalid(
+        'spec.template.metadata.labels',
+        goStringMap(labels),
+        '`selector` does not match template `labels`',
+      ),
+    ]
   return []
 }
 
@@ -119,7 +128,9 @@ function workloadHooks(extraDefaults: (spec: JsonObject) => void, kindName: stri
     },
     validate(obj) {
       const errs = validateSelectorMatchesTemplate(obj.spec)
-      if (errs.length && kindName !== 'Deployment') for (const e of errs) if (e.detail.includes('deployment')) e.detail = `empty selector is invalid for ${kindName.toLowerCase()}`
+      if (errs.length && kindName !== 'Deployment')
+        for (const e of errs)
+          if (e.detail.includes('deployment')) e.detail = `empty selector is invalid for ${kindName.toLowerCase()}`
       errs.push(...validatePodSpec(obj.spec?.template?.spec, 'spec.template.spec'))
       return errs
     },
@@ -185,7 +196,11 @@ export const BUILTIN_HOOKS: Record<string, KindHooks> = {
       const errs: FieldError[] = []
       const types = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']
       if (!types.includes(spec.type)) errs.push(fieldError.notSupported('spec.type', spec.type, types))
-      if (spec.type !== 'ExternalName' && spec.clusterIP !== 'None' && (!Array.isArray(spec.ports) || spec.ports.length === 0))
+      if (
+        spec.type !== 'ExternalName' &&
+        spec.clusterIP !== 'None' &&
+        (!Array.isArray(spec.ports) || spec.ports.length === 0)
+      )
         errs.push(fieldError.required('spec.ports', ''))
       ;((spec.ports ?? []) as JsonObject[]).forEach((p, i) => {
         if (typeof p.port !== 'number' || p.port < 1 || p.port > 65535)
@@ -311,7 +326,8 @@ export const BUILTIN_HOOKS: Record<string, KindHooks> = {
       setDefault(obj, 'type', 'Opaque')
       if (obj.stringData) {
         obj.data = {...(obj.data ?? {})}
-        for (const [k, v] of Object.entries(obj.stringData as Record<string, string>)) obj.data[k] = Buffer.from(v).toString('base64')
+        for (const [k, v] of Object.entries(obj.stringData as Record<string, string>))
+          obj.data[k] = Buffer.from(v).toString('base64')
         delete obj.stringData
       }
     },

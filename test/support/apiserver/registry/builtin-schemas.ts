@@ -5,14 +5,22 @@
 // list, which is the default for both mechanisms.
 import type {StructuralSchema} from '../validation/schema.js'
 
-const open = (properties: Record<string, StructuralSchema> = {}, extra: Partial<StructuralSchema> = {}): StructuralSchema => ({
+const open = (
+  properties: Record<string, StructuralSchema> = {},
+  extra: Partial<StructuralSchema> = {},
+): StructuralSchema => ({
   type: 'object',
   'x-kubernetes-preserve-unknown-fields': true,
   properties,
   ...extra,
 })
 
-const listMap = (keys: string[], items: StructuralSchema = open(), mergeKey = keys[0]!, strategy = 'merge'): StructuralSchema => ({
+const listMap = (
+  keys: string[],
+  items: StructuralSchema = open(),
+  mergeKey = keys[0]!,
+  strategy = 'merge',
+): StructuralSchema => ({
   type: 'array',
   'x-kubernetes-list-type': 'map',
   'x-kubernetes-list-map-keys': keys,
@@ -22,10 +30,22 @@ const listMap = (keys: string[], items: StructuralSchema = open(), mergeKey = ke
 })
 
 const atomicList: StructuralSchema = {type: 'array', 'x-kubernetes-list-type': 'atomic', items: open()}
-const stringSet: StructuralSchema = {type: 'array', 'x-kubernetes-list-type': 'set', 'x-kubernetes-patch-strategy': 'merge', items: {type: 'string'}}
+const stringSet: StructuralSchema = {
+  type: 'array',
+  'x-kubernetes-list-type': 'set',
+  'x-kubernetes-patch-strategy': 'merge',
+  items: {type: 'string'},
+}
 const stringMap: StructuralSchema = {type: 'object', additionalProperties: {type: 'string'}}
-const atomicStringMap: StructuralSchema = {type: 'object', additionalProperties: {type: 'string'}, 'x-kubernetes-map-type': 'atomic'}
-const labelSelector: StructuralSchema = open({matchLabels: stringMap, matchExpressions: atomicList}, {'x-kubernetes-map-type': 'atomic'})
+const atomicStringMap: StructuralSchema = {
+  type: 'object',
+  additionalProperties: {type: 'string'},
+  'x-kubernetes-map-type': 'atomic',
+}
+const labelSelector: StructuralSchema = open(
+  {matchLabels: stringMap, matchExpressions: atomicList},
+  {'x-kubernetes-map-type': 'atomic'},
+)
 const conditions = listMap(['type'])
 
 const objectMeta = open({
@@ -76,8 +96,11 @@ const podStatus = open({
   hostIPs: atomicList,
 })
 
-const root = (spec?: StructuralSchema, status?: StructuralSchema, extra: Record<string, StructuralSchema> = {}): StructuralSchema =>
-  open({metadata: objectMeta, ...(spec ? {spec} : {}), ...(status ? {status} : {}), ...extra})
+const root = (
+  spec?: StructuralSchema,
+  status?: StructuralSchema,
+  extra: Record<string, StructuralSchema> = {},
+): StructuralSchema => open({metadata: objectMeta, ...(spec ? {spec} : {}), ...(status ? {status} : {}), ...extra})
 
 const workloadStatus = open({conditions})
 
@@ -98,28 +121,48 @@ export const BUILTIN_MERGE_SCHEMAS: Record<string, StructuralSchema> = {
   ServiceAccount: root(undefined, undefined, {secrets: listMap(['name']), imagePullSecrets: atomicList}),
   ConfigMap: root(undefined, undefined, {data: stringMap, binaryData: stringMap}),
   Secret: root(undefined, undefined, {data: stringMap, stringData: stringMap}),
-  Node: root(open({taints: atomicList, podCIDRs: stringSet}), open({conditions, addresses: listMap(['type']), images: atomicList})),
+  Node: root(
+    open({taints: atomicList, podCIDRs: stringSet}),
+    open({conditions, addresses: listMap(['type']), images: atomicList}),
+  ),
   Event: root(),
   Deployment: root(
-    open({selector: labelSelector, template: podTemplate, strategy: open({}, {'x-kubernetes-patch-strategy': 'retainKeys'})}),
+    open({
+      selector: labelSelector,
+      template: podTemplate,
+      strategy: open({}, {'x-kubernetes-patch-strategy': 'retainKeys'}),
+    }),
     workloadStatus,
   ),
   StatefulSet: root(
-    open({selector: labelSelector, template: podTemplate, volumeClaimTemplates: atomicList, updateStrategy: open({}, {'x-kubernetes-patch-strategy': 'retainKeys'})}),
+    open({
+      selector: labelSelector,
+      template: podTemplate,
+      volumeClaimTemplates: atomicList,
+      updateStrategy: open({}, {'x-kubernetes-patch-strategy': 'retainKeys'}),
+    }),
     workloadStatus,
   ),
   DaemonSet: root(
-    open({selector: labelSelector, template: podTemplate, updateStrategy: open({}, {'x-kubernetes-patch-strategy': 'retainKeys'})}),
+    open({
+      selector: labelSelector,
+      template: podTemplate,
+      updateStrategy: open({}, {'x-kubernetes-patch-strategy': 'retainKeys'}),
+    }),
     workloadStatus,
   ),
   ReplicaSet: root(open({selector: labelSelector, template: podTemplate}), workloadStatus),
   Job: root(open({selector: labelSelector, template: podTemplate}), open({conditions: atomicList})),
-  CronJob: root(open({jobTemplate: open({metadata: objectMeta, spec: open({selector: labelSelector, template: podTemplate})})}), open({active: atomicList})),
+  CronJob: root(
+    open({jobTemplate: open({metadata: objectMeta, spec: open({selector: labelSelector, template: podTemplate})})}),
+    open({active: atomicList}),
+  ),
   Lease: root(open()),
-  NetworkPolicy: root(open({podSelector: labelSelector, ingress: atomicList, egress: atomicList, policyTypes: atomicList})),
+  NetworkPolicy: root(
+    open({podSelector: labelSelector, ingress: atomicList, egress: atomicList, policyTypes: atomicList}),
+  ),
   MutatingWebhookConfiguration: root(undefined, undefined, {webhooks: listMap(['name'])}),
   ValidatingWebhookConfiguration: root(undefined, undefined, {webhooks: listMap(['name'])}),
   CustomResourceDefinition: root(open({versions: atomicList}), open({conditions, storedVersions: atomicList})),
   SelfSubjectAccessReview: root(),
 }
-

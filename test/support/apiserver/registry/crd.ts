@@ -71,20 +71,35 @@ export function validateCrd(crd: JsonObject): FieldError[] {
   const spec = crd.spec ?? {}
   const names = spec.names ?? {}
   if (!spec.group) errs.push(fieldError.required('spec.group', ''))
-  else if (!String(spec.group).includes('.')) errs.push(fieldError.invalid('spec.group', spec.group, 'should be a domain with at least one dot'))
+  else if (!String(spec.group).includes('.'))
+    errs.push(fieldError.invalid('spec.group', spec.group, 'should be a domain with at least one dot'))
   if (!names.plural) errs.push(fieldError.required('spec.names.plural', ''))
   if (!names.kind) errs.push(fieldError.required('spec.names.kind', ''))
-  if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster') errs.push(fieldError.notSupported('spec.scope', spec.scope ?? '', ['Cluster', 'Namespaced']))
+  if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster')
+    errs.push(fieldError.notSupported('spec.scope', spec.scope ?? '', ['Cluster', 'Namespaced']))
   if (names.plural && spec.group && crd.metadata?.name !== `${names.plural}.${spec.group}`)
-    errs.push(fieldError.invalid(childPath('metadata', 'name'), crd.metadata?.name ?? '', 'must be spec.names.plural+"."+spec.group'))
+    errs.push(
+      fieldError.invalid(
+        childPath('metadata', 'name'),
+        crd.metadata?.name ?? '',
+        'must be spec.names.plural+"."+spec.group',
+      ),
+    )
   const versions = spec.versions
-  if (!Array.isArray(versions) || versions.length === 0) errs.push(fieldError.invalid('spec.versions', versions ?? null, 'must have exactly one version marked as storage version'))
+  if (!Array.isArray(versions) || versions.length === 0)
+    errs.push(
+      fieldError.invalid('spec.versions', versions ?? null, 'must have exactly one version marked as storage version'),
+    )
   else {
     const storage = versions.filter((v: JsonObject) => v.storage)
-    if (storage.length !== 1) errs.push(fieldError.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'))
+    if (storage.length !== 1)
+      errs.push(
+        fieldError.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'),
+      )
     versions.forEach((v: JsonObject, i: number) => {
       if (!v.name) errs.push(fieldError.required(`spec.versions[${i}].name`, ''))
-      if (!v.schema?.openAPIV3Schema) errs.push(fieldError.required(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'))
+      if (!v.schema?.openAPIV3Schema)
+        errs.push(fieldError.required(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'))
     })
   }
   return errs
@@ -113,7 +128,8 @@ export function upstreamCrdFiles(crdsDir: string): string[] {
   const gw = path.join(crdsDir, 'gateway-api-standard')
   if (existsSync(gw)) {
     for (const f of readdirSync(gw).sort()) {
-      if (f.startsWith('gateway.networking.k8s.io_') && f.endsWith('.yaml') && !f.includes('vap_')) files.push(path.join(gw, f))
+      if (f.startsWith('gateway.networking.k8s.io_') && f.endsWith('.yaml') && !f.includes('vap_'))
+        files.push(path.join(gw, f))
     }
   }
   return files
@@ -134,8 +150,20 @@ export function establishedStatus(crd: JsonObject, now: string): JsonObject {
       ...(names.categories ? {categories: names.categories} : {}),
     },
     conditions: [
-      {type: 'NamesAccepted', status: 'True', lastTransitionTime: now, reason: 'NoConflicts', message: 'no conflicts found'},
-      {type: 'Established', status: 'True', lastTransitionTime: now, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted'},
+      {
+        type: 'NamesAccepted',
+        status: 'True',
+        lastTransitionTime: now,
+        reason: 'NoConflicts',
+        message: 'no conflicts found',
+      },
+      {
+        type: 'Established',
+        status: 'True',
+        lastTransitionTime: now,
+        reason: 'InitialNamesAccepted',
+        message: 'the initial names have been accepted',
+      },
     ],
     storedVersions: storage && !previous.includes(storage) ? [...previous, storage] : previous,
   }

@@ -74,14 +74,22 @@ export class Registry {
   }
 
   private groups(): string[] {
-    const groups = new Set(this.all().map((rt) => rt.group).filter((g) => g !== ''))
+    const groups = new Set(
+      this.all()
+        .map((rt) => rt.group)
+        .filter((g) => g !== ''),
+    )
     const builtin = BUILTIN_GROUP_ORDER.filter((g) => groups.has(g))
     const rest = [...groups].filter((g) => !BUILTIN_GROUP_ORDER.includes(g)).sort()
     return [...builtin, ...rest]
   }
 
   apiVersions(serverAddress: string): JsonObject {
-    return {kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress}]}
+    return {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress}],
+    }
   }
 
   apiGroup(group: string): JsonObject | undefined {
@@ -104,11 +112,24 @@ export class Registry {
     const resources: JsonObject[] = []
     for (const rt of this.all()) {
       if (rt.group !== group || !rt.versions.some((v) => v.name === version)) continue
-      const entry: JsonObject = {name: rt.plural, singularName: rt.singular, namespaced: rt.namespaced, kind: rt.kind, verbs: rt.verbs}
+      const entry: JsonObject = {
+        name: rt.plural,
+        singularName: rt.singular,
+        namespaced: rt.namespaced,
+        kind: rt.kind,
+        verbs: rt.verbs,
+      }
       if (rt.shortNames.length) entry.shortNames = rt.shortNames
       if (rt.categories.length) entry.categories = rt.categories
       resources.push(entry)
-      if (rt.hasStatus) resources.push({name: `${rt.plural}/status`, singularName: '', namespaced: rt.namespaced, kind: rt.kind, verbs: ['get', 'patch', 'update']})
+      if (rt.hasStatus)
+        resources.push({
+          name: `${rt.plural}/status`,
+          singularName: '',
+          namespaced: rt.namespaced,
+          kind: rt.kind,
+          verbs: ['get', 'patch', 'update'],
+        })
     }
     if (!resources.length) return undefined
     const list: JsonObject = {kind: 'APIResourceList', groupVersion: apiVersionOf(group, version), resources}

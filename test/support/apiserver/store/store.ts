@@ -121,7 +121,15 @@ export class Store {
     const stored = deepCopy(obj)
     stored.metadata.resourceVersion = String(rv)
     t.set(key, stored)
-    this.record({type: prev ? 'MODIFIED' : 'ADDED', rv, resource, namespace: ns, name, object: stored, ...(prev ? {prev} : {})})
+    this.record({
+      type: prev ? 'MODIFIED' : 'ADDED',
+      rv,
+      resource,
+      namespace: ns,
+      name,
+      object: stored,
+      ...(prev ? {prev} : {}),
+    })
     return deepCopy(stored)
   }
 
@@ -142,7 +150,8 @@ export class Store {
   /** Every stored object of every resource in a namespace (for namespace deletion). */
   namespaceContents(namespace: string): {resource: string; obj: JsonObject}[] {
     const out: {resource: string; obj: JsonObject}[] = []
-    for (const [resource, t] of this.objects) for (const o of t.values()) if (o.metadata?.namespace === namespace) out.push({resource, obj: deepCopy(o)})
+    for (const [resource, t] of this.objects)
+      for (const o of t.values()) if (o.metadata?.namespace === namespace) out.push({resource, obj: deepCopy(o)})
     return out
   }
 

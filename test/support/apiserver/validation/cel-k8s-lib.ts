@@ -70,7 +70,8 @@ function goParseURL(raw: string, viaRequest: boolean): CelURL {
     if (viaRequest) fail(`parse ${JSON.stringify(raw)}: invalid URI for request`)
     const colon = rest.indexOf(':')
     const slash = rest.indexOf('/')
-    if (colon >= 0 && (slash < 0 || colon < slash)) fail(`parse ${JSON.stringify(raw)}: first path segment in URL cannot contain colon`)
+    if (colon >= 0 && (slash < 0 || colon < slash))
+      fail(`parse ${JSON.stringify(raw)}: first path segment in URL cannot contain colon`)
   }
   let host = ''
   if ((scheme !== '' || !viaRequest) && rest.startsWith('//') && !rest.startsWith('///')) {
@@ -82,7 +83,8 @@ function goParseURL(raw: string, viaRequest: boolean): CelURL {
     host = at >= 0 ? authority.slice(at + 1) : authority
     if (at >= 0) {
       const userinfo = authority.slice(0, at)
-      if (/[^A-Za-z0-9\-._:~!$&'()*+,;=%@]/.test(userinfo)) fail(`parse ${JSON.stringify(raw)}: net/url: invalid userinfo`)
+      if (/[^A-Za-z0-9\-._:~!$&'()*+,;=%@]/.test(userinfo))
+        fail(`parse ${JSON.stringify(raw)}: net/url: invalid userinfo`)
       decodePath(raw, userinfo)
     }
     validateHost(raw, host)
@@ -97,7 +99,8 @@ function validateHost(raw: string, host: string): void {
     const end = host.lastIndexOf(']')
     if (end < 0) fail(`parse ${JSON.stringify(raw)}: missing ']' in host`)
     const port = host.slice(end + 1)
-    if (port !== '' && !/^:\d*$/.test(port)) fail(`parse ${JSON.stringify(raw)}: invalid port ${JSON.stringify(port)} after host`)
+    if (port !== '' && !/^:\d*$/.test(port))
+      fail(`parse ${JSON.stringify(raw)}: invalid port ${JSON.stringify(port)} after host`)
     return
   }
   const colon = host.lastIndexOf(':')
@@ -235,7 +238,7 @@ function formatIP(b: number[]): string {
   for (let i = 0; i < 16; i += 2) groups.push((b[i]! << 8) | b[i + 1]!)
   let bestStart = -1
   let bestLen = 0
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++
       continue
@@ -258,19 +261,26 @@ function parseIPStrict(s: string): CelIP {
   const v4 = parseIPv4(s)
   if (v4) return new CelIP(v4)
   const v6 = s.includes(':') ? parseIPv6(s) : undefined
-  if (!v6) fail(`IP Address ${JSON.stringify(s)} parse error during conversion from string: ParseAddr(${JSON.stringify(s)}): unable to parse IP`)
-  if (v6.slice(0, 10).every((x) => x === 0) && v6[10] === 0xff && v6[11] === 0xff) fail('IPv4-mapped IPv6 address is not allowed')
+  if (!v6)
+    fail(
+      `IP Address ${JSON.stringify(s)} parse error during conversion from string: ParseAddr(${JSON.stringify(s)}): unable to parse IP`,
+    )
+  if (v6.slice(0, 10).every((x) => x === 0) && v6[10] === 0xff && v6[11] === 0xff)
+    fail('IPv4-mapped IPv6 address is not allowed')
   return new CelIP(v6)
 }
 
 function parseCIDRStrict(s: string): CelCIDR {
   const slash = s.indexOf('/')
-  if (slash < 0) fail(`network address parse error during conversion from string: netip.ParsePrefix(${JSON.stringify(s)}): no '/'`)
+  if (slash < 0)
+    fail(`network address parse error during conversion from string: netip.ParsePrefix(${JSON.stringify(s)}): no '/'`)
   const ip = parseIPStrict(s.slice(0, slash))
   const bitsText = s.slice(slash + 1)
   const max = ip.family === 4 ? 32 : 128
   if (!/^\d+$/.test(bitsText) || Number(bitsText) > max || (bitsText.length > 1 && bitsText.startsWith('0')))
-    fail(`network address parse error during conversion from string: netip.ParsePrefix(${JSON.stringify(s)}): bad bits after slash: ${JSON.stringify(bitsText)}`)
+    fail(
+      `network address parse error during conversion from string: netip.ParsePrefix(${JSON.stringify(s)}): bad bits after slash: ${JSON.stringify(bitsText)}`,
+    )
   return new CelCIDR(ip, Number(bitsText))
 }
 
@@ -290,7 +300,8 @@ function cidrContainsIP(c: CelCIDR, ip: CelIP): boolean {
   return a.every((x, i) => x === b[i])
 }
 
-const inRange = (b: number[], prefix: number[], bits: number) => maskBytes(b, bits).every((x, i) => i >= prefix.length || x === (prefix[i] ?? 0))
+const inRange = (b: number[], prefix: number[], bits: number) =>
+  maskBytes(b, bits).every((x, i) => i >= prefix.length || x === (prefix[i] ?? 0))
 
 function ipIsLoopback(ip: CelIP): boolean {
   return ip.family === 4 ? ip.bytes[0] === 127 : ip.bytes.slice(0, 15).every((x) => x === 0) && ip.bytes[15] === 1
@@ -322,7 +333,14 @@ export class CelQuantity {
   ) {}
 }
 
-const BINARY_SUFFIX: Record<string, bigint> = {Ki: 1n << 10n, Mi: 1n << 20n, Gi: 1n << 30n, Ti: 1n << 40n, Pi: 1n << 50n, Ei: 1n << 60n}
+const BINARY_SUFFIX: Record<string, bigint> = {
+  Ki: 1n << 10n,
+  Mi: 1n << 20n,
+  Gi: 1n << 30n,
+  Ti: 1n << 40n,
+  Pi: 1n << 50n,
+  Ei: 1n << 60n,
+}
 const DECIMAL_SUFFIX: Record<string, number> = {n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18}
 
 function gcd(a: bigint, b: bigint): bigint {
@@ -377,7 +395,8 @@ const NAMED_FORMATS: Record<string, (s: string) => string[]> = {
   dns1035LabelPrefix: (s) => isDNS1035Label(s.endsWith('-') ? s.slice(0, -1) : s),
   labelValue: isValidLabelValue,
   uri: (s) => (isCelURL(s) ? [] : ['invalid URI']),
-  uuid: (s) => (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(s) ? [] : ['does not match the UUID format']),
+  uuid: (s) =>
+    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(s) ? [] : ['does not match the UUID format'],
   byte: (s) => (/^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0 ? [] : ['invalid base64']),
   date: (s) => (/^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s)) ? [] : ['invalid date']),
   datetime: (s) => (!Number.isNaN(Date.parse(s)) && /^\d{4}-\d{2}-\d{2}T/.test(s) ? [] : ['invalid datetime']),
@@ -394,7 +413,8 @@ class IPLibrary {}
 // ---------------------------------------------------------------------------------------
 
 function celEquals(a: unknown, b: unknown): boolean {
-  if (typeof a === 'bigint' || typeof b === 'bigint' || typeof a === 'number' || typeof b === 'number') return Number(a) === Number(b)
+  if (typeof a === 'bigint' || typeof b === 'bigint' || typeof a === 'number' || typeof b === 'number')
+    return Number(a) === Number(b)
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => celEquals(x, b[i]))
   if (a && b && typeof a === 'object' && typeof b === 'object') {
     const ka = Object.keys(a)
@@ -431,7 +451,9 @@ function goFormat(format: string, args: unknown[]): string {
         return Number(a).toFixed(p ?? 6)
       case 'e':
       case 'E': {
-        const s = Number(a).toExponential(p ?? 6).replace(/e([+-])(\d)$/, 'e$10$2')
+        const s = Number(a)
+          .toExponential(p ?? 6)
+          .replace(/e([+-])(\d)$/, 'e$10$2')
         return verb === 'E' ? s.toUpperCase() : s
       }
       case 'b':
@@ -463,7 +485,9 @@ export function registerKubernetesLibraries(env: Environment): void {
   f('string.re2Matches(string): bool', (s: string, re: string) => compileRe2(re).test(s))
   f('re2Matches(string, string): bool', (s: string, re: string) => compileRe2(re).test(s))
   f('string.find(string): string', (s: string, re: string) => compileRe2(re).exec(s)?.[0] ?? '')
-  f('string.findAll(string): list<string>', (s: string, re: string) => [...s.matchAll(new RegExp(compileRe2(re).source, compileRe2(re).flags + 'g'))].map((m) => m[0]))
+  f('string.findAll(string): list<string>', (s: string, re: string) =>
+    [...s.matchAll(new RegExp(compileRe2(re).source, compileRe2(re).flags + 'g'))].map((m) => m[0]),
+  )
   f('string.findAll(string, int): list<string>', (s: string, re: string, n: bigint) => {
     const all = [...s.matchAll(new RegExp(compileRe2(re).source, compileRe2(re).flags + 'g'))].map((m) => m[0])
     return n < 0n ? all : all.slice(0, Number(n))
@@ -526,11 +550,17 @@ export function registerKubernetesLibraries(env: Environment): void {
   // Sets (cel-go ext.Sets).
   env.registerType('kubernetes.SetsLibrary', SetsLibrary as any)
   env.registerConstant('sets', 'kubernetes.SetsLibrary', new SetsLibrary())
-  f('kubernetes.SetsLibrary.contains(list, list): bool', (_s: unknown, a: unknown[], b: unknown[]) => b.every((x) => a.some((y) => celEquals(x, y))))
-  f('kubernetes.SetsLibrary.equivalent(list, list): bool', (_s: unknown, a: unknown[], b: unknown[]) =>
-    b.every((x) => a.some((y) => celEquals(x, y))) && a.every((x) => b.some((y) => celEquals(x, y))),
+  f('kubernetes.SetsLibrary.contains(list, list): bool', (_s: unknown, a: unknown[], b: unknown[]) =>
+    b.every((x) => a.some((y) => celEquals(x, y))),
   )
-  f('kubernetes.SetsLibrary.intersects(list, list): bool', (_s: unknown, a: unknown[], b: unknown[]) => b.some((x) => a.some((y) => celEquals(x, y))))
+  f(
+    'kubernetes.SetsLibrary.equivalent(list, list): bool',
+    (_s: unknown, a: unknown[], b: unknown[]) =>
+      b.every((x) => a.some((y) => celEquals(x, y))) && a.every((x) => b.some((y) => celEquals(x, y))),
+  )
+  f('kubernetes.SetsLibrary.intersects(list, list): bool', (_s: unknown, a: unknown[], b: unknown[]) =>
+    b.some((x) => a.some((y) => celEquals(x, y))),
+  )
 
   // URLs.
   env.registerType('net.URL', CelURL as any)
@@ -596,23 +626,50 @@ export function registerKubernetesLibraries(env: Environment): void {
   // Quantities.
   env.registerType('kubernetes.Quantity', CelQuantity as any)
   const toQ = (v: CelQuantity | bigint) => (v instanceof CelQuantity ? v : new CelQuantity(v, 1n))
-  f('quantity(string): kubernetes.Quantity', (s: string) => parseQuantity(s) ?? fail('quantities must match the regular expression \'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\''))
+  f(
+    'quantity(string): kubernetes.Quantity',
+    (s: string) =>
+      parseQuantity(s) ??
+      fail("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+  )
   f('isQuantity(string): bool', (s: string) => parseQuantity(s) !== undefined)
   f('kubernetes.Quantity.sign(): int', (q: CelQuantity) => BigInt(q.num > 0n ? 1 : q.num < 0n ? -1 : 0))
-  f('kubernetes.Quantity.isInteger(): bool', (q: CelQuantity) => q.den === 1n && q.num <= INT64_MAX && q.num >= INT64_MIN)
+  f(
+    'kubernetes.Quantity.isInteger(): bool',
+    (q: CelQuantity) => q.den === 1n && q.num <= INT64_MAX && q.num >= INT64_MIN,
+  )
   f('kubernetes.Quantity.asInteger(): int', (q: CelQuantity) => {
     if (q.den !== 1n || q.num > INT64_MAX || q.num < INT64_MIN) fail('cannot convert value to integer')
     return q.num
   })
   f('kubernetes.Quantity.asApproximateFloat(): double', (q: CelQuantity) => Number(q.num) / Number(q.den))
-  f('kubernetes.Quantity.add(kubernetes.Quantity): kubernetes.Quantity', (a: CelQuantity, b: CelQuantity) => makeQuantity(a.num * b.den + b.num * a.den, a.den * b.den))
-  f('kubernetes.Quantity.add(int): kubernetes.Quantity', (a: CelQuantity, b: bigint) => makeQuantity(a.num + b * a.den, a.den))
-  f('kubernetes.Quantity.sub(kubernetes.Quantity): kubernetes.Quantity', (a: CelQuantity, b: CelQuantity) => makeQuantity(a.num * b.den - b.num * a.den, a.den * b.den))
-  f('kubernetes.Quantity.sub(int): kubernetes.Quantity', (a: CelQuantity, b: bigint) => makeQuantity(a.num - b * a.den, a.den))
-  f('kubernetes.Quantity.isGreaterThan(kubernetes.Quantity): bool', (a: CelQuantity, b: CelQuantity) => quantityCompare(toQ(a), toQ(b)) > 0)
-  f('kubernetes.Quantity.isLessThan(kubernetes.Quantity): bool', (a: CelQuantity, b: CelQuantity) => quantityCompare(toQ(a), toQ(b)) < 0)
-  f('kubernetes.Quantity.compareTo(kubernetes.Quantity): int', (a: CelQuantity, b: CelQuantity) => BigInt(quantityCompare(a, b)))
-  env.registerOperator('kubernetes.Quantity == kubernetes.Quantity', (a: CelQuantity, b: CelQuantity) => quantityCompare(a, b) === 0)
+  f('kubernetes.Quantity.add(kubernetes.Quantity): kubernetes.Quantity', (a: CelQuantity, b: CelQuantity) =>
+    makeQuantity(a.num * b.den + b.num * a.den, a.den * b.den),
+  )
+  f('kubernetes.Quantity.add(int): kubernetes.Quantity', (a: CelQuantity, b: bigint) =>
+    makeQuantity(a.num + b * a.den, a.den),
+  )
+  f('kubernetes.Quantity.sub(kubernetes.Quantity): kubernetes.Quantity', (a: CelQuantity, b: CelQuantity) =>
+    makeQuantity(a.num * b.den - b.num * a.den, a.den * b.den),
+  )
+  f('kubernetes.Quantity.sub(int): kubernetes.Quantity', (a: CelQuantity, b: bigint) =>
+    makeQuantity(a.num - b * a.den, a.den),
+  )
+  f(
+    'kubernetes.Quantity.isGreaterThan(kubernetes.Quantity): bool',
+    (a: CelQuantity, b: CelQuantity) => quantityCompare(toQ(a), toQ(b)) > 0,
+  )
+  f(
+    'kubernetes.Quantity.isLessThan(kubernetes.Quantity): bool',
+    (a: CelQuantity, b: CelQuantity) => quantityCompare(toQ(a), toQ(b)) < 0,
+  )
+  f('kubernetes.Quantity.compareTo(kubernetes.Quantity): int', (a: CelQuantity, b: CelQuantity) =>
+    BigInt(quantityCompare(a, b)),
+  )
+  env.registerOperator(
+    'kubernetes.Quantity == kubernetes.Quantity',
+    (a: CelQuantity, b: CelQuantity) => quantityCompare(a, b) === 0,
+  )
 
   // Named formats.
   env.registerType('kubernetes.FormatLibrary', FormatLibrary as any)
@@ -629,4 +686,3 @@ export function registerKubernetesLibraries(env: Environment): void {
     return errs.length ? Optional.of(errs) : Optional.none()
   })
 }
-

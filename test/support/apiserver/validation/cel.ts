@@ -7,7 +7,15 @@ import {Environment, Optional, type ParseResult} from '@marcbachmann/cel-js'
 import {childPath, fieldError, indexPath, keyPath, type FieldError} from '../errors.js'
 import {registerKubernetesLibraries} from './cel-k8s-lib.js'
 import {Re2SyntaxError} from './re2.js'
-import {additionalSchema, correlateListItem, deepEqual, isObject, schemaType, type StructuralSchema, type ValidationRule} from './schema.js'
+import {
+  additionalSchema,
+  correlateListItem,
+  deepEqual,
+  isObject,
+  schemaType,
+  type StructuralSchema,
+  type ValidationRule,
+} from './schema.js'
 
 export interface SkippedCelRule {
   /** CRD name (plural.group) */
@@ -30,7 +38,11 @@ let sharedEnv: Environment | undefined
 
 function celEnvironment(): Environment {
   if (sharedEnv) return sharedEnv
-  const env = new Environment({homogeneousAggregateLiterals: false, enableOptionalTypes: true, unlistedVariablesAreDyn: false})
+  const env = new Environment({
+    homogeneousAggregateLiterals: false,
+    enableOptionalTypes: true,
+    unlistedVariablesAreDyn: false,
+  })
   env.registerVariable('self', 'dyn')
   env.registerVariable('oldSelf', 'dyn')
   registerKubernetesLibraries(env)
@@ -132,7 +144,11 @@ function firstLine(s: string): string {
 }
 
 /** Compiles every rule of a schema; returns the ones that cannot be evaluated. */
-export function collectSkippedRules(schema: StructuralSchema | undefined, crd: string, version: string): SkippedCelRule[] {
+export function collectSkippedRules(
+  schema: StructuralSchema | undefined,
+  crd: string,
+  version: string,
+): SkippedCelRule[] {
   const out: SkippedCelRule[] = []
   const walk = (s: StructuralSchema | undefined, path: string) => {
     if (!s) return
@@ -140,7 +156,13 @@ export function collectSkippedRules(schema: StructuralSchema | undefined, crd: s
       const c = compileRule(rule)
       if (c.skipped) out.push({crd, version, path: path || '<root>', rule: rule.rule, reason: c.skipped})
       if (rule.messageExpression && !c.message)
-        out.push({crd, version, path: path || '<root>', rule: rule.messageExpression, reason: 'messageExpression does not compile; message is used instead'})
+        out.push({
+          crd,
+          version,
+          path: path || '<root>',
+          rule: rule.messageExpression,
+          reason: 'messageExpression does not compile; message is used instead',
+        })
     }
     for (const [k, p] of Object.entries(s.properties ?? {})) walk(p, path ? `${path}.${k}` : k)
     if (s.items) walk(s.items, `${path}[*]`)
@@ -155,15 +177,37 @@ export function collectSkippedRules(schema: StructuralSchema | undefined, crd: s
 // Values
 
 const RESERVED = new Set([
-  'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let',
-  'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
+  'true',
+  'false',
+  'null',
+  'in',
+  'as',
+  'break',
+  'const',
+  'continue',
+  'else',
+  'for',
+  'function',
+  'if',
+  'import',
+  'let',
+  'loop',
+  'package',
+  'namespace',
+  'return',
+  'var',
+  'void',
+  'while',
 ])
 
 /** CEL property name escaping (apiserver/pkg/cel/escaping.go); undefined when not accessible. */
 export function escapePropertyName(name: string): string | undefined {
   if (!/^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$/.test(name)) return undefined
   if (RESERVED.has(name)) return `__${name}__`
-  return name.replace(/__|\.|-|\//g, (m) => ({__: '__underscores__', '.': '__dot__', '-': '__dash__', '/': '__slash__'})[m]!)
+  return name.replace(
+    /__|\.|-|\//g,
+    (m) => ({__: '__underscores__', '.': '__dot__', '-': '__dash__', '/': '__slash__'})[m]!,
+  )
 }
 
 let durationProgram: ParseResult | undefined
@@ -187,7 +231,8 @@ export function toCel(v: unknown, s: StructuralSchema | undefined): unknown {
   }
   if (typeof v === 'number') {
     if (s?.type === 'number') return v
-    if (s?.type === 'integer' || s?.['x-kubernetes-int-or-string'] || Number.isInteger(v)) return Number.isInteger(v) ? BigInt(v) : v
+    if (s?.type === 'integer' || s?.['x-kubernetes-int-or-string'] || Number.isInteger(v))
+      return Number.isInteger(v) ? BigInt(v) : v
     return v
   }
   if (typeof v === 'string' && s?.type === 'string') {
@@ -227,7 +272,13 @@ export function validateCel(value: unknown, schema: StructuralSchema, old?: {val
   return result
 }
 
-function walk(value: unknown, s: StructuralSchema | undefined, path: string, old: {value: unknown} | undefined, out: CelResult): void {
+function walk(
+  value: unknown,
+  s: StructuralSchema | undefined,
+  path: string,
+  old: {value: unknown} | undefined,
+  out: CelResult,
+): void {
   if (!s || value === null || value === undefined) return
   const unchanged = old !== undefined && deepEqual(value, old.value)
   for (const rule of s['x-kubernetes-validations'] ?? []) evaluateRule(rule, value, s, path, old, unchanged, out)
@@ -253,7 +304,11 @@ export function hasCelRules(s: StructuralSchema | undefined): boolean {
   if (!s) return false
   const hit = anyRulesCache.get(s)
   if (hit !== undefined) return hit
-  const kids = [...Object.values(s.properties ?? {}), ...(s.items ? [s.items] : []), ...(additionalSchema(s) ? [additionalSchema(s)!] : [])]
+  const kids = [
+    ...Object.values(s.properties ?? {}),
+    ...(s.items ? [s.items] : []),
+    ...(additionalSchema(s) ? [additionalSchema(s)!] : []),
+  ]
   const found = (s['x-kubernetes-validations'] ?? []).length > 0 || kids.some(hasCelRules)
   anyRulesCache.set(s, found)
   return found
@@ -265,7 +320,11 @@ function hasTransitionRules(s: StructuralSchema): boolean {
   if (hit !== undefined) return hit
   let found = (s['x-kubernetes-validations'] ?? []).some((r) => /\boldSelf\b/.test(r.rule))
   if (!found) {
-    const kids = [...Object.values(s.properties ?? {}), ...(s.items ? [s.items] : []), ...(additionalSchema(s) ? [additionalSchema(s)!] : [])]
+    const kids = [
+      ...Object.values(s.properties ?? {}),
+      ...(s.items ? [s.items] : []),
+      ...(additionalSchema(s) ? [additionalSchema(s)!] : []),
+    ]
     found = kids.some(hasTransitionRules)
   }
   transitionCache.set(s, found)
@@ -291,7 +350,14 @@ function evaluateRule(
   }
   const activation: Record<string, unknown> = {self: toCel(value, s)}
   if (c.usesOldSelf) {
-    activation.oldSelf = old === undefined ? (rule.optionalOldSelf ? Optional.none() : null) : rule.optionalOldSelf ? Optional.of(toCel(old.value, s)) : toCel(old.value, s)
+    activation.oldSelf =
+      old === undefined
+        ? rule.optionalOldSelf
+          ? Optional.none()
+          : null
+        : rule.optionalOldSelf
+          ? Optional.of(toCel(old.value, s))
+          : toCel(old.value, s)
   } else activation.oldSelf = null
   const ruleText = rule.message ? rule.message.trim() : rule.rule.trim()
   let result: unknown
@@ -303,7 +369,11 @@ function evaluateRule(
       out.errors.push(fieldError.invalid(errPath, schemaType(s), `${err.message} evaluating rule: ${ruleText}`))
     } else if (err.code === 'no_such_overload' || /no such overload/i.test(err.message)) {
       out.errors.push(
-        fieldError.invalid(errPath, schemaType(s), `'no such overload': call arguments did not match a supported operator, function or macro signature for rule: ${ruleText}`),
+        fieldError.invalid(
+          errPath,
+          schemaType(s),
+          `'no such overload': call arguments did not match a supported operator, function or macro signature for rule: ${ruleText}`,
+        ),
       )
     } else {
       out.errors.push(fieldError.invalid(errPath, schemaType(s), `${goErrorText(err)} evaluating rule: ${ruleText}`))
@@ -373,7 +443,13 @@ function appendFieldPath(base: string, fieldPath: string, s: StructuralSchema): 
 /** Errors that stop CEL from running at all (hasBlockingErr in the real strategy). */
 export function hasBlockingError(errs: FieldError[]): boolean {
   return errs.some((e) =>
-    ['FieldValueNotSupported', 'FieldValueRequired', 'FieldValueTooLong', 'FieldValueTooMany', 'FieldValueTypeInvalid'].includes(e.type),
+    [
+      'FieldValueNotSupported',
+      'FieldValueRequired',
+      'FieldValueTooLong',
+      'FieldValueTooMany',
+      'FieldValueTypeInvalid',
+    ].includes(e.type),
   )
 }
 

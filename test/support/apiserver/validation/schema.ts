@@ -93,7 +93,10 @@ export function childSchema(s: StructuralSchema | undefined, key: string): Struc
 
 /** Whether fields not in `properties` survive pruning at this node. */
 function keepsUnknown(s: StructuralSchema): boolean {
-  return s['x-kubernetes-preserve-unknown-fields'] === true || s.additionalProperties !== undefined && s.additionalProperties !== false
+  return (
+    s['x-kubernetes-preserve-unknown-fields'] === true ||
+    (s.additionalProperties !== undefined && s.additionalProperties !== false)
+  )
 }
 
 /** The type name the real server reports in CEL errors and type checks ("" for int-or-string). */
@@ -259,7 +262,12 @@ function runeLength(s: string): number {
  * Validates `value` against `schema` and returns field errors. `old` is the value at the
  * same path in the stored object on update (for ratcheting); pass undefined on create.
  */
-export function validateValue(value: unknown, schema: StructuralSchema, path: string, old?: {value: unknown}): FieldError[] {
+export function validateValue(
+  value: unknown,
+  schema: StructuralSchema,
+  path: string,
+  old?: {value: unknown},
+): FieldError[] {
   const ctx: Ctx = {errors: []}
   validateNode(value, schema, path, ctx, old)
   return ctx.errors
@@ -277,7 +285,8 @@ function validateNode(value: unknown, s: StructuralSchema, path: string, ctx: Ct
     if (s.type) {
       errs.push(fieldError.typeInvalid(errPath, 'null', `${path} in body must be of type ${s.type}: "null"`))
     }
-    if (s.enum && !s.enum.some((e) => e === null)) errs.push(fieldError.notSupported(errPath, null, s.enum.map(enumString)))
+    if (s.enum && !s.enum.some((e) => e === null))
+      errs.push(fieldError.notSupported(errPath, null, s.enum.map(enumString)))
     return
   }
 
@@ -300,14 +309,22 @@ function validateNode(value: unknown, s: StructuralSchema, path: string, ctx: Ct
   validateJunctors(value, s, path, ctx)
 
   if (typeOk && typeof value === 'string') {
-    if (s.maxLength !== undefined && runeLength(value) > s.maxLength) errs.push(fieldError.tooLong(errPath, s.maxLength))
+    if (s.maxLength !== undefined && runeLength(value) > s.maxLength)
+      errs.push(fieldError.tooLong(errPath, s.maxLength))
     else if (s.minLength !== undefined && runeLength(value) < s.minLength)
       errs.push(fieldError.invalid(errPath, value, `${path} in body should be at least ${s.minLength} chars long`))
     else if (s.pattern !== undefined && !re2Test(s.pattern, value))
       errs.push(fieldError.invalid(errPath, value, `${path} in body should match '${s.pattern}'`))
     if (s.format && s.type === 'string') {
       const formatErr = checkFormat(s.format, value)
-      if (formatErr) errs.push(fieldError.typeInvalid(errPath, value, `${path} in body must be of type ${formatErr}: ${JSON.stringify(value)}`))
+      if (formatErr)
+        errs.push(
+          fieldError.typeInvalid(
+            errPath,
+            value,
+            `${path} in body must be of type ${formatErr}: ${JSON.stringify(value)}`,
+          ),
+        )
     }
   }
 
@@ -317,11 +334,19 @@ function validateNode(value: unknown, s: StructuralSchema, path: string, ctx: Ct
       errs.push(fieldError.invalid(errPath, n, `${path} in body should be a multiple of ${goFloat(s.multipleOf)}`))
     if (s.maximum !== undefined && (s.exclusiveMaximum ? n >= s.maximum : n > s.maximum))
       errs.push(
-        fieldError.invalid(errPath, n, `${path} in body should be less than ${s.exclusiveMaximum ? '' : 'or equal to '}${goFloat(s.maximum)}`),
+        fieldError.invalid(
+          errPath,
+          n,
+          `${path} in body should be less than ${s.exclusiveMaximum ? '' : 'or equal to '}${goFloat(s.maximum)}`,
+        ),
       )
     if (s.minimum !== undefined && (s.exclusiveMinimum ? n <= s.minimum : n < s.minimum))
       errs.push(
-        fieldError.invalid(errPath, n, `${path} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${goFloat(s.minimum)}`),
+        fieldError.invalid(
+          errPath,
+          n,
+          `${path} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${goFloat(s.minimum)}`,
+        ),
       )
   }
 
@@ -334,12 +359,14 @@ function validateNode(value: unknown, s: StructuralSchema, path: string, ctx: Ct
     }
     if (s.minItems !== undefined && value.length < s.minItems)
       errs.push(fieldError.invalid(errPath, value.length, `${path} in body should have at least ${s.minItems} items`))
-    if (s.maxItems !== undefined && value.length > s.maxItems) errs.push(fieldError.tooMany(errPath, value.length, s.maxItems))
+    if (s.maxItems !== undefined && value.length > s.maxItems)
+      errs.push(fieldError.tooMany(errPath, value.length, s.maxItems))
     if (s.uniqueItems && value.some((v, i) => value.findIndex((w) => deepEqual(v, w)) !== i))
       errs.push(fieldError.invalid(errPath, '', `${path} in body shouldn't contain duplicates`))
   }
 
-  if (s.enum && !s.enum.some((e) => deepEqual(e, value))) errs.push(fieldError.notSupported(errPath, value, s.enum.map(enumString)))
+  if (s.enum && !s.enum.some((e) => deepEqual(e, value)))
+    errs.push(fieldError.notSupported(errPath, value, s.enum.map(enumString)))
 
   if (typeOk && isObject(value)) validateObject(value, s, path, ctx, old)
 }
@@ -348,7 +375,13 @@ function enumString(e: unknown): string {
   return typeof e === 'string' ? e : JSON.stringify(e)
 }
 
-function validateObject(value: Record<string, any>, s: StructuralSchema, path: string, ctx: Ctx, old?: {value: unknown}): void {
+function validateObject(
+  value: Record<string, any>,
+  s: StructuralSchema,
+  path: string,
+  ctx: Ctx,
+  old?: {value: unknown},
+): void {
   const errs = ctx.errors
   const errPath = path || '<nil>'
   const n = Object.keys(value).length
@@ -426,15 +459,26 @@ function validateJunctors(value: unknown, s: StructuralSchema, path: string, ctx
       errs.push(...r)
     }
     if (validated !== s.allOf.length)
-      errs.push(fieldError.invalid('<nil>', '', `"${path}" must validate all the schemas (allOf)${validated === 0 ? '. None validated' : ''}`))
+      errs.push(
+        fieldError.invalid(
+          '<nil>',
+          '',
+          `"${path}" must validate all the schemas (allOf)${validated === 0 ? '. None validated' : ''}`,
+        ),
+      )
   }
   if (s.not) {
-    if (sub(s.not).length === 0) errs.push(fieldError.invalid('<nil>', '', `"${path}" must not validate the schema (not)`))
+    if (sub(s.not).length === 0)
+      errs.push(fieldError.invalid('<nil>', '', `"${path}" must not validate the schema (not)`))
   }
 }
 
 /** The old value an item of a list correlates with (map lists by key, sets/atomic lists never). */
-function correlateListItem(s: StructuralSchema, item: unknown, oldList: unknown[] | undefined): {value: unknown} | undefined {
+function correlateListItem(
+  s: StructuralSchema,
+  item: unknown,
+  oldList: unknown[] | undefined,
+): {value: unknown} | undefined {
   if (!oldList) return undefined
   if (s['x-kubernetes-list-type'] !== 'map') return undefined
   const keys = s['x-kubernetes-list-map-keys'] ?? []
@@ -457,7 +501,9 @@ const FORMAT_CHECKS: Record<string, (v: string) => boolean> = {
     }
   },
   email: (v) => /^[^\s@]+@[^\s@]+$/.test(v),
-  hostname: (v) => v.length <= 255 && /^[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*\.?$/.test(v),
+  hostname: (v) =>
+    v.length <= 255 &&
+    /^[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*\.?$/.test(v),
   ipv4: (v) => /^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(v),
   ipv6: (v) => isIPv6(v),
   cidr: (v) => {
@@ -473,8 +519,13 @@ const FORMAT_CHECKS: Record<string, (v: string) => boolean> = {
   uuid5: (v) => /^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$/i.test(v),
   byte: (v) => /^[A-Za-z0-9+/]*={0,2}$/.test(v) && v.length % 4 === 0,
   date: (v) => /^\d{4}-\d{2}-\d{2}$/.test(v) && !Number.isNaN(Date.parse(v)),
-  datetime: (v) => /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?$/.test(v) && !Number.isNaN(Date.parse(v.replace(' ', 'T'))),
-  duration: (v) => /^([-+]?(\d+(\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|m|h|d|w|second|seconds|minute|minutes|hour|hours|day|days|week|weeks)\s*)+$/.test(v),
+  datetime: (v) =>
+    /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?$/.test(v) &&
+    !Number.isNaN(Date.parse(v.replace(' ', 'T'))),
+  duration: (v) =>
+    /^([-+]?(\d+(\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|m|h|d|w|second|seconds|minute|minutes|hour|hours|day|days|week|weeks)\s*)+$/.test(
+      v,
+    ),
   hexcolor: (v) => /^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(v),
   rgbcolor: (v) => /^rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\)$/.test(v),
   bsonobjectid: (v) => /^[0-9a-fA-F]{24}$/.test(v),
@@ -501,13 +552,24 @@ function checkFormat(format: string, v: string): string | undefined {
 // ---------------------------------------------------------------------------------------
 // x-kubernetes-list-type (structurallisttype.ValidateListSetsAndMaps)
 
-export function validateListTypes(value: unknown, s: StructuralSchema | undefined, path: string, old?: {value: unknown}): FieldError[] {
+export function validateListTypes(
+  value: unknown,
+  s: StructuralSchema | undefined,
+  path: string,
+  old?: {value: unknown},
+): FieldError[] {
   const errs: FieldError[] = []
   walkListTypes(value, s, path, errs, old)
   return errs
 }
 
-function walkListTypes(value: unknown, s: StructuralSchema | undefined, path: string, errs: FieldError[], old?: {value: unknown}): void {
+function walkListTypes(
+  value: unknown,
+  s: StructuralSchema | undefined,
+  path: string,
+  errs: FieldError[],
+  old?: {value: unknown},
+): void {
   if (!s || value === null || value === undefined) return
   if (old !== undefined && deepEqual(value, old.value)) return
   if (Array.isArray(value)) {
@@ -537,13 +599,21 @@ function walkListTypes(value: unknown, s: StructuralSchema | undefined, path: st
       })
     }
     const oldList = old && Array.isArray(old.value) ? (old.value as unknown[]) : undefined
-    value.forEach((item, i) => walkListTypes(item, s.items, indexPath(path, i), errs, correlateListItem(s, item, oldList)))
+    value.forEach((item, i) =>
+      walkListTypes(item, s.items, indexPath(path, i), errs, correlateListItem(s, item, oldList)),
+    )
     return
   }
   if (isObject(value)) {
     const oldObj = old && isObject(old.value) ? (old.value as Record<string, any>) : undefined
     for (const [k, v] of Object.entries(value)) {
-      walkListTypes(v, childSchema(s, k), childPath(path, k), errs, oldObj && k in oldObj ? {value: oldObj[k]} : undefined)
+      walkListTypes(
+        v,
+        childSchema(s, k),
+        childPath(path, k),
+        errs,
+        oldObj && k in oldObj ? {value: oldObj[k]} : undefined,
+      )
     }
   }
 }

@@ -4,7 +4,13 @@ import type {KubeObject} from '../../../../src/planner/model.js'
 import type {InjectionWebhooks} from '../../../../src/planner/namespace.js'
 import {selectorMatches} from '../../../../src/planner/namespace.js'
 import {nodeExclusion} from '../../../../src/preflight/daemonset.js'
-import {injectionWebhooks, injectorSettings, type InjectorSettings, ISTIO_CNI_POD_LABEL, ZTUNNEL_POD_LABEL} from '../istio/settings.js'
+import {
+  injectionWebhooks,
+  injectorSettings,
+  type InjectorSettings,
+  ISTIO_CNI_POD_LABEL,
+  ZTUNNEL_POD_LABEL,
+} from '../istio/settings.js'
 import {findCondition, isTerminating} from '../meta.js'
 import type {ControlPlaneOptions} from '../options.js'
 import type {WorkQueue} from '../queue.js'
@@ -65,7 +71,9 @@ export class ControllerContext {
   schedulableNodes(podSpec: unknown): KubeObject[] {
     return this.state
       .list('nodes')
-      .filter((n) => this.nodeReady(n) && n.spec?.unschedulable !== true && nodeExclusion({spec: podSpec}, n) === undefined)
+      .filter(
+        (n) => this.nodeReady(n) && n.spec?.unschedulable !== true && nodeExclusion({spec: podSpec}, n) === undefined,
+      )
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
   }
 
@@ -86,7 +94,9 @@ export class ControllerContext {
 
   /** istio-cni is installed when its DaemonSet exists (the CNI plugin is chained on every node it runs on). */
   cniInstalled(): boolean {
-    return this.state.list('daemonSets').some((d) => selectorMatches({matchLabels: ISTIO_CNI_POD_LABEL}, d.spec?.template?.metadata?.labels ?? {}))
+    return this.state
+      .list('daemonSets')
+      .some((d) => selectorMatches({matchLabels: ISTIO_CNI_POD_LABEL}, d.spec?.template?.metadata?.labels ?? {}))
   }
 
   cniAgentReady(nodeName: string): boolean {
@@ -106,7 +116,9 @@ export class ControllerContext {
 
   webhooks(): InjectionWebhooks {
     // The API server calls mutating webhooks ordered by configuration name.
-    const configurations = [...this.state.list('webhooks')].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+    const configurations = [...this.state.list('webhooks')].sort((a, b) =>
+      a.metadata.name.localeCompare(b.metadata.name),
+    )
     return injectionWebhooks(configurations, this.state.list('rootConfigMaps'))
   }
 

@@ -47,7 +47,10 @@ export class DeploymentController implements Controller {
   readonly queue: WorkQueue
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('deployment', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('deployment', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('deployments', (d, old) => this.queue.add(keyOf(d ?? old!)))
     ctx.state.on('replicaSets', (rs, old) => {
       for (const r of [rs, old]) {
@@ -64,7 +67,12 @@ export class DeploymentController implements Controller {
   private async scale(rs: KubeObject, replicas: number, d: KubeObject, maxSurge: number): Promise<void> {
     const want = d.spec?.replicas ?? 1
     const annotations = {[DESIRED]: String(want), [MAX]: String(want + maxSurge)}
-    if ((rs.spec?.replicas ?? 1) === replicas && rs.metadata.annotations?.[DESIRED] === annotations[DESIRED] && rs.metadata.annotations?.[MAX] === annotations[MAX]) return
+    if (
+      (rs.spec?.replicas ?? 1) === replicas &&
+      rs.metadata.annotations?.[DESIRED] === annotations[DESIRED] &&
+      rs.metadata.annotations?.[MAX] === annotations[MAX]
+    )
+      return
     await this.ctx.state.patch(
       {apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: rs.metadata.namespace!, name: rs.metadata.name},
       {metadata: {annotations}, spec: {replicas}},
@@ -79,12 +87,16 @@ export class DeploymentController implements Controller {
     const replicas: number = d.spec?.replicas ?? 1
     const rolling = (d.spec?.strategy?.type ?? 'RollingUpdate') === 'RollingUpdate'
     const maxSurge = rolling ? scaledValue(d.spec?.strategy?.rollingUpdate?.maxSurge, replicas, true, '25%') : 0
-    let maxUnavailable = rolling ? scaledValue(d.spec?.strategy?.rollingUpdate?.maxUnavailable, replicas, false, '25%') : 0
+    let maxUnavailable = rolling
+      ? scaledValue(d.spec?.strategy?.rollingUpdate?.maxUnavailable, replicas, false, '25%')
+      : 0
     if (rolling && maxSurge === 0 && maxUnavailable === 0) maxUnavailable = 1
     if (maxUnavailable > replicas) maxUnavailable = replicas
     const paused = d.spec?.paused === true
 
-    let all = this.ctx.state.ownedBy('replicaSets', d.metadata.uid).filter((rs) => isControlledBy(rs, d) && !isTerminating(rs))
+    let all = this.ctx.state
+      .ownedBy('replicaSets', d.metadata.uid)
+      .filter((rs) => isControlledBy(rs, d) && !isTerminating(rs))
     let newRS = all.find((rs) => sameTemplate(rs.spec?.template, d.spec?.template))
     let olds = all.filter((rs) => rs !== newRS)
     const maxOldRevision = Math.max(0, ...olds.map(revisionOf))
@@ -100,7 +112,11 @@ export class DeploymentController implements Controller {
       template.metadata ??= {}
       template.metadata.labels = {...(template.metadata.labels ?? {}), [HASH_LABEL]: hash}
       const surgeRoom = Math.max(0, replicas + maxSurge - olds.reduce((n, rs) => n + (rs.spec?.replicas ?? 0), 0))
-      const initial = !rolling ? (olds.some((rs) => (rs.spec?.replicas ?? 0) > 0) ? 0 : replicas) : Math.min(replicas, surgeRoom)
+      const initial = !rolling
+        ? olds.some((rs) => (rs.spec?.replicas ?? 0) > 0)
+          ? 0
+          : replicas
+        : Math.min(replicas, surgeRoom)
       const rsObject: KubeObject = {
         apiVersion: 'apps/v1',
         kind: 'ReplicaSet',
@@ -108,13 +124,20 @@ export class DeploymentController implements Controller {
           name: `${d.metadata.name}-${hash}`,
           namespace: ns,
           labels: template.metadata.labels,
-          annotations: {[REVISION]: String(maxOldRevision + 1), [DESIRED]: String(replicas), [MAX]: String(replicas + maxSurge)},
+          annotations: {
+            [REVISION]: String(maxOldRevision + 1),
+            [DESIRED]: String(replicas),
+            [MAX]: String(replicas + maxSurge),
+          },
           ownerReferences: [ownerReferenceTo(d)],
         },
         spec: {
           replicas: initial,
           ...(d.spec?.minReadySeconds ? {minReadySeconds: d.spec.minReadySeconds} : {}),
-          selector: {...structuredClone(d.spec?.selector ?? {}), matchLabels: {...(d.spec?.selector?.matchLabels ?? {}), [HASH_LABEL]: hash}},
+          selector: {
+            ...structuredClone(d.spec?.selector ?? {}),
+            matchLabels: {...(d.spec?.selector?.matchLabels ?? {}), [HASH_LABEL]: hash},
+          },
           template,
         },
       }
@@ -125,7 +148,11 @@ export class DeploymentController implements Controller {
         // Another template hashes to the same name (or the cache is behind): count a collision.
         const existing = this.ctx.state.get('replicaSets', ns, rsObject.metadata.name)
         if (existing && isControlledBy(existing, d) && sameTemplate(existing.spec?.template, d.spec?.template)) return
-        await this.ctx.state.patch({apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name}, {status: {collisionCount: (collisionCount ?? 0) + 1}}, {subresource: 'status'})
+        await this.ctx.state.patch(
+          {apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name},
+          {status: {collisionCount: (collisionCount ?? 0) + 1}},
+          {subresource: 'status'},
+        )
         return
       }
       progressing('True', 'NewReplicaSetCreated', `Created new replica set "${newRS.metadata.name}"`)
@@ -149,14 +176,17 @@ export class DeploymentController implements Controller {
         // Scale up the new ReplicaSet within maxSurge (NewRSNewReplicas).
         const current = sum(all, specReplicas)
         const room = replicas + maxSurge - current
-        const target = room > 0 ? Math.min(specReplicas(newRS) + room, replicas) : Math.min(specReplicas(newRS), replicas)
+        const target =
+          room > 0 ? Math.min(specReplicas(newRS) + room, replicas) : Math.min(specReplicas(newRS), replicas)
         const scaledDown = specReplicas(newRS) > replicas ? replicas : target
         if (scaledDown !== specReplicas(newRS)) {
           await this.scale(newRS, scaledDown, d, maxSurge)
           newRS = this.ctx.state.get('replicaSets', ns, newRS.metadata.name) ?? newRS
         }
         // Scale down old ReplicaSets within maxUnavailable (reconcileOldReplicaSets).
-        olds = olds.map((rs) => this.ctx.state.get('replicaSets', ns, rs.metadata.name) ?? rs).sort((a, b) => revisionOf(a) - revisionOf(b))
+        olds = olds
+          .map((rs) => this.ctx.state.get('replicaSets', ns, rs.metadata.name) ?? rs)
+          .sort((a, b) => revisionOf(a) - revisionOf(b))
         const allNow = [...olds, newRS]
         const minAvailable = replicas - maxUnavailable
         const newUnavailable = specReplicas(newRS) - availableOf(newRS)
@@ -183,12 +213,19 @@ export class DeploymentController implements Controller {
       } else {
         for (const rs of olds) if (specReplicas(rs) > 0) await this.scale(rs, 0, d, 0)
         // Recreate waits until the old pods are gone, terminating ones included.
-        const oldPodsLeft = olds.some((rs) => this.ctx.state.ownedBy('pods', rs.metadata.uid).some((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'))
+        const oldPodsLeft = olds.some((rs) =>
+          this.ctx.state
+            .ownedBy('pods', rs.metadata.uid)
+            .some((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'),
+        )
         if (!oldPodsLeft) await this.scale(newRS, replicas, d, 0)
       }
       await this.pruneHistory(d, ns, newRS)
       if ((d.metadata.annotations?.[REVISION] ?? '') !== String(revisionOf(newRS))) {
-        await this.ctx.state.patch({apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name}, {metadata: {annotations: {[REVISION]: String(revisionOf(newRS))}}})
+        await this.ctx.state.patch(
+          {apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name},
+          {metadata: {annotations: {[REVISION]: String(revisionOf(newRS))}}},
+        )
       }
     }
 
@@ -210,9 +247,19 @@ export class DeploymentController implements Controller {
     }
   }
 
-  private async writeStatus(d: KubeObject, ns: string, name: string, newRS: KubeObject | undefined, maxUnavailable: number, paused: boolean, startConditions: Condition[]): Promise<void> {
+  private async writeStatus(
+    d: KubeObject,
+    ns: string,
+    name: string,
+    newRS: KubeObject | undefined,
+    maxUnavailable: number,
+    paused: boolean,
+    startConditions: Condition[],
+  ): Promise<void> {
     const replicas: number = d.spec?.replicas ?? 1
-    const all = this.ctx.state.ownedBy('replicaSets', d.metadata.uid).filter((rs) => isControlledBy(rs, d) && !isTerminating(rs))
+    const all = this.ctx.state
+      .ownedBy('replicaSets', d.metadata.uid)
+      .filter((rs) => isControlledBy(rs, d) && !isTerminating(rs))
     const fresh = newRS ? (this.ctx.state.get('replicaSets', ns, newRS.metadata.name) ?? newRS) : undefined
     const sum = (f: (rs: KubeObject) => number) => all.reduce((n, rs) => n + f(rs), 0)
     const available = sum((rs) => rs.status?.availableReplicas ?? 0)
@@ -229,29 +276,88 @@ export class DeploymentController implements Controller {
     conditions = setCondition(
       conditions,
       available >= replicas - maxUnavailable
-        ? {type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.'}
-        : {type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.'},
+        ? {
+            type: 'Available',
+            status: 'True',
+            reason: 'MinimumReplicasAvailable',
+            message: 'Deployment has minimum availability.',
+          }
+        : {
+            type: 'Available',
+            status: 'False',
+            reason: 'MinimumReplicasUnavailable',
+            message: 'Deployment does not have minimum availability.',
+          },
       {updateTime: true},
     )
     // Available first, as the controller adds it before Progressing on a new Deployment.
-    conditions = [...conditions.filter((c) => c.type === 'Available'), ...conditions.filter((c) => c.type !== 'Available')]
+    conditions = [
+      ...conditions.filter((c) => c.type === 'Available'),
+      ...conditions.filter((c) => c.type !== 'Available'),
+    ]
     const current = conditions.find((c) => c.type === 'Progressing')
     if (paused) {
-      conditions = setCondition(conditions, {type: 'Progressing', status: 'Unknown', reason: 'DeploymentPaused', message: 'Deployment is paused'}, {updateTime: true})
+      conditions = setCondition(
+        conditions,
+        {type: 'Progressing', status: 'Unknown', reason: 'DeploymentPaused', message: 'Deployment is paused'},
+        {updateTime: true},
+      )
     } else if (fresh) {
       const complete =
-        counters.updatedReplicas === replicas && counters.replicas === replicas && counters.availableReplicas === replicas && counters.observedGeneration >= (d.metadata.generation ?? 1)
-      const alreadyComplete = counters.replicas === counters.updatedReplicas && current?.reason === 'NewReplicaSetAvailable' && current.message?.includes(`"${fresh.metadata.name}"`)
+        counters.updatedReplicas === replicas &&
+        counters.replicas === replicas &&
+        counters.availableReplicas === replicas &&
+        counters.observedGeneration >= (d.metadata.generation ?? 1)
+      const alreadyComplete =
+        counters.replicas === counters.updatedReplicas &&
+        current?.reason === 'NewReplicaSetAvailable' &&
+        current.message?.includes(`"${fresh.metadata.name}"`)
       if (!alreadyComplete) {
-        if (complete) conditions = setCondition(conditions, {type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${fresh.metadata.name}" has successfully progressed.`}, {updateTime: true})
-        else if (current?.reason !== 'NewReplicaSetCreated' || !current.message?.includes(`"${fresh.metadata.name}"`) || counters.updatedReplicas > 0)
-          conditions = setCondition(conditions, {type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${fresh.metadata.name}" is progressing.`}, {updateTime: true})
+        if (complete)
+          conditions = setCondition(
+            conditions,
+            {
+              type: 'Progressing',
+              status: 'True',
+              reason: 'NewReplicaSetAvailable',
+              message: `ReplicaSet "${fresh.metadata.name}" has successfully progressed.`,
+            },
+            {updateTime: true},
+          )
+        else if (
+          current?.reason !== 'NewReplicaSetCreated' ||
+          !current.message?.includes(`"${fresh.metadata.name}"`) ||
+          counters.updatedReplicas > 0
+        )
+          conditions = setCondition(
+            conditions,
+            {
+              type: 'Progressing',
+              status: 'True',
+              reason: 'ReplicaSetUpdated',
+              message: `ReplicaSet "${fresh.metadata.name}" is progressing.`,
+            },
+            {updateTime: true},
+          )
       }
     }
     const old = d.status ?? {}
     const sameConditions = canonicalJson(old.conditions ?? []) === canonicalJson(conditions)
     if (sameCounters(old, counters) && sameConditions) return
-    const status = {...omitZero(counters, ['replicas', 'updatedReplicas', 'readyReplicas', 'availableReplicas', 'unavailableReplicas']), conditions}
-    await this.ctx.state.patch({apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name}, {status}, {subresource: 'status'})
+    const status = {
+      ...omitZero(counters, [
+        'replicas',
+        'updatedReplicas',
+        'readyReplicas',
+        'availableReplicas',
+        'unavailableReplicas',
+      ]),
+      conditions,
+    }
+    await this.ctx.state.patch(
+      {apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name},
+      {status},
+      {subresource: 'status'},
+    )
   }
 }

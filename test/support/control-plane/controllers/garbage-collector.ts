@@ -17,7 +17,10 @@ export class GarbageCollector implements Controller {
   readonly queue: WorkQueue
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('garbage-collector', (key) => this.reconcile(key), {workers: 2, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('garbage-collector', (key) => this.reconcile(key), {
+      workers: 2,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     for (const kind of Object.keys(WATCHED_KINDS) as WatchedKind[]) {
       ctx.state.on(kind, (obj, old) => {
         if (obj && (obj.metadata.ownerReferences?.length ?? 0) > 0) this.queue.add(kind + SEP + keyOf(obj))
@@ -29,7 +32,8 @@ export class GarbageCollector implements Controller {
 
   enqueueAll(): void {
     for (const kind of Object.keys(WATCHED_KINDS) as WatchedKind[]) {
-      for (const o of this.ctx.state.list(kind)) if ((o.metadata.ownerReferences?.length ?? 0) > 0) this.queue.add(kind + SEP + keyOf(o))
+      for (const o of this.ctx.state.list(kind))
+        if ((o.metadata.ownerReferences?.length ?? 0) > 0) this.queue.add(kind + SEP + keyOf(o))
     }
   }
 
@@ -47,7 +51,12 @@ export class GarbageCollector implements Controller {
     if (!informer?.served) return false
     const ownerNamespace = informer.served.namespaced ? namespace : undefined
     const live = await this.ctx.state.api
-      .get({apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, ...(ownerNamespace ? {namespace: ownerNamespace} : {})})
+      .get({
+        apiVersion: owner.apiVersion,
+        kind: owner.kind,
+        name: owner.name,
+        ...(ownerNamespace ? {namespace: ownerNamespace} : {}),
+      })
       .catch(() => 'unknown' as const)
     if (live === 'unknown') return false
     return live === undefined || live.metadata.uid !== owner.uid

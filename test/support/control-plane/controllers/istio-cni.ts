@@ -19,7 +19,10 @@ export class IstioCniAgent implements Controller {
   private statusCarriesMetadata: boolean | undefined
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('istio-cni', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('istio-cni', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('pods', (pod, old) => {
       const p = pod ?? old!
       if (pod) this.queue.add(keyOf(pod))
@@ -46,7 +49,11 @@ export class IstioCniAgent implements Controller {
     const node: string | undefined = pod.spec?.nodeName
     if (!node) return 'keep'
     if (!this.ctx.cniAgentReady(node)) return 'keep'
-    const {enrolled} = ambientEnrolled(pod, this.ctx.namespace(pod.metadata.namespace), this.ctx.options.cniExcludeNamespaces)
+    const {enrolled} = ambientEnrolled(
+      pod,
+      this.ctx.namespace(pod.metadata.namespace),
+      this.ctx.options.cniExcludeNamespaces,
+    )
     if (!enrolled) return {value: undefined}
     return {value: this.ctx.ztunnelReady(node) ? 'enabled' : 'pending'}
   }
@@ -72,7 +79,10 @@ export class IstioCniAgent implements Controller {
       }
       if (this.statusCarriesMetadata === undefined) {
         this.statusCarriesMetadata = false
-        this.ctx.options.log?.('istio-cni: the API server ignored annotations sent to pods/status; patching the pods instead', 'notice')
+        this.ctx.options.log?.(
+          'istio-cni: the API server ignored annotations sent to pods/status; patching the pods instead',
+          'notice',
+        )
       }
     }
     await this.ctx.state.patch(ref, patch)

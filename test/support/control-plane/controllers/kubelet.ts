@@ -29,7 +29,10 @@ export class Kubelet implements Controller {
   private readonly reservedIps = new Map<string, string>()
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('kubelet', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('kubelet', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     const {state} = ctx
     state.on('pods', (pod, old) => {
       const p = pod ?? old!
@@ -43,7 +46,8 @@ export class Kubelet implements Controller {
     })
     state.on('nodes', (node, old) => this.enqueueNode((node ?? old!).metadata.name))
     state.on('namespaces', (ns, old) => {
-      for (const p of state.list('pods', (ns ?? old!).metadata.name)) if (p.status?.phase === 'Pending') this.queue.add(keyOf(p))
+      for (const p of state.list('pods', (ns ?? old!).metadata.name))
+        if (p.status?.phase === 'Pending') this.queue.add(keyOf(p))
     })
   }
 
@@ -58,7 +62,9 @@ export class Kubelet implements Controller {
   private neverReady(pod: KubeObject): boolean {
     if (pod.metadata.annotations?.[NEVER_READY_ANNOTATION] === 'true') return true
     return this.ctx.options.neverReady.some(
-      (m) => (m.namespace === undefined || m.namespace === pod.metadata.namespace) && (m.selector === undefined || selectorMatches(m.selector, pod.metadata.labels ?? {})),
+      (m) =>
+        (m.namespace === undefined || m.namespace === pod.metadata.namespace) &&
+        (m.selector === undefined || selectorMatches(m.selector, pod.metadata.labels ?? {})),
     )
   }
 
@@ -85,7 +91,11 @@ export class Kubelet implements Controller {
       const wait = this.seenAt.get(uid)! + this.ctx.options.podStartupMs - Date.now()
       if (wait > 0) return {requeueAfterMs: wait}
       if (this.ctx.cniInstalled() && !this.ctx.cniAgentReady(nodeName)) {
-        const enrolled = ambientEnrolled(pod, this.ctx.namespace(pod.metadata.namespace), this.ctx.options.cniExcludeNamespaces)
+        const enrolled = ambientEnrolled(
+          pod,
+          this.ctx.namespace(pod.metadata.namespace),
+          this.ctx.options.cniExcludeNamespaces,
+        )
         if (enrolled.enrolled) return // FailedCreatePodSandBox: retried when the agent is ready
       }
     }
@@ -94,13 +104,26 @@ export class Kubelet implements Controller {
     const podIP = pod.spec?.hostNetwork === true ? hostIP : (pod.status?.podIP ?? this.allocateIp(pod, node))
     const startTime: string = pod.status?.startTime ?? now()
     const finished = this.runToCompletion(pod) ? this.finishState(pod, startTime) : {done: false as const}
-    if (finished.done === 'later') return this.write(pod, this.runningStatus(pod, {hostIP, podIP, startTime, ready: !this.neverReady(pod), appsDone: false}), finished.inMs)
-    if (finished.done === true && !finished.sidecarKeepsRunning) return this.write(pod, this.succeededStatus(pod, {hostIP, podIP, startTime}))
+    if (finished.done === 'later')
+      return this.write(
+        pod,
+        this.runningStatus(pod, {hostIP, podIP, startTime, ready: !this.neverReady(pod), appsDone: false}),
+        finished.inMs,
+      )
+    if (finished.done === true && !finished.sidecarKeepsRunning)
+      return this.write(pod, this.succeededStatus(pod, {hostIP, podIP, startTime}))
     const appsDone = finished.done === true
-    return this.write(pod, this.runningStatus(pod, {hostIP, podIP, startTime, ready: !appsDone && !this.neverReady(pod), appsDone}))
+    return this.write(
+      pod,
+      this.runningStatus(pod, {hostIP, podIP, startTime, ready: !appsDone && !this.neverReady(pod), appsDone}),
+    )
   }
 
-  private async write(pod: KubeObject, status: any, requeueAfterMs?: number): Promise<{requeueAfterMs?: number} | void> {
+  private async write(
+    pod: KubeObject,
+    status: any,
+    requeueAfterMs?: number,
+  ): Promise<{requeueAfterMs?: number} | void> {
     if (!sameStatus(pod.status, status)) {
       await this.ctx.state.patch(
         {apiVersion: 'v1', kind: 'Pod', namespace: pod.metadata.namespace!, name: pod.metadata.name},
@@ -116,7 +139,10 @@ export class Kubelet implements Controller {
     return policy !== 'Always' && this.ctx.options.jobRunMs !== 'never'
   }
 
-  private finishState(pod: KubeObject, startTime: string): {done: false} | {done: 'later'; inMs: number} | {done: true; sidecarKeepsRunning: boolean} {
+  private finishState(
+    pod: KubeObject,
+    startTime: string,
+  ): {done: false} | {done: 'later'; inMs: number} | {done: true; sidecarKeepsRunning: boolean} {
     const runMs = this.ctx.options.jobRunMs
     if (runMs === 'never') return {done: false}
     const left = Date.parse(startTime) + runMs - Date.now()
@@ -136,11 +162,17 @@ export class Kubelet implements Controller {
     const uid = pod.metadata.uid ?? keyOf(pod)
     const reserved = this.reservedIps.get(uid)
     if (reserved) return reserved
-    const nodes = this.ctx.state.list('nodes').map((n) => n.metadata.name).sort()
+    const nodes = this.ctx.state
+      .list('nodes')
+      .map((n) => n.metadata.name)
+      .sort()
     const cidr: string = node.spec?.podCIDR ?? `10.244.${nodes.indexOf(node.metadata.name) + 1}.0/24`
     const base = cidr.split('/')[0]!.split('.').map(Number)
     const used = new Set<string>([
-      ...this.ctx.state.list('pods').filter((p) => p.spec?.nodeName === node.metadata.name && p.spec?.hostNetwork !== true).map((p) => p.status?.podIP as string),
+      ...this.ctx.state
+        .list('pods')
+        .filter((p) => p.spec?.nodeName === node.metadata.name && p.spec?.hostNetwork !== true)
+        .map((p) => p.status?.podIP as string),
       ...this.reservedIps.values(),
     ])
     for (let i = 2; i < 255; i++) {
@@ -156,12 +188,26 @@ export class Kubelet implements Controller {
   // -------------------------------------------------------------------------------------------
   // Statuses
 
-  private containerStatus(c: ContainerSpec, prev: any[], state: 'running' | 'completed', ready: boolean, startedAt: string): any {
+  private containerStatus(
+    c: ContainerSpec,
+    prev: any[],
+    state: 'running' | 'completed',
+    ready: boolean,
+    startedAt: string,
+  ): any {
     const old = prev.find((s) => s.name === c.name)
     const stateBody =
       state === 'running'
         ? {running: {startedAt: old?.state?.running?.startedAt ?? startedAt}}
-        : {terminated: {exitCode: 0, reason: 'Completed', startedAt: old?.state?.running?.startedAt ?? old?.state?.terminated?.startedAt ?? startedAt, finishedAt: old?.state?.terminated?.finishedAt ?? now(), containerID: old?.containerID}}
+        : {
+            terminated: {
+              exitCode: 0,
+              reason: 'Completed',
+              startedAt: old?.state?.running?.startedAt ?? old?.state?.terminated?.startedAt ?? startedAt,
+              finishedAt: old?.state?.terminated?.finishedAt ?? now(),
+              containerID: old?.containerID,
+            },
+          }
     const id = old?.containerID ?? containerId()
     if (stateBody.terminated) stateBody.terminated.containerID = id
     return {
@@ -182,12 +228,26 @@ export class Kubelet implements Controller {
     const cond = (type: string, status: boolean) => {
       const s = status ? 'True' : 'False'
       const old = prev.find((c) => c.type === type)
-      return {type, status: s, lastProbeTime: null, lastTransitionTime: old && old.status === s ? old.lastTransitionTime : at}
+      return {
+        type,
+        status: s,
+        lastProbeTime: null,
+        lastTransitionTime: old && old.status === s ? old.lastTransitionTime : at,
+      }
     }
-    return [cond('PodReadyToStartContainers', true), cond('Initialized', initialized), cond('Ready', ready), cond('ContainersReady', ready), cond('PodScheduled', true)]
+    return [
+      cond('PodReadyToStartContainers', true),
+      cond('Initialized', initialized),
+      cond('Ready', ready),
+      cond('ContainersReady', ready),
+      cond('PodScheduled', true),
+    ]
   }
 
-  private runningStatus(pod: KubeObject, s: {hostIP: string; podIP: string; startTime: string; ready: boolean; appsDone: boolean}): any {
+  private runningStatus(
+    pod: KubeObject,
+    s: {hostIP: string; podIP: string; startTime: string; ready: boolean; appsDone: boolean},
+  ): any {
     const prev = pod.status ?? {}
     const at = now()
     const init: ContainerSpec[] = pod.spec?.initContainers ?? []
@@ -206,13 +266,21 @@ export class Kubelet implements Controller {
       ...(init.length > 0
         ? {
             initContainerStatuses: init.map((c) =>
-              c.restartPolicy === 'Always' ? this.containerStatus(c, prevInit, 'running', s.ready || s.appsDone, at) : this.containerStatus(c, prevInit, 'completed', true, at),
+              c.restartPolicy === 'Always'
+                ? this.containerStatus(c, prevInit, 'running', s.ready || s.appsDone, at)
+                : this.containerStatus(c, prevInit, 'completed', true, at),
             ),
           }
         : {}),
       containerStatuses: containers.map((c) => {
         const done = s.appsDone && c.name !== 'istio-proxy'
-        return this.containerStatus(c, prevContainers, done ? 'completed' : 'running', done ? false : s.ready || c.name === 'istio-proxy', at)
+        return this.containerStatus(
+          c,
+          prevContainers,
+          done ? 'completed' : 'running',
+          done ? false : s.ready || c.name === 'istio-proxy',
+          at,
+        )
       }),
     }
   }
@@ -220,12 +288,15 @@ export class Kubelet implements Controller {
   private succeededStatus(pod: KubeObject, s: {hostIP: string; podIP: string; startTime: string}): any {
     const prev = pod.status ?? {}
     const at = now()
-    const all = (list: ContainerSpec[], prevList: any[]) => list.map((c) => this.containerStatus(c, prevList, 'completed', false, at))
+    const all = (list: ContainerSpec[], prevList: any[]) =>
+      list.map((c) => this.containerStatus(c, prevList, 'completed', false, at))
     const init: ContainerSpec[] = pod.spec?.initContainers ?? []
     return {
       ...keep(prev, ['qosClass']),
       phase: 'Succeeded',
-      conditions: this.conditions(prev.conditions ?? [], false, true).map((c) => (c.type === 'Ready' || c.type === 'ContainersReady' ? {...c, reason: 'PodCompleted'} : c)),
+      conditions: this.conditions(prev.conditions ?? [], false, true).map((c) =>
+        c.type === 'Ready' || c.type === 'ContainersReady' ? {...c, reason: 'PodCompleted'} : c,
+      ),
       hostIP: s.hostIP,
       hostIPs: [{ip: s.hostIP}],
       podIP: s.podIP,
@@ -244,6 +315,10 @@ function keep(obj: Record<string, unknown>, keys: string[]): Record<string, unkn
 /** Status equality that ignores the times a recomputation would move. */
 function sameStatus(a: any, b: any): boolean {
   const strip = (s: any) =>
-    JSON.parse(JSON.stringify(s ?? {}, (k, v) => (k === 'lastTransitionTime' || k === 'startedAt' || k === 'finishedAt' || k === 'lastProbeTime' ? undefined : v)))
+    JSON.parse(
+      JSON.stringify(s ?? {}, (k, v) =>
+        k === 'lastTransitionTime' || k === 'startedAt' || k === 'finishedAt' || k === 'lastProbeTime' ? undefined : v,
+      ),
+    )
   return jsonEqual(strip(a), strip(b))
 }

@@ -17,7 +17,10 @@ export class NamespaceController implements Controller {
   private resources?: {at: number; list: Resource[]}
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('namespace', (key) => this.reconcile(key), {workers: 2, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('namespace', (key) => this.reconcile(key), {
+      workers: 2,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('namespaces', (ns) => {
       if (ns && isTerminating(ns)) this.queue.add(keyOf(ns))
     })
@@ -30,7 +33,10 @@ export class NamespaceController implements Controller {
   private async namespacedResources(): Promise<Resource[]> {
     if (!this.resources || Date.now() - this.resources.at > 10_000) {
       const all = await this.ctx.state.api.allResources()
-      this.resources = {at: Date.now(), list: all.filter((r) => r.namespaced && r.verbs.includes('list') && r.verbs.includes('delete'))}
+      this.resources = {
+        at: Date.now(),
+        list: all.filter((r) => r.namespaced && r.verbs.includes('list') && r.verbs.includes('delete')),
+      }
     }
     return this.resources.list
   }
@@ -43,7 +49,9 @@ export class NamespaceController implements Controller {
     const api = this.ctx.state.api
     let remaining = 0
     for (const res of await this.namespacedResources()) {
-      const {items} = await api.list(res, {namespace: name}).catch((e: unknown) => (isNotFound(e) ? {items: [] as KubeObject[]} : Promise.reject(e)))
+      const {items} = await api
+        .list(res, {namespace: name})
+        .catch((e: unknown) => (isNotFound(e) ? {items: [] as KubeObject[]} : Promise.reject(e)))
       for (const item of items) {
         remaining++
         if (isTerminating(item)) continue
@@ -51,20 +59,37 @@ export class NamespaceController implements Controller {
         const informer = this.ctx.state.informerFor(ref)
         // Background, as kube-controller-manager's namespace deleter sends it: a Job's default policy is
         // Orphan, which would leave it Terminating with an `orphan` finalizer nobody here removes.
-        if (informer) await this.ctx.state.delete({...item, apiVersion: res.apiVersion, kind: res.kind}, {propagationPolicy: 'Background'})
+        if (informer)
+          await this.ctx.state.delete(
+            {...item, apiVersion: res.apiVersion, kind: res.kind},
+            {propagationPolicy: 'Background'},
+          )
         else await api.delete(ref, {propagationPolicy: 'Background'})
       }
     }
     // Pods terminate through the kubelet; come back until the namespace is empty.
     if (remaining > 0) return {requeueAfterMs: 100}
     try {
-      await api.request('PUT', `/api/v1/namespaces/${encodeURIComponent(name)}/finalize`, `finalize namespace ${name}`, {
-        // The whole object, as the real controller sends it: finalize only takes spec.finalizers from it.
-        body: {...ns, apiVersion: 'v1', kind: 'Namespace', spec: {...(ns.spec ?? {}), finalizers: finalizers.filter((f) => f !== FINALIZER)}},
-      })
+      await api.request(
+        'PUT',
+        `/api/v1/namespaces/${encodeURIComponent(name)}/finalize`,
+        `finalize namespace ${name}`,
+        {
+          // The whole object, as the real controller sends it: finalize only takes spec.finalizers from it.
+          body: {
+            ...ns,
+            apiVersion: 'v1',
+            kind: 'Namespace',
+            spec: {...(ns.spec ?? {}), finalizers: finalizers.filter((f) => f !== FINALIZER)},
+          },
+        },
+      )
     } catch (error) {
       if (!isNotFound(error)) throw error
-      this.ctx.options.log?.(`namespace ${name}: the API server offers no namespaces/finalize; leaving the namespace to it`, 'notice')
+      this.ctx.options.log?.(
+        `namespace ${name}: the API server offers no namespaces/finalize; leaving the namespace to it`,
+        'notice',
+      )
     }
   }
 }

@@ -19,7 +19,10 @@ export class NodeLifecycleController implements Controller {
   readonly queue: WorkQueue
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('node-lifecycle', (key) => this.reconcile(key), {workers: 1, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('node-lifecycle', (key) => this.reconcile(key), {
+      workers: 1,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('nodes', (node) => {
       if (node) this.queue.add(node.metadata.name)
     })
@@ -32,7 +35,9 @@ export class NodeLifecycleController implements Controller {
   private async reconcile(name: string): Promise<void> {
     const node = this.ctx.state.get('nodes', undefined, name)
     if (!node) return
-    const ready = (node.status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Ready' && c.status === 'True')
+    const ready = (node.status?.conditions ?? []).some(
+      (c: {type: string; status: string}) => c.type === 'Ready' && c.status === 'True',
+    )
     const taints: Taint[] = node.spec?.taints ?? []
     const tainted = taints.some((t) => t.key === NOT_READY_TAINT && t.effect === 'NoSchedule')
     let wanted: Taint[]
@@ -41,7 +46,10 @@ export class NodeLifecycleController implements Controller {
     else return
     try {
       // The resourceVersion makes it a compare-and-swap: taints others changed meanwhile are not lost.
-      await this.ctx.state.patch({apiVersion: 'v1', kind: 'Node', name}, {metadata: {resourceVersion: node.metadata.resourceVersion}, spec: {taints: wanted}})
+      await this.ctx.state.patch(
+        {apiVersion: 'v1', kind: 'Node', name},
+        {metadata: {resourceVersion: node.metadata.resourceVersion}, spec: {taints: wanted}},
+      )
     } catch (error) {
       if (!isConflict(error)) throw error
       this.queue.add(name)

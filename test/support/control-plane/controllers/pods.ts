@@ -13,7 +13,11 @@ export class PodFactory {
   constructor(private readonly ctx: ControllerContext) {}
 
   /** A pod from a controller's template, owned by it. */
-  fromTemplate(owner: KubeObject, template: any, extra: {name?: string; generateName?: string; labels?: Record<string, string>; spec?: Record<string, unknown>}): KubeObject {
+  fromTemplate(
+    owner: KubeObject,
+    template: any,
+    extra: {name?: string; generateName?: string; labels?: Record<string, string>; spec?: Record<string, unknown>},
+  ): KubeObject {
     const meta = template?.metadata ?? {}
     return {
       apiVersion: 'v1',

@@ -15,7 +15,10 @@ export class ReplicaSetController implements Controller {
     private readonly ctx: ControllerContext,
     private readonly pods: PodFactory,
   ) {
-    this.queue = new WorkQueue('replicaset', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('replicaset', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('replicaSets', (rs, old) => this.queue.add(keyOf(rs ?? old!)))
     ctx.state.on('pods', (pod, old) => {
       for (const p of [pod, old]) {
@@ -52,7 +55,9 @@ export class ReplicaSetController implements Controller {
       for (const pod of deletionOrder(active, this.ctx).slice(0, active.length - want)) await this.ctx.state.delete(pod)
     }
 
-    const current = this.ctx.activePods(this.ctx.state.ownedBy('pods', rs.metadata.uid).filter((p) => isControlledBy(p, rs)))
+    const current = this.ctx.activePods(
+      this.ctx.state.ownedBy('pods', rs.metadata.uid).filter((p) => isControlledBy(p, rs)),
+    )
     const minReady: number = rs.spec?.minReadySeconds ?? 0
     let nextCheck: number | undefined
     let available = 0
@@ -64,14 +69,19 @@ export class ReplicaSetController implements Controller {
     const labels = rs.spec?.template?.metadata?.labels ?? {}
     const status = {
       replicas: current.length,
-      fullyLabeledReplicas: current.filter((p) => selectorMatches({matchLabels: labels}, p.metadata.labels ?? {})).length,
+      fullyLabeledReplicas: current.filter((p) => selectorMatches({matchLabels: labels}, p.metadata.labels ?? {}))
+        .length,
       readyReplicas: current.filter((p) => this.ctx.podReady(p)).length,
       availableReplicas: available,
       observedGeneration: rs.metadata.generation ?? 1,
     }
     if (!sameCounters(rs.status, status)) {
       const patch = omitZero(status, ['fullyLabeledReplicas', 'readyReplicas', 'availableReplicas'])
-      await this.ctx.state.patch({apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: namespace!, name}, {status: patch}, {subresource: 'status'})
+      await this.ctx.state.patch(
+        {apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: namespace!, name},
+        {status: patch},
+        {subresource: 'status'},
+      )
     }
     if (waitingForNode) return
     return nextCheck === undefined ? undefined : {requeueAfterMs: nextCheck}
@@ -81,6 +91,10 @@ export class ReplicaSetController implements Controller {
 /** controller.ActivePods ordering, reduced: unscheduled, then not ready, then the newest first. */
 function deletionOrder(pods: KubeObject[], ctx: ControllerContext): KubeObject[] {
   const rank = (p: KubeObject) => (!p.spec?.nodeName ? 0 : p.status?.phase === 'Pending' ? 1 : !ctx.podReady(p) ? 2 : 3)
-  return [...pods].sort((a, b) => rank(a) - rank(b) || String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')) || b.metadata.name.localeCompare(a.metadata.name))
+  return [...pods].sort(
+    (a, b) =>
+      rank(a) - rank(b) ||
+      String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')) ||
+      b.metadata.name.localeCompare(a.metadata.name),
+  )
 }
-

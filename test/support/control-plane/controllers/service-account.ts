@@ -9,7 +9,10 @@ export class DefaultServiceAccounts implements Controller {
   readonly queue: WorkQueue
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('serviceaccount', (key) => this.reconcile(key), {workers: 2, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('serviceaccount', (key) => this.reconcile(key), {
+      workers: 2,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('namespaces', (ns) => {
       if (ns) this.queue.add(ns.metadata.name)
     })
@@ -28,7 +31,11 @@ export class DefaultServiceAccounts implements Controller {
     if (!ns || isTerminating(ns) || ns.status?.phase === 'Terminating') return
     if (this.ctx.state.get('serviceAccounts', name, 'default')) return
     try {
-      await this.ctx.state.create({apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: name}})
+      await this.ctx.state.create({
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: {name: 'default', namespace: name},
+      })
     } catch (error) {
       if (!isConflict(error)) throw error
     }

@@ -10,7 +10,10 @@ export class ServiceIpAllocator implements Controller {
   private next = 1
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('service-ip', (key) => this.reconcile(key), {workers: 1, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('service-ip', (key) => this.reconcile(key), {
+      workers: 1,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('services', (svc) => {
       if (svc && needsIp(svc.spec)) this.queue.add(keyOf(svc))
     })
@@ -30,7 +33,10 @@ export class ServiceIpAllocator implements Controller {
       ip = `10.96.${200 + Math.floor(this.next / 254)}.${(this.next % 254) + 1}`
       this.next++
     } while (used.has(ip))
-    await this.ctx.state.patch({apiVersion: 'v1', kind: 'Service', namespace: namespace!, name}, {spec: {clusterIP: ip, clusterIPs: [ip]}})
+    await this.ctx.state.patch(
+      {apiVersion: 'v1', kind: 'Service', namespace: namespace!, name},
+      {spec: {clusterIP: ip, clusterIPs: [ip]}},
+    )
   }
 }
 

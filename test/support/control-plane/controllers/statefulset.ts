@@ -25,7 +25,10 @@ export class StatefulSetController implements Controller {
     private readonly ctx: ControllerContext,
     private readonly pods: PodFactory,
   ) {
-    this.queue = new WorkQueue('statefulset', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('statefulset', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('statefulSets', (s, old) => {
       this.queue.add(keyOf(s ?? old!))
       if (!s && old?.metadata.uid) this.history.delete(old.metadata.uid)
@@ -47,7 +50,11 @@ export class StatefulSetController implements Controller {
     const name = `${sts.metadata.name}-${ordinal}`
     return this.pods.fromTemplate(sts, template, {
       name,
-      labels: {[REVISION_LABEL]: revision, 'statefulset.kubernetes.io/pod-name': name, 'apps.kubernetes.io/pod-index': String(ordinal)},
+      labels: {
+        [REVISION_LABEL]: revision,
+        'statefulset.kubernetes.io/pod-name': name,
+        'apps.kubernetes.io/pod-index': String(ordinal),
+      },
       spec: {hostname: name, ...(sts.spec?.serviceName ? {subdomain: sts.spec.serviceName} : {})},
     })
   }
@@ -134,7 +141,9 @@ export class StatefulSetController implements Controller {
 
   private async writeStatus(sts: KubeObject, currentRevision: string, updateRevision: string): Promise<void> {
     const replicasWanted: number = sts.spec?.replicas ?? 1
-    const pods = this.ctx.state.ownedBy('pods', sts.metadata.uid).filter((p) => isControlledBy(p, sts) && !isTerminating(p))
+    const pods = this.ctx.state
+      .ownedBy('pods', sts.metadata.uid)
+      .filter((p) => isControlledBy(p, sts) && !isTerminating(p))
     const ready = pods.filter((p) => this.ctx.podReady(p))
     const minReady: number = sts.spec?.minReadySeconds ?? 0
     const at = (rev: string) => pods.filter((p) => p.metadata.labels?.[REVISION_LABEL] === rev).length
@@ -151,7 +160,11 @@ export class StatefulSetController implements Controller {
     }
     // completeRollingUpdate: once every pod runs the update revision and is ready, it is current
     // (with OnDelete too, once someone has deleted every old pod).
-    if (status.updatedReplicas === status.replicas && status.readyReplicas === status.replicas && status.replicas === replicasWanted) {
+    if (
+      status.updatedReplicas === status.replicas &&
+      status.readyReplicas === status.replicas &&
+      status.replicas === replicasWanted
+    ) {
       status.currentRevision = updateRevision
       status.currentReplicas = status.updatedReplicas
     }

@@ -13,7 +13,10 @@ export class WaypointBindingController implements Controller {
   readonly queue: WorkQueue
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('waypoint-binding', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('waypoint-binding', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     ctx.state.on('services', (svc) => {
       if (svc) this.queue.add(keyOf(svc))
     })
@@ -46,7 +49,9 @@ export class WaypointBindingController implements Controller {
     if (!svc) return
     const current: Condition[] = svc.status?.conditions ?? []
     const binding = this.binding(svc)
-    const next = binding ? setCondition(current, {type: WAYPOINT_BOUND, ...binding.condition}) : removeCondition(current, WAYPOINT_BOUND)
+    const next = binding
+      ? setCondition(current, {type: WAYPOINT_BOUND, ...binding.condition})
+      : removeCondition(current, WAYPOINT_BOUND)
     if (canonicalJson(next) === canonicalJson(current)) return
     await this.ctx.state.patch(
       {apiVersion: 'v1', kind: 'Service', namespace: namespace!, name},

@@ -27,7 +27,10 @@ export class WaypointController implements Controller {
   private readonly availableSince = new Map<string, number>()
 
   constructor(private readonly ctx: ControllerContext) {
-    this.queue = new WorkQueue('waypoint', (key) => this.reconcile(key), {workers: ctx.options.workers, onError: (q, k, e) => ctx.report(`${q} ${k}`, e)})
+    this.queue = new WorkQueue('waypoint', (key) => this.reconcile(key), {
+      workers: ctx.options.workers,
+      onError: (q, k, e) => ctx.report(`${q} ${k}`, e),
+    })
     const {state} = ctx
     state.on('gateways', (gw, old) => {
       this.queue.add(keyOf(gw ?? old!))
@@ -78,7 +81,11 @@ export class WaypointController implements Controller {
       ...(generation === undefined ? {} : {observedGeneration: generation}),
     })
     if (canonicalJson(conditions) === canonicalJson(gc.status?.conditions ?? [])) return
-    await this.ctx.state.patch({apiVersion: gc.apiVersion, kind: 'GatewayClass', name}, {status: {conditions}}, {subresource: 'status'})
+    await this.ctx.state.patch(
+      {apiVersion: gc.apiVersion, kind: 'GatewayClass', name},
+      {status: {conditions}},
+      {subresource: 'status'},
+    )
   }
 
   private async reconcileGateway(key: string): Promise<{requeueAfterMs?: number} | void> {
@@ -126,7 +133,11 @@ export class WaypointController implements Controller {
     const reason = failure?.reason ?? 'AddressNotUsable'
     const phase = ready
       ? {ready: true as const, clusterIP: clusterIP!}
-      : {ready: false as const, reason, message: failure?.message ?? failureMessage(reason, gw, this.ctx.options.clusterDomain)}
+      : {
+          ready: false as const,
+          reason,
+          message: failure?.message ?? failureMessage(reason, gw, this.ctx.options.clusterDomain),
+        }
     await this.writeStatus(gw, waypointStatus(gw, phase, this.ctx.options.clusterDomain))
     return requeue === undefined ? undefined : {requeueAfterMs: requeue}
   }
@@ -146,7 +157,12 @@ export class WaypointController implements Controller {
       return {...l, conditions: (l.conditions as Condition[]).map((c) => lc.find((x) => x.type === c.type)!)}
     })
     const status = {conditions, listeners, addresses: next.addresses ?? null}
-    const same = canonicalJson({conditions: old.conditions ?? [], listeners: old.listeners ?? [], addresses: old.addresses ?? null}) === canonicalJson(status)
+    const same =
+      canonicalJson({
+        conditions: old.conditions ?? [],
+        listeners: old.listeners ?? [],
+        addresses: old.addresses ?? null,
+      }) === canonicalJson(status)
     if (same) return
     await this.ctx.state.patch(
       {apiVersion: gw.apiVersion, kind: 'Gateway', namespace: gw.metadata.namespace!, name: gw.metadata.name},

@@ -21,16 +21,25 @@ export const DEFAULT_ENABLEMENT_SELECTORS: {podSelector?: LabelSelector; namespa
  * hostNetwork pods, never pods with a sidecar (sidecar.istio.io/status), never excluded namespaces;
  * otherwise any enablement selector.
  */
-export function ambientEnrolled(pod: KubeObject, namespace: KubeObject | undefined, excludedNamespaces: string[]): {enrolled: boolean; why: string} {
+export function ambientEnrolled(
+  pod: KubeObject,
+  namespace: KubeObject | undefined,
+  excludedNamespaces: string[],
+): {enrolled: boolean; why: string} {
   if (pod.spec?.hostNetwork === true) return {enrolled: false, why: 'hostNetwork pod'}
-  if (pod.metadata.annotations?.[SIDECAR_STATUS] !== undefined) return {enrolled: false, why: 'the pod has a sidecar (sidecar.istio.io/status)'}
-  if (excludedNamespaces.includes(pod.metadata.namespace ?? '')) return {enrolled: false, why: `namespace ${pod.metadata.namespace} is excluded`}
+  if (pod.metadata.annotations?.[SIDECAR_STATUS] !== undefined)
+    return {enrolled: false, why: 'the pod has a sidecar (sidecar.istio.io/status)'}
+  if (excludedNamespaces.includes(pod.metadata.namespace ?? ''))
+    return {enrolled: false, why: `namespace ${pod.metadata.namespace} is excluded`}
   const podLabels = pod.metadata.labels ?? {}
   const nsLabels = namespace?.metadata.labels ?? {}
   for (const s of DEFAULT_ENABLEMENT_SELECTORS) {
     if (s.podSelector && !selectorMatches(s.podSelector, podLabels)) continue
     if (s.namespaceSelector && !selectorMatches(s.namespaceSelector, nsLabels)) continue
-    return {enrolled: true, why: s.namespaceSelector ? `namespace ${DATAPLANE_MODE_LABEL}=ambient` : `pod ${DATAPLANE_MODE_LABEL}=ambient`}
+    return {
+      enrolled: true,
+      why: s.namespaceSelector ? `namespace ${DATAPLANE_MODE_LABEL}=ambient` : `pod ${DATAPLANE_MODE_LABEL}=ambient`,
+    }
   }
   return {enrolled: false, why: 'no enablement selector matches'}
 }

@@ -38,10 +38,16 @@ export interface InjectionOutcome {
 }
 
 /** The revision of the webhook that would handle the pod (same order as predictInjection's search). */
-function injectingRevision(pod: {namespace: string; labels: Record<string, string>}, nsLabels: Record<string, string>, webhooks: InjectionWebhooks): string {
+function injectingRevision(
+  pod: {namespace: string; labels: Record<string, string>},
+  nsLabels: Record<string, string>,
+  webhooks: InjectionWebhooks,
+): string {
   if (webhooks.webhooks.length > 0) {
     const labels = {[NAMESPACE_NAME_LABEL]: pod.namespace, ...nsLabels}
-    const hook = webhooks.webhooks.find((w) => selectorMatches(w.namespaceSelector, labels) && selectorMatches(w.objectSelector, pod.labels))
+    const hook = webhooks.webhooks.find(
+      (w) => selectorMatches(w.namespaceSelector, labels) && selectorMatches(w.objectSelector, pod.labels),
+    )
     if (!hook) return 'default'
     return (hook.tag !== undefined ? webhooks.tags[hook.tag] : hook.revision) ?? 'default'
   }
@@ -56,9 +62,14 @@ export function injectionDecision(pod: KubeObject, ctx: InjectionContext): Injec
   const namespace = pod.metadata.namespace ?? 'default'
   const labels = pod.metadata.labels ?? {}
   const annotations = pod.metadata.annotations ?? {}
-  if (annotations[SIDECAR_STATUS] !== undefined) return {injected: false, reason: 'already injected (sidecar.istio.io/status present)'}
+  if (annotations[SIDECAR_STATUS] !== undefined)
+    return {injected: false, reason: 'already injected (sidecar.istio.io/status present)'}
   const {state} = analyzeNamespace(namespace, ctx.namespace, {webhooks: ctx.webhooks})
-  const prediction = predictInjection({namespace, labels, annotations, hostNetwork: pod.spec?.hostNetwork === true}, state, ctx.webhooks)
+  const prediction = predictInjection(
+    {namespace, labels, annotations, hostNetwork: pod.spec?.hostNetwork === true},
+    state,
+    ctx.webhooks,
+  )
   if (!prediction.injected) return prediction
   const revision = injectingRevision({namespace, labels}, state.labels, ctx.webhooks)
   return {...prediction, revision, native: usesNativeSidecar(ctx.settings(revision), annotations, ctx.nodes)}
@@ -100,7 +111,12 @@ const ISTIO_VOLUMES = [
       ],
     },
   },
-  {name: 'istio-token', projected: {sources: [{serviceAccountToken: {audience: 'istio-ca', expirationSeconds: 43200, path: 'istio-token'}}]}},
+  {
+    name: 'istio-token',
+    projected: {
+      sources: [{serviceAccountToken: {audience: 'istio-ca', expirationSeconds: 43200, path: 'istio-token'}}],
+    },
+  },
   {name: 'istiod-ca-cert', configMap: {name: 'istio-ca-root-cert'}},
 ]
 
@@ -133,15 +149,24 @@ function workloadOf(pod: KubeObject): {name: string; owner?: string} {
   }
   if (owner) {
     const group = owner.apiVersion.includes('/') ? `apis/${owner.apiVersion}` : `api/${owner.apiVersion}`
-    return {name: owner.name, owner: `kubernetes://${group}/namespaces/${ns}/${owner.kind.toLowerCase()}s/${owner.name}`}
+    return {
+      name: owner.name,
+      owner: `kubernetes://${group}/namespaces/${ns}/${owner.kind.toLowerCase()}s/${owner.name}`,
+    }
   }
   const name = pod.metadata.name ?? String(pod.metadata.generateName ?? 'pod').replace(/-$/, '')
   return {name, owner: `kubernetes://api/v1/namespaces/${ns}/pods/${name}`}
 }
 
 function proxyResources(annotations: Record<string, string>): Record<string, Record<string, string>> {
-  const requests: Record<string, string> = {cpu: annotations['sidecar.istio.io/proxyCPU'] ?? '100m', memory: annotations['sidecar.istio.io/proxyMemory'] ?? '128Mi'}
-  const limits: Record<string, string> = {cpu: annotations['sidecar.istio.io/proxyCPULimit'] ?? '2000m', memory: annotations['sidecar.istio.io/proxyMemoryLimit'] ?? '1024Mi'}
+  const requests: Record<string, string> = {
+    cpu: annotations['sidecar.istio.io/proxyCPU'] ?? '100m',
+    memory: annotations['sidecar.istio.io/proxyMemory'] ?? '128Mi',
+  }
+  const limits: Record<string, string> = {
+    cpu: annotations['sidecar.istio.io/proxyCPULimit'] ?? '2000m',
+    memory: annotations['sidecar.istio.io/proxyMemoryLimit'] ?? '1024Mi',
+  }
   return {limits, requests}
 }
 
@@ -179,10 +204,23 @@ function mutate(pod: KubeObject, settings: InjectorSettings, native: boolean): K
   const proxy: Container = {
     name: 'istio-proxy',
     image,
-    args: ['proxy', 'sidecar', '--domain', '$(POD_NAMESPACE).svc.cluster.local', '--proxyLogLevel=warning', '--proxyComponentLogLevel=misc:error', '--log_output_level=default:info'],
+    args: [
+      'proxy',
+      'sidecar',
+      '--domain',
+      '$(POD_NAMESPACE).svc.cluster.local',
+      '--proxyLogLevel=warning',
+      '--proxyComponentLogLevel=misc:error',
+      '--log_output_level=default:info',
+    ],
     env,
     ports: [{containerPort: 15090, name: 'http-envoy-prom', protocol: 'TCP'}],
-    readinessProbe: {failureThreshold: 4, httpGet: {path: '/healthz/ready', port: 15021, scheme: 'HTTP'}, periodSeconds: 15, timeoutSeconds: 3},
+    readinessProbe: {
+      failureThreshold: 4,
+      httpGet: {path: '/healthz/ready', port: 15021, scheme: 'HTTP'},
+      periodSeconds: 15,
+      timeoutSeconds: 3,
+    },
     resources: proxyResources(annotations),
     securityContext: {
       allowPrivilegeEscalation: false,
@@ -197,10 +235,34 @@ function mutate(pod: KubeObject, settings: InjectorSettings, native: boolean): K
   }
   if (native) {
     proxy.restartPolicy = 'Always'
-    proxy.startupProbe = {failureThreshold: 600, httpGet: {path: '/healthz/ready', port: 15021, scheme: 'HTTP'}, periodSeconds: 1, timeoutSeconds: 3}
+    proxy.startupProbe = {
+      failureThreshold: 600,
+      httpGet: {path: '/healthz/ready', port: 15021, scheme: 'HTTP'},
+      periodSeconds: 1,
+      timeoutSeconds: 3,
+    }
   }
 
-  const iptablesArgs = ['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '*', '-d', '15090,15021,15020', '--log_output_level=default:info']
+  const iptablesArgs = [
+    'istio-iptables',
+    '-p',
+    '15001',
+    '-z',
+    '15006',
+    '-u',
+    '1337',
+    '-m',
+    'REDIRECT',
+    '-i',
+    '*',
+    '-x',
+    '',
+    '-b',
+    '*',
+    '-d',
+    '15090,15021,15020',
+    '--log_output_level=default:info',
+  ]
   const capture: Container =
     settings.interception === 'istio-cni'
       ? {
@@ -208,7 +270,15 @@ function mutate(pod: KubeObject, settings: InjectorSettings, native: boolean): K
           image,
           args: [...iptablesArgs, '--run-validation', '--skip-rule-apply'],
           resources: proxyResources(annotations),
-          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ['ALL']}, privileged: false, readOnlyRootFilesystem: true, runAsGroup: 1337, runAsNonRoot: true, runAsUser: 1337},
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: {drop: ['ALL']},
+            privileged: false,
+            readOnlyRootFilesystem: true,
+            runAsGroup: 1337,
+            runAsNonRoot: true,
+            runAsUser: 1337,
+          },
         }
       : {
           name: 'istio-init',

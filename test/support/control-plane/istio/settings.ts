@@ -21,11 +21,16 @@ export function isIstiod(deployment: KubeObject): boolean {
 
 /** Revisions whose istiod has at least one available replica: only those reconcile waypoints. */
 export function runningRevisions(rootDeployments: KubeObject[]): Set<string> {
-  return new Set(rootDeployments.filter((d) => isIstiod(d) && (d.status?.availableReplicas ?? 0) >= 1).map(istiodRevision))
+  return new Set(
+    rootDeployments.filter((d) => isIstiod(d) && (d.status?.availableReplicas ?? 0) >= 1).map(istiodRevision),
+  )
 }
 
 /** The injection webhooks and injector ConfigMaps of the cluster (src/planner's reading of them). */
-export function injectionWebhooks(webhookConfigurations: KubeObject[], rootConfigMaps: KubeObject[]): InjectionWebhooks {
+export function injectionWebhooks(
+  webhookConfigurations: KubeObject[],
+  rootConfigMaps: KubeObject[],
+): InjectionWebhooks {
   return analyzeInjectionWebhooks([...webhookConfigurations, ...rootConfigMaps]).webhooks
 }
 
@@ -61,7 +66,8 @@ function parse(text: string | undefined): any {
 }
 
 function envOf(deployment: KubeObject | undefined, name: string): string | undefined {
-  const containers: {name?: string; env?: {name: string; value?: string}[]}[] = deployment?.spec?.template?.spec?.containers ?? []
+  const containers: {name?: string; env?: {name: string; value?: string}[]}[] =
+    deployment?.spec?.template?.spec?.containers ?? []
   const discovery = containers.find((c) => c.name === 'discovery') ?? containers[0]
   return discovery?.env?.find((e) => e.name === name)?.value
 }
@@ -71,7 +77,12 @@ function suffixed(base: string, revision: string): string {
 }
 
 /** The injector settings of `revision`, read from the root namespace's objects (chart defaults where absent). */
-export function injectorSettings(revision: string, rootDeployments: KubeObject[], rootConfigMaps: KubeObject[], rootNamespace: string): InjectorSettings {
+export function injectorSettings(
+  revision: string,
+  rootDeployments: KubeObject[],
+  rootConfigMaps: KubeObject[],
+  rootNamespace: string,
+): InjectorSettings {
   const byName = (name: string) => rootConfigMaps.find((c) => c.metadata.name === name)
   const injector = byName(suffixed('istio-sidecar-injector', revision)) ?? byName('istio-sidecar-injector')
   const mesh = byName(suffixed('istio', revision)) ?? byName('istio')
@@ -80,13 +91,18 @@ export function injectorSettings(revision: string, rootDeployments: KubeObject[]
   const meshConfig = parse(data(mesh).mesh) ?? {}
 
   const istiodImage: string | undefined = istiod?.spec?.template?.spec?.containers?.[0]?.image
-  const istiodTag = istiodImage && istiodImage.lastIndexOf(':') > istiodImage.lastIndexOf('/') ? istiodImage.slice(istiodImage.lastIndexOf(':') + 1) : undefined
+  const istiodTag =
+    istiodImage && istiodImage.lastIndexOf(':') > istiodImage.lastIndexOf('/')
+      ? istiodImage.slice(istiodImage.lastIndexOf(':') + 1)
+      : undefined
   const hub: string = values.global?.hub ?? 'docker.io/istio'
   const tag: string = String(values.global?.tag ?? istiodTag ?? 'latest')
   const image: string = values.global?.proxy?.image ?? 'proxyv2'
   const proxyImage = image.includes('/') ? image : `${hub}/${image}:${tag}`
 
-  const native = (envOf(istiod, 'ENABLE_NATIVE_SIDECARS') ?? values.pilot?.env?.ENABLE_NATIVE_SIDECARS ?? 'auto').toString().toLowerCase()
+  const native = (envOf(istiod, 'ENABLE_NATIVE_SIDECARS') ?? values.pilot?.env?.ENABLE_NATIVE_SIDECARS ?? 'auto')
+    .toString()
+    .toLowerCase()
   const cni = values.pilot?.cni?.enabled ?? values.istio_cni?.enabled ?? false
   const istiodService = suffixed('istiod', revision)
   return {
@@ -111,7 +127,11 @@ function kubeletMinor(node: KubeObject): number | undefined {
  * Whether a pod gets a native sidecar: the pod annotation sidecar.istio.io/nativeSidecar wins, else
  * istiod's ENABLE_NATIVE_SIDECARS, where `auto` means "every node runs Kubernetes ≥ 1.33" (DOMAIN §2.4).
  */
-export function usesNativeSidecar(settings: InjectorSettings, podAnnotations: Record<string, string>, nodes: KubeObject[]): boolean {
+export function usesNativeSidecar(
+  settings: InjectorSettings,
+  podAnnotations: Record<string, string>,
+  nodes: KubeObject[],
+): boolean {
   const override = podAnnotations['sidecar.istio.io/nativeSidecar']?.toLowerCase()
   if (override === 'true') return true
   if (override === 'false') return false

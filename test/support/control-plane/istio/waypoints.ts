@@ -27,7 +27,11 @@ export const GATEWAY_FIELD_MANAGER = 'istio.io/gateway-controller'
  * The revision that manages the Gateway: its own istio.io/rev label, else its namespace's; a tag is
  * resolved to its revision; neither set → the "default" tag's revision, else "default".
  */
-export function gatewayOwnerRevision(gateway: KubeObject, namespace: KubeObject | undefined, tags: Record<string, string>): string {
+export function gatewayOwnerRevision(
+  gateway: KubeObject,
+  namespace: KubeObject | undefined,
+  tags: Record<string, string>,
+): string {
   const value = gateway.metadata.labels?.[REVISION_LABEL] ?? namespace?.metadata.labels?.[REVISION_LABEL]
   if (value) return tags[value] ?? value
   return tags.default ?? 'default'
@@ -47,7 +51,12 @@ function ownerReference(gateway: KubeObject): OwnerReference {
 }
 
 /** The ServiceAccount, Deployment and Service istiod deploys for a waypoint (waypoint.yaml template). */
-export function renderWaypoint(gateway: KubeObject, revision: string, settings: InjectorSettings, clusterDomain: string): WaypointObjects {
+export function renderWaypoint(
+  gateway: KubeObject,
+  revision: string,
+  settings: InjectorSettings,
+  clusterDomain: string,
+): WaypointObjects {
   const name = gateway.metadata.name
   const namespace = gateway.metadata.namespace!
   const labels: Record<string, string> = {
@@ -57,7 +66,13 @@ export function renderWaypoint(gateway: KubeObject, revision: string, settings: 
     [GATEWAY_CLASS_LABEL]: 'istio-waypoint',
     [GATEWAY_NAME_LABEL]: name,
   }
-  const metadata = (extra: Record<string, unknown> = {}) => ({name, namespace, labels, ownerReferences: [ownerReference(gateway)], ...extra})
+  const metadata = (extra: Record<string, unknown> = {}) => ({
+    name,
+    namespace,
+    labels,
+    ownerReferences: [ownerReference(gateway)],
+    ...extra,
+  })
   const podLabels: Record<string, string> = {
     ...labels,
     'istio.io/dataplane-mode': 'none',
@@ -74,7 +89,12 @@ export function renderWaypoint(gateway: KubeObject, revision: string, settings: 
       selector: {matchLabels: {[GATEWAY_NAME_LABEL]: name}},
       template: {
         metadata: {
-          annotations: {'istio.io/rev': revision, 'prometheus.io/path': '/stats/prometheus', 'prometheus.io/port': '15020', 'prometheus.io/scrape': 'true'},
+          annotations: {
+            'istio.io/rev': revision,
+            'prometheus.io/path': '/stats/prometheus',
+            'prometheus.io/port': '15020',
+            'prometheus.io/scrape': 'true',
+          },
           labels: podLabels,
         },
         spec: {
@@ -84,13 +104,23 @@ export function renderWaypoint(gateway: KubeObject, revision: string, settings: 
             {
               name: 'istio-proxy',
               image: settings.proxyImage,
-              args: ['proxy', 'waypoint', '--domain', `$(POD_NAMESPACE).svc.${clusterDomain}`, '--serviceCluster', `${name}.$(POD_NAMESPACE)`],
+              args: [
+                'proxy',
+                'waypoint',
+                '--domain',
+                `$(POD_NAMESPACE).svc.${clusterDomain}`,
+                '--serviceCluster',
+                `${name}.$(POD_NAMESPACE)`,
+              ],
               env: [
                 {name: 'ISTIO_META_SERVICE_ACCOUNT', valueFrom: {fieldRef: {fieldPath: 'spec.serviceAccountName'}}},
                 {name: 'CA_ADDR', value: settings.discoveryAddress},
                 {name: 'ISTIO_META_CLUSTER_ID', value: 'Kubernetes'},
                 {name: 'ISTIO_META_WORKLOAD_NAME', value: name},
-                {name: 'ISTIO_META_OWNER', value: `kubernetes://apis/apps/v1/namespaces/${namespace}/deployments/${name}`},
+                {
+                  name: 'ISTIO_META_OWNER',
+                  value: `kubernetes://apis/apps/v1/namespaces/${namespace}/deployments/${name}`,
+                },
                 {name: 'TRUST_DOMAIN', value: settings.trustDomain},
               ],
               ports: [
@@ -98,7 +128,13 @@ export function renderWaypoint(gateway: KubeObject, revision: string, settings: 
                 {containerPort: 15021, name: 'status-port', protocol: 'TCP'},
                 {containerPort: 15090, name: 'http-envoy-prom', protocol: 'TCP'},
               ],
-              readinessProbe: {failureThreshold: 4, httpGet: {path: '/healthz/ready', port: 15021, scheme: 'HTTP'}, periodSeconds: 15, successThreshold: 1, timeoutSeconds: 1},
+              readinessProbe: {
+                failureThreshold: 4,
+                httpGet: {path: '/healthz/ready', port: 15021, scheme: 'HTTP'},
+                periodSeconds: 15,
+                successThreshold: 1,
+                timeoutSeconds: 1,
+              },
             },
           ],
         },
@@ -138,12 +174,22 @@ export function listenerProblem(gateway: KubeObject): string | undefined {
 export type WaypointPhase = {ready: true; clusterIP: string} | {ready: false; reason: string; message: string}
 
 /** Gateway status as istiod writes it for a waypoint it manages (timestamps filled by the caller). */
-export function waypointStatus(gateway: KubeObject, phase: WaypointPhase, clusterDomain: string): {conditions: Condition[]; addresses?: {type: string; value: string}[]; listeners: unknown[]} {
+export function waypointStatus(
+  gateway: KubeObject,
+  phase: WaypointPhase,
+  clusterDomain: string,
+): {conditions: Condition[]; addresses?: {type: string; value: string}[]; listeners: unknown[]} {
   const generation = gateway.metadata.generation
   const hostname = waypointHostname(gateway, clusterDomain)
   const gen = generation === undefined ? {} : {observedGeneration: generation}
   const programmed: Condition = phase.ready
-    ? {type: 'Programmed', status: 'True', reason: 'Programmed', message: `Resource programmed, assigned to service(s) ${hostname}:15008`, ...gen}
+    ? {
+        type: 'Programmed',
+        status: 'True',
+        reason: 'Programmed',
+        message: `Resource programmed, assigned to service(s) ${hostname}:15008`,
+        ...gen,
+      }
     : {type: 'Programmed', status: 'False', reason: phase.reason, message: phase.message, ...gen}
   const listenerIssue = listenerProblem(gateway)
   const listeners = ((gateway.spec?.listeners ?? []) as {name: string; port?: number; protocol?: string}[]).map((l) => {
@@ -155,7 +201,13 @@ export function waypointStatus(gateway: KubeObject, phase: WaypointPhase, cluste
       conditions: [
         accepted
           ? {type: 'Accepted', status: 'True', reason: 'Accepted', message: 'No errors found', ...gen}
-          : {type: 'Accepted', status: 'False', reason: 'UnsupportedProtocol', message: listenerIssue ?? 'Unsupported listener', ...gen},
+          : {
+              type: 'Accepted',
+              status: 'False',
+              reason: 'UnsupportedProtocol',
+              message: listenerIssue ?? 'Unsupported listener',
+              ...gen,
+            },
         {type: 'Conflicted', status: 'False', reason: 'NoConflicts', message: 'No errors found', ...gen},
         {type: 'Programmed', status: 'True', reason: 'Programmed', message: 'No errors found', ...gen},
         {type: 'ResolvedRefs', status: 'True', reason: 'ResolvedRefs', message: 'No errors found', ...gen},
@@ -168,7 +220,14 @@ export function waypointStatus(gateway: KubeObject, phase: WaypointPhase, cluste
       programmed,
       {type: 'ResolvedRefs', status: 'True', reason: 'ResolvedRefs', message: 'All references resolved', ...gen},
     ],
-    ...(phase.ready ? {addresses: [{type: 'IPAddress', value: phase.clusterIP}, {type: 'Hostname', value: hostname}]} : {}),
+    ...(phase.ready
+      ? {
+          addresses: [
+            {type: 'IPAddress', value: phase.clusterIP},
+            {type: 'Hostname', value: hostname},
+          ],
+        }
+      : {}),
     listeners,
   }
 }
@@ -193,16 +252,30 @@ export function failureMessage(reason: string, gateway: KubeObject, clusterDomai
 
 /** The effective istio.io/waypoint-for: the Gateway's label, else its class's, else "service". */
 export function waypointTrafficType(gateway: KubeObject, gatewayClass: KubeObject | undefined): string {
-  return gateway.metadata.labels?.[WAYPOINT_FOR_LABEL] ?? gatewayClass?.metadata.labels?.[WAYPOINT_FOR_LABEL] ?? 'service'
+  return (
+    gateway.metadata.labels?.[WAYPOINT_FOR_LABEL] ?? gatewayClass?.metadata.labels?.[WAYPOINT_FOR_LABEL] ?? 'service'
+  )
 }
 
 /** Whether the waypoint's HBONE listener admits routes/attachments from `namespace` (unset = Same). */
-export function allowsAttachmentFrom(gateway: KubeObject, namespace: KubeObject | undefined, namespaceName: string): boolean {
-  const listeners: {port?: number; protocol?: string; allowedRoutes?: {namespaces?: {from?: string; selector?: LabelSelector}}}[] = gateway.spec?.listeners ?? []
+export function allowsAttachmentFrom(
+  gateway: KubeObject,
+  namespace: KubeObject | undefined,
+  namespaceName: string,
+): boolean {
+  const listeners: {
+    port?: number
+    protocol?: string
+    allowedRoutes?: {namespaces?: {from?: string; selector?: LabelSelector}}
+  }[] = gateway.spec?.listeners ?? []
   const hbone = listeners.find((l) => l.port === 15008 && l.protocol === 'HBONE')
   const from = hbone?.allowedRoutes?.namespaces?.from ?? 'Same'
   if (from === 'All') return true
-  if (from === 'Selector') return selectorMatches(hbone?.allowedRoutes?.namespaces?.selector, {'kubernetes.io/metadata.name': namespaceName, ...(namespace?.metadata.labels ?? {})})
+  if (from === 'Selector')
+    return selectorMatches(hbone?.allowedRoutes?.namespaces?.selector, {
+      'kubernetes.io/metadata.name': namespaceName,
+      ...(namespace?.metadata.labels ?? {}),
+    })
   return gateway.metadata.namespace === namespaceName
 }
 
@@ -219,7 +292,11 @@ export interface WaypointBinding {
 export function serviceWaypointBinding(
   service: KubeObject,
   namespace: KubeObject | undefined,
-  lookup: {gateway(namespace: string, name: string): KubeObject | undefined; gatewayClass(name: string): KubeObject | undefined; namespace(name: string): KubeObject | undefined},
+  lookup: {
+    gateway(namespace: string, name: string): KubeObject | undefined
+    gatewayClass(name: string): KubeObject | undefined
+    namespace(name: string): KubeObject | undefined
+  },
 ): WaypointBinding | undefined {
   const svcLabels = service.metadata.labels ?? {}
   if (svcLabels[MANAGED_LABEL] === MANAGED_VALUE) return undefined
@@ -230,16 +307,36 @@ export function serviceWaypointBinding(
   const waypoint = {namespace: source[USE_WAYPOINT_NAMESPACE_LABEL] || nsName, name: value}
   const ref = `${waypoint.namespace}/${waypoint.name}`
   const gateway = lookup.gateway(waypoint.namespace, waypoint.name)
-  const notReady = {waypoint, condition: {status: 'False' as const, reason: 'WaypointIsNotReady', message: `waypoint "${ref}" is not ready`}}
+  const notReady = {
+    waypoint,
+    condition: {status: 'False' as const, reason: 'WaypointIsNotReady', message: `waypoint "${ref}" is not ready`},
+  }
   if (!gateway || !isWaypointGateway(gateway)) return notReady
   const addresses: unknown[] = gateway.status?.addresses ?? []
   if (addresses.length === 0) return notReady
   if (!allowsAttachmentFrom(gateway, lookup.namespace(nsName), nsName)) {
-    return {waypoint, condition: {status: 'False', reason: 'AttachmentDenied', message: `we are not permitted to attach to waypoint "${ref}" (missing allowedRoutes?)`}}
+    return {
+      waypoint,
+      condition: {
+        status: 'False',
+        reason: 'AttachmentDenied',
+        message: `we are not permitted to attach to waypoint "${ref}" (missing allowedRoutes?)`,
+      },
+    }
   }
   const traffic = waypointTrafficType(gateway, lookup.gatewayClass(gateway.spec?.gatewayClassName))
   if (traffic !== 'service' && traffic !== 'all') {
-    return {waypoint, condition: {status: 'False', reason: 'UnsupportedTrafficType', message: `attempting to bind to traffic type "service" which the waypoint "${ref}" does not support`}}
+    return {
+      waypoint,
+      condition: {
+        status: 'False',
+        reason: 'UnsupportedTrafficType',
+        message: `attempting to bind to traffic type "service" which the waypoint "${ref}" does not support`,
+      },
+    }
   }
-  return {waypoint, condition: {status: 'True', reason: 'WaypointAccepted', message: `Successfully attached to waypoint ${ref}`}}
+  return {
+    waypoint,
+    condition: {status: 'True', reason: 'WaypointAccepted', message: `Successfully attached to waypoint ${ref}`},
+  }
 }
