@@ -213,21 +213,22 @@ const rolloutsComplete: CheckOf<'rollouts-complete'> = async (v, {client}) => {
   return counted(v.refs.length, pending, 'rollouts', `${v.refs.length} rollout(s) complete`)
 }
 
+/** Some of `total` pods are not there yet: the wait line counts them and names those left. */
+function podsLeft(detail: string, total: number, noun: string, left: string[]): CheckResult {
+  return {ok: false, detail, progress: {done: total - left.length, total, noun, waitingFor: left}}
+}
+
 const podsWithoutSidecar: CheckOf<'pods-without-sidecar'> = async (v, {client, namespace}) => {
   const byWorkload = podsByWorkload(await livePods(client, namespace))
   const pods = v.refs.flatMap((r) => byWorkload.get(refKey(r)) ?? [])
   const offenders = pods.filter(hasSidecar).map((p) => p.name)
   if (offenders.length > 0) {
-    return {
-      ok: false,
-      detail: `pods still with a sidecar: ${offenders.join(', ')}`,
-      progress: {
-        done: pods.length - offenders.length,
-        total: pods.length,
-        noun: 'pods without sidecar',
-        waitingFor: offenders,
-      },
-    }
+    return podsLeft(
+      `pods still with a sidecar: ${offenders.join(', ')}`,
+      pods.length,
+      'pods without sidecar',
+      offenders,
+    )
   }
   const notUp = await podsNotUpYet(client, v.refs, byWorkload)
   if (notUp) return notUp
@@ -244,16 +245,7 @@ const podsCaptured: CheckOf<'pods-captured'> = async (v, {client, namespace}) =>
   const offenders = pods.filter((p) => !p.captured).map((p) => `${p.name}${hasSidecar(p) ? ' (has a sidecar)' : ''}`)
   if (offenders.length > 0) {
     const detail = `pods not captured by ztunnel (ambient.istio.io/redirection != enabled): ${offenders.join(', ')}`
-    return {
-      ok: false,
-      detail,
-      progress: {
-        done: pods.length - offenders.length,
-        total: pods.length,
-        noun: 'pods captured',
-        waitingFor: offenders,
-      },
-    }
+    return podsLeft(detail, pods.length, 'pods captured', offenders)
   }
   const notUp = await podsNotUpYet(client, v.refs, byWorkload)
   if (notUp) return notUp
