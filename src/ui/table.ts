@@ -33,8 +33,10 @@ const NO_BORDERS = {
 const GAP = 3
 /** Default view: lines a cell may wrap onto before it is cut with an ellipsis. */
 const MAX_LINES = 3
-/** A column never shrinks below this (or its longest header word), so it stays legible. */
+/** A column never shrinks below this, its header's longest piece, or its longest word (up to MAX_WORD). */
 const MIN_COLUMN = 6
+/** Word pieces up to this wide are never split; longer ones (a base64 string, a long hash) may be, at the width. */
+const MAX_WORD = 20
 
 export interface TableLayout {
   /** Columns available; Infinity when stdout is not a terminal. */
@@ -65,7 +67,31 @@ export function tableLayout(): TableLayout {
 }
 
 const lines = (cell: string) => cell.split('\n')
-const longestWord = (text: string) => Math.max(0, ...text.split(/\s+/).map((w) => stringWidth(w)))
+/** Headers may break after a hyphen (SIDECAR-IN-AMBIENT), so their longest piece is what must fit. */
+const longestHeaderPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=-)/).map((w) => stringWidth(w)))
+
+/** The pieces a word may break into: after a separator (/ - . , : =), as splitLongWord breaks it. */
+const longestPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=[/\-.,:=])/).map((w) => stringWidth(w)))
+
+/**
+ * Each column's narrowest legible width: never below MIN_COLUMN, a header piece, or the longest piece of a word
+ * in its cells (words break only after separators, never inside: `sidecar` stays whole, `kube-node-lease` may
+ * break after a hyphen).
+ */
+function minimumWidths(head: string[], rows: string[][], natural: number[], available: number): number[] {
+  const floor = head.map((h, i) => Math.min(natural[i]!, Math.max(MIN_COLUMN, longestHeaderPiece(h))))
+  const minimum = head.map((_, i) => {
+    const piece = Math.max(0, ...rows.map((r) => longestPiece(r[i] ?? '')))
+    return Math.max(floor[i]!, Math.min(natural[i]!, MAX_WORD, piece))
+  })
+  // Too many columns to keep every word whole: the free-text columns (widest first) may break words instead.
+  const byWidth = head.map((_, i) => i).sort((a, b) => natural[b]! - natural[a]!)
+  for (const i of byWidth) {
+    if (minimum.reduce((a, b) => a + b, 0) <= available) break
+    minimum[i] = floor[i]!
+  }
+  return minimum
+}
 
 /** Widths that fit `available`: the widest columns are narrowed first (water-filling), never below their minimum. */
 export function fitColumns(natural: number[], minimum: number[], available: number): number[] {
@@ -99,8 +125,9 @@ function splitLongWord(word: string, width: number): string[] {
   let rest = word
   while (stringWidth(rest) > width) {
     const head = rest.slice(0, width)
+    // After the last separator that fits; a word without one is cut at the width.
     const cut = Math.max(...['/', '-', '.', ',', ':', '='].map((c) => head.lastIndexOf(c)))
-    const at = cut >= width / 3 ? cut + 1 : width
+    const at = cut >= 1 ? cut + 1 : width
     pieces.push(rest.slice(0, at))
     rest = rest.slice(at)
   }
@@ -163,8 +190,11 @@ export function renderTable(
 ): string {
   const {width, wide} = {...layout, ...opts}
   const natural = naturalWidths(head, rows)
-  const minimum = head.map((h, i) => Math.min(natural[i]!, Math.max(MIN_COLUMN, longestWord(h))))
-  const widths = fitColumns(natural, minimum, width - GAP * (head.length - 1))
+  // Columns stand 3 apart (as kubectl's); 2 when that is what it takes to fit a narrow terminal.
+  const wholeWords = minimumWidths(head, rows, natural, Number.POSITIVE_INFINITY)
+  const gap = wholeWords.reduce((a, b) => a + b, 0) + GAP * (head.length - 1) > width ? GAP - 1 : GAP
+  const available = width - gap * (head.length - 1)
+  const widths = fitColumns(natural, minimumWidths(head, rows, natural, available), available)
   const table = new Table({
     head: head.map((h, i) =>
       fitCell(h, widths[i]!, true)
@@ -172,9 +202,9 @@ export function renderTable(
         .map((l) => painter.paint('bold', l))
         .join('\n'),
     ),
-    style: {head: [], border: [], 'padding-left': 0, 'padding-right': GAP},
+    style: {head: [], border: [], 'padding-left': 0, 'padding-right': gap},
     chars: NO_BORDERS,
-    colWidths: widths.map((w) => w + GAP),
+    colWidths: widths.map((w) => w + gap),
     wordWrap: false,
   })
   table.push(...rows.map((row) => head.map((_, i) => fitCell(row[i] ?? '', widths[i]!, wide))))
