@@ -70,6 +70,7 @@ const lines = (cell: string) => cell.split('\n')
 /** Headers may break after a hyphen (SIDECAR-IN-AMBIENT), so their longest piece is what must fit. */
 const longestHeaderPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=-)/).map((w) => stringWidth(w)))
 
+const longestWord = (text: string) => Math.max(0, ...text.split(/\s+/).map((w) => stringWidth(w)))
 /** The pieces a word may break into: after a separator (/ - . , : =), as splitLongWord breaks it. */
 const longestPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=[/\-.,:=])/).map((w) => stringWidth(w)))
 
@@ -80,8 +81,9 @@ const longestPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=[/\-.,
  */
 function minimumWidths(head: string[], rows: string[][], natural: number[], available: number): number[] {
   const floor = head.map((h, i) => Math.min(natural[i]!, Math.max(MIN_COLUMN, longestHeaderPiece(h))))
+  // The first column names the row (a namespace, a kind, a step): its words stay whole, not only their pieces.
   const minimum = head.map((_, i) => {
-    const piece = Math.max(0, ...rows.map((r) => longestPiece(r[i] ?? '')))
+    const piece = Math.max(0, ...rows.map((r) => (i === 0 ? longestWord : longestPiece)(r[i] ?? '')))
     return Math.max(floor[i]!, Math.min(natural[i]!, MAX_WORD, piece))
   })
   // Too many columns to keep every word whole: the free-text columns (widest first) may break words instead.

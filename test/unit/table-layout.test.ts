@@ -9,7 +9,7 @@ import type {KubeObject} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {Painter} from '../../src/ui/color.js'
 import {renderTimelineMermaid} from '../../src/ui/mermaid-view.js'
-import {fitItems, fitText, renderColumnBlocks} from '../../src/ui/table.js'
+import {fitItems, fitText, renderColumnBlocks, renderTable} from '../../src/ui/table.js'
 import {generatedNamespace} from '../support/generated-namespace.js'
 
 const plain: Painter = {enabled: false, paint: (_style, text) => text}
@@ -97,5 +97,31 @@ describe('the Mermaid timeline of a namespace with many policies', () => {
     const bars = section.split('\n').filter((l) => l.includes(' :'))
     expect(bars.length).toBeLessThan(applyHazards.length)
     expect(section).toMatch(/^ {2}\d+ policies \S+/m)
+  })
+})
+
+describe('renderTable at 80 columns (census shape)', () => {
+  const head = ['NAMESPACE', 'MODE', 'PODS (S/A/N)', 'OUTSIDE-MESH', 'SIDECAR-IN-AMBIENT', 'WAYPOINTS', 'PLANS']
+  const rows = [
+    ['bookinfo', 'sidecar', '6 (6/0/0)', '0', '0', '-', 'plans/bookinfo.yaml\n0/10 not-started\nnext: preflight'],
+    ['istio-system', 'none', '5 (0/0/0, 5 control-plane)', '0', '0', '-', '-'],
+    ['kube-node-lease', 'ambient', '0 (0/0/0)', '0', '0', 'waypoint', '-'],
+  ]
+  const text = renderTable(head, rows, plain, {width: 80, wide: false})
+
+  it('fits, keeps the row names and short words whole, and breaks long ones only after a separator', () => {
+    expect(widest(text)).toBeLessThanOrEqual(80)
+    const cells = text.split('\n').flatMap((l) => l.split(/\s{2,}/))
+    for (const word of ['bookinfo', 'sidecar', 'istio-system', 'kube-node-lease', 'ambient', 'waypoint'])
+      expect(cells).toContain(word)
+    // Headers break after their hyphens, never inside a word.
+    expect(text).toMatch(/SIDECAR-/)
+    expect(text).not.toMatch(/SIDECA\n|AMBIEN\n/)
+  })
+
+  it('-o wide keeps every word of every cell (nothing cut)', () => {
+    const wide = renderTable(head, rows, plain, {width: 80, wide: true})
+    expect(wide).not.toContain('…')
+    expect(wide.replace(/\s+/g, '')).toContain('next:preflight')
   })
 })
