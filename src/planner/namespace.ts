@@ -126,12 +126,43 @@ function asSelector(value: unknown): LabelSelector | undefined {
  * ConfigMaps (`policy`, never/always-inject selectors, `enableNamespacesByDefault`).
  */
 export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: InjectionWebhooks; findings: Finding[]} {
-  const findings: Finding[] = []
+  // Evidence that injection is on by default, in the order it is found (webhooks, then injector ConfigMaps).
+  const evidence: string[] = []
+  const {webhooks, tags} = readInjectorWebhooks(objects, evidence)
+  const {injectorConfigs, findings} = readInjectorConfigs(objects, evidence)
+
+  // With the webhooks in hand the question is answered by evaluating them: does any of them inject
+  // an ordinary pod of a namespace that has no sidecar label at all?
+  const injectsByDefault = (w: InjectorWebhook) =>
+    selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {})
+  const enabledByDefault = webhooks.length > 0 ? webhooks.some(injectsByDefault) : evidence.length > 0
+  if (enabledByDefault && evidence.length === 0) {
+    evidence.push(
+      `webhooks ${webhooks
+        .filter(injectsByDefault)
+        .map((w) => `${w.name} (${w.configuration})`)
+        .join(', ')}`,
+    )
+  }
+  if (enabledByDefault) {
+    findings.push({
+      id: 'E3/injection-enabled-by-default',
+      code: 'E3',
+      severity: 'warning',
+      message:
+        `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
+        'istioctl analyze IST0148). Removing istio-injection / istio.io/rev from a namespace does not stop injection.',
+      fix: 'Set istio-injection=disabled on the namespace instead of removing the label (it matches no injection webhook), unless injected gateways live there (E7).',
+    })
+  }
+
+  return {webhooks: {webhooks, enabledByDefault, enabledByDefaultEvidence: evidence, tags, injectorConfigs}, findings}
+}
+
+/** Istio's injector webhooks and revision tags; `auto.*` webhooks are added to `evidence`. */
+function readInjectorWebhooks(objects: KubeObject[], evidence: string[]): {webhooks: InjectorWebhook[]; tags: Record<string, string>} {
   const webhooks: InjectorWebhook[] = []
   const tags: Record<string, string> = {}
-  const evidence: string[] = []
-  const injectorConfigs: Record<string, InjectorConfig> = {}
-
   for (const obj of objects) {
     if (obj.kind !== 'MutatingWebhookConfiguration' || groupOf(obj.apiVersion) !== 'admissionregistration.k8s.io') continue
     const labels = obj.metadata.labels ?? {}
@@ -157,14 +188,19 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
       }
     }
   }
+  return {webhooks, tags}
+}
 
+/** The injector ConfigMaps per revision; enableNamespacesByDefault of the default one is added to `evidence`. */
+function readInjectorConfigs(objects: KubeObject[], evidence: string[]): {injectorConfigs: Record<string, InjectorConfig>; findings: Finding[]} {
+  const findings: Finding[] = []
+  const injectorConfigs: Record<string, InjectorConfig> = {}
   for (const obj of objects) {
     if (obj.kind !== 'ConfigMap' || groupOf(obj.apiVersion) !== '') continue
     const name = obj.metadata.name
     if (name !== INJECTOR_CONFIGMAP && !name.startsWith(`${INJECTOR_CONFIGMAP}-`)) continue
     const revision = name === INJECTOR_CONFIGMAP ? 'default' : name.slice(INJECTOR_CONFIGMAP.length + 1)
     const source = `ConfigMap ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${name}`
-    const data = isRecord(obj.data) ? obj.data : {}
     const config: InjectorConfig = {
       revision,
       source,
@@ -174,20 +210,7 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
       enableNamespacesByDefault: false,
     }
     try {
-      if (typeof data.values === 'string') {
-        const values: unknown = parseYaml(data.values) // JSON in practice; JSON is YAML 1.2
-        const sidecarInjector = isRecord(values) ? values.sidecarInjectorWebhook : undefined
-        config.enableNamespacesByDefault = isRecord(sidecarInjector) && sidecarInjector.enableNamespacesByDefault === true
-      }
-      if (typeof data.config === 'string') {
-        const parsed: unknown = parseYaml(data.config)
-        if (isRecord(parsed)) {
-          if (parsed.policy === 'disabled') config.policy = 'disabled'
-          const selectors = (v: unknown) => (Array.isArray(v) ? v.map(asSelector).filter((s): s is LabelSelector => !!s) : [])
-          config.neverInjectSelector = selectors(parsed.neverInjectSelector)
-          config.alwaysInjectSelector = selectors(parsed.alwaysInjectSelector)
-        }
-      }
+      readInjectorConfigData(isRecord(obj.data) ? obj.data : {}, config)
     } catch (error) {
       findings.push({
         id: `injector-config-unreadable/${source}`,
@@ -202,36 +225,25 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
       evidence.push(`sidecarInjectorWebhook.enableNamespacesByDefault=true in ${source}`)
     }
   }
+  return {injectorConfigs, findings}
+}
 
-  // With the webhooks in hand the question is answered by evaluating them: does any of them inject
-  // an ordinary pod of a namespace that has no sidecar label at all?
-  const enabledByDefault =
-    webhooks.length > 0
-      ? webhooks.some(
-          (w) => selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {}),
-        )
-      : evidence.length > 0
-  if (enabledByDefault && evidence.length === 0) {
-    evidence.push(
-      `webhooks ${webhooks
-        .filter((w) => selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {}))
-        .map((w) => `${w.name} (${w.configuration})`)
-        .join(', ')}`,
-    )
+/** Fills `config` from the ConfigMap's `values` and `config` keys; throws when either is not YAML. */
+function readInjectorConfigData(data: Record<string, unknown>, config: InjectorConfig): void {
+  if (typeof data.values === 'string') {
+    const values: unknown = parseYaml(data.values) // JSON in practice; JSON is YAML 1.2
+    const sidecarInjector = isRecord(values) ? values.sidecarInjectorWebhook : undefined
+    config.enableNamespacesByDefault = isRecord(sidecarInjector) && sidecarInjector.enableNamespacesByDefault === true
   }
-  if (enabledByDefault) {
-    findings.push({
-      id: 'E3/injection-enabled-by-default',
-      code: 'E3',
-      severity: 'warning',
-      message:
-        `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
-        'istioctl analyze IST0148). Removing istio-injection / istio.io/rev from a namespace does not stop injection.',
-      fix: 'Set istio-injection=disabled on the namespace instead of removing the label (it matches no injection webhook), unless injected gateways live there (E7).',
-    })
+  if (typeof data.config === 'string') {
+    const parsed: unknown = parseYaml(data.config)
+    if (isRecord(parsed)) {
+      if (parsed.policy === 'disabled') config.policy = 'disabled'
+      const selectors = (v: unknown) => (Array.isArray(v) ? v.map(asSelector).filter((s): s is LabelSelector => !!s) : [])
+      config.neverInjectSelector = selectors(parsed.neverInjectSelector)
+      config.alwaysInjectSelector = selectors(parsed.alwaysInjectSelector)
+    }
   }
-
-  return {webhooks: {webhooks, enabledByDefault, enabledByDefaultEvidence: evidence, tags, injectorConfigs}, findings}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,11 +312,29 @@ export function analyzeNamespace(
   namespaceObject: KubeObject | undefined,
   opts: {webhooks?: InjectionWebhooks} = {},
 ): {state: NamespaceState; findings: Finding[]} {
-  const webhooks = opts.webhooks ?? NO_INJECTION_WEBHOOKS
-  const labels: Record<string, string> = {...(namespaceObject?.metadata.labels ?? {})}
-  const ref = namespaceRef(name, namespaceObject)
-  const findings: Finding[] = []
+  const facts = namespaceFacts(name, namespaceObject, opts.webhooks ?? NO_INJECTION_WEBHOOKS)
+  return {state: facts.state, findings: NAMESPACE_ANALYZERS.flatMap((analyze) => analyze(facts))}
+}
 
+/** What the namespace analyzers read: computed once by `namespaceFacts`. */
+interface NamespaceFacts {
+  name: string
+  namespaceObject: KubeObject | undefined
+  webhooks: InjectionWebhooks
+  labels: Record<string, string>
+  ref: ObjectRef
+  state: NamespaceState
+  injection: NamespaceState['injection']
+  revision: string | undefined
+  dataplaneMode: string | undefined
+  ambient: boolean
+  /** Pods without labels of their own get a sidecar. */
+  sidecar: boolean
+  ist0123Labels: string[]
+}
+
+function namespaceFacts(name: string, namespaceObject: KubeObject | undefined, webhooks: InjectionWebhooks): NamespaceFacts {
+  const labels: Record<string, string> = {...(namespaceObject?.metadata.labels ?? {})}
   const sidecarLabels: NamespaceLabel[] = []
   for (const key of [INJECTION_LABEL, REVISION_LABEL]) {
     if (labels[key] !== undefined) sidecarLabels.push({key, value: labels[key]!})
@@ -323,20 +353,28 @@ export function analyzeNamespace(
   if (revision !== undefined) state.revision = revision
   if (dataplaneMode !== undefined) state.dataplaneMode = dataplaneMode
   if (useWaypoint !== undefined) state.useWaypoint = useWaypoint
+  const ref = namespaceRef(name, namespaceObject)
+  return {name, namespaceObject, webhooks, labels, ref, state, injection, revision, dataplaneMode, ambient, sidecar, ist0123Labels}
+}
 
-  if (!namespaceObject) {
-    findings.push({
+function namespaceMissing({name, namespaceObject, ref}: NamespaceFacts): Finding[] {
+  if (namespaceObject) return []
+  return [
+    {
       id: `namespace-missing/${name}`,
       code: 'namespace-missing',
       severity: 'warning',
       message: `No Namespace object for ${name} in the source: it is treated as having no labels (no sidecar injection, not ambient).`,
       ref,
       fix: `Add the Namespace manifest to --manifests (or check the namespace name) so its labels are known.`,
-    })
-  }
+    },
+  ]
+}
 
-  if (multipleInjectionLabels) {
-    findings.push({
+function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, ref}: NamespaceFacts): Finding[] {
+  if (!state.multipleInjectionLabels) return []
+  return [
+    {
       id: `IST0123/${name}`,
       code: 'IST0123',
       severity: 'warning',
@@ -347,11 +385,14 @@ export function analyzeNamespace(
           : ''),
       ref,
       fix: 'Expected only between the enable-ambient and remove-sidecar-injection steps of a migration; otherwise keep one of the labels.',
-    })
-  }
+    },
+  ]
+}
 
-  if (labels[INJECTION_LABEL] !== undefined && revision !== undefined) {
-    findings.push({
+function injectionAndRevisionLabels({name, labels, revision, ref}: NamespaceFacts): Finding[] {
+  if (labels[INJECTION_LABEL] === undefined || revision === undefined) return []
+  return [
+    {
       id: `E2/${name}`,
       code: 'E2',
       severity: 'warning',
@@ -360,47 +401,56 @@ export function analyzeNamespace(
         `${INJECTION_LABEL} wins for injection, so ${REVISION_LABEL} is inert for sidecars, but it still decides which control plane owns waypoints in this namespace.`,
       ref,
       fix: `Remove both labels when sidecars go (the plan records both values for rollback); stamp ${REVISION_LABEL}=${revision} on generated waypoints first.`,
-    })
-  }
+    },
+  ]
+}
 
-  if (revision !== undefined) {
-    const tagOf = webhooks.tags[revision]
-    const kind = tagOf !== undefined ? `revision tag "${revision}" (→ revision ${tagOf})` : `revision "${revision}"`
-    if (revision === '') {
-      findings.push({
+/** E1: the namespace's istio.io/rev label (empty, a revision or tag, or one no webhook serves). */
+function revisionLabel({name, labels, revision, injection, webhooks, ref}: NamespaceFacts): Finding[] {
+  if (revision === undefined) return []
+  if (revision === '') {
+    return [
+      {
         id: `E1/${name}/empty`,
         code: 'E1',
         severity: 'warning',
         message: `Namespace ${name} has an empty ${REVISION_LABEL} label: it matches no injection webhook and blocks the default ones.`,
         ref,
         fix: `Remove the empty ${REVISION_LABEL} label or set it to an installed revision.`,
-      })
-    } else {
-      findings.push({
-        id: `E1/${name}`,
-        code: 'E1',
-        severity: 'info',
-        message:
-          `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
-          `managed by the namespace's revision (DOMAIN §1.8); removing the namespace label re-homes them.`,
-        ref,
-        fix: `Stamp ${REVISION_LABEL}=${revision} on generated waypoints before removing it from the namespace; check the revision still exists before a rollback.`,
-      })
-      if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
-        findings.push({
-          id: `E1/${name}/unknown-revision`,
-          code: 'E1',
-          severity: 'warning',
-          message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
-          ref,
-          fix: 'Check the revision/tag name (`istioctl tag list`, `istioctl x revision list`).',
-        })
-      }
-    }
+      },
+    ]
   }
-
-  if (webhooks.enabledByDefault && labels[INJECTION_LABEL] === undefined && revision === undefined && injection === 'enabled') {
+  const tagOf = webhooks.tags[revision]
+  const kind = tagOf !== undefined ? `revision tag "${revision}" (→ revision ${tagOf})` : `revision "${revision}"`
+  const findings: Finding[] = [
+    {
+      id: `E1/${name}`,
+      code: 'E1',
+      severity: 'info',
+      message:
+        `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
+        `managed by the namespace's revision (DOMAIN §1.8); removing the namespace label re-homes them.`,
+      ref,
+      fix: `Stamp ${REVISION_LABEL}=${revision} on generated waypoints before removing it from the namespace; check the revision still exists before a rollback.`,
+    },
+  ]
+  if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
     findings.push({
+      id: `E1/${name}/unknown-revision`,
+      code: 'E1',
+      severity: 'warning',
+      message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
+      ref,
+      fix: 'Check the revision/tag name (`istioctl tag list`, `istioctl x revision list`).',
+    })
+  }
+  return findings
+}
+
+function injectedByDefault({name, labels, revision, injection, webhooks, ambient, ref}: NamespaceFacts): Finding[] {
+  if (!webhooks.enabledByDefault || labels[INJECTION_LABEL] !== undefined || revision !== undefined || injection !== 'enabled') return []
+  return [
+    {
       id: `E3/${name}`,
       code: 'E3',
       severity: 'warning',
@@ -410,45 +460,63 @@ export function analyzeNamespace(
         'Removing labels does not stop injection here.',
       ref,
       fix: `Label the namespace ${INJECTION_LABEL}=disabled (matches no injection webhook; not counted by IST0123) unless injected gateways run here (E7).`,
-    })
-  }
+    },
+  ]
+}
 
+function namespaceGitOps({name, namespaceObject, ref}: NamespaceFacts): Finding[] {
   const manager = namespaceObject ? gitOpsManager(namespaceObject.metadata) : undefined
-  if (manager) {
-    findings.push({
+  if (!manager) return []
+  return [
+    {
       id: `E23/Namespace/${name}`,
       code: 'E23',
       severity: 'warning',
       message: `Namespace ${name} is managed by ${manager}: label changes made by the migration are reverted by the next sync.`,
       ref,
       fix: 'Make the label changes in the source repository (or pause sync) at the step that applies them: `mesh-migrate show PLAN -o patches` prints each step\'s changes as manifest patches.',
-    })
-  }
+    },
+  ]
+}
 
+function dataplaneModeLabel({name, dataplaneMode, sidecar, ref}: NamespaceFacts): Finding[] {
   if (dataplaneMode === 'none' && sidecar) {
-    findings.push({
-      id: `dataplane-none-with-injection/${name}`,
-      code: 'dataplane-none-with-injection',
-      severity: 'info',
-      message:
-        `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
-        'explicitly opted out of ambient.',
-      ref,
-      fix: `Migrating replaces ${DATAPLANE_MODE_LABEL}=none with ambient; make sure the opt-out was not deliberate.`,
-    })
-  } else if (dataplaneMode !== undefined && dataplaneMode !== 'ambient' && dataplaneMode !== 'none') {
-    findings.push({
+    return [
+      {
+        id: `dataplane-none-with-injection/${name}`,
+        code: 'dataplane-none-with-injection',
+        severity: 'info',
+        message:
+          `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
+          'explicitly opted out of ambient.',
+        ref,
+        fix: `Migrating replaces ${DATAPLANE_MODE_LABEL}=none with ambient; make sure the opt-out was not deliberate.`,
+      },
+    ]
+  }
+  if (dataplaneMode === undefined || dataplaneMode === 'ambient' || dataplaneMode === 'none') return []
+  return [
+    {
       id: `dataplane-mode-unknown/${name}`,
       code: 'dataplane-mode-unknown',
       severity: 'warning',
       message: `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=${dataplaneMode}; only "ambient" and "none" mean anything (sidecar mode is set with ${INJECTION_LABEL}).`,
       ref,
       fix: `Remove the label or set it to ambient.`,
-    })
-  }
-
-  return {state, findings}
+    },
+  ]
 }
+
+/** The namespace analyzers, in the order their findings appear in the plan. */
+const NAMESPACE_ANALYZERS: Array<(facts: NamespaceFacts) => Finding[]> = [
+  namespaceMissing,
+  multipleInjectionLabels,
+  injectionAndRevisionLabels,
+  revisionLabel,
+  injectedByDefault,
+  namespaceGitOps,
+  dataplaneModeLabel,
+]
 
 // ---------------------------------------------------------------------------------------------
 // Pod-level injection prediction (webhooks + injectRequired())
