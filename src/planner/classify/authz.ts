@@ -789,13 +789,28 @@ function rootDenyCarry(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext): st
   )
 }
 
-function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdict: Verdict, affected: boolean): Finding[] {
-  const out: Finding[] = []
-  const ref = a.ref
-  const name = formatRef(ref)
-  const root = a.scope === 'mesh' || a.scope === 'root-selector'
+/** What the AuthorizationPolicy finding analyzers read. */
+interface AuthzFindingFacts {
+  a: AuthorizationPolicyAnalysis
+  ctx: ClassifyContext
+  verdict: Verdict
+  ref: ObjectRef
+  name: string
+  /** Mesh-wide or a root-namespace selector policy. */
+  root: boolean
+}
 
-  if (affected && carriedRootDeny(a) && !a.dryRun) {
+function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdict: Verdict, affected: boolean): Finding[] {
+  // Every finding here is about a policy the migration changes the enforcement of.
+  if (!affected) return []
+  const facts: AuthzFindingFacts = {a, ctx, verdict, ref: a.ref, name: formatRef(a.ref), root: a.scope === 'mesh' || a.scope === 'root-selector'}
+  return AUTHZ_FINDING_ANALYZERS.flatMap((analyze) => analyze(facts))
+}
+
+/** E14: a mesh-wide or root-namespace policy ztunnel cannot enforce. */
+function rootPolicyBeyondZtunnel({a, ctx, ref, name, root}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (carriedRootDeny(a) && !a.dryRun) {
     out.push(
       finding({
         prefix: 'E14',
@@ -806,7 +821,7 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
         fix: `The mesh administrator should carry it to every waypoint (targetRefs GatewayClass istio-waypoint in ${ctx.rootNamespace}, see finding retarget-root/${ref.kind}/${ref.namespace}/${ref.name}), which closes the gap for callers that bypass this namespace's waypoint only where they pass another waypoint; the ztunnel gap stays until the DENY is L4-only.`,
       }),
     )
-  } else if (affected && root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
+  } else if (root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
     out.push(
       finding({
         prefix: 'E14',
@@ -818,8 +833,13 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
-  if (a.dryRunAtZtunnel && affected) {
+/** E16: what ztunnel does with a dry-run policy. */
+function dryRunAtZtunnel({a, ctx, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (a.dryRunAtZtunnel) {
     const sev = a.dryRunAtZtunnel === 'not-sent' ? 'warning' : 'blocker'
     out.push(
       finding({
@@ -841,8 +861,13 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
-  if (affected && !a.sentToZtunnel && a.action === 'CUSTOM') {
+/** E16: CUSTOM and AUDIT policies are not sent to ztunnel. */
+function notSentToZtunnel({a, ref, name, root}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (!a.sentToZtunnel && a.action === 'CUSTOM') {
     out.push(
       finding({
         prefix: 'E16',
@@ -855,7 +880,7 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
-  if (affected && !a.sentToZtunnel && a.action === 'AUDIT') {
+  if (!a.sentToZtunnel && a.action === 'AUDIT') {
     out.push(
       finding({
         prefix: 'E16',
@@ -868,8 +893,13 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
-  if (affected && verdict === 'L4' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
+/** E21: identity- or IP-keyed policies see the waypoint, not the caller. */
+function identityBehindWaypoint({a, ctx, verdict, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (verdict === 'L4' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
     out.push(
       finding({
         prefix: 'E21',
@@ -884,9 +914,14 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
+/** E22: when: source.serviceAccount is not supported by ztunnel. */
+function serviceAccountCondition({a, ctx, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
   const saConditions = a.rules.flatMap((r) => r.fields).filter((f) => f.field === 'when:source.serviceAccount')
-  if (saConditions.length > 0 && affected) {
+  if (saConditions.length > 0) {
     const minor = istioMinor(ctx)
     out.push(
       finding({
@@ -903,8 +938,14 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
+
+/** E22: ztunnel ignores trustDomains / notTrustDomains. */
+function trustDomainsIgnored({a, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
   const trustDomainFields = a.ignoredFields.filter((f) => f.field === 'trustDomains' || f.field === 'notTrustDomains')
-  if (trustDomainFields.length > 0 && affected) {
+  if (trustDomainFields.length > 0) {
     out.push(
       finding({
         prefix: 'E22',
@@ -919,6 +960,16 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
   }
   return out
 }
+
+/** The AuthorizationPolicy finding analyzers, in the order their findings appear in the plan. */
+const AUTHZ_FINDING_ANALYZERS: Array<(facts: AuthzFindingFacts) => Finding[]> = [
+  rootPolicyBeyondZtunnel,
+  dryRunAtZtunnel,
+  notSentToZtunnel,
+  identityBehindWaypoint,
+  serviceAccountCondition,
+  trustDomainsIgnored,
+]
 
 /** AuthorizationPolicies of the root namespace apply to this namespace when they are mesh-wide or select its pods; GatewayClass-attached ones apply at its waypoints. */
 function relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
