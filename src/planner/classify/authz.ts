@@ -679,14 +679,34 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   const a = analyzeAuthorizationPolicy(obj, ctx)
   const ref = a.ref
   const local = ref.namespace === ctx.namespace
-  const reasons: string[] = []
-  const findings: Finding[] = []
   const selected = a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(ctx, a.selector) : []
   const proxiesOnly = selected.length > 0 && selected.every(isProxyWorkload)
   const unmatched = a.scope === 'workload' && selected.length === 0
-
-  // Attachment.
   const targets = a.scope === 'targetRefs' ? analyzeTargetRefs(obj, ctx) : undefined
+  const affected = !proxiesOnly && !unmatched && a.scope !== 'targetRefs'
+  const {verdict, action} = verdictFor(a, ctx, local, proxiesOnly, unmatched, targets?.waypoint === true)
+  const reasons = [
+    ...attachmentReasons(a, ctx, targets, unmatched, proxiesOnly),
+    ...actionReasons(a),
+    ...ruleReasons(a, affected),
+    ...consequenceReasons(a, ctx, verdict, action, affected),
+  ]
+  const findings = findingsFor(a, ctx, verdict, affected)
+
+  const scope = a.scope === 'root-selector' ? 'workload' : a.scope
+  return {item: item(ref, verdict, action, reasons, {scope, ztunnel: a.ztunnelEffect, services: a.services}), findings}
+}
+
+/** Where the policy attaches: targetRefs, a workload selector, the namespace or the whole mesh. */
+function attachmentReasons(
+  a: AuthorizationPolicyAnalysis,
+  ctx: ClassifyContext,
+  targets: ReturnType<typeof analyzeTargetRefs> | undefined,
+  unmatched: boolean,
+  proxiesOnly: boolean,
+): string[] {
+  const ref = a.ref
+  const reasons: string[] = []
   if (targets) {
     reasons.push(...targets.reasons)
   } else if (a.scope === 'workload') {
@@ -713,8 +733,12 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
       reasons.push(reason('spec', `no selector in the root namespace ${ctx.rootNamespace}: GLOBAL scope, ${byZtunnel}${a.sentToZtunnel ? ' for every captured pod of the mesh' : ''}; never applied by waypoints`))
     }
   }
+  return reasons
+}
 
-  // Action.
+/** The action (CUSTOM, AUDIT), rules-less ALLOW/DENY, dry-run and the fields ztunnel reads differently. */
+function actionReasons(a: AuthorizationPolicyAnalysis): string[] {
+  const reasons: string[] = []
   if (a.action === 'CUSTOM') {
     reasons.push(
       reason(
@@ -734,16 +758,24 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   else if (a.dryRun && a.scope === 'targetRefs') reasons.push(reason(`metadata.annotations[${DRY_RUN_ANNOTATION}]`, 'waypoints honour dry-run like sidecars: evaluated and logged, not enforced'))
 
   reasons.push(...fieldReasons(a))
-  const affected = !proxiesOnly && !unmatched && a.scope !== 'targetRefs'
+  return reasons
+}
+
+/** Per-rule reasons of a policy the migration moves to ztunnel. */
+function ruleReasons(a: AuthorizationPolicyAnalysis, affected: boolean): string[] {
+  const reasons: string[] = []
   if (affected && a.sentToZtunnel) {
     for (const r of a.rules) {
       const why = ruleReason(a, r)
       if (why) reasons.push(why)
     }
   }
+  return reasons
+}
 
-  const {verdict, action} = verdictFor(a, ctx, local, proxiesOnly, unmatched, targets?.waypoint === true)
-
+/** What enforcement at ztunnel does to the policy, and what the plan does about it. */
+function consequenceReasons(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdict: Verdict, action: Action, affected: boolean): string[] {
+  const reasons: string[] = []
   if (affected && a.sentToZtunnel && (a.ztunnelEffect !== 'as-written' || a.needsWaypoint)) {
     const tag = a.ztunnelEffect === 'deny-all' ? 'fail-closed' : a.ztunnelEffect === 'no-op' ? 'fail-open' : a.ztunnelMixed ? 'narrowed and broadened' : a.ztunnelEffect
     reasons.push(reason('spec.rules', `${a.consequence} [${tag}]`))
@@ -773,11 +805,7 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
       ),
     )
   }
-
-  findings.push(...findingsFor(a, ctx, verdict, affected))
-
-  const scope = a.scope === 'root-selector' ? 'workload' : a.scope
-  return {item: item(ref, verdict, action, reasons, {scope, ztunnel: a.ztunnelEffect, services: a.services}), findings}
+  return reasons
 }
 
 /** What the plan does with a mesh-wide L7 DENY inside the namespace, and exactly what stays unenforced (issue 10 point 8). */
