@@ -142,94 +142,131 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
   const ref = itemRef(obj, ctx)
   const ns = ref.namespace!
   const spec: VirtualServiceSpec = isRecord(obj.spec) ? obj.spec : {}
-  const local = ns === ctx.namespace
+  const hosts = (list(spec.hosts) ?? []).map((h) => hostTarget(h, ns, ctx))
+  const dests = destinations(spec).map((d) => ({...d, target: hostTarget(String(d.destination.host ?? ''), ns, ctx)}))
+  const f: VirtualServiceFacts = {
+    ref,
+    ns,
+    spec,
+    local: ns === ctx.namespace,
+    name: formatRef(ref),
+    hosts,
+    ownHostServices: uniqSorted(hosts.flatMap((h) => h.ownServices)),
+    dests,
+    ownDestServices: uniqSorted(dests.flatMap((d) => d.target.ownServices)),
+    features: featureReasons(spec),
+    hostText: (list(spec.hosts) ?? []).join(', ') || '(none)',
+  }
+  if (!isMeshBound(spec)) return gatewayOnlyVirtualService(f)
+  if (hosts.length === 0) {
+    const reasons = [reason('spec.hosts', 'empty: the VirtualService names no host, so it routes nothing (upstream validation rejects it)')]
+    return {item: item(ref, 'inert', f.local ? 'no-effect' : 'keep', reasons, {scope: f.local ? 'mesh-routing' : 'client-side', services: []}), findings: []}
+  }
+  if (f.local && f.ownHostServices.length > 0) return ownServiceRouting(f, ctx)
+  if (!f.local && f.ownHostServices.length > 0) return foreignServiceRouting(f, ctx)
+  return clientSideRouting(f, ctx)
+}
+
+/** What the VirtualService classifiers read, computed once. */
+interface VirtualServiceFacts {
+  ref: ObjectRef
+  ns: string
+  spec: VirtualServiceSpec
+  local: boolean
+  name: string
+  hosts: HostTarget[]
+  ownHostServices: string[]
+  dests: Array<ReturnType<typeof destinations>[number] & {target: HostTarget}>
+  ownDestServices: string[]
+  features: ReturnType<typeof featureReasons>
+  hostText: string
+}
+
+/** Bound to gateways only (no mesh): applied by those gateways, unaffected. */
+function gatewayOnlyVirtualService(f: VirtualServiceFacts): Classified {
+  const {ref, spec, dests, ownDestServices} = f
   const reasons: string[] = []
   const findings: Finding[] = []
-  const name = formatRef(ref)
-  const hosts = (list(spec.hosts) ?? []).map((h) => hostTarget(h, ns, ctx))
-  const ownHostServices = uniqSorted(hosts.flatMap((h) => h.ownServices))
-  const dests = destinations(spec).map((d) => ({...d, target: hostTarget(String(d.destination.host ?? ''), ns, ctx)}))
-  const ownDestServices = uniqSorted(dests.flatMap((d) => d.target.ownServices))
-
-  if (!isMeshBound(spec)) {
-    reasons.push(reason('spec.gateways', `bound to gateway(s) ${(list(spec.gateways) ?? []).join(', ')} only (no mesh): applied by those gateways, not by sidecars or waypoints — unaffected`))
-    for (const d of dests.filter((x) => x.target.ownServices.length > 0)) {
-      reasons.push(
-        reason(
-          `${d.path}.host`,
-          `routes ingress traffic to ${d.target.ownServices.join(', ')}: the gateway reaches ambient pods over HBONE and bypasses their waypoint unless the Service or namespace is labelled istio.io/ingress-use-waypoint=true`,
-        ),
-      )
-    }
-    return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'gateway', services: ownDestServices}), findings}
-  }
-
-  if (hosts.length === 0) {
-    reasons.push(reason('spec.hosts', 'empty: the VirtualService names no host, so it routes nothing (upstream validation rejects it)'))
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: local ? 'mesh-routing' : 'client-side', services: []}), findings}
-  }
-
-  const features = featureReasons(spec)
-  const hostText = (list(spec.hosts) ?? []).join(', ') || '(none)'
-
-  // A VirtualService of this namespace for this namespace's Services: what the waypoint would apply.
-  if (local && ownHostServices.length > 0) {
-    const wns = waypointNamespace(ctx)
-    const otherHosts = hosts.filter((h) => h.ownServices.length === 0)
-    if (!exportedTo(spec.exportTo, ns, wns)) {
-      reasons.push(reason('spec.exportTo', `not exported to ${wns}, the waypoint's namespace: the waypoint ignores it, so its routing for ${ownHostServices.join(', ')} stops for ambient callers (E12)`))
-      reasons.push(...features.reasons)
-      findings.push(lostFinding('E12', ref, `${name} routes ${ownHostServices.join(', ')} but is not exported to the waypoint's namespace ${wns}; waypoints ignore it, so ambient callers lose this routing.`, `Export it to ${wns} (exportTo: [".", ...]) or rewrite it as an HTTPRoute in ${ns}.`))
-      return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
-    }
+  reasons.push(reason('spec.gateways', `bound to gateway(s) ${(list(spec.gateways) ?? []).join(', ')} only (no mesh): applied by those gateways, not by sidecars or waypoints — unaffected`))
+  for (const d of dests.filter((x) => x.target.ownServices.length > 0)) {
     reasons.push(
       reason(
-        'spec.hosts',
-        `${hostText}: routing for ${ownHostServices.join(', ')} of this namespace — sidecar callers apply it client-side today; after the migration only a waypoint applies it (VirtualService on waypoints is Alpha): ${rewriteAdvice(spec)}, and never keep both for the same host`,
+        `${d.path}.host`,
+        `routes ingress traffic to ${d.target.ownServices.join(', ')}: the gateway reaches ambient pods over HBONE and bypasses their waypoint unless the Service or namespace is labelled istio.io/ingress-use-waypoint=true`,
       ),
     )
-    for (const h of otherHosts) reasons.push(reason('spec.hosts', `${h.host}: not a Service of ${ctx.namespace}; client-side routing for it is lost for ambient callers (E11)`))
-    reasons.push(...features.reasons)
-    const routes = gammaRoutesFor(ctx, ownHostServices)
-    if (routes.length > 0) reasons.push(reason('spec.hosts', `HTTPRoute(s) ${routes.join(', ')} also route ${ownHostServices.join(', ')}: mixing VirtualService and HTTPRoute for one host is undefined (E26)`))
-    if (features.sourceLabels.length > 0) {
-      findings.push(
-        finding({
-          prefix: 'vs-source-labels',
-          ref,
-          code: 'VirtualServiceSourceLabelsDropped',
-          severity: 'warning',
-          message: `${name} matches on sourceLabels (${features.sourceLabels.join(', ')}); waypoints drop these matches, so the routes would apply to different callers than intended.`,
-          fix: 'Rewrite the routing without source labels (e.g. headers set by the caller, or a separate Service per caller group), then convert it to an HTTPRoute.',
-        }),
-      )
-      return {item: item(ref, 'L7', 'manual', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
-    }
-    return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
   }
+  return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'gateway', services: ownDestServices}), findings}
+}
 
-  // Another namespace's VirtualService naming this namespace's Services: never applied by their waypoint.
-  if (!local && ownHostServices.length > 0) {
-    const where = ns === ctx.rootNamespace ? `the root namespace ${ns} (#58747)` : `namespace ${ns}`
-    reasons.push(
-      reason(
-        'spec.hosts',
-        `${hostText}: routing for ${ownHostServices.join(', ')} of ${ctx.namespace} defined in ${where}: applied only by sidecar clients that see it; a waypoint applies VirtualServices of the Service's own namespace only, so ambient callers never get it (E12)`,
-      ),
-    )
+/** A VirtualService of this namespace for this namespace's Services: what the waypoint would apply. */
+function ownServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, spec, name, hosts, ownHostServices, features, hostText} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const wns = waypointNamespace(ctx)
+  const otherHosts = hosts.filter((h) => h.ownServices.length === 0)
+  if (!exportedTo(spec.exportTo, ns, wns)) {
+    reasons.push(reason('spec.exportTo', `not exported to ${wns}, the waypoint's namespace: the waypoint ignores it, so its routing for ${ownHostServices.join(', ')} stops for ambient callers (E12)`))
     reasons.push(...features.reasons)
+    findings.push(lostFinding('E12', ref, `${name} routes ${ownHostServices.join(', ')} but is not exported to the waypoint's namespace ${wns}; waypoints ignore it, so ambient callers lose this routing.`, `Export it to ${wns} (exportTo: [".", ...]) or rewrite it as an HTTPRoute in ${ns}.`))
+    return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
+  }
+  reasons.push(
+    reason(
+      'spec.hosts',
+      `${hostText}: routing for ${ownHostServices.join(', ')} of this namespace — sidecar callers apply it client-side today; after the migration only a waypoint applies it (VirtualService on waypoints is Alpha): ${rewriteAdvice(spec)}, and never keep both for the same host`,
+    ),
+  )
+  for (const h of otherHosts) reasons.push(reason('spec.hosts', `${h.host}: not a Service of ${ctx.namespace}; client-side routing for it is lost for ambient callers (E11)`))
+  reasons.push(...features.reasons)
+  const routes = gammaRoutesFor(ctx, ownHostServices)
+  if (routes.length > 0) reasons.push(reason('spec.hosts', `HTTPRoute(s) ${routes.join(', ')} also route ${ownHostServices.join(', ')}: mixing VirtualService and HTTPRoute for one host is undefined (E26)`))
+  if (features.sourceLabels.length > 0) {
     findings.push(
-      lostFinding(
-        'E12',
+      finding({
+        prefix: 'vs-source-labels',
         ref,
-        `${name} (in ${ns}) routes ${ownHostServices.join(', ')} of ${ctx.namespace}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose this routing.`,
-        `Move or copy it into ${ctx.namespace} (exported to the waypoint's namespace), or rewrite it as an HTTPRoute in ${ctx.namespace}.`,
-      ),
+        code: 'VirtualServiceSourceLabelsDropped',
+        severity: 'warning',
+        message: `${name} matches on sourceLabels (${features.sourceLabels.join(', ')}); waypoints drop these matches, so the routes would apply to different callers than intended.`,
+        fix: 'Rewrite the routing without source labels (e.g. headers set by the caller, or a separate Service per caller group), then convert it to an HTTPRoute.',
+      }),
     )
-    return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: ownHostServices}), findings}
+    return {item: item(ref, 'L7', 'manual', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
   }
+  return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
+}
 
-  // Client-side routing for other namespaces' or external hosts, applying to this namespace's callers.
+/** Another namespace's VirtualService naming this namespace's Services: never applied by their waypoint. */
+function foreignServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, name, ownHostServices, features, hostText} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const where = ns === ctx.rootNamespace ? `the root namespace ${ns} (#58747)` : `namespace ${ns}`
+  reasons.push(
+    reason(
+      'spec.hosts',
+      `${hostText}: routing for ${ownHostServices.join(', ')} of ${ctx.namespace} defined in ${where}: applied only by sidecar clients that see it; a waypoint applies VirtualServices of the Service's own namespace only, so ambient callers never get it (E12)`,
+    ),
+  )
+  reasons.push(...features.reasons)
+  findings.push(
+    lostFinding(
+      'E12',
+      ref,
+      `${name} (in ${ns}) routes ${ownHostServices.join(', ')} of ${ctx.namespace}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose this routing.`,
+      `Move or copy it into ${ctx.namespace} (exported to the waypoint's namespace), or rewrite it as an HTTPRoute in ${ctx.namespace}.`,
+    ),
+  )
+  return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: ownHostServices}), findings}
+}
+
+/** Client-side routing for other namespaces' or external hosts, applying to this namespace's callers. */
+function clientSideRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, spec, local, name, hosts, features, hostText} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
   // External hosts of this namespace's ServiceEntries: its own waypoint is their egress waypoint and applies a
   // VirtualService of its namespace exported to it (DOMAIN §3.4, §3.5; istio.io ambient egress-gateway).
   const egressOf = (h: HostTarget) =>
