@@ -7,7 +7,7 @@
 // `subset`. ISTIO_MUTUAL is ignored (HBONE is mTLS anyway) and DISABLE no longer disables mesh mTLS.
 // `workloadSelector` DRs apply only to matching sidecars of their own namespace: never to waypoints.
 import type {ClassifyContext} from '../context.js'
-import type {Finding, KubeObject} from '../model.js'
+import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {DestinationRuleSpec, TrafficPolicy, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef, refOf} from '../refs.js'
 import {
@@ -239,10 +239,8 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
   const ns = ref.namespace!
   const spec: DestinationRuleSpec = isRecord(obj.spec) ? obj.spec : {}
   const local = ns === ctx.namespace
-  const root = ns === ctx.rootNamespace
   const reasons: string[] = []
   const findings: Finding[] = []
-  const name = formatRef(ref)
   const host = String(spec.host ?? '')
   const target = hostTarget(host, ns, ctx)
   const inertAction = local ? 'no-effect' : 'keep'
@@ -252,6 +250,26 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: target.ownServices}), findings}
   }
 
+  const f: DestinationRuleFacts = {ref, ns, spec, local, root: ns === ctx.rootNamespace, name: formatRef(ref), host, target, inertAction, ...policyFacts(obj, spec, ctx)}
+  if (target.ownServices.length > 0) return ownServicesRule(obj, f, ctx)
+  return externalHostRule(obj, f, ctx)
+}
+
+/** What the DestinationRule classifiers read, computed once. */
+interface DestinationRuleFacts extends ReturnType<typeof policyFacts> {
+  ref: ObjectRef
+  ns: string
+  spec: DestinationRuleSpec
+  local: boolean
+  root: boolean
+  name: string
+  host: string
+  target: HostTarget
+  inertAction: 'no-effect' | 'keep'
+}
+
+/** The traffic-policy fields (top level and per subset) and who uses the subsets. */
+function policyFacts(obj: KubeObject, spec: DestinationRuleSpec, ctx: ClassifyContext) {
   const top = trafficPolicyFields(spec.trafficPolicy, 'spec.trafficPolicy')
   const applied = [...top.applied]
   const inertFields = [...top.inert]
@@ -271,46 +289,55 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
         : `subset ${s}: used by ${u.map((x) => x.by).join(', ')}${u.some((x) => x.converted) ? '; HTTPRoute cannot reference subsets: create one Service per version' : ''}`,
     )
   })
+  return {applied, inertFields, uses, subsetReasons}
+}
 
-  // DestinationRule for Services of the migrated namespace: what its waypoint resolves (E13).
-  if (target.ownServices.length > 0) {
-    const {used, shadowed} = resolvedFor(obj, target, ctx)
-    reasons.push(reason('spec.host', `${host}: Services ${target.ownServices.join(', ')} of ${ctx.namespace}; ztunnel ignores DestinationRules, a waypoint applies the one it resolves (waypoint ns → service ns → root ns)`))
-    for (const s of shadowed) reasons.push(reason('spec.host', `not used for ${s.service}: the waypoint resolves ${s.by} first (DRs are not merged across namespaces, E13)`))
-    if (!local && !root) reasons.push(reason('metadata.namespace', `in ${ns}, a third namespace: applied only by the sidecar clients there; a waypoint never uses it`))
-    reasons.push(...applied, ...inertFields, ...subsetReasons)
-    const services = used.length > 0 ? used : target.ownServices
+/** DestinationRule for Services of the migrated namespace: what its waypoint resolves (E13). */
+function ownServicesRule(obj: KubeObject, f: DestinationRuleFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, local, root, name, host, target, inertAction, applied, inertFields, uses, subsetReasons} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const {used, shadowed} = resolvedFor(obj, target, ctx)
+  reasons.push(reason('spec.host', `${host}: Services ${target.ownServices.join(', ')} of ${ctx.namespace}; ztunnel ignores DestinationRules, a waypoint applies the one it resolves (waypoint ns → service ns → root ns)`))
+  for (const s of shadowed) reasons.push(reason('spec.host', `not used for ${s.service}: the waypoint resolves ${s.by} first (DRs are not merged across namespaces, E13)`))
+  if (!local && !root) reasons.push(reason('metadata.namespace', `in ${ns}, a third namespace: applied only by the sidecar clients there; a waypoint never uses it`))
+  reasons.push(...applied, ...inertFields, ...subsetReasons)
+  const services = used.length > 0 ? used : target.ownServices
 
-    // E13: a root DR shadowed by a DR of the Service's own namespace (the waypoint's too) was shadowed for the
-    // namespace's sidecar clients as well (client ns → Service ns → root): the migration loses nothing.
-    const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
-    if (root && used.length === 0 && wns === ctx.namespace && shadowed.length > 0 && shadowed.every((s) => s.byNamespace === ctx.namespace)) {
-      reasons.push(reason('spec.host', `sidecar clients of ${ctx.namespace} resolve ${uniqSorted(shadowed.map((s) => s.by)).join(', ')} first too (client namespace → Service namespace → root): this rule does not apply to them today, so nothing is lost`))
-      return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
-    }
-    if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
-      findings.push(
-        finding({
-          prefix: 'E13',
-          ref,
-          code: 'DestinationRuleNotUsedByWaypoint',
-          severity: 'error',
-          message: `${name} sets traffic policy for ${target.ownServices.join(', ')}, but the waypoint of ${ctx.namespace} will not use it (${shadowed.map((s) => `${s.service}: ${s.by}`).join('; ')}); ambient callers lose it.`,
-          fix: `Move (or copy) the policy into a DestinationRule in ${ctx.namespace}.`,
-        }),
-      )
-      return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services}), findings}
-    }
-    if (uses.some((u) => u.converted)) return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services}), findings}
-    if (used.length > 0 && applied.length > 0) {
-      reasons.push(reason('spec.trafficPolicy', `only a waypoint applies this traffic policy for ${used.join(', ')}: it needs one in front of the Services`))
-      return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
-    }
-    if (uses.length > 0) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+  // E13: a root DR shadowed by a DR of the Service's own namespace (the waypoint's too) was shadowed for the
+  // namespace's sidecar clients as well (client ns → Service ns → root): the migration loses nothing.
+  const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
+  if (root && used.length === 0 && wns === ctx.namespace && shadowed.length > 0 && shadowed.every((s) => s.byNamespace === ctx.namespace)) {
+    reasons.push(reason('spec.host', `sidecar clients of ${ctx.namespace} resolve ${uniqSorted(shadowed.map((s) => s.by)).join(', ')} first too (client namespace → Service namespace → root): this rule does not apply to them today, so nothing is lost`))
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
   }
+  if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
+    findings.push(
+      finding({
+        prefix: 'E13',
+        ref,
+        code: 'DestinationRuleNotUsedByWaypoint',
+        severity: 'error',
+        message: `${name} sets traffic policy for ${target.ownServices.join(', ')}, but the waypoint of ${ctx.namespace} will not use it (${shadowed.map((s) => `${s.service}: ${s.by}`).join('; ')}); ambient callers lose it.`,
+        fix: `Move (or copy) the policy into a DestinationRule in ${ctx.namespace}.`,
+      }),
+    )
+    return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services}), findings}
+  }
+  if (uses.some((u) => u.converted)) return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services}), findings}
+  if (used.length > 0 && applied.length > 0) {
+    reasons.push(reason('spec.trafficPolicy', `only a waypoint applies this traffic policy for ${used.join(', ')}: it needs one in front of the Services`))
+    return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+  }
+  if (uses.length > 0) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+  return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
+}
 
-  // An external host declared by a ServiceEntry of this namespace: the namespace's waypoint is its egress waypoint.
+/** An external host declared by a ServiceEntry of this namespace: the namespace's waypoint is its egress waypoint. Otherwise: Client-side DestinationRule for other namespaces' or external hosts, seen by this namespace's callers (E11). */
+function externalHostRule(obj: KubeObject, f: DestinationRuleFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, spec, local, name, host, target, inertAction, applied, inertFields, uses, subsetReasons} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
   const egress = namespaceEgress(obj, target, ctx)
   if (egress?.served && (local || ctx.waypointPlanned)) {
     reasons.push(reason('spec.host', `${host}: ${egress.why}; it applies this DestinationRule for the host to every ambient caller (callers that still have sidecars keep applying it themselves)`))
@@ -325,7 +352,6 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: []}), findings}
   }
 
-  // Client-side DestinationRule for other namespaces' or external hosts, seen by this namespace's callers (E11).
   const wp = destinationWaypointApplies(target, ns, spec.exportTo, ctx)
   reasons.push(
     reason(
