@@ -5,7 +5,7 @@
 // DISABLE cannot turn mTLS off between ambient pods (HBONE) and the docs treat it as a hard blocker.
 // portLevelMtls is honoured only for workload-selector policies outside the root namespace.
 import type {ClassifyContext} from '../context.js'
-import type {Finding, KubeObject, WorkloadItem} from '../model.js'
+import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
 import {
@@ -146,27 +146,7 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
   const portLevel = isRecord(spec.portLevelMtls) ? Object.entries(spec.portLevelMtls) : []
   const scope = level === 'mesh' ? 'mesh' : level === 'namespace' ? 'namespace' : 'workload'
 
-  if (level === 'root-selector') {
-    const cov = selectorCoverage(ctx, selectorOf(obj))
-    reasons.push(
-      reason('spec.selector', `selector policy in the root namespace (matches ${workloadNames(cov.workloads)}): ztunnel resolves workload-level PeerAuthentication only from selector policies outside the root namespace, so it is not used`),
-    )
-    if (portLevel.length > 0) {
-      reasons.push(reason('spec.portLevelMtls', 'ignored by ztunnel: portLevelMtls is honoured only for workload-selector policies outside the root namespace (E18)'))
-      findings.push(
-        finding({
-          prefix: 'E18',
-          ref,
-          topic: 'root-port-level',
-          code: 'RootPortLevelMtlsIgnored',
-          severity: 'warning',
-          message: `${name} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for ${ctx.namespace}'s pods (${workloadNames(cov.workloads)}), so those ports get the namespace/mesh mode.`,
-          fix: `Create a workload-selector PeerAuthentication with the same portLevelMtls in ${ctx.namespace}.`,
-        }),
-      )
-    }
-    return {item: item(ref, 'inert', 'keep', reasons, {scope, services: cov.services}), findings}
-  }
+  if (level === 'root-selector') return rootSelectorPolicy(obj, ctx, ref, portLevel)
 
   const cov = selectorCoverage(ctx, selectorOf(obj))
   const services = level === 'workload' ? cov.services : allServices(ctx)
@@ -180,38 +160,10 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
   const effective = decided.workloads.length > 0 || decided.namespaceWide
   const decidedText = decided.namespaceWide ? `namespace ${ctx.namespace}` : workloadNames(decided.workloads)
 
-  // Port-level settings.
-  let portDisable: string[] = []
-  if (portLevel.length > 0) {
-    if (level !== 'workload') {
-      reasons.push(reason('spec.portLevelMtls', 'ignored: portLevelMtls needs a workload selector (outside the root namespace)'))
-    } else {
-      const used = inForce(obj, ctx).length > 0
-      for (const [port, setting] of portLevel) {
-        const pm = String(setting?.mode ?? 'UNSET').toUpperCase()
-        const path = `spec.portLevelMtls[${port}].mode`
-        if (pm === 'DISABLE') {
-          portDisable.push(port)
-          reasons.push(reason(path, 'DISABLE: ztunnel treats it as "not STRICT" (plaintext accepted on this port) but cannot turn mTLS off between ambient pods (HBONE); the docs list DISABLE as a migration blocker'))
-        } else {
-          reasons.push(reason(path, `${pm}: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)`))
-        }
-      }
-      if (!used) portDisable = []
-    }
-  }
-
-  if (mode !== 'UNSET' && !effective) {
-    reasons.push(reason('spec.mtls.mode', `${mode}, but overridden for every workload of ${ctx.namespace} by a more specific (or older) PeerAuthentication: not in force here`))
-  } else {
-    const why: Record<MtlsMode, string> = {
-      STRICT: `STRICT (${scopeText}): ztunnel rejects plaintext from outside the mesh; sidecars and ingress gateways reach ambient pods over HBONE and pass; kubelet probes are exempt`,
-      PERMISSIVE: `PERMISSIVE (${scopeText}): ztunnel accepts HBONE and plaintext (plaintext has no identity, so identity-based ALLOWs still reject it)`,
-      UNSET: `UNSET (${scopeText}): inherits the parent mode; ztunnel resolves it the same way`,
-      DISABLE: `DISABLE (${scopeText}, in force for ${decidedText}): ambient pods always talk HBONE/mTLS, so DISABLE cannot turn mTLS off; ztunnel only treats it as "not STRICT" and the docs list it as a hard migration blocker`,
-    }
-    reasons.push(reason(spec.mtls?.mode ? 'spec.mtls.mode' : 'spec.mtls', why[mode]))
-  }
+  const port = portLevelReasons(obj, ctx, level, portLevel)
+  reasons.push(...port.reasons)
+  const portDisable = port.disable
+  reasons.push(modeReason(spec, mode, effective, scopeText, decidedText, ctx))
 
   const blocked = (mode === 'DISABLE' && effective) || portDisable.length > 0
   if (blocked) {
@@ -236,6 +188,74 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
 
   const verdict = mode === 'DISABLE' ? 'inert' : 'L4'
   return {item: item(ref, verdict, 'keep', reasons, {scope, services: level === 'workload' ? servicesCovering(ctx, cov.workloads) : services}), findings}
+}
+
+/** The entries of spec.portLevelMtls: [port, setting]. */
+type PortLevelEntries = Array<[string, {mode?: MtlsMode} | undefined]>
+
+/** A selector policy in the root namespace: ztunnel does not use it (nor its portLevelMtls, E18). */
+function rootSelectorPolicy(obj: KubeObject, ctx: ClassifyContext, ref: ObjectRef, portLevel: PortLevelEntries): Classified {
+  const name = formatRef(ref)
+  const scope = 'workload'
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const cov = selectorCoverage(ctx, selectorOf(obj))
+  reasons.push(
+    reason('spec.selector', `selector policy in the root namespace (matches ${workloadNames(cov.workloads)}): ztunnel resolves workload-level PeerAuthentication only from selector policies outside the root namespace, so it is not used`),
+  )
+  if (portLevel.length > 0) {
+    reasons.push(reason('spec.portLevelMtls', 'ignored by ztunnel: portLevelMtls is honoured only for workload-selector policies outside the root namespace (E18)'))
+    findings.push(
+      finding({
+        prefix: 'E18',
+        ref,
+        topic: 'root-port-level',
+        code: 'RootPortLevelMtlsIgnored',
+        severity: 'warning',
+        message: `${name} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for ${ctx.namespace}'s pods (${workloadNames(cov.workloads)}), so those ports get the namespace/mesh mode.`,
+        fix: `Create a workload-selector PeerAuthentication with the same portLevelMtls in ${ctx.namespace}.`,
+      }),
+    )
+  }
+  return {item: item(ref, 'inert', 'keep', reasons, {scope, services: cov.services}), findings}
+}
+
+/** portLevelMtls: what ztunnel honours, and the ports it disables mTLS on (only when the policy is in force). */
+function portLevelReasons(obj: KubeObject, ctx: ClassifyContext, level: ReturnType<typeof levelOf>, portLevel: PortLevelEntries): {reasons: string[]; disable: string[]} {
+  const reasons: string[] = []
+  let portDisable: string[] = []
+  if (portLevel.length === 0) return {reasons, disable: portDisable}
+  if (level !== 'workload') {
+    reasons.push(reason('spec.portLevelMtls', 'ignored: portLevelMtls needs a workload selector (outside the root namespace)'))
+  } else {
+    const used = inForce(obj, ctx).length > 0
+    for (const [port, setting] of portLevel) {
+      const pm = String(setting?.mode ?? 'UNSET').toUpperCase()
+      const path = `spec.portLevelMtls[${port}].mode`
+      if (pm === 'DISABLE') {
+        portDisable.push(port)
+        reasons.push(reason(path, 'DISABLE: ztunnel treats it as "not STRICT" (plaintext accepted on this port) but cannot turn mTLS off between ambient pods (HBONE); the docs list DISABLE as a migration blocker'))
+      } else {
+        reasons.push(reason(path, `${pm}: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)`))
+      }
+    }
+    if (!used) portDisable = []
+  }
+  return {reasons, disable: portDisable}
+}
+
+/** The reason for the policy-wide mode, as ztunnel enforces it. */
+function modeReason(spec: PeerAuthenticationSpec, mode: MtlsMode, effective: boolean, scopeText: string, decidedText: string, ctx: ClassifyContext): string {
+  if (mode !== 'UNSET' && !effective) {
+    return reason('spec.mtls.mode', `${mode}, but overridden for every workload of ${ctx.namespace} by a more specific (or older) PeerAuthentication: not in force here`)
+  }
+  const why: Record<MtlsMode, string> = {
+    STRICT: `STRICT (${scopeText}): ztunnel rejects plaintext from outside the mesh; sidecars and ingress gateways reach ambient pods over HBONE and pass; kubelet probes are exempt`,
+    PERMISSIVE: `PERMISSIVE (${scopeText}): ztunnel accepts HBONE and plaintext (plaintext has no identity, so identity-based ALLOWs still reject it)`,
+    UNSET: `UNSET (${scopeText}): inherits the parent mode; ztunnel resolves it the same way`,
+    DISABLE: `DISABLE (${scopeText}, in force for ${decidedText}): ambient pods always talk HBONE/mTLS, so DISABLE cannot turn mTLS off; ztunnel only treats it as "not STRICT" and the docs list it as a hard migration blocker`,
+  }
+  return reason(spec.mtls?.mode ? 'spec.mtls.mode' : 'spec.mtls', why[mode])
 }
 
 /** E18: who a STRICT policy shuts out once ztunnel enforces it, minus the port exceptions ztunnel honours (issue 10 point 5). */
