@@ -1,7 +1,9 @@
 // Fleet planning (issue 11 §4): the plans of many namespaces from one read of the cluster, and the
 // fleet overview (plans/fleet.yaml) ordering them into migration waves from the cross-namespace
 // dependencies the inventory sees. Pure: snapshots in, plans and the overview out.
-import {hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {hostServiceNamespace, resolveHost} from './classify/hosts.js'
+import {isRecord} from './json.js'
+import {list} from './classify/results.js'
 import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from './fleet-waves.js'
 import type {AuthorizationPolicySpec} from './istio-types.js'
 import {buildInventory, type InventoryOptions} from './inventory.js'

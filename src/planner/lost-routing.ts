@@ -3,7 +3,9 @@
 // They are grouped by destination namespace — one finding each, listing the hosts — because what saves
 // them is the destination namespace's waypoint: migrate that namespace first (fleet waves), move the
 // routing there, or accept the loss. Pure.
-import {hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {hostServiceNamespace, resolveHost} from './classify/hosts.js'
+import {isRecord} from './json.js'
+import {list} from './classify/results.js'
 import type {Finding, KubeObject} from './model.js'
 import {formatRef, objectKey, refKey} from './refs.js'
 import {NETWORKING} from './vocab.js'

@@ -20,7 +20,8 @@
 //   so nothing changes; any explicit `retries` cannot be written in the standard channel → kept.
 // - Rule order: see precedence.ts; a VirtualService whose order Gateway API precedence would
 //   change for some request is kept.
-import {finding, isRecord, list, reason} from './classify/common.js'
+import {finding, list, reason} from './classify/results.js'
+import {isRecord} from './json.js'
 import type {Finding, KubeObject, ObjectRef} from './model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from './plan-types.js'
 import {compareRefs, formatRef, refOf} from './refs.js'

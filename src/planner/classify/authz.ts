@@ -24,27 +24,11 @@ import type {
   PolicyTargetReference,
 } from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  analyzeTargetRefs,
-  allServices,
-  finding,
-  hasLabels,
-  isProxyWorkload,
-  isRecord,
-  istioMinor,
-  item,
-  itemRef,
-  list,
-  matchingWorkloads,
-  namespaceOf,
-  parseBool,
-  reason,
-  servicesCovering,
-  targetRefsOf,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, istioMinor, item, list, parseBool, reason, uniqSorted} from './results.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {allServices, hasLabels, isProxyWorkload, matchingWorkloads, servicesCovering} from './selection.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {SECURITY} from '../vocab.js'
 
 export const DRY_RUN_ANNOTATION = 'istio.io/dry-run'

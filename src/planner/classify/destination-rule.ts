@@ -10,28 +10,12 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {DestinationRuleSpec, TrafficPolicy, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef, refOf} from '../refs.js'
-import {
-  type Classified,
-  compareAge,
-  destinationWaypoint,
-  type HostTarget,
-  type KindClassifier,
-  exportedTo,
-  finding,
-  hasLabels,
-  hostCovers,
-  hostTarget,
-  isRecord,
-  item,
-  itemRef,
-  memo,
-  objectsOfKind,
-  list,
-  namespaceOf,
-  reason,
-  serviceFqdn,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, list, reason, uniqSorted} from './results.js'
+import {compareAge, itemRef, memo, objectsOfKind, namespaceOf} from './objects.js'
+import {destinationWaypoint} from './waypoints.js'
+import {type HostTarget, exportedTo, hostCovers, hostTarget, serviceFqdn} from './hosts.js'
+import {hasLabels} from './selection.js'
+import {isRecord} from '../json.js'
 import {namespaceEgressEntry} from './service-entry.js'
 import {destinations, isMeshBound} from './virtual-service.js'
 import {NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'

@@ -5,23 +5,11 @@ import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {EnvoyFilterSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  analyzeTargetRefs,
-  finding,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  targetRefsOf,
-  uniqSorted,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, reason, uniqSorted, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {NETWORKING} from '../vocab.js'
 
 function contexts(spec: EnvoyFilterSpec): string[] {

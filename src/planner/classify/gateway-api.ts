@@ -10,26 +10,12 @@ import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, KubeObject, ObjectRef, Verdict} from '../model.js'
 import type {GatewayListener, IstioGatewaySpec, KubeGatewaySpec, ParentReference, RouteSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  findObject,
-  finding,
-  hostTarget,
-  isRecord,
-  isWaypointClassGateway,
-  item,
-  itemRef,
-  objectsOfKind,
-  matchesLabelSelector,
-  namespaceLabels,
-  namespaceOf,
-  reason,
-  serviceWaypoint,
-  servicesBoundTo,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, reason, uniqSorted} from './results.js'
+import {allServices, matchesLabelSelector} from './selection.js'
+import {findObject, itemRef, objectsOfKind, namespaceLabels, namespaceOf} from './objects.js'
+import {hostTarget} from './hosts.js'
+import {isRecord} from '../json.js'
+import {isWaypointClassGateway, serviceWaypoint, servicesBoundTo} from './waypoints.js'
 import {isMeshBound} from './virtual-service.js'
 import {DATAPLANE_MODE_LABEL, GATEWAY_API_GROUP, INGRESS_USE_WAYPOINT_LABEL, NETWORKING, REVISION_LABEL, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from '../vocab.js'
 

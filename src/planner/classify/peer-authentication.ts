@@ -8,26 +8,10 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  compareAge,
-  finding,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  kindKey,
-  labelsSubset,
-  memo,
-  namespaceOf,
-  objectsOfKind,
-  reason,
-  selectorCoverage,
-  servicesCovering,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, labelsSubset, selectorCoverage, servicesCovering} from './selection.js'
+import {compareAge, itemRef, kindKey, memo, namespaceOf, objectsOfKind} from './objects.js'
+import {isRecord} from '../json.js'
 import {SECURITY, podTemplateOrPod} from '../vocab.js'
 
 type Level = 'mesh' | 'namespace' | 'workload' | 'root-selector'

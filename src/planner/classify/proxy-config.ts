@@ -4,21 +4,11 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {ProxyConfigSpec} from '../istio-types.js'
-import {
-  type Classified,
-  type KindClassifier,
-  findObject,
-  hasLabels,
-  isProxyWorkload,
-  isRecord,
-  isWaypointClassGateway,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {findObject, itemRef, namespaceOf} from './objects.js'
+import {hasLabels, isProxyWorkload, selectorCoverage} from './selection.js'
+import {isRecord} from '../json.js'
+import {isWaypointClassGateway} from './waypoints.js'
 import {GATEWAY_API_GROUP, GATEWAY_NAME_LABEL} from '../vocab.js'
 
 export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Classified {

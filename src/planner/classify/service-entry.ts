@@ -7,24 +7,11 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject} from '../model.js'
 import type {ServiceEntrySpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  exportedTo,
-  finding,
-  hasLabels,
-  isRecord,
-  istioMinor,
-  item,
-  itemRef,
-  objectsOfKind,
-  labelsSubset,
-  list,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, istioMinor, item, list, reason, workloadNames} from './results.js'
+import {exportedTo} from './hosts.js'
+import {hasLabels, labelsSubset, selectorCoverage} from './selection.js'
+import {isRecord} from '../json.js'
+import {itemRef, objectsOfKind, namespaceOf} from './objects.js'
 import {NETWORKING, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
 /** ServiceEntry label that opts out of istiod's IP auto-allocation (`"false"`). */

@@ -5,21 +5,10 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject} from '../model.js'
 import type {SidecarSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  finding,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  list,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, list, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {NETWORKING} from '../vocab.js'
 
 export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classified {

@@ -8,23 +8,11 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {Destination, HttpRoute, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type HostTarget,
-  type KindClassifier,
-  destinationWaypoint,
-  exportedTo,
-  finding,
-  hostTarget,
-  isRecord,
-  item,
-  itemRef,
-  objectsOfKind,
-  list,
-  namespaceOf,
-  reason,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, list, reason, uniqSorted} from './results.js'
+import {type HostTarget, exportedTo, hostTarget} from './hosts.js'
+import {destinationWaypoint} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, objectsOfKind, namespaceOf} from './objects.js'
 import {namespaceEgressEntry} from './service-entry.js'
 import {GATEWAY_API_GROUP, NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 

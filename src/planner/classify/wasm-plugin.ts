@@ -3,21 +3,11 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {WasmPluginSpec} from '../istio-types.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  analyzeTargetRefs,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  targetRefsOf,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {EXTENSIONS} from '../vocab.js'
 
 export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Classified {

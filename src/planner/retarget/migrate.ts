@@ -12,7 +12,8 @@
 // destination can enforce for bypassing callers.
 import {cleanObject, toCanonicalYaml} from '../canonical.js'
 import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis, carriedRootDeny} from '../classify/authz.js'
-import {isProxyWorkload, matchingWorkloads, memo} from '../classify/common.js'
+import {isProxyWorkload, matchingWorkloads} from '../classify/selection.js'
+import {memo} from '../classify/objects.js'
 import {groupBy} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'

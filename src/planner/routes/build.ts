@@ -1,5 +1,5 @@
 // HTTPRoute rules for one parent Service, from the analysed `http[]` entries of a VirtualService.
-import {reason} from '../classify/common.js'
+import {reason} from '../classify/results.js'
 import {stableJson} from '../canonical.js'
 import {
   LIMITS,

@@ -1,10 +1,11 @@
 // Hosts, Services and DestinationRule subsets for the VirtualService → HTTPRoute conversion
 // (DOMAIN §3.4, §3.5, §3.6).
-import {CLUSTER_DOMAIN, compareAge, hostCovers, isRecord} from '../classify/common.js'
+import {CLUSTER_DOMAIN, hostCovers} from '../classify/hosts.js'
+import {compareAge} from '../classify/objects.js'
 import type {DestinationRuleSpec, Subset} from '../istio-types.js'
 import type {KubeObject} from '../model.js'
 import {istioProtocol} from '../services.js'
-import {stringMap} from '../json.js'
+import {stringMap, isRecord} from '../json.js'
 
 export interface ServicePortInfo {
   port: number

@@ -2,7 +2,8 @@
 // every field that has no (exact) Gateway API v1.6.1 standard-channel equivalent
 // (istio/api networking/v1 HTTPRoute; Gateway API config/crd/standard HTTPRoute).
 import type {FindingCode} from '../findings/catalogue.js'
-import {isRecord, reason} from '../classify/common.js'
+import {isRecord} from '../json.js'
+import {reason} from '../classify/results.js'
 import type {KubeObject} from '../model.js'
 import {
   HTTP_METHODS,

@@ -1,7 +1,7 @@
 // Per-version Services standing in for DestinationRule subsets: an HTTPRoute cannot name a subset,
 // so `reviews` subset `v1` becomes Service `reviews-v1` selecting the pods of `reviews` that carry
 // the subset's labels (DOMAIN §3.5, the migrate-policies docs example).
-import {isRecord} from '../classify/common.js'
+import {isRecord} from '../json.js'
 import type {KubeObject} from '../model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../plan-types.js'
 import type {ServiceInfo} from './hosts.js'
