@@ -281,7 +281,37 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
   const path = `spec.rules[${index}]`
   const minor = istioMinor(ctx)
 
-  const from: AuthzMatchAnalysis[] = (Array.isArray(rule?.from) ? rule.from : []).map((entry, j) => {
+  const from = fromMatches(rule, path, minor)
+  const to = toMatches(rule, path)
+  const when = whenMatches(rule, path)
+
+  const fields = [...from, ...to, ...when].flatMap((m) => m.fields)
+  const hasL7 = fields.some((f) => f.layer === 'L7')
+  const matchesEverything = from.length === 0 && to.length === 0 && when.length === 0
+  const analysis: AuthzRuleAnalysis = {index, path, from, to, when, fields, hasL7, matchesEverything, outcome: 'as-written'}
+
+  if (action !== 'ALLOW' && action !== 'DENY') {
+    analysis.outcome = 'not-sent'
+    return analysis
+  }
+  if (action === 'ALLOW' && hasL7) {
+    analysis.outcome = 'dropped'
+    return analysis
+  }
+
+  const {never, rel} = ruleRelation(from, to, when)
+  if (never) {
+    analysis.outcome = 'never-matches'
+    return analysis
+  }
+  analysis.outcome = rel === 'same' ? 'as-written' : rel === 'broader' ? 'broadened' : rel === 'narrower' ? 'narrowed' : 'mixed'
+  analysis.ztunnelRule = ztunnelRule(rule, analysis)
+  return analysis
+}
+
+/** The rule's `from` sources, field by field (serviceAccounts are dropped before Istio 1.25). */
+function fromMatches(rule: AuthorizationRule, path: string, minor: number | undefined): AuthzMatchAnalysis[] {
+  return (Array.isArray(rule?.from) ? rule.from : []).map((entry, j) => {
     const src: Record<string, unknown> = isRecord(entry?.source) ? entry.source : {}
     const fields: AuthzField[] = []
     for (const [name, def] of Object.entries(SOURCE_FIELDS) as [keyof AuthorizationSource, FieldRule][]) {
@@ -298,8 +328,11 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     }
     return {path: `${path}.from[${j}]`, clause: 'from' as const, fields, outcome: matchOutcome(fields)}
   })
+}
 
-  const to: AuthzMatchAnalysis[] = (Array.isArray(rule?.to) ? rule.to : []).map((entry, j) => {
+/** The rule's `to` operations, field by field. */
+function toMatches(rule: AuthorizationRule, path: string): AuthzMatchAnalysis[] {
+  return (Array.isArray(rule?.to) ? rule.to : []).map((entry, j) => {
     const op: Record<string, unknown> = isRecord(entry?.operation) ? entry.operation : {}
     const fields: AuthzField[] = []
     for (const [name, def] of Object.entries(OPERATION_FIELDS) as [keyof AuthorizationOperation, FieldRule][]) {
@@ -309,8 +342,11 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     }
     return {path: `${path}.to[${j}]`, clause: 'to' as const, fields, outcome: matchOutcome(fields)}
   })
+}
 
-  const when: AuthzMatchAnalysis[] = (Array.isArray(rule?.when) ? rule.when : []).map((cond: AuthorizationCondition, j) => {
+/** The rule's `when` conditions: L4 keys ztunnel evaluates, everything else L7. */
+function whenMatches(rule: AuthorizationRule, path: string): AuthzMatchAnalysis[] {
+  return (Array.isArray(rule?.when) ? rule.when : []).map((cond: AuthorizationCondition, j) => {
     const key = String(cond?.key ?? '')
     const l4 = (L4_WHEN as Record<string, FieldRule>)[key]
     const def: FieldRule = l4 ?? {layer: 'L7', why: l7WhenWhy(key)}
@@ -322,21 +358,10 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     // A condition with neither values nor notValues is an empty Match even for an L4 key.
     return {path: `${path}.when[${j}]`, clause: 'when' as const, fields, outcome: matchOutcome(fields)}
   })
+}
 
-  const fields = [...from, ...to, ...when].flatMap((m) => m.fields)
-  const hasL7 = fields.some((f) => f.layer === 'L7')
-  const matchesEverything = from.length === 0 && to.length === 0 && when.length === 0
-  const analysis: AuthzRuleAnalysis = {index, path, from, to, when, fields, hasL7, matchesEverything, outcome: 'as-written'}
-
-  if (action !== 'ALLOW' && action !== 'DENY') {
-    analysis.outcome = 'not-sent'
-    return analysis
-  }
-  if (action === 'ALLOW' && hasL7) {
-    analysis.outcome = 'dropped'
-    return analysis
-  }
-
+/** How the L4 part relates to the rule as written, and whether an emptied clause makes it never match. */
+function ruleRelation(from: AuthzMatchAnalysis[], to: AuthzMatchAnalysis[], when: AuthzMatchAnalysis[]): {never: boolean; rel: Relation} {
   let never = false
   let rel: Relation = 'same'
   for (const clause of [from, to]) {
@@ -353,13 +378,7 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     if (m.outcome === 'empty') never = true
     else rel = combine(rel, m.outcome as Relation)
   }
-  if (never) {
-    analysis.outcome = 'never-matches'
-    return analysis
-  }
-  analysis.outcome = rel === 'same' ? 'as-written' : rel === 'broader' ? 'broadened' : rel === 'narrower' ? 'narrowed' : 'mixed'
-  analysis.ztunnelRule = ztunnelRule(rule, analysis)
-  return analysis
+  return {never, rel}
 }
 
 /** The converted rule in API shape: only L4 fields with the values ztunnel keeps, empty Matches removed. */
