@@ -506,6 +506,16 @@ function consequenceOf(a: AuthorizationPolicyAnalysis): string {
   }
 }
 
+/** The workloads a policy selects and the Services in front of them (targetRefs: the Services it attaches to). */
+function policyReach(obj: KubeObject, ctx: ClassifyContext, scope: AuthzScope, selector: Labels | undefined): {workloads: string[]; services: string[]} {
+  if (scope === 'targetRefs') return {workloads: [], services: analyzeTargetRefs(obj, ctx).services}
+  if (scope === 'workload' || scope === 'root-selector') {
+    const ws = matchingWorkloads(ctx, selector)
+    return {workloads: uniqSorted(ws.map((w) => w.ref.name)), services: servicesCovering(ctx, ws)}
+  }
+  return {workloads: uniqSorted(ctx.workloads.map((w) => w.ref.name)), services: allServices(ctx)}
+}
+
 /**
  * Everything later modules need to re-target an AuthorizationPolicy and simulate its enforcement:
  * attachment, dry-run handling, per-rule and per-field L4/L7 split, the converted policy ztunnel sees and
@@ -544,18 +554,7 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
   const identityFields = keptRules.flatMap((r) => r.fields).filter((f) => f.layer === 'L4' && (f.identity || f.peerIp))
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels! : undefined
-  let workloads: string[] = []
-  let services: string[] = []
-  if (scope === 'targetRefs') {
-    services = analyzeTargetRefs(obj, ctx).services
-  } else if (scope === 'workload' || scope === 'root-selector') {
-    const ws = matchingWorkloads(ctx, selector)
-    workloads = uniqSorted(ws.map((w) => w.ref.name))
-    services = servicesCovering(ctx, ws)
-  } else {
-    workloads = uniqSorted(ctx.workloads.map((w) => w.ref.name))
-    services = allServices(ctx)
-  }
+  const {workloads, services} = policyReach(obj, ctx, scope, selector)
 
   const analysis: AuthorizationPolicyAnalysis = {
     ref,
