@@ -607,35 +607,8 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
     draft.matches = drafts.filter((d): d is MatchDraft => d !== undefined)
   }
 
-  // Destinations.
-  const route = Array.isArray(raw.route) ? raw.route : []
-  if (raw.route !== undefined && !Array.isArray(raw.route)) ctx.reasons.push(reason(`${path}.route`, 'not a list'))
-  const weights = route.map((d) => (isRecord(d) && Number.isInteger(d.weight) ? (d.weight as number) : 0))
-  route.forEach((d, k) => {
-    const p = `${path}.route[${k}]`
-    if (!isRecord(d)) {
-      ctx.reasons.push(reason(p, 'not a destination'))
-      return
-    }
-    for (const key of Object.keys(d)) if (!['destination', 'weight', 'headers'].includes(key)) ctx.reasons.push(reason(`${p}.${key}`, 'unknown field'))
-    if (d.weight !== undefined && (!Number.isInteger(d.weight) || (d.weight as number) < 0 || (d.weight as number) > 1_000_000)) {
-      ctx.reasons.push(reason(`${p}.weight`, 'weight must be a whole number from 0 to 1000000 in Gateway API'))
-    }
-    const t = target(d.destination, `${p}.destination`, ctx)
-    const headers = headersOf(d.headers, `${p}.headers`, ctx)
-    if (!t) return
-    // Istio sends all traffic to a lone destination whatever its weight; Gateway API sends none to
-    // weight 0, so the weight is always written, and never 0 for a single backend.
-    const weight = route.length === 1 ? (weights[0]! > 0 ? weights[0]! : 1) : weights[k]!
-    const dest: DestinationDraft = {...t, weight}
-    if (headers.request) dest.requestHeaders = headers.request
-    if (headers.response) dest.responseHeaders = headers.response
-    draft.destinations.push(dest)
-  })
-  if (route.length > 1 && weights.every((w) => w === 0)) {
-    ctx.reasons.push(reason(`${path}.route`, `${route.length} destinations without weights: invalid in Istio ("total destination weight = 0"), nothing to convert`))
-  }
-  if (route.length > LIMITS.backendRefs) ctx.reasons.push(reason(`${path}.route`, `${route.length} destinations: an HTTPRoute rule holds at most ${LIMITS.backendRefs} backendRefs`))
+  const {route, destinations} = convertDestinations(raw, path, ctx)
+  draft.destinations.push(...destinations)
 
   if (raw.redirect !== undefined) {
     const redirect = convertRedirect(raw.redirect, `${path}.redirect`, ctx)
@@ -665,4 +638,38 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
     if (cors) draft.cors = cors
   }
   return draft
+}
+
+/** `route`: the weighted destinations (the weight is always written, and never 0 for a lone backend). */
+function convertDestinations(raw: Record<string, unknown>, path: string, ctx: AnalysisContext): {route: unknown[]; destinations: DestinationDraft[]} {
+  const destinations: DestinationDraft[] = []
+  const route = Array.isArray(raw.route) ? raw.route : []
+  if (raw.route !== undefined && !Array.isArray(raw.route)) ctx.reasons.push(reason(`${path}.route`, 'not a list'))
+  const weights = route.map((d) => (isRecord(d) && Number.isInteger(d.weight) ? (d.weight as number) : 0))
+  route.forEach((d, k) => {
+    const p = `${path}.route[${k}]`
+    if (!isRecord(d)) {
+      ctx.reasons.push(reason(p, 'not a destination'))
+      return
+    }
+    for (const key of Object.keys(d)) if (!['destination', 'weight', 'headers'].includes(key)) ctx.reasons.push(reason(`${p}.${key}`, 'unknown field'))
+    if (d.weight !== undefined && (!Number.isInteger(d.weight) || (d.weight as number) < 0 || (d.weight as number) > 1_000_000)) {
+      ctx.reasons.push(reason(`${p}.weight`, 'weight must be a whole number from 0 to 1000000 in Gateway API'))
+    }
+    const t = target(d.destination, `${p}.destination`, ctx)
+    const headers = headersOf(d.headers, `${p}.headers`, ctx)
+    if (!t) return
+    // Istio sends all traffic to a lone destination whatever its weight; Gateway API sends none to
+    // weight 0, so the weight is always written, and never 0 for a single backend.
+    const weight = route.length === 1 ? (weights[0]! > 0 ? weights[0]! : 1) : weights[k]!
+    const dest: DestinationDraft = {...t, weight}
+    if (headers.request) dest.requestHeaders = headers.request
+    if (headers.response) dest.responseHeaders = headers.response
+    destinations.push(dest)
+  })
+  if (route.length > 1 && weights.every((w) => w === 0)) {
+    ctx.reasons.push(reason(`${path}.route`, `${route.length} destinations without weights: invalid in Istio ("total destination weight = 0"), nothing to convert`))
+  }
+  if (route.length > LIMITS.backendRefs) ctx.reasons.push(reason(`${path}.route`, `${route.length} destinations: an HTTPRoute rule holds at most ${LIMITS.backendRefs} backendRefs`))
+  return {route, destinations}
 }
