@@ -133,8 +133,13 @@ class NeedsDocumentModel extends Error {}
 let nonStringTags: {test?: RegExp}[] | undefined
 function readsAsNonString(text: string): boolean {
   if (!nonStringTags) {
-    const schema = new Document(null, {version: '1.1'}).schema as unknown as {tags: {default?: boolean; tag: string; test?: RegExp}[]; compat?: {default?: boolean; tag: string; test?: RegExp}[]}
-    nonStringTags = [...schema.tags, ...(schema.compat ?? [])].filter((t) => t.default && t.tag !== 'tag:yaml.org,2002:str' && t.test)
+    const schema = new Document(null, {version: '1.1'}).schema as unknown as {
+      tags: {default?: boolean; tag: string; test?: RegExp}[]
+      compat?: {default?: boolean; tag: string; test?: RegExp}[]
+    }
+    nonStringTags = [...schema.tags, ...(schema.compat ?? [])].filter(
+      (t) => t.default && t.tag !== 'tag:yaml.org,2002:str' && t.test,
+    )
   }
   return nonStringTags.some((t) => t.test!.test(text))
 }
@@ -196,7 +201,9 @@ const ARRAY_INDEX = /^(0|[1-9]\d*)$/
 
 /** Keys in canonical order, then as JavaScript enumerates them (integer-like keys first), undefined members dropped. */
 function orderedKeys(obj: Record<string, unknown>): string[] {
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort(compareKeys)
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort(compareKeys)
   if (!keys.some((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1)) return keys
   const index = keys.filter((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1).sort((a, b) => Number(a) - Number(b))
   return [...index, ...keys.filter((k) => !index.includes(k))]
@@ -301,8 +308,12 @@ function flowCollection(value: unknown, room: number): string | undefined {
 
 /** A member's value after "key:" or "- "; nested collections go on the next lines at `indent`. */
 function emitValue(value: unknown, indent: string, out: TextSink, inSequence: boolean, key = ''): void {
-  const flow = () => (out.flowWidth > 0 && !inSequence ? flowCollection(value, out.flowWidth - indent.length - key.length) : undefined)
-  const text = typeof value === 'string' && value.includes('\n') ? multiLineString(value, indent.slice(2)) : inline(value) ?? flow()
+  const flow = () =>
+    out.flowWidth > 0 && !inSequence ? flowCollection(value, out.flowWidth - indent.length - key.length) : undefined
+  const text =
+    typeof value === 'string' && value.includes('\n')
+      ? multiLineString(value, indent.slice(2))
+      : (inline(value) ?? flow())
   if (text !== undefined) {
     out.push(inSequence ? '' : ' ', text, '\n')
   } else if (inSequence) {
@@ -366,7 +377,9 @@ export function cleanObject(obj: KubeObject): KubeObject {
 const MEANINGFUL_METADATA = /^([a-z0-9.-]+\.)?istio\.io\//
 
 function meaningful(map: Record<string, string> | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(map ?? {}).filter(([k]) => MEANINGFUL_METADATA.test(k) && !k.startsWith('mesh-migrate.io/')))
+  return Object.fromEntries(
+    Object.entries(map ?? {}).filter(([k]) => MEANINGFUL_METADATA.test(k) && !k.startsWith('mesh-migrate.io/')),
+  )
 }
 
 /**

@@ -11,7 +11,12 @@ import type {PolicyDecision, PolicyPlacement} from './retarget/types.js'
  * policy: E21 (identity/IP-keyed policy behind a waypoint: waypoint copy + companion), E16 (CUSTOM/AUDIT
  * stop at ztunnel: waypoint copy), E22 (serviceAccount conditions: rewrite or waypoint copy).
  */
-const RESOLVED_BY_CARRYING = new Set(['IdentityPolicyBehindWaypoint', 'CustomAuthorizationStops', 'AuditPolicyStops', 'ServiceAccountConditionNeedsWaypoint'])
+const RESOLVED_BY_CARRYING = new Set([
+  'IdentityPolicyBehindWaypoint',
+  'CustomAuthorizationStops',
+  'AuditPolicyStops',
+  'ServiceAccountConditionNeedsWaypoint',
+])
 
 const ROLE_TEXT: Record<Exclude<PolicyPlacement['role'], 'original'>, string> = {
   'waypoint-copy': 'to the waypoint as',
@@ -31,7 +36,9 @@ export function describeHandling(decision: PolicyDecision): string | undefined {
   }
   if (byStep.size === 0) return undefined
   const steps = [...byStep].map(([step, parts]) => `${step} carries this ${parts.join(' and ')}`)
-  const original = decision.original.deletedIn ? `${decision.original.deletedIn} deletes the original once the pods are ambient` : 'the original stays at ztunnel for callers that bypass the waypoint'
+  const original = decision.original.deletedIn
+    ? `${decision.original.deletedIn} deletes the original once the pods are ambient`
+    : 'the original stays at ztunnel for callers that bypass the waypoint'
   return `${steps.join('; ')}; ${original}.`
 }
 

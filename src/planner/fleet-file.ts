@@ -16,7 +16,13 @@ function headerComment(fleet: FleetPlan): string {
     'Each edge says why one namespace goes before another; namespaces in a cycle share a wave (see cycles).',
     ...s.waves.map((w) => `  wave ${w.wave}: ${w.namespaces.join(', ')}`),
   ]
-  if (s.summary.blocked > 0) lines.push(`BLOCKED: ${s.summary.blocked} plan(s) have blockers: ${s.namespaces.filter((n) => n.result === 'blocked').map((n) => n.name).join(', ')}`)
+  if (s.summary.blocked > 0)
+    lines.push(
+      `BLOCKED: ${s.summary.blocked} plan(s) have blockers: ${s.namespaces
+        .filter((n) => n.result === 'blocked')
+        .map((n) => n.name)
+        .join(', ')}`,
+    )
   return lines.map((l) => `# ${l}`).join('\n') + '\n'
 }
 
@@ -33,25 +39,35 @@ export function checkFleetText(text: string): {fleet?: FleetPlan; problems: Plan
   const data = parsed.data as Record<string, unknown>
   const problems: PlanProblem[] = []
   if (data.apiVersion !== PLAN_API_VERSION) problems.push({path: 'apiVersion', message: `expected ${PLAN_API_VERSION}`})
-  if (data.kind !== FLEET_KIND) problems.push({path: 'kind', message: `expected ${FLEET_KIND} (got ${String(data.kind)})`})
+  if (data.kind !== FLEET_KIND)
+    problems.push({path: 'kind', message: `expected ${FLEET_KIND} (got ${String(data.kind)})`})
   const spec = isRecord(data.spec) ? data.spec : undefined
   if (!spec) return {problems: [...problems, {path: 'spec', message: 'missing'}]}
   const waves = Array.isArray(spec.waves) ? spec.waves : undefined
   if (!waves) problems.push({path: 'spec.waves', message: 'expected a list'})
   waves?.forEach((w, i) => {
-    if (!isRecord(w) || typeof w.wave !== 'number' || !isStringArray(w.namespaces)) problems.push({path: `spec.waves[${i}]`, message: 'expected {wave: number, namespaces: [names]}'})
+    if (!isRecord(w) || typeof w.wave !== 'number' || !isStringArray(w.namespaces))
+      problems.push({path: `spec.waves[${i}]`, message: 'expected {wave: number, namespaces: [names]}'})
   })
   const namespaces = Array.isArray(spec.namespaces) ? spec.namespaces : undefined
   if (!namespaces) problems.push({path: 'spec.namespaces', message: 'expected a list'})
   namespaces?.forEach((n, i) => {
-    if (!isRecord(n) || typeof n.name !== 'string' || typeof n.wave !== 'number' || typeof n.result !== 'string') problems.push({path: `spec.namespaces[${i}]`, message: 'expected {name, wave, result, ...}'})
+    if (!isRecord(n) || typeof n.name !== 'string' || typeof n.wave !== 'number' || typeof n.result !== 'string')
+      problems.push({path: `spec.namespaces[${i}]`, message: 'expected {name, wave, result, ...}'})
   })
   for (const key of ['edges', 'cycles'] as const) {
     const list = spec[key]
     if (!Array.isArray(list)) problems.push({path: `spec.${key}`, message: 'expected a list'})
   }
   ;(Array.isArray(spec.edges) ? spec.edges : []).forEach((e, i) => {
-    if (!isRecord(e) || typeof e.from !== 'string' || typeof e.to !== 'string' || typeof e.kind !== 'string' || typeof e.reason !== 'string') problems.push({path: `spec.edges[${i}]`, message: 'expected {from, to, kind, reason, refs}'})
+    if (
+      !isRecord(e) ||
+      typeof e.from !== 'string' ||
+      typeof e.to !== 'string' ||
+      typeof e.kind !== 'string' ||
+      typeof e.reason !== 'string'
+    )
+      problems.push({path: `spec.edges[${i}]`, message: 'expected {from, to, kind, reason, refs}'})
   })
   return problems.length > 0 ? {problems} : {fleet: data as unknown as FleetPlan, problems}
 }

@@ -77,13 +77,19 @@ function components(nodes: string[], next: Map<string, string[]>): string[][] {
 export function cycleSuggestion(namespaces: string[], edges: FleetEdge[]): string {
   const list = namespaces.join(', ')
   const routing = edges.filter((e) => e.kind === 'routing')
-  const parts = [`Migrate ${list} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`]
+  const parts = [
+    `Migrate ${list} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`,
+  ]
   if (routing.length > 0) {
     const destinations = [...new Set(routing.map((e) => e.from))].sort(byName)
-    parts.push(`Their exported routing stays a blocker in the callers' plans until accepted (--accept-lost ${destinations.map((d) => `E11/destination/${d}`).join(' ')}) or moved to an HTTPRoute in the destination namespace.`)
+    parts.push(
+      `Their exported routing stays a blocker in the callers' plans until accepted (--accept-lost ${destinations.map((d) => `E11/destination/${d}`).join(' ')}) or moved to an HTTPRoute in the destination namespace.`,
+    )
   }
   if (edges.some((e) => e.kind === 'waypoint-bypass' || e.kind === 'authorization')) {
-    parts.push('L7 policies enforced by their waypoints do not apply to the remaining sidecar callers until those restart: accept that window, or break the cycle (e.g. drop the L7 part of the policies naming the other namespaces).')
+    parts.push(
+      'L7 policies enforced by their waypoints do not apply to the remaining sidecar callers until those restart: accept that window, or break the cycle (e.g. drop the L7 part of the policies naming the other namespaces).',
+    )
   }
   return parts.join(' ')
 }

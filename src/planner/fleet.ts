@@ -1,7 +1,9 @@
 // Fleet planning (issue 11 §4): the plans of many namespaces from one read of the cluster, and the
 // fleet overview (plans/fleet.yaml) ordering them into migration waves from the cross-namespace
 // dependencies the inventory sees. Pure: snapshots in, plans and the overview out.
-import {hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {hostServiceNamespace, resolveHost} from './classify/hosts.js'
+import {isRecord} from './json.js'
+import {list} from './classify/results.js'
 import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from './fleet-waves.js'
 import type {AuthorizationPolicySpec} from './istio-types.js'
 import {buildInventory, type InventoryOptions} from './inventory.js'
@@ -10,7 +12,14 @@ import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from 
 import {buildPlan, isMigrating} from './plan-builder.js'
 import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from './plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from './refs.js'
-import {GATEWAY_API_GROUP, NAMESPACE_NAME_LABEL, NETWORKING, SECURITY, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from './vocab.js'
+import {
+  GATEWAY_API_GROUP,
+  NAMESPACE_NAME_LABEL,
+  NETWORKING,
+  SECURITY,
+  USE_WAYPOINT_LABEL,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+} from './vocab.js'
 
 export {computeWaves, type FleetCycle, type FleetEdge}
 
@@ -91,7 +100,10 @@ function namesMatch(pattern: string, name: string): boolean {
 }
 
 /** Namespaces an AuthorizationPolicy names as sources (namespaces, principals …/ns/X/sa/…, serviceAccounts X/sa, when source.*). */
-export function namedSourceNamespaces(spec: AuthorizationPolicySpec, fleet: string[]): {namespace: string; path: string}[] {
+export function namedSourceNamespaces(
+  spec: AuthorizationPolicySpec,
+  fleet: string[],
+): {namespace: string; path: string}[] {
   const out: {namespace: string; path: string}[] = []
   const add = (path: string, patterns: string[], toNs: (p: string) => string | undefined) => {
     for (const p of patterns) {
@@ -107,7 +119,9 @@ export function namedSourceNamespaces(spec: AuthorizationPolicySpec, fleet: stri
       const path = `spec.rules[${i}].from[${j}].source`
       add(`${path}.namespaces`, list(s.namespaces) ?? [], (p) => p)
       add(`${path}.principals`, list(s.principals) ?? [], principalNs)
-      add(`${path}.serviceAccounts`, list(s.serviceAccounts) ?? [], (p) => (p.includes('/') ? p.split('/')[0] : undefined))
+      add(`${path}.serviceAccounts`, list(s.serviceAccounts) ?? [], (p) =>
+        p.includes('/') ? p.split('/')[0] : undefined,
+      )
     })
     ;(Array.isArray(rule?.when) ? rule.when : []).forEach((c, j) => {
       const values = list(c?.values) ?? []
@@ -126,15 +140,21 @@ function addressedNamespaces(obj: KubeObject): string[] {
   if (obj.kind === 'VirtualService') {
     hosts.push(...(list(spec.hosts) ?? []))
     for (const section of ['http', 'tcp', 'tls'] as const) {
-      for (const r of Array.isArray(spec[section]) ? spec[section] : []) for (const d of Array.isArray(r?.route) ? r.route : []) if (d?.destination?.host) hosts.push(String(d.destination.host))
+      for (const r of Array.isArray(spec[section]) ? spec[section] : [])
+        for (const d of Array.isArray(r?.route) ? r.route : [])
+          if (d?.destination?.host) hosts.push(String(d.destination.host))
     }
   } else if (obj.kind === 'DestinationRule' && spec.host) {
     hosts.push(String(spec.host))
   }
   const out = hosts.map((h) => hostServiceNamespace(resolveHost(h, ns))).filter((x): x is string => x !== undefined)
   if (groupOf(obj.apiVersion) === GATEWAY_API_GROUP) {
-    for (const r of [...(Array.isArray(spec.parentRefs) ? spec.parentRefs : []), ...(Array.isArray(spec.rules) ? spec.rules.flatMap((x: {backendRefs?: unknown[]}) => x?.backendRefs ?? []) : [])]) {
-      if (isRecord(r) && r.kind === 'Service' && (r.group === '' || r.group === 'core' || r.group === undefined)) out.push(String(r.namespace ?? ns))
+    for (const r of [
+      ...(Array.isArray(spec.parentRefs) ? spec.parentRefs : []),
+      ...(Array.isArray(spec.rules) ? spec.rules.flatMap((x: {backendRefs?: unknown[]}) => x?.backendRefs ?? []) : []),
+    ]) {
+      if (isRecord(r) && r.kind === 'Service' && (r.group === '' || r.group === 'core' || r.group === undefined))
+        out.push(String(r.namespace ?? ns))
     }
   }
   return out
@@ -144,7 +164,13 @@ function addressedNamespaces(obj: KubeObject): string[] {
 function l7Policies(m: Member): string[] {
   const kinds = new Set(['AuthorizationPolicy', 'RequestAuthentication', 'WasmPlugin'])
   return m.inventory.objects
-    .filter((i) => i.ref.namespace === m.namespace && kinds.has(i.ref.kind) && i.verdict === 'L7' && ['retarget', 'keep', 'keep-verify'].includes(i.action))
+    .filter(
+      (i) =>
+        i.ref.namespace === m.namespace &&
+        kinds.has(i.ref.kind) &&
+        i.verdict === 'L7' &&
+        ['retarget', 'keep', 'keep-verify'].includes(i.action),
+    )
     .map((i) => formatRef(i.ref))
 }
 
@@ -152,10 +178,20 @@ function sharedWaypointEdges(members: Member[], fleet: Set<string>, edges: Map<s
   for (const m of members) {
     const nsLabels = m.inventory.namespaceState.labels
     const users: {waypointNs: string; waypoint: string; ref: string}[] = []
-    if (nsLabels[USE_WAYPOINT_LABEL] && nsLabels[USE_WAYPOINT_NAMESPACE_LABEL]) users.push({waypointNs: nsLabels[USE_WAYPOINT_NAMESPACE_LABEL], waypoint: nsLabels[USE_WAYPOINT_LABEL], ref: `Namespace ${m.namespace}`})
+    if (nsLabels[USE_WAYPOINT_LABEL] && nsLabels[USE_WAYPOINT_NAMESPACE_LABEL])
+      users.push({
+        waypointNs: nsLabels[USE_WAYPOINT_NAMESPACE_LABEL],
+        waypoint: nsLabels[USE_WAYPOINT_LABEL],
+        ref: `Namespace ${m.namespace}`,
+      })
     for (const s of m.inventory.services) {
       const l = s.labels ?? {}
-      if (l[USE_WAYPOINT_LABEL] && l[USE_WAYPOINT_NAMESPACE_LABEL]) users.push({waypointNs: l[USE_WAYPOINT_NAMESPACE_LABEL], waypoint: l[USE_WAYPOINT_LABEL], ref: formatRef(s.ref)})
+      if (l[USE_WAYPOINT_LABEL] && l[USE_WAYPOINT_NAMESPACE_LABEL])
+        users.push({
+          waypointNs: l[USE_WAYPOINT_NAMESPACE_LABEL],
+          waypoint: l[USE_WAYPOINT_LABEL],
+          ref: formatRef(s.ref),
+        })
     }
     for (const u of users) {
       if (u.waypointNs === m.namespace || !fleet.has(u.waypointNs)) continue
@@ -175,7 +211,12 @@ function authorizationEdges(members: Member[], fleet: string[], edges: Map<strin
     if (!d.migrating) continue
     const l7 = new Set(l7Policies(d).filter((r) => r.startsWith('AuthorizationPolicy ')))
     for (const obj of d.snapshot.objects) {
-      if (obj.kind !== 'AuthorizationPolicy' || groupOf(obj.apiVersion) !== SECURITY || obj.metadata.namespace !== d.namespace) continue
+      if (
+        obj.kind !== 'AuthorizationPolicy' ||
+        groupOf(obj.apiVersion) !== SECURITY ||
+        obj.metadata.namespace !== d.namespace
+      )
+        continue
       const ref = formatRef(refOf(obj))
       if (!l7.has(ref)) continue
       for (const named of namedSourceNamespaces(isRecord(obj.spec) ? obj.spec : {}, fleet)) {
@@ -193,13 +234,25 @@ function authorizationEdges(members: Member[], fleet: string[], edges: Map<strin
 }
 
 function bypassEdges(members: Member[], fleet: Set<string>, edges: Map<string, FleetEdge>): void {
-  const policies = new Map(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => [m.namespace, l7Policies(m)]))
-  const callerKinds = new Set([`${NETWORKING}/VirtualService`, `${NETWORKING}/DestinationRule`, `${GATEWAY_API_GROUP}/HTTPRoute`, `${GATEWAY_API_GROUP}/GRPCRoute`])
+  const policies = new Map(
+    members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => [m.namespace, l7Policies(m)]),
+  )
+  const callerKinds = new Set([
+    `${NETWORKING}/VirtualService`,
+    `${NETWORKING}/DestinationRule`,
+    `${GATEWAY_API_GROUP}/HTTPRoute`,
+    `${GATEWAY_API_GROUP}/GRPCRoute`,
+  ])
   const seen = new Set<string>()
   for (const c of members) {
     if (!c.migrating) continue
     for (const obj of c.snapshot.objects) {
-      if (obj.metadata.namespace !== c.namespace || !callerKinds.has(`${groupOf(obj.apiVersion)}/${obj.kind}`) || seen.has(refKey(refOf(obj)))) continue
+      if (
+        obj.metadata.namespace !== c.namespace ||
+        !callerKinds.has(`${groupOf(obj.apiVersion)}/${obj.kind}`) ||
+        seen.has(refKey(refOf(obj)))
+      )
+        continue
       seen.add(refKey(refOf(obj)))
       for (const d of new Set(addressedNamespaces(obj))) {
         const l7 = policies.get(d)
@@ -217,7 +270,8 @@ function bypassEdges(members: Member[], fleet: Set<string>, edges: Map<string, F
 }
 
 /** The lost client-side items of an inventory, by key. */
-const lostItems = (inv: Inventory) => new Map(inv.objects.filter((i) => i.action === 'lost-client-side').map((i) => [refKey(i.ref), i]))
+const lostItems = (inv: Inventory) =>
+  new Map(inv.objects.filter((i) => i.action === 'lost-client-side').map((i) => [refKey(i.ref), i]))
 
 /**
  * Routing edges (E11): exported VirtualServices and DestinationRules of a namespace that gets a waypoint,
@@ -228,7 +282,9 @@ function routingEdges(members: Member[], input: FleetInput, edges: Map<string, F
   if (withWaypoint.length === 0) return
   for (const x of members) {
     if (!x.migrating) continue
-    const candidates = Object.fromEntries(withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, input.options.waypointName]))
+    const candidates = Object.fromEntries(
+      withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, input.options.waypointName]),
+    )
     if (Object.keys(candidates).length === 0) continue
     const before = lostItems(x.inventory)
     if (before.size === 0) continue
@@ -255,14 +311,29 @@ export function fleetEdges(members: Member[], input: FleetInput): FleetEdge[] {
   bypassEdges(members, new Set(names), edges)
   routingEdges(members, input, edges)
   const order = ['shared-waypoint', 'routing', 'authorization', 'waypoint-bypass']
-  return [...edges.values()].sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : a.to < b.to ? -1 : a.to > b.to ? 1 : order.indexOf(a.kind) - order.indexOf(b.kind)))
+  return [...edges.values()].sort((a, b) =>
+    a.from < b.from
+      ? -1
+      : a.from > b.from
+        ? 1
+        : a.to < b.to
+          ? -1
+          : a.to > b.to
+            ? 1
+            : order.indexOf(a.kind) - order.indexOf(b.kind),
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
 // Plans and the overview
 
 /** What the plan of `namespace` counts on: the namespaces before it, and the cycle it is part of. */
-function orderFindings(namespace: string, edges: FleetEdge[], wave: Map<string, number>, cycles: FleetCycle[]): Finding[] {
+function orderFindings(
+  namespace: string,
+  edges: FleetEdge[],
+  wave: Map<string, number>,
+  cycles: FleetCycle[],
+): Finding[] {
   const out: Finding[] = []
   const mine = wave.get(namespace)!
   const before = edges.filter((e) => e.to === namespace && wave.get(e.from)! < mine)
@@ -317,7 +388,10 @@ export function planFleet(input: FleetInput): FleetResult {
     return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
   })
   const edges = fleetEdges(members, input)
-  const {waves, cycles} = computeWaves(members.map((m) => m.namespace), edges)
+  const {waves, cycles} = computeWaves(
+    members.map((m) => m.namespace),
+    edges,
+  )
   const wave = waveIndex(waves)
   const waypointNs = new Set(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => m.namespace))
 
@@ -325,10 +399,24 @@ export function planFleet(input: FleetInput): FleetResult {
   const namespaces: FleetNamespace[] = []
   for (const m of members) {
     const mine = wave.get(m.namespace)!
-    const earlier = Object.fromEntries([...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]))
-    const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...orderFindings(m.namespace, edges, wave, cycles)]}
-    const inventory = buildInventory(snapshot, {...input.inventory, ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {})})
-    const plan = buildPlan({inventory, snapshot, options: input.options, generator: input.generator, ...(input.istioVersion ? {istioVersion: input.istioVersion} : {})})
+    const earlier = Object.fromEntries(
+      [...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]),
+    )
+    const snapshot: SourceSnapshot = {
+      ...m.snapshot,
+      findings: [...m.snapshot.findings, ...orderFindings(m.namespace, edges, wave, cycles)],
+    }
+    const inventory = buildInventory(snapshot, {
+      ...input.inventory,
+      ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {}),
+    })
+    const plan = buildPlan({
+      inventory,
+      snapshot,
+      options: input.options,
+      generator: input.generator,
+      ...(input.istioVersion ? {istioVersion: input.istioVersion} : {}),
+    })
     const written = input.keepEmpty || plan.spec.steps.length > 0 || plan.spec.blockers.length > 0
     if (written) plans.push(plan)
     namespaces.push(fleetNamespace(plan, mine, written ? input.planPath(m.namespace) : undefined))
@@ -342,7 +430,13 @@ export function planFleet(input: FleetInput): FleetResult {
       target: snapshots[0]?.target ?? {manifests: []},
       selection: input.selection,
       options: input.options,
-      summary: {namespaces: namespaces.length, waves: waves.length, edges: edges.length, cycles: cycles.length, blocked: namespaces.filter((n) => n.result === 'blocked').length},
+      summary: {
+        namespaces: namespaces.length,
+        waves: waves.length,
+        edges: edges.length,
+        cycles: cycles.length,
+        blocked: namespaces.filter((n) => n.result === 'blocked').length,
+      },
       waves: waves.map((ns, i) => ({wave: i + 1, namespaces: ns})),
       namespaces,
       edges,
@@ -361,16 +455,26 @@ function systemNamespace(name: string, rootNamespace: string): boolean {
  * The namespaces a selection covers, sorted. Explicit names must exist (a typo is an error, not "nothing to
  * migrate"); -A and -l leave out Kubernetes' namespaces and the root namespace.
  */
-export function selectNamespaces(namespaces: KubeObject[], selection: FleetSelection, rootNamespace: string): {selected: string[]; unknown: string[]} {
+export function selectNamespaces(
+  namespaces: KubeObject[],
+  selection: FleetSelection,
+  rootNamespace: string,
+): {selected: string[]; unknown: string[]} {
   const names = namespaces.map((n) => n.metadata.name)
   if ('namespaces' in selection) {
     const known = new Set(names)
-    return {selected: [...new Set(selection.namespaces)].filter((n) => known.has(n)).sort(), unknown: selection.namespaces.filter((n) => !known.has(n))}
+    return {
+      selected: [...new Set(selection.namespaces)].filter((n) => known.has(n)).sort(),
+      unknown: selection.namespaces.filter((n) => !known.has(n)),
+    }
   }
   const selector = 'selector' in selection ? parseLabelSelector(selection.selector) : undefined
   const selected = namespaces
     .filter((n) => !systemNamespace(n.metadata.name, rootNamespace))
-    .filter((n) => !selector || selectorMatches(selector, {[NAMESPACE_NAME_LABEL]: n.metadata.name, ...(n.metadata.labels ?? {})}))
+    .filter(
+      (n) =>
+        !selector || selectorMatches(selector, {[NAMESPACE_NAME_LABEL]: n.metadata.name, ...(n.metadata.labels ?? {})}),
+    )
     .map((n) => n.metadata.name)
   return {selected: [...new Set(selected)].sort(), unknown: []}
 }

@@ -4,7 +4,14 @@
 // removes an object, and objects the plan creates are given in full to add to the repository.
 // Pure: from the plan alone.
 import type {KubeObject, ObjectRef} from './model.js'
-import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type MigrationPlan, type Operation, PLAN_ANNOTATION, type StepAction} from './plan-types.js'
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  type MigrationPlan,
+  type Operation,
+  PLAN_ANNOTATION,
+  type StepAction,
+} from './plan-types.js'
 import {refKey} from './refs.js'
 import {templateLabelsPatch} from './workloads.js'
 
@@ -42,7 +49,11 @@ export function gitOpsManagedObjects(plan: MigrationPlan): Map<string, string> {
   return managed
 }
 
-const identity = (ref: ObjectRef) => ({apiVersion: ref.apiVersion, kind: ref.kind, metadata: {name: ref.name, ...(ref.namespace ? {namespace: ref.namespace} : {})}})
+const identity = (ref: ObjectRef) => ({
+  apiVersion: ref.apiVersion,
+  kind: ref.kind,
+  metadata: {name: ref.name, ...(ref.namespace ? {namespace: ref.namespace} : {})},
+})
 
 /**
  * A created object as it goes into the repository: without the tool's ownership marks. Once Git manages
@@ -56,7 +67,11 @@ function asRepositoryObject(object: KubeObject): Record<string, unknown> {
   const annotations = {...copy.metadata.annotations}
   delete annotations[PLAN_ANNOTATION]
   const {labels: _l, annotations: _a, ...rest} = copy.metadata
-  copy.metadata = {...rest, ...(Object.keys(labels).length > 0 ? {labels} : {}), ...(Object.keys(annotations).length > 0 ? {annotations} : {})}
+  copy.metadata = {
+    ...rest,
+    ...(Object.keys(labels).length > 0 ? {labels} : {}),
+    ...(Object.keys(annotations).length > 0 ? {annotations} : {}),
+  }
   return copy as KubeObject & Record<string, unknown>
 }
 
@@ -67,10 +82,18 @@ function changeOf(op: Operation): Omit<ManifestChange, 'managedBy'> | undefined 
       return {kind: 'labels', ref: op.ref, document: {...id, metadata: {...id.metadata, labels: op.labels}}}
     }
     case 'template-labels':
-      return {kind: 'template-labels', ref: op.ref, document: {...identity(op.ref), ...templateLabelsPatch(op.ref.kind, op.labels)}}
+      return {
+        kind: 'template-labels',
+        ref: op.ref,
+        document: {...identity(op.ref), ...templateLabelsPatch(op.ref.kind, op.labels)},
+      }
     case 'apply': {
       const {apiVersion, kind, metadata} = op.object
-      return {kind: 'add', ref: {apiVersion, kind, name: metadata.name, ...(metadata.namespace ? {namespace: metadata.namespace} : {})}, document: asRepositoryObject(op.object)}
+      return {
+        kind: 'add',
+        ref: {apiVersion, kind, name: metadata.name, ...(metadata.namespace ? {namespace: metadata.namespace} : {})},
+        document: asRepositoryObject(op.object),
+      }
     }
     case 'delete':
       return {kind: 'remove', ref: op.ref, document: {...identity(op.ref), $patch: 'delete'}}
@@ -92,7 +115,8 @@ export function manifestChanges(plan: MigrationPlan): StepManifestChanges[] {
       changes.push({...change, ...(manager ? {managedBy: manager} : {})})
     }
     const restarts = step.operations.flatMap((op) => (op.op === 'restart' ? [op.ref] : []))
-    if (changes.length > 0 || restarts.length > 0) out.push({id: step.id, action: step.action, description: step.description, changes, restarts})
+    if (changes.length > 0 || restarts.length > 0)
+      out.push({id: step.id, action: step.action, description: step.description, changes, restarts})
   }
   return out
 }

@@ -27,9 +27,20 @@ export interface InventoryOptions {
  * that the namespace's own waypoint applies as it is (root Telemetry with L7 settings, DOMAIN §3.11) or through a
  * copy in the namespace (a mesh-wide L7 DENY, E14): without a waypoint its effect on this namespace's traffic is gone.
  */
-export function needsWaypoint(namespace: string, items: InventoryItem[], rewritable: (item: InventoryItem) => boolean = () => false): boolean {
-  const carried = (i: InventoryItem) => i.ref.namespace === namespace || (i.scope === 'mesh' && (i.action === 'keep' || i.action === 'retarget'))
-  return items.some((i) => carried(i) && i.verdict === 'L7' && (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify') && !rewritable(i))
+export function needsWaypoint(
+  namespace: string,
+  items: InventoryItem[],
+  rewritable: (item: InventoryItem) => boolean = () => false,
+): boolean {
+  const carried = (i: InventoryItem) =>
+    i.ref.namespace === namespace || (i.scope === 'mesh' && (i.action === 'keep' || i.action === 'retarget'))
+  return items.some(
+    (i) =>
+      carried(i) &&
+      i.verdict === 'L7' &&
+      (i.action === 'retarget' || i.action === 'keep' || i.action === 'keep-verify') &&
+      !rewritable(i),
+  )
 }
 
 /** E22: policies whose only L7 part is `when: source.serviceAccount` stay at ztunnel rewritten, without a waypoint. */
@@ -38,9 +49,19 @@ function serviceAccountOnly(ctx: ClassifyContext): (item: InventoryItem) => bool
   const minor = minorText === undefined ? undefined : Number(minorText)
   return (item) => {
     if (item.ref.kind !== 'AuthorizationPolicy') return false
-    const obj = ctx.objects.find((o) => o.kind === 'AuthorizationPolicy' && o.metadata.namespace === item.ref.namespace && o.metadata.name === item.ref.name)
+    const obj = ctx.objects.find(
+      (o) =>
+        o.kind === 'AuthorizationPolicy' &&
+        o.metadata.namespace === item.ref.namespace &&
+        o.metadata.name === item.ref.name,
+    )
     if (!obj) return false
-    return serviceAccountRewritable(analyzeAuthorizationPolicy(obj, ctx), obj.spec?.rules ?? [], item.ref.namespace ?? ctx.namespace, minor)
+    return serviceAccountRewritable(
+      analyzeAuthorizationPolicy(obj, ctx),
+      obj.spec?.rules ?? [],
+      item.ref.namespace ?? ctx.namespace,
+      minor,
+    )
   }
 }
 
@@ -50,14 +71,24 @@ const SEVERITY_ORDER = {blocker: 0, error: 1, warning: 2, info: 3} as const
 export function normalizeFindings(findings: Finding[]): Finding[] {
   const byId = new Map<string, Finding>()
   for (const f of findings) if (!byId.has(f.id)) byId.set(f.id, f)
-  return [...byId.values()].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return [...byId.values()].sort(
+    (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  )
 }
 
 /** Every blocker verdict must surface as a blocker finding, even if its classifier said nothing more. */
 function blockerFindings(items: InventoryItem[], findings: Finding[]): Finding[] {
-  const covered = new Set(findings.filter((f) => f.severity === 'blocker' && f.ref).map((f) => `${f.ref!.kind}/${f.ref!.namespace}/${f.ref!.name}`))
+  const covered = new Set(
+    findings
+      .filter((f) => f.severity === 'blocker' && f.ref)
+      .map((f) => `${f.ref!.kind}/${f.ref!.namespace}/${f.ref!.name}`),
+  )
   return items
-    .filter((i) => (i.verdict === 'blocker' || i.action === 'blocker') && !covered.has(`${i.ref.kind}/${i.ref.namespace}/${i.ref.name}`))
+    .filter(
+      (i) =>
+        (i.verdict === 'blocker' || i.action === 'blocker') &&
+        !covered.has(`${i.ref.kind}/${i.ref.namespace}/${i.ref.name}`),
+    )
     .map((i) => ({
       id: `blocker/${i.ref.kind}/${i.ref.namespace ?? ''}/${i.ref.name}`,
       code: 'BlockerObject',
@@ -70,7 +101,9 @@ function blockerFindings(items: InventoryItem[], findings: Finding[]): Finding[]
 
 export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptions): Inventory {
   const namespace = snapshot.namespace
-  const namespaceObject = snapshot.objects.find((o) => o.kind === 'Namespace' && o.apiVersion === 'v1' && o.metadata.name === namespace)
+  const namespaceObject = snapshot.objects.find(
+    (o) => o.kind === 'Namespace' && o.apiVersion === 'v1' && o.metadata.name === namespace,
+  )
   const injection = analyzeInjectionWebhooks(snapshot.objects)
   const nsAnalysis = analyzeNamespace(namespace, namespaceObject, {webhooks: injection.webhooks})
   const workloadAnalysis = analyzeWorkloads(snapshot.objects, nsAnalysis.state, {webhooks: injection.webhooks})
@@ -83,7 +116,9 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     workloads: workloadAnalysis.workloads,
     services: serviceAnalysis.services,
     objects: snapshot.objects,
-    ...((options.istioVersion ?? snapshot.istioVersion) ? {istioVersion: options.istioVersion ?? snapshot.istioVersion} : {}),
+    ...((options.istioVersion ?? snapshot.istioVersion)
+      ? {istioVersion: options.istioVersion ?? snapshot.istioVersion}
+      : {}),
     waypointPlanned: false,
     ...(options.earlierWaypoints ? {earlierWaypoints: options.earlierWaypoints} : {}),
   }
@@ -95,10 +130,14 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     id: `missing-kind/${m.apiVersion}/${m.kind}`,
     code: 'MissingKind',
     severity: 'warning',
-    message: m.reason === 'forbidden'
-      ? `${m.kind} (${m.apiVersion}) could not be listed: permission denied. Objects of this kind are not in the inventory.`
-      : `${m.kind} (${m.apiVersion}) is not served by this cluster (CRD not installed). Objects of this kind cannot exist and are not in the inventory.`,
-    fix: m.reason === 'forbidden' ? `Grant list on ${m.kind} to the identity running mesh-migrate.` : 'Install the CRD if you expected such objects.',
+    message:
+      m.reason === 'forbidden'
+        ? `${m.kind} (${m.apiVersion}) could not be listed: permission denied. Objects of this kind are not in the inventory.`
+        : `${m.kind} (${m.apiVersion}) is not served by this cluster (CRD not installed). Objects of this kind cannot exist and are not in the inventory.`,
+    fix:
+      m.reason === 'forbidden'
+        ? `Grant list on ${m.kind} to the identity running mesh-migrate.`
+        : 'Install the CRD if you expected such objects.',
   }))
 
   const findings = [
@@ -108,7 +147,10 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     ...nsAnalysis.findings,
     ...workloadAnalysis.findings,
     ...serviceAnalysis.findings,
-    ...servicePortFindings(serviceAnalysis.services, {waypointPlanned: waypointRequired, waypointFor: options.waypointFor}),
+    ...servicePortFindings(serviceAnalysis.services, {
+      waypointPlanned: waypointRequired,
+      waypointFor: options.waypointFor,
+    }),
     ...classified.findings,
   ]
   findings.push(...blockerFindings(classified.items, findings))

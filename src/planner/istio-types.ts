@@ -222,7 +222,10 @@ export interface SidecarSpec {
 export interface EnvoyFilterSpec {
   workloadSelector?: LegacyWorkloadSelector
   targetRefs?: PolicyTargetReference[]
-  configPatches?: Array<{applyTo?: string; match?: {context?: 'ANY' | 'SIDECAR_INBOUND' | 'SIDECAR_OUTBOUND' | 'GATEWAY'}}>
+  configPatches?: Array<{
+    applyTo?: string
+    match?: {context?: 'ANY' | 'SIDECAR_INBOUND' | 'SIDECAR_OUTBOUND' | 'GATEWAY'}
+  }>
   priority?: number
 }
 

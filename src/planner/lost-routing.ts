@@ -3,7 +3,9 @@
 // They are grouped by destination namespace — one finding each, listing the hosts — because what saves
 // them is the destination namespace's waypoint: migrate that namespace first (fleet waves), move the
 // routing there, or accept the loss. Pure.
-import {hostServiceNamespace, isRecord, list, resolveHost} from './classify/common.js'
+import {hostServiceNamespace, resolveHost} from './classify/hosts.js'
+import {isRecord} from './json.js'
+import {list} from './classify/results.js'
 import type {Finding, KubeObject} from './model.js'
 import {formatRef, objectKey, refKey} from './refs.js'
 import {NETWORKING} from './vocab.js'
@@ -30,18 +32,23 @@ function hostsOf(obj: KubeObject): string[] {
  * namespace of the Service a host names, or the object's own namespace for external and wildcard hosts.
  */
 export function groupLostRouting(namespace: string, findings: Finding[], objects: KubeObject[]): Finding[] {
-  const isForeignE11 = (f: Finding) => f.id.startsWith('E11/') && f.ref !== undefined && GROUPED_KINDS.has(f.ref.kind) && f.ref.namespace !== namespace
+  const isForeignE11 = (f: Finding) =>
+    f.id.startsWith('E11/') && f.ref !== undefined && GROUPED_KINDS.has(f.ref.kind) && f.ref.namespace !== namespace
   const foreign = findings.filter(isForeignE11)
   if (foreign.length === 0) return findings
   const byKey = new Map<string, KubeObject>()
-  for (const o of objects) if (o.apiVersion.startsWith(`${NETWORKING}/`) && GROUPED_KINDS.has(o.kind)) byKey.set(objectKey(o), o)
+  for (const o of objects)
+    if (o.apiVersion.startsWith(`${NETWORKING}/`) && GROUPED_KINDS.has(o.kind)) byKey.set(objectKey(o), o)
 
   const groups = new Map<string, {hosts: Set<string>; refs: Set<string>}>()
   for (const f of foreign) {
     const obj = byKey.get(refKey(f.ref!))
     const objectNs = f.ref!.namespace ?? ''
     const hosts = obj ? hostsOf(obj) : []
-    const targets = hosts.length > 0 ? hosts.map((h) => ({h, ns: hostServiceNamespace(h) ?? objectNs})) : [{h: '(unknown host)', ns: objectNs}]
+    const targets =
+      hosts.length > 0
+        ? hosts.map((h) => ({h, ns: hostServiceNamespace(h) ?? objectNs}))
+        : [{h: '(unknown host)', ns: objectNs}]
     for (const {h, ns} of targets) {
       const g = groups.get(ns) ?? {hosts: new Set<string>(), refs: new Set<string>()}
       g.hosts.add(h)

@@ -199,9 +199,7 @@ export interface Inventory {
 }
 
 /** Where the objects came from. */
-export type SourceTarget =
-  | {manifests: string[]}
-  | {context: string; server: string; clusterID: string}
+export type SourceTarget = {manifests: string[]} | {context: string; server: string; clusterID: string}
 
 /** A kind the source could not read (missing CRD, forbidden). */
 export interface MissingKind {

@@ -4,11 +4,23 @@ import {parse as parseYaml} from 'yaml'
 import type {Finding, KubeObject, NamespaceLabel, NamespaceState, ObjectRef} from './model.js'
 import {groupOf, refOf} from './refs.js'
 import {isRecord} from './json.js'
-import {DATAPLANE_MODE_LABEL, INJECTION_LABEL, NAMESPACE_NAME_LABEL, REVISION_LABEL, SIDECAR_INJECT, TAG_LABEL, USE_WAYPOINT_LABEL} from './vocab.js'
-
+import {
+  DATAPLANE_MODE_LABEL,
+  INJECTION_LABEL,
+  NAMESPACE_NAME_LABEL,
+  REVISION_LABEL,
+  SIDECAR_INJECT,
+  TAG_LABEL,
+  USE_WAYPOINT_LABEL,
+} from './vocab.js'
 
 /** Namespaces the injector never injects (pkg/kube/inject IgnoredNamespaces); the analyzers skip them too. */
-export const INJECTION_IGNORED_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease', 'local-path-storage']
+export const INJECTION_IGNORED_NAMESPACES: readonly string[] = [
+  'kube-system',
+  'kube-public',
+  'kube-node-lease',
+  'local-path-storage',
+]
 
 /** IST0123 is never reported for this namespace (the analyzer compares with the literal name). */
 const ANALYZER_SYSTEM_NAMESPACE = 'istio-system'
@@ -112,7 +124,6 @@ function isInjectorWebhookName(name: string): boolean {
   return name === 'sidecar-injector.istio.io' || name.endsWith('.sidecar-injector.istio.io')
 }
 
-
 function asSelector(value: unknown): LabelSelector | undefined {
   return isRecord(value) ? (value as LabelSelector) : undefined
 }
@@ -123,14 +134,50 @@ function asSelector(value: unknown): LabelSelector | undefined {
  * ConfigMaps (`policy`, never/always-inject selectors, `enableNamespacesByDefault`).
  */
 export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: InjectionWebhooks; findings: Finding[]} {
-  const findings: Finding[] = []
+  // Evidence that injection is on by default, in the order it is found (webhooks, then injector ConfigMaps).
+  const evidence: string[] = []
+  const {webhooks, tags} = readInjectorWebhooks(objects, evidence)
+  const {injectorConfigs, findings} = readInjectorConfigs(objects, evidence)
+
+  // With the webhooks in hand the question is answered by evaluating them: does any of them inject
+  // an ordinary pod of a namespace that has no sidecar label at all?
+  const injectsByDefault = (w: InjectorWebhook) =>
+    selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) &&
+    selectorMatches(w.objectSelector, {})
+  const enabledByDefault = webhooks.length > 0 ? webhooks.some(injectsByDefault) : evidence.length > 0
+  if (enabledByDefault && evidence.length === 0) {
+    evidence.push(
+      `webhooks ${webhooks
+        .filter(injectsByDefault)
+        .map((w) => `${w.name} (${w.configuration})`)
+        .join(', ')}`,
+    )
+  }
+  if (enabledByDefault) {
+    findings.push({
+      id: 'E3/injection-enabled-by-default',
+      code: 'E3',
+      severity: 'warning',
+      message:
+        `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
+        'istioctl analyze IST0148). Removing istio-injection / istio.io/rev from a namespace does not stop injection.',
+      fix: 'Set istio-injection=disabled on the namespace instead of removing the label (it matches no injection webhook), unless injected gateways live there (E7).',
+    })
+  }
+
+  return {webhooks: {webhooks, enabledByDefault, enabledByDefaultEvidence: evidence, tags, injectorConfigs}, findings}
+}
+
+/** Istio's injector webhooks and revision tags; `auto.*` webhooks are added to `evidence`. */
+function readInjectorWebhooks(
+  objects: KubeObject[],
+  evidence: string[],
+): {webhooks: InjectorWebhook[]; tags: Record<string, string>} {
   const webhooks: InjectorWebhook[] = []
   const tags: Record<string, string> = {}
-  const evidence: string[] = []
-  const injectorConfigs: Record<string, InjectorConfig> = {}
-
   for (const obj of objects) {
-    if (obj.kind !== 'MutatingWebhookConfiguration' || groupOf(obj.apiVersion) !== 'admissionregistration.k8s.io') continue
+    if (obj.kind !== 'MutatingWebhookConfiguration' || groupOf(obj.apiVersion) !== 'admissionregistration.k8s.io')
+      continue
     const labels = obj.metadata.labels ?? {}
     const entries = Array.isArray(obj.webhooks) ? (obj.webhooks as unknown[]) : []
     const injectors = entries.filter(
@@ -154,14 +201,22 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
       }
     }
   }
+  return {webhooks, tags}
+}
 
+/** The injector ConfigMaps per revision; enableNamespacesByDefault of the default one is added to `evidence`. */
+function readInjectorConfigs(
+  objects: KubeObject[],
+  evidence: string[],
+): {injectorConfigs: Record<string, InjectorConfig>; findings: Finding[]} {
+  const findings: Finding[] = []
+  const injectorConfigs: Record<string, InjectorConfig> = {}
   for (const obj of objects) {
     if (obj.kind !== 'ConfigMap' || groupOf(obj.apiVersion) !== '') continue
     const name = obj.metadata.name
     if (name !== INJECTOR_CONFIGMAP && !name.startsWith(`${INJECTOR_CONFIGMAP}-`)) continue
     const revision = name === INJECTOR_CONFIGMAP ? 'default' : name.slice(INJECTOR_CONFIGMAP.length + 1)
     const source = `ConfigMap ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${name}`
-    const data = isRecord(obj.data) ? obj.data : {}
     const config: InjectorConfig = {
       revision,
       source,
@@ -171,20 +226,7 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
       enableNamespacesByDefault: false,
     }
     try {
-      if (typeof data.values === 'string') {
-        const values: unknown = parseYaml(data.values) // JSON in practice; JSON is YAML 1.2
-        const sidecarInjector = isRecord(values) ? values.sidecarInjectorWebhook : undefined
-        config.enableNamespacesByDefault = isRecord(sidecarInjector) && sidecarInjector.enableNamespacesByDefault === true
-      }
-      if (typeof data.config === 'string') {
-        const parsed: unknown = parseYaml(data.config)
-        if (isRecord(parsed)) {
-          if (parsed.policy === 'disabled') config.policy = 'disabled'
-          const selectors = (v: unknown) => (Array.isArray(v) ? v.map(asSelector).filter((s): s is LabelSelector => !!s) : [])
-          config.neverInjectSelector = selectors(parsed.neverInjectSelector)
-          config.alwaysInjectSelector = selectors(parsed.alwaysInjectSelector)
-        }
-      }
+      readInjectorConfigData(isRecord(obj.data) ? obj.data : {}, config)
     } catch (error) {
       findings.push({
         id: `injector-config-unreadable/${source}`,
@@ -199,36 +241,26 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
       evidence.push(`sidecarInjectorWebhook.enableNamespacesByDefault=true in ${source}`)
     }
   }
+  return {injectorConfigs, findings}
+}
 
-  // With the webhooks in hand the question is answered by evaluating them: does any of them inject
-  // an ordinary pod of a namespace that has no sidecar label at all?
-  const enabledByDefault =
-    webhooks.length > 0
-      ? webhooks.some(
-          (w) => selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {}),
-        )
-      : evidence.length > 0
-  if (enabledByDefault && evidence.length === 0) {
-    evidence.push(
-      `webhooks ${webhooks
-        .filter((w) => selectorMatches(w.namespaceSelector, {[NAMESPACE_NAME_LABEL]: 'any-namespace'}) && selectorMatches(w.objectSelector, {}))
-        .map((w) => `${w.name} (${w.configuration})`)
-        .join(', ')}`,
-    )
+/** Fills `config` from the ConfigMap's `values` and `config` keys; throws when either is not YAML. */
+function readInjectorConfigData(data: Record<string, unknown>, config: InjectorConfig): void {
+  if (typeof data.values === 'string') {
+    const values: unknown = parseYaml(data.values) // JSON in practice; JSON is YAML 1.2
+    const sidecarInjector = isRecord(values) ? values.sidecarInjectorWebhook : undefined
+    config.enableNamespacesByDefault = isRecord(sidecarInjector) && sidecarInjector.enableNamespacesByDefault === true
   }
-  if (enabledByDefault) {
-    findings.push({
-      id: 'E3/injection-enabled-by-default',
-      code: 'E3',
-      severity: 'warning',
-      message:
-        `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
-        'istioctl analyze IST0148). Removing istio-injection / istio.io/rev from a namespace does not stop injection.',
-      fix: 'Set istio-injection=disabled on the namespace instead of removing the label (it matches no injection webhook), unless injected gateways live there (E7).',
-    })
+  if (typeof data.config === 'string') {
+    const parsed: unknown = parseYaml(data.config)
+    if (isRecord(parsed)) {
+      if (parsed.policy === 'disabled') config.policy = 'disabled'
+      const selectors = (v: unknown) =>
+        Array.isArray(v) ? v.map(asSelector).filter((s): s is LabelSelector => !!s) : []
+      config.neverInjectSelector = selectors(parsed.neverInjectSelector)
+      config.alwaysInjectSelector = selectors(parsed.alwaysInjectSelector)
+    }
   }
-
-  return {webhooks: {webhooks, enabledByDefault, enabledByDefaultEvidence: evidence, tags, injectorConfigs}, findings}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,14 +300,20 @@ export function sidecarLabelsToRemove(state: Pick<NamespaceState, 'sidecarLabels
  * Effective namespace-level injection: does an ordinary pod (no injection labels of its own) created
  * in this namespace get a sidecar?
  */
-function namespaceInjection(name: string, labels: Record<string, string>, webhooks: InjectionWebhooks): NamespaceState['injection'] {
+function namespaceInjection(
+  name: string,
+  labels: Record<string, string>,
+  webhooks: InjectionWebhooks,
+): NamespaceState['injection'] {
   const injection = labels[INJECTION_LABEL]
   if (injection !== undefined && injection !== 'enabled') return 'disabled'
   // injectRequired() refuses these whatever the webhooks match.
   if (INJECTION_IGNORED_NAMESPACES.includes(name)) return 'none'
   if (webhooks.webhooks.length > 0) {
     const nsLabels = {[NAMESPACE_NAME_LABEL]: name, ...labels}
-    return webhooks.webhooks.some((w) => selectorMatches(w.namespaceSelector, nsLabels) && selectorMatches(w.objectSelector, {}))
+    return webhooks.webhooks.some(
+      (w) => selectorMatches(w.namespaceSelector, nsLabels) && selectorMatches(w.objectSelector, {}),
+    )
       ? 'enabled'
       : 'none'
   }
@@ -297,11 +335,33 @@ export function analyzeNamespace(
   namespaceObject: KubeObject | undefined,
   opts: {webhooks?: InjectionWebhooks} = {},
 ): {state: NamespaceState; findings: Finding[]} {
-  const webhooks = opts.webhooks ?? NO_INJECTION_WEBHOOKS
-  const labels: Record<string, string> = {...(namespaceObject?.metadata.labels ?? {})}
-  const ref = namespaceRef(name, namespaceObject)
-  const findings: Finding[] = []
+  const facts = namespaceFacts(name, namespaceObject, opts.webhooks ?? NO_INJECTION_WEBHOOKS)
+  return {state: facts.state, findings: NAMESPACE_ANALYZERS.flatMap((analyze) => analyze(facts))}
+}
 
+/** What the namespace analyzers read: computed once by `namespaceFacts`. */
+interface NamespaceFacts {
+  name: string
+  namespaceObject: KubeObject | undefined
+  webhooks: InjectionWebhooks
+  labels: Record<string, string>
+  ref: ObjectRef
+  state: NamespaceState
+  injection: NamespaceState['injection']
+  revision: string | undefined
+  dataplaneMode: string | undefined
+  ambient: boolean
+  /** Pods without labels of their own get a sidecar. */
+  sidecar: boolean
+  ist0123Labels: string[]
+}
+
+function namespaceFacts(
+  name: string,
+  namespaceObject: KubeObject | undefined,
+  webhooks: InjectionWebhooks,
+): NamespaceFacts {
+  const labels: Record<string, string> = {...(namespaceObject?.metadata.labels ?? {})}
   const sidecarLabels: NamespaceLabel[] = []
   for (const key of [INJECTION_LABEL, REVISION_LABEL]) {
     if (labels[key] !== undefined) sidecarLabels.push({key, value: labels[key]!})
@@ -320,20 +380,41 @@ export function analyzeNamespace(
   if (revision !== undefined) state.revision = revision
   if (dataplaneMode !== undefined) state.dataplaneMode = dataplaneMode
   if (useWaypoint !== undefined) state.useWaypoint = useWaypoint
+  const ref = namespaceRef(name, namespaceObject)
+  return {
+    name,
+    namespaceObject,
+    webhooks,
+    labels,
+    ref,
+    state,
+    injection,
+    revision,
+    dataplaneMode,
+    ambient,
+    sidecar,
+    ist0123Labels,
+  }
+}
 
-  if (!namespaceObject) {
-    findings.push({
+function namespaceMissing({name, namespaceObject, ref}: NamespaceFacts): Finding[] {
+  if (namespaceObject) return []
+  return [
+    {
       id: `namespace-missing/${name}`,
       code: 'namespace-missing',
       severity: 'warning',
       message: `No Namespace object for ${name} in the source: it is treated as having no labels (no sidecar injection, not ambient).`,
       ref,
       fix: `Add the Namespace manifest to --manifests (or check the namespace name) so its labels are known.`,
-    })
-  }
+    },
+  ]
+}
 
-  if (multipleInjectionLabels) {
-    findings.push({
+function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, ref}: NamespaceFacts): Finding[] {
+  if (!state.multipleInjectionLabels) return []
+  return [
+    {
       id: `IST0123/${name}`,
       code: 'IST0123',
       severity: 'warning',
@@ -344,11 +425,14 @@ export function analyzeNamespace(
           : ''),
       ref,
       fix: 'Expected only between the enable-ambient and remove-sidecar-injection steps of a migration; otherwise keep one of the labels.',
-    })
-  }
+    },
+  ]
+}
 
-  if (labels[INJECTION_LABEL] !== undefined && revision !== undefined) {
-    findings.push({
+function injectionAndRevisionLabels({name, labels, revision, ref}: NamespaceFacts): Finding[] {
+  if (labels[INJECTION_LABEL] === undefined || revision === undefined) return []
+  return [
+    {
       id: `E2/${name}`,
       code: 'E2',
       severity: 'warning',
@@ -357,47 +441,62 @@ export function analyzeNamespace(
         `${INJECTION_LABEL} wins for injection, so ${REVISION_LABEL} is inert for sidecars, but it still decides which control plane owns waypoints in this namespace.`,
       ref,
       fix: `Remove both labels when sidecars go (the plan records both values for rollback); stamp ${REVISION_LABEL}=${revision} on generated waypoints first.`,
-    })
-  }
+    },
+  ]
+}
 
-  if (revision !== undefined) {
-    const tagOf = webhooks.tags[revision]
-    const kind = tagOf !== undefined ? `revision tag "${revision}" (→ revision ${tagOf})` : `revision "${revision}"`
-    if (revision === '') {
-      findings.push({
+/** E1: the namespace's istio.io/rev label (empty, a revision or tag, or one no webhook serves). */
+function revisionLabel({name, labels, revision, injection, webhooks, ref}: NamespaceFacts): Finding[] {
+  if (revision === undefined) return []
+  if (revision === '') {
+    return [
+      {
         id: `E1/${name}/empty`,
         code: 'E1',
         severity: 'warning',
         message: `Namespace ${name} has an empty ${REVISION_LABEL} label: it matches no injection webhook and blocks the default ones.`,
         ref,
         fix: `Remove the empty ${REVISION_LABEL} label or set it to an installed revision.`,
-      })
-    } else {
-      findings.push({
-        id: `E1/${name}`,
-        code: 'E1',
-        severity: 'info',
-        message:
-          `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
-          `managed by the namespace's revision (DOMAIN §1.8); removing the namespace label re-homes them.`,
-        ref,
-        fix: `Stamp ${REVISION_LABEL}=${revision} on generated waypoints before removing it from the namespace; check the revision still exists before a rollback.`,
-      })
-      if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
-        findings.push({
-          id: `E1/${name}/unknown-revision`,
-          code: 'E1',
-          severity: 'warning',
-          message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
-          ref,
-          fix: 'Check the revision/tag name (`istioctl tag list`, `istioctl x revision list`).',
-        })
-      }
-    }
+      },
+    ]
   }
-
-  if (webhooks.enabledByDefault && labels[INJECTION_LABEL] === undefined && revision === undefined && injection === 'enabled') {
+  const tagOf = webhooks.tags[revision]
+  const kind = tagOf !== undefined ? `revision tag "${revision}" (→ revision ${tagOf})` : `revision "${revision}"`
+  const findings: Finding[] = [
+    {
+      id: `E1/${name}`,
+      code: 'E1',
+      severity: 'info',
+      message:
+        `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
+        `managed by the namespace's revision (DOMAIN §1.8); removing the namespace label re-homes them.`,
+      ref,
+      fix: `Stamp ${REVISION_LABEL}=${revision} on generated waypoints before removing it from the namespace; check the revision still exists before a rollback.`,
+    },
+  ]
+  if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
     findings.push({
+      id: `E1/${name}/unknown-revision`,
+      code: 'E1',
+      severity: 'warning',
+      message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
+      ref,
+      fix: 'Check the revision/tag name (`istioctl tag list`, `istioctl x revision list`).',
+    })
+  }
+  return findings
+}
+
+function injectedByDefault({name, labels, revision, injection, webhooks, ambient, ref}: NamespaceFacts): Finding[] {
+  if (
+    !webhooks.enabledByDefault ||
+    labels[INJECTION_LABEL] !== undefined ||
+    revision !== undefined ||
+    injection !== 'enabled'
+  )
+    return []
+  return [
+    {
       id: `E3/${name}`,
       code: 'E3',
       severity: 'warning',
@@ -407,45 +506,63 @@ export function analyzeNamespace(
         'Removing labels does not stop injection here.',
       ref,
       fix: `Label the namespace ${INJECTION_LABEL}=disabled (matches no injection webhook; not counted by IST0123) unless injected gateways run here (E7).`,
-    })
-  }
+    },
+  ]
+}
 
+function namespaceGitOps({name, namespaceObject, ref}: NamespaceFacts): Finding[] {
   const manager = namespaceObject ? gitOpsManager(namespaceObject.metadata) : undefined
-  if (manager) {
-    findings.push({
+  if (!manager) return []
+  return [
+    {
       id: `E23/Namespace/${name}`,
       code: 'E23',
       severity: 'warning',
       message: `Namespace ${name} is managed by ${manager}: label changes made by the migration are reverted by the next sync.`,
       ref,
-      fix: 'Make the label changes in the source repository (or pause sync) at the step that applies them: `mesh-migrate show PLAN -o patches` prints each step\'s changes as manifest patches.',
-    })
-  }
+      fix: "Make the label changes in the source repository (or pause sync) at the step that applies them: `mesh-migrate show PLAN -o patches` prints each step's changes as manifest patches.",
+    },
+  ]
+}
 
+function dataplaneModeLabel({name, dataplaneMode, sidecar, ref}: NamespaceFacts): Finding[] {
   if (dataplaneMode === 'none' && sidecar) {
-    findings.push({
-      id: `dataplane-none-with-injection/${name}`,
-      code: 'dataplane-none-with-injection',
-      severity: 'info',
-      message:
-        `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
-        'explicitly opted out of ambient.',
-      ref,
-      fix: `Migrating replaces ${DATAPLANE_MODE_LABEL}=none with ambient; make sure the opt-out was not deliberate.`,
-    })
-  } else if (dataplaneMode !== undefined && dataplaneMode !== 'ambient' && dataplaneMode !== 'none') {
-    findings.push({
+    return [
+      {
+        id: `dataplane-none-with-injection/${name}`,
+        code: 'dataplane-none-with-injection',
+        severity: 'info',
+        message:
+          `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
+          'explicitly opted out of ambient.',
+        ref,
+        fix: `Migrating replaces ${DATAPLANE_MODE_LABEL}=none with ambient; make sure the opt-out was not deliberate.`,
+      },
+    ]
+  }
+  if (dataplaneMode === undefined || dataplaneMode === 'ambient' || dataplaneMode === 'none') return []
+  return [
+    {
       id: `dataplane-mode-unknown/${name}`,
       code: 'dataplane-mode-unknown',
       severity: 'warning',
       message: `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=${dataplaneMode}; only "ambient" and "none" mean anything (sidecar mode is set with ${INJECTION_LABEL}).`,
       ref,
       fix: `Remove the label or set it to ambient.`,
-    })
-  }
-
-  return {state, findings}
+    },
+  ]
 }
+
+/** The namespace analyzers, in the order their findings appear in the plan. */
+const NAMESPACE_ANALYZERS: Array<(facts: NamespaceFacts) => Finding[]> = [
+  namespaceMissing,
+  multipleInjectionLabels,
+  injectionAndRevisionLabels,
+  revisionLabel,
+  injectedByDefault,
+  namespaceGitOps,
+  dataplaneModeLabel,
+]
 
 // ---------------------------------------------------------------------------------------------
 // Pod-level injection prediction (webhooks + injectRequired())
@@ -471,11 +588,17 @@ export interface InjectionPrediction {
  * hostNetwork never; ignored namespaces never; the pod *label* sidecar.istio.io/inject beats the
  * deprecated annotation; never/always-inject selectors; the injection policy.
  */
-export function predictInjection(pod: PodInjectionInput, ns: NamespaceState, webhooks: InjectionWebhooks = NO_INJECTION_WEBHOOKS): InjectionPrediction {
+export function predictInjection(
+  pod: PodInjectionInput,
+  ns: NamespaceState,
+  webhooks: InjectionWebhooks = NO_INJECTION_WEBHOOKS,
+): InjectionPrediction {
   const matched = matchingWebhook(pod, ns, webhooks)
-  if (!matched) return {injected: false, reason: 'no injection webhook matches the namespace and pod labels', noWebhook: true}
+  if (!matched)
+    return {injected: false, reason: 'no injection webhook matches the namespace and pod labels', noWebhook: true}
   if (pod.hostNetwork) return {injected: false, reason: 'hostNetwork pods are never injected'}
-  if (INJECTION_IGNORED_NAMESPACES.includes(pod.namespace)) return {injected: false, reason: `${pod.namespace} is never injected`}
+  if (INJECTION_IGNORED_NAMESPACES.includes(pod.namespace))
+    return {injected: false, reason: `${pod.namespace} is never injected`}
 
   const revision = matched.revision ?? 'default'
   const config = webhooks.injectorConfigs[revision] ?? webhooks.injectorConfigs.default
@@ -510,7 +633,9 @@ export function predictInjection(pod: PodInjectionInput, ns: NamespaceState, web
   }
   if (decided !== undefined) return {injected: decided, reason}
   const policy = config?.policy ?? 'enabled'
-  return policy === 'enabled' ? {injected: true, reason} : {injected: false, reason: `injection policy is disabled in ${config!.source}`}
+  return policy === 'enabled'
+    ? {injected: true, reason}
+    : {injected: false, reason: `injection policy is disabled in ${config!.source}`}
 }
 
 function matchingWebhook(
@@ -520,9 +645,13 @@ function matchingWebhook(
 ): {revision?: string; reason: string} | undefined {
   if (webhooks.webhooks.length > 0) {
     const nsLabels = {[NAMESPACE_NAME_LABEL]: ns.name, ...ns.labels}
-    const hook = webhooks.webhooks.find((w) => selectorMatches(w.namespaceSelector, nsLabels) && selectorMatches(w.objectSelector, pod.labels))
+    const hook = webhooks.webhooks.find(
+      (w) => selectorMatches(w.namespaceSelector, nsLabels) && selectorMatches(w.objectSelector, pod.labels),
+    )
     if (!hook) return undefined
-    const result: {revision?: string; reason: string} = {reason: `injection webhook ${hook.name} (${hook.configuration})`}
+    const result: {revision?: string; reason: string} = {
+      reason: `injection webhook ${hook.name} (${hook.configuration})`,
+    }
     const revision = hook.tag !== undefined ? webhooks.tags[hook.tag] : hook.revision
     if (revision !== undefined) result.revision = revision
     return result
@@ -531,7 +660,11 @@ function matchingWebhook(
 }
 
 /** The webhook table of the istiod chart (DOMAIN §2.1), for sources without the webhook objects. */
-function tableMatch(pod: PodInjectionInput, ns: NamespaceState, webhooks: InjectionWebhooks): {revision?: string; reason: string} | undefined {
+function tableMatch(
+  pod: PodInjectionInput,
+  ns: NamespaceState,
+  webhooks: InjectionWebhooks,
+): {revision?: string; reason: string} | undefined {
   const injection = ns.labels[INJECTION_LABEL]
   const nsRev = ns.labels[REVISION_LABEL]
   const podInject = pod.labels[SIDECAR_INJECT]
@@ -539,7 +672,9 @@ function tableMatch(pod: PodInjectionInput, ns: NamespaceState, webhooks: Inject
   if (injection !== undefined) {
     // namespace.sidecar-injector.istio.io: istio-injection In [enabled]; objectSelector inject NotIn [false].
     // Any other value matches no webhook at all (it also blocks pod opt-in and the auto webhook).
-    return injection === 'enabled' && podInject !== 'false' ? {reason: `namespace ${INJECTION_LABEL}=enabled`} : undefined
+    return injection === 'enabled' && podInject !== 'false'
+      ? {reason: `namespace ${INJECTION_LABEL}=enabled`}
+      : undefined
   }
   if (nsRev !== undefined) {
     // rev.namespace.sidecar-injector.istio.io: istio.io/rev In [<rev>]; objectSelector inject NotIn [false].
@@ -548,13 +683,20 @@ function tableMatch(pod: PodInjectionInput, ns: NamespaceState, webhooks: Inject
   }
   if (podRev !== undefined && podInject !== 'false') {
     // rev.object.sidecar-injector.istio.io: pod istio.io/rev In [<rev>].
-    return podRev === '' ? undefined : {revision: webhooks.tags[podRev] ?? podRev, reason: `pod label ${REVISION_LABEL}=${podRev}`}
+    return podRev === ''
+      ? undefined
+      : {revision: webhooks.tags[podRev] ?? podRev, reason: `pod label ${REVISION_LABEL}=${podRev}`}
   }
   if (podInject === 'true' && podRev === undefined) {
     // object.sidecar-injector.istio.io: pod sidecar.istio.io/inject In [true], istio.io/rev DoesNotExist.
     return {reason: `pod label ${SIDECAR_INJECT}=true`}
   }
-  if (webhooks.enabledByDefault && podInject === undefined && podRev === undefined && !INJECTION_IGNORED_NAMESPACES.includes(ns.name)) {
+  if (
+    webhooks.enabledByDefault &&
+    podInject === undefined &&
+    podRev === undefined &&
+    !INJECTION_IGNORED_NAMESPACES.includes(ns.name)
+  ) {
     // auto.sidecar-injector.istio.io.
     return {reason: 'injection enabled by default (auto webhook)'}
   }
@@ -569,18 +711,30 @@ function tableMatch(pod: PodInjectionInput, ns: NamespaceState, webhooks: Inject
  * "Argo CD (argocd.argoproj.io/instance=shop)". Changes made by the migration to such objects are
  * reverted by the next sync unless made in the source repository too.
  */
-export function gitOpsManager(meta: {labels?: Record<string, string>; annotations?: Record<string, string>}): string | undefined {
+export function gitOpsManager(meta: {
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+}): string | undefined {
   const labels = meta.labels ?? {}
   const annotations = meta.annotations ?? {}
   const found: [string, string | undefined][] = [
-    ['Argo CD', labelOrAnnotation('argocd.argoproj.io/instance', labels) ?? labelOrAnnotation('argocd.argoproj.io/tracking-id', annotations)],
-    ['Flux', labelOrAnnotation('kustomize.toolkit.fluxcd.io/name', labels) ?? labelOrAnnotation('helm.toolkit.fluxcd.io/name', labels)],
+    [
+      'Argo CD',
+      labelOrAnnotation('argocd.argoproj.io/instance', labels) ??
+        labelOrAnnotation('argocd.argoproj.io/tracking-id', annotations),
+    ],
+    [
+      'Flux',
+      labelOrAnnotation('kustomize.toolkit.fluxcd.io/name', labels) ??
+        labelOrAnnotation('helm.toolkit.fluxcd.io/name', labels),
+    ],
     ['Helm', labelOrAnnotation('meta.helm.sh/release-name', annotations)],
   ]
   for (const [tool, evidence] of found) if (evidence) return `${tool} (${evidence})`
   const managedBy = labels['app.kubernetes.io/managed-by']
   // Our own label marks objects the tool created; anything else is another manager.
-  if (managedBy !== undefined && managedBy !== 'mesh-migrate') return `${managedBy} (app.kubernetes.io/managed-by=${managedBy})`
+  if (managedBy !== undefined && managedBy !== 'mesh-migrate')
+    return `${managedBy} (app.kubernetes.io/managed-by=${managedBy})`
   return undefined
 }
 
@@ -593,12 +747,22 @@ function labelOrAnnotation(key: string, map: Record<string, string>): string | u
  * comma-separated. Throws an Error saying which part it cannot read.
  */
 export function parseLabelSelector(text: string): LabelSelector {
-  const parts = text.split(/,(?![^()]*\))/).map((p) => p.trim()).filter(Boolean)
+  const parts = text
+    .split(/,(?![^()]*\))/)
+    .map((p) => p.trim())
+    .filter(Boolean)
   const matchExpressions: LabelSelectorRequirement[] = []
   for (const part of parts) {
     let m: RegExpExecArray | null
     if ((m = /^([\w./-]+)\s+(in|notin)\s+\(([^()]*)\)$/.exec(part))) {
-      matchExpressions.push({key: m[1]!, operator: m[2] === 'in' ? 'In' : 'NotIn', values: m[3]!.split(',').map((v) => v.trim()).filter(Boolean)})
+      matchExpressions.push({
+        key: m[1]!,
+        operator: m[2] === 'in' ? 'In' : 'NotIn',
+        values: m[3]!
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean),
+      })
     } else if ((m = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part))) {
       matchExpressions.push({key: m[1]!, operator: m[2] === '!=' ? 'NotIn' : 'In', values: [m[3]!]})
     } else if ((m = /^!\s*([\w./-]+)$/.exec(part))) {
@@ -606,7 +770,9 @@ export function parseLabelSelector(text: string): LabelSelector {
     } else if ((m = /^([\w./-]+)$/.exec(part))) {
       matchExpressions.push({key: m[1]!, operator: 'Exists'})
     } else {
-      throw new Error(`cannot read "${part}" (expected key=value, key!=value, key, !key, key in (a,b) or key notin (a,b))`)
+      throw new Error(
+        `cannot read "${part}" (expected key=value, key!=value, key, !key, key in (a,b) or key notin (a,b))`,
+      )
     }
   }
   return {matchExpressions}

@@ -8,7 +8,14 @@
 import type {KubeObject} from './model.js'
 import {type LabelSelector, selectorMatches} from './namespace.js'
 import {isRecord} from './json.js'
-import {DATAPLANE_MODE_LABEL, GATEWAY_CLASS_NAME_LABEL, GATEWAY_MANAGED, GATEWAY_NAME_LABEL, SIDECAR_INJECT, WAYPOINT_CLASS} from './vocab.js'
+import {
+  DATAPLANE_MODE_LABEL,
+  GATEWAY_CLASS_NAME_LABEL,
+  GATEWAY_MANAGED,
+  GATEWAY_NAME_LABEL,
+  SIDECAR_INJECT,
+  WAYPOINT_CLASS,
+} from './vocab.js'
 
 export const HBONE_PORT = 15008
 export const PROBE_SOURCE_V4 = '169.254.7.127'
@@ -64,7 +71,11 @@ export function podEndpoint(name: string, metadata: {labels?: Record<string, str
   for (const c of containers) {
     for (const p of Array.isArray(c.ports) ? (c.ports as Rec[]) : []) {
       if (typeof p.containerPort === 'number') {
-        ports.push({containerPort: p.containerPort, ...(typeof p.name === 'string' ? {name: p.name} : {}), ...(typeof p.protocol === 'string' ? {protocol: p.protocol} : {})})
+        ports.push({
+          containerPort: p.containerPort,
+          ...(typeof p.name === 'string' ? {name: p.name} : {}),
+          ...(typeof p.protocol === 'string' ? {protocol: p.protocol} : {}),
+        })
       }
     }
     for (const kind of ['liveness', 'readiness', 'startup'] as const) {
@@ -73,7 +84,8 @@ export function podEndpoint(name: string, metadata: {labels?: Record<string, str
       const handler = [probe.httpGet, probe.tcpSocket, probe.grpc].find(isRecord)
       const port = handler?.port
       // exec probes run inside the container: no network path, nothing to admit.
-      if (typeof port === 'number' || typeof port === 'string') probes.push({container: String(c.name ?? ''), kind, port})
+      if (typeof port === 'number' || typeof port === 'string')
+        probes.push({container: String(c.name ?? ''), kind, port})
     }
   }
   return {name, labels: {...(metadata.labels ?? {})}, ports, probes}
@@ -86,7 +98,10 @@ export function affectsIngress(policy: KubeObject): boolean {
 }
 
 export function selectsPod(policy: KubeObject, labels: Record<string, string>): boolean {
-  return selectorMatches(isRecord(policy.spec?.podSelector) ? (policy.spec.podSelector as LabelSelector) : undefined, labels)
+  return selectorMatches(
+    isRecord(policy.spec?.podSelector) ? (policy.spec.podSelector as LabelSelector) : undefined,
+    labels,
+  )
 }
 
 function ingressRules(policy: KubeObject): IngressRule[] {
@@ -97,9 +112,12 @@ function ingressRules(policy: KubeObject): IngressRule[] {
 function portEntryAdmits(entry: PolicyPort, port: number, protocol: string, pod: PodEndpoint): boolean {
   if ((entry.protocol ?? 'TCP').toUpperCase() !== protocol) return false
   if (entry.port === undefined) return true // all ports of that protocol
-  if (typeof entry.port === 'number') return entry.endPort !== undefined ? port >= entry.port && port <= entry.endPort : port === entry.port
+  if (typeof entry.port === 'number')
+    return entry.endPort !== undefined ? port >= entry.port && port <= entry.endPort : port === entry.port
   // A named port admits the container port of that name (and protocol) on the selected pod.
-  return pod.ports.some((p) => p.name === entry.port && p.containerPort === port && (p.protocol ?? 'TCP').toUpperCase() === protocol)
+  return pod.ports.some(
+    (p) => p.name === entry.port && p.containerPort === port && (p.protocol ?? 'TCP').toUpperCase() === protocol,
+  )
 }
 
 export function ruleAdmitsPort(rule: IngressRule, port: number, pod: PodEndpoint, protocol = 'TCP'): boolean {
@@ -163,7 +181,16 @@ const PROBE_ONLY_RANGES = ['169.254.0.0/16', 'fd16:9254:7127:1337::/64']
 /** A rule that only admits the kubelet's probe source carries no mesh traffic, so needs no 15008. */
 function probeSourceOnly(rule: IngressRule): boolean {
   const from = rule.from ?? []
-  return from.length > 0 && from.every((peer) => peer.ipBlock?.cidr !== undefined && !peer.podSelector && !peer.namespaceSelector && PROBE_ONLY_RANGES.some((r) => cidrWithin(peer.ipBlock!.cidr!, r)))
+  return (
+    from.length > 0 &&
+    from.every(
+      (peer) =>
+        peer.ipBlock?.cidr !== undefined &&
+        !peer.podSelector &&
+        !peer.namespaceSelector &&
+        PROBE_ONLY_RANGES.some((r) => cidrWithin(peer.ipBlock!.cidr!, r)),
+    )
+  )
 }
 
 /** Whether the rule's peers include an address (only ipBlock peers can; pod/namespace selectors select pods). */
@@ -206,7 +233,9 @@ export function analyzeNetworkPolicies(policies: KubeObject[], pods: PodEndpoint
   for (const pod of pods) {
     const selecting = ingressPolicies.filter((p) => selectsPod(p, pod.labels))
     if (selecting.length === 0) continue
-    const rules = selecting.flatMap((policy) => ingressRules(policy).map((rule, index) => ({policy: policy.metadata.name, rule, index})))
+    const rules = selecting.flatMap((policy) =>
+      ingressRules(policy).map((rule, index) => ({policy: policy.metadata.name, rule, index})),
+    )
 
     const hboneOpeners = rules.filter((r) => ruleAdmitsPort(r.rule, HBONE_PORT, pod))
     for (const r of rules) {
@@ -214,7 +243,9 @@ export function analyzeNetworkPolicies(policies: KubeObject[], pods: PodEndpoint
       const covered = hboneOpeners.some((o) => ruleFromEverywhere(o.rule) || sameJson(o.rule.from, r.rule.from))
       if (covered) continue
       const key = `${r.policy}/${r.index}`
-      const ports = (r.rule.ports ?? []).map((p) => `${p.port ?? 'all'}${p.endPort ? `-${p.endPort}` : ''}/${p.protocol ?? 'TCP'}`).join(', ')
+      const ports = (r.rule.ports ?? [])
+        .map((p) => `${p.port ?? 'all'}${p.endPort ? `-${p.endPort}` : ''}/${p.protocol ?? 'TCP'}`)
+        .join(', ')
       const issue = hbone.get(key) ?? {
         kind: 'hbone-blocked' as const,
         policies: [r.policy],
@@ -229,7 +260,11 @@ export function analyzeNetworkPolicies(policies: KubeObject[], pods: PodEndpoint
     for (const probe of pod.probes) {
       const port = resolvePort(probe.port, pod)
       if (port === undefined) continue
-      const admitted = rules.some((r) => ruleAdmitsPort(r.rule, port, pod) && (ruleAdmitsAddress(r.rule, PROBE_SOURCE_V4) || ruleAdmitsAddress(r.rule, PROBE_SOURCE_V6)))
+      const admitted = rules.some(
+        (r) =>
+          ruleAdmitsPort(r.rule, port, pod) &&
+          (ruleAdmitsAddress(r.rule, PROBE_SOURCE_V4) || ruleAdmitsAddress(r.rule, PROBE_SOURCE_V6)),
+      )
       if (admitted) continue
       const names = selecting.map((p) => p.metadata.name).sort()
       const key = `${names.join(',')}/${port}`
@@ -273,10 +308,18 @@ export function waypointPeer(name: string): PolicyPeer {
  * Whether a peer admits a pod of namespace `podNamespace` with these labels (policy in `policyNamespace`,
  * whose namespace carries `namespaceLabels`). ipBlock peers are not counted: pod IPs are unknown to the plan.
  */
-export function peerAdmitsPod(peer: PolicyPeer, podLabels: Record<string, string>, podNamespace: string, policyNamespace: string, namespaceLabels: Record<string, string>): boolean {
+export function peerAdmitsPod(
+  peer: PolicyPeer,
+  podLabels: Record<string, string>,
+  podNamespace: string,
+  policyNamespace: string,
+  namespaceLabels: Record<string, string>,
+): boolean {
   if (peer.ipBlock) return false
   if (!peer.podSelector && !peer.namespaceSelector) return false
-  const nsOk = peer.namespaceSelector ? selectorMatches(peer.namespaceSelector, namespaceLabels) : podNamespace === policyNamespace
+  const nsOk = peer.namespaceSelector
+    ? selectorMatches(peer.namespaceSelector, namespaceLabels)
+    : podNamespace === policyNamespace
   return nsOk && (peer.podSelector ? selectorMatches(peer.podSelector, podLabels) : true)
 }
 
@@ -290,12 +333,24 @@ export function rulesAdmitPodOnPort(
   return rules.some(
     ({policy, rule}) =>
       ruleAdmitsPort(rule, port, pod) &&
-      (ruleFromEverywhere(rule) || (rule.from ?? []).some((p) => peerAdmitsPod(p, peer.labels, peer.namespace, policy.metadata.namespace ?? peer.namespace, peer.namespaceLabels))),
+      (ruleFromEverywhere(rule) ||
+        (rule.from ?? []).some((p) =>
+          peerAdmitsPod(
+            p,
+            peer.labels,
+            peer.namespace,
+            policy.metadata.namespace ?? peer.namespace,
+            peer.namespaceLabels,
+          ),
+        )),
   )
 }
 
 /** The ingress rules of the policies selecting `pod` (each with its policy), probe-only rules left out. */
-export function rulesSelecting(policies: KubeObject[], pod: PodEndpoint): {policy: KubeObject; rule: IngressRule; index: number}[] {
+export function rulesSelecting(
+  policies: KubeObject[],
+  pod: PodEndpoint,
+): {policy: KubeObject; rule: IngressRule; index: number}[] {
   return policies
     .filter((p) => affectsIngress(p) && selectsPod(p, pod.labels))
     .flatMap((policy) => ingressRules(policy).map((rule, index) => ({policy, rule, index})))

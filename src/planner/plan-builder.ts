@@ -5,19 +5,41 @@ import {isGroupedLostFinding} from './lost-routing.js'
 import {digestOf, objectFingerprint} from './canonical.js'
 import {markHandledFindings} from './finding-handling.js'
 import type {Finding, Inventory, KubeObject, ServiceItem, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
-import {type MigrationPlan, PLAN_API_VERSION, PLAN_KIND, type PlanHazard, type PlanOptions, type PlanStep, type PolicyTimelineInput} from './plan-types.js'
+import {
+  type MigrationPlan,
+  PLAN_API_VERSION,
+  PLAN_KIND,
+  type PlanHazard,
+  type PlanOptions,
+  type PlanStep,
+  type PolicyTimelineInput,
+} from './plan-types.js'
 import {formatRef, refKey, refOf} from './refs.js'
-import {allowsNothing, markManaged, planPolicyMigration, type PolicyDecision, type PolicyMigration, type PolicyPlacement} from './retarget.js'
+import {
+  allowsNothing,
+  markManaged,
+  planPolicyMigration,
+  type PolicyDecision,
+  type PolicyMigration,
+  type PolicyPlacement,
+} from './retarget.js'
 import {simulate, unexpectedHazards} from './simulate.js'
 import {ROOT_DENY_CODE} from './classify/authz.js'
-import {DATAPLANE_MODE_LABEL, PREFLIGHT_CHECKS, REVISION_LABEL, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_FOR_LABEL, workloadHasSidecar} from './vocab.js'
+import {
+  DATAPLANE_MODE_LABEL,
+  PREFLIGHT_CHECKS,
+  REVISION_LABEL,
+  USE_WAYPOINT_LABEL,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+  WAYPOINT_FOR_LABEL,
+  workloadHasSidecar,
+} from './vocab.js'
 import {waypointServable} from './retarget/targets.js'
 import {buildWaypoint, isWaypointGateway, waypointRevision} from './waypoint.js'
 import {STEP_KINDS, type StepContext} from '../steps/index.js'
 import {optOutStep} from '../steps/opt-out-workloads.js'
 import {decideRestarts, podOptInOperations} from '../steps/restart-workloads.js'
 import {namespaceRef} from '../steps/shared.js'
-
 
 /** The preflight checks a plan asks for (defined in vocab.ts; the preflight step declares them). */
 export {PREFLIGHT_CHECKS}
@@ -34,7 +56,11 @@ export interface BuildPlanInput {
 
 /** sha256 over what the plan was computed from (SPEC §5 spec.observed.fingerprint). */
 export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnapshot): string {
-  const relevant = new Set([...inventory.objects.map((o) => refKey(o.ref)), ...inventory.workloads.map((w) => refKey(w.ref)), ...inventory.services.map((s) => refKey(s.ref))])
+  const relevant = new Set([
+    ...inventory.objects.map((o) => refKey(o.ref)),
+    ...inventory.workloads.map((w) => refKey(w.ref)),
+    ...inventory.services.map((s) => refKey(s.ref)),
+  ])
   const inputs = snapshot.objects
     .filter((o) => relevant.has(refKey(refOf(o))))
     .map((o) => [refKey(refOf(o)), objectFingerprint(o)])
@@ -45,14 +71,20 @@ export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnaps
 
 /** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
 export function timelinePolicies(namespace: string, decisions: PolicyDecision[]): PolicyTimelineInput[] {
-  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) => d.created.find((c) => c.role === role)?.createdIn
+  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) =>
+    d.created.find((c) => c.role === role)?.createdIn
   // A targetRefs ALLOW that exists already applies to no workload's selector, but it is part of the waypoint's ALLOW set.
-  const waypointAllow = (p: PolicyPlacement) => p.action === 'ALLOW' && !p.dryRun && p.scope === 'targetRefs' && (p.serviceWorkloads?.length ?? 0) > 0
+  const waypointAllow = (p: PolicyPlacement) =>
+    p.action === 'ALLOW' && !p.dryRun && p.scope === 'targetRefs' && (p.serviceWorkloads?.length ?? 0) > 0
   return decisions
     .filter((d) => d.original.workloads.length > 0 || waypointAllow(d.original))
     .map((d): PolicyTimelineInput => {
-      const key = d.ref.namespace && d.ref.namespace !== namespace ? `${d.ref.kind}/${d.ref.namespace}/${d.ref.name}` : `${d.ref.kind}/${d.ref.name}`
-      const ztunnel: ZtunnelEffect = d.original.ztunnel ?? (d.ref.kind === 'AuthorizationPolicy' ? 'as-written' : 'ignored')
+      const key =
+        d.ref.namespace && d.ref.namespace !== namespace
+          ? `${d.ref.kind}/${d.ref.namespace}/${d.ref.name}`
+          : `${d.ref.kind}/${d.ref.name}`
+      const ztunnel: ZtunnelEffect =
+        d.original.ztunnel ?? (d.ref.kind === 'AuthorizationPolicy' ? 'as-written' : 'ignored')
       const out: PolicyTimelineInput = {key, ztunnel, workloads: [...d.original.workloads].sort()}
       if (d.original.action) out.action = d.original.action
       if (d.original.deletedIn) out.deletedIn = d.original.deletedIn
@@ -76,7 +108,6 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
     .sort((a, b) => a.key.localeCompare(b.key))
 }
 
-
 /** Blocker codes --accept-hazard can accept besides the simulation's hazards. */
 const ACCEPTABLE_BLOCKERS = new Set(['IST0118'])
 
@@ -86,7 +117,17 @@ const ACCEPTABLE_BLOCKERS = new Set(['IST0118'])
  */
 export function idMatcher(patterns: string[]): (id: string) => boolean {
   const exact = new Set(patterns.filter((p) => !p.includes('*')))
-  const globs = patterns.filter((p) => p.includes('*')).map((p) => new RegExp(`^${p.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`))
+  const globs = patterns
+    .filter((p) => p.includes('*'))
+    .map(
+      (p) =>
+        new RegExp(
+          `^${p
+            .split('*')
+            .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+            .join('.*')}$`,
+        ),
+    )
   return (id) => exact.has(id) || globs.some((g) => g.test(id))
 }
 
@@ -106,7 +147,8 @@ export function namespaceBinding(inventory: Inventory, waypointName: string): Na
     if (!waypointServable(s)) continue
     const own = s.labels?.[USE_WAYPOINT_LABEL]
     const ownNs = s.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] || ns
-    if (own !== undefined && !(own === waypointName && ownNs === ns)) ownLabel.push({service: s, target: own === 'none' ? 'none' : `${ownNs}/${own}`})
+    if (own !== undefined && !(own === waypointName && ownNs === ns))
+      ownLabel.push({service: s, target: own === 'none' ? 'none' : `${ownNs}/${own}`})
     else bound.push(s)
   }
   return {bound, ownLabel}
@@ -116,13 +158,22 @@ export function namespaceBinding(inventory: Inventory, waypointName: string): Na
  * A waypoint Gateway the plan reuses instead of creating one: it must serve Service traffic, and in a
  * revision-labelled namespace carry that revision itself (DOMAIN §1.4, §1.8).
  */
-function existingWaypointFindings(existing: KubeObject, snapshot: SourceSnapshot, nsState: Inventory['namespaceState']): Finding[] {
+function existingWaypointFindings(
+  existing: KubeObject,
+  snapshot: SourceSnapshot,
+  nsState: Inventory['namespaceState'],
+): Finding[] {
   const ns = existing.metadata.namespace ?? nsState.name
   const name = existing.metadata.name
   const ref = refOf(existing)
   const findings: Finding[] = []
   const own = existing.metadata.labels?.[WAYPOINT_FOR_LABEL]
-  const gatewayClass = snapshot.objects.find((o) => o.kind === 'GatewayClass' && o.apiVersion.startsWith('gateway.networking.k8s.io/') && o.metadata.name === existing.spec?.gatewayClassName)
+  const gatewayClass = snapshot.objects.find(
+    (o) =>
+      o.kind === 'GatewayClass' &&
+      o.apiVersion.startsWith('gateway.networking.k8s.io/') &&
+      o.metadata.name === existing.spec?.gatewayClassName,
+  )
   const fromClass = gatewayClass?.metadata.labels?.[WAYPOINT_FOR_LABEL]
   const effective = own ?? fromClass ?? 'service'
   if (effective !== 'service' && effective !== 'all') {
@@ -180,7 +231,10 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     }
   }
   const blockers = findings.filter((f) => f.severity === 'blocker')
-  const plainFindings = markHandledFindings(findings.filter((f) => f.severity !== 'blocker'), ctx.policies.decisions)
+  const plainFindings = markHandledFindings(
+    findings.filter((f) => f.severity !== 'blocker'),
+    ctx.policies.decisions,
+  )
   const nsState = inventory.namespaceState
   return {
     apiVersion: PLAN_API_VERSION,
@@ -190,7 +244,13 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       target: snapshot.target,
       options,
       observed: {namespaceLabels: {...ctx.labels}, fingerprint: inventoryFingerprint(inventory, snapshot)},
-      summary: {from: nsState.mode, to: 'ambient', waypointRequired: ctx.waypointRequired, blockers: blockers.length, steps: steps.length},
+      summary: {
+        from: nsState.mode,
+        to: 'ambient',
+        waypointRequired: ctx.waypointRequired,
+        blockers: blockers.length,
+        steps: steps.length,
+      },
       blockers,
       findings: plainFindings,
       inventory: inventory.objects,
@@ -210,7 +270,8 @@ function stepContext(input: BuildPlanInput, findings: Finding[]): StepContext {
   const migrating = isMigrating(inventory)
   const waypointRequired = inventory.waypointRequired && migrating
   const injectedGateways = inventory.workloads.filter((w) => w.traits.includes('injected-gateway'))
-  if (migrating && inventory.injectionByDefault === true && injectedGateways.length > 0) findings.push(injectionByDefaultBlocker(ns, injectedGateways))
+  if (migrating && inventory.injectionByDefault === true && injectedGateways.length > 0)
+    findings.push(injectionByDefaultBlocker(ns, injectedGateways))
   const waypoint = waypointRequired ? planWaypoint(input, findings) : undefined
   // What happens to every policy: waypoint copies, ztunnel companions and L4 parts, E22 rewrites (DOMAIN §3.1).
   const istioVersion = input.istioVersion ?? snapshot.istioVersion
@@ -231,7 +292,10 @@ function stepContext(input: BuildPlanInput, findings: Finding[]): StepContext {
     : {createBeforeBind: [], replaceAfterRestart: {delete: [], apply: []}, findings: [], decisions: []}
   findings.push(...policies.findings)
   // E5/E8: what is outside the mesh today stays outside, unless the reviewers chose to enrol it.
-  const optOut = migrating && (options.optedOut ?? 'keep-out') === 'keep-out' ? optOutStep(inventory, snapshot) : {optedOut: [] as WorkloadItem[], findings: [] as Finding[]}
+  const optOut =
+    migrating && (options.optedOut ?? 'keep-out') === 'keep-out'
+      ? optOutStep(inventory, snapshot)
+      : {optedOut: [] as WorkloadItem[], findings: [] as Finding[]}
   findings.push(...optOut.findings)
   const optedOutKeys = new Set(optOut.optedOut.map((w) => refKey(w.ref)))
   const optIns = podOptInOperations(inventory, snapshot)
@@ -275,10 +339,15 @@ function injectionByDefaultBlocker(ns: string, injectedGateways: WorkloadItem[])
 }
 
 /** The waypoint the plan uses: generated, and reused when the namespace already has a waypoint of that name. */
-function planWaypoint({inventory, snapshot, options}: BuildPlanInput, findings: Finding[]): NonNullable<StepContext['waypoint']> {
+function planWaypoint(
+  {inventory, snapshot, options}: BuildPlanInput,
+  findings: Finding[],
+): NonNullable<StepContext['waypoint']> {
   const ns = inventory.namespace
   const nsState = inventory.namespaceState
-  const existing = snapshot.objects.find((o) => o.metadata.namespace === ns && o.kind === 'Gateway' && o.metadata.name === options.waypointName)
+  const existing = snapshot.objects.find(
+    (o) => o.metadata.namespace === ns && o.kind === 'Gateway' && o.metadata.name === options.waypointName,
+  )
   if (existing && !isWaypointGateway(existing)) {
     findings.push({
       id: `waypoint-name-taken/${ns}/${options.waypointName}`,
@@ -290,7 +359,15 @@ function planWaypoint({inventory, snapshot, options}: BuildPlanInput, findings: 
     })
   }
   if (existing && isWaypointGateway(existing)) findings.push(...existingWaypointFindings(existing, snapshot, nsState))
-  const object = markManaged(buildWaypoint({name: options.waypointName, namespace: ns, waypointFor: options.waypointFor, revision: waypointRevision(nsState)}), ns)
+  const object = markManaged(
+    buildWaypoint({
+      name: options.waypointName,
+      namespace: ns,
+      waypointFor: options.waypointFor,
+      revision: waypointRevision(nsState),
+    }),
+    ns,
+  )
   return {object, ref: refOf(object), exists: existing !== undefined && isWaypointGateway(existing)}
 }
 
@@ -304,18 +381,38 @@ function judgeLostFindings(findings: Finding[], {migrating, inventory, options}:
   const acceptLost = idMatcher(options.acceptLost ?? [])
   const lostRefs = new Set(inventory.objects.filter((i) => i.action === 'lost-client-side').map((i) => refKey(i.ref)))
   for (const [i, f] of findings.entries()) {
-    if (!f.ref || !(lostRefs.has(refKey(f.ref)) || f.code === ROOT_DENY_CODE || isGroupedLostFinding(f)) || f.severity !== 'error') continue
+    if (
+      !f.ref ||
+      !(lostRefs.has(refKey(f.ref)) || f.code === ROOT_DENY_CODE || isGroupedLostFinding(f)) ||
+      f.severity !== 'error'
+    )
+      continue
     findings[i] = acceptLost(f.id)
       ? {...f, severity: 'warning', message: `${f.message} (accepted with --accept-lost)`}
-      : {...f, severity: 'blocker', fix: `${f.fix ?? ''} To go ahead without it, re-run plan with --accept-lost ${f.id}.`.trim()}
+      : {
+          ...f,
+          severity: 'blocker',
+          fix: `${f.fix ?? ''} To go ahead without it, re-run plan with --accept-lost ${f.id}.`.trim(),
+        }
   }
 }
 
 /** Step-by-step safety simulation: hazards outside documented windows block (a finding each) unless accepted. */
-function simulatedHazards({ns, inventory, labels, options}: StepContext, steps: PlanStep[], policies: PolicyTimelineInput[], findings: Finding[]): PlanHazard[] {
+function simulatedHazards(
+  {ns, inventory, labels, options}: StepContext,
+  steps: PlanStep[],
+  policies: PolicyTimelineInput[],
+  findings: Finding[],
+): PlanHazard[] {
   const acceptHazards = idMatcher(options.acceptHazards ?? [])
   const hazards: PlanHazard[] = []
-  const sim = simulate({namespace: ns, workloads: inventory.workloads, steps, policies, ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient'})
+  const sim = simulate({
+    namespace: ns,
+    workloads: inventory.workloads,
+    steps,
+    policies,
+    ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient',
+  })
   const unexpected = new Set(unexpectedHazards(sim).map((h) => h.id))
   for (const h of sim.hazards) {
     const accepted = unexpected.has(h.id) && acceptHazards(h.id)

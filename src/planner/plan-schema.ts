@@ -410,58 +410,7 @@ function planSchema(form: Form) {
         // prettier-ignore
         required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps', ...(file ? ['apiVersions', 'objects', 'texts'] : [])],
         properties: {
-          target: {
-            oneOf: [
-              {
-                type: 'object',
-                additionalProperties: false,
-                required: ['manifests'],
-                properties: {manifests: {type: 'array', items: {type: 'string'}}},
-              },
-              {
-                type: 'object',
-                additionalProperties: false,
-                required: ['context', 'server', 'clusterID'],
-                properties: {context: {type: 'string'}, server: {type: 'string'}, clusterID: {type: 'string'}},
-              },
-            ],
-          },
-          options: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['rootNamespace', 'waypointName', 'waypointFor'],
-            properties: {
-              rootNamespace: {type: 'string'},
-              waypointName: {type: 'string'},
-              waypointFor: {enum: ['service', 'workload', 'all']},
-              routes: {enum: ['virtualservice', 'httproute']},
-              optedOut: {enum: ['keep-out', 'enroll']},
-              denyWaypointBypass: {type: 'boolean'},
-              acceptLost: {type: 'array', items: {type: 'string'}},
-              acceptHazards: {type: 'array', items: {type: 'string'}},
-            },
-          },
-          observed: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['namespaceLabels', 'fingerprint'],
-            properties: {
-              namespaceLabels: {type: 'object', additionalProperties: {type: 'string'}},
-              fingerprint: {type: 'string'},
-            },
-          },
-          summary: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['from', 'to', 'waypointRequired', 'blockers', 'steps'],
-            properties: {
-              from: {type: 'string'},
-              to: {const: 'ambient'},
-              waypointRequired: {type: 'boolean'},
-              blockers: {type: 'integer', minimum: 0},
-              steps: {type: 'integer', minimum: 0},
-            },
-          },
+          ...specHeaderSchemas(),
           blockers: {type: 'array', items: finding},
           findings: {type: 'array', items: finding},
           inventory: {type: 'array', items: inventoryItem},
@@ -481,6 +430,64 @@ function planSchema(form: Form) {
           specDigest: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
           steps: {type: 'array', items: stepStatus},
         },
+      },
+    },
+  }
+}
+
+/** spec.target, spec.options, spec.observed and spec.summary: the same in both forms. */
+function specHeaderSchemas() {
+  return {
+    target: {
+      oneOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['manifests'],
+          properties: {manifests: {type: 'array', items: {type: 'string'}}},
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['context', 'server', 'clusterID'],
+          properties: {context: {type: 'string'}, server: {type: 'string'}, clusterID: {type: 'string'}},
+        },
+      ],
+    },
+    options: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['rootNamespace', 'waypointName', 'waypointFor'],
+      properties: {
+        rootNamespace: {type: 'string'},
+        waypointName: {type: 'string'},
+        waypointFor: {enum: ['service', 'workload', 'all']},
+        routes: {enum: ['virtualservice', 'httproute']},
+        optedOut: {enum: ['keep-out', 'enroll']},
+        denyWaypointBypass: {type: 'boolean'},
+        acceptLost: {type: 'array', items: {type: 'string'}},
+        acceptHazards: {type: 'array', items: {type: 'string'}},
+      },
+    },
+    observed: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['namespaceLabels', 'fingerprint'],
+      properties: {
+        namespaceLabels: {type: 'object', additionalProperties: {type: 'string'}},
+        fingerprint: {type: 'string'},
+      },
+    },
+    summary: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['from', 'to', 'waypointRequired', 'blockers', 'steps'],
+      properties: {
+        from: {type: 'string'},
+        to: {const: 'ambient'},
+        waypointRequired: {type: 'boolean'},
+        blockers: {type: 'integer', minimum: 0},
+        steps: {type: 'integer', minimum: 0},
       },
     },
   }

@@ -48,8 +48,11 @@ function headerComment(plan: MigrationPlan): string {
   ]
   const blockers = plan.spec.blockers
   if (blockers.length > 0) {
-    lines.unshift(`BLOCKED: ${blockers.length} blocker(s) must be resolved before this plan can be applied:`,
-      ...blockers.map((b) => `  - ${b.id}: ${b.message}`), '')
+    lines.unshift(
+      `BLOCKED: ${blockers.length} blocker(s) must be resolved before this plan can be applied:`,
+      ...blockers.map((b) => `  - ${b.id}: ${b.message}`),
+      '',
+    )
   }
   // Editors with the YAML language server (VS Code's YAML extension, …) validate and complete the plan
   // against its schema (published as schemas/migration-plan-file.json, docs/contract.md).
@@ -80,7 +83,14 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
     data = doc.toJS({maxAliasCount: 0})
   } catch (error) {
     // Aliases (anchors) are refused: the tool never writes them, and they can blow up in size.
-    return {problems: [{path: '', message: `YAML: ${(error as Error).message}; plan files must not use anchors/aliases (*ref) — regenerate the plan with mesh-migrate plan`}]}
+    return {
+      problems: [
+        {
+          path: '',
+          message: `YAML: ${(error as Error).message}; plan files must not use anchors/aliases (*ref) — regenerate the plan with mesh-migrate plan`,
+        },
+      ],
+    }
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     return {problems: [{path: '', message: 'the file is not a YAML mapping (expected a MigrationPlan)'}]}
@@ -102,7 +112,9 @@ function schemaValidator(form: SchemaForm): SchemaValidator {
   if (!validator) {
     const require = createRequire(import.meta.url)
     try {
-      validator = require(form === 'file' ? './plan-file-schema.validator.cjs' : './plan-schema.validator.cjs') as SchemaValidator
+      validator = require(
+        form === 'file' ? './plan-file-schema.validator.cjs' : './plan-schema.validator.cjs',
+      ) as SchemaValidator
     } catch {
       const {Ajv} = require('ajv') as typeof import('ajv')
       validator = new Ajv({allErrors: true, strict: false}).compile(form === 'file' ? PLAN_FILE_SCHEMA : PLAN_SCHEMA)
@@ -159,14 +171,28 @@ function gk(apiVersion: string, kind: string): string {
 }
 
 /** Problems with one write, judged against the rule of the step that makes it. */
-function operationProblems(op: Operation, rule: WriteRule, namespace: string, path: string, isUndo: boolean): PlanProblem[] {
+function operationProblems(
+  op: Operation,
+  rule: WriteRule,
+  namespace: string,
+  path: string,
+  isUndo: boolean,
+): PlanProblem[] {
   const problems: PlanProblem[] = []
   // An undo reverses its step: a create is undone by a delete and vice versa.
-  const applyKinds = isUndo ? rule.delete ?? [] : rule.apply ?? []
-  const deleteKinds = isUndo ? rule.apply ?? [] : rule.delete ?? []
+  const applyKinds = isUndo ? (rule.delete ?? []) : (rule.apply ?? [])
+  const deleteKinds = isUndo ? (rule.apply ?? []) : (rule.delete ?? [])
   const say = (message: string) => problems.push({path, message})
 
-  const ref = op.op === 'apply' ? {apiVersion: op.object.apiVersion, kind: op.object.kind, name: op.object.metadata?.name, namespace: op.object.metadata?.namespace} : op.ref
+  const ref =
+    op.op === 'apply'
+      ? {
+          apiVersion: op.object.apiVersion,
+          kind: op.object.kind,
+          name: op.object.metadata?.name,
+          namespace: op.object.metadata?.namespace,
+        }
+      : op.ref
   const kindKey = gk(ref.apiVersion, ref.kind)
   if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object?.kind === 'Secret')) {
     say('plans never carry Secrets')
@@ -174,15 +200,25 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
   // Writes are confined to the plan's namespace; the only cluster-scoped object a plan may touch is
   // that namespace itself, and only its labels.
   if (kindKey === '/Namespace') {
-    if (op.op !== 'label') say(`${op.op} of a Namespace is not allowed: plans only change the labels of their own namespace`)
+    if (op.op !== 'label')
+      say(`${op.op} of a Namespace is not allowed: plans only change the labels of their own namespace`)
     if (ref.name !== namespace) say(`writes to Namespace "${ref.name}", outside the plan's namespace "${namespace}"`)
   } else if (ref.namespace !== namespace) {
-    say(ref.namespace === undefined
-      ? `writes to cluster-scoped ${ref.kind} "${ref.name}": plans may only write inside namespace "${namespace}"`
-      : `writes to namespace "${ref.namespace}", outside the plan's namespace "${namespace}"`)
+    say(
+      ref.namespace === undefined
+        ? `writes to cluster-scoped ${ref.kind} "${ref.name}": plans may only write inside namespace "${namespace}"`
+        : `writes to namespace "${ref.namespace}", outside the plan's namespace "${namespace}"`,
+    )
   }
-  if (op.op === 'delete' && !isUndo && !op.object) say('a step that deletes an object must store it in full (`object`), so that rollback can re-create it')
-  if (op.op === 'delete' && op.object && (op.object.kind !== op.ref.kind || op.object.metadata?.name !== op.ref.name || op.object.metadata?.namespace !== op.ref.namespace)) {
+  if (op.op === 'delete' && !isUndo && !op.object)
+    say('a step that deletes an object must store it in full (`object`), so that rollback can re-create it')
+  if (
+    op.op === 'delete' &&
+    op.object &&
+    (op.object.kind !== op.ref.kind ||
+      op.object.metadata?.name !== op.ref.name ||
+      op.object.metadata?.namespace !== op.ref.namespace)
+  ) {
     say('the stored object does not match the reference it deletes')
   }
 
@@ -190,7 +226,9 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
     case 'apply': {
       if (!applyKinds.includes(kindKey)) say(`this step may not create ${ref.kind} (${kindKey || 'core'})`)
       if (kindKey === 'gateway.networking.k8s.io/Gateway' && op.object.spec?.gatewayClassName !== WAYPOINT_CLASS) {
-        say(`Gateway "${ref.name}" is class "${op.object.spec?.gatewayClassName}", not ${WAYPOINT_CLASS}: a plan only creates waypoints`)
+        say(
+          `Gateway "${ref.name}" is class "${op.object.spec?.gatewayClassName}", not ${WAYPOINT_CLASS}: a plan only creates waypoints`,
+        )
       }
       break
     }
@@ -203,7 +241,8 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
         say(`this step may not change labels of ${ref.kind}`)
       } else {
         for (const key of Object.keys(op.labels)) {
-          if (!labelRule.keys.includes(key)) say(`this step may not change label "${key}" (allowed: ${labelRule.keys.join(', ')})`)
+          if (!labelRule.keys.includes(key))
+            say(`this step may not change label "${key}" (allowed: ${labelRule.keys.join(', ')})`)
         }
       }
       break
@@ -217,7 +256,8 @@ function operationProblems(op: Operation, rule: WriteRule, namespace: string, pa
         say(`this step may not change the pod template of ${ref.kind}`)
       } else {
         for (const key of Object.keys(op.labels)) {
-          if (!tl.keys.includes(key)) say(`this step may not change pod-template label "${key}" (allowed: ${tl.keys.join(', ')})`)
+          if (!tl.keys.includes(key))
+            say(`this step may not change pod-template label "${key}" (allowed: ${tl.keys.join(', ')})`)
         }
       }
       break
@@ -241,12 +281,19 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
     seen.add(step.id)
     const order = STEP_ACTIONS.indexOf(step.action)
     if (order < lastOrder) {
-      problems.push({path: `${base}.action`, message: `"${step.action}" is out of order: steps must follow the catalogue order (${STEP_ACTIONS.join(' → ')})`})
+      problems.push({
+        path: `${base}.action`,
+        message: `"${step.action}" is out of order: steps must follow the catalogue order (${STEP_ACTIONS.join(' → ')})`,
+      })
     }
     lastOrder = Math.max(lastOrder, order)
     const rule = WRITE_RULES[step.action]
-    step.operations.forEach((op, j) => problems.push(...operationProblems(op, rule, namespace, `${base}.operations[${j}]`, false)))
-    step.undo.operations.forEach((op, j) => problems.push(...operationProblems(op, rule, namespace, `${base}.undo.operations[${j}]`, true)))
+    step.operations.forEach((op, j) =>
+      problems.push(...operationProblems(op, rule, namespace, `${base}.operations[${j}]`, false)),
+    )
+    step.undo.operations.forEach((op, j) =>
+      problems.push(...operationProblems(op, rule, namespace, `${base}.undo.operations[${j}]`, true)),
+    )
     // A step's undo may restart what it restarted (rollback restarts again once injection is back).
   })
   plan.spec.waypoints.forEach((w, i) => {
@@ -254,7 +301,10 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
       problems.push({path: `spec.waypoints[${i}].spec.gatewayClassName`, message: `must be ${WAYPOINT_CLASS}`})
     }
     if (w.metadata.namespace !== namespace) {
-      problems.push({path: `spec.waypoints[${i}].metadata.namespace`, message: `must be the plan's namespace "${namespace}"`})
+      problems.push({
+        path: `spec.waypoints[${i}].metadata.namespace`,
+        message: `must be the plan's namespace "${namespace}"`,
+      })
     }
   })
   return problems
@@ -284,10 +334,12 @@ export function digestProblems(plan: MigrationPlan): PlanProblem[] {
   if (!plan.status || !hasStarted(plan)) return []
   const actual = specDigest(plan)
   if (plan.status.specDigest === actual) return []
-  return [{
-    path: 'spec',
-    message: `spec was edited after the first apply (status.specDigest ${plan.status.specDigest.slice(0, 19)}…, spec now ${actual.slice(0, 19)}…); restore the reviewed spec (e.g. \`git checkout\` the file), then roll back or re-plan with \`mesh-migrate plan ${plan.metadata.namespace} --keep-progress\` and review the new plan`,
-  }]
+  return [
+    {
+      path: 'spec',
+      message: `spec was edited after the first apply (status.specDigest ${plan.status.specDigest.slice(0, 19)}…, spec now ${actual.slice(0, 19)}…); restore the reviewed spec (e.g. \`git checkout\` the file), then roll back or re-plan with \`mesh-migrate plan ${plan.metadata.namespace} --keep-progress\` and review the new plan`,
+    },
+  ]
 }
 
 function bestEffort(check: () => PlanProblem[]): PlanProblem[] {
@@ -311,9 +363,13 @@ export function checkPlanText(text: string): CheckedPlan {
   const known = data.apiVersion === PLAN_FILE_API_VERSION || data.apiVersion === PLAN_API_VERSION
   if (!known || data.kind !== PLAN_KIND) {
     const problems: PlanProblem[] = []
-    if (data.kind !== PLAN_KIND) problems.push({path: 'kind', message: `must be ${PLAN_KIND} (got ${JSON.stringify(data.kind)})`})
+    if (data.kind !== PLAN_KIND)
+      problems.push({path: 'kind', message: `must be ${PLAN_KIND} (got ${JSON.stringify(data.kind)})`})
     if (!known) {
-      problems.push({path: 'apiVersion', message: `must be ${PLAN_FILE_API_VERSION} (or ${PLAN_API_VERSION}, written by earlier versions) (got ${JSON.stringify(data.apiVersion)}); a newer mesh-migrate may have written it`})
+      problems.push({
+        path: 'apiVersion',
+        message: `must be ${PLAN_FILE_API_VERSION} (or ${PLAN_API_VERSION}, written by earlier versions) (got ${JSON.stringify(data.apiVersion)}); a newer mesh-migrate may have written it`,
+      })
     }
     return {problems}
   }
@@ -325,7 +381,8 @@ function checkEncodedPlan(data: Record<string, unknown>): CheckedPlan {
   const schema = schemaProblems(data, 'file')
   if (schema.length > 0) return {problems: schema}
   const decoded = decodePlan(data)
-  if (decoded.problems.length > 0) return {problems: [...decoded.problems, ...bestEffort(() => digestProblems(decoded.plan))]}
+  if (decoded.problems.length > 0)
+    return {problems: [...decoded.problems, ...bestEffort(() => digestProblems(decoded.plan))]}
   return {plan: decoded.plan, problems: [...safetyProblems(decoded.plan), ...digestProblems(decoded.plan)]}
 }
 
@@ -335,7 +392,13 @@ function checkExpandedPlan(data: Record<string, unknown>): CheckedPlan {
   if (schema.length > 0) {
     // Still say what else is wrong, as far as the malformed parts allow: a reviewer fixing the schema
     // error should not discover the edit-after-apply or an unsafe write one round later.
-    return {problems: [...schema, ...bestEffort(() => safetyProblems(data as unknown as MigrationPlan)), ...bestEffort(() => digestProblems(data as unknown as MigrationPlan))]}
+    return {
+      problems: [
+        ...schema,
+        ...bestEffort(() => safetyProblems(data as unknown as MigrationPlan)),
+        ...bestEffort(() => digestProblems(data as unknown as MigrationPlan)),
+      ],
+    }
   }
   const plan = data as unknown as MigrationPlan
   const problems = [...safetyProblems(plan), ...digestProblems(plan)]

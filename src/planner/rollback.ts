@@ -34,7 +34,12 @@ export function rollbackSequence(plan: MigrationPlan, opts: {lastOnly?: boolean}
     if (unit) {
       selected = touched.filter((s) => unit.includes(s.action))
       if (selected.length > 1) {
-        note = `${last.id} is undone together with ${selected.filter((s) => s !== last).map((s) => s.id).join(', ')}: the injection label, the restart and the sidecar policies only return pods to an enforced state as one unit`
+        note = `${last.id} is undone together with ${selected
+          .filter((s) => s !== last)
+          .map((s) => s.id)
+          .join(
+            ', ',
+          )}: the injection label, the restart and the sidecar policies only return pods to an enforced state as one unit`
       }
     } else {
       selected = [last]

@@ -20,7 +20,8 @@
 //   so nothing changes; any explicit `retries` cannot be written in the standard channel → kept.
 // - Rule order: see precedence.ts; a VirtualService whose order Gateway API precedence would
 //   change for some request is kept.
-import {finding, isRecord, list, reason} from './classify/common.js'
+import {finding, list, reason} from './classify/results.js'
+import {isRecord} from './json.js'
 import type {Finding, KubeObject, ObjectRef} from './model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from './plan-types.js'
 import {compareRefs, formatRef, refOf} from './refs.js'
@@ -67,7 +68,11 @@ interface Converted {
 function hostClaims(vss: KubeObject[], namespace: string, services: Map<string, ServiceInfo>): Map<string, string[]> {
   const claims = new Map<string, string[]>()
   for (const vs of vss) {
-    const names = new Set((list(vs.spec?.hosts) ?? []).map((h) => resolveHost(h, namespace).service).filter((s): s is string => s !== undefined && services.has(s)))
+    const names = new Set(
+      (list(vs.spec?.hosts) ?? [])
+        .map((h) => resolveHost(h, namespace).service)
+        .filter((s): s is string => s !== undefined && services.has(s)),
+    )
     for (const s of names) claims.set(s, [...(claims.get(s) ?? []), vs.metadata.name])
   }
   return claims
@@ -99,12 +104,25 @@ function analyzeVirtualService(
   const gateways = Array.isArray(spec.gateways) ? spec.gateways.map(String) : []
   const others = gateways.filter((g) => g !== 'mesh')
   if (others.length > 0 && gateways.includes('mesh')) {
-    ctx.reasons.push(reason('spec.gateways', `also bound to gateway(s) ${others.join(', ')}: an HTTPRoute with a Service parent serves only mesh traffic, and deleting the VirtualService would drop the gateway routing`))
+    ctx.reasons.push(
+      reason(
+        'spec.gateways',
+        `also bound to gateway(s) ${others.join(', ')}: an HTTPRoute with a Service parent serves only mesh traffic, and deleting the VirtualService would drop the gateway routing`,
+      ),
+    )
   } else if (others.length > 0) {
-    ctx.reasons.push(reason('spec.gateways', `bound to gateway(s) ${others.join(', ')} only, not to the mesh: gateway routing, not converted to a Service-parented HTTPRoute`))
+    ctx.reasons.push(
+      reason(
+        'spec.gateways',
+        `bound to gateway(s) ${others.join(', ')} only, not to the mesh: gateway routing, not converted to a Service-parented HTTPRoute`,
+      ),
+    )
   }
   const hosts = Array.isArray(spec.hosts) ? spec.hosts.map(String) : []
-  if (hosts.length === 0) ctx.reasons.push(reason('spec.hosts', 'no hosts: a delegate VirtualService, applied only through its parent VirtualService'))
+  if (hosts.length === 0)
+    ctx.reasons.push(
+      reason('spec.hosts', 'no hosts: a delegate VirtualService, applied only through its parent VirtualService'),
+    )
   const parents: {service: ServiceInfo; path: string}[] = []
   hosts.forEach((h, i) => {
     const path = `spec.hosts[${i}]`
@@ -113,16 +131,31 @@ function analyzeVirtualService(
     if (r.wildcard) {
       ctx.reasons.push(reason(path, `wildcard host ${h}: an HTTPRoute parentRef names one Service`))
     } else if (!service) {
-      ctx.reasons.push(reason(path, `${h} is not a Service of ${namespace} (another namespace, a ServiceEntry host or an external name): it cannot be a Service parentRef here`))
+      ctx.reasons.push(
+        reason(
+          path,
+          `${h} is not a Service of ${namespace} (another namespace, a ServiceEntry host or an external name): it cannot be a Service parentRef here`,
+        ),
+      )
     } else if (service.type === 'ExternalName') {
       ctx.reasons.push(reason(path, `Service ${service.name} is of type ExternalName: no waypoint serves it`))
     } else if (service.headless) {
-      ctx.reasons.push(reason(path, `Service ${service.name} is headless: callers reach pod addresses, which a Service-parented HTTPRoute on the waypoint never sees (DOMAIN §7 E9)`))
+      ctx.reasons.push(
+        reason(
+          path,
+          `Service ${service.name} is headless: callers reach pod addresses, which a Service-parented HTTPRoute on the waypoint never sees (DOMAIN §7 E9)`,
+        ),
+      )
     } else if (!parents.some((p) => p.service.name === service.name)) {
       parents.push({service, path})
       const rivals = (claims.get(service.name) ?? []).filter((n) => n !== vs.metadata.name)
       if (rivals.length > 0) {
-        ctx.reasons.push(reason(path, `Service ${service.name} is also a host of VirtualService(s) ${rivals.join(', ')}: sidecars apply only one of them (IST0109) while waypoints and HTTPRoutes merge them — merge them into one VirtualService first`))
+        ctx.reasons.push(
+          reason(
+            path,
+            `Service ${service.name} is also a host of VirtualService(s) ${rivals.join(', ')}: sidecars apply only one of them (IST0109) while waypoints and HTTPRoutes merge them — merge them into one VirtualService first`,
+          ),
+        )
       }
       if (r.partial) {
         ctx.notes.push({
@@ -139,11 +172,17 @@ function analyzeVirtualService(
     if (Array.isArray(spec[section]) && (spec[section] as unknown[]).length > 0) {
       // DOMAIN §3.4, §3.6: their Gateway API form is TCPRoute/TLSRoute (Alpha, experimental channel), never an
       // HTTPRoute; the waypoint applies them as a VirtualService on its TCP chain.
-      ctx.reasons.push(reason(`spec.${section}`, `${section} routes: their Gateway API form is ${section === 'tcp' ? 'TCPRoute' : 'TLSRoute'} (Alpha, experimental channel), not HTTPRoute, which is all --routes httproute writes; the waypoint applies them from the VirtualService`))
+      ctx.reasons.push(
+        reason(
+          `spec.${section}`,
+          `${section} routes: their Gateway API form is ${section === 'tcp' ? 'TCPRoute' : 'TLSRoute'} (Alpha, experimental channel), not HTTPRoute, which is all --routes httproute writes; the waypoint applies them from the VirtualService`,
+        ),
+      )
     }
   }
   const http = Array.isArray(spec.http) ? spec.http : []
-  if (http.length === 0 && !Array.isArray(spec.tcp) && !Array.isArray(spec.tls)) ctx.reasons.push(reason('spec.http', 'no HTTP routes'))
+  if (http.length === 0 && !Array.isArray(spec.tcp) && !Array.isArray(spec.tls))
+    ctx.reasons.push(reason('spec.http', 'no HTTP routes'))
   const drafts: HttpDraft[] = http.map((r, i) => analyzeHttpRoute(r, i, ctx))
   const exported = exportNote(spec, namespace)
   if (exported) ctx.notes.push(exported)
@@ -155,7 +194,10 @@ function analyzeVirtualService(
     const perParent = routesForParent(service, drafts, path, build)
     const split = perParent.length > 1
     for (const r of perParent) {
-      const nameParts = [...(parents.length > 1 ? [service.name] : []), ...(split && r.port !== undefined ? [String(r.port)] : [])]
+      const nameParts = [
+        ...(parents.length > 1 ? [service.name] : []),
+        ...(split && r.port !== undefined ? [String(r.port)] : []),
+      ]
       routes.push({parent: service, ...(r.port === undefined ? {} : {port: r.port}), rules: r.rules, nameParts})
     }
   }
@@ -163,7 +205,14 @@ function analyzeVirtualService(
   return {reasons: [], notes: ctx.notes, converted: {vs, routes, uses: build.uses, notes: ctx.notes}}
 }
 
-function httpRouteObject(name: string, namespace: string, vsName: string, parent: ServiceInfo, port: number | undefined, rules: HTTPRouteRule[]): KubeObject {
+function httpRouteObject(
+  name: string,
+  namespace: string,
+  vsName: string,
+  parent: ServiceInfo,
+  port: number | undefined,
+  rules: HTTPRouteRule[],
+): KubeObject {
   const parentRef: ServiceParentRef = {group: '', kind: 'Service', name: parent.name}
   if (port !== undefined) parentRef.port = port
   return {
@@ -215,12 +264,22 @@ function trafficPolicyNotes(vs: KubeObject, uses: VersionServiceUse[]): Note[] {
 }
 
 function toFinding(note: Note, ref: ObjectRef): Finding {
-  return finding({prefix: note.code, ref, code: note.code, severity: note.severity, message: `${formatRef(ref)}: ${note.message}`, ...(note.fix ? {fix: note.fix} : {}), topic: note.topic})
+  return finding({
+    prefix: note.code,
+    ref,
+    code: note.code,
+    severity: note.severity,
+    message: `${formatRef(ref)}: ${note.message}`,
+    ...(note.fix ? {fix: note.fix} : {}),
+    topic: note.topic,
+  })
 }
 
 export function convertVirtualServices(input: RouteConversionInput): RouteConversion {
   const namespace = input.namespace
-  const ownServices = input.services.filter((s) => s.kind === 'Service' && (s.metadata.namespace ?? namespace) === namespace)
+  const ownServices = input.services.filter(
+    (s) => s.kind === 'Service' && (s.metadata.namespace ?? namespace) === namespace,
+  )
   const services = new Map(ownServices.map((s) => [s.metadata.name, serviceInfo(s)]))
   const versions = new VersionServices(namespace, new Map(ownServices.map((s) => [s.metadata.name, s])))
   const vss = [...input.virtualServices].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
@@ -249,7 +308,11 @@ export function convertVirtualServices(input: RouteConversionInput): RouteConver
     versions.commit(analysis.converted.uses, vs.metadata.name)
     convertedList.push(analysis.converted)
     result.converted.push(ref)
-    const notes = [...analysis.notes, ...versionNotes(analysis.converted.uses), ...trafficPolicyNotes(vs, analysis.converted.uses)]
+    const notes = [
+      ...analysis.notes,
+      ...versionNotes(analysis.converted.uses),
+      ...trafficPolicyNotes(vs, analysis.converted.uses),
+    ]
     for (const note of notes) result.findings.push(toFinding(note, ref))
   }
 
@@ -262,7 +325,8 @@ export function convertVirtualServices(input: RouteConversionInput): RouteConver
   const counts = new Map<string, number>()
   for (const n of named) counts.set(n.name, (counts.get(n.name) ?? 0) + 1)
   for (const n of named) {
-    const name = counts.get(n.name)! > 1 ? joinName(253, n.name, shortHash([n.c.vs.metadata.name, ...n.r.nameParts])) : n.name
+    const name =
+      counts.get(n.name)! > 1 ? joinName(253, n.name, shortHash([n.c.vs.metadata.name, ...n.r.nameParts])) : n.name
     result.httpRoutes.push(httpRouteObject(name, namespace, n.c.vs.metadata.name, n.r.parent, n.r.port, n.r.rules))
   }
 

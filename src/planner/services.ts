@@ -1,6 +1,6 @@
 // Services of the migrated namespace and their ports as Istio sees them (DOMAIN §5, §7 E9, E19, E27).
 // Pure: objects in, ServiceItems and findings out.
-import type {Finding, KubeObject, ServiceItem, ServicePortItem, WorkloadItem} from './model.js'
+import type {Finding, KubeObject, ObjectRef, ServiceItem, ServicePortItem, WorkloadItem} from './model.js'
 import {INJECTION_IGNORED_NAMESPACES} from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
 import {isRecord, stringMap} from './json.js'
@@ -45,7 +45,8 @@ const HTTP_FAMILY = new Set(['HTTP', 'HTTP2', 'HTTP_PROXY', 'GRPC', 'GRPC-Web'])
  */
 export function istioProtocol(port: {port: number; name?: string; protocol?: string; appProtocol?: string}): string {
   if (port.protocol === 'UDP') return 'UDP'
-  if (port.appProtocol !== undefined && KUBERNETES_APP_PROTOCOLS[port.appProtocol]) return KUBERNETES_APP_PROTOCOLS[port.appProtocol]!
+  if (port.appProtocol !== undefined && KUBERNETES_APP_PROTOCOLS[port.appProtocol])
+    return KUBERNETES_APP_PROTOCOLS[port.appProtocol]!
   const name = port.appProtocol ?? port.name ?? ''
   if (name.toLowerCase().startsWith('grpc-web')) return 'GRPC-Web'
   const dash = name.indexOf('-')
@@ -55,12 +56,14 @@ export function istioProtocol(port: {port: number; name?: string; protocol?: str
   return WELL_KNOWN_TCP_PORTS.has(port.port) ? 'TCP' : SNIFFED
 }
 
-
-
 function portItem(raw: Record<string, unknown>): ServicePortItem | undefined {
   const port = Number(raw.port)
   if (!Number.isInteger(port)) return undefined
-  const item: ServicePortItem = {port, protocol: typeof raw.protocol === 'string' ? raw.protocol : 'TCP', istioProtocol: SNIFFED}
+  const item: ServicePortItem = {
+    port,
+    protocol: typeof raw.protocol === 'string' ? raw.protocol : 'TCP',
+    istioProtocol: SNIFFED,
+  }
   if (typeof raw.name === 'string' && raw.name !== '') item.name = raw.name
   if (typeof raw.targetPort === 'number' || typeof raw.targetPort === 'string') item.targetPort = raw.targetPort
   if (typeof raw.appProtocol === 'string') item.appProtocol = raw.appProtocol
@@ -90,7 +93,13 @@ export function analyzeServices(
     const hasSelector = Object.keys(selector).length > 0
     const type = typeof spec.type === 'string' ? spec.type : 'ClusterIP'
     const matched = hasSelector
-      ? [...new Set(workloads.filter((w) => Object.entries(selector).every(([k, v]) => w.podLabels[k] === v)).map((w) => w.ref.name))].sort()
+      ? [
+          ...new Set(
+            workloads
+              .filter((w) => Object.entries(selector).every(([k, v]) => w.podLabels[k] === v))
+              .map((w) => w.ref.name),
+          ),
+        ].sort()
       : []
     const item: ServiceItem = {
       ref: refOf(obj),
@@ -107,7 +116,11 @@ export function analyzeServices(
         id: `service-no-workloads/${namespace}/${obj.metadata.name}`,
         code: 'service-no-workloads',
         severity: 'info',
-        message: `Service ${namespace}/${obj.metadata.name} selects no workload of the namespace (selector ${Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',')}).`,
+        message: `Service ${namespace}/${obj.metadata.name} selects no workload of the namespace (selector ${Object.entries(
+          selector,
+        )
+          .map(([k, v]) => `${k}=${v}`)
+          .join(',')}).`,
         ref: item.ref,
       })
     }
@@ -117,14 +130,20 @@ export function analyzeServices(
 }
 
 /** Gateway-controller values of `gateway.istio.io/managed` whose Services users did not write. */
-const MANAGED_GATEWAY_SERVICES = new Set(['istio.io-gateway-controller', 'istio.io-mesh-controller', 'istio.io-eastwest-controller'])
+const MANAGED_GATEWAY_SERVICES = new Set([
+  'istio.io-gateway-controller',
+  'istio.io-mesh-controller',
+  'istio.io-eastwest-controller',
+])
 
 /** The port analyzer's exclusions: system namespaces, the control plane, gateway-managed Services. */
 function skippedByPortAnalyzer(svc: ServiceItem): boolean {
   const labels = svc.labels ?? {}
   if (INJECTION_IGNORED_NAMESPACES.includes(svc.ref.namespace ?? '')) return true
   if (labels.istio !== undefined || labels.release === 'istio') return true
-  return labels['gateway.istio.io/managed'] !== undefined && MANAGED_GATEWAY_SERVICES.has(labels['gateway.istio.io/managed'])
+  return (
+    labels['gateway.istio.io/managed'] !== undefined && MANAGED_GATEWAY_SERVICES.has(labels['gateway.istio.io/managed'])
+  )
 }
 
 function portLabel(p: ServicePortItem): string {
@@ -141,109 +160,161 @@ export function servicePortFindings(
   services: ServiceItem[],
   opts: {waypointPlanned: boolean; waypointFor: 'service' | 'workload' | 'all'},
 ): Finding[] {
-  const findings: Finding[] = []
   const podTrafficToo = opts.waypointFor !== 'service'
+  const findings: Finding[] = []
   for (const svc of services) {
     if (skippedByPortAnalyzer(svc)) continue
-    const ns = svc.ref.namespace ?? ''
-    const name = `${ns}/${svc.ref.name}`
-    const ref = svc.ref
-
-    if (svc.type === 'ExternalName') {
-      for (const p of svc.ports) {
-        if (p.istioProtocol !== SNIFFED && p.name !== 'tcp') continue
-        findings.push({
-          id: `IST0150/${name}/${p.port}`,
-          code: 'IST0150',
-          severity: 'warning',
-          message:
-            `Port ${portLabel(p)} of ExternalName Service ${name} is named ${p.name === 'tcp' ? '"tcp"' : 'without a protocol'}: ` +
-            'proxies may not forward TCP traffic for it correctly (istioctl analyze IST0150).',
-          ref,
-          fix: 'Name the port after its protocol (e.g. https, tls-…, http-…) or set appProtocol.',
-        })
-      }
-      continue
+    const f: ServicePortFacts = {
+      svc,
+      name: `${svc.ref.namespace ?? ''}/${svc.ref.name}`,
+      ref: svc.ref,
+      opts,
+      podTrafficToo,
     }
+    if (svc.type === 'ExternalName') findings.push(...externalNamePorts(f))
+    else findings.push(...SERVICE_PORT_ANALYZERS.flatMap((analyze) => analyze(f)))
+  }
+  return findings
+}
 
-    for (const p of svc.ports) {
-      if (p.istioProtocol === SNIFFED) {
-        const caveat = podTrafficToo
-          ? ' With waypoint-for workload/all the HTTP inspector also stays on for ports whose protocol is declared.'
-          : ''
-        findings.push({
-          id: `IST0118/${name}/${p.port}`,
-          code: 'IST0118',
-          // DOMAIN §5/E19: a port a waypoint would have to sniff must get an explicit protocol first (or be
-          // accepted as sniffed, --accept-hazard): server-first protocols stall behind the HTTP inspector.
-          severity: opts.waypointPlanned ? 'blocker' : 'info',
-          message: opts.waypointPlanned
-            ? `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: ` +
-              'server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP ' +
-              `routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP (IST0118).${caveat}`
-            : `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol). ztunnel does not sniff, so this ` +
-              'only matters once a waypoint serves the Service (IST0118).',
-          ref,
-          fix: opts.waypointPlanned
-            ? `Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol, then re-plan; to let the waypoint sniff it anyway, re-plan with --accept-hazard IST0118/${name}/${p.port}.`
-            : 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.',
-        })
-      } else if (opts.waypointPlanned && podTrafficToo && !HTTP_FAMILY.has(p.istioProtocol) && p.istioProtocol !== 'UDP') {
-        findings.push({
-          id: `waypoint-sniffing/${name}/${p.port}`,
-          code: 'waypoint-sniffing',
-          severity: p.istioProtocol === 'MySQL' ? 'warning' : 'info',
-          message:
-            `Port ${portLabel(p)} of Service ${name} is ${p.istioProtocol}, but a waypoint that also serves workload traffic ` +
-            '(waypoint-for workload/all) keeps the HTTP inspector on every port: a server-first protocol here waits for the detection timeout.',
-          ref,
-          fix: 'Use waypoint-for: service for Services with server-first protocols, or keep them off the waypoint.',
-        })
-      }
-    }
+/** What the Service port analyzers read. */
+interface ServicePortFacts {
+  svc: ServiceItem
+  /** `namespace/name`, for ids and messages. */
+  name: string
+  ref: ObjectRef
+  opts: {waypointPlanned: boolean; waypointFor: 'service' | 'workload' | 'all'}
+  /** The waypoint serves workload traffic too (waypoint-for workload/all): the HTTP inspector stays on for every port. */
+  podTrafficToo: boolean
+}
 
-    const udp = svc.ports.filter((p) => p.istioProtocol === 'UDP')
-    if (udp.length > 0) {
+/** IST0150: ExternalName ports named tcp or without a protocol. */
+function externalNamePorts({svc, name, ref}: ServicePortFacts): Finding[] {
+  const findings: Finding[] = []
+  for (const p of svc.ports) {
+    if (p.istioProtocol !== SNIFFED && p.name !== 'tcp') continue
+    findings.push({
+      id: `IST0150/${name}/${p.port}`,
+      code: 'IST0150',
+      severity: 'warning',
+      message:
+        `Port ${portLabel(p)} of ExternalName Service ${name} is named ${p.name === 'tcp' ? '"tcp"' : 'without a protocol'}: ` +
+        'proxies may not forward TCP traffic for it correctly (istioctl analyze IST0150).',
+      ref,
+      fix: 'Name the port after its protocol (e.g. https, tls-…, http-…) or set appProtocol.',
+    })
+  }
+  return findings
+}
+
+/** IST0118: ports a waypoint would sniff; waypoint-sniffing: server-first ports behind a workload waypoint. */
+function portProtocols({svc, name, ref, opts, podTrafficToo}: ServicePortFacts): Finding[] {
+  const findings: Finding[] = []
+  for (const p of svc.ports) {
+    if (p.istioProtocol === SNIFFED) {
+      const caveat = podTrafficToo
+        ? ' With waypoint-for workload/all the HTTP inspector also stays on for ports whose protocol is declared.'
+        : ''
       findings.push({
-        id: `udp/${name}`,
-        code: 'udp-port',
-        severity: 'info',
-        message:
-          `Service ${name} has UDP port(s) ${udp.map((p) => p.port).join(', ')}: neither ztunnel nor waypoints proxy UDP (DNS capture aside), ` +
-          'so this traffic gets no mTLS or policy in ambient — as with sidecars, which did not capture UDP either.',
-        ref,
-      })
-    }
-
-    const http2 = svc.ports.filter((p) => HTTP2_FAMILY.has(p.istioProtocol))
-    if (http2.length > 0) {
-      const ports = http2.map((p) => `${p.port} (${p.istioProtocol})`).join(', ')
-      findings.push({
-        id: `E27/${name}`,
-        code: 'E27',
-        severity: opts.waypointPlanned ? 'info' : 'warning',
+        id: `IST0118/${name}/${p.port}`,
+        code: 'IST0118',
+        // DOMAIN §5/E19: a port a waypoint would have to sniff must get an explicit protocol first (or be
+        // accepted as sniffed, --accept-hazard): server-first protocols stall behind the HTTP inspector.
+        severity: opts.waypointPlanned ? 'blocker' : 'info',
         message: opts.waypointPlanned
-          ? `Service ${name} speaks HTTP/2 on ${ports}: the waypoint balances requests again, but client → waypoint connections are balanced per connection by ztunnel.`
-          : `Service ${name} speaks HTTP/2 on ${ports}: sidecars balanced it per request, ztunnel balances per connection, so long-lived (gRPC) connections stick to one backend.`,
+          ? `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: ` +
+            'server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP ' +
+            `routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP (IST0118).${caveat}`
+          : `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol). ztunnel does not sniff, so this ` +
+            'only matters once a waypoint serves the Service (IST0118).',
         ref,
         fix: opts.waypointPlanned
-          ? 'Watch the waypoint’s load distribution; scale it with the traffic.'
-          : 'Put a waypoint in front of the Service if per-request balancing matters, or make clients reconnect periodically.',
+          ? `Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol, then re-plan; to let the waypoint sniff it anyway, re-plan with --accept-hazard IST0118/${name}/${p.port}.`
+          : 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.',
       })
-    }
-
-    if (svc.headless && opts.waypointPlanned && opts.waypointFor === 'service') {
+    } else if (
+      opts.waypointPlanned &&
+      podTrafficToo &&
+      !HTTP_FAMILY.has(p.istioProtocol) &&
+      p.istioProtocol !== 'UDP'
+    ) {
       findings.push({
-        id: `E9/headless/${name}`,
-        code: 'E9',
-        severity: 'warning',
+        id: `waypoint-sniffing/${name}/${p.port}`,
+        code: 'waypoint-sniffing',
+        severity: p.istioProtocol === 'MySQL' ? 'warning' : 'info',
         message:
-          `Service ${name} is headless: clients reach its pods by IP, which a service waypoint never sees, so Service-targeted L7 ` +
-          'policies and routes do not protect that traffic (ztunnel L4 policies still apply).',
+          `Port ${portLabel(p)} of Service ${name} is ${p.istioProtocol}, but a waypoint that also serves workload traffic ` +
+          '(waypoint-for workload/all) keeps the HTTP inspector on every port: a server-first protocol here waits for the detection timeout.',
         ref,
-        fix: 'Accept L4-only protection for it, or bind its pods to a waypoint-for workload/all waypoint (mind server-first ports).',
+        fix: 'Use waypoint-for: service for Services with server-first protocols, or keep them off the waypoint.',
       })
     }
   }
   return findings
 }
+
+/** UDP ports: neither ztunnel nor waypoints proxy them. */
+function udpPorts({svc, name, ref}: ServicePortFacts): Finding[] {
+  const findings: Finding[] = []
+  const udp = svc.ports.filter((p) => p.istioProtocol === 'UDP')
+  if (udp.length > 0) {
+    findings.push({
+      id: `udp/${name}`,
+      code: 'udp-port',
+      severity: 'info',
+      message:
+        `Service ${name} has UDP port(s) ${udp.map((p) => p.port).join(', ')}: neither ztunnel nor waypoints proxy UDP (DNS capture aside), ` +
+        'so this traffic gets no mTLS or policy in ambient — as with sidecars, which did not capture UDP either.',
+      ref,
+    })
+  }
+  return findings
+}
+
+/** E27: HTTP/2 and gRPC ports lose per-request balancing at ztunnel. */
+function http2Ports({svc, name, ref, opts}: ServicePortFacts): Finding[] {
+  const findings: Finding[] = []
+  const http2 = svc.ports.filter((p) => HTTP2_FAMILY.has(p.istioProtocol))
+  if (http2.length > 0) {
+    const ports = http2.map((p) => `${p.port} (${p.istioProtocol})`).join(', ')
+    findings.push({
+      id: `E27/${name}`,
+      code: 'E27',
+      severity: opts.waypointPlanned ? 'info' : 'warning',
+      message: opts.waypointPlanned
+        ? `Service ${name} speaks HTTP/2 on ${ports}: the waypoint balances requests again, but client → waypoint connections are balanced per connection by ztunnel.`
+        : `Service ${name} speaks HTTP/2 on ${ports}: sidecars balanced it per request, ztunnel balances per connection, so long-lived (gRPC) connections stick to one backend.`,
+      ref,
+      fix: opts.waypointPlanned
+        ? 'Watch the waypoint’s load distribution; scale it with the traffic.'
+        : 'Put a waypoint in front of the Service if per-request balancing matters, or make clients reconnect periodically.',
+    })
+  }
+  return findings
+}
+
+/** E9: headless Services behind a service waypoint. */
+function headlessBehindServiceWaypoint({svc, name, ref, opts}: ServicePortFacts): Finding[] {
+  const findings: Finding[] = []
+  if (svc.headless && opts.waypointPlanned && opts.waypointFor === 'service') {
+    findings.push({
+      id: `E9/headless/${name}`,
+      code: 'E9',
+      severity: 'warning',
+      message:
+        `Service ${name} is headless: clients reach its pods by IP, which a service waypoint never sees, so Service-targeted L7 ` +
+        'policies and routes do not protect that traffic (ztunnel L4 policies still apply).',
+      ref,
+      fix: 'Accept L4-only protection for it, or bind its pods to a waypoint-for workload/all waypoint (mind server-first ports).',
+    })
+  }
+  return findings
+}
+
+/** The analyzers of a non-ExternalName Service, in the order their findings appear in the plan. */
+const SERVICE_PORT_ANALYZERS: Array<(f: ServicePortFacts) => Finding[]> = [
+  portProtocols,
+  udpPorts,
+  http2Ports,
+  headlessBehindServiceWaypoint,
+]

@@ -40,7 +40,14 @@ export interface BoundaryState {
   waypointAllowGaps?: Record<string, string[]>
 }
 
-export type HazardKind = 'pod-leaves-mesh' | 'policy-deny-all' | 'policy-not-enforced' | 'policy-degraded' | 'waypoint-identity' | 'waypoint-allow-gap' | 'sidecar-callers-bypass'
+export type HazardKind =
+  | 'pod-leaves-mesh'
+  | 'policy-deny-all'
+  | 'policy-not-enforced'
+  | 'policy-degraded'
+  | 'waypoint-identity'
+  | 'waypoint-allow-gap'
+  | 'sidecar-callers-bypass'
 
 export interface Hazard {
   id: string
@@ -102,7 +109,8 @@ function present(step: StepAction | undefined, state: SimState): boolean {
 function enforcementOf(p: SimPolicy, w: WorkloadItem, state: SimState): Enforcement {
   const dp = dataPlane(w, state)
   const originalPresent = !present(p.deletedIn, state)
-  const waypointActive = (p.appliedByWaypoint ? originalPresent : present(p.waypointCopyIn, state)) && state.waypointReady && state.bound
+  const waypointActive =
+    (p.appliedByWaypoint ? originalPresent : present(p.waypointCopyIn, state)) && state.waypointReady && state.bound
   if (dp === 'outside') return 'not-enforced'
   if (dp === 'sidecar') {
     if (!originalPresent) return waypointActive ? 'waypoint' : 'not-enforced'
@@ -158,7 +166,11 @@ function snapshot(after: string, input: SimulationInput, state: SimState): Bound
  */
 function waypointAllowGaps(input: SimulationInput, state: SimState): Record<string, string[]> {
   if (!state.waypointReady || !state.bound) return {}
-  const enforcedAtWaypoint = (p: SimPolicy) => p.action === 'ALLOW' && !p.dryRun && p.waypointAllowFor !== undefined && (p.waypointCopyIn ? present(p.waypointCopyIn, state) : !present(p.deletedIn, state))
+  const enforcedAtWaypoint = (p: SimPolicy) =>
+    p.action === 'ALLOW' &&
+    !p.dryRun &&
+    p.waypointAllowFor !== undefined &&
+    (p.waypointCopyIn ? present(p.waypointCopyIn, state) : !present(p.deletedIn, state))
   const region = new Set(input.policies.filter(enforcedAtWaypoint).flatMap((p) => p.waypointAllowFor!))
   const gaps: Record<string, string[]> = {}
   if (region.size === 0) return gaps
@@ -192,7 +204,12 @@ function initialState(input: SimulationInput): SimState {
     injection: true,
     waypointReady: false,
     bound: false,
-    sidecar: new Map(input.workloads.map((w) => [workloadKey(w), w.proxy === 'sidecar' || w.proxy === 'sidecar-native' || (w.pods?.sidecar ?? 0) > 0])),
+    sidecar: new Map(
+      input.workloads.map((w) => [
+        workloadKey(w),
+        w.proxy === 'sidecar' || w.proxy === 'sidecar-native' || (w.pods?.sidecar ?? 0) > 0,
+      ]),
+    ),
     optedOut: new Set(),
     applied: new Set(),
   }
@@ -213,24 +230,46 @@ interface Interval {
 function intervals(boundaries: BoundaryState[], start: BoundaryState, policies: SimPolicy[]): Interval[] {
   const closed: Interval[] = []
   const open = new Map<string, Interval>()
-  const inMeshAtStart = new Set(Object.entries(start.dataPlanes).filter(([, dp]) => dp !== 'outside').map(([k]) => k))
+  const inMeshAtStart = new Set(
+    Object.entries(start.dataPlanes)
+      .filter(([, dp]) => dp !== 'outside')
+      .map(([k]) => k),
+  )
   boundaries.forEach((b, i) => {
     const seen = new Set<string>()
     const mark = (kind: HazardKind, workloads: string[], policy?: string) => {
       for (const w of workloads) {
         const id = `${kind}|${policy ?? ''}|${w}`
         seen.add(id)
-        if (!open.has(id)) open.set(id, {kind, workloads: [w], start: i, end: boundaries.length, ...(policy ? {policy} : {})})
+        if (!open.has(id))
+          open.set(id, {kind, workloads: [w], start: i, end: boundaries.length, ...(policy ? {policy} : {})})
       }
     }
-    mark('pod-leaves-mesh', Object.entries(b.dataPlanes).filter(([k, dp]) => dp === 'outside' && inMeshAtStart.has(k)).map(([k]) => k))
+    mark(
+      'pod-leaves-mesh',
+      Object.entries(b.dataPlanes)
+        .filter(([k, dp]) => dp === 'outside' && inMeshAtStart.has(k))
+        .map(([k]) => k),
+    )
     for (const p of policies) {
       const row = b.policies[p.key] ?? {}
       const startRow = start.policies[p.key] ?? {}
-      const wasEnforced = new Set([...(startRow.sidecar ?? []), ...(startRow.ztunnel ?? []), ...(startRow.waypoint ?? [])])
+      const wasEnforced = new Set([
+        ...(startRow.sidecar ?? []),
+        ...(startRow.ztunnel ?? []),
+        ...(startRow.waypoint ?? []),
+      ])
       mark('policy-deny-all', row['deny-all'] ?? [], p.key)
-      mark('policy-not-enforced', (row['not-enforced'] ?? []).filter((w) => wasEnforced.has(w)), p.key)
-      mark('policy-degraded', (row.degraded ?? []).filter((w) => wasEnforced.has(w)), p.key)
+      mark(
+        'policy-not-enforced',
+        (row['not-enforced'] ?? []).filter((w) => wasEnforced.has(w)),
+        p.key,
+      )
+      mark(
+        'policy-degraded',
+        (row.degraded ?? []).filter((w) => wasEnforced.has(w)),
+        p.key,
+      )
       mark('waypoint-allow-gap', b.waypointAllowGaps?.[p.key] ?? [], p.key)
     }
     for (const [id, interval] of open) {
@@ -249,7 +288,9 @@ function intervals(boundaries: BoundaryState[], start: BoundaryState, policies: 
     if (existing) existing.workloads = [...existing.workloads, ...iv.workloads].sort()
     else merged.set(key, {...iv, workloads: [...iv.workloads]})
   }
-  return [...merged.values()].sort((a, b) => a.start - b.start || a.kind.localeCompare(b.kind) || (a.policy ?? '').localeCompare(b.policy ?? ''))
+  return [...merged.values()].sort(
+    (a, b) => a.start - b.start || a.kind.localeCompare(b.kind) || (a.policy ?? '').localeCompare(b.policy ?? ''),
+  )
 }
 
 function identityHazards(input: SimulationInput): Interval[] {
@@ -259,7 +300,13 @@ function identityHazards(input: SimulationInput): Interval[] {
   if (bindIndex === -1) return []
   return input.policies
     .filter((p) => p.identityKeyed && p.action !== 'DENY' && !p.companionIn)
-    .map((p) => ({kind: 'waypoint-identity' as const, policy: p.key, workloads: [...p.workloads].sort(), start: bindIndex + 1, end: input.steps.length + 1}))
+    .map((p) => ({
+      kind: 'waypoint-identity' as const,
+      policy: p.key,
+      workloads: [...p.workloads].sort(),
+      start: bindIndex + 1,
+      end: input.steps.length + 1,
+    }))
 }
 
 function describe(kind: HazardKind, policy: string | undefined, workloads: string[]): string {
@@ -290,7 +337,9 @@ export function simulate(input: SimulationInput): Simulation {
     applyForward(step, input, state)
     apply.push(snapshot(step.id, input, state))
   }
-  const rollbackOrder = [...input.steps].filter((s) => s.operations.length > 0 || stepKind(s.action).simulation?.replayUndoWhenReadOnly).sort((a, b) => UNDO_ORDER.indexOf(a.action) - UNDO_ORDER.indexOf(b.action))
+  const rollbackOrder = [...input.steps]
+    .filter((s) => s.operations.length > 0 || stepKind(s.action).simulation?.replayUndoWhenReadOnly)
+    .sort((a, b) => UNDO_ORDER.indexOf(a.action) - UNDO_ORDER.indexOf(b.action))
   const rollback: BoundaryState[] = []
   for (const step of rollbackOrder) {
     applyUndo(step, state)
@@ -305,12 +354,19 @@ export function simulate(input: SimulationInput): Simulation {
   const rbRestart = undoIndex('restarts-pods')
 
   const hazards: Hazard[] = []
-  const label = (boundaries: BoundaryState[], i: number, phase: 'apply' | 'rollback') => (i >= boundaries.length ? 'end' : phase === 'apply' && i === 0 ? 'start' : boundaries[i]!.after)
+  const label = (boundaries: BoundaryState[], i: number, phase: 'apply' | 'rollback') =>
+    i >= boundaries.length ? 'end' : phase === 'apply' && i === 0 ? 'start' : boundaries[i]!.after
   for (const iv of [...intervals(apply, start, input.policies), ...identityHazards(input)]) {
     // Boundary i is "after step i"; the interval ends when the step of boundary `end` is applied.
-    const inRestartWindow = restartAt > 0 && deleteAt > 0 && iv.start >= restartAt && iv.end <= deleteAt && iv.kind !== 'pod-leaves-mesh'
+    const inRestartWindow =
+      restartAt > 0 && deleteAt > 0 && iv.start >= restartAt && iv.end <= deleteAt && iv.kind !== 'pod-leaves-mesh'
     hazards.push({
-      id: hazardId('apply', iv.kind, [iv.policy, iv.workloads.join('+')].filter(Boolean).join('/'), label(apply, iv.start, 'apply')),
+      id: hazardId(
+        'apply',
+        iv.kind,
+        [iv.policy, iv.workloads.join('+')].filter(Boolean).join('/'),
+        label(apply, iv.start, 'apply'),
+      ),
       kind: iv.kind,
       phase: 'apply',
       from: label(apply, iv.start, 'apply'),
@@ -328,9 +384,19 @@ export function simulate(input: SimulationInput): Simulation {
     if (iv.start === 0) continue
     // sequence index k is "after undo of rollbackOrder[k-1]"; the rollback restart window opens when the
     // deleted policies are re-created and closes once the restart has brought the sidecars back.
-    const inWindow = rbRecreate >= 0 && rbRestart >= 0 && iv.start >= rbRecreate + 1 && iv.end <= rbRestart + 1 && iv.kind !== 'pod-leaves-mesh'
+    const inWindow =
+      rbRecreate >= 0 &&
+      rbRestart >= 0 &&
+      iv.start >= rbRecreate + 1 &&
+      iv.end <= rbRestart + 1 &&
+      iv.kind !== 'pod-leaves-mesh'
     hazards.push({
-      id: hazardId('rollback', iv.kind, [iv.policy, iv.workloads.join('+')].filter(Boolean).join('/'), sequence[iv.start]!.after),
+      id: hazardId(
+        'rollback',
+        iv.kind,
+        [iv.policy, iv.workloads.join('+')].filter(Boolean).join('/'),
+        sequence[iv.start]!.after,
+      ),
       kind: iv.kind,
       phase: 'rollback',
       from: sequence[iv.start]!.after,
@@ -342,7 +408,12 @@ export function simulate(input: SimulationInput): Simulation {
     })
   }
   // Only behaviour that ztunnel cannot keep for direct callers is lost to sidecar callers.
-  const carried = input.policies.filter((p) => (p.waypointCopyIn || p.appliedByWaypoint) && (p.deletedIn || (p.ztunnel ?? 'as-written') !== 'as-written')).map((p) => p.key).sort()
+  const carried = input.policies
+    .filter(
+      (p) => (p.waypointCopyIn || p.appliedByWaypoint) && (p.deletedIn || (p.ztunnel ?? 'as-written') !== 'as-written'),
+    )
+    .map((p) => p.key)
+    .sort()
   if (carried.length > 0) {
     hazards.push({
       id: 'apply/sidecar-callers-bypass',

@@ -13,7 +13,7 @@ const DNS1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/
 export function waypointNameProblem(name: string): string | undefined {
   // istioctl: "invalid name provided for waypoint, 'none' is a reserved value" — `none` on
   // istio.io/use-waypoint means "no waypoint", so a waypoint called none could never be bound.
-  if (name === 'none') return "'none' is reserved: istio.io/use-waypoint=none means \"no waypoint\""
+  if (name === 'none') return '\'none\' is reserved: istio.io/use-waypoint=none means "no waypoint"'
   if (!DNS1035_LABEL.test(name)) {
     return 'must be a lowercase DNS label (a-z, 0-9, "-", starting with a letter, at most 63 characters), because istiod names the waypoint Service after it'
   }
@@ -65,5 +65,9 @@ export function waypointPrincipal(namespace: string, name: string, trustDomain =
 
 /** Whether an object is a waypoint Gateway. */
 export function isWaypointGateway(obj: KubeObject): boolean {
-  return obj.kind === 'Gateway' && obj.apiVersion.startsWith('gateway.networking.k8s.io/') && obj.spec?.gatewayClassName === WAYPOINT_CLASS
+  return (
+    obj.kind === 'Gateway' &&
+    obj.apiVersion.startsWith('gateway.networking.k8s.io/') &&
+    obj.spec?.gatewayClassName === WAYPOINT_CLASS
+  )
 }

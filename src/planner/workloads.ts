@@ -1,6 +1,16 @@
 // Workloads of the migrated namespace and their data plane (DOMAIN §2.4, §2.6, §7 E4–E10, E23).
 // Pure: objects in, WorkloadItems and findings out.
-import type {Finding, KubeObject, LostAnnotation, NamespaceState, ObjectRef, OwnerReference, ProxyState, WorkloadItem, WorkloadTrait} from './model.js'
+import type {
+  Finding,
+  KubeObject,
+  LostAnnotation,
+  NamespaceState,
+  ObjectRef,
+  OwnerReference,
+  ProxyState,
+  WorkloadItem,
+  WorkloadTrait,
+} from './model.js'
 import {
   analyzeNamespace,
   gitOpsManager,
@@ -12,7 +22,18 @@ import {
 } from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
 import {isRecord, stringMap} from './json.js'
-import {AMBIENT_REDIRECTION, DATAPLANE_MODE_LABEL, GATEWAY_MANAGED, INJECTION_LABEL, REVISION_LABEL, SIDECAR_INJECT, SIDECAR_STATUS, TUNNEL_LABEL, isRolloutRestartable, isSidecar} from './vocab.js'
+import {
+  AMBIENT_REDIRECTION,
+  DATAPLANE_MODE_LABEL,
+  GATEWAY_MANAGED,
+  INJECTION_LABEL,
+  REVISION_LABEL,
+  SIDECAR_INJECT,
+  SIDECAR_STATUS,
+  TUNNEL_LABEL,
+  isRolloutRestartable,
+  isSidecar,
+} from './vocab.js'
 
 export const ISTIO_PROXY = 'istio-proxy'
 export const KUBE_GATEWAY_CONTROLLER = 'istio.io-gateway-controller'
@@ -57,8 +78,6 @@ function podLike(metadata: unknown, spec: unknown): PodLike {
     spec: (isRecord(spec) ? spec : {}) as PodSpec,
   }
 }
-
-
 
 function containersOf(spec: PodSpec): Container[] {
   return Array.isArray(spec.containers) ? spec.containers : []
@@ -180,7 +199,11 @@ function resolveOwner(obj: KubeObject, namespace: string, index: ObjectIndex, de
       }
     }
   }
-  return {ref: ownerRef, templateSource: obj, inferred: `${owner.kind} ${owner.name} (owner of ${obj.kind} ${obj.metadata.name}) is not in the source`}
+  return {
+    ref: ownerRef,
+    templateSource: obj,
+    inferred: `${owner.kind} ${owner.name} (owner of ${obj.kind} ${obj.metadata.name}) is not in the source`,
+  }
 }
 
 /** Pods that lost their ownerReferences (e.g. cleaned exports) but carry controller-generated labels. */
@@ -275,7 +298,9 @@ function observePod(pod: PodLike, managedGateway = false): PodObservation {
 function isHboneCapable(pod: PodLike, placement: ProxyPlacement): boolean {
   if (pod.metadata.labels[TUNNEL_LABEL] === 'http') return true
   const proxy = placement.native ?? placement.container
-  return (proxy?.env ?? []).some((e) => e.name === 'ISTIO_META_ENABLE_HBONE' && (e.value ?? '').toLowerCase() === 'true')
+  return (proxy?.env ?? []).some(
+    (e) => e.name === 'ISTIO_META_ENABLE_HBONE' && (e.value ?? '').toLowerCase() === 'true',
+  )
 }
 
 /** Pods in a terminal phase carry no traffic: their proxy state does not matter. */
@@ -292,7 +317,8 @@ const SIZING =
   'spec.infrastructure.parametersRef or the istio-waypoint class-defaults ConfigMap); ztunnel is sized per node (ztunnel chart).'
 const PROXY_SETTING =
   'Inert in ambient (no sidecar). For the waypoint, set the same annotation on the waypoint Gateway (its deployment template reads it there).'
-const PROBES = 'Inert in ambient: kubelet probes reach the application directly (SNAT from 169.254.7.127), nothing is rewritten.'
+const PROBES =
+  'Inert in ambient: kubelet probes reach the application directly (SNAT from 169.254.7.127), nothing is rewritten.'
 const EXCLUSION_INBOUND =
   'No per-port/CIDR equivalent in ambient: ztunnel captures all inbound TCP of the pod (semantic change). ' +
   'The only approximation is ambient.istio.io/bypass-inbound-capture: "true" (no inbound capture at all).'
@@ -332,7 +358,11 @@ function annotationReplacement(key: string, value: string): string | undefined {
   if (key === NATIVE_SIDECAR) return 'Irrelevant in ambient (no sidecar).'
   if (SIZING_KEYS.includes(key)) return SIZING
   if (PROXY_SETTING_KEYS.includes(key)) return PROXY_SETTING
-  if (key === 'sidecar.istio.io/rewriteAppHTTPProbers' || key === 'status.sidecar.istio.io/port' || key.startsWith('readiness.status.sidecar.istio.io/')) {
+  if (
+    key === 'sidecar.istio.io/rewriteAppHTTPProbers' ||
+    key === 'status.sidecar.istio.io/port' ||
+    key.startsWith('readiness.status.sidecar.istio.io/')
+  ) {
     return PROBES
   }
   if (key === 'proxy.istio.io/config') {
@@ -345,7 +375,8 @@ function annotationReplacement(key: string, value: string): string | undefined {
       `gateway.networking.k8s.io/gateway-name.${dns}`
     )
   }
-  if (key === 'traffic.sidecar.istio.io/kubevirtInterfaces') return 'Use istio.io/reroute-virtual-interfaces, which works in both modes.'
+  if (key === 'traffic.sidecar.istio.io/kubevirtInterfaces')
+    return 'Use istio.io/reroute-virtual-interfaces, which works in both modes.'
   if (key === 'sidecar.istio.io/interceptionMode') return EXCLUSION_INBOUND.replace('inbound TCP', 'TCP')
   if (key.startsWith('traffic.sidecar.istio.io/')) {
     return /Inbound/.test(key) ? EXCLUSION_INBOUND : EXCLUSION_OUTBOUND
@@ -358,7 +389,8 @@ function annotationReplacement(key: string, value: string): string | undefined {
       ? 'Proxyless gRPC (grpc-agent template) has no ambient equivalent: the gRPC client stops receiving xDS from the agent; traffic becomes plain gRPC through ztunnel.'
       : 'Only meaningful for sidecar injection templates; inert in ambient.'
   }
-  if (key.startsWith('sidecar.istio.io/') || key.startsWith('proxy.istio.io/')) return 'Sidecar setting; inert in ambient (no sidecar).'
+  if (key.startsWith('sidecar.istio.io/') || key.startsWith('proxy.istio.io/'))
+    return 'Sidecar setting; inert in ambient (no sidecar).'
   return undefined
 }
 
@@ -406,7 +438,9 @@ function lostAnnotationsOf(pod: PodLike): LostAnnotation[] {
       replacement: `Pod-level opt-in to sidecars of revision ${rev}: in a namespace without injection labels pods keep getting a sidecar. Remove it to migrate the workload.`,
     })
   }
-  for (const [key, value] of Object.entries(pod.metadata.annotations).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [key, value] of Object.entries(pod.metadata.annotations).sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  )) {
     if (injected && isInjectorDefault(key, value)) continue
     const replacement = annotationReplacement(key, value)
     if (replacement) out.push({key, replacement})
@@ -508,9 +542,7 @@ export function analyzeWorkloads(
   }
 
   const ctx = new Context(ns, webhooks)
-  const workloads = [...groups.values()]
-    .map((g) => ctx.workload(g, index))
-    .sort((a, b) => compareRefs(a.ref, b.ref))
+  const workloads = [...groups.values()].map((g) => ctx.workload(g, index)).sort((a, b) => compareRefs(a.ref, b.ref))
   return {workloads, findings: ctx.findingsFor(workloads)}
 }
 
@@ -527,7 +559,11 @@ class Context {
     const labels = {...ns.labels}
     for (const l of sidecarLabelsToRemove(ns)) delete labels[l.key]
     labels[DATAPLANE_MODE_LABEL] = 'ambient'
-    this.after = analyzeNamespace(ns.name, {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns.name, labels}}, {webhooks}).state
+    this.after = analyzeNamespace(
+      ns.name,
+      {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns.name, labels}},
+      {webhooks},
+    ).state
   }
 
   findingsFor(workloads: WorkloadItem[]): Finding[] {
@@ -547,23 +583,77 @@ class Context {
   }
 
   workload(group: Group, index: ObjectIndex): WorkloadItem {
+    const facts = this.workloadFacts(group, index)
+    const findings = WORKLOAD_ANALYZERS.flatMap((analyze) => analyze(facts, this)).map((f): Finding => ({
+      ...f,
+      ref: facts.ref,
+    }))
+    this.findingsByWorkload.set(facts.item, findings)
+    return facts.item
+  }
+
+  /** Everything the workload analyzers read, computed once per workload. */
+  private workloadFacts(group: Group, index: ObjectIndex): WorkloadFacts {
     const {owner} = group
     const ref: ObjectRef = {...owner.ref, namespace: this.ns.name}
     const controller = owner.object
     const bare = controller !== undefined && isPod(controller)
     const templateSource = owner.templateSource ?? group.pods[0]
-    const template: PodLike = templateSource ? (templateOf(templateSource, index) ?? podLike(undefined, undefined)) : podLike(undefined, undefined)
-    const findings: Finding[] = []
-    const say = (f: Omit<Finding, 'ref'>) => findings.push({...f, ref})
-    const label = `${ref.kind} ${ref.name}`
+    const template: PodLike = templateSource
+      ? (templateOf(templateSource, index) ?? podLike(undefined, undefined))
+      : podLike(undefined, undefined)
 
     const live = group.pods.filter((p) => !isTerminated(p))
     // Pods istiod deploys for a Gateway: waypoints (istio.io-mesh-controller), Gateway API gateways
     // (istio.io-gateway-controller), east-west gateways.
     const managed = controller?.metadata.labels?.[GATEWAY_MANAGED] ?? template.metadata.labels[GATEWAY_MANAGED]
-    const managedGateway = managed !== undefined
-    const observations = (bare ? [template] : live.map((p) => podLike(p.metadata, p.spec))).map((p) => observePod(p, managedGateway))
+    const observations = (bare ? [template] : live.map((p) => podLike(p.metadata, p.spec))).map((p) =>
+      observePod(p, managed !== undefined),
+    )
 
+    const templateFacts = this.templateFacts({ref, controller, bare, templateSource, template, managed})
+    const {traits} = templateFacts
+    const proxyFacts = this.proxyFacts(template, observations, templateFacts)
+
+    const spec = template.spec
+    const item: WorkloadItem = {
+      ref,
+      proxy: proxyFacts.proxy,
+      lostAnnotations: traits.has('injected-gateway') || traits.has('waypoint') ? [] : lostAnnotationsOf(template),
+      traits: [...traits].sort(),
+      podLabels: {...template.metadata.labels},
+    }
+    if (proxyFacts.predicted) item.predicted = true
+    if (proxyFacts.pods.total > 0) item.pods = proxyFacts.pods
+    if (templateSource) item.serviceAccount = spec.serviceAccountName ?? spec.serviceAccount ?? 'default'
+
+    return {
+      ns: this.ns,
+      ref,
+      label: `${ref.kind} ${ref.name}`,
+      bare,
+      template,
+      observations,
+      inferred: group.inferred,
+      ...templateFacts,
+      ...proxyFacts,
+      item,
+      hasSidecar: isSidecar(proxyFacts.proxy),
+      gateway: traits.has('injected-gateway') || traits.has('waypoint'),
+    }
+  }
+
+  /** The traits read from the controller and its pod template (before any pod is observed). */
+  private templateFacts(input: {
+    ref: ObjectRef
+    controller: KubeObject | undefined
+    bare: boolean
+    templateSource: KubeObject | undefined
+    template: PodLike
+    managed: string | undefined
+  }): TemplateFacts {
+    const {ref, controller, bare, templateSource, template, managed} = input
+    const managedGateway = managed !== undefined
     const traits = new Set<WorkloadTrait>()
     const spec = template.spec
     const meta = template.metadata
@@ -577,14 +667,19 @@ class Context {
     // Only labels opt in after the namespace labels are gone: the webhooks' object selectors read labels. In a
     // namespace whose istio-injection is not `enabled` (e.g. disabled), which the plan keeps, no webhook matches
     // the pod, so the opt-in gives no sidecar (DOMAIN §2.1; issue 10 point 6).
-    const optInLabel = !injectedGateway && (meta.labels[SIDECAR_INJECT] === 'true' || meta.labels[REVISION_LABEL] !== undefined)
-    const optInBlocked = optInLabel && this.predict(template).noWebhook === true && this.predict(template, this.after).noWebhook === true
+    const optInLabel =
+      !injectedGateway && (meta.labels[SIDECAR_INJECT] === 'true' || meta.labels[REVISION_LABEL] !== undefined)
+    const optInBlocked =
+      optInLabel && this.predict(template).noWebhook === true && this.predict(template, this.after).noWebhook === true
     if (optInLabel && !optInBlocked) traits.add('pod-opt-in')
     // Only a controller's own template can be manually injected; a pod read in place of a missing
     // controller is injected by the webhook like any other.
     const fromTemplate = templateSource !== undefined && !isPod(templateSource) && !managedGateway
     const manualInjection =
-      fromTemplate && (meta.annotations[SIDECAR_STATUS] !== undefined || placement.container !== undefined || placement.native !== undefined)
+      fromTemplate &&
+      (meta.annotations[SIDECAR_STATUS] !== undefined ||
+        placement.container !== undefined ||
+        placement.native !== undefined)
     if (manualInjection) traits.add('manual-injection')
     if (meta.labels[DATAPLANE_MODE_LABEL] === 'none') traits.add('dataplane-none')
     if (injectedGateway) traits.add('injected-gateway')
@@ -593,7 +688,8 @@ class Context {
     if (ref.kind === 'Job' || ref.kind === 'CronJob') traits.add('job')
     if (bare) traits.add('bare-pod')
     const strategy = controller?.spec?.updateStrategy
-    if ((ref.kind === 'StatefulSet' || ref.kind === 'DaemonSet') && strategy?.type === 'OnDelete') traits.add('on-delete')
+    if ((ref.kind === 'StatefulSet' || ref.kind === 'DaemonSet') && strategy?.type === 'OnDelete')
+      traits.add('on-delete')
     const partition = Number(strategy?.rollingUpdate?.partition ?? 0)
     if (ref.kind === 'StatefulSet' && strategy?.type !== 'OnDelete' && partition > 0) traits.add('partitioned')
     if (templates.includes('grpc-agent')) traits.add('proxyless-grpc')
@@ -601,11 +697,12 @@ class Context {
     if (callers.length > 0) traits.add('quitquitquit')
     const manager = gitOpsManager(controller?.metadata ?? {})
     if (manager) traits.add('gitops-managed')
+    return {traits, hostNetwork, injectValue, optInBlocked, manualInjection, placement, partition, callers, manager}
+  }
 
-    // Proxy state: observed from pods, else predicted from the template.
-    let proxy: ProxyState
-    let predicted = false
-    let prediction: InjectionPrediction | undefined
+  /** Proxy state: observed from pods, else predicted from the template. Adds the trait hbone-capable. */
+  private proxyFacts(template: PodLike, observations: PodObservation[], facts: TemplateFacts): ProxyFacts {
+    const {traits, manualInjection, placement} = facts
     const pods = {total: 0, sidecar: 0, ambient: 0, none: 0}
     if (observations.length > 0) {
       for (const o of observations) {
@@ -614,7 +711,7 @@ class Context {
         else pods[o.state]++
       }
       const sidecars = observations.filter((o) => isSidecar(o.state))
-      proxy =
+      const proxy: ProxyState =
         sidecars.length > 0
           ? sidecars.every((o) => o.state === 'sidecar-native')
             ? 'sidecar-native'
@@ -623,230 +720,33 @@ class Context {
             ? 'none'
             : 'ambient'
       if (sidecars.length > 0 && sidecars.every((o) => o.hboneCapable)) traits.add('hbone-capable')
-    } else {
-      predicted = true
-      if (manualInjection) {
-        proxy = placement.native && !placement.container ? 'sidecar-native' : 'sidecar'
-        if (isHboneCapable(template, placement)) traits.add('hbone-capable')
-      } else {
-        prediction = this.predict(template)
-        if (prediction.injected) {
-          const native = meta.annotations[NATIVE_SIDECAR]
-          proxy = native === 'true' ? 'sidecar-native' : 'sidecar'
-          if (native !== 'true' && native !== 'false') this.nativeUnknown = true
-        } else {
-          proxy = this.captured(template, this.ns) ? 'ambient' : 'none'
-        }
+      return {proxy, predicted: false, prediction: undefined, pods}
+    }
+    if (manualInjection) {
+      if (isHboneCapable(template, placement)) traits.add('hbone-capable')
+      return {
+        proxy: placement.native && !placement.container ? 'sidecar-native' : 'sidecar',
+        predicted: true,
+        prediction: undefined,
+        pods,
       }
     }
-
-    const item: WorkloadItem = {
-      ref,
-      proxy,
-      lostAnnotations: traits.has('injected-gateway') || traits.has('waypoint') ? [] : lostAnnotationsOf(template),
-      traits: [...traits].sort(),
-      podLabels: {...meta.labels},
-    }
-    if (predicted) item.predicted = true
-    if (pods.total > 0) item.pods = pods
-    if (templateSource) item.serviceAccount = spec.serviceAccountName ?? spec.serviceAccount ?? 'default'
-
-    const hasSidecar = isSidecar(proxy)
-    const gateway = traits.has('injected-gateway') || traits.has('waypoint')
-
-    if (group.inferred.size > 0) {
-      const notes = [...group.inferred].sort()
-      const shown = notes.slice(0, 3).join('; ')
-      say({
-        id: `owner-inferred/${ref.kind}/${ref.name}`,
-        code: 'owner-inferred',
-        severity: 'info',
-        message: `${shown}${notes.length > 3 ? `; and ${notes.length - 3} more` : ''}.`,
-      })
-    }
-
-    // Captured the moment the namespace is labelled ambient (no restart): E5 / E8.
-    const enrolsNow =
-      this.ns.dataplaneMode !== 'ambient' &&
-      proxy === 'none' &&
-      !hostNetwork &&
-      !traits.has('dataplane-none') &&
-      !traits.has('waypoint') &&
-      !CNI_EXCLUDED_NAMESPACES.includes(this.ns.name)
-    if (enrolsNow && traits.has('kube-gateway')) {
-      say({
-        id: `E8/${ref.kind}/${ref.name}`,
-        code: 'E8',
-        severity: 'warning',
-        message:
-          `${label} runs a Gateway API gateway of class istio: its pods have ${SIDECAR_INJECT}=false but no ${DATAPLANE_MODE_LABEL}=none, ` +
-          'so ztunnel captures them the moment the namespace is labelled ambient (captured gateway replicas have been seen crash-looping).',
-        fix: `Label the Gateway ${DATAPLANE_MODE_LABEL}=none (it propagates to the pods) before enabling ambient, unless the capture is intended.`,
-      })
-    } else if (enrolsNow) {
-      const why =
-        injectValue === 'false'
-          ? `has ${SIDECAR_INJECT}=false and no ${DATAPLANE_MODE_LABEL}=none`
-          : prediction
-            ? `gets no sidecar (${prediction.reason})`
-            : 'runs without a sidecar'
-      say({
-        id: `E5/${ref.kind}/${ref.name}`,
-        code: 'E5',
-        severity: 'warning',
-        message:
-          `${label} ${why}: ztunnel captures its pods the moment ${DATAPLANE_MODE_LABEL}=ambient is set on the namespace, without a ` +
-          'restart; from then on ztunnel policies and STRICT mTLS apply to them.',
-        fix: `To keep it out of the mesh, add the label ${DATAPLANE_MODE_LABEL}: none to its pod template (and running pods) before enabling ambient; otherwise accept the enrolment and review the policies that select it.`,
-      })
-    }
-
-    // IST0103: pods outside the mesh in a namespace that injects.
-    const missing = observations.filter((o) => o.state === 'none').length
-    if (this.ns.injection === 'enabled' && !predicted && missing > 0 && injectValue !== 'false' && !hostNetwork && !gateway) {
-      say({
-        id: `IST0103/${ref.kind}/${ref.name}`,
-        code: 'IST0103',
-        severity: 'warning',
-        message:
-          `${missing} of ${observations.length} pod(s) of ${label} run without the Istio proxy although the namespace injects sidecars ` +
-          '(istioctl analyze IST0103): they are outside the mesh now.',
-        fix: 'Restart the workload to inject it, or accept that it is captured by ztunnel when the namespace turns ambient.',
-      })
-    }
-
-    const pending = observations.filter((o) => o.pending).length
-    if (pending > 0) {
-      say({
-        id: `ambient-pending/${ref.kind}/${ref.name}`,
-        code: 'ambient-pending',
-        severity: 'warning',
-        message: `${pending} pod(s) of ${label} have ${AMBIENT_REDIRECTION}=pending: partially enrolled, they pass no traffic until ztunnel proxies them.`,
-        fix: 'Check the ztunnel and istio-cni pods on their nodes.',
-      })
-    }
-
-    const states = new Set(observations.map((o) => o.state))
-    if (states.size > 1) {
-      say({
-        id: `mixed-proxy/${ref.kind}/${ref.name}`,
-        code: 'mixed-proxy',
-        severity: 'info',
-        message: `Pods of ${label} differ: ${pods.sidecar} with a sidecar, ${pods.ambient} captured by ztunnel, ${pods.none} outside the mesh (a rollout in progress, or pods created under different labels).`,
-      })
-    }
-
-    if (hasSidecar && !traits.has('hbone-capable') && !gateway && (!predicted || manualInjection)) {
-      say({
-        id: `HBONE/${ref.kind}/${ref.name}`,
-        code: 'hbone',
-        severity: 'warning',
-        message:
-          `The sidecars of ${label} are not HBONE-capable (no ${TUNNEL_LABEL}=http label, no ISTIO_META_ENABLE_HBONE=true): ambient clients ` +
-          'and waypoints cannot tunnel to them until they are restarted under an ambient-enabled control plane (DOMAIN §4.1).',
-        fix: 'Restart the workload after installing ambient (meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=true) and before migrating its callers.',
-      })
-    }
-
-    const how = meta.labels[SIDECAR_INJECT] === 'true' ? `label ${SIDECAR_INJECT}=true` : `label ${REVISION_LABEL}=${meta.labels[REVISION_LABEL]}`
-    if (optInBlocked) {
-      const injectionLabel = this.ns.labels[INJECTION_LABEL]
-      say({
-        id: `E4/${ref.kind}/${ref.name}`,
-        code: 'E4',
-        severity: 'info',
-        message:
-          `The pod template of ${label} opts in to sidecars (${how}), but no injection webhook matches its pods` +
-          (injectionLabel !== undefined
-            ? `: namespace ${this.ns.name} is labelled ${INJECTION_LABEL}=${injectionLabel}, which blocks pod opt-ins too, so the opt-in gives no sidecar. The plan keeps that label; removing it would start injecting these pods.`
-            : ', so the opt-in gives no sidecar.'),
-        fix: `Nothing to do for the migration. Remove the opt-in from the template if ${label} should never get a sidecar.`,
-      })
-    }
-    if (traits.has('pod-opt-in')) {
-      say({
-        id: `E4/${ref.kind}/${ref.name}`,
-        code: 'E4',
-        severity: 'warning',
-        message: `The pod template of ${label} opts in to sidecars (${how}): removing the namespace injection labels does not stop its injection.`,
-        fix: 'Remove the opt-in from the pod template in the same step that removes the namespace labels (or mark the workload manual).',
-      })
-    }
-    if (traits.has('manual-injection')) {
-      say({
-        id: `E4/manual/${ref.kind}/${ref.name}`,
-        code: 'E4',
-        severity: 'warning',
-        message: `The pod template of ${label} already contains an injected istio-proxy (istioctl kube-inject): namespace label changes do not remove it.`,
-        fix: 'Re-generate the manifest without kube-inject (remove istio-proxy, istio-init/istio-validation, the injected volumes and the sidecar.istio.io/status annotation).',
-      })
-    }
-
-    if (hostNetwork) {
-      say({
-        id: `E6/${ref.kind}/${ref.name}`,
-        code: 'E6',
-        severity: 'info',
-        message: `${label} uses hostNetwork: never injected and never captured by ztunnel; it is left out of restarts and data-plane checks.`,
-      })
-    }
-
-    if (traits.has('injected-gateway')) this.gatewayFindings(label, ref, template, observations, say, bare)
-
-    if (traits.has('dataplane-none') && !traits.has('waypoint')) {
-      say({
-        id: `dataplane-none/${ref.kind}/${ref.name}`,
-        code: 'dataplane-none',
-        severity: 'info',
-        message: `${label} has ${DATAPLANE_MODE_LABEL}=none: it stays outside ambient (without a sidecar after the restart it is outside the mesh; STRICT peers reject it).`,
-      })
-    }
-
-    if (hasSidecar && !gateway) {
-      const restart = restartAdvice(ref, traits, partition)
-      if (restart) say({id: `${restart.code === 'E9' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart})
-    }
-
-    if (callers.length > 0) {
-      say({
-        id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
-        code: 'E10',
-        severity: 'warning',
-        message:
-          `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
-          'or 15021/healthz/ready): without a sidecar these calls fail or wait forever.',
-        fix: 'Remove the wrapper (e.g. scuttle) or make it optional before the workload loses its sidecar.',
-      })
-    }
-
-    if (manager) {
-      say({
-        id: `E23/${ref.kind}/${ref.name}`,
-        code: 'E23',
-        severity: 'warning',
-        message: `${label} is managed by ${manager}: template changes and restart annotations made by the migration may be reverted by the next sync.`,
-        fix: 'Make template changes in the source repository (`mesh-migrate show PLAN -o patches` prints them per step); restarts are safe to repeat.',
-      })
-    }
-
-    const exclusions = item.lostAnnotations.filter((a) => a.key.startsWith('traffic.sidecar.istio.io/') || a.key === 'sidecar.istio.io/interceptionMode')
-    if (exclusions.length > 0 && !gateway) {
-      say({
-        id: `traffic-exclusions/${ref.kind}/${ref.name}`,
-        code: 'traffic-exclusions',
-        severity: 'warning',
-        message: `${label} excludes traffic from the sidecar (${exclusions.map((a) => a.key).join(', ')}): ambient has no per-port/CIDR exclusion, so that traffic goes through ztunnel after the migration.`,
-        fix: 'Check that the excluded traffic works through ztunnel (mTLS, policies); ambient.istio.io/bypass-inbound-capture="true" only approximates inbound exclusions.',
-      })
-    }
-
-    this.findingsByWorkload.set(item, findings)
-    return item
+    const prediction = this.predict(template)
+    if (!prediction.injected)
+      return {proxy: this.captured(template, this.ns) ? 'ambient' : 'none', predicted: true, prediction, pods}
+    const native = template.metadata.annotations[NATIVE_SIDECAR]
+    if (native !== 'true' && native !== 'false') this.nativeUnknown = true
+    return {proxy: native === 'true' ? 'sidecar-native' : 'sidecar', predicted: true, prediction, pods}
   }
 
   private predict(pod: PodLike, ns: NamespaceState = this.ns): InjectionPrediction {
     return predictInjection(
-      {namespace: ns.name, labels: pod.metadata.labels, annotations: pod.metadata.annotations, hostNetwork: pod.spec.hostNetwork === true},
+      {
+        namespace: ns.name,
+        labels: pod.metadata.labels,
+        annotations: pod.metadata.annotations,
+        hostNetwork: pod.spec.hostNetwork === true,
+      },
       ns,
       this.webhooks,
     )
@@ -860,14 +760,12 @@ class Context {
     return ns.dataplaneMode === 'ambient' && mode !== 'none'
   }
 
-  private gatewayFindings(
-    label: string,
-    ref: ObjectRef,
-    template: PodLike,
-    observations: PodObservation[],
-    say: (f: Omit<Finding, 'ref'>) => void,
-    bare: boolean,
-  ): void {
+  /** IST0146/IST0147 and E7 for an injected gateway (inject.istio.io/templates=gateway / image: auto). */
+  gatewayFindings(f: WorkloadFacts): WorkloadFinding[] {
+    if (!f.traits.has('injected-gateway')) return []
+    const {label, ref, template, observations, bare} = f
+    const findings: WorkloadFinding[] = []
+    const say = (finding: WorkloadFinding) => findings.push(finding)
     const now = this.predict(template)
     const after = this.predict(template, this.after)
     const placeholder = proxyPlacement(template.spec).placeholder !== undefined
@@ -885,7 +783,7 @@ class Context {
     const moves = this.ns.revision && !pinned ? `, but by the default revision instead of ${this.ns.revision}` : ''
     const afterText = after.injected
       ? `still injected once the namespace's sidecar labels are removed (${after.reason}${moves})`
-      : 'NOT injected once the namespace\'s sidecar labels are removed (its `image: auto` pods would fail to start)'
+      : "NOT injected once the namespace's sidecar labels are removed (its `image: auto` pods would fail to start)"
     say({
       id: `E7/${ref.kind}/${ref.name}`,
       code: 'E7',
@@ -897,8 +795,312 @@ class Context {
         `Never set ${INJECTION_LABEL}=disabled on this namespace (IST0146/IST0147); when removing ${REVISION_LABEL}, pin the gateway ` +
         `with a pod-template ${REVISION_LABEL} label${this.ns.revision ? ` (${this.ns.revision})` : ''}.`,
     })
+    return findings
   }
 }
+
+type WorkloadFinding = Omit<Finding, 'ref'>
+
+interface TemplateFacts {
+  traits: Set<WorkloadTrait>
+  hostNetwork: boolean
+  injectValue: string | undefined
+  /** The template opts in to sidecars, but no webhook matches its pods now or after the migration (E4, info). */
+  optInBlocked: boolean
+  manualInjection: boolean
+  placement: ProxyPlacement
+  partition: number
+  /** Containers that call the sidecar's lifecycle endpoints. */
+  callers: string[]
+  manager: string | undefined
+}
+
+interface ProxyFacts {
+  proxy: ProxyState
+  /** No pod observed: the proxy state is predicted from the template. */
+  predicted: boolean
+  prediction: InjectionPrediction | undefined
+  pods: {total: number; sidecar: number; ambient: number; none: number}
+}
+
+/** What the workload analyzers read: computed once by `Context.workloadFacts`. */
+interface WorkloadFacts extends TemplateFacts, ProxyFacts {
+  ns: NamespaceState
+  ref: ObjectRef
+  /** `Kind name`, for messages. */
+  label: string
+  bare: boolean
+  template: PodLike
+  observations: PodObservation[]
+  inferred: Set<string>
+  item: WorkloadItem
+  hasSidecar: boolean
+  /** An injected gateway or a waypoint: keeps its proxy and is left out of restarts. */
+  gateway: boolean
+}
+
+type WorkloadAnalyzer = (f: WorkloadFacts, ctx: Context) => WorkloadFinding[]
+
+function ownerInferred({ref, inferred}: WorkloadFacts): WorkloadFinding[] {
+  if (inferred.size === 0) return []
+  const notes = [...inferred].sort()
+  const shown = notes.slice(0, 3).join('; ')
+  return [
+    {
+      id: `owner-inferred/${ref.kind}/${ref.name}`,
+      code: 'owner-inferred',
+      severity: 'info',
+      message: `${shown}${notes.length > 3 ? `; and ${notes.length - 3} more` : ''}.`,
+    },
+  ]
+}
+
+/** Captured the moment the namespace is labelled ambient (no restart): E5 / E8. */
+function enrolsWithoutRestart(f: WorkloadFacts): WorkloadFinding[] {
+  const {ns, ref, label, traits, injectValue, prediction} = f
+  const enrolsNow =
+    ns.dataplaneMode !== 'ambient' &&
+    f.proxy === 'none' &&
+    !f.hostNetwork &&
+    !traits.has('dataplane-none') &&
+    !traits.has('waypoint') &&
+    !CNI_EXCLUDED_NAMESPACES.includes(ns.name)
+  if (!enrolsNow) return []
+  if (traits.has('kube-gateway')) {
+    return [
+      {
+        id: `E8/${ref.kind}/${ref.name}`,
+        code: 'E8',
+        severity: 'warning',
+        message:
+          `${label} runs a Gateway API gateway of class istio: its pods have ${SIDECAR_INJECT}=false but no ${DATAPLANE_MODE_LABEL}=none, ` +
+          'so ztunnel captures them the moment the namespace is labelled ambient (captured gateway replicas have been seen crash-looping).',
+        fix: `Label the Gateway ${DATAPLANE_MODE_LABEL}=none (it propagates to the pods) before enabling ambient, unless the capture is intended.`,
+      },
+    ]
+  }
+  const why =
+    injectValue === 'false'
+      ? `has ${SIDECAR_INJECT}=false and no ${DATAPLANE_MODE_LABEL}=none`
+      : prediction
+        ? `gets no sidecar (${prediction.reason})`
+        : 'runs without a sidecar'
+  return [
+    {
+      id: `E5/${ref.kind}/${ref.name}`,
+      code: 'E5',
+      severity: 'warning',
+      message:
+        `${label} ${why}: ztunnel captures its pods the moment ${DATAPLANE_MODE_LABEL}=ambient is set on the namespace, without a ` +
+        'restart; from then on ztunnel policies and STRICT mTLS apply to them.',
+      fix: `To keep it out of the mesh, add the label ${DATAPLANE_MODE_LABEL}: none to its pod template (and running pods) before enabling ambient; otherwise accept the enrolment and review the policies that select it.`,
+    },
+  ]
+}
+
+/** IST0103: pods outside the mesh in a namespace that injects. */
+function podsWithoutProxy(f: WorkloadFacts): WorkloadFinding[] {
+  const {ref, label, observations} = f
+  const missing = observations.filter((o) => o.state === 'none').length
+  if (
+    f.ns.injection !== 'enabled' ||
+    f.predicted ||
+    missing === 0 ||
+    f.injectValue === 'false' ||
+    f.hostNetwork ||
+    f.gateway
+  )
+    return []
+  return [
+    {
+      id: `IST0103/${ref.kind}/${ref.name}`,
+      code: 'IST0103',
+      severity: 'warning',
+      message:
+        `${missing} of ${observations.length} pod(s) of ${label} run without the Istio proxy although the namespace injects sidecars ` +
+        '(istioctl analyze IST0103): they are outside the mesh now.',
+      fix: 'Restart the workload to inject it, or accept that it is captured by ztunnel when the namespace turns ambient.',
+    },
+  ]
+}
+
+function podsPendingEnrolment({ref, label, observations}: WorkloadFacts): WorkloadFinding[] {
+  const pending = observations.filter((o) => o.pending).length
+  if (pending === 0) return []
+  return [
+    {
+      id: `ambient-pending/${ref.kind}/${ref.name}`,
+      code: 'ambient-pending',
+      severity: 'warning',
+      message: `${pending} pod(s) of ${label} have ${AMBIENT_REDIRECTION}=pending: partially enrolled, they pass no traffic until ztunnel proxies them.`,
+      fix: 'Check the ztunnel and istio-cni pods on their nodes.',
+    },
+  ]
+}
+
+function mixedProxyStates({ref, label, observations, pods}: WorkloadFacts): WorkloadFinding[] {
+  if (new Set(observations.map((o) => o.state)).size <= 1) return []
+  return [
+    {
+      id: `mixed-proxy/${ref.kind}/${ref.name}`,
+      code: 'mixed-proxy',
+      severity: 'info',
+      message: `Pods of ${label} differ: ${pods.sidecar} with a sidecar, ${pods.ambient} captured by ztunnel, ${pods.none} outside the mesh (a rollout in progress, or pods created under different labels).`,
+    },
+  ]
+}
+
+function sidecarsWithoutHbone(f: WorkloadFacts): WorkloadFinding[] {
+  const {ref, label} = f
+  if (!f.hasSidecar || f.traits.has('hbone-capable') || f.gateway || (f.predicted && !f.manualInjection)) return []
+  return [
+    {
+      id: `HBONE/${ref.kind}/${ref.name}`,
+      code: 'hbone',
+      severity: 'warning',
+      message:
+        `The sidecars of ${label} are not HBONE-capable (no ${TUNNEL_LABEL}=http label, no ISTIO_META_ENABLE_HBONE=true): ambient clients ` +
+        'and waypoints cannot tunnel to them until they are restarted under an ambient-enabled control plane (DOMAIN §4.1).',
+      fix: 'Restart the workload after installing ambient (meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=true) and before migrating its callers.',
+    },
+  ]
+}
+
+/** E4: pod-template opt-ins (blocked or effective) and manual injection. */
+function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
+  const {ns, ref, label, traits} = f
+  const labels = f.template.metadata.labels
+  const how =
+    labels[SIDECAR_INJECT] === 'true'
+      ? `label ${SIDECAR_INJECT}=true`
+      : `label ${REVISION_LABEL}=${labels[REVISION_LABEL]}`
+  const findings: WorkloadFinding[] = []
+  if (f.optInBlocked) {
+    const injectionLabel = ns.labels[INJECTION_LABEL]
+    findings.push({
+      id: `E4/${ref.kind}/${ref.name}`,
+      code: 'E4',
+      severity: 'info',
+      message:
+        `The pod template of ${label} opts in to sidecars (${how}), but no injection webhook matches its pods` +
+        (injectionLabel !== undefined
+          ? `: namespace ${ns.name} is labelled ${INJECTION_LABEL}=${injectionLabel}, which blocks pod opt-ins too, so the opt-in gives no sidecar. The plan keeps that label; removing it would start injecting these pods.`
+          : ', so the opt-in gives no sidecar.'),
+      fix: `Nothing to do for the migration. Remove the opt-in from the template if ${label} should never get a sidecar.`,
+    })
+  }
+  if (traits.has('pod-opt-in')) {
+    findings.push({
+      id: `E4/${ref.kind}/${ref.name}`,
+      code: 'E4',
+      severity: 'warning',
+      message: `The pod template of ${label} opts in to sidecars (${how}): removing the namespace injection labels does not stop its injection.`,
+      fix: 'Remove the opt-in from the pod template in the same step that removes the namespace labels (or mark the workload manual).',
+    })
+  }
+  if (traits.has('manual-injection')) {
+    findings.push({
+      id: `E4/manual/${ref.kind}/${ref.name}`,
+      code: 'E4',
+      severity: 'warning',
+      message: `The pod template of ${label} already contains an injected istio-proxy (istioctl kube-inject): namespace label changes do not remove it.`,
+      fix: 'Re-generate the manifest without kube-inject (remove istio-proxy, istio-init/istio-validation, the injected volumes and the sidecar.istio.io/status annotation).',
+    })
+  }
+  return findings
+}
+
+function usesHostNetwork({ref, label, hostNetwork}: WorkloadFacts): WorkloadFinding[] {
+  if (!hostNetwork) return []
+  return [
+    {
+      id: `E6/${ref.kind}/${ref.name}`,
+      code: 'E6',
+      severity: 'info',
+      message: `${label} uses hostNetwork: never injected and never captured by ztunnel; it is left out of restarts and data-plane checks.`,
+    },
+  ]
+}
+
+function dataplaneNone({ref, label, traits}: WorkloadFacts): WorkloadFinding[] {
+  if (!traits.has('dataplane-none') || traits.has('waypoint')) return []
+  return [
+    {
+      id: `dataplane-none/${ref.kind}/${ref.name}`,
+      code: 'dataplane-none',
+      severity: 'info',
+      message: `${label} has ${DATAPLANE_MODE_LABEL}=none: it stays outside ambient (without a sidecar after the restart it is outside the mesh; STRICT peers reject it).`,
+    },
+  ]
+}
+
+function restartLimits({ref, traits, partition, hasSidecar, gateway}: WorkloadFacts): WorkloadFinding[] {
+  if (!hasSidecar || gateway) return []
+  const restart = restartAdvice(ref, traits, partition)
+  return restart ? [{id: `${restart.code === 'E9' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart}] : []
+}
+
+function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding[] {
+  if (callers.length === 0) return []
+  return [
+    {
+      id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
+      code: 'E10',
+      severity: 'warning',
+      message:
+        `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
+        'or 15021/healthz/ready): without a sidecar these calls fail or wait forever.',
+      fix: 'Remove the wrapper (e.g. scuttle) or make it optional before the workload loses its sidecar.',
+    },
+  ]
+}
+
+function gitOpsManaged({ref, label, manager}: WorkloadFacts): WorkloadFinding[] {
+  if (!manager) return []
+  return [
+    {
+      id: `E23/${ref.kind}/${ref.name}`,
+      code: 'E23',
+      severity: 'warning',
+      message: `${label} is managed by ${manager}: template changes and restart annotations made by the migration may be reverted by the next sync.`,
+      fix: 'Make template changes in the source repository (`mesh-migrate show PLAN -o patches` prints them per step); restarts are safe to repeat.',
+    },
+  ]
+}
+
+function trafficExclusions({ref, label, item, gateway}: WorkloadFacts): WorkloadFinding[] {
+  const exclusions = item.lostAnnotations.filter(
+    (a) => a.key.startsWith('traffic.sidecar.istio.io/') || a.key === 'sidecar.istio.io/interceptionMode',
+  )
+  if (exclusions.length === 0 || gateway) return []
+  return [
+    {
+      id: `traffic-exclusions/${ref.kind}/${ref.name}`,
+      code: 'traffic-exclusions',
+      severity: 'warning',
+      message: `${label} excludes traffic from the sidecar (${exclusions.map((a) => a.key).join(', ')}): ambient has no per-port/CIDR exclusion, so that traffic goes through ztunnel after the migration.`,
+      fix: 'Check that the excluded traffic works through ztunnel (mTLS, policies); ambient.istio.io/bypass-inbound-capture="true" only approximates inbound exclusions.',
+    },
+  ]
+}
+
+/** The workload analyzers, in the order their findings appear in the plan. */
+const WORKLOAD_ANALYZERS: WorkloadAnalyzer[] = [
+  ownerInferred,
+  enrolsWithoutRestart,
+  podsWithoutProxy,
+  podsPendingEnrolment,
+  mixedProxyStates,
+  sidecarsWithoutHbone,
+  templateInjection,
+  usesHostNetwork,
+  (f, ctx) => ctx.gatewayFindings(f),
+  dataplaneNone,
+  restartLimits,
+  lifecycleCallers,
+  gitOpsManaged,
+  trafficExclusions,
+]
 
 function restartAdvice(
   ref: ObjectRef,

@@ -114,14 +114,12 @@ describe('plans of namespaces that do not exist or need nothing', () => {
       ...plan,
       status: {
         specDigest: specDigest(plan),
-        steps: plan.spec.steps
-          .slice(0, 2)
-          .map((s, i) => ({
-            id: s.id,
-            phase: i === 0 ? 'RolledBack' : phase,
-            at: '2026-01-01T00:00:00Z',
-            by: 'me@host',
-          })),
+        steps: plan.spec.steps.slice(0, 2).map((s, i) => ({
+          id: s.id,
+          phase: i === 0 ? 'RolledBack' : phase,
+          at: '2026-01-01T00:00:00Z',
+          by: 'me@host',
+        })),
       },
     })
 

@@ -1,6 +1,7 @@
 // classifyObjects: which objects bear on the namespace, identity across API versions, ordering, robustness.
 import {describe, expect, it} from 'vitest'
-import {exportedTo, hostTarget, labelsSubset, matchesLabelSelector} from '../../src/planner/classify/common.js'
+import {exportedTo, hostTarget} from '../../src/planner/classify/hosts.js'
+import {labelsSubset, matchesLabelSelector} from '../../src/planner/classify/selection.js'
 import {classifierFor, classifyObjects} from '../../src/planner/classify/index.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {compareRefs} from '../../src/planner/refs.js'

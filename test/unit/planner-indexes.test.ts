@@ -2,7 +2,8 @@
 // they must answer exactly what a scan of every object answers.
 import {describe, expect, it} from 'vitest'
 
-import {findObject, labelsSubset, matchingWorkloads, servicesCovering} from '../../src/planner/classify/common.js'
+import {findObject} from '../../src/planner/classify/objects.js'
+import {labelsSubset, matchingWorkloads, servicesCovering} from '../../src/planner/classify/selection.js'
 import {classifyObjects} from '../../src/planner/classify/index.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {classifyContext, deployment, istio, service} from './support/classify-context.js'

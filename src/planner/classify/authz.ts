@@ -27,30 +27,30 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  analyzeTargetRefs,
-  allServices,
   finding,
-  hasLabels,
-  isProxyWorkload,
-  isRecord,
   istioMinor,
   item,
-  itemRef,
   list,
-  matchingWorkloads,
-  namespaceOf,
   parseBool,
   reason,
-  servicesCovering,
-  targetRefsOf,
   uniqSorted,
-} from './common.js'
+} from './results.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {allServices, hasLabels, isProxyWorkload, matchingWorkloads, servicesCovering} from './selection.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {SECURITY} from '../vocab.js'
 
 export const DRY_RUN_ANNOTATION = 'istio.io/dry-run'
 
 /** `when` keys ztunnel enforces (l4WhenAttributes in istiod's ambient conversion). */
-export const L4_WHEN_KEYS = ['source.ip', 'source.namespace', 'source.principal', 'destination.ip', 'destination.port'] as const
+export const L4_WHEN_KEYS = [
+  'source.ip',
+  'source.namespace',
+  'source.principal',
+  'destination.ip',
+  'destination.port',
+] as const
 
 /** How the policy is attached (DOMAIN §3.0/§3.1). */
 export type AuthzScope =
@@ -174,17 +174,63 @@ interface FieldRule {
 
 const SOURCE_FIELDS: Record<keyof AuthorizationSource, FieldRule> = {
   principals: {layer: 'L4', identity: true, why: 'peer identity (SPIFFE principal): L4, enforced by ztunnel'},
-  notPrincipals: {layer: 'L4', identity: true, negative: true, why: 'negative peer identity match: L4, enforced by ztunnel'},
-  namespaces: {layer: 'L4', identity: true, why: "source namespace (from the peer's SPIFFE identity): L4, enforced by ztunnel"},
-  notNamespaces: {layer: 'L4', identity: true, negative: true, why: 'negative source namespace match: L4, enforced by ztunnel'},
-  serviceAccounts: {layer: 'L4', identity: true, why: 'source service account: L4, enforced by ztunnel (Istio >= 1.25)'},
-  notServiceAccounts: {layer: 'L4', identity: true, negative: true, why: 'negative source service account match: L4, enforced by ztunnel (Istio >= 1.25)'},
-  ipBlocks: {layer: 'L4', peerIp: true, why: "IP of the direct peer: L4, enforced by ztunnel (the waypoint's IP once one is in the path)"},
-  notIpBlocks: {layer: 'L4', peerIp: true, negative: true, why: 'negative direct-peer IP match: L4, enforced by ztunnel'},
-  trustDomains: {layer: 'ignored', why: 'silently ignored by ztunnel (neither converted nor reported): the constraint disappears at ztunnel; a waypoint enforces it'},
-  notTrustDomains: {layer: 'ignored', negative: true, why: 'silently ignored by ztunnel (neither converted nor reported): the exclusion disappears at ztunnel; a waypoint enforces it'},
-  requestPrincipals: {layer: 'L7', why: 'JWT request principal: L7, needs a waypoint (with a targetRefs RequestAuthentication)'},
-  notRequestPrincipals: {layer: 'L7', negative: true, why: 'negative JWT request principal match: L7, needs a waypoint (with a targetRefs RequestAuthentication)'},
+  notPrincipals: {
+    layer: 'L4',
+    identity: true,
+    negative: true,
+    why: 'negative peer identity match: L4, enforced by ztunnel',
+  },
+  namespaces: {
+    layer: 'L4',
+    identity: true,
+    why: "source namespace (from the peer's SPIFFE identity): L4, enforced by ztunnel",
+  },
+  notNamespaces: {
+    layer: 'L4',
+    identity: true,
+    negative: true,
+    why: 'negative source namespace match: L4, enforced by ztunnel',
+  },
+  serviceAccounts: {
+    layer: 'L4',
+    identity: true,
+    why: 'source service account: L4, enforced by ztunnel (Istio >= 1.25)',
+  },
+  notServiceAccounts: {
+    layer: 'L4',
+    identity: true,
+    negative: true,
+    why: 'negative source service account match: L4, enforced by ztunnel (Istio >= 1.25)',
+  },
+  ipBlocks: {
+    layer: 'L4',
+    peerIp: true,
+    why: "IP of the direct peer: L4, enforced by ztunnel (the waypoint's IP once one is in the path)",
+  },
+  notIpBlocks: {
+    layer: 'L4',
+    peerIp: true,
+    negative: true,
+    why: 'negative direct-peer IP match: L4, enforced by ztunnel',
+  },
+  trustDomains: {
+    layer: 'ignored',
+    why: 'silently ignored by ztunnel (neither converted nor reported): the constraint disappears at ztunnel; a waypoint enforces it',
+  },
+  notTrustDomains: {
+    layer: 'ignored',
+    negative: true,
+    why: 'silently ignored by ztunnel (neither converted nor reported): the exclusion disappears at ztunnel; a waypoint enforces it',
+  },
+  requestPrincipals: {
+    layer: 'L7',
+    why: 'JWT request principal: L7, needs a waypoint (with a targetRefs RequestAuthentication)',
+  },
+  notRequestPrincipals: {
+    layer: 'L7',
+    negative: true,
+    why: 'negative JWT request principal match: L7, needs a waypoint (with a targetRefs RequestAuthentication)',
+  },
   remoteIpBlocks: {layer: 'L7', why: 'original client IP (X-Forwarded-For / PROXY protocol): L7, needs a waypoint'},
   notRemoteIpBlocks: {layer: 'L7', negative: true, why: 'negative original client IP match: L7, needs a waypoint'},
 }
@@ -211,9 +257,12 @@ const L4_WHEN: Record<(typeof L4_WHEN_KEYS)[number], FieldRule> = {
 /** Why a non-L4 `when` key needs a waypoint (attribute list of pilot/pkg/security/authz/model/model.go). */
 function l7WhenWhy(key: string): string {
   if (key.startsWith('request.headers[')) return 'HTTP header condition: L7, needs a waypoint'
-  if (key.startsWith('request.auth.')) return 'JWT claim condition: L7, needs a waypoint (with a targetRefs RequestAuthentication)'
-  if (key === 'request.regex.headers' || key.startsWith('request.regex.headers')) return 'HTTP header regex condition: L7, needs a waypoint'
-  if (key === 'remote.ip') return 'original client IP condition (X-Forwarded-For / PROXY protocol): L7, needs a waypoint'
+  if (key.startsWith('request.auth.'))
+    return 'JWT claim condition: L7, needs a waypoint (with a targetRefs RequestAuthentication)'
+  if (key === 'request.regex.headers' || key.startsWith('request.regex.headers'))
+    return 'HTTP header regex condition: L7, needs a waypoint'
+  if (key === 'remote.ip')
+    return 'original client IP condition (X-Forwarded-For / PROXY protocol): L7, needs a waypoint'
   if (key === 'connection.sni') return 'TLS SNI condition: not HTTP, but ztunnel does not support it — needs a waypoint'
   if (key === 'source.serviceAccount')
     return 'service account condition: not supported by ztunnel — needs a waypoint; on Istio >= 1.25 rewrite it as from.source.serviceAccounts, which ztunnel enforces'
@@ -293,11 +342,57 @@ function scopeOf(spec: AuthorizationPolicySpec, ns: string, ctx: ClassifyContext
   return root ? 'mesh' : 'namespace'
 }
 
-function analyzeRule(rule: AuthorizationRule, index: number, action: AuthorizationAction, ctx: ClassifyContext): AuthzRuleAnalysis {
+function analyzeRule(
+  rule: AuthorizationRule,
+  index: number,
+  action: AuthorizationAction,
+  ctx: ClassifyContext,
+): AuthzRuleAnalysis {
   const path = `spec.rules[${index}]`
   const minor = istioMinor(ctx)
 
-  const from: AuthzMatchAnalysis[] = (Array.isArray(rule?.from) ? rule.from : []).map((entry, j) => {
+  const from = fromMatches(rule, path, minor)
+  const to = toMatches(rule, path)
+  const when = whenMatches(rule, path)
+
+  const fields = [...from, ...to, ...when].flatMap((m) => m.fields)
+  const hasL7 = fields.some((f) => f.layer === 'L7')
+  const matchesEverything = from.length === 0 && to.length === 0 && when.length === 0
+  const analysis: AuthzRuleAnalysis = {
+    index,
+    path,
+    from,
+    to,
+    when,
+    fields,
+    hasL7,
+    matchesEverything,
+    outcome: 'as-written',
+  }
+
+  if (action !== 'ALLOW' && action !== 'DENY') {
+    analysis.outcome = 'not-sent'
+    return analysis
+  }
+  if (action === 'ALLOW' && hasL7) {
+    analysis.outcome = 'dropped'
+    return analysis
+  }
+
+  const {never, rel} = ruleRelation(from, to, when)
+  if (never) {
+    analysis.outcome = 'never-matches'
+    return analysis
+  }
+  analysis.outcome =
+    rel === 'same' ? 'as-written' : rel === 'broader' ? 'broadened' : rel === 'narrower' ? 'narrowed' : 'mixed'
+  analysis.ztunnelRule = ztunnelRule(rule, analysis)
+  return analysis
+}
+
+/** The rule's `from` sources, field by field (serviceAccounts are dropped before Istio 1.25). */
+function fromMatches(rule: AuthorizationRule, path: string, minor: number | undefined): AuthzMatchAnalysis[] {
+  return (Array.isArray(rule?.from) ? rule.from : []).map((entry, j) => {
     const src: Record<string, unknown> = isRecord(entry?.source) ? entry.source : {}
     const fields: AuthzField[] = []
     for (const [name, def] of Object.entries(SOURCE_FIELDS) as [keyof AuthorizationSource, FieldRule][]) {
@@ -314,8 +409,11 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     }
     return {path: `${path}.from[${j}]`, clause: 'from' as const, fields, outcome: matchOutcome(fields)}
   })
+}
 
-  const to: AuthzMatchAnalysis[] = (Array.isArray(rule?.to) ? rule.to : []).map((entry, j) => {
+/** The rule's `to` operations, field by field. */
+function toMatches(rule: AuthorizationRule, path: string): AuthzMatchAnalysis[] {
+  return (Array.isArray(rule?.to) ? rule.to : []).map((entry, j) => {
     const op: Record<string, unknown> = isRecord(entry?.operation) ? entry.operation : {}
     const fields: AuthzField[] = []
     for (const [name, def] of Object.entries(OPERATION_FIELDS) as [keyof AuthorizationOperation, FieldRule][]) {
@@ -325,8 +423,11 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     }
     return {path: `${path}.to[${j}]`, clause: 'to' as const, fields, outcome: matchOutcome(fields)}
   })
+}
 
-  const when: AuthzMatchAnalysis[] = (Array.isArray(rule?.when) ? rule.when : []).map((cond: AuthorizationCondition, j) => {
+/** The rule's `when` conditions: L4 keys ztunnel evaluates, everything else L7. */
+function whenMatches(rule: AuthorizationRule, path: string): AuthzMatchAnalysis[] {
+  return (Array.isArray(rule?.when) ? rule.when : []).map((cond: AuthorizationCondition, j) => {
     const key = String(cond?.key ?? '')
     const l4 = (L4_WHEN as Record<string, FieldRule>)[key]
     const def: FieldRule = l4 ?? {layer: 'L7', why: l7WhenWhy(key)}
@@ -334,25 +435,19 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     const fields: AuthzField[] = []
     const condPath = `${path}.when[${j}].key=${key}`
     const negativeOnly = list(cond?.values) === undefined && list(cond?.notValues) !== undefined
-    if (values.length > 0 || def.layer !== 'L4') fields.push(field(condPath, `when:${key}`, negativeOnly ? {...def, negative: true} : def, values))
+    if (values.length > 0 || def.layer !== 'L4')
+      fields.push(field(condPath, `when:${key}`, negativeOnly ? {...def, negative: true} : def, values))
     // A condition with neither values nor notValues is an empty Match even for an L4 key.
     return {path: `${path}.when[${j}]`, clause: 'when' as const, fields, outcome: matchOutcome(fields)}
   })
+}
 
-  const fields = [...from, ...to, ...when].flatMap((m) => m.fields)
-  const hasL7 = fields.some((f) => f.layer === 'L7')
-  const matchesEverything = from.length === 0 && to.length === 0 && when.length === 0
-  const analysis: AuthzRuleAnalysis = {index, path, from, to, when, fields, hasL7, matchesEverything, outcome: 'as-written'}
-
-  if (action !== 'ALLOW' && action !== 'DENY') {
-    analysis.outcome = 'not-sent'
-    return analysis
-  }
-  if (action === 'ALLOW' && hasL7) {
-    analysis.outcome = 'dropped'
-    return analysis
-  }
-
+/** How the L4 part relates to the rule as written, and whether an emptied clause makes it never match. */
+function ruleRelation(
+  from: AuthzMatchAnalysis[],
+  to: AuthzMatchAnalysis[],
+  when: AuthzMatchAnalysis[],
+): {never: boolean; rel: Relation} {
   let never = false
   let rel: Relation = 'same'
   for (const clause of [from, to]) {
@@ -369,13 +464,7 @@ function analyzeRule(rule: AuthorizationRule, index: number, action: Authorizati
     if (m.outcome === 'empty') never = true
     else rel = combine(rel, m.outcome as Relation)
   }
-  if (never) {
-    analysis.outcome = 'never-matches'
-    return analysis
-  }
-  analysis.outcome = rel === 'same' ? 'as-written' : rel === 'broader' ? 'broadened' : rel === 'narrower' ? 'narrowed' : 'mixed'
-  analysis.ztunnelRule = ztunnelRule(rule, analysis)
-  return analysis
+  return {never, rel}
 }
 
 /** The converted rule in API shape: only L4 fields with the values ztunnel keeps, empty Matches removed. */
@@ -442,7 +531,12 @@ function directions(rules: AuthzRuleAnalysis[]): {narrower: boolean; broader: bo
   }
 }
 
-function effectOf(action: AuthorizationAction, sent: boolean, hasRules: boolean, rules: AuthzRuleAnalysis[]): ZtunnelEffect {
+function effectOf(
+  action: AuthorizationAction,
+  sent: boolean,
+  hasRules: boolean,
+  rules: AuthzRuleAnalysis[],
+): ZtunnelEffect {
   if (!sent) return 'ignored'
   if (!hasRules) return 'as-written'
   const lost = rules.filter((r) => r.outcome === 'dropped' || r.outcome === 'never-matches')
@@ -473,7 +567,8 @@ function consequenceOf(a: AuthorizationPolicyAnalysis): string {
   const who = whoText(a)
   if (a.scope === 'targetRefs') return 'enforced by the waypoint(s) it targets; sidecars and ztunnel ignore it'
   if (!a.sentToZtunnel) {
-    if (a.action === 'CUSTOM') return `not sent to ztunnel: the external authorizer${a.provider ? ` ${a.provider}` : ''} is no longer consulted for ${who} (security regression, not fail-closed)`
+    if (a.action === 'CUSTOM')
+      return `not sent to ztunnel: the external authorizer${a.provider ? ` ${a.provider}` : ''} is no longer consulted for ${who} (security regression, not fail-closed)`
     if (a.action === 'AUDIT') return `not sent to ztunnel: requests to ${who} are no longer audit-logged`
     return 'not sent to ztunnel (dry-run on Istio >= 1.29 without AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY)'
   }
@@ -484,7 +579,10 @@ function consequenceOf(a: AuthorizationPolicyAnalysis): string {
   }
   switch (a.ztunnelEffect) {
     case 'as-written':
-      if (!a.hasRules) return a.action === 'ALLOW' ? `ALLOW without rules denies all traffic to ${who}, at ztunnel as with sidecars` : 'DENY without rules never matches, at ztunnel as with sidecars'
+      if (!a.hasRules)
+        return a.action === 'ALLOW'
+          ? `ALLOW without rules denies all traffic to ${who}, at ztunnel as with sidecars`
+          : 'DENY without rules never matches, at ztunnel as with sidecars'
       return 'ztunnel enforces it as written'
     case 'deny-all':
       return `no rule survives at ztunnel: the ALLOW matches nothing, so all traffic to ${who} is denied unless another ALLOW policy matches (fail-closed)`
@@ -503,6 +601,21 @@ function consequenceOf(a: AuthorizationPolicyAnalysis): string {
   }
 }
 
+/** The workloads a policy selects and the Services in front of them (targetRefs: the Services it attaches to). */
+function policyReach(
+  obj: KubeObject,
+  ctx: ClassifyContext,
+  scope: AuthzScope,
+  selector: Labels | undefined,
+): {workloads: string[]; services: string[]} {
+  if (scope === 'targetRefs') return {workloads: [], services: analyzeTargetRefs(obj, ctx).services}
+  if (scope === 'workload' || scope === 'root-selector') {
+    const ws = matchingWorkloads(ctx, selector)
+    return {workloads: uniqSorted(ws.map((w) => w.ref.name)), services: servicesCovering(ctx, ws)}
+  }
+  return {workloads: uniqSorted(ctx.workloads.map((w) => w.ref.name)), services: allServices(ctx)}
+}
+
 /**
  * Everything later modules need to re-target an AuthorizationPolicy and simulate its enforcement:
  * attachment, dry-run handling, per-rule and per-field L4/L7 split, the converted policy ztunnel sees and
@@ -513,7 +626,8 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
   const ns = namespaceOf(obj, ctx)
   const ref = itemRef(obj, ctx)
   const rawAction = String(spec.action ?? 'ALLOW').toUpperCase()
-  const action: AuthorizationAction = (['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'] as const).find((a) => a === rawAction) ?? 'ALLOW'
+  const action: AuthorizationAction =
+    (['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'] as const).find((a) => a === rawAction) ?? 'ALLOW'
   const scope = scopeOf(spec, ns, ctx)
   const dryRun = parseBool(obj.metadata.annotations?.[DRY_RUN_ANNOTATION]) === true
   const rulesIn: AuthorizationRule[] = Array.isArray(spec.rules) ? spec.rules : []
@@ -541,18 +655,7 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
   const identityFields = keptRules.flatMap((r) => r.fields).filter((f) => f.layer === 'L4' && (f.identity || f.peerIp))
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels! : undefined
-  let workloads: string[] = []
-  let services: string[]
-  if (scope === 'targetRefs') {
-    services = analyzeTargetRefs(obj, ctx).services
-  } else if (scope === 'workload' || scope === 'root-selector') {
-    const ws = matchingWorkloads(ctx, selector)
-    workloads = uniqSorted(ws.map((w) => w.ref.name))
-    services = servicesCovering(ctx, ws)
-  } else {
-    workloads = uniqSorted(ctx.workloads.map((w) => w.ref.name))
-    services = allServices(ctx)
-  }
+  const {workloads, services} = policyReach(obj, ctx, scope, selector)
 
   const analysis: AuthorizationPolicyAnalysis = {
     ref,
@@ -584,7 +687,8 @@ export function analyzeAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContext
     const d = directions(rules)
     analysis.ztunnelMixed = d.narrower && d.broader
   }
-  if (sentToZtunnel) analysis.ztunnelPolicy = {action: action as 'ALLOW' | 'DENY', rules: keptRules.map((r) => r.ztunnelRule!)}
+  if (sentToZtunnel)
+    analysis.ztunnelPolicy = {action: action as 'ALLOW' | 'DENY', rules: keptRules.map((r) => r.ztunnelRule!)}
   analysis.consequence = consequenceOf(analysis)
   return analysis
 }
@@ -604,13 +708,24 @@ function ruleReason(a: AuthorizationPolicyAnalysis, r: AuthzRuleAnalysis): strin
       )
     }
     case 'broadened':
-      return reason(r.path, `ztunnel enforces this ${a.action} rule without its L7/ignored constraints: it matches more requests than written${a.action === 'DENY' ? ' (denies more)' : ' (allows more)'}`)
+      return reason(
+        r.path,
+        `ztunnel enforces this ${a.action} rule without its L7/ignored constraints: it matches more requests than written${a.action === 'DENY' ? ' (denies more)' : ' (allows more)'}`,
+      )
     case 'narrowed':
-      return reason(r.path, `ztunnel drops some alternatives of this ${a.action} rule: it matches fewer requests than written${a.action === 'DENY' ? ' (denies less: fail-open for them)' : ' (allows less)'}`)
+      return reason(
+        r.path,
+        `ztunnel drops some alternatives of this ${a.action} rule: it matches fewer requests than written${a.action === 'DENY' ? ' (denies less: fail-open for them)' : ' (allows less)'}`,
+      )
     case 'mixed':
-      return reason(r.path, `ztunnel both drops constraints and alternatives of this ${a.action} rule: it matches some requests it should not and misses some it should`)
+      return reason(
+        r.path,
+        `ztunnel both drops constraints and alternatives of this ${a.action} rule: it matches some requests it should not and misses some it should`,
+      )
     case 'as-written':
-      return r.matchesEverything ? reason(r.path, `empty rule matches every request, at ztunnel as with sidecars`) : undefined
+      return r.matchesEverything
+        ? reason(r.path, `empty rule matches every request, at ztunnel as with sidecars`)
+        : undefined
     default:
       return undefined
   }
@@ -621,7 +736,9 @@ function ruleReason(a: AuthorizationPolicyAnalysis, r: AuthzRuleAnalysis): strin
  * ZtunnelAccepted=False), and on >= 1.29 not dry-run ones (istio/istio pilot/pkg/serviceregistry/ambient/authorization.go).
  */
 function notSentText(a: AuthorizationPolicyAnalysis): string {
-  return a.action === 'CUSTOM' || a.action === 'AUDIT' ? `action ${a.action} is never sent to ztunnel` : 'dry-run policies are not sent to ztunnel on this Istio version'
+  return a.action === 'CUSTOM' || a.action === 'AUDIT'
+    ? `action ${a.action} is never sent to ztunnel`
+    : 'dry-run policies are not sent to ztunnel on this Istio version'
 }
 
 function fieldReasons(a: AuthorizationPolicyAnalysis): string[] {
@@ -630,7 +747,10 @@ function fieldReasons(a: AuthorizationPolicyAnalysis): string[] {
     r.fields.map((f) => {
       // An L4 attribute is only "enforced by ztunnel" when the policy reaches ztunnel at all.
       if (!unsent || f.layer !== 'L4') return reason(f.path, f.why)
-      return reason(f.path, `${f.why.split(': L4')[0]}: an L4 attribute, but ${notSentText(a)}: not enforced by ztunnel`)
+      return reason(
+        f.path,
+        `${f.why.split(': L4')[0]}: an L4 attribute, but ${notSentText(a)}: not enforced by ztunnel`,
+      )
     }),
   )
 }
@@ -639,11 +759,20 @@ function dryRunReason(a: AuthorizationPolicyAnalysis): string {
   const path = `metadata.annotations[${DRY_RUN_ANNOTATION}]`
   switch (a.dryRunAtZtunnel) {
     case 'enforced':
-      return reason(path, 'ztunnel on Istio <= 1.28 does not read the dry-run annotation: the policy is ENFORCED once the pods are ambient')
+      return reason(
+        path,
+        'ztunnel on Istio <= 1.28 does not read the dry-run annotation: the policy is ENFORCED once the pods are ambient',
+      )
     case 'not-sent':
-      return reason(path, 'Istio >= 1.29 does not send dry-run policies to ztunnel unless istiod runs with AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true (then ztunnel only logs): no effect at ztunnel')
+      return reason(
+        path,
+        'Istio >= 1.29 does not send dry-run policies to ztunnel unless istiod runs with AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true (then ztunnel only logs): no effect at ztunnel',
+      )
     default:
-      return reason(path, 'Istio version unknown: on <= 1.28 ztunnel ENFORCES dry-run policies; on >= 1.29 they are not sent unless AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true — pass --istio-version')
+      return reason(
+        path,
+        'Istio version unknown: on <= 1.28 ztunnel ENFORCES dry-run policies; on >= 1.29 they are not sent unless AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true — pass --istio-version',
+      )
   }
 }
 
@@ -660,16 +789,25 @@ export function carriedRootDeny(a: Pick<AuthorizationPolicyAnalysis, 'scope' | '
   return a.scope === 'mesh' && a.action === 'DENY' && a.needsWaypoint
 }
 
-function verdictFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, local: boolean, proxiesOnly: boolean, unmatched: boolean, atWaypoint: boolean): {verdict: Verdict; action: Action} {
+function verdictFor(
+  a: AuthorizationPolicyAnalysis,
+  ctx: ClassifyContext,
+  local: boolean,
+  proxiesOnly: boolean,
+  unmatched: boolean,
+  atWaypoint: boolean,
+): {verdict: Verdict; action: Action} {
   // targetRefs policies attached to a waypoint are already in ambient form; others (an ingress Gateway) are not ours.
-  if (a.scope === 'targetRefs') return atWaypoint ? {verdict: 'L7', action: 'keep'} : {verdict: 'unaffected', action: 'keep'}
+  if (a.scope === 'targetRefs')
+    return atWaypoint ? {verdict: 'L7', action: 'keep'} : {verdict: 'unaffected', action: 'keep'}
   if (proxiesOnly) return {verdict: 'unaffected', action: 'keep'}
   if (unmatched) return {verdict: 'inert', action: local ? 'no-effect' : 'keep'}
   const root = a.scope === 'mesh' || a.scope === 'root-selector'
   if (a.dryRun && a.dryRunAtZtunnel === 'enforced') return {verdict: 'blocker', action: 'blocker'}
   if (a.dryRun && a.dryRunAtZtunnel === 'unknown-version') return {verdict: 'blocker', action: 'manual'}
   if (a.dryRun && a.dryRunAtZtunnel === 'not-sent') return {verdict: 'inert', action: local ? 'no-effect' : 'keep'}
-  if (a.needsWaypoint) return root && !carriedRootDeny(a) ? {verdict: 'blocker', action: 'blocker'} : {verdict: 'L7', action: 'retarget'}
+  if (a.needsWaypoint)
+    return root && !carriedRootDeny(a) ? {verdict: 'blocker', action: 'blocker'} : {verdict: 'L7', action: 'retarget'}
   if (a.ztunnelEffect !== 'as-written') return {verdict: 'L4', action: 'keep-verify'}
   if (ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) return {verdict: 'L4', action: 'keep-verify'}
   return {verdict: 'L4', action: 'keep'}
@@ -679,14 +817,34 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   const a = analyzeAuthorizationPolicy(obj, ctx)
   const ref = a.ref
   const local = ref.namespace === ctx.namespace
-  const reasons: string[] = []
-  const findings: Finding[] = []
   const selected = a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(ctx, a.selector) : []
   const proxiesOnly = selected.length > 0 && selected.every(isProxyWorkload)
   const unmatched = a.scope === 'workload' && selected.length === 0
-
-  // Attachment.
   const targets = a.scope === 'targetRefs' ? analyzeTargetRefs(obj, ctx) : undefined
+  const affected = !proxiesOnly && !unmatched && a.scope !== 'targetRefs'
+  const {verdict, action} = verdictFor(a, ctx, local, proxiesOnly, unmatched, targets?.waypoint === true)
+  const reasons = [
+    ...attachmentReasons(a, ctx, targets, unmatched, proxiesOnly),
+    ...actionReasons(a),
+    ...ruleReasons(a, affected),
+    ...consequenceReasons(a, ctx, verdict, action, affected),
+  ]
+  const findings = findingsFor(a, ctx, verdict, affected)
+
+  const scope = a.scope === 'root-selector' ? 'workload' : a.scope
+  return {item: item(ref, verdict, action, reasons, {scope, ztunnel: a.ztunnelEffect, services: a.services}), findings}
+}
+
+/** Where the policy attaches: targetRefs, a workload selector, the namespace or the whole mesh. */
+function attachmentReasons(
+  a: AuthorizationPolicyAnalysis,
+  ctx: ClassifyContext,
+  targets: ReturnType<typeof analyzeTargetRefs> | undefined,
+  unmatched: boolean,
+  proxiesOnly: boolean,
+): string[] {
+  const ref = a.ref
+  const reasons: string[] = []
   if (targets) {
     reasons.push(...targets.reasons)
   } else if (a.scope === 'workload') {
@@ -706,15 +864,34 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
     // Who would enforce it: ztunnel only when istiod sends it there (ALLOW/DENY, DOMAIN §3.1).
     const byZtunnel = a.sentToZtunnel ? 'enforced by ztunnel' : `not enforced by ztunnel (${notSentText(a)})`
     if (a.scope === 'root-selector') {
-      reasons.push(reason('spec.selector', `root-namespace selector: matches pods of every namespace, here ${a.workloads.join(', ')}; ${byZtunnel}, never by waypoints`))
+      reasons.push(
+        reason(
+          'spec.selector',
+          `root-namespace selector: matches pods of every namespace, here ${a.workloads.join(', ')}; ${byZtunnel}, never by waypoints`,
+        ),
+      )
     } else if (a.scope === 'namespace') {
-      reasons.push(reason('spec', `no selector: namespace scope, ${byZtunnel}${a.sentToZtunnel ? ` for every captured workload of ${ref.namespace} (including pod-IP traffic)` : ''}; never applied by waypoints`))
+      reasons.push(
+        reason(
+          'spec',
+          `no selector: namespace scope, ${byZtunnel}${a.sentToZtunnel ? ` for every captured workload of ${ref.namespace} (including pod-IP traffic)` : ''}; never applied by waypoints`,
+        ),
+      )
     } else {
-      reasons.push(reason('spec', `no selector in the root namespace ${ctx.rootNamespace}: GLOBAL scope, ${byZtunnel}${a.sentToZtunnel ? ' for every captured pod of the mesh' : ''}; never applied by waypoints`))
+      reasons.push(
+        reason(
+          'spec',
+          `no selector in the root namespace ${ctx.rootNamespace}: GLOBAL scope, ${byZtunnel}${a.sentToZtunnel ? ' for every captured pod of the mesh' : ''}; never applied by waypoints`,
+        ),
+      )
     }
   }
+  return reasons
+}
 
-  // Action.
+/** The action (CUSTOM, AUDIT), rules-less ALLOW/DENY, dry-run and the fields ztunnel reads differently. */
+function actionReasons(a: AuthorizationPolicyAnalysis): string[] {
+  const reasons: string[] = []
   if (a.action === 'CUSTOM') {
     reasons.push(
       reason(
@@ -725,34 +902,80 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
       ),
     )
   } else if (a.action === 'AUDIT') {
-    reasons.push(reason('spec.action', a.scope === 'targetRefs' ? 'AUDIT at the waypoint' : 'AUDIT is not sent to ztunnel (ZtunnelAccepted=False): audit logging of these requests silently stops'))
+    reasons.push(
+      reason(
+        'spec.action',
+        a.scope === 'targetRefs'
+          ? 'AUDIT at the waypoint'
+          : 'AUDIT is not sent to ztunnel (ZtunnelAccepted=False): audit logging of these requests silently stops',
+      ),
+    )
   }
   if (!a.hasRules && (a.action === 'ALLOW' || a.action === 'DENY') && a.scope !== 'targetRefs') {
-    reasons.push(reason('spec.rules', a.action === 'ALLOW' ? 'ALLOW without rules: deny-all, enforced the same way by ztunnel as by sidecars' : 'DENY without rules never matches (same as with sidecars)'))
+    reasons.push(
+      reason(
+        'spec.rules',
+        a.action === 'ALLOW'
+          ? 'ALLOW without rules: deny-all, enforced the same way by ztunnel as by sidecars'
+          : 'DENY without rules never matches (same as with sidecars)',
+      ),
+    )
   }
   if (a.dryRunAtZtunnel) reasons.push(dryRunReason(a))
-  else if (a.dryRun && a.scope === 'targetRefs') reasons.push(reason(`metadata.annotations[${DRY_RUN_ANNOTATION}]`, 'waypoints honour dry-run like sidecars: evaluated and logged, not enforced'))
+  else if (a.dryRun && a.scope === 'targetRefs')
+    reasons.push(
+      reason(
+        `metadata.annotations[${DRY_RUN_ANNOTATION}]`,
+        'waypoints honour dry-run like sidecars: evaluated and logged, not enforced',
+      ),
+    )
 
   reasons.push(...fieldReasons(a))
-  const affected = !proxiesOnly && !unmatched && a.scope !== 'targetRefs'
+  return reasons
+}
+
+/** Per-rule reasons of a policy the migration moves to ztunnel. */
+function ruleReasons(a: AuthorizationPolicyAnalysis, affected: boolean): string[] {
+  const reasons: string[] = []
   if (affected && a.sentToZtunnel) {
     for (const r of a.rules) {
       const why = ruleReason(a, r)
       if (why) reasons.push(why)
     }
   }
+  return reasons
+}
 
-  const {verdict, action} = verdictFor(a, ctx, local, proxiesOnly, unmatched, targets?.waypoint === true)
-
+/** What enforcement at ztunnel does to the policy, and what the plan does about it. */
+function consequenceReasons(
+  a: AuthorizationPolicyAnalysis,
+  ctx: ClassifyContext,
+  verdict: Verdict,
+  action: Action,
+  affected: boolean,
+): string[] {
+  const reasons: string[] = []
   if (affected && a.sentToZtunnel && (a.ztunnelEffect !== 'as-written' || a.needsWaypoint)) {
-    const tag = a.ztunnelEffect === 'deny-all' ? 'fail-closed' : a.ztunnelEffect === 'no-op' ? 'fail-open' : a.ztunnelMixed ? 'narrowed and broadened' : a.ztunnelEffect
+    const tag =
+      a.ztunnelEffect === 'deny-all'
+        ? 'fail-closed'
+        : a.ztunnelEffect === 'no-op'
+          ? 'fail-open'
+          : a.ztunnelMixed
+            ? 'narrowed and broadened'
+            : a.ztunnelEffect
     reasons.push(reason('spec.rules', `${a.consequence} [${tag}]`))
   } else if (affected && !a.sentToZtunnel && a.scope !== 'targetRefs') {
     reasons.push(reason('spec', a.consequence))
   }
   if (affected && a.needsWaypoint && (verdict === 'L7' || verdict === 'blocker')) {
     if (a.scope === 'mesh' || a.scope === 'root-selector') {
-      reasons.push(reason('metadata.namespace', `in the root namespace: the degradation applies to every namespace whose pods become ambient (E14); retarget it with targetRefs GatewayClass ${'istio-waypoint'} in ${ctx.rootNamespace} and an L4-only selector policy`))
+      reasons.push(
+        reason(
+          'metadata.namespace',
+          `in the root namespace: the degradation applies to every namespace whose pods become ambient (E14); retarget it with targetRefs GatewayClass ${'istio-waypoint'} in ${ctx.rootNamespace} and an L4-only selector policy`,
+        ),
+      )
       if (carriedRootDeny(a)) reasons.push(reason('spec', `for ${ctx.namespace}: ${rootDenyCarry(a, ctx)}`))
     } else {
       reasons.push(
@@ -773,29 +996,55 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
       ),
     )
   }
-
-  findings.push(...findingsFor(a, ctx, verdict, affected))
-
-  const scope = a.scope === 'root-selector' ? 'workload' : a.scope
-  return {item: item(ref, verdict, action, reasons, {scope, ztunnel: a.ztunnelEffect, services: a.services}), findings}
+  return reasons
 }
 
 /** What the plan does with a mesh-wide L7 DENY inside the namespace, and exactly what stays unenforced (issue 10 point 8). */
 function rootDenyCarry(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext): string {
-  const atZtunnel = a.ztunnelEffect === 'no-op' ? 'nothing of it (its L7-only rules never fire at ztunnel)' : 'only its L4 part at ztunnel (denying more than written)'
+  const atZtunnel =
+    a.ztunnelEffect === 'no-op'
+      ? 'nothing of it (its L7-only rules never fire at ztunnel)'
+      : 'only its L4 part at ztunnel (denying more than written)'
   return (
     `deploys the namespace's waypoint and copies the DENY into ${ctx.namespace} with targetRefs Gateway (the waypoint), so requests through the waypoint (Service-addressed calls from ambient clients) stay denied; ` +
     `still unenforced for ${ctx.namespace}'s pods: requests that bypass the waypoint — callers that still have sidecars, traffic addressed to pod IPs, ingress gateways without istio.io/ingress-use-waypoint — get ${atZtunnel}`
   )
 }
 
-function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdict: Verdict, affected: boolean): Finding[] {
-  const out: Finding[] = []
-  const ref = a.ref
-  const name = formatRef(ref)
-  const root = a.scope === 'mesh' || a.scope === 'root-selector'
+/** What the AuthorizationPolicy finding analyzers read. */
+interface AuthzFindingFacts {
+  a: AuthorizationPolicyAnalysis
+  ctx: ClassifyContext
+  verdict: Verdict
+  ref: ObjectRef
+  name: string
+  /** Mesh-wide or a root-namespace selector policy. */
+  root: boolean
+}
 
-  if (affected && carriedRootDeny(a) && !a.dryRun) {
+function findingsFor(
+  a: AuthorizationPolicyAnalysis,
+  ctx: ClassifyContext,
+  verdict: Verdict,
+  affected: boolean,
+): Finding[] {
+  // Every finding here is about a policy the migration changes the enforcement of.
+  if (!affected) return []
+  const facts: AuthzFindingFacts = {
+    a,
+    ctx,
+    verdict,
+    ref: a.ref,
+    name: formatRef(a.ref),
+    root: a.scope === 'mesh' || a.scope === 'root-selector',
+  }
+  return AUTHZ_FINDING_ANALYZERS.flatMap((analyze) => analyze(facts))
+}
+
+/** E14: a mesh-wide or root-namespace policy ztunnel cannot enforce. */
+function rootPolicyBeyondZtunnel({a, ctx, ref, name, root}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (carriedRootDeny(a) && !a.dryRun) {
     out.push(
       finding({
         prefix: 'E14',
@@ -806,7 +1055,7 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
         fix: `The mesh administrator should carry it to every waypoint (targetRefs GatewayClass istio-waypoint in ${ctx.rootNamespace}, see finding retarget-root/${ref.kind}/${ref.namespace}/${ref.name}), which closes the gap for callers that bypass this namespace's waypoint only where they pass another waypoint; the ztunnel gap stays until the DENY is L4-only.`,
       }),
     )
-  } else if (affected && root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
+  } else if (root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
     out.push(
       finding({
         prefix: 'E14',
@@ -818,8 +1067,13 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
-  if (a.dryRunAtZtunnel && affected) {
+/** E16: what ztunnel does with a dry-run policy. */
+function dryRunAtZtunnel({a, ctx, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (a.dryRunAtZtunnel) {
     const sev = a.dryRunAtZtunnel === 'not-sent' ? 'warning' : 'blocker'
     out.push(
       finding({
@@ -841,8 +1095,13 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
-  if (affected && !a.sentToZtunnel && a.action === 'CUSTOM') {
+/** E16: CUSTOM and AUDIT policies are not sent to ztunnel. */
+function notSentToZtunnel({a, ref, name, root}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (!a.sentToZtunnel && a.action === 'CUSTOM') {
     out.push(
       finding({
         prefix: 'E16',
@@ -855,7 +1114,7 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
-  if (affected && !a.sentToZtunnel && a.action === 'AUDIT') {
+  if (!a.sentToZtunnel && a.action === 'AUDIT') {
     out.push(
       finding({
         prefix: 'E16',
@@ -868,8 +1127,13 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
 
-  if (affected && verdict === 'L4' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
+/** E21: identity- or IP-keyed policies see the waypoint, not the caller. */
+function identityBehindWaypoint({a, ctx, verdict, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
+  if (verdict === 'L4' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
     out.push(
       finding({
         prefix: 'E21',
@@ -880,13 +1144,18 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
         fix:
           a.action === 'ALLOW'
             ? "Move the identity rule to the waypoint (targetRefs copy) and keep at ztunnel an ALLOW for the waypoint's principal (cluster.local/ns/<waypoint namespace>/sa/<waypoint name>), or add that principal to this policy."
-            : "Check that the DENY still means what it should when the caller is the waypoint; move caller-specific rules to the waypoint with targetRefs.",
+            : 'Check that the DENY still means what it should when the caller is the waypoint; move caller-specific rules to the waypoint with targetRefs.',
       }),
     )
   }
+  return out
+}
 
+/** E22: when: source.serviceAccount is not supported by ztunnel. */
+function serviceAccountCondition({a, ctx, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
   const saConditions = a.rules.flatMap((r) => r.fields).filter((f) => f.field === 'when:source.serviceAccount')
-  if (saConditions.length > 0 && affected) {
+  if (saConditions.length > 0) {
     const minor = istioMinor(ctx)
     out.push(
       finding({
@@ -903,8 +1172,14 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
       }),
     )
   }
+  return out
+}
+
+/** E22: ztunnel ignores trustDomains / notTrustDomains. */
+function trustDomainsIgnored({a, ref, name}: AuthzFindingFacts): Finding[] {
+  const out: Finding[] = []
   const trustDomainFields = a.ignoredFields.filter((f) => f.field === 'trustDomains' || f.field === 'notTrustDomains')
-  if (trustDomainFields.length > 0 && affected) {
+  if (trustDomainFields.length > 0) {
     out.push(
       finding({
         prefix: 'E22',
@@ -919,6 +1194,16 @@ function findingsFor(a: AuthorizationPolicyAnalysis, ctx: ClassifyContext, verdi
   }
   return out
 }
+
+/** The AuthorizationPolicy finding analyzers, in the order their findings appear in the plan. */
+const AUTHZ_FINDING_ANALYZERS: Array<(facts: AuthzFindingFacts) => Finding[]> = [
+  rootPolicyBeyondZtunnel,
+  dryRunAtZtunnel,
+  notSentToZtunnel,
+  identityBehindWaypoint,
+  serviceAccountCondition,
+  trustDomainsIgnored,
+]
 
 /** AuthorizationPolicies of the root namespace apply to this namespace when they are mesh-wide or select its pods; GatewayClass-attached ones apply at its waypoints. */
 function relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {

@@ -7,31 +7,15 @@
 // `subset`. ISTIO_MUTUAL is ignored (HBONE is mTLS anyway) and DISABLE no longer disables mesh mTLS.
 // `workloadSelector` DRs apply only to matching sidecars of their own namespace: never to waypoints.
 import type {ClassifyContext} from '../context.js'
-import type {Finding, KubeObject} from '../model.js'
+import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {DestinationRuleSpec, TrafficPolicy, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef, refOf} from '../refs.js'
-import {
-  type Classified,
-  compareAge,
-  destinationWaypoint,
-  type HostTarget,
-  type KindClassifier,
-  exportedTo,
-  finding,
-  hasLabels,
-  hostCovers,
-  hostTarget,
-  isRecord,
-  item,
-  itemRef,
-  memo,
-  objectsOfKind,
-  list,
-  namespaceOf,
-  reason,
-  serviceFqdn,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, list, reason, uniqSorted} from './results.js'
+import {compareAge, itemRef, memo, objectsOfKind, namespaceOf} from './objects.js'
+import {destinationWaypoint} from './waypoints.js'
+import {type HostTarget, exportedTo, hostCovers, hostTarget, serviceFqdn} from './hosts.js'
+import {hasLabels} from './selection.js'
+import {isRecord} from '../json.js'
 import {namespaceEgressEntry} from './service-entry.js'
 import {destinations, isMeshBound} from './virtual-service.js'
 import {NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
@@ -47,23 +31,53 @@ export interface TrafficPolicyFields {
 export function trafficPolicyFields(tp: TrafficPolicy | undefined, path: string): TrafficPolicyFields {
   const out: TrafficPolicyFields = {applied: [], inert: []}
   if (tp === undefined || tp === null || typeof tp !== 'object' || Array.isArray(tp)) return out
-  if (tp.connectionPool !== undefined) out.applied.push(reason(`${path}.connectionPool`, 'connection pool: applied by the waypoint (tcp idleTimeout/maxConnectionDuration also on its TCP proxy), ignored by ztunnel'))
-  if (tp.outlierDetection !== undefined) out.applied.push(reason(`${path}.outlierDetection`, 'outlier detection: applied by the waypoint, ignored by ztunnel'))
+  if (tp.connectionPool !== undefined)
+    out.applied.push(
+      reason(
+        `${path}.connectionPool`,
+        'connection pool: applied by the waypoint (tcp idleTimeout/maxConnectionDuration also on its TCP proxy), ignored by ztunnel',
+      ),
+    )
+  if (tp.outlierDetection !== undefined)
+    out.applied.push(
+      reason(`${path}.outlierDetection`, 'outlier detection: applied by the waypoint, ignored by ztunnel'),
+    )
   if (tp.loadBalancer !== undefined) {
-    out.applied.push(reason(`${path}.loadBalancer`, 'load balancing: applied by the waypoint (not for DYNAMIC_DNS services); ztunnel balances per connection'))
+    out.applied.push(
+      reason(
+        `${path}.loadBalancer`,
+        'load balancing: applied by the waypoint (not for DYNAMIC_DNS services); ztunnel balances per connection',
+      ),
+    )
     if (isRecord(tp.loadBalancer) && tp.loadBalancer.localityLbSetting !== undefined) {
       out.applied.push(
-        reason(`${path}.loadBalancer.localityLbSetting`, 'locality load balancing: applied by the waypoint only; ztunnel prefers locality from Service spec.trafficDistribution / networking.istio.io/traffic-distribution'),
+        reason(
+          `${path}.loadBalancer.localityLbSetting`,
+          'locality load balancing: applied by the waypoint only; ztunnel prefers locality from Service spec.trafficDistribution / networking.istio.io/traffic-distribution',
+        ),
       )
     }
   }
   const mode = tp.tls?.mode
-  if (mode === 'SIMPLE' || mode === 'MUTUAL') out.applied.push(reason(`${path}.tls.mode`, `${mode}: TLS origination, done by the waypoint only (lost for callers without one)`))
-  else if (mode === 'ISTIO_MUTUAL') out.inert.push(reason(`${path}.tls.mode`, 'ISTIO_MUTUAL: ignored at waypoints and by ztunnel; mesh traffic is HBONE (mTLS) anyway'))
-  else if (mode === 'DISABLE') out.inert.push(reason(`${path}.tls.mode`, 'DISABLE: no-op in ambient — it no longer disables mesh mTLS (HBONE)'))
-  if (tp.proxyProtocol !== undefined) out.applied.push(reason(`${path}.proxyProtocol`, 'PROXY protocol to the upstream: applied by the waypoint'))
-  if (tp.tunnel !== undefined) out.applied.push(reason(`${path}.tunnel`, "tunnel settings: applied on the waypoint's TCP proxy"))
-  if (tp.retryBudget !== undefined) out.applied.push(reason(`${path}.retryBudget`, 'retry budget: applied by the waypoint'))
+  if (mode === 'SIMPLE' || mode === 'MUTUAL')
+    out.applied.push(
+      reason(`${path}.tls.mode`, `${mode}: TLS origination, done by the waypoint only (lost for callers without one)`),
+    )
+  else if (mode === 'ISTIO_MUTUAL')
+    out.inert.push(
+      reason(
+        `${path}.tls.mode`,
+        'ISTIO_MUTUAL: ignored at waypoints and by ztunnel; mesh traffic is HBONE (mTLS) anyway',
+      ),
+    )
+  else if (mode === 'DISABLE')
+    out.inert.push(reason(`${path}.tls.mode`, 'DISABLE: no-op in ambient — it no longer disables mesh mTLS (HBONE)'))
+  if (tp.proxyProtocol !== undefined)
+    out.applied.push(reason(`${path}.proxyProtocol`, 'PROXY protocol to the upstream: applied by the waypoint'))
+  if (tp.tunnel !== undefined)
+    out.applied.push(reason(`${path}.tunnel`, "tunnel settings: applied on the waypoint's TCP proxy"))
+  if (tp.retryBudget !== undefined)
+    out.applied.push(reason(`${path}.retryBudget`, 'retry budget: applied by the waypoint'))
   ;(Array.isArray(tp.portLevelSettings) ? tp.portLevelSettings : []).forEach((pl, i) => {
     const sub = trafficPolicyFields(pl, `${path}.portLevelSettings[${i}]`)
     out.applied.push(...sub.applied)
@@ -95,7 +109,8 @@ function subsetReferences(ctx: ClassifyContext): Map<string, SubsetReference[]> 
       const vspec: VirtualServiceSpec = isRecord(vs.spec) ? vs.spec : {}
       if (!isMeshBound(vspec)) continue
       const vns = namespaceOf(vs, ctx)
-      const converted = vns === ctx.namespace && (list(vspec.hosts) ?? []).some((h) => hostTarget(h, vns, ctx).ownServices.length > 0)
+      const converted =
+        vns === ctx.namespace && (list(vspec.hosts) ?? []).some((h) => hostTarget(h, vns, ctx).ownServices.length > 0)
       const by = formatRef({...refOf(vs), namespace: vns})
       for (const d of destinations(vspec)) {
         const subset = d.destination.subset
@@ -117,7 +132,9 @@ function subsetUses(obj: KubeObject, spec: DestinationRuleSpec, ctx: ClassifyCon
   if (names.size === 0 || !spec.host) return []
   const drHost = hostTarget(String(spec.host), ns, ctx).fqdn
   const refs = subsetReferences(ctx)
-  const candidates = drHost.startsWith('*') ? [...refs.values()].flat().filter((r) => hostCovers(drHost, r.fqdn)) : (refs.get(drHost) ?? [])
+  const candidates = drHost.startsWith('*')
+    ? [...refs.values()].flat().filter((r) => hostCovers(drHost, r.fqdn))
+    : (refs.get(drHost) ?? [])
   const out: SubsetUse[] = []
   for (const r of candidates) {
     if (!names.has(r.subset) || out.some((u) => u.subset === r.subset && u.by === r.by)) continue
@@ -186,7 +203,11 @@ function ruleWinner(fqdn: string, order: string[], wns: string, ctx: ClassifyCon
   return winners.get(key)
 }
 
-function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {used: string[]; shadowed: {service: string; by: string; byNamespace?: string}[]} {
+function resolvedFor(
+  obj: KubeObject,
+  target: HostTarget,
+  ctx: ClassifyContext,
+): {used: string[]; shadowed: {service: string; by: string; byNamespace?: string}[]} {
   const ns = namespaceOf(obj, ctx)
   const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
   const order = [wns, ctx.namespace, ctx.rootNamespace].filter((n, i, a) => a.indexOf(n) === i)
@@ -196,14 +217,24 @@ function resolvedFor(obj: KubeObject, target: HostTarget, ctx: ClassifyContext):
     const fqdn = serviceFqdn(svc, ctx.namespace)
     const winner = ruleWinner(fqdn, order, wns, ctx)
     if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === ns) used.push(svc)
-    else if (winner) shadowed.push({service: svc, by: formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}), byNamespace: namespaceOf(winner, ctx)})
+    else if (winner)
+      shadowed.push({
+        service: svc,
+        by: formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}),
+        byNamespace: namespaceOf(winner, ctx),
+      })
     else shadowed.push({service: svc, by: `no DestinationRule visible from ${wns}`})
   }
   return {used, shadowed}
 }
 
 /** Whether the host (outside the migrated namespace) has a waypoint that resolves this DR for ambient callers. */
-function destinationWaypointApplies(target: HostTarget, drNamespace: string, exportTo: unknown, ctx: ClassifyContext): string | undefined {
+function destinationWaypointApplies(
+  target: HostTarget,
+  drNamespace: string,
+  exportTo: unknown,
+  ctx: ClassifyContext,
+): string | undefined {
   const dest = destinationWaypoint(ctx, target)
   if (!dest) return undefined
   const wp = dest.waypoint
@@ -219,7 +250,11 @@ function destinationWaypointApplies(target: HostTarget, drNamespace: string, exp
  * → root namespace, most specific host first). `served: false` with the reason when the entry exists but the
  * waypoint cannot serve it, or another rule wins.
  */
-function namespaceEgress(obj: KubeObject, target: HostTarget, ctx: ClassifyContext): {served: boolean; why: string; shadowedLocally?: boolean} | undefined {
+function namespaceEgress(
+  obj: KubeObject,
+  target: HostTarget,
+  ctx: ClassifyContext,
+): {served: boolean; why: string; shadowedLocally?: boolean} | undefined {
   if (target.wildcard || target.serviceName) return undefined
   const egress = namespaceEgressEntry(target.fqdn, ctx)
   if (!egress || !egress.served) return egress
@@ -228,10 +263,17 @@ function namespaceEgress(obj: KubeObject, target: HostTarget, ctx: ClassifyConte
     winner = rulesFor(n, target.fqdn, ctx.namespace, ctx)[0]?.obj
     if (winner) break
   }
-  if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === namespaceOf(obj, ctx)) return egress
-  const by = winner ? formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}) : 'no rule it can see (exportTo)'
+  if (winner && winner.metadata.name === obj.metadata.name && namespaceOf(winner, ctx) === namespaceOf(obj, ctx))
+    return egress
+  const by = winner
+    ? formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)})
+    : 'no rule it can see (exportTo)'
   // A winner in this namespace also won for its sidecar callers (client namespace first): this rule never applied to them.
-  return {served: false, why: `${egress.why}, but it resolves ${by} for ${target.fqdn} (DestinationRules are not merged)`, shadowedLocally: winner !== undefined && namespaceOf(winner, ctx) === ctx.namespace}
+  return {
+    served: false,
+    why: `${egress.why}, but it resolves ${by} for ${target.fqdn} (DestinationRules are not merged)`,
+    shadowedLocally: winner !== undefined && namespaceOf(winner, ctx) === ctx.namespace,
+  }
 }
 
 export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -239,19 +281,56 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
   const ns = ref.namespace!
   const spec: DestinationRuleSpec = isRecord(obj.spec) ? obj.spec : {}
   const local = ns === ctx.namespace
-  const root = ns === ctx.rootNamespace
   const reasons: string[] = []
   const findings: Finding[] = []
-  const name = formatRef(ref)
   const host = String(spec.host ?? '')
   const target = hostTarget(host, ns, ctx)
   const inertAction = local ? 'no-effect' : 'keep'
 
   if (hasLabels(spec.workloadSelector?.matchLabels)) {
-    reasons.push(reason('spec.workloadSelector', 'applies only to matching sidecars of its own namespace (outbound): never to waypoints, and ambient pods have no sidecar — no effect'))
-    return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: target.ownServices}), findings}
+    reasons.push(
+      reason(
+        'spec.workloadSelector',
+        'applies only to matching sidecars of its own namespace (outbound): never to waypoints, and ambient pods have no sidecar — no effect',
+      ),
+    )
+    return {
+      item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: target.ownServices}),
+      findings,
+    }
   }
 
+  const f: DestinationRuleFacts = {
+    ref,
+    ns,
+    spec,
+    local,
+    root: ns === ctx.rootNamespace,
+    name: formatRef(ref),
+    host,
+    target,
+    inertAction,
+    ...policyFacts(obj, spec, ctx),
+  }
+  if (target.ownServices.length > 0) return ownServicesRule(obj, f, ctx)
+  return externalHostRule(obj, f, ctx)
+}
+
+/** What the DestinationRule classifiers read, computed once. */
+interface DestinationRuleFacts extends ReturnType<typeof policyFacts> {
+  ref: ObjectRef
+  ns: string
+  spec: DestinationRuleSpec
+  local: boolean
+  root: boolean
+  name: string
+  host: string
+  target: HostTarget
+  inertAction: 'no-effect' | 'keep'
+}
+
+/** The traffic-policy fields (top level and per subset) and who uses the subsets. */
+function policyFacts(obj: KubeObject, spec: DestinationRuleSpec, ctx: ClassifyContext) {
   const top = trafficPolicyFields(spec.trafficPolicy, 'spec.trafficPolicy')
   const applied = [...top.applied]
   const inertFields = [...top.inert]
@@ -271,61 +350,115 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
         : `subset ${s}: used by ${u.map((x) => x.by).join(', ')}${u.some((x) => x.converted) ? '; HTTPRoute cannot reference subsets: create one Service per version' : ''}`,
     )
   })
+  return {applied, inertFields, uses, subsetReasons}
+}
 
-  // DestinationRule for Services of the migrated namespace: what its waypoint resolves (E13).
-  if (target.ownServices.length > 0) {
-    const {used, shadowed} = resolvedFor(obj, target, ctx)
-    reasons.push(reason('spec.host', `${host}: Services ${target.ownServices.join(', ')} of ${ctx.namespace}; ztunnel ignores DestinationRules, a waypoint applies the one it resolves (waypoint ns → service ns → root ns)`))
-    for (const s of shadowed) reasons.push(reason('spec.host', `not used for ${s.service}: the waypoint resolves ${s.by} first (DRs are not merged across namespaces, E13)`))
-    if (!local && !root) reasons.push(reason('metadata.namespace', `in ${ns}, a third namespace: applied only by the sidecar clients there; a waypoint never uses it`))
-    reasons.push(...applied, ...inertFields, ...subsetReasons)
-    const services = used.length > 0 ? used : target.ownServices
+/** DestinationRule for Services of the migrated namespace: what its waypoint resolves (E13). */
+function ownServicesRule(obj: KubeObject, f: DestinationRuleFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, local, root, name, host, target, inertAction, applied, inertFields, uses, subsetReasons} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const {used, shadowed} = resolvedFor(obj, target, ctx)
+  reasons.push(
+    reason(
+      'spec.host',
+      `${host}: Services ${target.ownServices.join(', ')} of ${ctx.namespace}; ztunnel ignores DestinationRules, a waypoint applies the one it resolves (waypoint ns → service ns → root ns)`,
+    ),
+  )
+  for (const s of shadowed)
+    reasons.push(
+      reason(
+        'spec.host',
+        `not used for ${s.service}: the waypoint resolves ${s.by} first (DRs are not merged across namespaces, E13)`,
+      ),
+    )
+  if (!local && !root)
+    reasons.push(
+      reason(
+        'metadata.namespace',
+        `in ${ns}, a third namespace: applied only by the sidecar clients there; a waypoint never uses it`,
+      ),
+    )
+  reasons.push(...applied, ...inertFields, ...subsetReasons)
+  const services = used.length > 0 ? used : target.ownServices
 
-    // E13: a root DR shadowed by a DR of the Service's own namespace (the waypoint's too) was shadowed for the
-    // namespace's sidecar clients as well (client ns → Service ns → root): the migration loses nothing.
-    const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
-    if (root && used.length === 0 && wns === ctx.namespace && shadowed.length > 0 && shadowed.every((s) => s.byNamespace === ctx.namespace)) {
-      reasons.push(reason('spec.host', `sidecar clients of ${ctx.namespace} resolve ${uniqSorted(shadowed.map((s) => s.by)).join(', ')} first too (client namespace → Service namespace → root): this rule does not apply to them today, so nothing is lost`))
-      return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
-    }
-    if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
-      findings.push(
-        finding({
-          prefix: 'E13',
-          ref,
-          code: 'DestinationRuleNotUsedByWaypoint',
-          severity: 'error',
-          message: `${name} sets traffic policy for ${target.ownServices.join(', ')}, but the waypoint of ${ctx.namespace} will not use it (${shadowed.map((s) => `${s.service}: ${s.by}`).join('; ')}); ambient callers lose it.`,
-          fix: `Move (or copy) the policy into a DestinationRule in ${ctx.namespace}.`,
-        }),
-      )
-      return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services}), findings}
-    }
-    if (uses.some((u) => u.converted)) return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services}), findings}
-    if (used.length > 0 && applied.length > 0) {
-      reasons.push(reason('spec.trafficPolicy', `only a waypoint applies this traffic policy for ${used.join(', ')}: it needs one in front of the Services`))
-      return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
-    }
-    if (uses.length > 0) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+  // E13: a root DR shadowed by a DR of the Service's own namespace (the waypoint's too) was shadowed for the
+  // namespace's sidecar clients as well (client ns → Service ns → root): the migration loses nothing.
+  const wns = ctx.namespaceState.labels[USE_WAYPOINT_NAMESPACE_LABEL] || ctx.namespace
+  if (
+    root &&
+    used.length === 0 &&
+    wns === ctx.namespace &&
+    shadowed.length > 0 &&
+    shadowed.every((s) => s.byNamespace === ctx.namespace)
+  ) {
+    reasons.push(
+      reason(
+        'spec.host',
+        `sidecar clients of ${ctx.namespace} resolve ${uniqSorted(shadowed.map((s) => s.by)).join(', ')} first too (client namespace → Service namespace → root): this rule does not apply to them today, so nothing is lost`,
+      ),
+    )
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
   }
+  if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
+    findings.push(
+      finding({
+        prefix: 'E13',
+        ref,
+        code: 'DestinationRuleNotUsedByWaypoint',
+        severity: 'error',
+        message: `${name} sets traffic policy for ${target.ownServices.join(', ')}, but the waypoint of ${ctx.namespace} will not use it (${shadowed.map((s) => `${s.service}: ${s.by}`).join('; ')}); ambient callers lose it.`,
+        fix: `Move (or copy) the policy into a DestinationRule in ${ctx.namespace}.`,
+      }),
+    )
+    return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services}), findings}
+  }
+  if (uses.some((u) => u.converted))
+    return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services}), findings}
+  if (used.length > 0 && applied.length > 0) {
+    reasons.push(
+      reason(
+        'spec.trafficPolicy',
+        `only a waypoint applies this traffic policy for ${used.join(', ')}: it needs one in front of the Services`,
+      ),
+    )
+    return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+  }
+  if (uses.length > 0)
+    return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'mesh-routing', services}), findings}
+  return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services}), findings}
+}
 
-  // An external host declared by a ServiceEntry of this namespace: the namespace's waypoint is its egress waypoint.
+/** An external host declared by a ServiceEntry of this namespace: the namespace's waypoint is its egress waypoint. Otherwise: Client-side DestinationRule for other namespaces' or external hosts, seen by this namespace's callers (E11). */
+function externalHostRule(obj: KubeObject, f: DestinationRuleFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, spec, local, name, host, target, inertAction, applied, inertFields, uses, subsetReasons} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
   const egress = namespaceEgress(obj, target, ctx)
   if (egress?.served && (local || ctx.waypointPlanned)) {
-    reasons.push(reason('spec.host', `${host}: ${egress.why}; it applies this DestinationRule for the host to every ambient caller (callers that still have sidecars keep applying it themselves)`))
+    reasons.push(
+      reason(
+        'spec.host',
+        `${host}: ${egress.why}; it applies this DestinationRule for the host to every ambient caller (callers that still have sidecars keep applying it themselves)`,
+      ),
+    )
     reasons.push(...applied, ...inertFields, ...subsetReasons)
-    if (applied.length === 0) return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services: []}), findings}
+    if (applied.length === 0)
+      return {item: item(ref, 'inert', inertAction, reasons, {scope: 'mesh-routing', services: []}), findings}
     return {item: item(ref, 'L7', 'keep', reasons, {scope: 'mesh-routing', services: []}), findings}
   }
 
   if (egress?.shadowedLocally) {
-    reasons.push(reason('spec.host', `${host}: not applied to ${ctx.namespace}'s callers before or after the migration: ${egress.why}, and its sidecars resolve that one first too — nothing is lost`))
+    reasons.push(
+      reason(
+        'spec.host',
+        `${host}: not applied to ${ctx.namespace}'s callers before or after the migration: ${egress.why}, and its sidecars resolve that one first too — nothing is lost`,
+      ),
+    )
     reasons.push(...applied, ...inertFields, ...subsetReasons)
     return {item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: []}), findings}
   }
 
-  // Client-side DestinationRule for other namespaces' or external hosts, seen by this namespace's callers (E11).
   const wp = destinationWaypointApplies(target, ns, spec.exportTo, ctx)
   reasons.push(
     reason(

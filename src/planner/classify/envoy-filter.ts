@@ -5,23 +5,11 @@ import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {EnvoyFilterSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  analyzeTargetRefs,
-  finding,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  targetRefsOf,
-  uniqSorted,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, reason, uniqSorted, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {NETWORKING} from '../vocab.js'
 
 function contexts(spec: EnvoyFilterSpec): string[] {
@@ -41,30 +29,65 @@ export function classifyEnvoyFilter(obj: KubeObject, ctx: ClassifyContext): Clas
   if (targetRefsOf(spec).length > 0) {
     const t = analyzeTargetRefs(obj, ctx)
     reasons.push(...t.reasons)
-    if (!t.waypoint) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}), findings: []}
-    reasons.push(reason('spec.configPatches', `${patchText}: attached to a waypoint; istiod applies targetRefs EnvoyFilters to waypoints (Alpha) but the migrate guide calls them unsupported — verify by hand`))
+    if (!t.waypoint)
+      return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}), findings: []}
+    reasons.push(
+      reason(
+        'spec.configPatches',
+        `${patchText}: attached to a waypoint; istiod applies targetRefs EnvoyFilters to waypoints (Alpha) but the migrate guide calls them unsupported — verify by hand`,
+      ),
+    )
     return {item: item(ref, 'L7', 'manual', reasons, {scope: 'targetRefs', services: t.services}), findings: []}
   }
 
   const selector = hasLabels(spec.workloadSelector?.labels) ? spec.workloadSelector!.labels : undefined
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   if (ctxs.length > 0 && ctxs.every((c) => c === 'GATEWAY')) {
-    reasons.push(reason('spec.configPatches', `${patchText}: every patch matches context GATEWAY, so it only changes gateways, which keep their Envoy`))
+    reasons.push(
+      reason(
+        'spec.configPatches',
+        `${patchText}: every patch matches context GATEWAY, so it only changes gateways, which keep their Envoy`,
+      ),
+    )
     return {item: item(ref, 'unaffected', 'keep', reasons, {scope}), findings: []}
   }
   const cov = selectorCoverage(ctx, selector)
   const services = selector ? cov.services : allServices(ctx)
   if (cov.unmatched) {
-    reasons.push(reason('spec.workloadSelector', 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'))
+    reasons.push(
+      reason(
+        'spec.workloadSelector',
+        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
+      ),
+    )
     return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings: []}
   }
   if (cov.proxiesOnly) {
-    reasons.push(reason('spec.workloadSelector', `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}), which keep their Envoy: unaffected`))
+    reasons.push(
+      reason(
+        'spec.workloadSelector',
+        `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}), which keep their Envoy: unaffected`,
+      ),
+    )
     return {item: item(ref, 'unaffected', 'keep', reasons, {scope, services}), findings: []}
   }
-  const who = selector ? workloadNames(cov.workloads) : root ? 'every sidecar of the mesh' : `every sidecar of ${ref.namespace}`
-  reasons.push(reason(selector ? 'spec.workloadSelector' : 'spec', `patches the Envoy of ${who}: ambient pods have no Envoy, ztunnel cannot be patched, and waypoints do not take selector/namespace EnvoyFilters`))
-  reasons.push(reason('spec.configPatches', `${patchText}: stops applying once the pods are ambient; never translated automatically`))
+  const who = selector
+    ? workloadNames(cov.workloads)
+    : root
+      ? 'every sidecar of the mesh'
+      : `every sidecar of ${ref.namespace}`
+  reasons.push(
+    reason(
+      selector ? 'spec.workloadSelector' : 'spec',
+      `patches the Envoy of ${who}: ambient pods have no Envoy, ztunnel cannot be patched, and waypoints do not take selector/namespace EnvoyFilters`,
+    ),
+  )
+  reasons.push(
+    reason(
+      'spec.configPatches',
+      `${patchText}: stops applying once the pods are ambient; never translated automatically`,
+    ),
+  )
 
   const name = formatRef(ref)
   const findings = [

@@ -10,28 +10,24 @@ import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, KubeObject, ObjectRef, Verdict} from '../model.js'
 import type {GatewayListener, IstioGatewaySpec, KubeGatewaySpec, ParentReference, RouteSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  findObject,
-  finding,
-  hostTarget,
-  isRecord,
-  isWaypointClassGateway,
-  item,
-  itemRef,
-  objectsOfKind,
-  matchesLabelSelector,
-  namespaceLabels,
-  namespaceOf,
-  reason,
-  serviceWaypoint,
-  servicesBoundTo,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, reason, uniqSorted} from './results.js'
+import {allServices, matchesLabelSelector} from './selection.js'
+import {findObject, itemRef, objectsOfKind, namespaceLabels, namespaceOf} from './objects.js'
+import {hostTarget} from './hosts.js'
+import {isRecord} from '../json.js'
+import {isWaypointClassGateway, serviceWaypoint, servicesBoundTo} from './waypoints.js'
 import {isMeshBound} from './virtual-service.js'
-import {DATAPLANE_MODE_LABEL, GATEWAY_API_GROUP, INGRESS_USE_WAYPOINT_LABEL, NETWORKING, REVISION_LABEL, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from '../vocab.js'
+import {
+  DATAPLANE_MODE_LABEL,
+  GATEWAY_API_GROUP,
+  INGRESS_USE_WAYPOINT_LABEL,
+  NETWORKING,
+  REVISION_LABEL,
+  USE_WAYPOINT_LABEL,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+  WAYPOINT_CLASS,
+  WAYPOINT_FOR_LABEL,
+} from '../vocab.js'
 
 export const ROUTE_KINDS = ['HTTPRoute', 'GRPCRoute', 'TCPRoute', 'TLSRoute'] as const
 
@@ -41,7 +37,11 @@ function hboneListener(spec: KubeGatewaySpec): GatewayListener | undefined {
 }
 
 /** Whether a waypoint in another namespace admits bindings from `namespace` (unset allowedRoutes = Same). */
-export function waypointAdmits(gw: KubeObject, namespace: string, ctx: ClassifyContext): {admitted: boolean; why: string} {
+export function waypointAdmits(
+  gw: KubeObject,
+  namespace: string,
+  ctx: ClassifyContext,
+): {admitted: boolean; why: string} {
   const listener = hboneListener(isRecord(gw.spec) ? gw.spec : {})
   if (!listener) return {admitted: false, why: 'no HBONE listener on port 15008'}
   const from = listener.allowedRoutes?.namespaces?.from ?? 'Same'
@@ -49,9 +49,16 @@ export function waypointAdmits(gw: KubeObject, namespace: string, ctx: ClassifyC
   if (from === 'All') return {admitted: true, why: 'allowedRoutes.namespaces.from: All'}
   if (from === 'Selector') {
     const labels = namespaceLabels(ctx, namespace)
-    if (!labels) return {admitted: false, why: `allowedRoutes selector cannot be checked: Namespace ${namespace} not in the snapshot`}
+    if (!labels)
+      return {
+        admitted: false,
+        why: `allowedRoutes selector cannot be checked: Namespace ${namespace} not in the snapshot`,
+      }
     const ok = matchesLabelSelector(listener.allowedRoutes?.namespaces?.selector, labels)
-    return {admitted: ok, why: ok ? 'allowedRoutes selector matches the namespace' : 'allowedRoutes selector does not match the namespace'}
+    return {
+      admitted: ok,
+      why: ok ? 'allowedRoutes selector matches the namespace' : 'allowedRoutes selector does not match the namespace',
+    }
   }
   return {admitted: false, why: 'allowedRoutes.namespaces.from is Same (the default)'}
 }
@@ -80,7 +87,9 @@ export function classifyKubeGateway(obj: KubeObject, ctx: ClassifyContext): Clas
   const klass = String(spec.gatewayClassName ?? '')
 
   if (klass !== WAYPOINT_CLASS) {
-    reasons.push(reason('spec.gatewayClassName', `${klass || '(none)'}: not a waypoint; its own proxy keeps working — unaffected`))
+    reasons.push(
+      reason('spec.gatewayClassName', `${klass || '(none)'}: not a waypoint; its own proxy keeps working — unaffected`),
+    )
     if (klass === 'istio' && ns === ctx.namespace && labels[DATAPLANE_MODE_LABEL] !== 'none') {
       reasons.push(
         reason(
@@ -95,14 +104,37 @@ export function classifyKubeGateway(obj: KubeObject, ctx: ClassifyContext): Clas
   const waypointFor = labels[WAYPOINT_FOR_LABEL]
   const listener = hboneListener(spec)
   const bound = servicesBoundTo(ctx, ns, ref.name)
-  reasons.push(reason('spec.gatewayClassName', `${WAYPOINT_CLASS}: an existing waypoint${ns === ctx.namespace ? '' : ` in ${ns}`}; keep it`))
-  reasons.push(reason(`metadata.labels[${WAYPOINT_FOR_LABEL}]`, waypointFor ? `${waypointFor}` : 'absent: istiod uses the GatewayClass label or the default, service'))
-  if (!listener) reasons.push(reason('spec.listeners', 'no HBONE listener on port 15008: istiod does not program it as a waypoint'))
-  reasons.push(reason('metadata.name', bound.length > 0 ? `Services of ${ctx.namespace} bound to it: ${bound.join(', ')}` : `no Service of ${ctx.namespace} is bound to it (istio.io/use-waypoint)`))
+  reasons.push(
+    reason(
+      'spec.gatewayClassName',
+      `${WAYPOINT_CLASS}: an existing waypoint${ns === ctx.namespace ? '' : ` in ${ns}`}; keep it`,
+    ),
+  )
+  reasons.push(
+    reason(
+      `metadata.labels[${WAYPOINT_FOR_LABEL}]`,
+      waypointFor ? `${waypointFor}` : 'absent: istiod uses the GatewayClass label or the default, service',
+    ),
+  )
+  if (!listener)
+    reasons.push(reason('spec.listeners', 'no HBONE listener on port 15008: istiod does not program it as a waypoint'))
+  reasons.push(
+    reason(
+      'metadata.name',
+      bound.length > 0
+        ? `Services of ${ctx.namespace} bound to it: ${bound.join(', ')}`
+        : `no Service of ${ctx.namespace} is bound to it (istio.io/use-waypoint)`,
+    ),
+  )
 
   if (ns === ctx.namespace) {
     if (ctx.namespaceState.revision && labels[REVISION_LABEL] === undefined) {
-      reasons.push(reason(`metadata.labels[${REVISION_LABEL}]`, `absent in a namespace labelled ${REVISION_LABEL}=${ctx.namespaceState.revision}: istiod falls back to the namespace's label, so removing it re-homes or orphans this waypoint (E1)`))
+      reasons.push(
+        reason(
+          `metadata.labels[${REVISION_LABEL}]`,
+          `absent in a namespace labelled ${REVISION_LABEL}=${ctx.namespaceState.revision}: istiod falls back to the namespace's label, so removing it re-homes or orphans this waypoint (E1)`,
+        ),
+      )
       findings.push(
         finding({
           prefix: 'E1',
@@ -154,7 +186,15 @@ interface Contribution {
   action: Action
 }
 
-const RANK: string[] = ['blocker/blocker', 'L7/manual', 'L7/retarget', 'L7/keep', 'L7/lost-client-side', 'unaffected/keep', 'inert/keep']
+const RANK: string[] = [
+  'blocker/blocker',
+  'L7/manual',
+  'L7/retarget',
+  'L7/keep',
+  'L7/lost-client-side',
+  'unaffected/keep',
+  'inert/keep',
+]
 
 function strongest(cs: Contribution[]): Contribution {
   const sorted = [...cs].sort((a, b) => rank(a) - rank(b))
@@ -183,71 +223,16 @@ export function classifyRoute(obj: KubeObject, ctx: ClassifyContext): Classified
   const ref = itemRef(obj, ctx)
   const ns = ref.namespace!
   const spec: RouteSpec = isRecord(obj.spec) ? obj.spec : {}
-  const reasons: string[] = []
-  const findings: Finding[] = []
-  const contributions: Contribution[] = []
-  const services = new Set<string>()
-  const name = formatRef(ref)
-  let scope: 'mesh-routing' | 'gateway' | 'client-side' | undefined
-
-  parentsOf(spec).forEach((p, i) => {
-    const path = `spec.parentRefs[${i}]`
-    const {group, kind} = parentKind(p)
-    const pns = p.namespace ?? ns
-    const pname = String(p.name ?? '')
-    if (isServiceParent(p)) {
-      if (pns === ns && ns === ctx.namespace) {
-        services.add(pname)
-        scope = 'mesh-routing'
-        const bound = serviceWaypoint(ctx, pns, pname)
-        reasons.push(
-          reason(
-            path,
-            `Service ${pname} (GAMMA producer route): honoured in ambient only through the waypoint bound to ${pname}` +
-              (bound ? ` (bound to ${bound.namespace}/${bound.name})` : ctx.waypointPlanned ? ' (the plan binds one)' : ' — not bound yet: status ResolvedWaypoints=False, MissingUseWaypointLabel') +
-              '; sidecar callers execute it client-side',
-          ),
-        )
-        contributions.push({verdict: 'L7', action: 'keep'})
-      } else if (pns !== ns && ns === ctx.namespace) {
-        scope = scope ?? 'client-side'
-        reasons.push(reason(path, `Service ${pns}/${pname}: consumer route for ${ctx.namespace}'s callers; ztunnel ignores routes and the destination's waypoint never applies routes from another namespace — lost once ${ctx.namespace} is ambient (E11)`))
-        contributions.push({verdict: 'L7', action: 'lost-client-side'})
-        findings.push(finding({prefix: 'E11', ref, topic: `parent-${i}`, code: 'ClientSideRoutingLost', severity: 'error', message: `${name} routes ${pns}/${pname} for ${ctx.namespace}'s callers; ambient callers no longer apply it.`, fix: `Create the route in ${pns} (producer route) so that its waypoint applies it, or accept the loss.`}))
-      } else if (pns === ctx.namespace) {
-        scope = scope ?? 'client-side'
-        services.add(pname)
-        reasons.push(reason(path, `Service ${pname} of ${ctx.namespace}: consumer route defined in ${ns}, applied only by that namespace's sidecar callers; the waypoint of ${pname} never applies it (E12)`))
-        contributions.push({verdict: 'L7', action: 'lost-client-side'})
-        findings.push(finding({prefix: 'E12', ref, topic: `parent-${i}`, code: 'ClientSideRoutingLost', severity: 'error', message: `${name} (in ${ns}) routes ${ctx.namespace}/${pname}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose it.`, fix: `Create an equivalent producer route in ${ctx.namespace}.`}))
-      } else {
-        reasons.push(reason(path, `Service ${pns}/${pname}: route of another namespace, unaffected by this migration`))
-        contributions.push({verdict: 'unaffected', action: 'keep'})
-      }
-    } else if (kind === 'ServiceEntry' && group === NETWORKING) {
-      const se = findObject(ctx, NETWORKING, 'ServiceEntry', pns, pname)
-      const wp = se?.metadata.labels?.[USE_WAYPOINT_LABEL]
-      scope = scope ?? 'mesh-routing'
-      reasons.push(reason(path, `ServiceEntry ${pns}/${pname}: honoured only through the (egress) waypoint bound to it` + (wp && wp !== 'none' ? ` (bound to ${wp})` : ' — not bound (istio.io/use-waypoint)')))
-      contributions.push({verdict: 'L7', action: 'keep'})
-    } else if (kind === 'Gateway' && group === GATEWAY_API_GROUP) {
-      const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', pns, pname)
-      if (isWaypointClassGateway(gw)) {
-        scope = scope ?? 'mesh-routing'
-        for (const s of pns === ctx.namespace ? servicesBoundTo(ctx, pns, pname) : []) services.add(s)
-        reasons.push(reason(path, `waypoint ${pns}/${pname}: applied by that waypoint for the traffic it serves — keep`))
-        contributions.push({verdict: 'L7', action: 'keep'})
-      } else {
-        scope = scope ?? 'gateway'
-        reasons.push(reason(path, gw ? `Gateway ${pns}/${pname} of class ${gw.spec?.gatewayClassName}: ingress/egress gateway route — unaffected` : `Gateway ${pns}/${pname} (not in the snapshot): not a known waypoint — treated as a gateway route, unaffected`))
-        contributions.push({verdict: 'unaffected', action: 'keep'})
-      }
-    } else {
-      const hint = kind === 'Service' && p.group === undefined ? ' (parentRef group defaults to gateway.networking.k8s.io; a Kubernetes Service needs group: "")' : ''
-      reasons.push(reason(path, `parent ${group}/${kind} ${pns}/${pname}: not something waypoints or sidecars attach routes to${hint}`))
-      contributions.push({verdict: 'unaffected', action: 'keep'})
-    }
-  })
+  const f: RouteFacts = {ref, ns, name: formatRef(ref)}
+  const acc: RouteAttachment = {
+    reasons: [],
+    findings: [],
+    contributions: [],
+    services: new Set<string>(),
+    scope: undefined,
+  }
+  const {reasons, contributions, services} = acc
+  parentsOf(spec).forEach((p, i) => attachParent(p, i, f, ctx, acc))
   if (parentsOf(spec).length === 0) {
     reasons.push(reason('spec.parentRefs', 'no parent: the route attaches to nothing'))
     contributions.push({verdict: 'inert', action: 'keep'})
@@ -256,36 +241,220 @@ export function classifyRoute(obj: KubeObject, ctx: ClassifyContext): Classified
   // Backends in this namespace reached from a gateway route.
   const backends = uniqSorted(
     (Array.isArray(spec.rules) ? spec.rules : []).flatMap((r) =>
-      (Array.isArray(r?.backendRefs) ? r.backendRefs : []).filter((b) => (b?.kind ?? 'Service') === 'Service' && (b?.group ?? '') === '' && (b?.namespace ?? ns) === ctx.namespace).map((b) => String(b.name)),
+      (Array.isArray(r?.backendRefs) ? r.backendRefs : [])
+        .filter(
+          (b) =>
+            (b?.kind ?? 'Service') === 'Service' && (b?.group ?? '') === '' && (b?.namespace ?? ns) === ctx.namespace,
+        )
+        .map((b) => String(b.name)),
     ),
   )
   const best = strongest(contributions)
-  if (best.verdict === 'unaffected' && backends.length > 0 && scope === 'gateway') {
-    reasons.push(reason('spec.rules', `routes ingress traffic to ${backends.join(', ')}: the gateway reaches ambient pods over HBONE and bypasses their waypoint unless the Service or namespace is labelled ${INGRESS_USE_WAYPOINT_LABEL}=true`))
+  if (best.verdict === 'unaffected' && backends.length > 0 && acc.scope === 'gateway') {
+    reasons.push(
+      reason(
+        'spec.rules',
+        `routes ingress traffic to ${backends.join(', ')}: the gateway reaches ambient pods over HBONE and bypasses their waypoint unless the Service or namespace is labelled ${INGRESS_USE_WAYPOINT_LABEL}=true`,
+      ),
+    )
     for (const b of backends) services.add(b)
   }
-  if ((ref.kind === 'TCPRoute' || ref.kind === 'TLSRoute') && best.verdict === 'L7') reasons.push(reason('kind', `${ref.kind} on waypoints is Alpha`))
+  if ((ref.kind === 'TCPRoute' || ref.kind === 'TLSRoute') && best.verdict === 'L7')
+    reasons.push(reason('kind', `${ref.kind} on waypoints is Alpha`))
 
-  // E26: a VirtualService of this namespace for the same Services.
-  if (ns === ctx.namespace) {
-    const own = parentsOf(spec).filter((p) => isServiceParent(p) && (p.namespace ?? ns) === ns).map((p) => String(p.name))
-    const clashing = virtualServicesFor(ctx, own)
-    if (clashing.length > 0) {
-      reasons.push(reason('spec.parentRefs', `${clashing.map((v) => v.name).join(', ')} also route ${own.join(', ')}: mixing VirtualService and HTTPRoute for one host is undefined (E26)`))
-      findings.push(
-        finding({
-          prefix: 'E26',
-          ref,
-          code: 'VirtualServiceAndRouteForSameHost',
-          severity: 'warning',
-          message: `${name} and ${clashing.map((v) => formatRef(v)).join(', ')} route the same Service(s) ${own.join(', ')}; mixing them is undefined behaviour (an HTTPRoute naming a Service wins over the VirtualService on waypoints).`,
-          fix: 'Keep one of them: delete the VirtualService in the same step that relies on the route.',
-        }),
-      )
-    }
+  vsClash(spec, f, ctx, acc)
+  return {
+    item: item(ref, best.verdict, best.action, reasons, {
+      ...(acc.scope ? {scope: acc.scope} : {}),
+      services: uniqSorted(services),
+    }),
+    findings: acc.findings,
   }
+}
 
-  return {item: item(ref, best.verdict, best.action, reasons, {...(scope ? {scope} : {}), services: uniqSorted(services)}), findings}
+interface RouteFacts {
+  ref: ObjectRef
+  ns: string
+  name: string
+}
+
+/** What the route's parents and backends contribute, gathered in parentRef order. */
+interface RouteAttachment {
+  reasons: string[]
+  findings: Finding[]
+  contributions: Contribution[]
+  services: Set<string>
+  scope: 'mesh-routing' | 'gateway' | 'client-side' | undefined
+}
+
+function attachParent(p: ParentReference, i: number, f: RouteFacts, ctx: ClassifyContext, acc: RouteAttachment): void {
+  const path = `spec.parentRefs[${i}]`
+  const pns = p.namespace ?? f.ns
+  const pname = String(p.name ?? '')
+  if (isServiceParent(p)) serviceParent(path, i, pns, pname, f, ctx, acc)
+  else otherParent(p, path, pns, pname, ctx, acc)
+}
+
+/** A Service parent: producer route (GAMMA), consumer route, or another namespace's route. */
+function serviceParent(
+  path: string,
+  i: number,
+  pns: string,
+  pname: string,
+  f: RouteFacts,
+  ctx: ClassifyContext,
+  acc: RouteAttachment,
+): void {
+  const {ref, ns, name} = f
+  const {reasons, findings, contributions, services} = acc
+  if (pns === ns && ns === ctx.namespace) {
+    services.add(pname)
+    acc.scope = 'mesh-routing'
+    const bound = serviceWaypoint(ctx, pns, pname)
+    reasons.push(
+      reason(
+        path,
+        `Service ${pname} (GAMMA producer route): honoured in ambient only through the waypoint bound to ${pname}` +
+          (bound
+            ? ` (bound to ${bound.namespace}/${bound.name})`
+            : ctx.waypointPlanned
+              ? ' (the plan binds one)'
+              : ' — not bound yet: status ResolvedWaypoints=False, MissingUseWaypointLabel') +
+          '; sidecar callers execute it client-side',
+      ),
+    )
+    contributions.push({verdict: 'L7', action: 'keep'})
+  } else if (pns !== ns && ns === ctx.namespace) {
+    acc.scope = acc.scope ?? 'client-side'
+    reasons.push(
+      reason(
+        path,
+        `Service ${pns}/${pname}: consumer route for ${ctx.namespace}'s callers; ztunnel ignores routes and the destination's waypoint never applies routes from another namespace — lost once ${ctx.namespace} is ambient (E11)`,
+      ),
+    )
+    contributions.push({verdict: 'L7', action: 'lost-client-side'})
+    findings.push(
+      finding({
+        prefix: 'E11',
+        ref,
+        topic: `parent-${i}`,
+        code: 'ClientSideRoutingLost',
+        severity: 'error',
+        message: `${name} routes ${pns}/${pname} for ${ctx.namespace}'s callers; ambient callers no longer apply it.`,
+        fix: `Create the route in ${pns} (producer route) so that its waypoint applies it, or accept the loss.`,
+      }),
+    )
+  } else if (pns === ctx.namespace) {
+    acc.scope = acc.scope ?? 'client-side'
+    services.add(pname)
+    reasons.push(
+      reason(
+        path,
+        `Service ${pname} of ${ctx.namespace}: consumer route defined in ${ns}, applied only by that namespace's sidecar callers; the waypoint of ${pname} never applies it (E12)`,
+      ),
+    )
+    contributions.push({verdict: 'L7', action: 'lost-client-side'})
+    findings.push(
+      finding({
+        prefix: 'E12',
+        ref,
+        topic: `parent-${i}`,
+        code: 'ClientSideRoutingLost',
+        severity: 'error',
+        message: `${name} (in ${ns}) routes ${ctx.namespace}/${pname}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose it.`,
+        fix: `Create an equivalent producer route in ${ctx.namespace}.`,
+      }),
+    )
+  } else {
+    reasons.push(reason(path, `Service ${pns}/${pname}: route of another namespace, unaffected by this migration`))
+    contributions.push({verdict: 'unaffected', action: 'keep'})
+  }
+}
+
+/** A ServiceEntry, Gateway (waypoint or not) or unknown parent. */
+function otherParent(
+  p: ParentReference,
+  path: string,
+  pns: string,
+  pname: string,
+  ctx: ClassifyContext,
+  acc: RouteAttachment,
+): void {
+  const {group, kind} = parentKind(p)
+  const {reasons, contributions, services} = acc
+  if (kind === 'ServiceEntry' && group === NETWORKING) {
+    const se = findObject(ctx, NETWORKING, 'ServiceEntry', pns, pname)
+    const wp = se?.metadata.labels?.[USE_WAYPOINT_LABEL]
+    acc.scope = acc.scope ?? 'mesh-routing'
+    reasons.push(
+      reason(
+        path,
+        `ServiceEntry ${pns}/${pname}: honoured only through the (egress) waypoint bound to it` +
+          (wp && wp !== 'none' ? ` (bound to ${wp})` : ' — not bound (istio.io/use-waypoint)'),
+      ),
+    )
+    contributions.push({verdict: 'L7', action: 'keep'})
+  } else if (kind === 'Gateway' && group === GATEWAY_API_GROUP) {
+    const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', pns, pname)
+    if (isWaypointClassGateway(gw)) {
+      acc.scope = acc.scope ?? 'mesh-routing'
+      for (const s of pns === ctx.namespace ? servicesBoundTo(ctx, pns, pname) : []) services.add(s)
+      reasons.push(reason(path, `waypoint ${pns}/${pname}: applied by that waypoint for the traffic it serves — keep`))
+      contributions.push({verdict: 'L7', action: 'keep'})
+    } else {
+      acc.scope = acc.scope ?? 'gateway'
+      reasons.push(
+        reason(
+          path,
+          gw
+            ? `Gateway ${pns}/${pname} of class ${gw.spec?.gatewayClassName}: ingress/egress gateway route — unaffected`
+            : `Gateway ${pns}/${pname} (not in the snapshot): not a known waypoint — treated as a gateway route, unaffected`,
+        ),
+      )
+      contributions.push({verdict: 'unaffected', action: 'keep'})
+    }
+  } else {
+    const hint =
+      kind === 'Service' && p.group === undefined
+        ? ' (parentRef group defaults to gateway.networking.k8s.io; a Kubernetes Service needs group: "")'
+        : ''
+    reasons.push(
+      reason(
+        path,
+        `parent ${group}/${kind} ${pns}/${pname}: not something waypoints or sidecars attach routes to${hint}`,
+      ),
+    )
+    contributions.push({verdict: 'unaffected', action: 'keep'})
+  }
+}
+
+/** E26: a VirtualService of this namespace for the same Services. */
+function vsClash(spec: RouteSpec, f: RouteFacts, ctx: ClassifyContext, acc: RouteAttachment): void {
+  const {ref, ns, name} = f
+  const {reasons, findings} = acc
+  if (ns !== ctx.namespace) return
+  const own = parentsOf(spec)
+    .filter((p) => isServiceParent(p) && (p.namespace ?? ns) === ns)
+    .map((p) => String(p.name))
+  const clashing = virtualServicesFor(ctx, own)
+  if (clashing.length > 0) {
+    reasons.push(
+      reason(
+        'spec.parentRefs',
+        `${clashing.map((v) => v.name).join(', ')} also route ${own.join(', ')}: mixing VirtualService and HTTPRoute for one host is undefined (E26)`,
+      ),
+    )
+    findings.push(
+      finding({
+        prefix: 'E26',
+        ref,
+        code: 'VirtualServiceAndRouteForSameHost',
+        severity: 'warning',
+        message: `${name} and ${clashing.map((v) => formatRef(v)).join(', ')} route the same Service(s) ${own.join(', ')}; mixing them is undefined behaviour (an HTTPRoute naming a Service wins over the VirtualService on waypoints).`,
+        fix: 'Keep one of them: delete the VirtualService in the same step that relies on the route.',
+      }),
+    )
+  }
 }
 
 /** Mesh VirtualServices of the migrated namespace whose hosts name one of the Services. */
@@ -293,7 +462,11 @@ function virtualServicesFor(ctx: ClassifyContext, services: string[]): ObjectRef
   if (services.length === 0) return []
   return objectsOfKind(ctx, `${NETWORKING}/VirtualService`)
     .filter((o) => namespaceOf(o, ctx) === ctx.namespace && isMeshBound(isRecord(o.spec) ? o.spec : {}))
-    .filter((o) => (Array.isArray(o.spec?.hosts) ? o.spec.hosts : []).some((h: unknown) => hostTarget(String(h), ctx.namespace, ctx).ownServices.some((s) => services.includes(s))))
+    .filter((o) =>
+      (Array.isArray(o.spec?.hosts) ? o.spec.hosts : []).some((h: unknown) =>
+        hostTarget(String(h), ctx.namespace, ctx).ownServices.some((s) => services.includes(s)),
+      ),
+    )
     .map((o) => ({apiVersion: o.apiVersion, kind: o.kind, namespace: ctx.namespace, name: o.metadata.name}))
 }
 
@@ -306,10 +479,17 @@ function routeElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
     if (pns !== ctx.namespace) continue
     if (isServiceParent(p)) return true
     const {group, kind} = parentKind(p)
-    if (kind === 'Gateway' && group === GATEWAY_API_GROUP && isWaypointClassGateway(findObject(ctx, GATEWAY_API_GROUP, 'Gateway', pns, String(p.name ?? '')))) return true
+    if (
+      kind === 'Gateway' &&
+      group === GATEWAY_API_GROUP &&
+      isWaypointClassGateway(findObject(ctx, GATEWAY_API_GROUP, 'Gateway', pns, String(p.name ?? '')))
+    )
+      return true
   }
   return (Array.isArray(spec.rules) ? spec.rules : []).some((r) =>
-    (Array.isArray(r?.backendRefs) ? r.backendRefs : []).some((b) => (b?.kind ?? 'Service') === 'Service' && (b?.group ?? '') === '' && b?.namespace === ctx.namespace),
+    (Array.isArray(r?.backendRefs) ? r.backendRefs : []).some(
+      (b) => (b?.kind ?? 'Service') === 'Service' && (b?.group ?? '') === '' && b?.namespace === ctx.namespace,
+    ),
   )
 }
 
@@ -324,10 +504,17 @@ export const routeClassifier: KindClassifier = {
 export function classifyIstioGateway(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
   const spec: IstioGatewaySpec = isRecord(obj.spec) ? obj.spec : {}
-  const selector = isRecord(spec.selector) ? Object.entries(spec.selector).map(([k, v]) => `${k}=${String(v)}`).join(',') : '(none)'
+  const selector = isRecord(spec.selector)
+    ? Object.entries(spec.selector)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(',')
+    : '(none)'
   const servers = Array.isArray(spec.servers) ? spec.servers.length : 0
   const reasons = [
-    reason('spec.selector', `${selector}: configures gateway pods, which keep their own proxy (injected gateways are never captured) — unchanged in ambient`),
+    reason(
+      'spec.selector',
+      `${selector}: configures gateway pods, which keep their own proxy (injected gateways are never captured) — unchanged in ambient`,
+    ),
     reason(
       'spec.servers',
       `${servers} server(s): traffic from the gateway to ambient backends uses HBONE and bypasses their waypoint unless the Service or namespace is labelled ${INGRESS_USE_WAYPOINT_LABEL}=true`,

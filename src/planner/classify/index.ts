@@ -7,7 +7,8 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, InventoryItem, KubeObject} from '../model.js'
 import {compareRefs, objectKey} from '../refs.js'
 import {authorizationPolicyClassifier} from './authz.js'
-import {type KindClassifier, kindKey, namespaceOf} from './common.js'
+import {type KindClassifier} from './results.js'
+import {kindKey, namespaceOf} from './objects.js'
 import {destinationRuleClassifier} from './destination-rule.js'
 import {envoyFilterClassifier} from './envoy-filter.js'
 import {istioGatewayClassifier, kubeGatewayClassifier, routeClassifier} from './gateway-api.js'
@@ -21,7 +22,14 @@ import {virtualServiceClassifier} from './virtual-service.js'
 import {wasmPluginClassifier} from './wasm-plugin.js'
 
 export {analyzeAuthorizationPolicy} from './authz.js'
-export type {AuthorizationPolicyAnalysis, AuthzField, AuthzMatchAnalysis, AuthzRuleAnalysis, AuthzScope, RuleOutcome} from './authz.js'
+export type {
+  AuthorizationPolicyAnalysis,
+  AuthzField,
+  AuthzMatchAnalysis,
+  AuthzRuleAnalysis,
+  AuthzScope,
+  RuleOutcome,
+} from './authz.js'
 
 export const CLASSIFIERS: KindClassifier[] = [
   authorizationPolicyClassifier,
@@ -60,7 +68,14 @@ export function classifyObjects(ctx: ClassifyContext): {items: InventoryItem[]; 
   const seen = new Set<string>()
   const classified: {item: InventoryItem; findings: Finding[]}[] = []
   for (const obj of ctx.objects) {
-    if (!obj || typeof obj !== 'object' || typeof obj.kind !== 'string' || typeof obj.apiVersion !== 'string' || !obj.metadata?.name) continue
+    if (
+      !obj ||
+      typeof obj !== 'object' ||
+      typeof obj.kind !== 'string' ||
+      typeof obj.apiVersion !== 'string' ||
+      !obj.metadata?.name
+    )
+      continue
     const c = classifierFor(obj)
     if (!c) continue
     // The same object may be listed under several served versions (v1, v1beta1, ...): classify it once.

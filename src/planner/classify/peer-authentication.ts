@@ -5,29 +5,13 @@
 // DISABLE cannot turn mTLS off between ambient pods (HBONE) and the docs treat it as a hard blocker.
 // portLevelMtls is honoured only for workload-selector policies outside the root namespace.
 import type {ClassifyContext} from '../context.js'
-import type {Finding, KubeObject, WorkloadItem} from '../model.js'
+import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  compareAge,
-  finding,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  kindKey,
-  labelsSubset,
-  memo,
-  namespaceOf,
-  objectsOfKind,
-  reason,
-  selectorCoverage,
-  servicesCovering,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, labelsSubset, selectorCoverage, servicesCovering} from './selection.js'
+import {compareAge, itemRef, kindKey, memo, namespaceOf, objectsOfKind} from './objects.js'
+import {isRecord} from '../json.js'
 import {SECURITY, podTemplateOrPod} from '../vocab.js'
 
 type Level = 'mesh' | 'namespace' | 'workload' | 'root-selector'
@@ -73,7 +57,10 @@ function computeCandidates(ctx: ClassifyContext): {mesh?: KubeObject; namespace?
     .sort(compareAge)
   return {
     mesh: pas.find((o) => levelOf(o, ctx) === 'mesh'),
-    namespace: ctx.namespace === ctx.rootNamespace ? undefined : pas.find((o) => namespaceOf(o, ctx) === ctx.namespace && levelOf(o, ctx) === 'namespace'),
+    namespace:
+      ctx.namespace === ctx.rootNamespace
+        ? undefined
+        : pas.find((o) => namespaceOf(o, ctx) === ctx.namespace && levelOf(o, ctx) === 'namespace'),
     workload: pas.filter((o) => namespaceOf(o, ctx) === ctx.namespace && levelOf(o, ctx) === 'workload'),
   }
 }
@@ -96,7 +83,8 @@ function computeResolution(ctx: ClassifyContext, w: WorkloadItem | undefined): R
 /** Workloads (or, without workloads, the namespace as a whole) whose effective mode this policy decides. */
 function decidedWorkloads(obj: KubeObject, ctx: ClassifyContext): {workloads: WorkloadItem[]; namespaceWide: boolean} {
   const key = objectKey({...obj, metadata: {...obj.metadata, namespace: namespaceOf(obj, ctx)}})
-  const same = (o: KubeObject | undefined) => o !== undefined && objectKey({...o, metadata: {...o.metadata, namespace: namespaceOf(o, ctx)}}) === key
+  const same = (o: KubeObject | undefined) =>
+    o !== undefined && objectKey({...o, metadata: {...o.metadata, namespace: namespaceOf(o, ctx)}}) === key
   const workloads = ctx.workloads.filter((w) => same(resolve(ctx, w).decidedBy))
   const namespaceWide = ctx.workloads.length === 0 && same(resolve(ctx, undefined).decidedBy)
   return {workloads, namespaceWide}
@@ -116,12 +104,20 @@ function inForce(obj: KubeObject, ctx: ClassifyContext): WorkloadItem[] {
  * (notDestinationPorts) of the workload's STRICT DENY, merged with a STRICT parent since 1.25
  * (istio/istio pilot/pkg/serviceregistry/ambient/policies.go, #54073; DOMAIN §3.2, E18).
  */
-function plaintextPorts(ctx: ClassifyContext, workloads: WorkloadItem[]): {workload: WorkloadItem; ports: string[]; policy: string}[] {
+function plaintextPorts(
+  ctx: ClassifyContext,
+  workloads: WorkloadItem[],
+): {workload: WorkloadItem; ports: string[]; policy: string}[] {
   const out: {workload: WorkloadItem; ports: string[]; policy: string}[] = []
   for (const w of workloads) {
     const wp = resolve(ctx, w).workloadPolicy
-    const portLevel = wp && isRecord(wp.spec?.portLevelMtls) ? Object.entries(wp.spec.portLevelMtls as Record<string, {mode?: string}>) : []
-    const ports = portLevel.filter(([, setting]) => String(setting?.mode ?? '').toUpperCase() === 'PERMISSIVE').map(([port]) => port)
+    const portLevel =
+      wp && isRecord(wp.spec?.portLevelMtls)
+        ? Object.entries(wp.spec.portLevelMtls as Record<string, {mode?: string}>)
+        : []
+    const ports = portLevel
+      .filter(([, setting]) => String(setting?.mode ?? '').toUpperCase() === 'PERMISSIVE')
+      .map(([port]) => port)
     if (ports.length > 0) out.push({workload: w, ports, policy: wp!.metadata.name})
   }
   return out
@@ -129,7 +125,9 @@ function plaintextPorts(ctx: ClassifyContext, workloads: WorkloadItem[]): {workl
 
 /** Pod template annotations of a workload, read from its controller in the snapshot. */
 function templateAnnotations(ctx: ClassifyContext, w: WorkloadItem): Record<string, string> {
-  const obj = objectsOfKind(ctx, kindKey(w.ref)).find((o) => o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace)
+  const obj = objectsOfKind(ctx, kindKey(w.ref)).find(
+    (o) => o.metadata.name === w.ref.name && namespaceOf(o, ctx) === ctx.namespace,
+  )
   if (!obj) return {}
   return podTemplateOrPod(obj)?.metadata?.annotations ?? {}
 }
@@ -146,72 +144,34 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
   const portLevel = isRecord(spec.portLevelMtls) ? Object.entries(spec.portLevelMtls) : []
   const scope = level === 'mesh' ? 'mesh' : level === 'namespace' ? 'namespace' : 'workload'
 
-  if (level === 'root-selector') {
-    const cov = selectorCoverage(ctx, selectorOf(obj))
-    reasons.push(
-      reason('spec.selector', `selector policy in the root namespace (matches ${workloadNames(cov.workloads)}): ztunnel resolves workload-level PeerAuthentication only from selector policies outside the root namespace, so it is not used`),
-    )
-    if (portLevel.length > 0) {
-      reasons.push(reason('spec.portLevelMtls', 'ignored by ztunnel: portLevelMtls is honoured only for workload-selector policies outside the root namespace (E18)'))
-      findings.push(
-        finding({
-          prefix: 'E18',
-          ref,
-          topic: 'root-port-level',
-          code: 'RootPortLevelMtlsIgnored',
-          severity: 'warning',
-          message: `${name} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for ${ctx.namespace}'s pods (${workloadNames(cov.workloads)}), so those ports get the namespace/mesh mode.`,
-          fix: `Create a workload-selector PeerAuthentication with the same portLevelMtls in ${ctx.namespace}.`,
-        }),
-      )
-    }
-    return {item: item(ref, 'inert', 'keep', reasons, {scope, services: cov.services}), findings}
-  }
+  if (level === 'root-selector') return rootSelectorPolicy(obj, ctx, ref, portLevel)
 
   const cov = selectorCoverage(ctx, selectorOf(obj))
   const services = level === 'workload' ? cov.services : allServices(ctx)
   if (level === 'workload' && cov.unmatched) {
-    reasons.push(reason('spec.selector', 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'))
+    reasons.push(
+      reason(
+        'spec.selector',
+        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
+      ),
+    )
     return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings}
   }
-  const scopeText = level === 'workload' ? `workload scope (${workloadNames(cov.workloads)})` : level === 'namespace' ? `namespace scope (${ref.namespace})` : 'mesh scope (root namespace, no selector)'
+  const scopeText =
+    level === 'workload'
+      ? `workload scope (${workloadNames(cov.workloads)})`
+      : level === 'namespace'
+        ? `namespace scope (${ref.namespace})`
+        : 'mesh scope (root namespace, no selector)'
 
   const decided = decidedWorkloads(obj, ctx)
   const effective = decided.workloads.length > 0 || decided.namespaceWide
   const decidedText = decided.namespaceWide ? `namespace ${ctx.namespace}` : workloadNames(decided.workloads)
 
-  // Port-level settings.
-  let portDisable: string[] = []
-  if (portLevel.length > 0) {
-    if (level !== 'workload') {
-      reasons.push(reason('spec.portLevelMtls', 'ignored: portLevelMtls needs a workload selector (outside the root namespace)'))
-    } else {
-      const used = inForce(obj, ctx).length > 0
-      for (const [port, setting] of portLevel) {
-        const pm = String(setting?.mode ?? 'UNSET').toUpperCase()
-        const path = `spec.portLevelMtls[${port}].mode`
-        if (pm === 'DISABLE') {
-          portDisable.push(port)
-          reasons.push(reason(path, 'DISABLE: ztunnel treats it as "not STRICT" (plaintext accepted on this port) but cannot turn mTLS off between ambient pods (HBONE); the docs list DISABLE as a migration blocker'))
-        } else {
-          reasons.push(reason(path, `${pm}: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)`))
-        }
-      }
-      if (!used) portDisable = []
-    }
-  }
-
-  if (mode !== 'UNSET' && !effective) {
-    reasons.push(reason('spec.mtls.mode', `${mode}, but overridden for every workload of ${ctx.namespace} by a more specific (or older) PeerAuthentication: not in force here`))
-  } else {
-    const why: Record<MtlsMode, string> = {
-      STRICT: `STRICT (${scopeText}): ztunnel rejects plaintext from outside the mesh; sidecars and ingress gateways reach ambient pods over HBONE and pass; kubelet probes are exempt`,
-      PERMISSIVE: `PERMISSIVE (${scopeText}): ztunnel accepts HBONE and plaintext (plaintext has no identity, so identity-based ALLOWs still reject it)`,
-      UNSET: `UNSET (${scopeText}): inherits the parent mode; ztunnel resolves it the same way`,
-      DISABLE: `DISABLE (${scopeText}, in force for ${decidedText}): ambient pods always talk HBONE/mTLS, so DISABLE cannot turn mTLS off; ztunnel only treats it as "not STRICT" and the docs list it as a hard migration blocker`,
-    }
-    reasons.push(reason(spec.mtls?.mode ? 'spec.mtls.mode' : 'spec.mtls', why[mode]))
-  }
+  const port = portLevelReasons(obj, ctx, level, portLevel)
+  reasons.push(...port.reasons)
+  const portDisable = port.disable
+  reasons.push(modeReason(spec, mode, effective, scopeText, decidedText, ctx))
 
   const blocked = (mode === 'DISABLE' && effective) || portDisable.length > 0
   if (blocked) {
@@ -232,10 +192,125 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
     return {item: item(ref, 'blocker', 'blocker', reasons, {scope, services}), findings}
   }
 
-  if (mode === 'STRICT' && effective) findings.push(strictFinding(obj, ctx, decided.namespaceWide ? ctx.workloads : decided.workloads, decidedText))
+  if (mode === 'STRICT' && effective)
+    findings.push(strictFinding(obj, ctx, decided.namespaceWide ? ctx.workloads : decided.workloads, decidedText))
 
   const verdict = mode === 'DISABLE' ? 'inert' : 'L4'
-  return {item: item(ref, verdict, 'keep', reasons, {scope, services: level === 'workload' ? servicesCovering(ctx, cov.workloads) : services}), findings}
+  return {
+    item: item(ref, verdict, 'keep', reasons, {
+      scope,
+      services: level === 'workload' ? servicesCovering(ctx, cov.workloads) : services,
+    }),
+    findings,
+  }
+}
+
+/** The entries of spec.portLevelMtls: [port, setting]. */
+type PortLevelEntries = Array<[string, {mode?: MtlsMode} | undefined]>
+
+/** A selector policy in the root namespace: ztunnel does not use it (nor its portLevelMtls, E18). */
+function rootSelectorPolicy(
+  obj: KubeObject,
+  ctx: ClassifyContext,
+  ref: ObjectRef,
+  portLevel: PortLevelEntries,
+): Classified {
+  const name = formatRef(ref)
+  const scope = 'workload'
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const cov = selectorCoverage(ctx, selectorOf(obj))
+  reasons.push(
+    reason(
+      'spec.selector',
+      `selector policy in the root namespace (matches ${workloadNames(cov.workloads)}): ztunnel resolves workload-level PeerAuthentication only from selector policies outside the root namespace, so it is not used`,
+    ),
+  )
+  if (portLevel.length > 0) {
+    reasons.push(
+      reason(
+        'spec.portLevelMtls',
+        'ignored by ztunnel: portLevelMtls is honoured only for workload-selector policies outside the root namespace (E18)',
+      ),
+    )
+    findings.push(
+      finding({
+        prefix: 'E18',
+        ref,
+        topic: 'root-port-level',
+        code: 'RootPortLevelMtlsIgnored',
+        severity: 'warning',
+        message: `${name} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for ${ctx.namespace}'s pods (${workloadNames(cov.workloads)}), so those ports get the namespace/mesh mode.`,
+        fix: `Create a workload-selector PeerAuthentication with the same portLevelMtls in ${ctx.namespace}.`,
+      }),
+    )
+  }
+  return {item: item(ref, 'inert', 'keep', reasons, {scope, services: cov.services}), findings}
+}
+
+/** portLevelMtls: what ztunnel honours, and the ports it disables mTLS on (only when the policy is in force). */
+function portLevelReasons(
+  obj: KubeObject,
+  ctx: ClassifyContext,
+  level: ReturnType<typeof levelOf>,
+  portLevel: PortLevelEntries,
+): {reasons: string[]; disable: string[]} {
+  const reasons: string[] = []
+  let portDisable: string[] = []
+  if (portLevel.length === 0) return {reasons, disable: portDisable}
+  if (level !== 'workload') {
+    reasons.push(
+      reason('spec.portLevelMtls', 'ignored: portLevelMtls needs a workload selector (outside the root namespace)'),
+    )
+  } else {
+    const used = inForce(obj, ctx).length > 0
+    for (const [port, setting] of portLevel) {
+      const pm = String(setting?.mode ?? 'UNSET').toUpperCase()
+      const path = `spec.portLevelMtls[${port}].mode`
+      if (pm === 'DISABLE') {
+        portDisable.push(port)
+        reasons.push(
+          reason(
+            path,
+            'DISABLE: ztunnel treats it as "not STRICT" (plaintext accepted on this port) but cannot turn mTLS off between ambient pods (HBONE); the docs list DISABLE as a migration blocker',
+          ),
+        )
+      } else {
+        reasons.push(
+          reason(
+            path,
+            `${pm}: honoured by ztunnel (workload-selector policy outside the root namespace; merged with the STRICT parent since 1.25)`,
+          ),
+        )
+      }
+    }
+    if (!used) portDisable = []
+  }
+  return {reasons, disable: portDisable}
+}
+
+/** The reason for the policy-wide mode, as ztunnel enforces it. */
+function modeReason(
+  spec: PeerAuthenticationSpec,
+  mode: MtlsMode,
+  effective: boolean,
+  scopeText: string,
+  decidedText: string,
+  ctx: ClassifyContext,
+): string {
+  if (mode !== 'UNSET' && !effective) {
+    return reason(
+      'spec.mtls.mode',
+      `${mode}, but overridden for every workload of ${ctx.namespace} by a more specific (or older) PeerAuthentication: not in force here`,
+    )
+  }
+  const why: Record<MtlsMode, string> = {
+    STRICT: `STRICT (${scopeText}): ztunnel rejects plaintext from outside the mesh; sidecars and ingress gateways reach ambient pods over HBONE and pass; kubelet probes are exempt`,
+    PERMISSIVE: `PERMISSIVE (${scopeText}): ztunnel accepts HBONE and plaintext (plaintext has no identity, so identity-based ALLOWs still reject it)`,
+    UNSET: `UNSET (${scopeText}): inherits the parent mode; ztunnel resolves it the same way`,
+    DISABLE: `DISABLE (${scopeText}, in force for ${decidedText}): ambient pods always talk HBONE/mTLS, so DISABLE cannot turn mTLS off; ztunnel only treats it as "not STRICT" and the docs list it as a hard migration blocker`,
+  }
+  return reason(spec.mtls?.mode ? 'spec.mtls.mode' : 'spec.mtls', why[mode])
 }
 
 /** E18: who a STRICT policy shuts out once ztunnel enforces it, minus the port exceptions ztunnel honours (issue 10 point 5). */
@@ -244,8 +319,11 @@ function strictFinding(obj: KubeObject, ctx: ClassifyContext, workloads: Workloa
   const name = formatRef(ref)
   const scraped = workloads.filter((w) => templateAnnotations(ctx, w)['prometheus.io/scrape'] === 'true')
   const open = plaintextPorts(ctx, workloads)
-  const callers = 'plaintext callers outside the mesh (a Prometheus that is not in the mesh — sidecar mode served merged metrics on 15020 —, pods of non-mesh namespaces, node agents)'
-  const openText = open.map((o) => `${o.workload.ref.name} port(s) ${o.ports.join(', ')} (PeerAuthentication ${o.policy})`).join('; ')
+  const callers =
+    'plaintext callers outside the mesh (a Prometheus that is not in the mesh — sidecar mode served merged metrics on 15020 —, pods of non-mesh namespaces, node agents)'
+  const openText = open
+    .map((o) => `${o.workload.ref.name} port(s) ${o.ports.join(', ')} (PeerAuthentication ${o.policy})`)
+    .join('; ')
   const everyWorkloadOpen = open.length === workloads.length && workloads.length > 0
   return finding({
     prefix: 'E18',

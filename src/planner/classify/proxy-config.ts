@@ -4,21 +4,11 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {ProxyConfigSpec} from '../istio-types.js'
-import {
-  type Classified,
-  type KindClassifier,
-  findObject,
-  hasLabels,
-  isProxyWorkload,
-  isRecord,
-  isWaypointClassGateway,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {findObject, itemRef, namespaceOf} from './objects.js'
+import {hasLabels, isProxyWorkload, selectorCoverage} from './selection.js'
+import {isRecord} from '../json.js'
+import {isWaypointClassGateway} from './waypoints.js'
 import {GATEWAY_API_GROUP, GATEWAY_NAME_LABEL} from '../vocab.js'
 
 export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -34,35 +24,67 @@ export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Clas
     if (gatewayName !== undefined) {
       const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', ref.namespace!, gatewayName)
       if (!gw || isWaypointClassGateway(gw)) {
-        reasons.push(reason(`spec.selector.matchLabels[${GATEWAY_NAME_LABEL}]`, `configures the proxy of waypoint ${gatewayName}${gw ? '' : ' (not in the snapshot)'}: applied when istiod renders the waypoint Deployment`))
+        reasons.push(
+          reason(
+            `spec.selector.matchLabels[${GATEWAY_NAME_LABEL}]`,
+            `configures the proxy of waypoint ${gatewayName}${gw ? '' : ' (not in the snapshot)'}: applied when istiod renders the waypoint Deployment`,
+          ),
+        )
         return {item: item(ref, 'L7', 'keep', reasons, {scope: 'workload'}), findings: []}
       }
-      reasons.push(reason(`spec.selector.matchLabels[${GATEWAY_NAME_LABEL}]`, `configures gateway ${gatewayName} (class ${gw.spec?.gatewayClassName}): unaffected`))
+      reasons.push(
+        reason(
+          `spec.selector.matchLabels[${GATEWAY_NAME_LABEL}]`,
+          `configures gateway ${gatewayName} (class ${gw.spec?.gatewayClassName}): unaffected`,
+        ),
+      )
       return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'workload'}), findings: []}
     }
     const cov = selectorCoverage(ctx, selector)
     if (cov.proxiesOnly) {
-      reasons.push(reason('spec.selector', `matches only gateway pods (${workloadNames(cov.workloads)}), which keep their proxy: unaffected`))
+      reasons.push(
+        reason(
+          'spec.selector',
+          `matches only gateway pods (${workloadNames(cov.workloads)}), which keep their proxy: unaffected`,
+        ),
+      )
       return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'workload', services: cov.services}), findings: []}
     }
     reasons.push(
-      reason('spec.selector', cov.unmatched ? 'matches no workload of the namespace: no effect' : `selects app pods (${workloadNames(cov.workloads)}), which have no proxy in ambient: concurrency, image and environment settings are inert`),
+      reason(
+        'spec.selector',
+        cov.unmatched
+          ? 'matches no workload of the namespace: no effect'
+          : `selects app pods (${workloadNames(cov.workloads)}), which have no proxy in ambient: concurrency, image and environment settings are inert`,
+      ),
     )
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: 'workload', services: cov.services}), findings: []}
+    return {
+      item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: 'workload', services: cov.services}),
+      findings: [],
+    }
   }
 
   const scope = root ? 'mesh' : 'namespace'
   const where = root ? 'mesh-wide default (root namespace)' : `namespace default of ${ref.namespace}`
   if (ctx.waypointPlanned) {
-    reasons.push(reason('spec', `${where}: inert for app pods, applied to the waypoint Deployment the plan creates in ${ctx.namespace}`))
+    reasons.push(
+      reason(
+        'spec',
+        `${where}: inert for app pods, applied to the waypoint Deployment the plan creates in ${ctx.namespace}`,
+      ),
+    )
     return {item: item(ref, 'L7', 'keep', reasons, {scope}), findings: []}
   }
   const proxies = ctx.workloads.filter(isProxyWorkload)
   if (local && proxies.length > 0) {
-    reasons.push(reason('spec', `${where}: inert for app pods; still applies to the gateway pods ${workloadNames(proxies)}`))
+    reasons.push(
+      reason('spec', `${where}: inert for app pods; still applies to the gateway pods ${workloadNames(proxies)}`),
+    )
     return {item: item(ref, 'unaffected', 'keep', reasons, {scope}), findings: []}
   }
-  reasons.push(reason('spec', `${where}: inert for ambient app pods (no proxy), and no waypoint is planned for ${ctx.namespace}`))
+  reasons.push(
+    reason('spec', `${where}: inert for ambient app pods (no proxy), and no waypoint is planned for ${ctx.namespace}`),
+  )
   return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope}), findings: []}
 }
 

@@ -5,21 +5,11 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {RequestAuthenticationSpec} from '../istio-types.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  analyzeTargetRefs,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  targetRefsOf,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {SECURITY} from '../vocab.js'
 
 export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -33,7 +23,10 @@ export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyCont
   if (targetRefsOf(spec).length > 0) {
     const t = analyzeTargetRefs(obj, ctx)
     reasons.push(...t.reasons)
-    return {item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}), findings: []}
+    return {
+      item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
+      findings: [],
+    }
   }
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
@@ -41,11 +34,21 @@ export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyCont
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   const services = selector ? cov.services : allServices(ctx)
   if (selector && cov.unmatched) {
-    reasons.push(reason('spec.selector', 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'))
+    reasons.push(
+      reason(
+        'spec.selector',
+        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
+      ),
+    )
     return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings: []}
   }
   if (cov.proxiesOnly) {
-    reasons.push(reason('spec.selector', `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}), which keep their own proxy: unaffected`))
+    reasons.push(
+      reason(
+        'spec.selector',
+        `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}), which keep their own proxy: unaffected`,
+      ),
+    )
     return {item: item(ref, 'unaffected', 'keep', reasons, {scope, services}), findings: []}
   }
 
@@ -68,7 +71,10 @@ export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyCont
     return {item: item(ref, 'L7', 'retarget', reasons, {scope, services}), findings: []}
   }
   reasons.push(
-    reason('metadata.namespace', `lives in ${ref.namespace}: the plan cannot move it; create a targetRefs copy in ${ctx.namespace} (Service/Gateway) or a GatewayClass istio-waypoint copy in ${ctx.rootNamespace}`),
+    reason(
+      'metadata.namespace',
+      `lives in ${ref.namespace}: the plan cannot move it; create a targetRefs copy in ${ctx.namespace} (Service/Gateway) or a GatewayClass istio-waypoint copy in ${ctx.rootNamespace}`,
+    ),
   )
   return {item: item(ref, 'L7', 'manual', reasons, {scope, services}), findings: []}
 }

@@ -10,21 +10,17 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  exportedTo,
   finding,
-  hasLabels,
-  isRecord,
   istioMinor,
   item,
-  itemRef,
-  objectsOfKind,
-  labelsSubset,
   list,
-  namespaceOf,
   reason,
-  selectorCoverage,
   workloadNames,
-} from './common.js'
+} from './results.js'
+import {exportedTo} from './hosts.js'
+import {hasLabels, labelsSubset, selectorCoverage} from './selection.js'
+import {isRecord} from '../json.js'
+import {itemRef, objectsOfKind, namespaceOf} from './objects.js'
 import {NETWORKING, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
 /** ServiceEntry label that opts out of istiod's IP auto-allocation (`"false"`). */
@@ -39,16 +35,37 @@ export const AUTOALLOCATE_LABEL = 'networking.istio.io/enable-autoallocate-ip'
  * addresses only when `Resolution != NONE`, wildcards only with DYNAMIC_DNS) and
  * pilot/pkg/serviceregistry/serviceentry (shouldV2AutoAllocateIPFromPieces); DOMAIN §3.7.
  */
-export function serviceEntryVip(obj: KubeObject, host: string, ctx: Pick<ClassifyContext, 'istioVersion'>): {vip: boolean; why: string} {
+export function serviceEntryVip(
+  obj: KubeObject,
+  host: string,
+  ctx: Pick<ClassifyContext, 'istioVersion'>,
+): {vip: boolean; why: string} {
   const spec: ServiceEntrySpec = isRecord(obj.spec) ? obj.spec : {}
   const resolution = spec.resolution ?? 'NONE'
-  if ((list(spec.addresses) ?? []).length > 0) return {vip: true, why: `VIP ${list(spec.addresses)!.join(', ')} (spec.addresses)`}
-  if (resolution === 'NONE') return {vip: false, why: 'no VIP: resolution NONE without spec.addresses is never auto-allocated one, so ztunnel cannot tell its traffic from traffic to any other IP (plain passthrough, never sent to a waypoint)'}
-  if (obj.metadata.labels?.[AUTOALLOCATE_LABEL]?.toLowerCase() === 'false') return {vip: false, why: `no VIP: ${AUTOALLOCATE_LABEL}=false opts out of auto-allocation and spec.addresses is empty (plain passthrough, never sent to a waypoint)`}
-  if (host.startsWith('*') && resolution !== 'DYNAMIC_DNS') return {vip: false, why: 'no VIP: wildcard hosts are auto-allocated an address only with resolution DYNAMIC_DNS'}
+  if ((list(spec.addresses) ?? []).length > 0)
+    return {vip: true, why: `VIP ${list(spec.addresses)!.join(', ')} (spec.addresses)`}
+  if (resolution === 'NONE')
+    return {
+      vip: false,
+      why: 'no VIP: resolution NONE without spec.addresses is never auto-allocated one, so ztunnel cannot tell its traffic from traffic to any other IP (plain passthrough, never sent to a waypoint)',
+    }
+  if (obj.metadata.labels?.[AUTOALLOCATE_LABEL]?.toLowerCase() === 'false')
+    return {
+      vip: false,
+      why: `no VIP: ${AUTOALLOCATE_LABEL}=false opts out of auto-allocation and spec.addresses is empty (plain passthrough, never sent to a waypoint)`,
+    }
+  if (host.startsWith('*') && resolution !== 'DYNAMIC_DNS')
+    return {vip: false, why: 'no VIP: wildcard hosts are auto-allocated an address only with resolution DYNAMIC_DNS'}
   const minor = istioMinor(ctx)
-  if (minor !== undefined && minor < 25) return {vip: false, why: `no VIP unless istiod runs with PILOT_ENABLE_IP_AUTOALLOCATE=true (off by default on Istio ${ctx.istioVersion}) and spec.addresses is empty`}
-  return {vip: true, why: 'VIP auto-allocated by istiod (PILOT_ENABLE_IP_AUTOALLOCATE, on by default since Istio 1.25; ambient DNS capture resolves the host to it)'}
+  if (minor !== undefined && minor < 25)
+    return {
+      vip: false,
+      why: `no VIP unless istiod runs with PILOT_ENABLE_IP_AUTOALLOCATE=true (off by default on Istio ${ctx.istioVersion}) and spec.addresses is empty`,
+    }
+  return {
+    vip: true,
+    why: 'VIP auto-allocated by istiod (PILOT_ENABLE_IP_AUTOALLOCATE, on by default since Istio 1.25; ambient DNS capture resolves the host to it)',
+  }
 }
 
 /**
@@ -57,18 +74,27 @@ export function serviceEntryVip(obj: KubeObject, host: string, ctx: Pick<Classif
  * istio.io/use-waypoint of its own (which would beat the namespace's) and ztunnel has a VIP for the host.
  * For such hosts the namespace waypoint is the egress waypoint (https://istio.io/latest/docs/ambient/usage/egress-gateway/).
  */
-export function namespaceEgressEntry(fqdn: string, ctx: ClassifyContext): {entry: KubeObject; served: boolean; why: string} | undefined {
+export function namespaceEgressEntry(
+  fqdn: string,
+  ctx: ClassifyContext,
+): {entry: KubeObject; served: boolean; why: string} | undefined {
   const entry = objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`).find(
-    (se) => namespaceOf(se, ctx) === ctx.namespace && (list(se.spec?.hosts) ?? []).some((h) => h.toLowerCase() === fqdn),
+    (se) =>
+      namespaceOf(se, ctx) === ctx.namespace && (list(se.spec?.hosts) ?? []).some((h) => h.toLowerCase() === fqdn),
   )
   if (!entry) return undefined
   const own = entry.metadata.labels?.[USE_WAYPOINT_LABEL]
   const name = `ServiceEntry ${entry.metadata.name}`
-  if (own === 'none') return {entry, served: false, why: `${name} is labelled ${USE_WAYPOINT_LABEL}=none: no waypoint serves it`}
+  if (own === 'none')
+    return {entry, served: false, why: `${name} is labelled ${USE_WAYPOINT_LABEL}=none: no waypoint serves it`}
   if (own) return undefined // bound to a waypoint of its own: destinationWaypoint() answers for it
   const vip = serviceEntryVip(entry, fqdn, ctx)
   if (!vip.vip) return {entry, served: false, why: `${name} has ${vip.why}`}
-  return {entry, served: true, why: `${name} (${vip.why.split(' (')[0]}) is bound to the waypoint of ${ctx.namespace} by the namespace's ${USE_WAYPOINT_LABEL} (bind-waypoint): that waypoint is its egress waypoint`}
+  return {
+    entry,
+    served: true,
+    why: `${name} (${vip.why.split(' (')[0]}) is bound to the waypoint of ${ctx.namespace} by the namespace's ${USE_WAYPOINT_LABEL} (bind-waypoint): that waypoint is its egress waypoint`,
+  }
 }
 
 export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -83,9 +109,18 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
   const resolution = spec.resolution ?? 'NONE'
   const labels = obj.metadata.labels ?? {}
   // Its own label beats the namespace's; without one, the namespace's istio.io/use-waypoint binds it (DOMAIN §1.5).
-  const nsWaypoint = ctx.waypointPlanned ? 'the waypoint of the namespace' : ctx.namespaceState.useWaypoint && ctx.namespaceState.useWaypoint !== 'none' ? `${ctx.namespace}/${ctx.namespaceState.useWaypoint}` : undefined
+  const nsWaypoint = ctx.waypointPlanned
+    ? 'the waypoint of the namespace'
+    : ctx.namespaceState.useWaypoint && ctx.namespaceState.useWaypoint !== 'none'
+      ? `${ctx.namespace}/${ctx.namespaceState.useWaypoint}`
+      : undefined
   const own = labels[USE_WAYPOINT_LABEL]
-  const waypoint = own && own !== 'none' ? `${labels[USE_WAYPOINT_NAMESPACE_LABEL] || ref.namespace}/${own}` : !own && local ? nsWaypoint : undefined
+  const waypoint =
+    own && own !== 'none'
+      ? `${labels[USE_WAYPOINT_NAMESPACE_LABEL] || ref.namespace}/${own}`
+      : !own && local
+        ? nsWaypoint
+        : undefined
   const scope = local ? undefined : 'client-side'
 
   // Point 4 of issue 10: ztunnel only captures hosts it has a VIP for; say which, and why not.
@@ -100,13 +135,29 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
   )
   const exportTo = list(spec.exportTo)
   if (exportTo && !exportTo.includes('*')) {
-    reasons.push(reason('spec.exportTo', `[${exportTo.join(', ')}] is ignored by ztunnel and waypoints (read as "*"): the entry becomes visible to every namespace`))
+    reasons.push(
+      reason(
+        'spec.exportTo',
+        `[${exportTo.join(', ')}] is ignored by ztunnel and waypoints (read as "*"): the entry becomes visible to every namespace`,
+      ),
+    )
   }
   if (hasLabels(spec.workloadSelector?.matchLabels) && local) {
     const cov = selectorCoverage(ctx, spec.workloadSelector!.matchLabels)
-    reasons.push(reason('spec.workloadSelector', `selects ${cov.workloads.length > 0 ? workloadNames(cov.workloads) : 'no workload of the namespace'} (and WorkloadEntries): endpoints are kept for ambient pods`))
+    reasons.push(
+      reason(
+        'spec.workloadSelector',
+        `selects ${cov.workloads.length > 0 ? workloadNames(cov.workloads) : 'no workload of the namespace'} (and WorkloadEntries): endpoints are kept for ambient pods`,
+      ),
+    )
   }
-  if (waypoint && own) reasons.push(reason(`metadata.labels[${USE_WAYPOINT_LABEL}]`, `bound to waypoint ${waypoint}: L7 (egress) policy and routes apply there`))
+  if (waypoint && own)
+    reasons.push(
+      reason(
+        `metadata.labels[${USE_WAYPOINT_LABEL}]`,
+        `bound to waypoint ${waypoint}: L7 (egress) policy and routes apply there`,
+      ),
+    )
   else if (waypoint) {
     const served = vips.filter((v) => v.vip).map((v) => v.host)
     reasons.push(
@@ -122,7 +173,12 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
   if (wildcards.length > 0) {
     const supported = resolution === 'DYNAMIC_DNS' && location === 'MESH_EXTERNAL'
     if (supported && waypoint) {
-      reasons.push(reason('spec.hosts', `wildcard host(s) ${wildcards.join(', ')}: supported in ambient only as DYNAMIC_DNS MESH_EXTERNAL bound to a waypoint — which this entry is`))
+      reasons.push(
+        reason(
+          'spec.hosts',
+          `wildcard host(s) ${wildcards.join(', ')}: supported in ambient only as DYNAMIC_DNS MESH_EXTERNAL bound to a waypoint — which this entry is`,
+        ),
+      )
       return {item: item(ref, 'L7', 'keep', reasons, scope ? {scope} : {}), findings}
     }
     reasons.push(
@@ -144,8 +200,14 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
     return {item: item(ref, 'L7', 'lost-client-side', reasons, scope ? {scope} : {}), findings}
   }
   if (resolution === 'DYNAMIC_DNS') {
-    reasons.push(reason('spec.resolution', 'DYNAMIC_DNS is supported in ambient only for MESH_EXTERNAL entries bound to a waypoint'))
-    if (!(location === 'MESH_EXTERNAL' && waypoint)) return {item: item(ref, 'L7', 'manual', reasons, scope ? {scope} : {}), findings}
+    reasons.push(
+      reason(
+        'spec.resolution',
+        'DYNAMIC_DNS is supported in ambient only for MESH_EXTERNAL entries bound to a waypoint',
+      ),
+    )
+    if (!(location === 'MESH_EXTERNAL' && waypoint))
+      return {item: item(ref, 'L7', 'manual', reasons, scope ? {scope} : {}), findings}
   }
   return {item: item(ref, 'L4', 'keep', reasons, scope ? {scope} : {}), findings}
 }
@@ -167,7 +229,10 @@ function selectingEntries(obj: KubeObject, ctx: ClassifyContext): KubeObject[] {
   const ns = namespaceOf(obj, ctx)
   const labels = (obj.spec?.labels ?? {}) as Record<string, string>
   return objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`).filter(
-    (o) => namespaceOf(o, ctx) === ns && hasLabels(o.spec?.workloadSelector?.matchLabels) && labelsSubset(o.spec.workloadSelector.matchLabels, labels),
+    (o) =>
+      namespaceOf(o, ctx) === ns &&
+      hasLabels(o.spec?.workloadSelector?.matchLabels) &&
+      labelsSubset(o.spec.workloadSelector.matchLabels, labels),
   )
 }
 
@@ -178,11 +243,22 @@ export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Cl
   const address = typeof spec.address === 'string' ? spec.address : '(no address)'
   const entries = selectingEntries(obj, ctx)
   if (entries.length > 0 && entries.every((e) => (e.spec?.location ?? 'MESH_EXTERNAL') === 'MESH_EXTERNAL')) {
-    reasons.push(reason('spec.address', `${address}: endpoint of MESH_EXTERNAL ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}, not a mesh workload — kept as a ztunnel service endpoint`))
+    reasons.push(
+      reason(
+        'spec.address',
+        `${address}: endpoint of MESH_EXTERNAL ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}, not a mesh workload — kept as a ztunnel service endpoint`,
+      ),
+    )
     return {item: item(ref, 'L4', 'keep', reasons), findings: []}
   }
-  reasons.push(reason('spec.address', `${address}: a non-Kubernetes (VM) mesh workload${spec.serviceAccount ? ` running as ${String(spec.serviceAccount)}` : ''}; VM workloads cannot join an ambient mesh`))
-  if (entries.length > 0) reasons.push(reason('spec.labels', `selected by ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}`))
+  reasons.push(
+    reason(
+      'spec.address',
+      `${address}: a non-Kubernetes (VM) mesh workload${spec.serviceAccount ? ` running as ${String(spec.serviceAccount)}` : ''}; VM workloads cannot join an ambient mesh`,
+    ),
+  )
+  if (entries.length > 0)
+    reasons.push(reason('spec.labels', `selected by ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}`))
   return {
     item: item(ref, 'blocker', 'blocker', reasons),
     findings: [
@@ -200,7 +276,12 @@ export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Cl
 
 export function classifyWorkloadGroup(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
-  const reasons = [reason('spec.template', 'template for VM auto-registration (WorkloadEntries are created from it); VM workloads cannot join an ambient mesh')]
+  const reasons = [
+    reason(
+      'spec.template',
+      'template for VM auto-registration (WorkloadEntries are created from it); VM workloads cannot join an ambient mesh',
+    ),
+  ]
   return {
     item: item(ref, 'blocker', 'blocker', reasons),
     findings: [

@@ -5,21 +5,10 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject} from '../model.js'
 import type {SidecarSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  finding,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  list,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, list, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {NETWORKING} from '../vocab.js'
 
 export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -50,20 +39,37 @@ export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classifi
     const hosts = list(eg?.hosts) ?? []
     if (hosts.length > 0 && !hosts.every((h) => h === '*/*' || h === '*')) {
       lost.push('egress host isolation')
-      reasons.push(reason(`spec.egress[${i}].hosts`, `egress restricted to ${hosts.join(', ')}: lost — ambient pods can reach every service of the mesh`))
+      reasons.push(
+        reason(
+          `spec.egress[${i}].hosts`,
+          `egress restricted to ${hosts.join(', ')}: lost — ambient pods can reach every service of the mesh`,
+        ),
+      )
     } else if (hosts.length > 0) {
       reasons.push(reason(`spec.egress[${i}].hosts`, 'egress to all hosts: nothing lost'))
     }
     if (eg?.port !== undefined || eg?.bind !== undefined || eg?.captureMode !== undefined) {
-      reasons.push(reason(`spec.egress[${i}]`, 'egress listener port/bind/captureMode settings: no equivalent in ambient'))
+      reasons.push(
+        reason(`spec.egress[${i}]`, 'egress listener port/bind/captureMode settings: no equivalent in ambient'),
+      )
     }
   })
   const mode = spec.outboundTrafficPolicy?.mode
   if (mode === 'REGISTRY_ONLY') {
     lost.push('REGISTRY_ONLY outbound policy')
-    reasons.push(reason('spec.outboundTrafficPolicy.mode', 'REGISTRY_ONLY: lost — ztunnel passes traffic to destinations outside the registry (it implements no outboundTrafficPolicy)'))
+    reasons.push(
+      reason(
+        'spec.outboundTrafficPolicy.mode',
+        'REGISTRY_ONLY: lost — ztunnel passes traffic to destinations outside the registry (it implements no outboundTrafficPolicy)',
+      ),
+    )
   } else if (mode !== undefined) {
-    reasons.push(reason('spec.outboundTrafficPolicy.mode', `${mode}: same as ambient behaviour (ztunnel passes unknown destinations through)`))
+    reasons.push(
+      reason(
+        'spec.outboundTrafficPolicy.mode',
+        `${mode}: same as ambient behaviour (ztunnel passes unknown destinations through)`,
+      ),
+    )
   }
   if (spec.outboundTrafficPolicy?.egressProxy !== undefined) {
     lost.push('egressProxy')
@@ -71,9 +77,15 @@ export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classifi
   }
   ;(Array.isArray(spec.ingress) ? spec.ingress : []).forEach((_, i) => {
     lost.push('inbound listener settings')
-    reasons.push(reason(`spec.ingress[${i}]`, 'inbound port/bind/TLS settings of the sidecar: lost (ztunnel captures all inbound TCP)'))
+    reasons.push(
+      reason(
+        `spec.ingress[${i}]`,
+        'inbound port/bind/TLS settings of the sidecar: lost (ztunnel captures all inbound TCP)',
+      ),
+    )
   })
-  if (spec.inboundConnectionPool !== undefined) reasons.push(reason('spec.inboundConnectionPool', 'sidecar inbound connection pool: lost'))
+  if (spec.inboundConnectionPool !== undefined)
+    reasons.push(reason('spec.inboundConnectionPool', 'sidecar inbound connection pool: lost'))
 
   const findings: Finding[] = []
   const restrictive = lost.filter((l) => l !== 'inbound listener settings')

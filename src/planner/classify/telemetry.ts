@@ -4,25 +4,17 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {TelemetrySpec} from '../istio-types.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  analyzeTargetRefs,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  targetRefsOf,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {TELEMETRY} from '../vocab.js'
 
 function configured(spec: TelemetrySpec): string {
-  const parts = (['metrics', 'accessLogging', 'tracing'] as const).filter((k) => Array.isArray(spec[k]) && spec[k]!.length > 0)
+  const parts = (['metrics', 'accessLogging', 'tracing'] as const).filter(
+    (k) => Array.isArray(spec[k]) && spec[k]!.length > 0,
+  )
   return parts.length > 0 ? parts.join(', ') : 'no metrics/accessLogging/tracing'
 }
 
@@ -32,7 +24,9 @@ function onlyDisables(key: 'metrics' | 'accessLogging' | 'tracing', entry: unkno
   if (key === 'accessLogging') return entry.disabled === true
   if (key === 'tracing') return entry.disableSpanReporting === true
   const overrides = Array.isArray(entry.overrides) ? entry.overrides : []
-  return overrides.length > 0 && overrides.every((o) => isRecord(o) && o.disabled === true && o.tagOverrides === undefined)
+  return (
+    overrides.length > 0 && overrides.every((o) => isRecord(o) && o.disabled === true && o.tagOverrides === undefined)
+  )
 }
 
 /**
@@ -43,7 +37,9 @@ function onlyDisables(key: 'metrics' | 'accessLogging' | 'tracing', entry: unkno
  * https://istio.io/latest/docs/ambient/usage/waypoint/ ("HTTP metrics, access logs, tracing" need a waypoint).
  */
 export function telemetryNeedingWaypoint(spec: TelemetrySpec): string[] {
-  return (['metrics', 'accessLogging', 'tracing'] as const).filter((k) => Array.isArray(spec[k]) && spec[k]!.some((e) => !onlyDisables(k, e)))
+  return (['metrics', 'accessLogging', 'tracing'] as const).filter(
+    (k) => Array.isArray(spec[k]) && spec[k]!.some((e) => !onlyDisables(k, e)),
+  )
 }
 
 export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -56,21 +52,42 @@ export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classi
   if (targetRefsOf(spec).length > 0) {
     const t = analyzeTargetRefs(obj, ctx)
     reasons.push(...t.reasons)
-    return {item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}), findings: []}
+    return {
+      item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
+      findings: [],
+    }
   }
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
   if (selector) {
     const cov = selectorCoverage(ctx, selector)
     if (cov.unmatched) {
-      reasons.push(reason('spec.selector', 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'))
-      return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: 'workload', services: cov.services}), findings: []}
+      reasons.push(
+        reason(
+          'spec.selector',
+          'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
+        ),
+      )
+      return {
+        item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: 'workload', services: cov.services}),
+        findings: [],
+      }
     }
     if (cov.proxiesOnly) {
-      reasons.push(reason('spec.selector', `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}): unaffected (IST0166 if it selects a waypoint: use targetRefs)`))
+      reasons.push(
+        reason(
+          'spec.selector',
+          `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}): unaffected (IST0166 if it selects a waypoint: use targetRefs)`,
+        ),
+      )
       return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'workload', services: cov.services}), findings: []}
     }
-    reasons.push(reason('spec.selector', `selects ${workloadNames(cov.workloads)}: ztunnel ignores Telemetry and waypoints ignore selector Telemetry — ${configured(spec)} settings stop applying`))
+    reasons.push(
+      reason(
+        'spec.selector',
+        `selects ${workloadNames(cov.workloads)}: ztunnel ignores Telemetry and waypoints ignore selector Telemetry — ${configured(spec)} settings stop applying`,
+      ),
+    )
     reasons.push(reason('spec', 'carry it to the waypoint with targetRefs'))
     return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'workload', services: cov.services}), findings: []}
   }
@@ -79,17 +96,32 @@ export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classi
   const where = root ? `root-namespace (mesh-wide)` : 'namespace-wide'
   const l7 = telemetryNeedingWaypoint(spec)
   if (ctx.waypointPlanned) {
-    reasons.push(reason('spec', `${where} Telemetry (${configured(spec)}): ztunnel has no Telemetry support; the waypoint that will serve ${ctx.namespace} applies it as it is, to the traffic it proxies (Service-addressed calls from ambient clients)`))
+    reasons.push(
+      reason(
+        'spec',
+        `${where} Telemetry (${configured(spec)}): ztunnel has no Telemetry support; the waypoint that will serve ${ctx.namespace} applies it as it is, to the traffic it proxies (Service-addressed calls from ambient clients)`,
+      ),
+    )
     return {item: item(ref, 'L7', 'keep', reasons, {scope, services: allServices(ctx)}), findings: []}
   }
   if (l7.length > 0) {
     // Counted by needsWaypoint: the plan deploys the namespace's waypoint and binds it, and the second
     // classification pass (waypointPlanned) writes the reason above.
-    reasons.push(reason('spec', `${where} Telemetry (${l7.join(', ')}): L7 telemetry exists only where a waypoint proxies the traffic (ztunnel has no Telemetry support): ${ctx.namespace} needs a waypoint to keep it`))
+    reasons.push(
+      reason(
+        'spec',
+        `${where} Telemetry (${l7.join(', ')}): L7 telemetry exists only where a waypoint proxies the traffic (ztunnel has no Telemetry support): ${ctx.namespace} needs a waypoint to keep it`,
+      ),
+    )
     return {item: item(ref, 'L7', 'keep', reasons, {scope, services: allServices(ctx)}), findings: []}
   }
-  const what = configured(spec) === 'no metrics/accessLogging/tracing' ? 'configures no metrics, access logging or tracing' : `only switches Envoy telemetry off (${configured(spec)}), and without a waypoint there is none to switch off`
-  reasons.push(reason('spec', `${where} Telemetry ${what} (ztunnel emits its own L4 metrics, reporter="source"): nothing is lost`))
+  const what =
+    configured(spec) === 'no metrics/accessLogging/tracing'
+      ? 'configures no metrics, access logging or tracing'
+      : `only switches Envoy telemetry off (${configured(spec)}), and without a waypoint there is none to switch off`
+  reasons.push(
+    reason('spec', `${where} Telemetry ${what} (ztunnel emits its own L4 metrics, reporter="source"): nothing is lost`),
+  )
   return {item: item(ref, 'inert', 'keep', reasons, {scope, services: allServices(ctx)}), findings: []}
 }
 

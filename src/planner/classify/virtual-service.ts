@@ -8,23 +8,11 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {Destination, HttpRoute, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type HostTarget,
-  type KindClassifier,
-  destinationWaypoint,
-  exportedTo,
-  finding,
-  hostTarget,
-  isRecord,
-  item,
-  itemRef,
-  objectsOfKind,
-  list,
-  namespaceOf,
-  reason,
-  uniqSorted,
-} from './common.js'
+import {type Classified, type KindClassifier, finding, item, list, reason, uniqSorted} from './results.js'
+import {type HostTarget, exportedTo, hostTarget} from './hosts.js'
+import {destinationWaypoint} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, objectsOfKind, namespaceOf} from './objects.js'
 import {namespaceEgressEntry} from './service-entry.js'
 import {GATEWAY_API_GROUP, NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
 
@@ -42,7 +30,8 @@ export function destinations(spec: VirtualServiceSpec): {path: string; destinati
     routes.forEach((r, i) => {
       const rr = (r ?? {}) as HttpRoute
       ;(Array.isArray(rr.route) ? rr.route : []).forEach((d, k) => {
-        if (isRecord(d?.destination)) out.push({path: `spec.${section}[${i}].route[${k}].destination`, destination: d.destination})
+        if (isRecord(d?.destination))
+          out.push({path: `spec.${section}[${i}].route[${k}].destination`, destination: d.destination})
       })
       if (section === 'http' && isRecord(rr.mirror)) out.push({path: `spec.http[${i}].mirror`, destination: rr.mirror})
     })
@@ -63,22 +52,60 @@ export function featureReasons(spec: VirtualServiceSpec): {reasons: string[]; so
       if (!isRecord(m)) return
       if (m.sourceLabels !== undefined) {
         sourceLabels.push(`${mp}.sourceLabels`)
-        reasons.push(reason(`${mp}.sourceLabels`, 'source label match: dropped on waypoints ("Source label matching is not supported in ambient mode", #51565); no HTTPRoute equivalent'))
+        reasons.push(
+          reason(
+            `${mp}.sourceLabels`,
+            'source label match: dropped on waypoints ("Source label matching is not supported in ambient mode", #51565); no HTTPRoute equivalent',
+          ),
+        )
       }
-      if (m.sourceNamespace !== undefined) reasons.push(reason(`${mp}.sourceNamespace`, `source namespace match (${m.sourceNamespace}): on a waypoint it is compared with the waypoint's namespace, not the caller's`))
+      if (m.sourceNamespace !== undefined)
+        reasons.push(
+          reason(
+            `${mp}.sourceNamespace`,
+            `source namespace match (${m.sourceNamespace}): on a waypoint it is compared with the waypoint's namespace, not the caller's`,
+          ),
+        )
       if (m.gateways !== undefined) {
         const gws = list(m.gateways) ?? []
-        reasons.push(reason(`${mp}.gateways`, gws.includes('mesh') ? 'match restricted to gateways including mesh: applies on the waypoint' : `match restricted to ${gws.join(', ')} (no mesh): never applies to mesh traffic`))
+        reasons.push(
+          reason(
+            `${mp}.gateways`,
+            gws.includes('mesh')
+              ? 'match restricted to gateways including mesh: applies on the waypoint'
+              : `match restricted to ${gws.join(', ')} (no mesh): never applies to mesh traffic`,
+          ),
+        )
       }
-      const requestKeys = Object.keys(m).filter((k) => !['sourceLabels', 'sourceNamespace', 'gateways', 'name', 'statPrefix'].includes(k))
-      if (requestKeys.length > 0) reasons.push(reason(mp, `HTTP request match (${requestKeys.join(', ')}): L7, applied by a waypoint (HTTPRoute matches)`))
+      const requestKeys = Object.keys(m).filter(
+        (k) => !['sourceLabels', 'sourceNamespace', 'gateways', 'name', 'statPrefix'].includes(k),
+      )
+      if (requestKeys.length > 0)
+        reasons.push(
+          reason(mp, `HTTP request match (${requestKeys.join(', ')}): L7, applied by a waypoint (HTTPRoute matches)`),
+        )
     })
     const routes = Array.isArray(r.route) ? r.route : []
     routes.forEach((d, k) => {
-      if (d?.destination?.subset) reasons.push(reason(`${p}.route[${k}].destination.subset`, `subset ${d.destination.subset} (DestinationRule subsets): works on waypoints through VirtualService; HTTPRoute needs one Service per version`))
-      if (d?.headers !== undefined) reasons.push(reason(`${p}.route[${k}].headers`, 'per-destination header manipulation: L7 (HTTPRoute backendRef filters)'))
+      if (d?.destination?.subset)
+        reasons.push(
+          reason(
+            `${p}.route[${k}].destination.subset`,
+            `subset ${d.destination.subset} (DestinationRule subsets): works on waypoints through VirtualService; HTTPRoute needs one Service per version`,
+          ),
+        )
+      if (d?.headers !== undefined)
+        reasons.push(
+          reason(`${p}.route[${k}].headers`, 'per-destination header manipulation: L7 (HTTPRoute backendRef filters)'),
+        )
     })
-    if (routes.length > 1 || routes.some((d) => d?.weight !== undefined && d.weight !== 100)) reasons.push(reason(`${p}.route`, `weighted split across ${routes.length} destinations: L7 per-request split (HTTPRoute backendRefs weights)`))
+    if (routes.length > 1 || routes.some((d) => d?.weight !== undefined && d.weight !== 100))
+      reasons.push(
+        reason(
+          `${p}.route`,
+          `weighted split across ${routes.length} destinations: L7 per-request split (HTTPRoute backendRefs weights)`,
+        ),
+      )
     const features: [keyof HttpRoute, string][] = [
       ['timeout', 'request timeout: L7 (HTTPRoute timeouts)'],
       ['retries', 'retries: L7 (HTTPRoute retry, experimental; or keep a VirtualService)'],
@@ -103,7 +130,12 @@ export function featureReasons(spec: VirtualServiceSpec): {reasons: string[]; so
       ;(Array.isArray(r?.match) ? r.match : []).forEach((m, j) => {
         if (isRecord(m) && m.sourceLabels !== undefined) {
           sourceLabels.push(`spec.${section}[${i}].match[${j}].sourceLabels`)
-          reasons.push(reason(`spec.${section}[${i}].match[${j}].sourceLabels`, 'source label match: not supported in ambient mode'))
+          reasons.push(
+            reason(
+              `spec.${section}[${i}].match[${j}].sourceLabels`,
+              'source label match: not supported in ambient mode',
+            ),
+          )
         }
       })
       reasons.push(
@@ -129,7 +161,12 @@ function waypointNamespace(ctx: ClassifyContext): string {
  * VirtualService for ambient callers: the VirtualService must live in the destination's (or the waypoint's)
  * namespace and be exported to the waypoint's namespace.
  */
-function appliedByDestinationWaypoint(t: HostTarget, vsNamespace: string, exportTo: unknown, ctx: ClassifyContext): string | undefined {
+function appliedByDestinationWaypoint(
+  t: HostTarget,
+  vsNamespace: string,
+  exportTo: unknown,
+  ctx: ClassifyContext,
+): string | undefined {
   const dest = destinationWaypoint(ctx, t)
   if (!dest) return undefined
   const wp = dest.waypoint
@@ -142,79 +179,91 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
   const ref = itemRef(obj, ctx)
   const ns = ref.namespace!
   const spec: VirtualServiceSpec = isRecord(obj.spec) ? obj.spec : {}
-  const local = ns === ctx.namespace
+  const hosts = (list(spec.hosts) ?? []).map((h) => hostTarget(h, ns, ctx))
+  const dests = destinations(spec).map((d) => ({...d, target: hostTarget(String(d.destination.host ?? ''), ns, ctx)}))
+  const f: VirtualServiceFacts = {
+    ref,
+    ns,
+    spec,
+    local: ns === ctx.namespace,
+    name: formatRef(ref),
+    hosts,
+    ownHostServices: uniqSorted(hosts.flatMap((h) => h.ownServices)),
+    dests,
+    ownDestServices: uniqSorted(dests.flatMap((d) => d.target.ownServices)),
+    features: featureReasons(spec),
+    hostText: (list(spec.hosts) ?? []).join(', ') || '(none)',
+  }
+  if (!isMeshBound(spec)) return gatewayOnlyVirtualService(f)
+  if (hosts.length === 0) {
+    const reasons = [
+      reason(
+        'spec.hosts',
+        'empty: the VirtualService names no host, so it routes nothing (upstream validation rejects it)',
+      ),
+    ]
+    return {
+      item: item(ref, 'inert', f.local ? 'no-effect' : 'keep', reasons, {
+        scope: f.local ? 'mesh-routing' : 'client-side',
+        services: [],
+      }),
+      findings: [],
+    }
+  }
+  if (f.local && f.ownHostServices.length > 0) return ownServiceRouting(f, ctx)
+  if (!f.local && f.ownHostServices.length > 0) return foreignServiceRouting(f, ctx)
+  return clientSideRouting(f, ctx)
+}
+
+/** What the VirtualService classifiers read, computed once. */
+interface VirtualServiceFacts {
+  ref: ObjectRef
+  ns: string
+  spec: VirtualServiceSpec
+  local: boolean
+  name: string
+  hosts: HostTarget[]
+  ownHostServices: string[]
+  dests: Array<ReturnType<typeof destinations>[number] & {target: HostTarget}>
+  ownDestServices: string[]
+  features: ReturnType<typeof featureReasons>
+  hostText: string
+}
+
+/** Bound to gateways only (no mesh): applied by those gateways, unaffected. */
+function gatewayOnlyVirtualService(f: VirtualServiceFacts): Classified {
+  const {ref, spec, dests, ownDestServices} = f
   const reasons: string[] = []
   const findings: Finding[] = []
-  const name = formatRef(ref)
-  const hosts = (list(spec.hosts) ?? []).map((h) => hostTarget(h, ns, ctx))
-  const ownHostServices = uniqSorted(hosts.flatMap((h) => h.ownServices))
-  const dests = destinations(spec).map((d) => ({...d, target: hostTarget(String(d.destination.host ?? ''), ns, ctx)}))
-  const ownDestServices = uniqSorted(dests.flatMap((d) => d.target.ownServices))
-
-  if (!isMeshBound(spec)) {
-    reasons.push(reason('spec.gateways', `bound to gateway(s) ${(list(spec.gateways) ?? []).join(', ')} only (no mesh): applied by those gateways, not by sidecars or waypoints — unaffected`))
-    for (const d of dests.filter((x) => x.target.ownServices.length > 0)) {
-      reasons.push(
-        reason(
-          `${d.path}.host`,
-          `routes ingress traffic to ${d.target.ownServices.join(', ')}: the gateway reaches ambient pods over HBONE and bypasses their waypoint unless the Service or namespace is labelled istio.io/ingress-use-waypoint=true`,
-        ),
-      )
-    }
-    return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'gateway', services: ownDestServices}), findings}
-  }
-
-  if (hosts.length === 0) {
-    reasons.push(reason('spec.hosts', 'empty: the VirtualService names no host, so it routes nothing (upstream validation rejects it)'))
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: local ? 'mesh-routing' : 'client-side', services: []}), findings}
-  }
-
-  const features = featureReasons(spec)
-  const hostText = (list(spec.hosts) ?? []).join(', ') || '(none)'
-
-  // A VirtualService of this namespace for this namespace's Services: what the waypoint would apply.
-  if (local && ownHostServices.length > 0) {
-    const wns = waypointNamespace(ctx)
-    const otherHosts = hosts.filter((h) => h.ownServices.length === 0)
-    if (!exportedTo(spec.exportTo, ns, wns)) {
-      reasons.push(reason('spec.exportTo', `not exported to ${wns}, the waypoint's namespace: the waypoint ignores it, so its routing for ${ownHostServices.join(', ')} stops for ambient callers (E12)`))
-      reasons.push(...features.reasons)
-      findings.push(lostFinding('E12', ref, `${name} routes ${ownHostServices.join(', ')} but is not exported to the waypoint's namespace ${wns}; waypoints ignore it, so ambient callers lose this routing.`, `Export it to ${wns} (exportTo: [".", ...]) or rewrite it as an HTTPRoute in ${ns}.`))
-      return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
-    }
+  reasons.push(
+    reason(
+      'spec.gateways',
+      `bound to gateway(s) ${(list(spec.gateways) ?? []).join(', ')} only (no mesh): applied by those gateways, not by sidecars or waypoints — unaffected`,
+    ),
+  )
+  for (const d of dests.filter((x) => x.target.ownServices.length > 0)) {
     reasons.push(
       reason(
-        'spec.hosts',
-        `${hostText}: routing for ${ownHostServices.join(', ')} of this namespace — sidecar callers apply it client-side today; after the migration only a waypoint applies it (VirtualService on waypoints is Alpha): ${rewriteAdvice(spec)}, and never keep both for the same host`,
+        `${d.path}.host`,
+        `routes ingress traffic to ${d.target.ownServices.join(', ')}: the gateway reaches ambient pods over HBONE and bypasses their waypoint unless the Service or namespace is labelled istio.io/ingress-use-waypoint=true`,
       ),
     )
-    for (const h of otherHosts) reasons.push(reason('spec.hosts', `${h.host}: not a Service of ${ctx.namespace}; client-side routing for it is lost for ambient callers (E11)`))
-    reasons.push(...features.reasons)
-    const routes = gammaRoutesFor(ctx, ownHostServices)
-    if (routes.length > 0) reasons.push(reason('spec.hosts', `HTTPRoute(s) ${routes.join(', ')} also route ${ownHostServices.join(', ')}: mixing VirtualService and HTTPRoute for one host is undefined (E26)`))
-    if (features.sourceLabels.length > 0) {
-      findings.push(
-        finding({
-          prefix: 'vs-source-labels',
-          ref,
-          code: 'VirtualServiceSourceLabelsDropped',
-          severity: 'warning',
-          message: `${name} matches on sourceLabels (${features.sourceLabels.join(', ')}); waypoints drop these matches, so the routes would apply to different callers than intended.`,
-          fix: 'Rewrite the routing without source labels (e.g. headers set by the caller, or a separate Service per caller group), then convert it to an HTTPRoute.',
-        }),
-      )
-      return {item: item(ref, 'L7', 'manual', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
-    }
-    return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
   }
+  return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'gateway', services: ownDestServices}), findings}
+}
 
-  // Another namespace's VirtualService naming this namespace's Services: never applied by their waypoint.
-  if (!local && ownHostServices.length > 0) {
-    const where = ns === ctx.rootNamespace ? `the root namespace ${ns} (#58747)` : `namespace ${ns}`
+/** A VirtualService of this namespace for this namespace's Services: what the waypoint would apply. */
+function ownServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, spec, name, hosts, ownHostServices, features, hostText} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const wns = waypointNamespace(ctx)
+  const otherHosts = hosts.filter((h) => h.ownServices.length === 0)
+  if (!exportedTo(spec.exportTo, ns, wns)) {
     reasons.push(
       reason(
-        'spec.hosts',
-        `${hostText}: routing for ${ownHostServices.join(', ')} of ${ctx.namespace} defined in ${where}: applied only by sidecar clients that see it; a waypoint applies VirtualServices of the Service's own namespace only, so ambient callers never get it (E12)`,
+        'spec.exportTo',
+        `not exported to ${wns}, the waypoint's namespace: the waypoint ignores it, so its routing for ${ownHostServices.join(', ')} stops for ambient callers (E12)`,
       ),
     )
     reasons.push(...features.reasons)
@@ -222,19 +271,96 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
       lostFinding(
         'E12',
         ref,
-        `${name} (in ${ns}) routes ${ownHostServices.join(', ')} of ${ctx.namespace}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose this routing.`,
-        `Move or copy it into ${ctx.namespace} (exported to the waypoint's namespace), or rewrite it as an HTTPRoute in ${ctx.namespace}.`,
+        `${name} routes ${ownHostServices.join(', ')} but is not exported to the waypoint's namespace ${wns}; waypoints ignore it, so ambient callers lose this routing.`,
+        `Export it to ${wns} (exportTo: [".", ...]) or rewrite it as an HTTPRoute in ${ns}.`,
       ),
     )
-    return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: ownHostServices}), findings}
+    return {
+      item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'mesh-routing', services: ownHostServices}),
+      findings,
+    }
   }
+  reasons.push(
+    reason(
+      'spec.hosts',
+      `${hostText}: routing for ${ownHostServices.join(', ')} of this namespace — sidecar callers apply it client-side today; after the migration only a waypoint applies it (VirtualService on waypoints is Alpha): ${rewriteAdvice(spec)}, and never keep both for the same host`,
+    ),
+  )
+  for (const h of otherHosts)
+    reasons.push(
+      reason(
+        'spec.hosts',
+        `${h.host}: not a Service of ${ctx.namespace}; client-side routing for it is lost for ambient callers (E11)`,
+      ),
+    )
+  reasons.push(...features.reasons)
+  const routes = gammaRoutesFor(ctx, ownHostServices)
+  if (routes.length > 0)
+    reasons.push(
+      reason(
+        'spec.hosts',
+        `HTTPRoute(s) ${routes.join(', ')} also route ${ownHostServices.join(', ')}: mixing VirtualService and HTTPRoute for one host is undefined (E26)`,
+      ),
+    )
+  if (features.sourceLabels.length > 0) {
+    findings.push(
+      finding({
+        prefix: 'vs-source-labels',
+        ref,
+        code: 'VirtualServiceSourceLabelsDropped',
+        severity: 'warning',
+        message: `${name} matches on sourceLabels (${features.sourceLabels.join(', ')}); waypoints drop these matches, so the routes would apply to different callers than intended.`,
+        fix: 'Rewrite the routing without source labels (e.g. headers set by the caller, or a separate Service per caller group), then convert it to an HTTPRoute.',
+      }),
+    )
+    return {item: item(ref, 'L7', 'manual', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
+  }
+  return {item: item(ref, 'L7', 'retarget', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
+}
 
-  // Client-side routing for other namespaces' or external hosts, applying to this namespace's callers.
+/** Another namespace's VirtualService naming this namespace's Services: never applied by their waypoint. */
+function foreignServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, name, ownHostServices, features, hostText} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
+  const where = ns === ctx.rootNamespace ? `the root namespace ${ns} (#58747)` : `namespace ${ns}`
+  reasons.push(
+    reason(
+      'spec.hosts',
+      `${hostText}: routing for ${ownHostServices.join(', ')} of ${ctx.namespace} defined in ${where}: applied only by sidecar clients that see it; a waypoint applies VirtualServices of the Service's own namespace only, so ambient callers never get it (E12)`,
+    ),
+  )
+  reasons.push(...features.reasons)
+  findings.push(
+    lostFinding(
+      'E12',
+      ref,
+      `${name} (in ${ns}) routes ${ownHostServices.join(', ')} of ${ctx.namespace}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose this routing.`,
+      `Move or copy it into ${ctx.namespace} (exported to the waypoint's namespace), or rewrite it as an HTTPRoute in ${ctx.namespace}.`,
+    ),
+  )
+  return {
+    item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: ownHostServices}),
+    findings,
+  }
+}
+
+/** Client-side routing for other namespaces' or external hosts, applying to this namespace's callers. */
+function clientSideRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classified {
+  const {ref, ns, spec, local, name, hosts, features, hostText} = f
+  const reasons: string[] = []
+  const findings: Finding[] = []
   // External hosts of this namespace's ServiceEntries: its own waypoint is their egress waypoint and applies a
   // VirtualService of its namespace exported to it (DOMAIN §3.4, §3.5; istio.io ambient egress-gateway).
   const egressOf = (h: HostTarget) =>
-    local && !h.wildcard && !h.serviceName && exportedTo(spec.exportTo, ns, ns) ? namespaceEgressEntry(h.fqdn, ctx) : undefined
-  const covered = hosts.map((h) => ({h, waypoint: appliedByDestinationWaypoint(h, ns, spec.exportTo, ctx), egress: egressOf(h)}))
+    local && !h.wildcard && !h.serviceName && exportedTo(spec.exportTo, ns, ns)
+      ? namespaceEgressEntry(h.fqdn, ctx)
+      : undefined
+  const covered = hosts.map((h) => ({
+    h,
+    waypoint: appliedByDestinationWaypoint(h, ns, spec.exportTo, ctx),
+    egress: egressOf(h),
+  }))
   for (const {h, waypoint, egress} of covered) {
     reasons.push(
       reason(
@@ -251,7 +377,13 @@ export function classifyVirtualService(obj: KubeObject, ctx: ClassifyContext): C
   if (covered.length > 0 && covered.every((c) => c.waypoint || c.egress?.served)) {
     // Counted by needsWaypoint when the namespace's own waypoint must apply it.
     const needsOwn = covered.some((c) => !c.waypoint)
-    return {item: item(ref, needsOwn ? 'L7' : 'unaffected', 'keep', reasons, {scope: needsOwn ? 'mesh-routing' : 'client-side', services: []}), findings}
+    return {
+      item: item(ref, needsOwn ? 'L7' : 'unaffected', 'keep', reasons, {
+        scope: needsOwn ? 'mesh-routing' : 'client-side',
+        services: [],
+      }),
+      findings,
+    }
   }
   findings.push(
     lostFinding(
@@ -276,7 +408,9 @@ export function rewriteAdvice(spec: VirtualServiceSpec): string {
   const layer4 = [...(has('tcp') ? ['TCPRoute'] : []), ...(has('tls') ? ['TLSRoute'] : [])]
   if (layer4.length === 0) return 'rewrite as HTTPRoute'
   const others = `${layer4.join(' / ')} (Alpha, experimental-channel CRDs), not HTTPRoute, for its ${[has('tcp') ? 'tcp' : '', has('tls') ? 'tls' : ''].filter(Boolean).join(' and ')} routes`
-  return has('http') ? `rewrite its http routes as HTTPRoute and ${others} — or keep it a VirtualService on the waypoint` : `rewrite as ${others} — or keep it a VirtualService on the waypoint`
+  return has('http')
+    ? `rewrite its http routes as HTTPRoute and ${others} — or keep it a VirtualService on the waypoint`
+    : `rewrite as ${others} — or keep it a VirtualService on the waypoint`
 }
 
 function lostFinding(prefix: string, ref: ObjectRef, message: string, fix: string): Finding {
@@ -292,7 +426,10 @@ export function gammaRoutesFor(ctx: ClassifyContext, services: string[]): string
         (Array.isArray(o.spec?.parentRefs) ? o.spec.parentRefs : []).some(
           // parentRef group defaults to gateway.networking.k8s.io: a Kubernetes Service needs group "" explicitly.
           (p: {group?: string; kind?: string; name?: string; namespace?: string} | null) =>
-            p?.kind === 'Service' && (p.group === '' || p.group === 'core') && (p.namespace ?? ctx.namespace) === ctx.namespace && services.includes(String(p.name)),
+            p?.kind === 'Service' &&
+            (p.group === '' || p.group === 'core') &&
+            (p.namespace ?? ctx.namespace) === ctx.namespace &&
+            services.includes(String(p.name)),
         ),
       )
       .map((o) => `${o.kind} ${o.metadata.name}`),
@@ -309,7 +446,10 @@ function relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean {
   if (isMeshBound(spec) && exportedTo(spec.exportTo, ns, ctx.namespace)) return true
   if ((list(spec.hosts) ?? []).some((h) => hostTarget(h, ns, ctx).ownServices.length > 0)) return true
   // Gateway routes to this namespace's Services: ingress traffic to it (unaffected, but worth knowing).
-  return !isMeshBound(spec) && destinations(spec).some((d) => hostTarget(String(d.destination.host ?? ''), ns, ctx).ownServices.length > 0)
+  return (
+    !isMeshBound(spec) &&
+    destinations(spec).some((d) => hostTarget(String(d.destination.host ?? ''), ns, ctx).ownServices.length > 0)
+  )
 }
 
 export const virtualServiceClassifier: KindClassifier = {

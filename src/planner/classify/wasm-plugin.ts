@@ -3,21 +3,11 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {WasmPluginSpec} from '../istio-types.js'
-import {
-  type Classified,
-  type KindClassifier,
-  allServices,
-  analyzeTargetRefs,
-  hasLabels,
-  isRecord,
-  item,
-  itemRef,
-  namespaceOf,
-  reason,
-  selectorCoverage,
-  targetRefsOf,
-  workloadNames,
-} from './common.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {isRecord} from '../json.js'
+import {itemRef, namespaceOf} from './objects.js'
 import {EXTENSIONS} from '../vocab.js'
 
 export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Classified {
@@ -32,7 +22,10 @@ export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Class
     const t = analyzeTargetRefs(obj, ctx)
     reasons.push(...t.reasons)
     if (t.waypoint) reasons.push(reason('spec', `${what} on a waypoint: Alpha in ambient`))
-    return {item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}), findings: []}
+    return {
+      item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
+      findings: [],
+    }
   }
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
@@ -40,21 +33,39 @@ export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Class
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   const services = selector ? cov.services : allServices(ctx)
   if (cov.unmatched) {
-    reasons.push(reason('spec.selector', 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'))
+    reasons.push(
+      reason(
+        'spec.selector',
+        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
+      ),
+    )
     return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings: []}
   }
   if (cov.proxiesOnly) {
-    reasons.push(reason('spec.selector', `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}): unaffected (IST0166 if it selects a waypoint: use targetRefs)`))
+    reasons.push(
+      reason(
+        'spec.selector',
+        `matches only gateway/waypoint pods (${workloadNames(cov.workloads)}): unaffected (IST0166 if it selects a waypoint: use targetRefs)`,
+      ),
+    )
     return {item: item(ref, 'unaffected', 'keep', reasons, {scope, services}), findings: []}
   }
   reasons.push(
-    reason(selector ? 'spec.selector' : 'spec', `${what} runs in the sidecars of ${selector ? workloadNames(cov.workloads) : root ? 'every workload of the mesh' : `every workload of ${ref.namespace}`}; ztunnel cannot run it and waypoints ignore selector plugins — it stops applying`),
+    reason(
+      selector ? 'spec.selector' : 'spec',
+      `${what} runs in the sidecars of ${selector ? workloadNames(cov.workloads) : root ? 'every workload of the mesh' : `every workload of ${ref.namespace}`}; ztunnel cannot run it and waypoints ignore selector plugins — it stops applying`,
+    ),
   )
   if (local) {
     reasons.push(reason('spec', 'carry it to the waypoint with targetRefs (WasmPlugin on waypoints is Alpha)'))
     return {item: item(ref, 'L7', 'retarget', reasons, {scope, services}), findings: []}
   }
-  reasons.push(reason('metadata.namespace', `lives in ${ref.namespace}: the plan cannot move it; create a targetRefs copy for ${ctx.namespace}'s waypoint`))
+  reasons.push(
+    reason(
+      'metadata.namespace',
+      `lives in ${ref.namespace}: the plan cannot move it; create a targetRefs copy for ${ctx.namespace}'s waypoint`,
+    ),
+  )
   return {item: item(ref, 'L7', 'manual', reasons, {scope, services}), findings: []}
 }
 

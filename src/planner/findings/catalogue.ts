@@ -11,7 +11,8 @@
 // — are not codes and do not change.
 import type {Severity} from '../model.js'
 
-export type FindingArea = 'namespace' | 'workload' | 'service' | 'policy' | 'routing' | 'retarget' | 'plan' | 'fleet' | 'source' | 'preflight'
+export type FindingArea =
+  'namespace' | 'workload' | 'service' | 'policy' | 'routing' | 'retarget' | 'plan' | 'fleet' | 'source' | 'preflight'
 
 export type CatalogueSeverity = Severity | 'ok'
 

@@ -36,11 +36,18 @@ export function renderFindingsDoc(): string {
   for (const area of Object.keys(AREA_TITLES) as FindingArea[]) {
     const inArea = codes.filter((c) => FINDING_CATALOGUE[c].area === area)
     if (inArea.length === 0) continue
-    lines.push(`## ${AREA_TITLES[area]}`, '', '| code | name | edge case | Istio | severity | message | fix |', '|---|---|---|---|---|---|---|')
+    lines.push(
+      `## ${AREA_TITLES[area]}`,
+      '',
+      '| code | name | edge case | Istio | severity | message | fix |',
+      '|---|---|---|---|---|---|---|',
+    )
     for (const code of inArea) {
       const s = FINDING_CATALOGUE[code]
       const name = s.name === code ? '' : s.name
-      lines.push(`| \`${code}\` | ${name} | ${s.edgeCase ?? ''} | ${s.istio ?? ''} | ${s.severity.join(', ')} | ${cell(s.message)} | ${cell(s.fix)} |`)
+      lines.push(
+        `| \`${code}\` | ${name} | ${s.edgeCase ?? ''} | ${s.istio ?? ''} | ${s.severity.join(', ')} | ${cell(s.message)} | ${cell(s.fix)} |`,
+      )
     }
     lines.push('')
   }

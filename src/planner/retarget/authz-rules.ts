@@ -3,7 +3,12 @@
 // `when: source.serviceAccount`, and whether a rule can match traffic coming from the waypoint.
 import type {AuthorizationPolicyAnalysis, AuthzField, AuthzMatchAnalysis} from '../classify/authz.js'
 import {stableJson} from '../canonical.js'
-import type {AuthorizationCondition, AuthorizationOperation, AuthorizationRule, AuthorizationSource} from '../istio-types.js'
+import type {
+  AuthorizationCondition,
+  AuthorizationOperation,
+  AuthorizationRule,
+  AuthorizationSource,
+} from '../istio-types.js'
 
 // --- L4 projection of an ALLOW -------------------------------------------------------------------
 
@@ -21,7 +26,11 @@ function strings(value: unknown): string[] {
 }
 
 /** The fields of one Match ztunnel enforces, with the values it keeps; undefined when none is left. */
-function enforcedFields(m: AuthzMatchAnalysis, written: Record<string, unknown>, dropped: string[]): Record<string, string[]> | undefined {
+function enforcedFields(
+  m: AuthzMatchAnalysis,
+  written: Record<string, unknown>,
+  dropped: string[],
+): Record<string, string[]> | undefined {
   const out: Record<string, string[]> = {}
   for (const f of m.fields) {
     if (f.layer !== 'L4' || !f.enforced) {
@@ -51,10 +60,16 @@ export function projectAllowRules(a: AuthorizationPolicyAnalysis, written: Autho
   for (const r of a.rules) {
     const rule = written[r.index] ?? {}
     const projected: AuthorizationRule = {}
-    const from = r.from.map((m, j) => enforcedFields(m, (rule.from?.[j]?.source ?? {}) as Record<string, unknown>, dropped))
-    if (from.length > 0 && from.every((s) => s !== undefined)) projected.from = from.map((s) => ({source: s as AuthorizationSource}))
-    const to = r.to.map((m, j) => enforcedFields(m, (rule.to?.[j]?.operation ?? {}) as Record<string, unknown>, dropped))
-    if (to.length > 0 && to.every((o) => o !== undefined)) projected.to = to.map((o) => ({operation: o as AuthorizationOperation}))
+    const from = r.from.map((m, j) =>
+      enforcedFields(m, (rule.from?.[j]?.source ?? {}) as Record<string, unknown>, dropped),
+    )
+    if (from.length > 0 && from.every((s) => s !== undefined))
+      projected.from = from.map((s) => ({source: s as AuthorizationSource}))
+    const to = r.to.map((m, j) =>
+      enforcedFields(m, (rule.to?.[j]?.operation ?? {}) as Record<string, unknown>, dropped),
+    )
+    if (to.length > 0 && to.every((o) => o !== undefined))
+      projected.to = to.map((o) => ({operation: o as AuthorizationOperation}))
     const when: AuthorizationCondition[] = []
     r.when.forEach((m, j) => {
       const cond = rule.when?.[j] ?? {}
@@ -88,7 +103,9 @@ export function projectAllowRules(a: AuthorizationPolicyAnalysis, written: Autho
  * constraint stripped from an L4 one) are left to the waypoint.
  */
 export function denyRulesSafeAtZtunnel(a: AuthorizationPolicyAnalysis): AuthorizationRule[] {
-  return a.rules.filter((r) => (r.outcome === 'as-written' || r.outcome === 'narrowed') && r.ztunnelRule !== undefined).map((r) => r.ztunnelRule!)
+  return a.rules
+    .filter((r) => (r.outcome === 'as-written' || r.outcome === 'narrowed') && r.ztunnelRule !== undefined)
+    .map((r) => r.ztunnelRule!)
 }
 
 // --- E22: when source.serviceAccount → from.source.serviceAccounts -------------------------------
@@ -117,7 +134,10 @@ export type ServiceAccountRewrite = {ok: true; rules: AuthorizationRule[]} | {ok
  * Several conditions in one rule intersect (values) or add up (notValues). A rule whose service-account
  * constraints cannot all hold never matches and is dropped.
  */
-export function rewriteServiceAccountConditions(rules: AuthorizationRule[], policyNamespace: string): ServiceAccountRewrite {
+export function rewriteServiceAccountConditions(
+  rules: AuthorizationRule[],
+  policyNamespace: string,
+): ServiceAccountRewrite {
   const out: AuthorizationRule[] = []
   for (const [i, rule] of rules.entries()) {
     const conditions = (rule.when ?? []).filter((c) => c?.key === SERVICE_ACCOUNT_KEY)
@@ -128,15 +148,24 @@ export function rewriteServiceAccountConditions(rules: AuthorizationRule[], poli
     if (conditions.some((c) => strings(c.values).length === 0 && strings(c.notValues).length === 0)) {
       return {ok: false, why: `spec.rules[${i}].when: a source.serviceAccount condition without values or notValues`}
     }
-    const positive = conditions.filter((c) => strings(c.values).length > 0).map((c) => strings(c.values).map((v) => qualifiedServiceAccount(v, policyNamespace)))
-    const negative = [...new Set(conditions.flatMap((c) => strings(c.notValues).map((v) => qualifiedServiceAccount(v, policyNamespace))))].sort()
+    const positive = conditions
+      .filter((c) => strings(c.values).length > 0)
+      .map((c) => strings(c.values).map((v) => qualifiedServiceAccount(v, policyNamespace)))
+    const negative = [
+      ...new Set(
+        conditions.flatMap((c) => strings(c.notValues).map((v) => qualifiedServiceAccount(v, policyNamespace))),
+      ),
+    ].sort()
     const entries = rule.from && rule.from.length > 0 ? rule.from : [{source: {}}]
     const from: {source: AuthorizationSource}[] = []
     for (const [j, entry] of entries.entries()) {
       const source: AuthorizationSource = structuredClone(entry?.source ?? {})
       const clash = IDENTITY_FIELDS_EXCLUSIVE_WITH_SA.find((k) => strings(source[k]).length > 0)
       if (clash) {
-        return {ok: false, why: `spec.rules[${i}].from[${j}].source.${clash}: serviceAccounts cannot be combined with principals or namespaces in one source (CRD rule), so the condition cannot move there`}
+        return {
+          ok: false,
+          why: `spec.rules[${i}].from[${j}].source.${clash}: serviceAccounts cannot be combined with principals or namespaces in one source (CRD rule), so the condition cannot move there`,
+        }
       }
       const own = strings(source.serviceAccounts).map((v) => qualifiedServiceAccount(v, policyNamespace))
       const lists = [...positive, ...(own.length > 0 ? [own] : [])]
@@ -145,10 +174,19 @@ export function rewriteServiceAccountConditions(rules: AuthorizationRule[], poli
         if (allowed.length === 0) continue // this alternative can never match
         source.serviceAccounts = allowed
       }
-      const not = [...new Set([...strings(source.notServiceAccounts).map((v) => qualifiedServiceAccount(v, policyNamespace)), ...negative])].sort()
+      const not = [
+        ...new Set([
+          ...strings(source.notServiceAccounts).map((v) => qualifiedServiceAccount(v, policyNamespace)),
+          ...negative,
+        ]),
+      ].sort()
       if (not.length > 0) source.notServiceAccounts = not
       for (const k of ['serviceAccounts', 'notServiceAccounts'] as const) {
-        if ((source[k]?.length ?? 0) > MAX_SERVICE_ACCOUNTS) return {ok: false, why: `spec.rules[${i}]: more than ${MAX_SERVICE_ACCOUNTS} service accounts in one source (CRD limit)`}
+        if ((source[k]?.length ?? 0) > MAX_SERVICE_ACCOUNTS)
+          return {
+            ok: false,
+            why: `spec.rules[${i}]: more than ${MAX_SERVICE_ACCOUNTS} service accounts in one source (CRD limit)`,
+          }
       }
       from.push({source})
     }
@@ -164,7 +202,11 @@ export function rewriteServiceAccountConditions(rules: AuthorizationRule[], poli
 
 /** The policy's only attributes ztunnel cannot enforce are `when: source.serviceAccount` conditions. */
 export function onlyServiceAccountConditions(a: AuthorizationPolicyAnalysis): boolean {
-  return a.l7Fields.length > 0 && a.ignoredFields.length === 0 && a.l7Fields.every((f: AuthzField) => f.field === `when:${SERVICE_ACCOUNT_KEY}`)
+  return (
+    a.l7Fields.length > 0 &&
+    a.ignoredFields.length === 0 &&
+    a.l7Fields.every((f: AuthzField) => f.field === `when:${SERVICE_ACCOUNT_KEY}`)
+  )
 }
 
 // --- does a rule match traffic from the waypoint? ------------------------------------------------
@@ -217,12 +259,21 @@ function sourceMatches(source: AuthorizationSource, peer: PeerIdentity, policyNa
   check('namespaces', peer.namespace, true)
   check('notNamespaces', peer.namespace, false)
   const accounts = (field: string) => strings(s[field]).map((v) => qualifiedServiceAccount(v, policyNamespace))
-  if (accounts('serviceAccounts').length > 0) parts.push(accounts('serviceAccounts').includes(peer.serviceAccount) ? 'yes' : 'no')
-  if (accounts('notServiceAccounts').length > 0) parts.push(accounts('notServiceAccounts').includes(peer.serviceAccount) ? 'no' : 'yes')
+  if (accounts('serviceAccounts').length > 0)
+    parts.push(accounts('serviceAccounts').includes(peer.serviceAccount) ? 'yes' : 'no')
+  if (accounts('notServiceAccounts').length > 0)
+    parts.push(accounts('notServiceAccounts').includes(peer.serviceAccount) ? 'no' : 'yes')
   check('trustDomains', peer.trustDomain, true)
   check('notTrustDomains', peer.trustDomain, false)
   // The peer's IP (the waypoint pod's), the client IP it forwards and the JWT it forwards are unknown here.
-  for (const f of ['ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals']) {
+  for (const f of [
+    'ipBlocks',
+    'notIpBlocks',
+    'remoteIpBlocks',
+    'notRemoteIpBlocks',
+    'requestPrincipals',
+    'notRequestPrincipals',
+  ]) {
     if (strings(s[f]).length > 0) parts.push('maybe')
   }
   return and(parts)
@@ -234,8 +285,12 @@ function conditionMatches(cond: AuthorizationCondition, peer: PeerIdentity, poli
   const notValues = strings(cond?.notValues)
   const against = (value: string, normalize: (v: string) => string = (v) => v): Tri =>
     and([
-      ...(values.length > 0 ? [values.some((p) => istioStringMatch(normalize(p), value)) ? ('yes' as const) : ('no' as const)] : []),
-      ...(notValues.length > 0 ? [notValues.some((p) => istioStringMatch(normalize(p), value)) ? ('no' as const) : ('yes' as const)] : []),
+      ...(values.length > 0
+        ? [values.some((p) => istioStringMatch(normalize(p), value)) ? ('yes' as const) : ('no' as const)]
+        : []),
+      ...(notValues.length > 0
+        ? [notValues.some((p) => istioStringMatch(normalize(p), value)) ? ('no' as const) : ('yes' as const)]
+        : []),
     ])
   switch (key) {
     case 'source.principal':
@@ -258,12 +313,24 @@ function conditionMatches(cond: AuthorizationCondition, peer: PeerIdentity, poli
 /** Whether some request whose direct peer is `peer` matches the rule (destination/request attributes assumed satisfiable). */
 export function ruleMatchesPeer(rule: AuthorizationRule, peer: PeerIdentity, policyNamespace: string): Tri {
   const parts: Tri[] = []
-  if (Array.isArray(rule?.from) && rule.from.length > 0) parts.push(or(rule.from.map((e) => sourceMatches(e?.source ?? {}, peer, policyNamespace))))
+  if (Array.isArray(rule?.from) && rule.from.length > 0)
+    parts.push(or(rule.from.map((e) => sourceMatches(e?.source ?? {}, peer, policyNamespace))))
   for (const c of Array.isArray(rule?.when) ? rule.when : []) parts.push(conditionMatches(c, peer, policyNamespace))
   return and(parts)
 }
 
-const PEER_SOURCE_FIELDS = ['principals', 'notPrincipals', 'namespaces', 'notNamespaces', 'serviceAccounts', 'notServiceAccounts', 'ipBlocks', 'notIpBlocks', 'trustDomains', 'notTrustDomains']
+const PEER_SOURCE_FIELDS = [
+  'principals',
+  'notPrincipals',
+  'namespaces',
+  'notNamespaces',
+  'serviceAccounts',
+  'notServiceAccounts',
+  'ipBlocks',
+  'notIpBlocks',
+  'trustDomains',
+  'notTrustDomains',
+]
 const PEER_WHEN_KEYS = ['source.principal', 'source.namespace', 'source.ip', SERVICE_ACCOUNT_KEY, 'source.trustDomain']
 
 /**
@@ -272,7 +339,9 @@ const PEER_WHEN_KEYS = ['source.principal', 'source.namespace', 'source.ip', SER
  * exactly as it matched the caller's.
  */
 export function ruleDependsOnPeer(rule: AuthorizationRule): boolean {
-  const fromDepends = (rule?.from ?? []).some((e) => PEER_SOURCE_FIELDS.some((f) => strings((e?.source as Record<string, unknown> | undefined)?.[f]).length > 0))
+  const fromDepends = (rule?.from ?? []).some((e) =>
+    PEER_SOURCE_FIELDS.some((f) => strings((e?.source as Record<string, unknown> | undefined)?.[f]).length > 0),
+  )
   return fromDepends || (rule?.when ?? []).some((c) => PEER_WHEN_KEYS.includes(String(c?.key)))
 }
 
@@ -286,7 +355,11 @@ export function rulesMatchPeer(rules: AuthorizationRule[], peer: PeerIdentity, p
  * to serviceAccounts, `notServiceAccounts`) entry on each `from` alternative, or a new `from` when the rule has
  * none. For a DENY that would otherwise fire for the requests the waypoint forwards.
  */
-export function exemptPeer(rules: AuthorizationRule[], peer: PeerIdentity, policyNamespace: string): AuthorizationRule[] {
+export function exemptPeer(
+  rules: AuthorizationRule[],
+  peer: PeerIdentity,
+  policyNamespace: string,
+): AuthorizationRule[] {
   return rules.map((rule) => {
     const out = structuredClone(rule)
     if (!ruleDependsOnPeer(rule) || ruleMatchesPeer(rule, peer, policyNamespace) === 'no') return out
@@ -309,7 +382,14 @@ export function exemptPeer(rules: AuthorizationRule[], peer: PeerIdentity, polic
 
 /** Whether a rule reads the JWT request principal or claims (needs a RequestAuthentication where it is enforced). */
 export function usesRequestAuth(a: AuthorizationPolicyAnalysis): string[] {
-  return a.l7Fields.filter((f) => f.field === 'requestPrincipals' || f.field === 'notRequestPrincipals' || f.field.startsWith('when:request.auth.')).map((f) => f.path)
+  return a.l7Fields
+    .filter(
+      (f) =>
+        f.field === 'requestPrincipals' ||
+        f.field === 'notRequestPrincipals' ||
+        f.field.startsWith('when:request.auth.'),
+    )
+    .map((f) => f.path)
 }
 
 /**
@@ -317,7 +397,12 @@ export function usesRequestAuth(a: AuthorizationPolicyAnalysis): string[] {
  * as `from.source.serviceAccounts` (Istio >= 1.25, or unknown: assumed) — then ztunnel keeps enforcing it
  * and it needs no waypoint.
  */
-export function serviceAccountRewritable(a: AuthorizationPolicyAnalysis, rules: AuthorizationRule[], policyNamespace: string, istioMinor: number | undefined): boolean {
+export function serviceAccountRewritable(
+  a: AuthorizationPolicyAnalysis,
+  rules: AuthorizationRule[],
+  policyNamespace: string,
+  istioMinor: number | undefined,
+): boolean {
   if (a.action !== 'ALLOW' && a.action !== 'DENY') return false
   if (istioMinor !== undefined && istioMinor < 25) return false
   return onlyServiceAccountConditions(a) && rewriteServiceAccountConditions(rules, policyNamespace).ok

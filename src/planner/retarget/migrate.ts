@@ -12,7 +12,8 @@
 // destination can enforce for bypassing callers.
 import {cleanObject, toCanonicalYaml} from '../canonical.js'
 import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis, carriedRootDeny} from '../classify/authz.js'
-import {isProxyWorkload, matchingWorkloads, memo} from '../classify/common.js'
+import {isProxyWorkload, matchingWorkloads} from '../classify/selection.js'
+import {memo} from '../classify/objects.js'
 import {groupBy} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
@@ -34,7 +35,14 @@ import {
 } from './authz-rules.js'
 import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
 import {MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
-import type {PolicyDecision, PolicyDisposition, PolicyMigration, PolicyMigrationInput, PolicyPlacement, PolicyRole} from './types.js'
+import type {
+  PolicyDecision,
+  PolicyDisposition,
+  PolicyMigration,
+  PolicyMigrationInput,
+  PolicyPlacement,
+  PolicyRole,
+} from './types.js'
 import {GATEWAY_API_GROUP, WAYPOINT_CLASS} from '../vocab.js'
 
 const AP = 'security.istio.io/AuthorizationPolicy'
@@ -88,7 +96,14 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   const ctx: ClassifyContext = {
     namespace: ns,
     rootNamespace: input.rootNamespace ?? 'istio-system',
-    namespaceState: {name: ns, labels: {}, sidecarLabels: [], injection: 'none', mode: 'sidecar', multipleInjectionLabels: false},
+    namespaceState: {
+      name: ns,
+      labels: {},
+      sidecarLabels: [],
+      injection: 'none',
+      mode: 'sidecar',
+      multipleInjectionLabels: false,
+    },
     workloads: input.workloads,
     services: input.services,
     objects: input.objects,
@@ -118,19 +133,29 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   }
   for (const o of input.objects) {
     if (!o || typeof o.kind !== 'string' || typeof o.apiVersion !== 'string' || !o.metadata?.name) continue
-    const key = refKey({apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace ?? ns, name: o.metadata.name})
+    const key = refKey({
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      namespace: o.metadata.namespace ?? ns,
+      name: o.metadata.name,
+    })
     if (!run.objects.has(key)) run.objects.set(key, o)
   }
 
-  const items = input.items.filter((i) => isRetargetable(i.ref) && run.objects.has(refKey(i.ref))).sort((a, b) => compareRefs(a.ref, b.ref))
+  const items = input.items
+    .filter((i) => isRetargetable(i.ref) && run.objects.has(refKey(i.ref)))
+    .sort((a, b) => compareRefs(a.ref, b.ref))
   for (const i of items) {
-    if (kindKeyOf(i.ref) === AP) run.analyses.set(refKey(i.ref), analyzeAuthorizationPolicy(run.objects.get(refKey(i.ref))!, ctx))
+    if (kindKeyOf(i.ref) === AP)
+      run.analyses.set(refKey(i.ref), analyzeAuthorizationPolicy(run.objects.get(refKey(i.ref))!, ctx))
   }
 
   const decisions: PolicyDecision[] = []
   for (const item of items) {
     const obj = run.objects.get(refKey(item.ref))!
-    decisions.push(kindKeyOf(item.ref) === AP ? planAuthorizationPolicy(run, item, obj) : planSelectorKind(run, item, obj))
+    decisions.push(
+      kindKeyOf(item.ref) === AP ? planAuthorizationPolicy(run, item, obj) : planSelectorKind(run, item, obj),
+    )
   }
   completeWaypointAllowSets(run, decisions)
 
@@ -140,7 +165,10 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   gitOpsFindings(run, decisions)
 
   const findings = dedupe(run.findings)
-  const findingsByRef = groupBy(findings.filter((f) => f.ref), (f) => refKey(f.ref!))
+  const findingsByRef = groupBy(
+    findings.filter((f) => f.ref),
+    (f) => refKey(f.ref!),
+  )
   for (const d of decisions) {
     d.findings = (findingsByRef.get(refKey(d.ref)) ?? []).map((f) => f.id).sort()
     d.created.sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role) || compareRefs(a.ref, b.ref))
@@ -190,11 +218,15 @@ function workloadsBehind(run: Run, services: string[]): string[] {
 function selectorText(selector: Record<string, string> | undefined, scope: PolicyPlacement['scope']): string {
   if (scope === 'namespace') return 'every workload of the namespace'
   if (scope === 'mesh') return 'every workload (mesh-wide)'
-  return `the pods selected by ${Object.entries(selector ?? {}).map(([k, v]) => `${k}=${v}`).join(',')}`
+  return `the pods selected by ${Object.entries(selector ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')}`
 }
 
 function targetText(t: TargetPlan): string {
-  return t.via === 'gateway' ? `Gateway ${t.targetRefs[0]!.name} (every Service bound to it)` : `Service ${list(t.services)}`
+  return t.via === 'gateway'
+    ? `Gateway ${t.targetRefs[0]!.name} (every Service bound to it)`
+    : `Service ${list(t.services)}`
 }
 
 function originalPlacement(item: InventoryItem, obj: KubeObject, extra: Partial<PolicyPlacement>): PolicyPlacement {
@@ -228,7 +260,12 @@ function created(
   },
 ): PolicyPlacement {
   const source = opts.keepAnnotations ? original : {...original, metadata: {...original.metadata, annotations: {}}}
-  const object = derivedObject(source, {name: opts.name, namespace: run.ns, planName: run.input.planName, spec: opts.spec})
+  const object = derivedObject(source, {
+    name: opts.name,
+    namespace: run.ns,
+    planName: run.input.planName,
+    spec: opts.spec,
+  })
   // Created objects live in the migrated namespace: targetRefs, selector, or namespace-wide there.
   const scope: PolicyPlacement['scope'] = opts.targets ? 'targetRefs' : opts.selector ? 'workload' : 'namespace'
   const p: PolicyPlacement = {
@@ -245,7 +282,8 @@ function created(
   if (opts.targets) {
     p.serviceWorkloads = workloadsBehind(run, opts.targets.services)
     p.targetRefs = opts.targets.targetRefs
-    if (opts.targets.via === 'services' && !run.serviceTargeted.includes(original.metadata.name)) run.serviceTargeted.push(original.metadata.name)
+    if (opts.targets.via === 'services' && !run.serviceTargeted.includes(original.metadata.name))
+      run.serviceTargeted.push(original.metadata.name)
   }
   if (kindKeyOf(object) === AP) {
     const a = analyzeAuthorizationPolicy(object, run.ctx)
@@ -256,13 +294,22 @@ function created(
   return p
 }
 
-function decision(ref: ObjectRef, disposition: PolicyDisposition, why: string, original: PolicyPlacement, createdObjects: PolicyPlacement[] = []): PolicyDecision {
+function decision(
+  ref: ObjectRef,
+  disposition: PolicyDisposition,
+  why: string,
+  original: PolicyPlacement,
+  createdObjects: PolicyPlacement[] = [],
+): PolicyDecision {
   return {ref, disposition, why, original, created: createdObjects, findings: []}
 }
 
 // --- findings ------------------------------------------------------------------------------------
 
-function finding(run: Run, f: {id: string; code: FindingCode; severity: Severity; ref?: ObjectRef; message: string; fix?: string}): string {
+function finding(
+  run: Run,
+  f: {id: string; code: FindingCode; severity: Severity; ref?: ObjectRef; message: string; fix?: string},
+): string {
   const out: Finding = {id: f.id, code: f.code, severity: f.severity, message: f.message}
   if (f.ref) out.ref = f.ref
   if (f.fix) out.fix = f.fix
@@ -279,7 +326,9 @@ const SEVERITY_ORDER = {blocker: 0, error: 1, warning: 2, info: 3} as const
 function dedupe(findings: Finding[]): Finding[] {
   const byId = new Map<string, Finding>()
   for (const f of findings) if (!byId.has(f.id)) byId.set(f.id, f)
-  return [...byId.values()].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return [...byId.values()].sort(
+    (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  )
 }
 
 function noServiceFinding(run: Run, ref: ObjectRef, why: string, severity: Severity = 'blocker'): void {
@@ -294,7 +343,15 @@ function noServiceFinding(run: Run, ref: ObjectRef, why: string, severity: Sever
 }
 
 /** Non-equivalences of a Service/Gateway-targeted copy (DOMAIN §3.1 (a)-(d), E9). */
-function coverageFindings(run: Run, ref: ObjectRef, kind: string, action: string | undefined, t: TargetPlan, namespaceWide: boolean, podPathsEnforcedAtZtunnel: boolean): void {
+function coverageFindings(
+  run: Run,
+  ref: ObjectRef,
+  kind: string,
+  action: string | undefined,
+  t: TargetPlan,
+  namespaceWide: boolean,
+  podPathsEnforcedAtZtunnel: boolean,
+): void {
   const name = formatRef(ref)
   if (t.via === 'gateway' && !namespaceWide) {
     finding(run, {
@@ -402,15 +459,26 @@ function waypointAllowServices(run: Run, decisions: PolicyDecision[]): Map<strin
   }
   for (const d of decisions) {
     if (kindKeyOf(d.ref) !== AP) continue
-    for (const c of d.created) if (c.role === 'waypoint-copy' && c.action === 'ALLOW' && !c.dryRun) for (const svc of c.services) add(svc, c.ref.name)
+    for (const c of d.created)
+      if (c.role === 'waypoint-copy' && c.action === 'ALLOW' && !c.dryRun)
+        for (const svc of c.services) add(svc, c.ref.name)
     const o = d.original
     if (o.scope !== 'targetRefs' || o.action !== 'ALLOW' || o.dryRun) continue
     // A targetRefs ALLOW that exists already: inert for sidecars, enforced by the waypoint once it is bound.
     const targeted = new Set<string>()
     for (const t of o.targetRefs ?? []) {
-      if (t.kind === 'Service' && (t.group === '' || t.group === 'core') && d.ref.namespace === run.ns) targeted.add(t.name)
-      const ownGateway = t.kind === 'Gateway' && t.group === GATEWAY_API_GROUP && t.name === run.input.waypointName && d.ref.namespace === run.waypointNs
-      const everyWaypoint = t.kind === 'GatewayClass' && t.group === GATEWAY_API_GROUP && t.name === WAYPOINT_CLASS && d.ref.namespace === run.rootNs
+      if (t.kind === 'Service' && (t.group === '' || t.group === 'core') && d.ref.namespace === run.ns)
+        targeted.add(t.name)
+      const ownGateway =
+        t.kind === 'Gateway' &&
+        t.group === GATEWAY_API_GROUP &&
+        t.name === run.input.waypointName &&
+        d.ref.namespace === run.waypointNs
+      const everyWaypoint =
+        t.kind === 'GatewayClass' &&
+        t.group === GATEWAY_API_GROUP &&
+        t.name === WAYPOINT_CLASS &&
+        d.ref.namespace === run.rootNs
       if (ownGateway || everyWaypoint) servable.forEach((svc) => targeted.add(svc))
     }
     const name = d.ref.namespace === run.ns ? d.ref.name : `${d.ref.namespace}/${d.ref.name}`
@@ -439,7 +507,13 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
   for (const d of decisions) {
     if (kindKeyOf(d.ref) !== AP || d.disposition === 'blocked') continue
     const o = d.original
-    if (o.action !== 'ALLOW' || o.dryRun || o.scope === 'targetRefs' || d.created.some((c) => c.role === 'waypoint-copy')) continue
+    if (
+      o.action !== 'ALLOW' ||
+      o.dryRun ||
+      o.scope === 'targetRefs' ||
+      d.created.some((c) => c.role === 'waypoint-copy')
+    )
+      continue
     const a = run.analyses.get(refKey(d.ref))
     if (!a || (d.ref.namespace !== run.ns && a.scope !== 'mesh' && a.scope !== 'root-selector')) continue
     // An ALLOW without rules admits nothing: the waypoint cannot deny anything it allows.
@@ -448,7 +522,9 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
     if (selected.length === 0) continue
     const selectedNames = new Set(selected.map((w) => w.ref.name))
     const namespaceWide = a.scope === 'namespace' || a.scope === 'mesh'
-    const hit = servable.filter((s) => allowed.has(s.ref.name) && (namespaceWide || s.workloads.some((w) => selectedNames.has(w))))
+    const hit = servable.filter(
+      (s) => allowed.has(s.ref.name) && (namespaceWide || s.workloads.some((w) => selectedNames.has(w))),
+    )
     if (hit.length === 0) continue
     const hitNames = hit.map((s) => s.ref.name)
     const triggers = [...new Set(hitNames.flatMap((svc) => allowed.get(svc) ?? []))].sort()
@@ -470,7 +546,11 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
       via: 'services',
       services: hitNames,
       covering: hitNames,
-      partial: namespaceWide ? [] : hit.map((s) => ({service: s.ref.name, uncovered: s.workloads.filter((w) => !selectedNames.has(w)).sort()})).filter((p) => p.uncovered.length > 0),
+      partial: namespaceWide
+        ? []
+        : hit
+            .map((s) => ({service: s.ref.name, uncovered: s.workloads.filter((w) => !selectedNames.has(w)).sort()}))
+            .filter((p) => p.uncovered.length > 0),
       podAddressed: [],
     }
     const copy = waypointCopy(run, obj, a, t, writtenRules(obj), true)
@@ -563,7 +643,9 @@ function nameFindings(run: Run, decisions: PolicyDecision[]): void {
     for (const c of d.created) {
       const key = refKey(c.ref)
       const existing = run.objects.get(key)
-      const ours = existing?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && existing.metadata.annotations?.[PLAN_ANNOTATION] === run.input.planName
+      const ours =
+        existing?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE &&
+        existing.metadata.annotations?.[PLAN_ANNOTATION] === run.input.planName
       const clash = seen.get(key)
       if ((existing && !ours) || clash) {
         finding(run, {
@@ -604,10 +686,18 @@ function apScope(a: AuthorizationPolicyAnalysis): PolicyPlacement['scope'] {
 
 function selectedWorkloads(run: Run, a: AuthorizationPolicyAnalysis): WorkloadItem[] {
   if (a.scope === 'targetRefs') return []
-  return nonProxy(a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(run.ctx, a.selector) : run.ctx.workloads)
+  return nonProxy(
+    a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(run.ctx, a.selector) : run.ctx.workloads,
+  )
 }
 
-function apSpec(obj: KubeObject, a: AuthorizationPolicyAnalysis, rules: AuthorizationRule[] | undefined, attach: {selector?: Record<string, string>; targetRefs?: TargetPlan['targetRefs']}, action = a.action): Record<string, unknown> {
+function apSpec(
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  rules: AuthorizationRule[] | undefined,
+  attach: {selector?: Record<string, string>; targetRefs?: TargetPlan['targetRefs']},
+  action = a.action,
+): Record<string, unknown> {
   const spec: Record<string, unknown> = {}
   if (attach.selector) spec.selector = {matchLabels: {...attach.selector}}
   if (attach.targetRefs) spec.targetRefs = attach.targetRefs.map((t) => ({...t}))
@@ -631,7 +721,9 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
   const original = originalPlacement(item, obj, {
     scope,
     ...(a.selector ? {selector: a.selector} : {}),
-    ...(a.scope === 'targetRefs' ? {targetRefs: a.targetRefs.map((t) => ({group: t.group ?? '', kind: t.kind ?? '', name: t.name ?? ''}))} : {}),
+    ...(a.scope === 'targetRefs'
+      ? {targetRefs: a.targetRefs.map((t) => ({group: t.group ?? '', kind: t.kind ?? '', name: t.name ?? ''}))}
+      : {}),
     workloads: workloadKeys(selected),
     services: a.scope === 'targetRefs' ? a.services : [],
     action: a.action,
@@ -659,8 +751,12 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
 
   // E16: dry-run.
   if (a.dryRun) {
-    if (a.dryRunAtZtunnel !== 'not-sent') return blocked(`dry-run policy that ztunnel ${a.dryRunAtZtunnel === 'enforced' ? 'enforces' : 'may enforce (unknown Istio version)'}: it must be removed or made targetRefs before the namespace goes ambient (E16)`)
-    if (!run.waypointPlanned || !local) return keep('dry-run policy not sent to ztunnel (Istio >= 1.29): its evaluation stops for ambient pods')
+    if (a.dryRunAtZtunnel !== 'not-sent')
+      return blocked(
+        `dry-run policy that ztunnel ${a.dryRunAtZtunnel === 'enforced' ? 'enforces' : 'may enforce (unknown Istio version)'}: it must be removed or made targetRefs before the namespace goes ambient (E16)`,
+      )
+    if (!run.waypointPlanned || !local)
+      return keep('dry-run policy not sent to ztunnel (Istio >= 1.29): its evaluation stops for ambient pods')
     const t = targetsFor()
     if (t.via === 'none') {
       noServiceFinding(run, ref, t.noTarget!, 'warning')
@@ -669,11 +765,22 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
     const copy = waypointCopy(run, obj, a, t, rules, true)
     original.deletedIn = 'delete-sidecar-policies'
     coverageFindings(run, ref, AP, a.action, t, namespaceWide, false)
-    return decision(ref, 'carry', 'dry-run policy: the waypoint honours dry-run like sidecars, ztunnel (>= 1.29) does not receive it — copied with the annotation, original deleted after the restart', original, [copy])
+    return decision(
+      ref,
+      'carry',
+      'dry-run policy: the waypoint honours dry-run like sidecars, ztunnel (>= 1.29) does not receive it — copied with the annotation, original deleted after the restart',
+      original,
+      [copy],
+    )
   }
 
   // E22: the only attribute ztunnel lacks is when: source.serviceAccount.
-  if (local && (a.action === 'ALLOW' || a.action === 'DENY') && onlyServiceAccountConditions(a) && (run.minor === undefined || run.minor >= 25)) {
+  if (
+    local &&
+    (a.action === 'ALLOW' || a.action === 'DENY') &&
+    onlyServiceAccountConditions(a) &&
+    (run.minor === undefined || run.minor >= 25)
+  ) {
     const rewrite = rewriteServiceAccountConditions(rules ?? [], run.ns)
     if (rewrite.ok) return planServiceAccountRewrite(run, item, obj, a, original, rewrite.rules, selected, targetsFor)
     finding(run, {
@@ -690,7 +797,9 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
       const carried = carriedRootDeny(a) && run.waypointPlanned
       rootBlocker(run, obj, a, selected, carried)
       if (carried) return planRootDenyCopy(run, obj, a, original, targetsFor())
-      return blocked(`root-namespace policy with attributes ztunnel cannot enforce (E14): only the mesh administrator can split it`)
+      return blocked(
+        `root-namespace policy with attributes ztunnel cannot enforce (E14): only the mesh administrator can split it`,
+      )
     }
     if (!run.waypointPlanned) return keep('needs a waypoint, but none is planned for the namespace')
     const t = targetsFor()
@@ -702,13 +811,22 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
   }
 
   // L4 at ztunnel. Identity/IP-keyed ones see the waypoint instead of the caller for proxied traffic (E21).
-  if (!run.waypointPlanned || !(a.identityKeyed || a.peerIpKeyed) || !a.sentToZtunnel) return keep('enforced by ztunnel as written')
+  if (!run.waypointPlanned || !(a.identityKeyed || a.peerIpKeyed) || !a.sentToZtunnel)
+    return keep('enforced by ztunnel as written')
   const t = targetsFor()
-  if (t.via === 'none') return keep(`keyed on the caller's identity, but ${t.noTarget}: no traffic to these pods goes through the waypoint`)
+  if (t.via === 'none')
+    return keep(`keyed on the caller's identity, but ${t.noTarget}: no traffic to these pods goes through the waypoint`)
   return planIdentityPolicy(run, item, obj, a, original, t, selected, namespaceWide)
 }
 
-function waypointCopy(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, t: TargetPlan, rules: AuthorizationRule[] | undefined, keepAnnotations: boolean): PolicyPlacement {
+function waypointCopy(
+  run: Run,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  t: TargetPlan,
+  rules: AuthorizationRule[] | undefined,
+  keepAnnotations: boolean,
+): PolicyPlacement {
   return created(run, obj, {
     role: 'waypoint-copy',
     name: copyName(obj.metadata.name),
@@ -721,12 +839,24 @@ function waypointCopy(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis,
   })
 }
 
-function companion(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, selected: WorkloadItem[], why: string): PolicyPlacement {
+function companion(
+  run: Run,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  selected: WorkloadItem[],
+  why: string,
+): PolicyPlacement {
   run.principalUsed = true
   return created(run, obj, {
     role: 'ztunnel-companion',
     name: companionName(obj.metadata.name),
-    spec: apSpec(obj, a, [{from: [{source: {principals: [run.peer.principal]}}]}], a.selector ? {selector: a.selector} : {}, 'ALLOW'),
+    spec: apSpec(
+      obj,
+      a,
+      [{from: [{source: {principals: [run.peer.principal]}}]}],
+      a.selector ? {selector: a.selector} : {},
+      'ALLOW',
+    ),
     createdIn: 'create-policies',
     ...(a.selector ? {selector: a.selector} : {}),
     workloads: workloadKeys(selected),
@@ -753,7 +883,15 @@ function planWaypointPolicy(
   let why: string
   switch (a.action) {
     case 'ALLOW': {
-      out.push(companion(run, obj, a, selected, 'the destination sees the waypoint, not the caller, for proxied traffic; the waypoint already enforced the full rules'))
+      out.push(
+        companion(
+          run,
+          obj,
+          a,
+          selected,
+          'the destination sees the waypoint, not the caller, for proxied traffic; the waypoint already enforced the full rules',
+        ),
+      )
       const projection = projectAllowRules(a, rules ?? [])
       out.push(
         created(run, obj, {
@@ -813,7 +951,8 @@ function planWaypointPolicy(
         message: `${formatRef(ref)} delegates to ext_authz provider ${a.provider ?? '(none)'}: on the waypoint the check is made by the waypoint, so the provider's service (meshConfig.extensionProviders) must be reachable from ${run.waypointNs}/${run.input.waypointName}. Between bind-waypoint and the restart, proxied requests are checked twice (waypoint and destination sidecar), the second time with the waypoint as the peer.`,
         fix: 'Check NetworkPolicies, ServiceEntries/exportTo and the provider configuration for the waypoint before applying bind-waypoint.',
       })
-      why = 'CUSTOM is not sent to ztunnel (ext_authz would silently stop): copy on the waypoint, original deleted after the restart'
+      why =
+        'CUSTOM is not sent to ztunnel (ext_authz would silently stop): copy on the waypoint, original deleted after the restart'
       break
     default:
       finding(run, {
@@ -840,10 +979,20 @@ function planIdentityPolicy(
   namespaceWide: boolean,
 ): PolicyDecision {
   const ref = item.ref
-  const keyed = a.identityKeyed ? `the caller's identity (${list([...new Set(a.identityFields.filter((f) => f.identity).map((f) => f.field))])})` : `the peer's IP (${list([...new Set(a.identityFields.map((f) => f.field))])})`
+  const keyed = a.identityKeyed
+    ? `the caller's identity (${list([...new Set(a.identityFields.filter((f) => f.identity).map((f) => f.field))])})`
+    : `the peer's IP (${list([...new Set(a.identityFields.map((f) => f.field))])})`
   const out: PolicyPlacement[] = [waypointCopy(run, obj, a, t, writtenRules(obj), true)]
   if (a.action === 'ALLOW') {
-    out.push(companion(run, obj, a, selected, `proxied traffic arrives with the waypoint's identity and IP; the waypoint copy already checked ${keyed}`))
+    out.push(
+      companion(
+        run,
+        obj,
+        a,
+        selected,
+        `proxied traffic arrives with the waypoint's identity and IP; the waypoint copy already checked ${keyed}`,
+      ),
+    )
   } else {
     permanentDenyCheck(run, ref, obj, a.ztunnelPolicy?.rules ?? [])
   }
@@ -874,7 +1023,8 @@ function planServiceAccountRewrite(
   const ref = item.ref
   const waypointTargets = run.waypointPlanned ? targetsFor() : undefined
   // Behind a waypoint, a DENY kept at the destination must not match the waypoint: the waypoint copy enforces it.
-  if (a.action === 'DENY' && waypointTargets && waypointTargets.via !== 'none') rewritten = exemptWaypointIfMatched(run, rewritten, ref)
+  if (a.action === 'DENY' && waypointTargets && waypointTargets.via !== 'none')
+    rewritten = exemptWaypointIfMatched(run, rewritten, ref)
   const l4 = created(run, obj, {
     role: 'ztunnel-l4',
     name: l4PartName(obj.metadata.name),
@@ -897,13 +1047,23 @@ function planServiceAccountRewrite(
       fix: 'Pass --istio-version (or plan against the cluster); on < 1.25 the policy needs the waypoint instead.',
     })
   }
-  let why = 'E22: when source.serviceAccount rewritten as from.source.serviceAccounts (enforced by ztunnel since 1.25); the rewrite is created before the switch, the original deleted after the restart'
+  let why =
+    'E22: when source.serviceAccount rewritten as from.source.serviceAccounts (enforced by ztunnel since 1.25); the rewrite is created before the switch, the original deleted after the restart'
   const t = waypointTargets
   if (t && t.via !== 'none') {
     const rewrittenAnalysis = analyzeAuthorizationPolicy(l4.object, run.ctx)
     if (rewrittenAnalysis.identityKeyed || rewrittenAnalysis.peerIpKeyed) {
       out.push(waypointCopy(run, obj, a, t, writtenRules(obj), true))
-      if (a.action === 'ALLOW') out.push(companion(run, obj, a, selected, 'proxied traffic arrives with the waypoint\'s identity; the waypoint copy already checked the service account'))
+      if (a.action === 'ALLOW')
+        out.push(
+          companion(
+            run,
+            obj,
+            a,
+            selected,
+            "proxied traffic arrives with the waypoint's identity; the waypoint copy already checked the service account",
+          ),
+        )
       coverageFindings(run, ref, AP, a.action, t, a.scope === 'namespace', true)
       why += '; a waypoint fronts these pods, so the service-account rule is also enforced there (E21)'
     }
@@ -931,7 +1091,10 @@ function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, enforced:
     apiVersion: obj.apiVersion,
     kind: obj.kind,
     metadata: {name: obj.metadata.name, namespace: ref.namespace ?? run.ns},
-    spec: {...structuredClone(obj.spec ?? {}), rules: exemptPeer(writtenRules(obj) ?? [], run.peer, ref.namespace ?? run.ns)},
+    spec: {
+      ...structuredClone(obj.spec ?? {}),
+      rules: exemptPeer(writtenRules(obj) ?? [], run.peer, ref.namespace ?? run.ns),
+    },
   }
   run.principalUsed = true
   finding(run, {
@@ -966,7 +1129,13 @@ function windowDenyCheck(run: Run, ref: ObjectRef, rules: AuthorizationRule[]): 
  * namespace with targetRefs Gateway, so the namespace's waypoint denies what it proxies; the original stays and
  * ztunnel keeps doing what it can with it. The classifier's E14 finding says what remains unenforced.
  */
-function planRootDenyCopy(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, original: PolicyPlacement, t: TargetPlan): PolicyDecision {
+function planRootDenyCopy(
+  run: Run,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  original: PolicyPlacement,
+  t: TargetPlan,
+): PolicyDecision {
   if (t.via === 'none') {
     noServiceFinding(run, a.ref, t.noTarget!)
     return decision(a.ref, 'blocked', t.noTarget!, original)
@@ -977,11 +1146,23 @@ function planRootDenyCopy(run: Run, obj: KubeObject, a: AuthorizationPolicyAnaly
   permanentDenyCheck(run, a.ref, obj, a.ztunnelPolicy?.rules ?? [])
   windowDenyCheck(run, a.ref, rules ?? [])
   run.carriedL7.push(obj.metadata.name)
-  return decision(a.ref, 'copy-root', `mesh-wide L7 DENY (${a.ztunnelEffect} at ztunnel): copied onto ${run.ns}'s waypoint; the original stays in ${run.rootNs} (outside the plan)`, original, [copy])
+  return decision(
+    a.ref,
+    'copy-root',
+    `mesh-wide L7 DENY (${a.ztunnelEffect} at ztunnel): copied onto ${run.ns}'s waypoint; the original stays in ${run.rootNs} (outside the plan)`,
+    original,
+    [copy],
+  )
 }
 
 /** E14: root-namespace policies the waypoints never see; the carry is outside the plan's namespace (SPEC §6). */
-function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, selected: WorkloadItem[], carriedHere = false): void {
+function rootBlocker(
+  run: Run,
+  obj: KubeObject,
+  a: AuthorizationPolicyAnalysis,
+  selected: WorkloadItem[],
+  carriedHere = false,
+): void {
   const ref = a.ref
   const rules = writtenRules(obj)
   const manifests: KubeObject[] = []
@@ -990,8 +1171,14 @@ function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, 
     manifests.push({
       apiVersion: obj.apiVersion,
       kind: obj.kind,
-      metadata: {name: copyName(obj.metadata.name), namespace: run.rootNs, ...(a.dryRun ? {annotations: {'istio.io/dry-run': 'true'}} : {})},
-      spec: apSpec(obj, a, rules, {targetRefs: [{group: GATEWAY_API_GROUP, kind: 'GatewayClass', name: WAYPOINT_CLASS}]}),
+      metadata: {
+        name: copyName(obj.metadata.name),
+        namespace: run.rootNs,
+        ...(a.dryRun ? {annotations: {'istio.io/dry-run': 'true'}} : {}),
+      },
+      spec: apSpec(obj, a, rules, {
+        targetRefs: [{group: GATEWAY_API_GROUP, kind: 'GatewayClass', name: WAYPOINT_CLASS}],
+      }),
     })
     if (a.action === 'ALLOW') {
       const projection = projectAllowRules(a, rules ?? [])
@@ -1005,7 +1192,13 @@ function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, 
       how = `apply the GatewayClass ${WAYPOINT_CLASS} copy (every waypoint of the mesh enforces it, with the caller's identity), then replace the original with its L4 part plus an ALLOW for the waypoints' principals (this plan's: ${run.peer.principal}; add the other namespaces' waypoints)${projection.matchAll ? ' — the L4 part allows every request, since no rule has an L4 constraint' : ''}`
     } else if (a.action === 'DENY') {
       const l4 = denyRulesSafeAtZtunnel(a)
-      if (l4.length > 0) manifests.push({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: run.rootNs}, spec: apSpec(obj, a, l4, {})})
+      if (l4.length > 0)
+        manifests.push({
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          metadata: {name: obj.metadata.name, namespace: run.rootNs},
+          spec: apSpec(obj, a, l4, {}),
+        })
       how = `apply the GatewayClass ${WAYPOINT_CLASS} copy, then ${l4.length > 0 ? 'replace the original with the rules ztunnel enforces as written' : 'delete the original (ztunnel cannot enforce any of it)'} once no namespace relies on sidecars for it`
     } else {
       how = `apply the GatewayClass ${WAYPOINT_CLASS} copy; the original keeps applying to sidecars until no namespace relies on them`
@@ -1013,7 +1206,14 @@ function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, 
   } else {
     // A root selector matches pods of every namespace; a GatewayClass copy would apply to all traffic of every
     // waypoint, far beyond the selector. For this namespace the equivalent is a Service-targeted copy here.
-    const t = planTargets({namespaceWide: false, selected, workloads: run.ctx.workloads, services: run.ctx.services, waypointName: run.input.waypointName, gatewayInNamespace: run.waypointNs === run.ns})
+    const t = planTargets({
+      namespaceWide: false,
+      selected,
+      workloads: run.ctx.workloads,
+      services: run.ctx.services,
+      waypointName: run.input.waypointName,
+      gatewayInNamespace: run.waypointNs === run.ns,
+    })
     if (t.via !== 'none') {
       manifests.push({
         apiVersion: obj.apiVersion,
@@ -1045,11 +1245,22 @@ function rootBlocker(run: Run, obj: KubeObject, a: AuthorizationPolicyAnalysis, 
 function namespaceTelemetry(run: Run, item: InventoryItem, original: PolicyPlacement): PolicyDecision {
   if (item.verdict === 'inert') {
     original.workloads = []
-    return decision(item.ref, 'keep', 'only switches Envoy telemetry off: without a waypoint there is none to switch off', original)
+    return decision(
+      item.ref,
+      'keep',
+      'only switches Envoy telemetry off: without a waypoint there is none to switch off',
+      original,
+    )
   }
-  if (!run.waypointPlanned) return decision(item.ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
+  if (!run.waypointPlanned)
+    return decision(item.ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
   original.appliedByWaypoint = true
-  return decision(item.ref, 'keep', `${original.scope === 'mesh' ? 'root' : 'namespace-wide'} Telemetry: the waypoint of ${run.ns} applies it as it is once bound`, original)
+  return decision(
+    item.ref,
+    'keep',
+    `${original.scope === 'mesh' ? 'root' : 'namespace-wide'} Telemetry: the waypoint of ${run.ns} applies it as it is once bound`,
+    original,
+  )
 }
 
 function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): PolicyDecision {
@@ -1059,18 +1270,45 @@ function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): Polic
   const selectorLabels = (spec.selector as {matchLabels?: Record<string, string>} | undefined)?.matchLabels
   const selector = selectorLabels && Object.keys(selectorLabels).length > 0 ? selectorLabels : undefined
   const hasTargetRefs = Array.isArray(spec.targetRefs) || (spec.targetRef !== undefined && spec.targetRef !== null)
-  const scope: PolicyPlacement['scope'] = hasTargetRefs ? 'targetRefs' : selector ? 'workload' : ref.namespace === run.rootNs ? 'mesh' : 'namespace'
-  const selected = scope === 'targetRefs' ? [] : nonProxy(selector ? matchingWorkloads(run.ctx, selector) : run.ctx.workloads)
-  const original = originalPlacement(item, obj, {scope, ...(selector ? {selector} : {}), workloads: workloadKeys(selected), services: scope === 'targetRefs' ? item.services ?? [] : []})
+  const scope: PolicyPlacement['scope'] = hasTargetRefs
+    ? 'targetRefs'
+    : selector
+      ? 'workload'
+      : ref.namespace === run.rootNs
+        ? 'mesh'
+        : 'namespace'
+  const selected =
+    scope === 'targetRefs' ? [] : nonProxy(selector ? matchingWorkloads(run.ctx, selector) : run.ctx.workloads)
+  const original = originalPlacement(item, obj, {
+    scope,
+    ...(selector ? {selector} : {}),
+    workloads: workloadKeys(selected),
+    services: scope === 'targetRefs' ? (item.services ?? []) : [],
+  })
   if (hasTargetRefs) return decision(ref, 'keep', 'already attached with targetRefs: applied by the waypoint', original)
-  if (item.action === 'manual' || item.action === 'blocker') return decision(ref, 'blocked', item.reasons[item.reasons.length - 1] ?? 'needs a person (see the inventory)', original)
+  if (item.action === 'manual' || item.action === 'blocker')
+    return decision(
+      ref,
+      'blocked',
+      item.reasons[item.reasons.length - 1] ?? 'needs a person (see the inventory)',
+      original,
+    )
   if (kind === TELEMETRY && !selector && !hasTargetRefs) return namespaceTelemetry(run, item, original)
   if (item.action !== 'retarget' || ref.namespace !== run.ns) return decision(ref, 'keep', 'nothing to carry', original)
-  if (!run.waypointPlanned) return decision(ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
-  if (selected.length === 0) return decision(ref, 'keep', `applies to no workload of ${run.ns} that becomes ambient`, original)
+  if (!run.waypointPlanned)
+    return decision(ref, 'keep', 'needs a waypoint, but none is planned for the namespace', original)
+  if (selected.length === 0)
+    return decision(ref, 'keep', `applies to no workload of ${run.ns} that becomes ambient`, original)
 
   const namespaceWide = selector === undefined
-  const t = planTargets({namespaceWide, selected, workloads: run.ctx.workloads, services: run.ctx.services, waypointName: run.input.waypointName, gatewayInNamespace: run.waypointNs === run.ns})
+  const t = planTargets({
+    namespaceWide,
+    selected,
+    workloads: run.ctx.workloads,
+    services: run.ctx.services,
+    waypointName: run.input.waypointName,
+    gatewayInNamespace: run.waypointNs === run.ns,
+  })
   if (t.via === 'none') {
     noServiceFinding(run, ref, t.noTarget!, kind === TELEMETRY ? 'warning' : 'blocker')
     return decision(ref, 'blocked', t.noTarget!, original)

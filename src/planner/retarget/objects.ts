@@ -24,7 +24,9 @@ const MAX_NAME = 253
 
 /** `name` + `suffix`, shortening `name` so the result stays a valid object name. */
 export function suffixedName(name: string, suffix: string): string {
-  return name.length + suffix.length <= MAX_NAME ? `${name}${suffix}` : `${name.slice(0, MAX_NAME - suffix.length).replace(/[-.]+$/, '')}${suffix}`
+  return name.length + suffix.length <= MAX_NAME
+    ? `${name}${suffix}`
+    : `${name.slice(0, MAX_NAME - suffix.length).replace(/[-.]+$/, '')}${suffix}`
 }
 
 /** Name of the waypoint (targetRefs) copy of a policy. */
@@ -60,15 +62,26 @@ const ISTIO_ANNOTATION = /^([a-z0-9.-]+\.)?istio\.io\//
  * annotations of the original (dry-run must follow the copy, DOMAIN §3.1), the copied-from annotation,
  * the managed-by stamp, and `spec`. Labels are not copied (see ISTIO_ANNOTATION).
  */
-export function derivedObject(original: KubeObject, opts: {name: string; namespace: string; planName: string; spec: Record<string, unknown>}): KubeObject {
+export function derivedObject(
+  original: KubeObject,
+  opts: {name: string; namespace: string; planName: string; spec: Record<string, unknown>},
+): KubeObject {
   const annotations: Record<string, string> = {}
   for (const [k, v] of Object.entries(original.metadata.annotations ?? {})) {
     if (ISTIO_ANNOTATION.test(k)) annotations[k] = v
   }
-  const from = original.metadata.namespace && original.metadata.namespace !== opts.namespace ? `${original.metadata.namespace}/${original.metadata.name}` : original.metadata.name
+  const from =
+    original.metadata.namespace && original.metadata.namespace !== opts.namespace
+      ? `${original.metadata.namespace}/${original.metadata.name}`
+      : original.metadata.name
   annotations[COPIED_FROM_ANNOTATION] = from
   return markManaged(
-    {apiVersion: original.apiVersion, kind: original.kind, metadata: {name: opts.name, namespace: opts.namespace, annotations}, spec: opts.spec},
+    {
+      apiVersion: original.apiVersion,
+      kind: original.kind,
+      metadata: {name: opts.name, namespace: opts.namespace, annotations},
+      spec: opts.spec,
+    },
     opts.planName,
   )
 }

@@ -49,9 +49,15 @@ function serviceIndex(services: ServiceItem[]): ReturnType<typeof buildServiceIn
 
 function buildServiceIndex(services: ServiceItem[]) {
   const servable = services.filter(waypointServable).sort(byName)
-  const fronting = (list: ServiceItem[]) => groupBy(list.flatMap((s) => [...new Set(s.workloads)].map((w) => ({w, s}))), (e) => e.w)
+  const fronting = (list: ServiceItem[]) =>
+    groupBy(
+      list.flatMap((s) => [...new Set(s.workloads)].map((w) => ({w, s}))),
+      (e) => e.w,
+    )
   const servableByWorkload = new Map([...fronting(servable)].map(([w, entries]) => [w, entries.map((e) => e.s)]))
-  const headlessByWorkload = new Map([...fronting(services.filter((s) => s.headless))].map(([w, entries]) => [w, entries.map((e) => e.s)]))
+  const headlessByWorkload = new Map(
+    [...fronting(services.filter((s) => s.headless))].map(([w, entries]) => [w, entries.map((e) => e.s)]),
+  )
   return {servable, servableByWorkload, headlessByWorkload}
 }
 
@@ -71,7 +77,9 @@ export function planTargets(opts: {
 }): TargetPlan {
   const selectedNames = new Set(opts.selected.map((w) => w.ref.name))
   const {servable, servableByWorkload, headlessByWorkload} = serviceIndex(opts.services)
-  const covering = opts.namespaceWide ? servable : [...new Set(opts.selected.flatMap((w) => servableByWorkload.get(w.ref.name) ?? []))].sort(byName)
+  const covering = opts.namespaceWide
+    ? servable
+    : [...new Set(opts.selected.flatMap((w) => servableByWorkload.get(w.ref.name) ?? []))].sort(byName)
   const coveringNames = covering.map((s) => s.ref.name)
 
   const podAddressed: {workload: string; why: string}[] = []
@@ -79,18 +87,33 @@ export function planTargets(opts: {
     const headless = (headlessByWorkload.get(w.ref.name) ?? []).map((s) => s.ref.name).sort()
     const behind = servableByWorkload.has(w.ref.name)
     if (headless.length > 0) podAddressed.push({workload: w.ref.name, why: `headless Service ${headless.join(', ')}`})
-    else if (w.ref.kind === 'StatefulSet') podAddressed.push({workload: w.ref.name, why: 'StatefulSet (peers address its pods directly)'})
+    else if (w.ref.kind === 'StatefulSet')
+      podAddressed.push({workload: w.ref.name, why: 'StatefulSet (peers address its pods directly)'})
     else if (!behind) podAddressed.push({workload: w.ref.name, why: 'no Service with a cluster IP in front of it'})
   }
 
   const base = {covering: coveringNames, podAddressed}
   if (covering.length === 0) {
-    return {...base, targetRefs: [], via: 'none', services: [], partial: [], noTarget: 'no Service with a selector and a cluster IP is in front of the selected pods'}
+    return {
+      ...base,
+      targetRefs: [],
+      via: 'none',
+      services: [],
+      partial: [],
+      noTarget: 'no Service with a selector and a cluster IP is in front of the selected pods',
+    }
   }
   const useGateway = opts.namespaceWide || covering.length > MAX_TARGET_REFS
   if (useGateway && !opts.gatewayInNamespace) {
     if (covering.length > MAX_TARGET_REFS) {
-      return {...base, targetRefs: [], via: 'none', services: [], partial: [], noTarget: `${covering.length} Services are in front of the selected pods (targetRefs allows ${MAX_TARGET_REFS}) and the waypoint is in another namespace, so its Gateway cannot be targeted`}
+      return {
+        ...base,
+        targetRefs: [],
+        via: 'none',
+        services: [],
+        partial: [],
+        noTarget: `${covering.length} Services are in front of the selected pods (targetRefs allows ${MAX_TARGET_REFS}) and the waypoint is in another namespace, so its Gateway cannot be targeted`,
+      }
     }
     // A waypoint of another namespace: Service targetRefs in the Service's namespace still attach (DOMAIN §1.6).
   }
@@ -100,7 +123,10 @@ export function planTargets(opts: {
     .filter((p) => p.uncovered.length > 0)
   return {
     ...base,
-    targetRefs: useGateway && opts.gatewayInNamespace ? [gatewayRef(opts.waypointName)] : covering.map((s) => ({group: '', kind: 'Service', name: s.ref.name})),
+    targetRefs:
+      useGateway && opts.gatewayInNamespace
+        ? [gatewayRef(opts.waypointName)]
+        : covering.map((s) => ({group: '', kind: 'Service', name: s.ref.name})),
     via: useGateway && opts.gatewayInNamespace ? 'gateway' : 'services',
     services: targeted.map((s) => s.ref.name),
     partial,

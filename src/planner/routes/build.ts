@@ -1,5 +1,5 @@
 // HTTPRoute rules for one parent Service, from the analysed `http[]` entries of a VirtualService.
-import {reason} from '../classify/common.js'
+import {reason} from '../classify/results.js'
 import {stableJson} from '../canonical.js'
 import {
   LIMITS,
@@ -41,7 +41,10 @@ function backendRef(t: TargetDraft, requestPort: number, ctx: BuildContext): Bac
   const port = t.port ?? (ports.length === 1 ? ports[0] : ports.includes(requestPort) ? requestPort : undefined)
   if (port === undefined) {
     ctx.reasons.push(
-      reason(`${t.path}.port`, `Service ${t.service.name} has several ports and none is ${requestPort}, the port of the request: Gateway API needs a backendRef port, and which one Istio would use is not defined`),
+      reason(
+        `${t.path}.port`,
+        `Service ${t.service.name} has several ports and none is ${requestPort}, the port of the request: Gateway API needs a backendRef port, and which one Istio would use is not defined`,
+      ),
     )
     return undefined
   }
@@ -53,10 +56,17 @@ function backendRef(t: TargetDraft, requestPort: number, ctx: BuildContext): Bac
   }
   const clash = ctx.uses.find((u) => u.name === use.name && (u.base.name !== use.base.name || u.subset !== use.subset))
   if (clash) {
-    ctx.reasons.push(reason(`${t.path}.subset`, `version Service name ${use.name} is also needed for ${clash.base.name} subset ${clash.subset}`))
+    ctx.reasons.push(
+      reason(
+        `${t.path}.subset`,
+        `version Service name ${use.name} is also needed for ${clash.base.name} subset ${clash.subset}`,
+      ),
+    )
     return undefined
   }
-  ctx.uses.push(t.subset.definition.trafficPolicy ? {...use, trafficPolicyFrom: t.subset.definition.destinationRule} : use)
+  ctx.uses.push(
+    t.subset.definition.trafficPolicy ? {...use, trafficPolicyFrom: t.subset.definition.destinationRule} : use,
+  )
   return {name: use.name, port}
 }
 
@@ -67,7 +77,12 @@ function backendRef(t: TargetDraft, requestPort: number, ctx: BuildContext): Bac
  * or `/bar/`: `/foo/x` → `/bar/x`). The two agree exactly when the prefix and the replacement both
  * end in "/" or both do not; other pairs would change paths (`/foo` + `/`: Istio `//x`).
  */
-function prefixReplacement(prefix: string, replacement: string, where: string, ctx: BuildContext): HTTPPathModifier | undefined {
+function prefixReplacement(
+  prefix: string,
+  replacement: string,
+  where: string,
+  ctx: BuildContext,
+): HTTPPathModifier | undefined {
   if (prefix.endsWith('/') !== replacement.endsWith('/')) {
     ctx.reasons.push(
       reason(
@@ -91,7 +106,9 @@ function pathModifier(draft: HttpDraft, m: MatchDraft | undefined, ctx: BuildCon
   }
   if (draft.redirect?.prefix !== undefined) {
     if (prefix === undefined) {
-      ctx.reasons.push(reason(`${draft.path}.redirect.uri`, `%PREFIX()% redirect on ${where}, which is not a prefix match`))
+      ctx.reasons.push(
+        reason(`${draft.path}.redirect.uri`, `%PREFIX()% redirect on ${where}, which is not a prefix match`),
+      )
       return undefined
     }
     return prefixReplacement(prefix, draft.redirect.prefix, `${draft.path}.redirect.uri`, ctx)
@@ -109,11 +126,15 @@ function ruleParts(draft: HttpDraft, requestPort: number, ctx: BuildContext): Ru
   const before = ctx.reasons.length
   const filters: HTTPRouteFilter[] = []
   if (draft.requestHeaders) filters.push({type: 'RequestHeaderModifier', requestHeaderModifier: draft.requestHeaders})
-  if (draft.responseHeaders) filters.push({type: 'ResponseHeaderModifier', responseHeaderModifier: draft.responseHeaders})
+  if (draft.responseHeaders)
+    filters.push({type: 'ResponseHeaderModifier', responseHeaderModifier: draft.responseHeaders})
   for (const mirror of draft.mirrors) {
     const ref = backendRef(mirror, requestPort, ctx)
     if (!ref) continue
-    filters.push({type: 'RequestMirror', requestMirror: {backendRef: ref, ...(mirror.percentage === undefined ? {} : mirrorShare(mirror.percentage))}})
+    filters.push({
+      type: 'RequestMirror',
+      requestMirror: {backendRef: ref, ...(mirror.percentage === undefined ? {} : mirrorShare(mirror.percentage))},
+    })
   }
   if (draft.rewrite?.hostname !== undefined && draft.rewrite.uri === undefined) {
     filters.push({type: 'URLRewrite', urlRewrite: {hostname: draft.rewrite.hostname}})
@@ -177,7 +198,8 @@ export function rulesForPort(drafts: HttpDraft[], port: number, ctx: BuildContex
     const pathDependent = draft.rewrite?.uri !== undefined || draft.redirect?.prefix !== undefined
     // ReplacePrefixMatch requires a rule with exactly one PathPrefix match (CEL rule), and the path
     // modifier depends on each match's type: such rules are split into one rule per match.
-    const groups: (MatchDraft[] | undefined)[] = pathDependent && matches !== undefined ? matches.map((m) => [m]) : [matches]
+    const groups: (MatchDraft[] | undefined)[] =
+      pathDependent && matches !== undefined ? matches.map((m) => [m]) : [matches]
     groups.forEach((group, k) => {
       const filters = [...parts.filters]
       let gwMatches = group?.map((m) => m.match)
@@ -187,11 +209,13 @@ export function rulesForPort(drafts: HttpDraft[], port: number, ctx: BuildContex
         if (!modifier) return
         // Header-only and catch-all matches get their implicit PathPrefix "/" written out, which the
         // ReplacePrefixMatch CEL rule checks.
-        if (modifier.type === 'ReplacePrefixMatch' && !m?.match.path) gwMatches = [{path: {type: 'PathPrefix', value: '/'}, ...(m?.match ?? {})}]
+        if (modifier.type === 'ReplacePrefixMatch' && !m?.match.path)
+          gwMatches = [{path: {type: 'PathPrefix', value: '/'}, ...(m?.match ?? {})}]
         if (draft.redirect) {
           const i = filters.findIndex((f) => f.type === 'RequestRedirect')
           const f = filters[i]
-          if (f?.type === 'RequestRedirect') filters[i] = {type: 'RequestRedirect', requestRedirect: {...f.requestRedirect, path: modifier}}
+          if (f?.type === 'RequestRedirect')
+            filters[i] = {type: 'RequestRedirect', requestRedirect: {...f.requestRedirect, path: modifier}}
         } else {
           const rewrite: HTTPURLRewrite = {path: modifier}
           if (draft.rewrite?.hostname !== undefined) rewrite.hostname = draft.rewrite.hostname
@@ -212,7 +236,9 @@ export function rulesForPort(drafts: HttpDraft[], port: number, ctx: BuildContex
       if (parts.timeouts) rule.timeouts = parts.timeouts
       const actionKey = stableJson({filters: rule.filters, backendRefs: rule.backendRefs, timeouts: rule.timeouts})
       const rankedMatches = gwMatches ?? [{}]
-      rankedMatches.forEach((match, j) => ranked.push({origin: draft.index, path: group?.[j]?.path ?? draft.path, match, actionKey}))
+      rankedMatches.forEach((match, j) =>
+        ranked.push({origin: draft.index, path: group?.[j]?.path ?? draft.path, match, actionKey}),
+      )
       rules.push(rule)
     })
   }
@@ -226,11 +252,24 @@ export function rulesForPort(drafts: HttpDraft[], port: number, ctx: BuildContex
     )
   }
   const totalMatches = rules.reduce((n, r) => n + (r.matches?.length ?? 0), 0)
-  if (rules.length > LIMITS.rules) ctx.reasons.push(reason('spec.http', `${rules.length} rules for port ${port}: an HTTPRoute holds at most ${LIMITS.rules}`))
-  if (totalMatches > LIMITS.totalMatches) ctx.reasons.push(reason('spec.http', `${totalMatches} matches for port ${port}: an HTTPRoute holds at most ${LIMITS.totalMatches}`))
+  if (rules.length > LIMITS.rules)
+    ctx.reasons.push(
+      reason('spec.http', `${rules.length} rules for port ${port}: an HTTPRoute holds at most ${LIMITS.rules}`),
+    )
+  if (totalMatches > LIMITS.totalMatches)
+    ctx.reasons.push(
+      reason(
+        'spec.http',
+        `${totalMatches} matches for port ${port}: an HTTPRoute holds at most ${LIMITS.totalMatches}`,
+      ),
+    )
   rules.forEach((r, i) => {
-    if ((r.matches?.length ?? 0) > LIMITS.matchesPerRule) ctx.reasons.push(reason(`spec.http`, `rule ${i} has ${r.matches!.length} matches: at most ${LIMITS.matchesPerRule}`))
-    if ((r.filters?.length ?? 0) > LIMITS.filters) ctx.reasons.push(reason(`spec.http`, `rule ${i} has ${r.filters!.length} filters: at most ${LIMITS.filters}`))
+    if ((r.matches?.length ?? 0) > LIMITS.matchesPerRule)
+      ctx.reasons.push(
+        reason(`spec.http`, `rule ${i} has ${r.matches!.length} matches: at most ${LIMITS.matchesPerRule}`),
+      )
+    if ((r.filters?.length ?? 0) > LIMITS.filters)
+      ctx.reasons.push(reason(`spec.http`, `rule ${i} has ${r.filters!.length} filters: at most ${LIMITS.filters}`))
   })
   return rules
 }
@@ -244,10 +283,20 @@ export function rulesForPort(drafts: HttpDraft[], port: number, ctx: BuildContex
  *   Service as the VirtualService did;
  * - several with different rules: one route per port.
  */
-export function routesForParent(parent: ServiceInfo, drafts: HttpDraft[], hostPath: string, ctx: BuildContext): ParentRoute[] {
+export function routesForParent(
+  parent: ServiceInfo,
+  drafts: HttpDraft[],
+  hostPath: string,
+  ctx: BuildContext,
+): ParentRoute[] {
   const httpPorts = parent.ports.filter((p) => p.http).map((p) => p.port)
   if (httpPorts.length === 0) {
-    ctx.reasons.push(reason(hostPath, `Service ${parent.name} has no port Istio treats as HTTP (by name, appProtocol or sniffing): the http routes never applied to it`))
+    ctx.reasons.push(
+      reason(
+        hostPath,
+        `Service ${parent.name} has no port Istio treats as HTTP (by name, appProtocol or sniffing): the http routes never applied to it`,
+      ),
+    )
     return []
   }
   for (const d of drafts) {
@@ -272,7 +321,8 @@ export function routesForParent(parent: ServiceInfo, drafts: HttpDraft[], hostPa
   }
   if (httpPorts.length === 1) return [{port: httpPorts[0]!, rules: perPort[0]!.rules}]
   const first = stableJson(perPort[0]!.rules)
-  if (withRules.length === perPort.length && perPort.every((p) => stableJson(p.rules) === first)) return [{rules: perPort[0]!.rules}]
+  if (withRules.length === perPort.length && perPort.every((p) => stableJson(p.rules) === first))
+    return [{rules: perPort[0]!.rules}]
   ctx.notes.push({
     code: 'HTTPRoutePerPort',
     severity: 'info',

@@ -1,10 +1,11 @@
 // Hosts, Services and DestinationRule subsets for the VirtualService → HTTPRoute conversion
 // (DOMAIN §3.4, §3.5, §3.6).
-import {CLUSTER_DOMAIN, compareAge, hostCovers, isRecord} from '../classify/common.js'
+import {CLUSTER_DOMAIN, hostCovers} from '../classify/hosts.js'
+import {compareAge} from '../classify/objects.js'
 import type {DestinationRuleSpec, Subset} from '../istio-types.js'
 import type {KubeObject} from '../model.js'
 import {istioProtocol} from '../services.js'
-import {stringMap} from '../json.js'
+import {stringMap, isRecord} from '../json.js'
 
 export interface ServicePortInfo {
   port: number
@@ -28,7 +29,6 @@ export interface ServiceInfo {
 // Istio protocols whose traffic goes through HTTP route tables (DOMAIN §5); `auto` is sniffed and
 // may be HTTP. TCP, TLS, HTTPS (TLS passthrough), databases and UDP never see `http` routes.
 const HTTP_ROUTED = new Set(['HTTP', 'HTTP2', 'HTTP_PROXY', 'GRPC', 'GRPC-Web', 'auto'])
-
 
 export function serviceInfo(obj: KubeObject): ServiceInfo {
   const spec = isRecord(obj.spec) ? obj.spec : {}
@@ -119,12 +119,18 @@ export function destinationRulesFor(service: string, namespace: string, drs: Kub
     return host !== undefined && hostCovers(host, fqdn)
   })
   const rank = (dr: KubeObject): number =>
-    ((dr.metadata.namespace ?? namespace) === namespace ? 0 : 2) + (destinationRuleHost(dr, namespace)!.includes('*') ? 1 : 0)
+    ((dr.metadata.namespace ?? namespace) === namespace ? 0 : 2) +
+    (destinationRuleHost(dr, namespace)!.includes('*') ? 1 : 0)
   return candidates.sort((a, b) => rank(a) - rank(b) || compareAge(a, b))
 }
 
 /** The labels of `subset` for Service `service`, from the first DestinationRule that defines it. */
-export function findSubset(service: string, subset: string, namespace: string, drs: KubeObject[]): SubsetDefinition | undefined {
+export function findSubset(
+  service: string,
+  subset: string,
+  namespace: string,
+  drs: KubeObject[],
+): SubsetDefinition | undefined {
   for (const dr of destinationRulesFor(service, namespace, drs)) {
     const spec = (isRecord(dr.spec) ? dr.spec : {}) as DestinationRuleSpec
     const def = (Array.isArray(spec.subsets) ? spec.subsets : []).find((s: Subset) => s?.name === subset)

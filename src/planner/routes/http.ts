@@ -2,7 +2,8 @@
 // every field that has no (exact) Gateway API v1.6.1 standard-channel equivalent
 // (istio/api networking/v1 HTTPRoute; Gateway API config/crd/standard HTTPRoute).
 import type {FindingCode} from '../findings/catalogue.js'
-import {isRecord, reason} from '../classify/common.js'
+import {isRecord} from '../json.js'
+import {reason} from '../classify/results.js'
 import type {KubeObject} from '../model.js'
 import {
   HTTP_METHODS,
@@ -95,13 +96,40 @@ export interface HttpDraft {
 }
 
 const HTTP_ROUTE_FIELDS = new Set([
-  'name', 'match', 'route', 'redirect', 'directResponse', 'delegate', 'rewrite', 'timeout', 'retries', 'fault',
-  'mirror', 'mirrors', 'mirrorPercent', 'mirrorPercentage', 'mirror_percent', 'corsPolicy', 'headers',
+  'name',
+  'match',
+  'route',
+  'redirect',
+  'directResponse',
+  'delegate',
+  'rewrite',
+  'timeout',
+  'retries',
+  'fault',
+  'mirror',
+  'mirrors',
+  'mirrorPercent',
+  'mirrorPercentage',
+  'mirror_percent',
+  'corsPolicy',
+  'headers',
 ])
 
 const MATCH_FIELDS = new Set([
-  'name', 'uri', 'scheme', 'method', 'authority', 'headers', 'port', 'sourceLabels', 'gateways', 'queryParams',
-  'ignoreUriCase', 'withoutHeaders', 'sourceNamespace', 'statPrefix',
+  'name',
+  'uri',
+  'scheme',
+  'method',
+  'authority',
+  'headers',
+  'port',
+  'sourceLabels',
+  'gateways',
+  'queryParams',
+  'ignoreUriCase',
+  'withoutHeaders',
+  'sourceNamespace',
+  'statPrefix',
 ])
 
 type StringMatch = {kind: 'exact' | 'prefix' | 'regex'; value: string} | {kind: 'present'}
@@ -124,15 +152,23 @@ function nonEmpty(value: unknown): boolean {
   return value !== '' && value !== false
 }
 
-function convertUri(value: unknown, where: string, ctx: AnalysisContext): {match: HTTPRouteMatch; uri: UriKind} | undefined {
+function convertUri(
+  value: unknown,
+  where: string,
+  ctx: AnalysisContext,
+): {match: HTTPRouteMatch; uri: UriKind} | undefined {
   const sm = stringMatch(value)
   if ('problem' in sm || sm.kind === 'present') {
-    ctx.reasons.push(reason(where, `URI match ${'problem' in sm ? sm.problem : 'without exact, prefix or regex'}: not convertible`))
+    ctx.reasons.push(
+      reason(where, `URI match ${'problem' in sm ? sm.problem : 'without exact, prefix or regex'}: not convertible`),
+    )
     return undefined
   }
   if (sm.kind === 'regex') {
     if (sm.value === '' || sm.value.length > LIMITS.pathValue) {
-      ctx.reasons.push(reason(where, `regex of ${sm.value.length} characters: an HTTPRoute path value holds 1 to ${LIMITS.pathValue}`))
+      ctx.reasons.push(
+        reason(where, `regex of ${sm.value.length} characters: an HTTPRoute path value holds 1 to ${LIMITS.pathValue}`),
+      )
       return undefined
     }
     return {match: {path: {type: 'RegularExpression', value: sm.value}}, uri: 'regex'}
@@ -159,7 +195,12 @@ function convertUri(value: unknown, where: string, ctx: AnalysisContext): {match
 }
 
 /** Header or query parameter matches; `headers` names compare case-insensitively. */
-function convertValueMatches(value: unknown, where: string, what: 'header' | 'query parameter', ctx: AnalysisContext): HTTPValueMatch[] | undefined {
+function convertValueMatches(
+  value: unknown,
+  where: string,
+  what: 'header' | 'query parameter',
+  ctx: AnalysisContext,
+): HTTPValueMatch[] | undefined {
   if (!isRecord(value)) {
     ctx.reasons.push(reason(where, `${what} matches are not a map`))
     return undefined
@@ -171,12 +212,16 @@ function convertValueMatches(value: unknown, where: string, what: 'header' | 'qu
     const p = `${where}.${name}`
     const key = what === 'header' ? name.toLowerCase() : name
     if (!HEADER_NAME.test(name) || name.length > LIMITS.headerName) {
-      ctx.reasons.push(reason(p, `${what} name ${JSON.stringify(name)} is not an HTTP token: Gateway API cannot match it`))
+      ctx.reasons.push(
+        reason(p, `${what} name ${JSON.stringify(name)} is not an HTTP token: Gateway API cannot match it`),
+      )
       ok = false
       continue
     }
     if (seen.has(key)) {
-      ctx.reasons.push(reason(p, `${what} ${name} is matched twice (names are case-insensitive): Gateway API keeps only the first`))
+      ctx.reasons.push(
+        reason(p, `${what} ${name} is matched twice (names are case-insensitive): Gateway API keeps only the first`),
+      )
       ok = false
       continue
     }
@@ -202,7 +247,9 @@ function convertValueMatches(value: unknown, where: string, what: 'header' | 'qu
         ok = false
       } else {
         // An empty value cannot be an Exact match (minLength 1); the expression "^$" matches exactly it.
-        out.push(sm.value === '' ? {name, type: 'RegularExpression', value: '^$'} : {name, type: 'Exact', value: sm.value})
+        out.push(
+          sm.value === '' ? {name, type: 'RegularExpression', value: '^$'} : {name, type: 'Exact', value: sm.value},
+        )
       }
     } else if (sm.kind === 'regex') {
       if (sm.value === '' || sm.value.length > maxValue) {
@@ -212,7 +259,9 @@ function convertValueMatches(value: unknown, where: string, what: 'header' | 'qu
         out.push({name, type: 'RegularExpression', value: sm.value})
       }
     } else if (what === 'query parameter') {
-      ctx.reasons.push(reason(p, 'query parameter prefix match: not supported by Istio for query parameters, and not by Gateway API'))
+      ctx.reasons.push(
+        reason(p, 'query parameter prefix match: not supported by Istio for query parameters, and not by Gateway API'),
+      )
       ok = false
     } else {
       const regex = `${escapeRe2(sm.value)}.*`
@@ -255,7 +304,10 @@ function convertMatch(m: unknown, where: string, ctx: AnalysisContext): MatchDra
       draft.uri = uri.uri
     }
   }
-  if (m.ignoreUriCase === true) ctx.reasons.push(reason(`${where}.ignoreUriCase`, 'case-insensitive URI match: Gateway API paths are case-sensitive'))
+  if (m.ignoreUriCase === true)
+    ctx.reasons.push(
+      reason(`${where}.ignoreUriCase`, 'case-insensitive URI match: Gateway API paths are case-sensitive'),
+    )
   if (m.headers !== undefined) {
     const headers = convertValueMatches(m.headers, `${where}.headers`, 'header', ctx)
     if (headers && headers.length > 0) draft.match.headers = headers
@@ -267,23 +319,50 @@ function convertMatch(m: unknown, where: string, ctx: AnalysisContext): MatchDra
   if (m.method !== undefined) {
     const sm = stringMatch(m.method)
     if (!('problem' in sm) && sm.kind === 'exact' && HTTP_METHODS.has(sm.value)) draft.match.method = sm.value
-    else ctx.reasons.push(reason(`${where}.method`, `method match ${JSON.stringify(m.method)}: Gateway API matches one of ${[...HTTP_METHODS].join(', ')} exactly`))
+    else
+      ctx.reasons.push(
+        reason(
+          `${where}.method`,
+          `method match ${JSON.stringify(m.method)}: Gateway API matches one of ${[...HTTP_METHODS].join(', ')} exactly`,
+        ),
+      )
   }
   if (m.port !== undefined) {
     if (Number.isInteger(m.port) && (m.port as number) > 0 && (m.port as number) < 65536) draft.port = m.port as number
     else ctx.reasons.push(reason(`${where}.port`, 'not a port number'))
   }
-  if (nonEmpty(m.withoutHeaders)) ctx.reasons.push(reason(`${where}.withoutHeaders`, 'negative header match: Gateway API has none'))
+  if (nonEmpty(m.withoutHeaders))
+    ctx.reasons.push(reason(`${where}.withoutHeaders`, 'negative header match: Gateway API has none'))
   if (nonEmpty(m.sourceLabels)) {
-    ctx.reasons.push(reason(`${where}.sourceLabels`, 'source label match: Gateway API has none, and waypoints drop it ("Source label matching is not supported in ambient mode", DOMAIN §3.4)'))
+    ctx.reasons.push(
+      reason(
+        `${where}.sourceLabels`,
+        'source label match: Gateway API has none, and waypoints drop it ("Source label matching is not supported in ambient mode", DOMAIN §3.4)',
+      ),
+    )
   }
-  if (nonEmpty(m.sourceNamespace)) ctx.reasons.push(reason(`${where}.sourceNamespace`, 'source namespace match: Gateway API has none (a waypoint compares it with its own namespace, DOMAIN §3.4)'))
+  if (nonEmpty(m.sourceNamespace))
+    ctx.reasons.push(
+      reason(
+        `${where}.sourceNamespace`,
+        'source namespace match: Gateway API has none (a waypoint compares it with its own namespace, DOMAIN §3.4)',
+      ),
+    )
   if (Array.isArray(m.gateways) && m.gateways.some((g) => g !== 'mesh')) {
-    ctx.reasons.push(reason(`${where}.gateways`, `match restricted to gateways ${m.gateways.join(', ')}: an HTTPRoute with a Service parent serves mesh traffic only`))
+    ctx.reasons.push(
+      reason(
+        `${where}.gateways`,
+        `match restricted to gateways ${m.gateways.join(', ')}: an HTTPRoute with a Service parent serves mesh traffic only`,
+      ),
+    )
   }
-  if (nonEmpty(m.authority)) ctx.reasons.push(reason(`${where}.authority`, 'authority match: an HTTPRoute with a Service parent cannot match the Host header'))
+  if (nonEmpty(m.authority))
+    ctx.reasons.push(
+      reason(`${where}.authority`, 'authority match: an HTTPRoute with a Service parent cannot match the Host header'),
+    )
   if (nonEmpty(m.scheme)) ctx.reasons.push(reason(`${where}.scheme`, 'scheme match: Gateway API has none'))
-  if (nonEmpty(m.statPrefix)) ctx.reasons.push(reason(`${where}.statPrefix`, 'route statistics prefix: Gateway API has none'))
+  if (nonEmpty(m.statPrefix))
+    ctx.reasons.push(reason(`${where}.statPrefix`, 'route statistics prefix: Gateway API has none'))
   return ctx.reasons.length === before ? draft : undefined
 }
 
@@ -298,13 +377,24 @@ function headerList(value: unknown, where: string, ctx: AnalysisContext): HTTPHe
   for (const name of Object.keys(value).sort()) {
     const v = value[name]
     const p = `${where}.${name}`
-    if (!HEADER_NAME.test(name) || name.length > LIMITS.headerName) ctx.reasons.push(reason(p, `header name ${JSON.stringify(name)} (pseudo-headers such as :authority included) cannot be written by Gateway API header modifiers`))
-    else if (seen.has(name.toLowerCase())) ctx.reasons.push(reason(p, 'header named twice (names are case-insensitive)'))
-    else if (typeof v !== 'string' || v === '' || v.length > LIMITS.headerValue) ctx.reasons.push(reason(p, `header value must be 1 to ${LIMITS.headerValue} characters for Gateway API`))
+    if (!HEADER_NAME.test(name) || name.length > LIMITS.headerName)
+      ctx.reasons.push(
+        reason(
+          p,
+          `header name ${JSON.stringify(name)} (pseudo-headers such as :authority included) cannot be written by Gateway API header modifiers`,
+        ),
+      )
+    else if (seen.has(name.toLowerCase()))
+      ctx.reasons.push(reason(p, 'header named twice (names are case-insensitive)'))
+    else if (typeof v !== 'string' || v === '' || v.length > LIMITS.headerValue)
+      ctx.reasons.push(reason(p, `header value must be 1 to ${LIMITS.headerValue} characters for Gateway API`))
     else out.push({name, value: v})
     seen.add(name.toLowerCase())
   }
-  if (out.length > LIMITS.headerModifierEntries) ctx.reasons.push(reason(where, `${out.length} headers: a header modifier holds at most ${LIMITS.headerModifierEntries}`))
+  if (out.length > LIMITS.headerModifierEntries)
+    ctx.reasons.push(
+      reason(where, `${out.length} headers: a header modifier holds at most ${LIMITS.headerModifierEntries}`),
+    )
   return out
 }
 
@@ -315,7 +405,8 @@ function headerModifier(value: unknown, where: string, ctx: AnalysisContext): HT
     ctx.reasons.push(reason(where, 'not header operations'))
     return undefined
   }
-  for (const key of Object.keys(value)) if (!['set', 'add', 'remove'].includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown header operation'))
+  for (const key of Object.keys(value))
+    if (!['set', 'add', 'remove'].includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown header operation'))
   const out: HTTPHeaderModifier = {}
   const set = headerList(value.set, `${where}.set`, ctx)
   const add = headerList(value.add, `${where}.add`, ctx)
@@ -325,20 +416,34 @@ function headerModifier(value: unknown, where: string, ctx: AnalysisContext): HT
     const remove = Array.isArray(value.remove) ? value.remove : []
     const names = [...new Set(remove.map(String))].sort()
     const bad = names.filter((n) => !HEADER_NAME.test(n))
-    if (!Array.isArray(value.remove) || bad.length > 0) ctx.reasons.push(reason(`${where}.remove`, `cannot remove ${bad.join(', ') || 'a non-list'} with a Gateway API header modifier`))
-    else if (names.length > LIMITS.headerModifierEntries) ctx.reasons.push(reason(`${where}.remove`, `${names.length} headers: a header modifier removes at most ${LIMITS.headerModifierEntries}`))
+    if (!Array.isArray(value.remove) || bad.length > 0)
+      ctx.reasons.push(
+        reason(`${where}.remove`, `cannot remove ${bad.join(', ') || 'a non-list'} with a Gateway API header modifier`),
+      )
+    else if (names.length > LIMITS.headerModifierEntries)
+      ctx.reasons.push(
+        reason(
+          `${where}.remove`,
+          `${names.length} headers: a header modifier removes at most ${LIMITS.headerModifierEntries}`,
+        ),
+      )
     else if (names.length > 0) out.remove = names
   }
   return Object.keys(out).length > 0 ? out : undefined
 }
 
-function headersOf(value: unknown, where: string, ctx: AnalysisContext): {request?: HTTPHeaderModifier; response?: HTTPHeaderModifier} {
+function headersOf(
+  value: unknown,
+  where: string,
+  ctx: AnalysisContext,
+): {request?: HTTPHeaderModifier; response?: HTTPHeaderModifier} {
   if (value === undefined) return {}
   if (!isRecord(value)) {
     ctx.reasons.push(reason(where, 'not header operations'))
     return {}
   }
-  for (const key of Object.keys(value)) if (!['request', 'response'].includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown field'))
+  for (const key of Object.keys(value))
+    if (!['request', 'response'].includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown field'))
   const out: {request?: HTTPHeaderModifier; response?: HTTPHeaderModifier} = {}
   const request = headerModifier(value.request, `${where}.request`, ctx)
   const response = headerModifier(value.response, `${where}.response`, ctx)
@@ -365,7 +470,12 @@ function target(dest: unknown, where: string, ctx: AnalysisContext): TargetDraft
     return undefined
   }
   if (service.type === 'ExternalName') {
-    ctx.reasons.push(reason(`${where}.host`, `Service ${service.name} is of type ExternalName: Gateway API implementations should not route to it`))
+    ctx.reasons.push(
+      reason(
+        `${where}.host`,
+        `Service ${service.name} is of type ExternalName: Gateway API implementations should not route to it`,
+      ),
+    )
     return undefined
   }
   if (resolved.partial) {
@@ -394,7 +504,12 @@ function target(dest: unknown, where: string, ctx: AnalysisContext): TargetDraft
     const subset = String(dest.subset)
     const definition = findSubset(service.name, subset, ctx.namespace, ctx.destinationRules)
     if (!definition) {
-      ctx.reasons.push(reason(`${where}.subset`, `no DestinationRule defines subset ${subset} for ${service.name}: no version Service can stand for it`))
+      ctx.reasons.push(
+        reason(
+          `${where}.subset`,
+          `no DestinationRule defines subset ${subset} for ${service.name}: no version Service can stand for it`,
+        ),
+      )
       ctx.notes.push({
         code: 'VirtualServiceSubsetUnknown',
         severity: 'error',
@@ -426,9 +541,11 @@ function convertMirrors(r: Record<string, unknown>, where: string, ctx: Analysis
     if (t) {
       const m: MirrorDraft = {...t}
       // mirrorPercentage wins over the deprecated integer mirrorPercent, as in Istio.
-      if (r.mirrorPercentage !== undefined) m.percentage = percentage(r.mirrorPercentage, `${where}.mirrorPercentage`, ctx)
+      if (r.mirrorPercentage !== undefined)
+        m.percentage = percentage(r.mirrorPercentage, `${where}.mirrorPercentage`, ctx)
       else if (r.mirrorPercent !== undefined) m.percentage = percentage(r.mirrorPercent, `${where}.mirrorPercent`, ctx)
-      else if (r.mirror_percent !== undefined) m.percentage = percentage(r.mirror_percent, `${where}.mirror_percent`, ctx)
+      else if (r.mirror_percent !== undefined)
+        m.percentage = percentage(r.mirror_percent, `${where}.mirror_percent`, ctx)
       out.push(m)
     }
   }
@@ -455,11 +572,15 @@ function convertRedirect(value: unknown, where: string, ctx: AnalysisContext): R
   }
   const before = ctx.reasons.length
   for (const key of Object.keys(value)) {
-    if (!['uri', 'authority', 'port', 'derivePort', 'scheme', 'redirectCode'].includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown redirect field'))
+    if (!['uri', 'authority', 'port', 'derivePort', 'scheme', 'redirectCode'].includes(key))
+      ctx.reasons.push(reason(`${where}.${key}`, 'unknown redirect field'))
   }
   const code = value.redirectCode === undefined ? 301 : Number(value.redirectCode)
   // Istio's default is 301 and Gateway API's 302: the status is always written out.
-  if (!REDIRECT_STATUS_CODES.has(code)) ctx.reasons.push(reason(`${where}.redirectCode`, `status ${code}: Gateway API redirects with 301, 302, 303, 307 or 308 only`))
+  if (!REDIRECT_STATUS_CODES.has(code))
+    ctx.reasons.push(
+      reason(`${where}.redirectCode`, `status ${code}: Gateway API redirects with 301, 302, 303, 307 or 308 only`),
+    )
   const out: RedirectDraft = {statusCode: code}
   if (value.scheme !== undefined) {
     if (value.scheme === 'http' || value.scheme === 'https') out.scheme = value.scheme
@@ -470,15 +591,20 @@ function convertRedirect(value: unknown, where: string, ctx: AnalysisContext): R
     const colon = authority.lastIndexOf(':')
     const host = colon >= 0 ? authority.slice(0, colon) : authority
     const port = colon >= 0 ? Number(authority.slice(colon + 1)) : undefined
-    if (!DNS_SUBDOMAIN.test(host) || host.length > 253) ctx.reasons.push(reason(`${where}.authority`, `${value.authority} is not a DNS name Gateway API accepts as redirect hostname`))
+    if (!DNS_SUBDOMAIN.test(host) || host.length > 253)
+      ctx.reasons.push(
+        reason(`${where}.authority`, `${value.authority} is not a DNS name Gateway API accepts as redirect hostname`),
+      )
     else out.hostname = host
     if (port !== undefined) {
-      if (!Number.isInteger(port) || port < 1 || port > 65535 || value.port !== undefined) ctx.reasons.push(reason(`${where}.authority`, 'authority port cannot be expressed'))
+      if (!Number.isInteger(port) || port < 1 || port > 65535 || value.port !== undefined)
+        ctx.reasons.push(reason(`${where}.authority`, 'authority port cannot be expressed'))
       else out.port = port
     }
   }
   if (value.port !== undefined) {
-    if (Number.isInteger(value.port) && (value.port as number) > 0 && (value.port as number) < 65536) out.port = value.port as number
+    if (Number.isInteger(value.port) && (value.port as number) > 0 && (value.port as number) < 65536)
+      out.port = value.port as number
     else ctx.reasons.push(reason(`${where}.port`, 'not a port number'))
   } else if (value.derivePort === 'FROM_REQUEST_PORT' && out.port === undefined) {
     out.requestPort = true
@@ -489,7 +615,8 @@ function convertRedirect(value: unknown, where: string, ctx: AnalysisContext): R
   if (value.uri !== undefined) {
     const uri = String(value.uri)
     if (uri.startsWith('%PREFIX()%')) out.prefix = uri.slice('%PREFIX()%'.length)
-    else if (uri === '' || uri.length > LIMITS.pathValue) ctx.reasons.push(reason(`${where}.uri`, `redirect path must be 1 to ${LIMITS.pathValue} characters`))
+    else if (uri === '' || uri.length > LIMITS.pathValue)
+      ctx.reasons.push(reason(`${where}.uri`, `redirect path must be 1 to ${LIMITS.pathValue} characters`))
     else out.fullPath = uri
   }
   return ctx.reasons.length === before ? out : undefined
@@ -501,16 +628,31 @@ function convertRewrite(value: unknown, where: string, ctx: AnalysisContext): Ht
     return undefined
   }
   const out: NonNullable<HttpDraft['rewrite']> = {}
-  for (const key of Object.keys(value)) if (!['uri', 'authority', 'uriRegexRewrite'].includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown rewrite field'))
-  if (value.uriRegexRewrite !== undefined) ctx.reasons.push(reason(`${where}.uriRegexRewrite`, 'regex path rewrite: Gateway API URLRewrite replaces a full path or a matched prefix only'))
+  for (const key of Object.keys(value))
+    if (!['uri', 'authority', 'uriRegexRewrite'].includes(key))
+      ctx.reasons.push(reason(`${where}.${key}`, 'unknown rewrite field'))
+  if (value.uriRegexRewrite !== undefined)
+    ctx.reasons.push(
+      reason(
+        `${where}.uriRegexRewrite`,
+        'regex path rewrite: Gateway API URLRewrite replaces a full path or a matched prefix only',
+      ),
+    )
   if (value.uri !== undefined) {
     const uri = String(value.uri)
-    if (uri === '' || uri.length > LIMITS.pathValue) ctx.reasons.push(reason(`${where}.uri`, `rewrite path must be 1 to ${LIMITS.pathValue} characters`))
+    if (uri === '' || uri.length > LIMITS.pathValue)
+      ctx.reasons.push(reason(`${where}.uri`, `rewrite path must be 1 to ${LIMITS.pathValue} characters`))
     else out.uri = uri
   }
   if (value.authority !== undefined) {
     const authority = String(value.authority).toLowerCase()
-    if (!DNS_SUBDOMAIN.test(authority) || authority.length > 253) ctx.reasons.push(reason(`${where}.authority`, `${value.authority} is not a DNS name (a port or an IP cannot be a URLRewrite hostname)`))
+    if (!DNS_SUBDOMAIN.test(authority) || authority.length > 253)
+      ctx.reasons.push(
+        reason(
+          `${where}.authority`,
+          `${value.authority} is not a DNS name (a port or an IP cannot be a URLRewrite hostname)`,
+        ),
+      )
     else out.hostname = authority
   }
   return out
@@ -524,19 +666,41 @@ function convertCors(value: unknown, where: string, ctx: AnalysisContext): HTTPC
     ctx.reasons.push(reason(where, 'not a CORS policy'))
     return undefined
   }
-  const known = ['allowOrigins', 'allowOrigin', 'allowMethods', 'allowHeaders', 'exposeHeaders', 'maxAge', 'allowCredentials', 'unmatchedPreflights']
-  for (const key of Object.keys(value)) if (!known.includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown CORS field'))
+  const known = [
+    'allowOrigins',
+    'allowOrigin',
+    'allowMethods',
+    'allowHeaders',
+    'exposeHeaders',
+    'maxAge',
+    'allowCredentials',
+    'unmatchedPreflights',
+  ]
+  for (const key of Object.keys(value))
+    if (!known.includes(key)) ctx.reasons.push(reason(`${where}.${key}`, 'unknown CORS field'))
   const out: HTTPCORS = {}
   const origins: string[] = []
   ;(Array.isArray(value.allowOrigins) ? value.allowOrigins : []).forEach((o, k) => {
     const sm = stringMatch(o)
     // Istio turns Gateway API origins back into exact matches only, so exact is all that maps.
-    if ('problem' in sm || sm.kind !== 'exact') ctx.reasons.push(reason(`${where}.allowOrigins[${k}]`, 'origin prefix or regex match: Gateway API CORS lists exact origins (or "*")'))
+    if ('problem' in sm || sm.kind !== 'exact')
+      ctx.reasons.push(
+        reason(
+          `${where}.allowOrigins[${k}]`,
+          'origin prefix or regex match: Gateway API CORS lists exact origins (or "*")',
+        ),
+      )
     else origins.push(sm.value)
   })
   for (const o of Array.isArray(value.allowOrigin) ? value.allowOrigin : []) origins.push(String(o))
   const badOrigins = origins.filter((o) => !CORS_ORIGIN.test(o) || o.length > 253)
-  if (badOrigins.length > 0) ctx.reasons.push(reason(`${where}.allowOrigins`, `origin(s) ${badOrigins.join(', ')} not of the form scheme://host[:port] that Gateway API CORS accepts`))
+  if (badOrigins.length > 0)
+    ctx.reasons.push(
+      reason(
+        `${where}.allowOrigins`,
+        `origin(s) ${badOrigins.join(', ')} not of the form scheme://host[:port] that Gateway API CORS accepts`,
+      ),
+    )
   const listRule = (list: string[], field: string): boolean => {
     if (list.includes('*') && list.length > 1) {
       ctx.reasons.push(reason(`${where}.${field}`, '"*" alongside other values: Gateway API rejects it'))
@@ -552,18 +716,22 @@ function convertCors(value: unknown, where: string, ctx: AnalysisContext): HTTPC
   if (origins.length > 0 && listRule(origins, 'allowOrigins')) out.allowOrigins = [...new Set(origins)]
   const methods = uniq(value.allowMethods)
   const badMethods = methods.filter((m) => !CORS_METHODS.has(m))
-  if (badMethods.length > 0) ctx.reasons.push(reason(`${where}.allowMethods`, `method(s) ${badMethods.join(', ')} outside Gateway API's list`))
+  if (badMethods.length > 0)
+    ctx.reasons.push(reason(`${where}.allowMethods`, `method(s) ${badMethods.join(', ')} outside Gateway API's list`))
   else if (methods.length > 0 && listRule(methods, 'allowMethods')) out.allowMethods = methods
   for (const field of ['allowHeaders', 'exposeHeaders'] as const) {
     const names = uniq(value[field])
     const bad = names.filter((n) => !HEADER_NAME.test(n))
-    if (bad.length > 0) ctx.reasons.push(reason(`${where}.${field}`, `header name(s) ${bad.join(', ')} are not HTTP tokens`))
+    if (bad.length > 0)
+      ctx.reasons.push(reason(`${where}.${field}`, `header name(s) ${bad.join(', ')} are not HTTP tokens`))
     else if (names.length > 0 && (field === 'exposeHeaders' || listRule(names, field))) out[field] = names
   }
   if (value.maxAge !== undefined) {
     const ns = parseGoDuration(String(value.maxAge))
     if (ns === undefined || ns <= 0n || ns % 1_000_000_000n !== 0n || ns / 1_000_000_000n > 2_147_483_647n) {
-      ctx.reasons.push(reason(`${where}.maxAge`, `${value.maxAge}: Gateway API CORS maxAge is a whole number of seconds, at least 1`))
+      ctx.reasons.push(
+        reason(`${where}.maxAge`, `${value.maxAge}: Gateway API CORS maxAge is a whole number of seconds, at least 1`),
+      )
     } else {
       out.maxAge = Number(ns / 1_000_000_000n)
     }
@@ -571,7 +739,13 @@ function convertCors(value: unknown, where: string, ctx: AnalysisContext): HTTPC
   // Without maxAge, Gateway API defaults to 5 s, which is also the Fetch standard's default when
   // Access-Control-Max-Age is absent: browsers behave the same.
   if (value.allowCredentials === true) out.allowCredentials = true
-  if (value.unmatchedPreflights === 'IGNORE') ctx.reasons.push(reason(`${where}.unmatchedPreflights`, 'IGNORE: Gateway API always forwards preflight requests that do not match'))
+  if (value.unmatchedPreflights === 'IGNORE')
+    ctx.reasons.push(
+      reason(
+        `${where}.unmatchedPreflights`,
+        'IGNORE: Gateway API always forwards preflight requests that do not match',
+      ),
+    )
   return out
 }
 
@@ -583,12 +757,21 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
     ctx.reasons.push(reason(path, 'not an HTTP route'))
     return draft
   }
-  for (const key of Object.keys(raw)) if (!HTTP_ROUTE_FIELDS.has(key)) ctx.reasons.push(reason(`${path}.${key}`, 'unknown field: not converted'))
+  for (const key of Object.keys(raw))
+    if (!HTTP_ROUTE_FIELDS.has(key)) ctx.reasons.push(reason(`${path}.${key}`, 'unknown field: not converted'))
   if (typeof raw.name === 'string' && raw.name !== '') draft.name = raw.name
 
-  if (raw.delegate !== undefined) ctx.reasons.push(reason(`${path}.delegate`, 'delegation to another VirtualService: Gateway API has no route delegation for Service parents'))
-  if (raw.fault !== undefined) ctx.reasons.push(reason(`${path}.fault`, 'fault injection (delay/abort): Gateway API has none'))
-  if (raw.directResponse !== undefined) ctx.reasons.push(reason(`${path}.directResponse`, 'direct response: Gateway API has none'))
+  if (raw.delegate !== undefined)
+    ctx.reasons.push(
+      reason(
+        `${path}.delegate`,
+        'delegation to another VirtualService: Gateway API has no route delegation for Service parents',
+      ),
+    )
+  if (raw.fault !== undefined)
+    ctx.reasons.push(reason(`${path}.fault`, 'fault injection (delay/abort): Gateway API has none'))
+  if (raw.directResponse !== undefined)
+    ctx.reasons.push(reason(`${path}.directResponse`, 'direct response: Gateway API has none'))
   if (raw.retries !== undefined) {
     ctx.reasons.push(
       reason(
@@ -606,35 +789,8 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
     draft.matches = drafts.filter((d): d is MatchDraft => d !== undefined)
   }
 
-  // Destinations.
-  const route = Array.isArray(raw.route) ? raw.route : []
-  if (raw.route !== undefined && !Array.isArray(raw.route)) ctx.reasons.push(reason(`${path}.route`, 'not a list'))
-  const weights = route.map((d) => (isRecord(d) && Number.isInteger(d.weight) ? (d.weight as number) : 0))
-  route.forEach((d, k) => {
-    const p = `${path}.route[${k}]`
-    if (!isRecord(d)) {
-      ctx.reasons.push(reason(p, 'not a destination'))
-      return
-    }
-    for (const key of Object.keys(d)) if (!['destination', 'weight', 'headers'].includes(key)) ctx.reasons.push(reason(`${p}.${key}`, 'unknown field'))
-    if (d.weight !== undefined && (!Number.isInteger(d.weight) || (d.weight as number) < 0 || (d.weight as number) > 1_000_000)) {
-      ctx.reasons.push(reason(`${p}.weight`, 'weight must be a whole number from 0 to 1000000 in Gateway API'))
-    }
-    const t = target(d.destination, `${p}.destination`, ctx)
-    const headers = headersOf(d.headers, `${p}.headers`, ctx)
-    if (!t) return
-    // Istio sends all traffic to a lone destination whatever its weight; Gateway API sends none to
-    // weight 0, so the weight is always written, and never 0 for a single backend.
-    const weight = route.length === 1 ? (weights[0]! > 0 ? weights[0]! : 1) : weights[k]!
-    const dest: DestinationDraft = {...t, weight}
-    if (headers.request) dest.requestHeaders = headers.request
-    if (headers.response) dest.responseHeaders = headers.response
-    draft.destinations.push(dest)
-  })
-  if (route.length > 1 && weights.every((w) => w === 0)) {
-    ctx.reasons.push(reason(`${path}.route`, `${route.length} destinations without weights: invalid in Istio ("total destination weight = 0"), nothing to convert`))
-  }
-  if (route.length > LIMITS.backendRefs) ctx.reasons.push(reason(`${path}.route`, `${route.length} destinations: an HTTPRoute rule holds at most ${LIMITS.backendRefs} backendRefs`))
+  const {route, destinations} = convertDestinations(raw, path, ctx)
+  draft.destinations.push(...destinations)
 
   if (raw.redirect !== undefined) {
     const redirect = convertRedirect(raw.redirect, `${path}.redirect`, ctx)
@@ -646,7 +802,8 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
   if (raw.rewrite !== undefined) {
     const rewrite = convertRewrite(raw.rewrite, `${path}.rewrite`, ctx)
     if (rewrite && (rewrite.uri !== undefined || rewrite.hostname !== undefined)) draft.rewrite = rewrite
-    if (raw.redirect !== undefined) ctx.reasons.push(reason(`${path}.rewrite`, 'rewrite together with redirect: Gateway API allows only one of them'))
+    if (raw.redirect !== undefined)
+      ctx.reasons.push(reason(`${path}.rewrite`, 'rewrite together with redirect: Gateway API allows only one of them'))
   }
   const headers = headersOf(raw.headers, `${path}.headers`, ctx)
   if (headers.request) draft.requestHeaders = headers.request
@@ -655,7 +812,13 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
   if (raw.timeout !== undefined) {
     const ns = parseGoDuration(String(raw.timeout))
     const d = ns === undefined ? undefined : gatewayDuration(ns)
-    if (d === undefined) ctx.reasons.push(reason(`${path}.timeout`, `${raw.timeout}: not a duration Gateway API can write (whole milliseconds, at most 99999h)`))
+    if (d === undefined)
+      ctx.reasons.push(
+        reason(
+          `${path}.timeout`,
+          `${raw.timeout}: not a duration Gateway API can write (whole milliseconds, at most 99999h)`,
+        ),
+      )
     // 0s disables Istio's route timeout, which is also what an HTTPRoute without timeouts gets.
     else if (d !== '0s') draft.timeout = d
   }
@@ -664,4 +827,57 @@ export function analyzeHttpRoute(raw: unknown, index: number, ctx: AnalysisConte
     if (cors) draft.cors = cors
   }
   return draft
+}
+
+/** `route`: the weighted destinations (the weight is always written, and never 0 for a lone backend). */
+function convertDestinations(
+  raw: Record<string, unknown>,
+  path: string,
+  ctx: AnalysisContext,
+): {route: unknown[]; destinations: DestinationDraft[]} {
+  const destinations: DestinationDraft[] = []
+  const route = Array.isArray(raw.route) ? raw.route : []
+  if (raw.route !== undefined && !Array.isArray(raw.route)) ctx.reasons.push(reason(`${path}.route`, 'not a list'))
+  const weights = route.map((d) => (isRecord(d) && Number.isInteger(d.weight) ? (d.weight as number) : 0))
+  route.forEach((d, k) => {
+    const p = `${path}.route[${k}]`
+    if (!isRecord(d)) {
+      ctx.reasons.push(reason(p, 'not a destination'))
+      return
+    }
+    for (const key of Object.keys(d))
+      if (!['destination', 'weight', 'headers'].includes(key)) ctx.reasons.push(reason(`${p}.${key}`, 'unknown field'))
+    if (
+      d.weight !== undefined &&
+      (!Number.isInteger(d.weight) || (d.weight as number) < 0 || (d.weight as number) > 1_000_000)
+    ) {
+      ctx.reasons.push(reason(`${p}.weight`, 'weight must be a whole number from 0 to 1000000 in Gateway API'))
+    }
+    const t = target(d.destination, `${p}.destination`, ctx)
+    const headers = headersOf(d.headers, `${p}.headers`, ctx)
+    if (!t) return
+    // Istio sends all traffic to a lone destination whatever its weight; Gateway API sends none to
+    // weight 0, so the weight is always written, and never 0 for a single backend.
+    const weight = route.length === 1 ? (weights[0]! > 0 ? weights[0]! : 1) : weights[k]!
+    const dest: DestinationDraft = {...t, weight}
+    if (headers.request) dest.requestHeaders = headers.request
+    if (headers.response) dest.responseHeaders = headers.response
+    destinations.push(dest)
+  })
+  if (route.length > 1 && weights.every((w) => w === 0)) {
+    ctx.reasons.push(
+      reason(
+        `${path}.route`,
+        `${route.length} destinations without weights: invalid in Istio ("total destination weight = 0"), nothing to convert`,
+      ),
+    )
+  }
+  if (route.length > LIMITS.backendRefs)
+    ctx.reasons.push(
+      reason(
+        `${path}.route`,
+        `${route.length} destinations: an HTTPRoute rule holds at most ${LIMITS.backendRefs} backendRefs`,
+      ),
+    )
+  return {route, destinations}
 }

@@ -79,14 +79,20 @@ function pathsMayOverlap(a: HTTPPathMatch, b: HTTPPathMatch): boolean {
   return prefixCovers(a.value, trimmedPrefix(b.value)) || prefixCovers(b.value, trimmedPrefix(a.value))
 }
 
-function valueMatchesMayOverlap(a: HTTPValueMatch[] | undefined, b: HTTPValueMatch[] | undefined, caseInsensitiveNames: boolean): boolean {
+function valueMatchesMayOverlap(
+  a: HTTPValueMatch[] | undefined,
+  b: HTTPValueMatch[] | undefined,
+  caseInsensitiveNames: boolean,
+): boolean {
   const key = (name: string): string => (caseInsensitiveNames ? name.toLowerCase() : name)
   for (const x of a ?? []) {
     for (const y of b ?? []) {
       if (key(x.name) !== key(y.name)) continue
       if (x.type === 'Exact' && y.type === 'Exact' && x.value !== y.value) return false
-      if (x.type === 'Exact' && y.type === 'RegularExpression' && regexFullMatch(y.value, x.value) === false) return false
-      if (y.type === 'Exact' && x.type === 'RegularExpression' && regexFullMatch(x.value, y.value) === false) return false
+      if (x.type === 'Exact' && y.type === 'RegularExpression' && regexFullMatch(y.value, x.value) === false)
+        return false
+      if (y.type === 'Exact' && x.type === 'RegularExpression' && regexFullMatch(x.value, y.value) === false)
+        return false
     }
   }
   return true
@@ -107,7 +113,9 @@ export function mayOverlap(a: HTTPRouteMatch, b: HTTPRouteMatch): boolean {
  * request and lead to different actions. `matches` are in the VirtualService's evaluation order.
  */
 export function precedenceConflicts(matches: RankedMatch[]): PrecedenceConflict[] {
-  const routeOrder = matches.map((m, i) => ({m, i})).sort((x, y) => comparePrecedence(x.m.match, y.m.match) || x.i - y.i)
+  const routeOrder = matches
+    .map((m, i) => ({m, i}))
+    .sort((x, y) => comparePrecedence(x.m.match, y.m.match) || x.i - y.i)
   const position = new Map(routeOrder.map((x, pos) => [x.i, pos]))
   const conflicts: PrecedenceConflict[] = []
   for (let i = 0; i < matches.length; i++) {

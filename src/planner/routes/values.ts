@@ -6,8 +6,8 @@ import {createHash} from 'node:crypto'
 const NS_PER: Record<string, bigint> = {
   ns: 1n,
   us: 1_000n,
-  'µs': 1_000n, // U+00B5
-  'μs': 1_000n, // U+03BC
+  µs: 1_000n, // U+00B5
+  μs: 1_000n, // U+03BC
   ms: 1_000_000n,
   s: 1_000_000_000n,
   m: 60_000_000_000n,
@@ -86,7 +86,8 @@ const PATH_CHARACTERS = /^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$/
 export function pathValueProblem(value: string): string | undefined {
   if (!value.startsWith('/')) return 'must be an absolute path starting with "/"'
   if (value.length > 1024) return 'longer than 1024 characters'
-  for (const bad of ['//', '/./', '/../', '%2f', '%2F', '#']) if (value.includes(bad)) return `must not contain "${bad}"`
+  for (const bad of ['//', '/./', '/../', '%2f', '%2F', '#'])
+    if (value.includes(bad)) return `must not contain "${bad}"`
   for (const bad of ['/..', '/.']) if (value.endsWith(bad)) return `must not end with "${bad}"`
   if (!PATH_CHARACTERS.test(value)) return 'contains characters outside RFC 3986 path characters'
   return undefined

@@ -1,7 +1,7 @@
 // Per-version Services standing in for DestinationRule subsets: an HTTPRoute cannot name a subset,
 // so `reviews` subset `v1` becomes Service `reviews-v1` selecting the pods of `reviews` that carry
 // the subset's labels (DOMAIN §3.5, the migrate-policies docs example).
-import {isRecord} from '../classify/common.js'
+import {isRecord} from '../json.js'
 import type {KubeObject} from '../model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../plan-types.js'
 import type {ServiceInfo} from './hosts.js'
@@ -63,13 +63,22 @@ export class VersionServices {
    * The Service to use for `subset` of `base` (labels from the DestinationRule), for traffic to the
    * given ports; or why there can be none.
    */
-  use(base: ServiceInfo, subset: string, labels: Record<string, string>, ports: number[]): VersionServiceUse | {problem: string} {
+  use(
+    base: ServiceInfo,
+    subset: string,
+    labels: Record<string, string>,
+    ports: number[],
+  ): VersionServiceUse | {problem: string} {
     if (Object.keys(base.selector).length === 0) {
-      return {problem: `Service ${base.name} has no selector (endpoints managed by hand): a version Service cannot select the subset's pods`}
+      return {
+        problem: `Service ${base.name} has no selector (endpoints managed by hand): a version Service cannot select the subset's pods`,
+      }
     }
     for (const [k, v] of Object.entries(labels)) {
       if (base.selector[k] !== undefined && base.selector[k] !== v) {
-        return {problem: `subset ${subset} label ${k}=${v} contradicts Service ${base.name}'s selector ${k}=${base.selector[k]}: the subset selects no pod`}
+        return {
+          problem: `subset ${subset} label ${k}=${v} contradicts Service ${base.name}'s selector ${k}=${base.selector[k]}: the subset selects no pod`,
+        }
       }
     }
     const name = versionServiceName(base.name, subset)
@@ -81,9 +90,17 @@ export class VersionServices {
     }
     const found = this.existing.get(name)
     if (found) {
-      const equivalent = sameSelector(selector, found.spec?.selector) && ports.every((p) => targetPortOf(found, p) !== undefined && targetPortOf(found, p) === targetPortOf(base.object, p))
+      const equivalent =
+        sameSelector(selector, found.spec?.selector) &&
+        ports.every(
+          (p) => targetPortOf(found, p) !== undefined && targetPortOf(found, p) === targetPortOf(base.object, p),
+        )
       if (!equivalent) {
-        return {problem: `Service ${name} already exists and does not select exactly ${Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',')} with the ports of ${base.name}`}
+        return {
+          problem: `Service ${name} already exists and does not select exactly ${Object.entries(selector)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',')} with the ports of ${base.name}`,
+        }
       }
       return {name, base, subset, selector, existing: true}
     }
@@ -125,7 +142,8 @@ export class VersionServices {
         return out
       }),
     }
-    for (const field of COPIED_SPEC_FIELDS) if (baseSpec[field] !== undefined) spec[field] = structuredClone(baseSpec[field])
+    for (const field of COPIED_SPEC_FIELDS)
+      if (baseSpec[field] !== undefined) spec[field] = structuredClone(baseSpec[field])
     return {
       apiVersion: 'v1',
       kind: 'Service',

@@ -1,0 +1,89 @@
+// What a classifier returns: inventory items, their reasons, and findings with stable ids; message helpers.
+import type {ClassifyContext} from '../context.js'
+import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, Severity, Verdict, WorkloadItem} from '../model.js'
+import type {FindingCode} from '../findings/catalogue.js'
+
+/** The result of classifying one object. */
+export interface Classified {
+  item: InventoryItem
+  findings: Finding[]
+}
+
+/** One module per kind (or family of kinds) implements this. */
+export interface KindClassifier {
+  /** `<api group>/<Kind>` keys, independent of the served version. */
+  kinds: string[]
+  /** Whether an object *outside* the migrated namespace bears on it (objects inside always do). */
+  relevantElsewhere(obj: KubeObject, ctx: ClassifyContext): boolean
+  classify(obj: KubeObject, ctx: ClassifyContext): Classified
+}
+
+export function reason(path: string, why: string): string {
+  return `${path}: ${why}`
+}
+
+export function item(
+  ref: ObjectRef,
+  verdict: Verdict,
+  action: Action,
+  reasons: string[],
+  extra: Pick<InventoryItem, 'scope' | 'ztunnel' | 'services'> = {},
+): InventoryItem {
+  const out: InventoryItem = {ref, verdict, action, reasons}
+  if (extra.scope !== undefined) out.scope = extra.scope
+  if (extra.ztunnel !== undefined) out.ztunnel = extra.ztunnel
+  if (extra.services !== undefined) out.services = extra.services
+  return out
+}
+
+/** A finding with a stable id `<prefix>/<Kind>/<namespace>/<name>[/<topic>]`. */
+export function finding(opts: {
+  prefix: string
+  ref: ObjectRef
+  code: FindingCode
+  severity: Severity
+  message: string
+  fix?: string
+  topic?: string
+}): Finding {
+  const id = [
+    opts.prefix,
+    opts.ref.kind,
+    opts.ref.namespace ?? '',
+    opts.ref.name,
+    ...(opts.topic ? [opts.topic] : []),
+  ].join('/')
+  const f: Finding = {id, code: opts.code, severity: opts.severity, message: opts.message, ref: opts.ref}
+  if (opts.fix) f.fix = opts.fix
+  return f
+}
+
+export function uniqSorted(values: Iterable<string>): string[] {
+  return [...new Set(values)].sort()
+}
+
+/** Non-empty string array, or undefined. Manifests may carry scalars or nulls where lists belong. */
+export function list(value: unknown): string[] | undefined {
+  if (!Array.isArray(value) || value.length === 0) return undefined
+  return value.map((v) => String(v))
+}
+
+/** Go's strconv.ParseBool, which istiod uses for boolean annotations and labels. */
+export function parseBool(value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined
+  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value)) return true
+  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(value)) return false
+  return undefined
+}
+
+// --- Istio version -------------------------------------------------------------------------------
+
+/** Minor version from "1.NN" / "1.NN.P", or undefined when unknown or unparsable. */
+export function istioMinor(ctx: Pick<ClassifyContext, 'istioVersion'>): number | undefined {
+  const m = /^v?1\.(\d+)/.exec(ctx.istioVersion ?? '')
+  return m ? Number(m[1]) : undefined
+}
+
+export function workloadNames(workloads: WorkloadItem[]): string {
+  return uniqSorted(workloads.map((w) => w.ref.name)).join(', ')
+}

@@ -1,0 +1,221 @@
+// Waypoint bindings (istio.io/use-waypoint) and how targetRefs policies attach to waypoints.
+import type {ClassifyContext} from '../context.js'
+import type {KubeObject} from '../model.js'
+import type {PolicyTargetReference} from '../istio-types.js'
+import {groupOf} from '../refs.js'
+import {isRecord} from '../json.js'
+import {
+  GATEWAY_API_GROUP,
+  NETWORKING,
+  USE_WAYPOINT_LABEL,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+  WAYPOINT_CLASS,
+} from '../vocab.js'
+import type {HostTarget} from './hosts.js'
+import {findObject, namespaceLabels, namespaceOf, objectsOfKind} from './objects.js'
+import {list, reason, uniqSorted} from './results.js'
+import {allServices} from './selection.js'
+
+export interface WaypointBinding {
+  namespace: string
+  name: string
+  /** Where the binding comes from (fleet-plan: an earlier wave of the fleet plan creates it). */
+  via: 'service' | 'namespace' | 'fleet-plan'
+}
+
+/**
+ * The waypoint a Service is bound to (DOMAIN §1.5): the Service's own istio.io/use-waypoint (value `none` = no
+ * waypoint, no fallback), else its Namespace's. Readiness is not checked here.
+ */
+export function serviceWaypoint(ctx: ClassifyContext, namespace: string, service: string): WaypointBinding | undefined {
+  const svc = findObject(ctx, '', 'Service', namespace, service)
+  const svcLabels = svc?.metadata.labels ?? {}
+  const own = svcLabels[USE_WAYPOINT_LABEL]
+  if (own !== undefined) {
+    if (own === 'none' || own === '') return undefined
+    return {namespace: svcLabels[USE_WAYPOINT_NAMESPACE_LABEL] || namespace, name: own, via: 'service'}
+  }
+  const nsLabels = namespaceLabels(ctx, namespace) ?? {}
+  const nsWaypoint = nsLabels[USE_WAYPOINT_LABEL]
+  if (nsWaypoint === undefined || nsWaypoint === 'none' || nsWaypoint === '') return undefined
+  return {namespace: nsLabels[USE_WAYPOINT_NAMESPACE_LABEL] || namespace, name: nsWaypoint, via: 'namespace'}
+}
+
+/** Services of the migrated namespace bound (by label) to the given waypoint. */
+export function servicesBoundTo(ctx: ClassifyContext, waypointNamespace: string, waypointName: string): string[] {
+  return allServices(ctx).filter((s) => {
+    const b = serviceWaypoint(ctx, ctx.namespace, s)
+    return b !== undefined && b.namespace === waypointNamespace && b.name === waypointName
+  })
+}
+
+/** Services of the migrated namespace that will sit behind a waypoint: all of them when the plan deploys one, else those bound by label. */
+export function servicesBehindWaypoints(ctx: ClassifyContext): string[] {
+  if (ctx.waypointPlanned) return allServices(ctx)
+  return allServices(ctx).filter((s) => serviceWaypoint(ctx, ctx.namespace, s) !== undefined)
+}
+
+export function isWaypointClassGateway(obj: KubeObject | undefined): boolean {
+  return (
+    obj !== undefined &&
+    obj.kind === 'Gateway' &&
+    groupOf(obj.apiVersion) === GATEWAY_API_GROUP &&
+    obj.spec?.gatewayClassName === WAYPOINT_CLASS
+  )
+}
+
+// --- targetRefs ----------------------------------------------------------------------------------
+
+export interface TargetRefsAnalysis {
+  /** At least one reference attaches the object to a waypoint (Service, ServiceEntry, waypoint Gateway, class istio-waypoint). */
+  waypoint: boolean
+  /** Services of the migrated namespace the references reach. */
+  services: string[]
+  reasons: string[]
+}
+
+/** The `targetRefs` (or deprecated `targetRef`) list of a policy spec. */
+export function targetRefsOf(
+  spec: {targetRef?: PolicyTargetReference; targetRefs?: PolicyTargetReference[]} | undefined,
+): {path: string; ref: PolicyTargetReference}[] {
+  const out: {path: string; ref: PolicyTargetReference}[] = []
+  if (Array.isArray(spec?.targetRefs))
+    spec!.targetRefs!.forEach((ref, i) => out.push({path: `spec.targetRefs[${i}]`, ref: ref ?? {}}))
+  if (isRecord(spec?.targetRef)) out.push({path: 'spec.targetRef', ref: spec!.targetRef!})
+  return out
+}
+
+/**
+ * How waypoints attach a targetRefs policy (DOMAIN §3.0, policyattachment.go): Service and ServiceEntry in the
+ * policy's namespace, a Gateway in the policy's namespace (a waypoint, or an ingress gateway), the GatewayClass
+ * istio-waypoint from the root namespace. A targetRef naming another namespace never matches. Sidecars and
+ * ztunnel ignore targetRefs policies.
+ */
+export function analyzeTargetRefs(obj: KubeObject, ctx: ClassifyContext): TargetRefsAnalysis {
+  const policyNs = namespaceOf(obj, ctx)
+  const out: TargetRefsAnalysis = {waypoint: false, services: [], reasons: []}
+  const services = new Set<string>()
+  for (const {path, ref} of targetRefsOf(obj.spec)) {
+    const kind = ref.kind ?? ''
+    const group = ref.group ?? ''
+    const name = ref.name ?? ''
+    if (ref.namespace && ref.namespace !== policyNs) {
+      out.reasons.push(
+        reason(
+          `${path}.namespace`,
+          `points at namespace ${ref.namespace}: a targetRef outside the policy's namespace never attaches`,
+        ),
+      )
+      continue
+    }
+    if (kind === 'Service' && (group === '' || group === 'core')) {
+      out.waypoint = true
+      if (policyNs === ctx.namespace) services.add(name)
+      const bound = policyNs === ctx.namespace ? serviceWaypoint(ctx, policyNs, name) : undefined
+      out.reasons.push(
+        reason(
+          path,
+          `attached to the waypoint of Service ${name}; enforced only by that waypoint (sidecars and ztunnel ignore targetRefs)` +
+            (bound
+              ? ` — bound to waypoint ${bound.namespace}/${bound.name}`
+              : ctx.waypointPlanned
+                ? ' — the plan binds it to a waypoint'
+                : ' — the Service is not bound to a waypoint yet'),
+        ),
+      )
+    } else if (kind === 'ServiceEntry' && group === NETWORKING) {
+      out.waypoint = true
+      out.reasons.push(
+        reason(
+          path,
+          `attached to the (egress) waypoint of ServiceEntry ${name}; enforced only when the ServiceEntry is bound to a waypoint`,
+        ),
+      )
+    } else if (kind === 'Gateway' && group === GATEWAY_API_GROUP) {
+      const gw = findObject(ctx, GATEWAY_API_GROUP, 'Gateway', policyNs, name)
+      if (gw && !isWaypointClassGateway(gw)) {
+        out.reasons.push(
+          reason(
+            path,
+            `attached to Gateway ${name} of class ${gw.spec?.gatewayClassName ?? '(none)'}, not a waypoint: applies to that gateway's own proxy`,
+          ),
+        )
+        continue
+      }
+      out.waypoint = true
+      for (const s of servicesBoundTo(ctx, policyNs, name)) services.add(s)
+      if (policyNs === ctx.namespace && ctx.waypointPlanned && !gw) for (const s of allServices(ctx)) services.add(s)
+      out.reasons.push(
+        reason(
+          path,
+          gw
+            ? `attached to waypoint ${policyNs}/${name}; enforced by the waypoint only`
+            : `attached to Gateway ${name} (not in the snapshot; assumed to be a waypoint); enforced by that waypoint only`,
+        ),
+      )
+    } else if (kind === 'GatewayClass' && group === GATEWAY_API_GROUP) {
+      if (name !== WAYPOINT_CLASS) {
+        out.reasons.push(
+          reason(path, `attached to GatewayClass ${name}: applies to gateways of that class, not to waypoints`),
+        )
+      } else if (policyNs !== ctx.rootNamespace) {
+        out.reasons.push(
+          reason(
+            path,
+            `GatewayClass ${WAYPOINT_CLASS} is only honoured for policies in the root namespace ${ctx.rootNamespace} (status Invalid)`,
+          ),
+        )
+      } else {
+        out.waypoint = true
+        for (const s of servicesBehindWaypoints(ctx)) services.add(s)
+        out.reasons.push(
+          reason(
+            path,
+            `attached to every ${WAYPOINT_CLASS} waypoint of the mesh, including the ones serving ${ctx.namespace}`,
+          ),
+        )
+      }
+    } else {
+      out.reasons.push(reason(path, `targetRef kind ${group ? `${group}/` : ''}${kind} is not one waypoints attach to`))
+    }
+  }
+  out.services = uniqSorted(services)
+  return out
+}
+
+/** The waypoint an earlier wave of the fleet plan binds the Service to (not a Service that opts out with use-waypoint: none). */
+function plannedWaypoint(ctx: ClassifyContext, namespace: string, service: string): WaypointBinding | undefined {
+  const name = ctx.earlierWaypoints?.[namespace]
+  if (!name || namespace === ctx.namespace) return undefined
+  // A cluster read of one namespace has no other namespace's Services: only a label seen opts one out.
+  const svc = findObject(ctx, '', 'Service', namespace, service)
+  if (svc?.metadata.labels?.[USE_WAYPOINT_LABEL] !== undefined) return undefined
+  return {namespace, name, via: 'fleet-plan'}
+}
+
+/**
+ * The waypoint that serves a destination host outside the migrated namespace: a Kubernetes Service's binding,
+ * or a ServiceEntry (with that host) labelled istio.io/use-waypoint. `namespace` is the destination's namespace.
+ */
+export function destinationWaypoint(
+  ctx: ClassifyContext,
+  target: HostTarget,
+): {waypoint: WaypointBinding; namespace: string} | undefined {
+  if (target.serviceNamespace && target.serviceName) {
+    const wp =
+      serviceWaypoint(ctx, target.serviceNamespace, target.serviceName) ??
+      plannedWaypoint(ctx, target.serviceNamespace, target.serviceName)
+    return wp ? {waypoint: wp, namespace: target.serviceNamespace} : undefined
+  }
+  if (target.wildcard) return undefined
+  for (const se of objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`)) {
+    const hosts = (list(se.spec?.hosts) ?? []).map((h) => h.toLowerCase())
+    if (!hosts.includes(target.fqdn)) continue
+    const labels = se.metadata.labels ?? {}
+    const w = labels[USE_WAYPOINT_LABEL]
+    if (!w || w === 'none') continue
+    const ns = namespaceOf(se, ctx)
+    return {waypoint: {namespace: labels[USE_WAYPOINT_NAMESPACE_LABEL] || ns, name: w, via: 'service'}, namespace: ns}
+  }
+  return undefined
+}
