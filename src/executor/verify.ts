@@ -14,7 +14,8 @@ export interface CheckResult {
   /** What was seen: the reason it does not hold yet, or a summary of what holds. */
   detail: string
   /** For waits over several objects: how many are done, for a short progress line (issue 13 §10). */
-  progress?: {done: number; total: number; noun: string; waitingFor: string[]}
+  /** `done` of `total` are `state` ("rollouts done", "Services bound"); `waitingFor` names those left. */
+  progress?: {done: number; total: number; state: string; waitingFor: string[]}
 }
 
 /** 72 s → "1m12s". */
@@ -29,7 +30,7 @@ export function waitLine(result: CheckResult, elapsedMs: number): string {
   const p = result.progress
   if (!p) return `${result.detail} (${elapsed})`
   const [first, ...rest] = p.waitingFor
-  return `${p.done}/${p.total} ${p.noun} done, ${elapsed}${first ? ` (waiting for ${first}${rest.length > 0 ? `, +${rest.length} more` : ''})` : ''}`
+  return `${p.done}/${p.total} ${p.state}, ${elapsed}${first ? ` (waiting for ${first}${rest.length > 0 ? `, +${rest.length} more` : ''})` : ''}`
 }
 
 /** The user interrupted (Ctrl+C): expected, so a UserError; apply and rollback record the step as Interrupted. */
@@ -128,12 +129,12 @@ type CheckOf<K extends Verification['check']> = (
 ) => Promise<CheckResult>
 
 /** A wait over several objects: "4/6 rollouts done" while some are left (issue 13 §10). */
-function counted(total: number, pending: string[], noun: string, ok: string): CheckResult {
+function counted(total: number, pending: string[], state: string, ok: string): CheckResult {
   if (pending.length === 0) return {ok: true, detail: ok}
   return {
     ok: false,
     detail: pending.join('; '),
-    progress: {done: total - pending.length, total, noun, waitingFor: pending},
+    progress: {done: total - pending.length, total, state, waitingFor: pending},
   }
 }
 
@@ -210,12 +211,12 @@ const rolloutsComplete: CheckOf<'rollouts-complete'> = async (v, {client}) => {
       if (!r.done) pending.push(`${formatRef(ref)}: ${r.detail}`)
     }
   }
-  return counted(v.refs.length, pending, 'rollouts', `${v.refs.length} rollout(s) complete`)
+  return counted(v.refs.length, pending, 'rollouts done', `${v.refs.length} rollout(s) complete`)
 }
 
 /** Some of `total` pods are not there yet: the wait line counts them and names those left. */
-function podsLeft(detail: string, total: number, noun: string, left: string[]): CheckResult {
-  return {ok: false, detail, progress: {done: total - left.length, total, noun, waitingFor: left}}
+function podsLeft(detail: string, total: number, state: string, left: string[]): CheckResult {
+  return {ok: false, detail, progress: {done: total - left.length, total, state, waitingFor: left}}
 }
 
 const podsWithoutSidecar: CheckOf<'pods-without-sidecar'> = async (v, {client, namespace}) => {
@@ -295,7 +296,7 @@ const waypointBound: CheckOf<'waypoint-bound'> = async (v, {client, namespace}) 
     progress: {
       done: v.services.length - unbound.length,
       total: v.services.length,
-      noun: 'Services bound',
+      state: 'Services bound',
       waitingFor: unbound,
     },
   }
