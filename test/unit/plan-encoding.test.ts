@@ -4,30 +4,10 @@ import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {canonicalize, toCanonicalYaml} from '../../src/planner/canonical.js'
-import {buildInventory} from '../../src/planner/inventory.js'
-import type {KubeObject} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
 import {parseRefText, PLAN_FILE_API_VERSION, refText} from '../../src/planner/plan-encoding.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planfile.js'
-import {generatedNamespace} from '../support/generated-namespace.js'
-
-function generatedPlan(n: number): MigrationPlan {
-  const snapshot = {
-    namespace: 'big',
-    rootNamespace: 'istio-system',
-    target: {manifests: ['generated']},
-    objects: generatedNamespace(n) as unknown as KubeObject[],
-    missingKinds: [],
-    findings: [],
-  }
-  return buildPlan({
-    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
-    snapshot,
-    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
-    generator: 'test',
-  })
-}
+import {generatedPlan} from '../support/generated-plan.js'
 
 const plain = (v: unknown) => canonicalize(JSON.parse(JSON.stringify(v)))
 const reverseKeys = (v: unknown): unknown =>

@@ -2,29 +2,9 @@
 // comment (GitHub: 65,536 characters) with repeated changes summarised, and nothing is stored twice.
 import {describe, expect, it} from 'vitest'
 
-import {buildInventory} from '../../src/planner/inventory.js'
-import type {KubeObject} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
 import {renderPlanFile} from '../../src/planner/planfile.js'
 import {renderPlanMarkdown} from '../../src/ui/plan-view.js'
-import {generatedNamespace} from '../support/generated-namespace.js'
-
-function generatedPlan(n: number) {
-  const snapshot = {
-    namespace: 'big',
-    rootNamespace: 'istio-system',
-    target: {manifests: ['generated']},
-    objects: generatedNamespace(n) as unknown as KubeObject[],
-    missingKinds: [],
-    findings: [],
-  }
-  return buildPlan({
-    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
-    snapshot,
-    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
-    generator: 'test',
-  })
-}
+import {generatedPlan} from '../support/generated-plan.js'
 
 describe('plans of many services', () => {
   const plan = generatedPlan(800)
