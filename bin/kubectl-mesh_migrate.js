@@ -6,9 +6,9 @@ import {readFileSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {flush, handle, run} from '@oclif/core'
-
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+// oclif and the commands, bundled by scripts/build.mjs.
+const {flush, handle, run} = await import('../dist/main.js')
 const pjson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
 try {
   await run(process.argv.slice(2), {root, pjson: {...pjson, oclif: {...pjson.oclif, bin: 'kubectl mesh-migrate'}}})

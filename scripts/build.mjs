@@ -2,7 +2,17 @@
 // first (the old `rm -rf dist && tsc`) broke any CLI running from it (its lazy imports vanished) for the
 // whole compile; now dist/ is missing only between two renames.
 import {execFileSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -10,22 +20,80 @@ import {fileURLToPath} from 'node:url'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const dist = path.join(root, 'dist')
 const fresh = path.join(root, `dist.build-${process.pid}`)
+const compiled = path.join(root, `dist.tsc-${process.pid}`)
 const old = path.join(root, `dist.old-${process.pid}`)
 const run = (cmd, args) => execFileSync(cmd, args, {cwd: root, stdio: 'inherit'})
 
-rmSync(fresh, {recursive: true, force: true})
+/**
+ * What node loads at start-up is bundled (issue 11 §3: an offline inventory within 2.5× bare node): each command
+ * and hook is an entry, the code they share and what they import lazily are chunks (dist/chunks/), and `yaml` is
+ * bundled in, because node spends more time resolving and reading its ~60 CommonJS files than running them. The
+ * other dependencies stay external: they load lazily (client-node, listr2, prompts) or are oclif's own.
+ */
+async function bundle(from, to) {
+  const {build} = await import('esbuild')
+  const pjson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
+  const external = Object.keys(pjson.dependencies).filter((name) => name !== 'yaml' && name !== '@oclif/core')
+  const entries = [
+    path.join(from, 'main.js'),
+    ...['commands', 'hooks'].flatMap((dir) =>
+      readdirSync(path.join(from, dir))
+        .filter((file) => file.endsWith('.js'))
+        .map((file) => path.join(from, dir, file)),
+    ),
+  ]
+  // Only our own imports of these stay external: a package bundled in (oclif) keeps the versions it resolves.
+  const isExternal = (spec) => external.some((name) => spec === name || spec.startsWith(`${name}/`))
+  const ownImportsExternal = {
+    name: 'own-imports-external',
+    setup(b) {
+      b.onResolve({filter: /^[^./]/}, (args) =>
+        !args.importer.includes(`${path.sep}node_modules${path.sep}`) && isExternal(args.path)
+          ? {path: args.path, external: true}
+          : undefined,
+      )
+    },
+  }
+  await build({
+    entryPoints: entries,
+    outbase: from,
+    outdir: to,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20.19',
+    chunkNames: 'chunks/[name]-[hash]',
+    external: ['typescript', 'ts-node', 'tsx'],
+    plugins: [ownImportsExternal],
+    // yaml's CommonJS requires node built-ins ('process'), which ESM output can only do through a require.
+    banner: {
+      js: "import {createRequire as __createRequire} from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  })
+  // The standalone schema validators are loaded by path at run time (src/planner/planfile.ts).
+  mkdirSync(path.join(to, 'planner'), {recursive: true})
+  for (const file of readdirSync(path.join(from, 'planner')).filter((f) => f.endsWith('.validator.cjs')))
+    copyFileSync(path.join(from, 'planner', file), path.join(to, 'planner', file))
+}
+
+for (const dir of [fresh, compiled]) rmSync(dir, {recursive: true, force: true})
 try {
   run(process.execPath, [
     path.join(root, 'node_modules/typescript/bin/tsc'),
     '-p',
     'tsconfig.build.json',
     '--outDir',
-    fresh,
+    compiled,
   ])
-  run(process.execPath, [path.join(root, 'scripts/compile-plan-schema.mjs'), fresh])
+  run(process.execPath, [path.join(root, 'scripts/compile-plan-schema.mjs'), compiled])
+  await bundle(compiled, fresh)
 } catch (error) {
   rmSync(fresh, {recursive: true, force: true})
   throw error
+} finally {
+  rmSync(compiled, {recursive: true, force: true})
 }
 if (existsSync(dist)) renameSync(dist, old)
 renameSync(fresh, dist)

@@ -1,5 +1,10 @@
 // Shared flags, output rendering and error → exit-code mapping for every command.
-import {Command, Flags, type Interfaces} from '@oclif/core'
+// yaml statically: the build bundles it (scripts/build.mjs), and a dynamic import of a bundled CommonJS module
+// gives only its default export.
+import {stringify as yamlStringify} from 'yaml'
+import type {Interfaces} from '@oclif/core'
+import {Command} from '@oclif/core/command'
+import * as Flags from '@oclif/core/flags'
 
 import {InvalidPlanError, UserError} from '../errors.js'
 import {stderrPainter} from '../ui/color.js'
@@ -103,8 +108,7 @@ export abstract class BaseCommand extends Command {
     if (format === 'json') {
       process.stdout.write(`${JSON.stringify(data, null, 2)}\n`)
     } else if (format === 'yaml') {
-      const {stringify} = await import('yaml')
-      process.stdout.write(stringify(data, {lineWidth: 0}))
+      process.stdout.write(yamlStringify(data, {lineWidth: 0}))
     } else {
       // Lazily: the table stack (cli-table3, wrap-ansi, string-width) is only for people's output.
       const {setTableLayout} = await import('../ui/table.js')

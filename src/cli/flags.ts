@@ -1,5 +1,5 @@
 // Flags shared by several commands (kept apart from base.ts so each command imports only what it uses).
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 
 import {UsageError} from '../errors.js'
 import {WAYPOINT_FOR_VALUES} from '../planner/waypoint.js'

@@ -1,7 +1,9 @@
 import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
-import {Args, Flags, type Interfaces} from '@oclif/core'
+import type {Interfaces} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 
 import {UsageError, UserError} from '../errors.js'
 import {asRolledBack, carryProgressOrRefuse, progressToKeep} from '../executor/keep-progress.js'

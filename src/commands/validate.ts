@@ -1,4 +1,4 @@
-import {Args} from '@oclif/core'
+import * as Args from '@oclif/core/args'
 
 import {UsageError, UserError} from '../errors.js'
 import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'

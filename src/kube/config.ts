@@ -2,6 +2,9 @@
 // --kubeconfig wins; else every file of $KUBECONFIG merged with the first file winning (kubectl's
 // rule — client-node would let the last win, or throw on duplicate names); else ~/.kube/config; else
 // the in-cluster service account; else a clear error instead of client-node's silent localhost:8080.
+// yaml statically: the build bundles it (scripts/build.mjs), and a dynamic import of a bundled CommonJS module
+// gives only its default export.
+import {parse as parseYaml} from 'yaml'
 import {existsSync, readFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -23,8 +26,7 @@ const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
  * token is read when the kubeconfig is loaded, and again on a 401 (the client reloads the kubeconfig).
  */
 async function applyTokenFiles(kc: KubeConfig, file: string, text: string): Promise<void> {
-  const {parse} = await import('yaml')
-  const raw = parse(text) as {users?: {name?: string; user?: {tokenFile?: unknown; token?: unknown}}[]} | null
+  const raw = parseYaml(text) as {users?: {name?: string; user?: {tokenFile?: unknown; token?: unknown}}[]} | null
   for (const entry of raw?.users ?? []) {
     const tokenFile = entry?.user?.tokenFile
     if (typeof tokenFile !== 'string' || entry.user?.token !== undefined) continue

@@ -4,6 +4,9 @@
 // issue 11 §3), and most kubeconfigs need none of it. Anything else — an exec plugin, an auth provider,
 // a proxy, impersonation, basic auth, in-cluster config, a kubeconfig that does not load cleanly — answers
 // undefined, and the caller loads it with client-node (src/kube/config.ts), which also words every error.
+// yaml statically: the build bundles it (scripts/build.mjs), and a dynamic import of a bundled CommonJS module
+// gives only its default export.
+import {parse as parseYaml} from 'yaml'
 import {existsSync, readFileSync} from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
@@ -94,9 +97,8 @@ export async function loadLightKubeConfig(
   const files = kubeconfigFiles(opts, env)
   if (files.length === 0) return undefined
   try {
-    const {parse} = await import('yaml')
     const docs = files.map((file) => ({
-      doc: parse(readFileSync(file, 'utf8')) as unknown,
+      doc: parseYaml(readFileSync(file, 'utf8')) as unknown,
       dir: path.dirname(path.resolve(file)),
     }))
     if (!docs.every((d): d is {doc: Entry; dir: string} => isEntry(d.doc))) return undefined

@@ -104,23 +104,30 @@ type SchemaForm = 'expanded' | 'file'
 const compiledSchemas: Partial<Record<SchemaForm, SchemaValidator>> = {}
 
 /**
- * The build compiles the schemas to standalone code (scripts/compile-plan-schema.mjs); without it
- * (running from src/ under tsx) ajv compiles them here, which costs ~150 ms of start-up.
+ * The build compiles the schemas to standalone code in dist/planner/ (scripts/compile-plan-schema.mjs); this
+ * module runs from dist/chunks/ once bundled (scripts/build.mjs), hence the second place. Without them
+ * (running from src/ under tsx) ajv compiles the schemas here, which costs ~150 ms of start-up.
  */
-function schemaValidator(form: SchemaForm): SchemaValidator {
-  let validator = compiledSchemas[form]
-  if (!validator) {
-    const require = createRequire(import.meta.url)
+function compiledValidator(form: SchemaForm): SchemaValidator | undefined {
+  const require = createRequire(import.meta.url)
+  const file = form === 'file' ? 'plan-file-schema.validator.cjs' : 'plan-schema.validator.cjs'
+  for (const place of ['./', '../planner/']) {
     try {
-      validator = require(
-        form === 'file' ? './plan-file-schema.validator.cjs' : './plan-schema.validator.cjs',
-      ) as SchemaValidator
+      return require(place + file) as SchemaValidator
     } catch {
-      const {Ajv} = require('ajv') as typeof import('ajv')
-      validator = new Ajv({allErrors: true, strict: false}).compile(form === 'file' ? PLAN_FILE_SCHEMA : PLAN_SCHEMA)
+      // not built: try the next place, then compile
     }
-    compiledSchemas[form] = validator
   }
+  return undefined
+}
+
+function schemaValidator(form: SchemaForm): SchemaValidator {
+  let validator = compiledSchemas[form] ?? compiledValidator(form)
+  if (!validator) {
+    const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
+    validator = new Ajv({allErrors: true, strict: false}).compile(form === 'file' ? PLAN_FILE_SCHEMA : PLAN_SCHEMA)
+  }
+  compiledSchemas[form] = validator
   return validator
 }
 
