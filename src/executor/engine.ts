@@ -6,7 +6,7 @@ import {StalePlanError, UsageError, UserError} from '../errors.js'
 import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
-import type {Operation, PlanStep, StepPhase} from '../planner/plan-types.js'
+import type {Operation, PlanStep, StepPhase, Verification} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
 import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
@@ -27,14 +27,10 @@ import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCl
 import {keepProgressRefusals} from './keep-progress.js'
 import type {PlanState} from './plan-state.js'
 import {replanCommand} from './plan-store.js'
-import {hasSidecar, livePods} from './observe.js'
-import {InterruptedError, podsWithSidecar, type PreflightRunner, runCheck, waitUntil} from './verify.js'
-import {
-  DATAPLANE_MODE_LABEL as DATAPLANE_MODE,
-  INJECTION_LABEL,
-  podTemplateOf,
-  REVISION_LABEL,
-} from '../planner/vocab.js'
+import {InterruptedError, type PreflightRunner, runCheck, waitUntil} from './verify.js'
+import {checkUndoPreconditions, type UndoCheckContext} from './undo-checks.js'
+import {undoGuardsOf} from '../planner/undo-guards.js'
+import {podTemplateOf} from '../planner/vocab.js'
 
 export class StepFailedError extends UserError {
   constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
@@ -434,143 +430,27 @@ function restorableLabels(
   return {labels, left}
 }
 
-/**
- * E1: restoring istio.io/rev=<r> only brings sidecars back if revision (or tag) r still has an injection
- * webhook; otherwise the restart would leave the pods without a sidecar and — once dataplane-mode is
- * removed — outside the mesh. Refuse before writing anything.
- */
-async function checkRevisionExists(client: KubeClient, revision: string, warn: (m: string) => void): Promise<void> {
-  const resource = await client.resourceFor('admissionregistration.k8s.io/v1', 'MutatingWebhookConfiguration')
-  if (!resource) return
-  try {
-    const byRev = await client.list(resource, {labelSelector: `istio.io/rev=${revision}`})
-    const byTag = byRev.length > 0 ? [] : await client.list(resource, {labelSelector: `istio.io/tag=${revision}`})
-    const injects = [...byRev, ...byTag].some((w) =>
-      ((w.webhooks as {name?: string}[] | undefined) ?? []).some((h) => h.name?.endsWith('sidecar-injector.istio.io')),
-    )
-    if (!injects) {
-      throw new StalePlanError(
-        `revision "${revision}" no longer has an injection webhook (no MutatingWebhookConfiguration labelled istio.io/rev or istio.io/tag=${revision}): restoring istio.io/rev=${revision} would not bring the sidecars back`,
-        `Reinstall revision ${revision} (or point a tag named ${revision} at a running revision: istioctl tag set ${revision} --revision <rev>), then re-run the rollback.`,
-      )
-    }
-  } catch (error) {
-    if (error instanceof KubeApiError && error.status === 403) {
-      warn(`cannot check that revision ${revision} still exists (no permission to list MutatingWebhookConfigurations)`)
-      return
-    }
-    throw error
-  }
-}
-
-/**
- * The step that enrols the namespace in ambient: the one whose write sets istio.io/dataplane-mode=ambient on the
- * Namespace (enable-ambient). Found by what the step writes, not by its name, so the executor runs on plan data only.
- */
-function enrollingStep(steps: PlanStep[]): PlanStep | undefined {
-  return steps.find((s) =>
-    s.operations.some((o) => o.op === 'label' && o.ref.kind === 'Namespace' && o.labels[DATAPLANE_MODE] === 'ambient'),
-  )
-}
-
-/** The injection labels (istio-injection, istio.io/rev) the plan's undos put back on the namespace, as `key=value`. */
-function restoredInjectionLabels(steps: PlanStep[]): string[] {
-  return steps.flatMap((s) =>
-    s.undo.operations.flatMap((o) =>
-      o.op === 'label' && o.ref.kind === 'Namespace'
-        ? Object.entries(o.labels)
-            .filter(([k, v]) => v !== null && (k === INJECTION_LABEL || k === REVISION_LABEL))
-            .map(([k, v]) => `${k}=${v}`)
-        : [],
-    ),
-  )
-}
-
-/**
- * Workloads whose pods had no sidecar before the plan: the enrolling step verified that it captured them
- * (pods-captured), and its undo only returns them to that.
- */
-function capturedBeforePlan(step: PlanStep): ObjectRef[] {
-  return step.verify.flatMap((v) => (v.check === 'pods-captured' ? v.refs : []))
-}
-
-/**
- * Removing istio.io/dataplane-mode (the undo of enable-ambient) un-enrols every running sidecar-less pod of the
- * namespace at once: they leave the mesh (plaintext, rejected by STRICT peers) until restarted. Refuse while a
- * captured pod without a sidecar would, unless its workload was sidecar-less before the plan or is one the
- * rollback restarts with sidecars before that write (`returning`).
- */
-async function checkPodsStayInMesh(
-  ctx: ExecutionContext,
-  enableAmbient: PlanStep,
-  returning: ObjectRef[],
-): Promise<void> {
+/** What the undo checks need of an execution: the client, the namespace, the plan and where to warn. */
+function undoCheckContext(ctx: ExecutionContext, warn: (message: string) => void): UndoCheckContext {
   const {state} = ctx
-  const allowed = new Set([...capturedBeforePlan(enableAmbient), ...returning].map(refKey))
-  const offenders = (await livePods(ctx.client, state.namespace)).filter(
-    (p) => !hasSidecar(p) && p.captured && !(p.owner && allowed.has(refKey(p.owner))),
-  )
-  if (offenders.length === 0) return
-  const byOwner = new Map<string, {owner: ObjectRef | undefined; pods: string[]}>()
-  for (const p of offenders) {
-    const key = p.owner ? refKey(p.owner) : p.name
-    byOwner.set(key, {owner: p.owner, pods: [...(byOwner.get(key)?.pods ?? []), p.name]})
-  }
-  const list = [...byOwner.values()]
-    .map(
-      ({owner, pods}) =>
-        `  - ${owner && owner.kind !== 'Pod' ? `${formatRef(owner)}: pod(s) ${pods.join(', ')}` : `Pod ${state.namespace}/${pods.join(', ')}`}`,
-    )
-    .join('\n')
-  const restartable = [...byOwner.values()].flatMap(({owner}) =>
-    owner && ['Deployment', 'StatefulSet', 'DaemonSet'].includes(owner.kind)
-      ? [`${owner.kind.toLowerCase()}/${owner.name}`]
-      : [],
-  )
-  const injection = restoredInjectionLabels(state.plan.spec.steps)
-  throw new StalePlanError(
-    `removing ${DATAPLANE_MODE} from namespace ${state.namespace} would take running pods out of the mesh: they have no sidecar and are captured by ztunnel, and their workloads were not sidecar-less before the migration:\n${list}`,
-    `Restart them after the injection label is restored${injection.length > 0 ? ` (if it is not back yet: kubectl label namespace ${state.namespace} ${injection.join(' ')})` : ''} so they get sidecars${restartable.length > 0 ? ` (kubectl rollout restart -n ${state.namespace} ${restartable.join(' ')})` : ''}, or remove them; then re-run \`mesh-migrate rollback ${state.file}\` once they have sidecars again.`,
-  )
+  return {client: ctx.client, namespace: state.namespace, file: state.file, steps: state.plan.spec.steps, warn}
 }
 
 /**
- * Checks that must hold before a rollback writes anything: E1 (the revision to restore still injects), and no
- * pod falls out of the mesh when the undo of enable-ambient removes istio.io/dataplane-mode.
+ * Before a rollback writes anything: every undo precondition of the steps it undoes (undo-guards.ts), each allowing
+ * for the sidecars the undos before it in this run bring back (their pods-with-sidecar verifications).
  */
 export async function checkRollback(
   ctx: ExecutionContext,
   steps: PlanStep[],
   warn: (message: string) => void,
 ): Promise<void> {
-  const enableAmbient = enrollingStep(steps)
-  if (enableAmbient) {
-    const ns = await ctx.client.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.state.namespace})
-    const wrote = enableAmbient.operations.find(
-      (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && o.ref.kind === 'Namespace',
-    )?.labels[DATAPLANE_MODE]
-    // The undo writes the label only while it still has the value the step wrote.
-    if (wrote !== undefined && (ns?.metadata.labels?.[DATAPLANE_MODE] ?? null) === wrote) {
-      // Pods the steps undone before it restart (with the injection label back) get their sidecars first.
-      const returning = steps
-        .slice(0, steps.indexOf(enableAmbient))
-        .flatMap((s) =>
-          s.undo.operations.flatMap((o) =>
-            (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob' ? [o.ref] : [],
-          ),
-        )
-      await checkPodsStayInMesh(ctx, enableAmbient, returning)
-    }
-  }
+  const checks = undoCheckContext(ctx, warn)
+  const returning: ObjectRef[] = []
   for (const step of steps) {
-    for (const op of step.undo.operations) {
-      if (op.op !== 'label' || op.ref.kind !== 'Namespace') continue
-      const forward = step.operations.find(
-        (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref),
-      )
-      const revision = {...op.labels, ...(forward ? previousLabels(ctx, step, forward) : {})}[REVISION_LABEL]
-      if (revision) await checkRevisionExists(ctx.client, revision, warn)
-    }
+    const guards = undoGuardsOf(ctx.state.plan, step)
+    await checkUndoPreconditions(guards.preconditions, checks, returning)
+    returning.push(...guards.verify.flatMap((v) => (v.check === 'pods-with-sidecar' ? v.refs : [])))
   }
 }
 
@@ -623,6 +503,10 @@ async function undoOperations(
   warn: (message: string) => void,
 ): Promise<string[]> {
   const details: string[] = []
+  const guards = undoGuardsOf(ctx.state.plan, step)
+  // Again right before this undo writes: the undos before it restarted pods, others may have appeared. A dry run
+  // restarts nothing, so only the check before the whole rollback (with what the undos before bring back) applies.
+  if (!ctx.dryRun) await checkUndoPreconditions(guards.preconditions, undoCheckContext(ctx, warn))
   for (const op of step.undo.operations) {
     if (ctx.signal.aborted) throw new InterruptedError()
     const call: UndoCall = {ctx, step, warn, details}
@@ -633,7 +517,7 @@ async function undoOperations(
     else if (op.op === 'template-labels') await undoTemplateLabels(op, call)
   }
   if (!ctx.dryRun) {
-    await awaitUndoneRollouts(ctx, step, details)
+    await verifyUndo(ctx, step, guards.verify, details)
     await ctx.state.record(step.id, {
       phase: 'RolledBack',
       by: ctx.who,
@@ -681,7 +565,7 @@ async function undoApply(op: Extract<Operation, {op: 'apply'}>, {ctx, details}: 
 
 /** Restore the labels the step changed, only where they are still as the step left them. */
 async function undoLabel(op: Extract<Operation, {op: 'label'}>, {ctx, step, warn, details}: UndoCall): Promise<void> {
-  const {client, state} = ctx
+  const {client} = ctx
   // Restore exactly what the step saw before it wrote; the plan's undo is the fallback.
   const forward = step.operations.find(
     (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === refKey(op.ref),
@@ -704,13 +588,6 @@ async function undoLabel(op: Extract<Operation, {op: 'label'}>, {ctx, step, warn
         : `${formatRef(op.ref)} labels already restored`,
     )
     return
-  }
-  const revision = op.ref.kind === 'Namespace' ? labels[REVISION_LABEL] : undefined
-  if (revision) await checkRevisionExists(client, revision, warn)
-  // Again right before the write: the steps undone before this one restarted pods, others may have appeared.
-  if (op.ref.kind === 'Namespace' && DATAPLANE_MODE in labels && labels[DATAPLANE_MODE] !== 'ambient' && !ctx.dryRun) {
-    const enableAmbient = enrollingStep([step, ...state.plan.spec.steps])
-    if (enableAmbient) await checkPodsStayInMesh(ctx, enableAmbient, [])
   }
   const seenNow = Object.fromEntries(Object.keys(labels).map((k) => [k, live.metadata.labels?.[k] ?? null]))
   await guardedMergePatch(
@@ -771,45 +648,25 @@ async function undoTemplateLabels(
   details.push(`restored the pod-template labels of ${formatRef(op.ref)}`)
 }
 
-/**
- * After an undo restarted or re-templated workloads: wait for their rollouts, and for the sidecars of those whose
- * step verified that their pods lost them (pods-without-sidecar): only the restart brings sidecars back; the other
- * rolled workloads were opted out or are gateways.
- */
-async function awaitUndoneRollouts(ctx: ExecutionContext, step: PlanStep, details: string[]): Promise<void> {
+/** After an undo's writes: wait for what it verifies (its rollouts, the sidecars its restart brings back). */
+async function verifyUndo(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  verify: Verification[],
+  details: string[],
+): Promise<void> {
   const {client, state} = ctx
-  const rolled = step.undo.operations
-    .filter(
-      (o): o is Extract<Operation, {op: 'restart' | 'template-labels'}> =>
-        (o.op === 'restart' || o.op === 'template-labels') && o.ref.kind !== 'CronJob',
-    )
-    .map((o) => o.ref)
-  if (rolled.length === 0) return
   const progress = {
     timeoutMs: ctx.timeoutMs,
     signal: ctx.signal,
     onProgress: (d: string) => ctx.onProgress?.(`waiting: ${d}`),
   }
-  const rollout = await waitUntil(
-    () => runCheck({check: 'rollouts-complete', refs: rolled}, {client, namespace: state.namespace}),
-    progress,
-  )
-  if (!rollout.ok)
-    throw new StepFailedError(step, `rollback rollout did not finish: ${rollout.detail}`, state.file, {rollback: true})
-  const lostSidecar = new Set(
-    step.verify.flatMap((v) => (v.check === 'pods-without-sidecar' ? v.refs.map(refKey) : [])),
-  )
-  const restarted = rolled.filter((r) => lostSidecar.has(refKey(r)))
-  if (restarted.length === 0) return
-  const sidecars = await waitUntil(() => podsWithSidecar(client, state.namespace, restarted), progress)
-  if (!sidecars.ok)
-    throw new StepFailedError(
-      step,
-      `after the rollback restart ${sidecars.detail}; is the injection label back on the namespace?`,
-      state.file,
-      {rollback: true},
-    )
-  details.push(sidecars.detail)
+  for (const v of verify) {
+    const result = await waitUntil(() => runCheck(v, {client, namespace: state.namespace}), progress)
+    if (!result.ok)
+      throw new StepFailedError(step, `${v.check} did not hold: ${result.detail}`, state.file, {rollback: true})
+    if (v.check !== 'rollouts-complete') details.push(result.detail)
+  }
 }
 
 export {rollbackSequence}

@@ -240,6 +240,20 @@ const podsWithoutSidecar: CheckOf<'pods-without-sidecar'> = async (v, {client, n
   }
 }
 
+/** An undo's postcondition: the restart brought the sidecars back (the injection label is back on the namespace). */
+const podsWithSidecar: CheckOf<'pods-with-sidecar'> = async (v, {client, namespace}) => {
+  const byWorkload = podsByWorkload(await livePods(client, namespace))
+  const pods = v.refs.flatMap((r) => byWorkload.get(refKey(r)) ?? [])
+  const offenders = pods.filter((p) => !hasSidecar(p)).map((p) => p.name)
+  if (offenders.length > 0) {
+    const detail = `pods without a sidecar: ${offenders.join(', ')}; is the injection label back on the namespace?`
+    return podsLeft(detail, pods.length, 'pods with sidecar', offenders)
+  }
+  const notUp = await podsNotUpYet(client, v.refs, byWorkload)
+  if (notUp) return notUp
+  return {ok: true, detail: `${pods.length} pod(s) have their sidecar back`}
+}
+
 const podsCaptured: CheckOf<'pods-captured'> = async (v, {client, namespace}) => {
   const byWorkload = podsByWorkload(await livePods(client, namespace))
   const pods = v.refs.flatMap((r) => byWorkload.get(refKey(r)) ?? [])
@@ -311,6 +325,7 @@ const CHECKS: {[K in Verification['check']]: CheckOf<K>} = {
   'waypoint-ready': waypointReady,
   'rollouts-complete': rolloutsComplete,
   'pods-without-sidecar': podsWithoutSidecar,
+  'pods-with-sidecar': podsWithSidecar,
   'pods-captured': podsCaptured,
   'pods-opted-out': podsOptedOut,
   'waypoint-bound': waypointBound,
@@ -319,15 +334,4 @@ const CHECKS: {[K in Verification['check']]: CheckOf<K>} = {
 /** Read the cluster once for one verification: does it hold, and if not, why (and how far along a wait is). */
 export async function runCheck(v: Verification, ctx: VerifyContext): Promise<CheckResult> {
   return (CHECKS[v.check] as CheckOf<typeof v.check>)(v as never, ctx)
-}
-
-/** Pods of these workloads all carry a sidecar again (rollback's postcondition). */
-export async function podsWithSidecar(client: KubeClient, namespace: string, refs: ObjectRef[]): Promise<CheckResult> {
-  const byWorkload = podsByWorkload(await livePods(client, namespace))
-  const offenders = refs.flatMap((r) =>
-    (byWorkload.get(refKey(r)) ?? []).filter((p) => !hasSidecar(p)).map((p) => p.name),
-  )
-  return offenders.length === 0
-    ? {ok: true, detail: 'every pod has its sidecar back'}
-    : {ok: false, detail: `pods without a sidecar: ${offenders.join(', ')}`}
 }

@@ -1,6 +1,7 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3): decides what all steps share
 // once (the waypoint, what happens to every policy, opt-outs, restarts, the binding), folds over the step kinds
 // (src/steps/index.ts), then judges the result (accepted losses, the simulation's hazards, accepted blockers).
+import {guardedUndo} from './undo-guards.js'
 import {isGroupedLostFinding} from './lost-routing.js'
 import {digestOf, objectFingerprint} from './canonical.js'
 import {markHandledFindings} from './finding-handling.js'
@@ -218,7 +219,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
   for (const kind of STEP_KINDS) {
     const planned = kind.plan(ctx)
     findings.push(...(planned.findings ?? []))
-    if (planned.step) steps.push(planned.step)
+    // Every undo carries the guards rollback runs (src/planner/undo-guards.ts), in the plan for the reviewer.
+    if (planned.step) steps.push({...planned.step, undo: guardedUndo(planned.step)})
   }
   judgeLostFindings(findings, ctx)
   const policyInputs = timelinePolicies(ctx.ns, ctx.policies.decisions)

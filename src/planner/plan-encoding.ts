@@ -21,6 +21,7 @@ import {
   type PlanSpec,
   type PlanStep,
   type Precondition,
+  type UndoPrecondition,
   type Verification,
   PLAN_API_VERSION,
 } from './plan-types.js'
@@ -233,9 +234,17 @@ function encodeStep(step: PlanStep, w: Writer): Json {
     verify: step.verify.map((v) => encodeCheck(v, w)),
     undo: {
       description: w.texts.use(step.undo.description),
+      ...(step.undo.preconditions
+        ? {preconditions: step.undo.preconditions.map((p) => encodeUndoPrecondition(p, w))}
+        : {}),
       operations: step.undo.operations.map((op) => encodeOperation(op, w)),
+      ...(step.undo.verify ? {verify: step.undo.verify.map((v) => encodeCheck(v, w))} : {}),
     },
   }
+}
+
+function encodeUndoPrecondition(p: UndoPrecondition, w: Writer): Json {
+  return p.check === 'pods-stay-in-mesh' ? {...p, allowed: p.allowed.map((r) => w.refs.write(r))} : {...p}
 }
 
 function encodeSpec(spec: PlanSpec, w: Writer): Json {
@@ -387,7 +396,24 @@ function decodeStep(step: Json, d: Decoder, path: string): PlanStep {
     verify: (step.verify as Json[]).map((v, i) => decodeCheck(v, d, `${path}.verify[${i}]`)),
     undo: {
       description: d.text(undo.description, `${path}.undo.description`),
+      ...(undo.preconditions
+        ? {
+            preconditions: (undo.preconditions as Json[]).map((p, i) =>
+              p.check === 'pods-stay-in-mesh'
+                ? {
+                    ...p,
+                    allowed: (p.allowed as unknown[]).map((r, j) =>
+                      d.ref(r, `${path}.undo.preconditions[${i}].allowed[${j}]`),
+                    ),
+                  }
+                : p,
+            ),
+          }
+        : {}),
       operations: (undo.operations as Json[]).map((op, i) => decodeOperation(op, d, `${path}.undo.operations[${i}]`)),
+      ...(undo.verify
+        ? {verify: (undo.verify as Json[]).map((v, i) => decodeCheck(v, d, `${path}.undo.verify[${i}]`))}
+        : {}),
     },
   } as unknown as PlanStep
 }

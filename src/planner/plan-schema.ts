@@ -238,8 +238,31 @@ function checkSchemas({ref, oneLineOr}: Slots) {
       },
       {
         additionalProperties: false,
+        required: ['check', 'refs'],
+        properties: {check: {const: 'pods-with-sidecar'}, refs: refList},
+      },
+      {
+        additionalProperties: false,
         required: ['check', 'checks'],
         properties: {check: {const: 'preflight'}, checks: {type: 'array', items: {type: 'string'}}},
+      },
+    ],
+  }
+
+  // What an undo checks before it writes (src/planner/undo-guards.ts).
+  const undoPrecondition = {
+    type: 'object',
+    required: ['check'],
+    oneOf: [
+      {
+        additionalProperties: false,
+        required: ['check', 'revision'],
+        properties: {check: {const: 'revision-injects'}, revision: {type: 'string', minLength: 1}},
+      },
+      {
+        additionalProperties: false,
+        required: ['check', 'allowed'],
+        properties: {check: {const: 'pods-stay-in-mesh'}, allowed: refList},
       },
     ],
   }
@@ -247,13 +270,21 @@ function checkSchemas({ref, oneLineOr}: Slots) {
   return {
     precondition: oneLineOr('object-absent-or-ours|object-present|waypoint-ready', precondition),
     verification: oneLineOr('waypoint-ready', verification),
+    undoPrecondition,
   }
+}
+
+/** Shapes the plan uses in more than one place, stored once under `definitions`. */
+function sharedDefinitions(slots: Slots) {
+  const {verification} = checkSchemas(slots)
+  return {operation: operationSchema(slots), verification}
 }
 
 function stepSchema(slots: Slots) {
   const {ref, text} = slots
-  const operationItem = operationSchema(slots)
-  const {precondition, verification} = checkSchemas(slots)
+  const operationItem = {$ref: '#/definitions/operation'}
+  const verification = {$ref: '#/definitions/verification'}
+  const {precondition, undoPrecondition} = checkSchemas(slots)
   const step = {
     type: 'object',
     additionalProperties: false,
@@ -278,7 +309,12 @@ function stepSchema(slots: Slots) {
         type: 'object',
         additionalProperties: false,
         required: ['description', 'operations'],
-        properties: {description: text, operations: {type: 'array', items: operationItem}},
+        properties: {
+          description: text,
+          preconditions: {type: 'array', items: undoPrecondition},
+          operations: {type: 'array', items: operationItem},
+          verify: {type: 'array', items: verification},
+        },
       },
     },
   }
@@ -395,6 +431,7 @@ function planSchema(form: Form) {
     type: 'object',
     additionalProperties: false,
     required: ['apiVersion', 'kind', 'metadata', 'spec'],
+    definitions: sharedDefinitions(slots),
     properties: {
       apiVersion: {const: file ? 'mesh-migrate.io/v1alpha2' : 'mesh-migrate.io/v1alpha1'},
       kind: {const: 'MigrationPlan'},

@@ -87,11 +87,30 @@ export type Verification =
   | {check: 'pods-opted-out'; refs: ObjectRef[]}
   /** These Services report istio.io/WaypointBound=True for the waypoint. */
   | {check: 'waypoint-bound'; ref: ObjectRef; services: string[]}
+  /** Every pod of these workloads runs with a sidecar (an undo's postcondition: the restart brought them back). */
+  | {check: 'pods-with-sidecar'; refs: ObjectRef[]}
   | {check: 'preflight'; checks: string[]}
+
+/**
+ * Read-only conditions an undo needs (src/planner/undo-guards.ts): rollback checks all of them before its first
+ * write, and each step's again right before that step's undo writes.
+ */
+export type UndoPrecondition =
+  /** E1: restoring istio.io/rev=<revision> brings sidecars back only while a webhook injects for that revision or tag. */
+  | {check: 'revision-injects'; revision: string}
+  /**
+   * Removing istio.io/dataplane-mode=ambient un-enrols every sidecar-less pod at once: refuse while a captured pod
+   * without a sidecar would leave the mesh, unless its workload is `allowed` (sidecar-less before the plan).
+   */
+  | {check: 'pods-stay-in-mesh'; allowed: ObjectRef[]}
 
 export interface StepUndo {
   description: string
+  /** What must hold before the undo writes (absent: nothing). */
+  preconditions?: UndoPrecondition[]
   operations: Operation[]
+  /** What the undo waits for after its writes (absent: nothing). */
+  verify?: Verification[]
 }
 
 export interface ManualItem {

@@ -6,6 +6,7 @@ import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
 
 import {digestOf, toCanonicalYaml} from './canonical.js'
+import {planHasUndoGuards, undoGuardProblems} from './undo-guards.js'
 import {decodePlan, encodePlan, PLAN_FILE_API_VERSION} from './plan-encoding.js'
 import {PLAN_FILE_SCHEMA, PLAN_SCHEMA} from './plan-schema.js'
 import {
@@ -282,6 +283,8 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
   }
   const seen = new Set<string>()
   let lastOrder = -1
+  // A plan written before undo guards existed has none; rollback runs the rule's (undo-guards.ts).
+  const guarded = planHasUndoGuards(plan)
   plan.spec.steps.forEach((step: PlanStep, i) => {
     const base = `spec.steps[${i}]`
     if (seen.has(step.id)) problems.push({path: `${base}.id`, message: `duplicate step id "${step.id}"`})
@@ -302,6 +305,7 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
       problems.push(...operationProblems(op, rule, namespace, `${base}.undo.operations[${j}]`, true)),
     )
     // A step's undo may restart what it restarted (rollback restarts again once injection is back).
+    if (guarded) problems.push(...undoGuardProblems(step, base))
   })
   plan.spec.waypoints.forEach((w, i) => {
     if (w.spec?.gatewayClassName !== WAYPOINT_CLASS) {
