@@ -20,6 +20,7 @@ import {
   type InjectionWebhooks,
   NO_INJECTION_WEBHOOKS,
 } from './namespace.js'
+import {restartLimitFinding} from '../steps/restart-workloads.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
 import {isRecord, stringMap} from './json.js'
 import {
@@ -31,7 +32,6 @@ import {
   SIDECAR_INJECT,
   SIDECAR_STATUS,
   TUNNEL_LABEL,
-  isRolloutRestartable,
   isSidecar,
 } from './vocab.js'
 
@@ -1036,7 +1036,7 @@ function dataplaneNone({ref, label, traits}: WorkloadFacts): WorkloadFinding[] {
 
 function restartLimits({ref, traits, partition, hasSidecar, gateway}: WorkloadFacts): WorkloadFinding[] {
   if (!hasSidecar || gateway) return []
-  const restart = restartAdvice(ref, traits, partition)
+  const restart = restartLimitFinding(ref, traits, partition)
   return restart ? [{id: `${restart.code === 'E9' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart}] : []
 }
 
@@ -1101,79 +1101,6 @@ const WORKLOAD_ANALYZERS: WorkloadAnalyzer[] = [
   gitOpsManaged,
   trafficExclusions,
 ]
-
-function restartAdvice(
-  ref: ObjectRef,
-  traits: Set<WorkloadTrait>,
-  partition: number,
-): Omit<Finding, 'id' | 'ref'> | undefined {
-  const label = `${ref.kind} ${ref.name}`
-  if (traits.has('on-delete')) {
-    return {
-      code: 'E9',
-      severity: 'warning',
-      message: `${label} uses updateStrategy OnDelete: a rollout restart replaces no pod, so its sidecars stay until pods are deleted.`,
-      fix: 'Delete its pods one at a time (the controller re-creates them without a sidecar).',
-    }
-  }
-  if (traits.has('partitioned')) {
-    return {
-      code: 'E9',
-      severity: 'warning',
-      message: `${label} has rollingUpdate.partition=${partition}: pods with an ordinal below ${partition} are not restarted and keep their sidecars.`,
-      fix: 'Lower the partition to 0 for the restart, or delete those pods explicitly.',
-    }
-  }
-  if (ref.kind === 'Job') {
-    return {
-      code: 'E10',
-      severity: 'warning',
-      message: `${label} cannot be rollout-restarted: its running pods keep their sidecars until they complete.`,
-      fix: 'Wait for the Job to finish (or re-create it) after the injection label is removed.',
-    }
-  }
-  if (ref.kind === 'CronJob') {
-    return {
-      code: 'E10',
-      severity: 'warning',
-      message: `${label} cannot be rollout-restarted: its next scheduled Job starts without a sidecar; running Jobs keep theirs until they complete.`,
-      fix: 'Wait for the next schedule (or trigger a Job manually) after the injection label is removed.',
-    }
-  }
-  if (traits.has('bare-pod')) {
-    return {
-      code: 'E10',
-      severity: 'warning',
-      message: `${label} is a bare Pod: nothing restarts it, so it keeps its sidecar until it is deleted and re-created.`,
-      fix: 'Have its owner (a script, an operator, a person) delete and re-create it after the injection label is removed.',
-    }
-  }
-  if (ref.kind === 'ReplicaSet') {
-    return {
-      code: 'E10',
-      severity: 'warning',
-      message: `${label} has no Deployment: rollout restart does not apply to a ReplicaSet.`,
-      fix: 'Delete its pods (the ReplicaSet re-creates them) after the injection label is removed.',
-    }
-  }
-  if (ref.kind === 'Rollout') {
-    return {
-      code: 'E10',
-      severity: 'warning',
-      message: `${label} is an Argo Rollout: kubectl rollout restart does not apply.`,
-      fix: 'Restart it with `kubectl argo rollouts restart` after the injection label is removed.',
-    }
-  }
-  if (!isRolloutRestartable(ref.kind)) {
-    return {
-      code: 'E10',
-      severity: 'warning',
-      message: `${label} is not a built-in controller: the plan cannot restart it.`,
-      fix: `Restart its pods through ${ref.kind}'s own mechanism after the injection label is removed.`,
-    }
-  }
-  return undefined
-}
 
 /** The proxy state of one live pod, detected in DOMAIN §2.4's order (status annotation first). */
 export function podProxyState(pod: KubeObject): ProxyState {
