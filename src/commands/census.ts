@@ -1,10 +1,15 @@
-import {Flags} from '@oclif/core'
+import {stat} from 'node:fs/promises'
+
+import type {Interfaces} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {type CensusDocument, typed} from '../cli/contract.js'
 import {selectorFlag} from '../cli/flags.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {stdoutPainter} from '../ui/color.js'
+import {UsageError} from '../errors.js'
+import {PLANS_DIR} from '../executor/plan-store.js'
 
 export default class CensusCommand extends BaseCommand {
   static override summary =
@@ -34,21 +39,45 @@ ${EXIT_CODES_HELP}`
     'request-timeout': sourceFlags['request-timeout'],
     output: outputFlag,
     selector: selectorFlag,
-    'plans-dir': Flags.string({description: 'Directory of plan files whose progress to show.', default: 'plans'}),
+    'plans-dir': Flags.string({description: 'Directory of plan files whose progress to show [default: plans].'}),
   }
 
   async run(): Promise<CensusDocument | undefined> {
-    const {flags} = await this.parse(CensusCommand)
-    const client = await connectCluster(flags)
+    const o = await this.validate(await this.complete())
+    const client = await connectCluster(o.flags)
     const {readCensusInput} = await import('../census/read.js')
     const {buildCensus} = await import('../census/census.js')
     const input = await readCensusInput(client, {
-      ...(flags.selector ? {selector: flags.selector} : {}),
-      plansDir: flags['plans-dir'],
+      ...(o.flags.selector ? {selector: o.flags.selector} : {}),
+      plansDir: o.plansDir,
     })
     const report = typed('Census', buildCensus(input))
     for (const note of report.notes) this.note(`Note: ${note}`)
     const {renderCensus} = await import('../census/view.js')
-    return this.emit(report, flags.output, () => renderCensus(report, stdoutPainter()))
+    return this.emit(report, o.flags.output, () => renderCensus(report, stdoutPainter()))
   }
+
+  /** Flags → options (the selector's syntax is checked as it is parsed: flags.ts). */
+  private async complete(): Promise<CensusOptions> {
+    const {flags} = await this.parse(CensusCommand)
+    return {flags, plansDir: flags['plans-dir'] ?? PLANS_DIR, plansDirGiven: flags['plans-dir'] !== undefined}
+  }
+
+  /** A --plans-dir that was asked for must be a directory; the default one may be missing (no plans yet). */
+  private async validate(o: CensusOptions): Promise<CensusOptions> {
+    if (!o.plansDirGiven) return o
+    const info = await stat(o.plansDir).catch(() => undefined)
+    if (!info?.isDirectory())
+      throw new UsageError(
+        `--plans-dir ${o.plansDir} ${info ? 'is not a directory' : 'does not exist'}`,
+        'Name the directory the plan files are in (plan --out wrote them), or leave --plans-dir out for plans/.',
+      )
+    return o
+  }
+}
+
+interface CensusOptions {
+  flags: Interfaces.InferredFlags<typeof CensusCommand.flags>
+  plansDir: string
+  plansDirGiven: boolean
 }

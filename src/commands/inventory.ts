@@ -1,4 +1,5 @@
-import {Args} from '@oclif/core'
+import type {Interfaces} from '@oclif/core'
+import * as Args from '@oclif/core/args'
 
 import {buildInventory} from '../planner/inventory.js'
 import {openSource, requireNamespace} from '../sources/open.js'
@@ -28,20 +29,40 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<InventoryDocument | undefined> {
-    const {args, flags} = await this.parse(InventoryCommand)
-    const namespace = requireNamespaceArg(args.namespace, flags.namespace)
-    const source = await openSource(flags)
-    const snapshot = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
+    const o = this.validate(await this.complete())
+    const source = await openSource(o.flags)
+    const snapshot = requireNamespace(await source.snapshot(o.namespace, {rootNamespace: o.flags['root-namespace']}))
     const inventory = typed(
       'Inventory',
       buildInventory(snapshot, {
-        waypointFor: flags['waypoint-for'],
-        ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+        waypointFor: o.flags['waypoint-for'],
+        ...(o.flags['istio-version'] ? {istioVersion: o.flags['istio-version']} : {}),
       }),
     )
     // The table view is imported only when it is shown (its table stack costs start-up for -o json).
-    return this.emit(inventory, flags.output, async () =>
+    return this.emit(inventory, o.flags.output, async () =>
       (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter()),
     )
   }
+
+  /** Flags → options. */
+  private async complete(): Promise<InventoryInput> {
+    const {args, flags} = await this.parse(InventoryCommand)
+    return {namespaceArg: args.namespace, flags}
+  }
+
+  /** The namespace is required (argument or -n); the source flags oclif has checked already. */
+  private validate(o: InventoryInput): InventoryOptions {
+    return {namespace: requireNamespaceArg(o.namespaceArg, o.flags.namespace), flags: o.flags}
+  }
+}
+
+type InventoryFlags = Interfaces.InferredFlags<typeof InventoryCommand.flags>
+interface InventoryInput {
+  namespaceArg: string | undefined
+  flags: InventoryFlags
+}
+interface InventoryOptions {
+  namespace: string
+  flags: InventoryFlags
 }

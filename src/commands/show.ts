@@ -1,4 +1,5 @@
-import {Args, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 
 import path from 'node:path'
 
@@ -57,54 +58,72 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<MigrationPlan | FleetPlan | Timeline | ManifestChanges | undefined> {
+    const o = this.validate(await this.complete())
+    if (o.fleet) return this.showFleet(o.planArg, o.output)
+    const file = await resolvePlanArg(o.planArg!)
+    const checked = checkPlanText(await readTextFile(file, 'plan file'))
+    if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
+    const plan = checked.plan
+    if (o.timeline) return this.showTimeline(file, plan, o.output)
+    if (o.output === 'patches') return this.showPatches(file, plan)
+    if (o.output === 'markdown' && !this.jsonEnabled()) {
+      process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
+      return undefined
+    }
+    const format = o.output === 'markdown' ? 'table' : (o.output as Exclude<ShowOutput, 'patches'>)
+    return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
+  }
+
+  /** Flags → options: which plan (a file, a namespace or, with --fleet, the fleet file) and how to show it. */
+  private async complete(): Promise<ShowOptions> {
     const {args, flags} = await this.parse(ShowCommand)
-    if (flags.fleet) return this.showFleet(args.plan, flags.output)
-    const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
-    if (!planArg)
+    return {
+      fleet: flags.fleet,
+      planArg: flags.fleet ? args.plan : namespaceOf(args.plan, flags.namespace, 'PLAN'),
+      output: flags.output,
+      timeline: flags.timeline,
+    }
+  }
+
+  /** A plan to show, and an output the view has. */
+  private validate(o: ShowOptions): ShowOptions {
+    if (!o.fleet && !o.planArg)
       throw new UsageError(
         'which plan? Name a plan file or a namespace (or -n NAMESPACE, or pass --fleet)',
         'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet',
       )
-    const file = await resolvePlanArg(planArg)
-    const checked = checkPlanText(await readTextFile(file, 'plan file'))
-    if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
-    const plan = checked.plan
-    if (flags.timeline) {
-      const {renderTimeline, timelineOf} = await import('../ui/timeline-view.js')
-      const sim = timelineOf(plan)
-      const timeline = typed('Timeline', {
-        plan: file,
-        namespace: plan.metadata.namespace,
-        apply: sim.apply,
-        rollback: sim.rollback,
-        hazards: plan.spec.hazards,
-      })
-      return this.emit(
-        timeline,
-        flags.output === 'markdown' || flags.output === 'patches' ? 'table' : flags.output,
-        () => renderTimeline(plan, stdoutPainter()),
-      )
-    }
-    if (flags.output === 'patches') {
-      const {manifestChanges} = await import('../planner/gitops.js')
-      if (this.jsonEnabled())
-        return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
-      const {renderManifestPatches} = await import('../ui/patches-view.js')
-      process.stdout.write(renderManifestPatches(plan))
-      return undefined
-    }
-    if (flags.output === 'markdown' && !this.jsonEnabled()) {
-      process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
-      return undefined
-    }
-    const format = flags.output === 'markdown' ? 'table' : (flags.output as Exclude<typeof flags.output, 'patches'>)
-    return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
+    if (o.fleet && o.output === 'patches')
+      throw new UsageError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml')
+    return o
   }
 
-  private async showFleet(
-    arg: string | undefined,
-    output: 'table' | 'wide' | 'markdown' | 'patches' | 'json' | 'yaml',
-  ): Promise<FleetPlan | undefined> {
+  /** --timeline: the simulation at every step boundary (markdown and patches show it as the table). */
+  private async showTimeline(file: string, plan: MigrationPlan, output: ShowOutput): Promise<Timeline | undefined> {
+    const {renderTimeline, timelineOf} = await import('../ui/timeline-view.js')
+    const sim = timelineOf(plan)
+    const timeline = typed('Timeline', {
+      plan: file,
+      namespace: plan.metadata.namespace,
+      apply: sim.apply,
+      rollback: sim.rollback,
+      hazards: plan.spec.hazards,
+    })
+    return this.emit(timeline, output === 'markdown' || output === 'patches' ? 'table' : output, () =>
+      renderTimeline(plan, stdoutPainter()),
+    )
+  }
+
+  /** -o patches: the plan's changes as manifests for Git (--json: the same as data). */
+  private async showPatches(file: string, plan: MigrationPlan): Promise<ManifestChanges | undefined> {
+    const {manifestChanges} = await import('../planner/gitops.js')
+    if (this.jsonEnabled())
+      return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
+    const {renderManifestPatches} = await import('../ui/patches-view.js')
+    process.stdout.write(renderManifestPatches(plan))
+    return undefined
+  }
+
+  private async showFleet(arg: string | undefined, output: ShowOutput): Promise<FleetPlan | undefined> {
     const file = arg ?? path.join(PLANS_DIR, FLEET_FILE)
     const checked = checkFleetText(
       await readTextFile(file, 'fleet file').catch((error: unknown) => {
@@ -118,12 +137,21 @@ ${EXIT_CODES_HELP}`
     if (!checked.fleet) throw new InvalidPlanError(file, checked.problems)
     const fleet = checked.fleet
     const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
-    if (output === 'patches')
-      throw new UsageError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml')
     if (output === 'markdown' && !this.jsonEnabled()) {
       process.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
       return undefined
     }
-    return this.emit(fleet, output === 'markdown' ? 'table' : output, () => renderFleet(fleet, stdoutPainter()))
+    return this.emit(fleet, output === 'markdown' ? 'table' : (output as Exclude<ShowOutput, 'patches'>), () =>
+      renderFleet(fleet, stdoutPainter()),
+    )
   }
+}
+
+type ShowOutput = 'table' | 'wide' | 'markdown' | 'patches' | 'json' | 'yaml'
+interface ShowOptions {
+  fleet: boolean
+  /** A plan file or namespace; with --fleet the fleet file (absent: plans/fleet.yaml). */
+  planArg: string | undefined
+  output: ShowOutput
+  timeline: boolean
 }
