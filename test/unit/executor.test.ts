@@ -14,14 +14,14 @@ import {performOperation, stalePreconditions} from '../../src/executor/operation
 import {PlanState} from '../../src/executor/plan-state.js'
 import {OWNER_ANNOTATION} from '../../src/executor/ownership.js'
 import {InterruptedError} from '../../src/executor/verify.js'
-import {buildInventory} from '../../src/planner/inventory.js'
-import type {KubeObject, ObjectRef, SourceSnapshot} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import {MANAGED_BY_LABEL, type Operation, PLAN_ANNOTATION, type PlanStep} from '../../src/planner/plan-types.js'
 import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {MemoryKube} from '../support/memory-kube.js'
+import {offlinePlan} from '../support/offline-plan.js'
+import {testExecution} from '../support/execution.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const NS = 'bookinfo'
@@ -45,23 +45,7 @@ let planText: string
 beforeAll(async () => {
   const dir = path.join(REPO_ROOT, 'examples/bookinfo')
   manifests = (await loadManifestFiles([dir], {defaultNamespace: NS})).objects
-  const snapshot: SourceSnapshot = {
-    namespace: NS,
-    rootNamespace: 'istio-system',
-    target: {manifests: ['examples/bookinfo']},
-    objects: manifests,
-    missingKinds: [],
-    findings: [],
-  }
-  const inventory = buildInventory(snapshot, {waypointFor: 'service'})
-  planText = renderPlanFile(
-    buildPlan({
-      inventory,
-      snapshot,
-      options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
-      generator: 'mesh-migrate/test',
-    }),
-  )
+  planText = renderPlanFile(offlinePlan(NS, manifests, {}, 'examples/bookinfo').plan)
 })
 
 afterEach(() => {
@@ -92,15 +76,7 @@ async function rig(overrides: Partial<ExecutionContext> = {}, opts: {unclaimed?:
       o.metadata.annotations = {...o.metadata.annotations, [OWNER_ANNOTATION]: JSON.stringify(owner)}
     })
   }
-  const ctx: ExecutionContext = {
-    client: kube,
-    state,
-    who: 'tester',
-    dryRun: false,
-    timeoutMs: 20,
-    signal: new AbortController().signal,
-    ...overrides,
-  }
+  const ctx = testExecution(kube, state, overrides)
   const step = (action: string) => {
     const s = state.plan.spec.steps.find((x) => x.action === action)
     if (!s) throw new Error(`no ${action} step in ${state.plan.spec.steps.map((x) => x.action).join(', ')}`)
@@ -515,20 +491,7 @@ describe('checkRollback: E1, the revision to restore must still inject', () => {
     const objects = manifests.map((o) =>
       o.kind === 'Namespace' ? {...o, metadata: {...o.metadata, labels: {'istio.io/rev': 'canary'}}} : o,
     )
-    const snapshot: SourceSnapshot = {
-      namespace: NS,
-      rootNamespace: 'istio-system',
-      target: {manifests: ['examples/bookinfo']},
-      objects,
-      missingKinds: [],
-      findings: [],
-    }
-    const plan = buildPlan({
-      inventory: buildInventory(snapshot, {waypointFor: 'service'}),
-      snapshot,
-      options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service'},
-      generator: 'mesh-migrate/test',
-    })
+    const {plan} = offlinePlan(NS, objects, {}, 'examples/bookinfo')
     const r = await rig()
     await writeFile(r.state.file, renderPlanFile(plan))
     const state = await PlanState.load(r.state.file)

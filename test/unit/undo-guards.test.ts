@@ -7,16 +7,16 @@ import path from 'node:path'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {StalePlanError} from '../../src/errors.js'
-import {applyStep, checkRollback, type ExecutionContext, StepFailedError, undoStep} from '../../src/executor/engine.js'
+import {applyStep, checkRollback, StepFailedError, undoStep} from '../../src/executor/engine.js'
 import {PlanState} from '../../src/executor/plan-state.js'
-import {buildInventory} from '../../src/planner/inventory.js'
-import type {KubeObject, ObjectRef, SourceSnapshot} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import type {MigrationPlan, PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
 import {requiredUndoGuards, undoGuardsOf} from '../../src/planner/undo-guards.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {MemoryKube} from '../support/memory-kube.js'
+import {offlinePlan} from '../support/offline-plan.js'
+import {testExecution} from '../support/execution.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const NS = 'bookinfo'
@@ -34,21 +34,7 @@ function planOf(
   options: Partial<PlanOptions> = {},
 ): {plan: MigrationPlan; objects: KubeObject[]} {
   const objects = manifests.map((o) => edit(structuredClone(o)))
-  const snapshot: SourceSnapshot = {
-    namespace: NS,
-    rootNamespace: 'istio-system',
-    target: {manifests: ['examples/bookinfo']},
-    objects,
-    missingKinds: [],
-    findings: [],
-  }
-  const plan = buildPlan({
-    inventory: buildInventory(snapshot, {waypointFor: 'service'}),
-    snapshot,
-    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor: 'service', ...options},
-    generator: 'mesh-migrate/test',
-  })
-  return {plan, objects}
+  return {plan: offlinePlan(NS, objects, options, 'examples/bookinfo').plan, objects}
 }
 
 const stepOf = (plan: MigrationPlan, action: string): PlanStep => plan.spec.steps.find((s) => s.action === action)!
@@ -207,15 +193,7 @@ describe('rollback runs on the guards in the plan', () => {
     await writeFile(file, renderPlanFile(plan))
     const state = await PlanState.load(file)
     const kube = new MemoryKube().seed(...objects)
-    const ctx: ExecutionContext = {
-      client: kube,
-      state,
-      who: 'tester',
-      dryRun: false,
-      timeoutMs: 20,
-      signal: new AbortController().signal,
-    }
-    return {kube, state, ctx}
+    return {kube, state, ctx: testExecution(kube, state)}
   }
 
   it('pods-stay-in-mesh: refuses while a captured sidecar-less pod of a workload it does not allow would leave the mesh', async () => {
