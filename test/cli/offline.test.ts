@@ -34,6 +34,26 @@ describe('help and usage', () => {
     const missing = await runCli(['plan'])
     expect(missing.code).toBe(2)
   })
+
+  it('each command validates its options before it reads or connects: what is wrong and what to run (exit 2)', async () => {
+    const inventory = await runCli(['inventory', '--manifests', EXAMPLE])
+    expect([inventory.code, inventory.stderr]).toEqual([
+      2,
+      'Error: missing the namespace\nNext: Pass it as the argument or with -n NAMESPACE.\n',
+    ])
+    const show = await runCli(['show'])
+    expect(show.code).toBe(2)
+    expect(show.stderr).toContain('which plan? Name a plan file or a namespace')
+    const fleetPatches = await runCli(['show', '--fleet', '-o', 'patches'])
+    expect([fleetPatches.code, fleetPatches.stderr]).toEqual([
+      2,
+      'Error: -o patches is for one plan; the fleet overview has table, markdown, json and yaml\n',
+    ])
+    // Checked before connecting: no kubeconfig is needed to be told.
+    const census = await runCli(['census', '--plans-dir', 'no-such-dir'], {env: {KUBECONFIG: '/nonexistent'}})
+    expect(census.code).toBe(2)
+    expect(census.stderr).toContain('Error: --plans-dir no-such-dir does not exist')
+  })
 })
 
 describe('inventory', () => {
