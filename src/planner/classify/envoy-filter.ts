@@ -5,7 +5,16 @@ import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {EnvoyFilterSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, reason, uniqSorted, workloadNames} from './results.js'
+import {
+  type Classified,
+  type KindClassifier,
+  finding,
+  item,
+  reason,
+  unmatchedSelector,
+  uniqSorted,
+  workloadNames,
+} from './results.js'
 import {allServices, hasLabels, selectorCoverage} from './selection.js'
 import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
@@ -54,13 +63,7 @@ export function classifyEnvoyFilter(obj: KubeObject, ctx: ClassifyContext): Clas
   const cov = selectorCoverage(ctx, selector)
   const services = selector ? cov.services : allServices(ctx)
   if (cov.unmatched) {
-    reasons.push(
-      reason(
-        'spec.workloadSelector',
-        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
-      ),
-    )
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings: []}
+    return unmatchedSelector('spec.workloadSelector', ref, local, reasons, {scope, services})
   }
   if (cov.proxiesOnly) {
     reasons.push(

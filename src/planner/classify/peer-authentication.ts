@@ -8,7 +8,15 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, reason, workloadNames} from './results.js'
+import {
+  type Classified,
+  type KindClassifier,
+  finding,
+  item,
+  reason,
+  unmatchedSelector,
+  workloadNames,
+} from './results.js'
 import {allServices, hasLabels, labelsSubset, selectorCoverage, servicesCovering} from './selection.js'
 import {compareAge, itemRef, kindKey, memo, namespaceOf, objectsOfKind} from './objects.js'
 import {isRecord} from '../json.js'
@@ -149,13 +157,7 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
   const cov = selectorCoverage(ctx, selectorOf(obj))
   const services = level === 'workload' ? cov.services : allServices(ctx)
   if (level === 'workload' && cov.unmatched) {
-    reasons.push(
-      reason(
-        'spec.selector',
-        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
-      ),
-    )
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings}
+    return unmatchedSelector('spec.selector', ref, local, reasons, {scope, services}, findings)
   }
   const scopeText =
     level === 'workload'

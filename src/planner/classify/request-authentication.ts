@@ -5,9 +5,9 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {RequestAuthenticationSpec} from '../istio-types.js'
-import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {type Classified, type KindClassifier, item, reason, unmatchedSelector, workloadNames} from './results.js'
 import {allServices, hasLabels, selectorCoverage} from './selection.js'
-import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {classifyByTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
 import {SECURITY} from '../vocab.js'
@@ -20,27 +20,14 @@ export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyCont
   const reasons: string[] = []
   const jwt = Array.isArray(spec.jwtRules) ? spec.jwtRules.length : 0
 
-  if (targetRefsOf(spec).length > 0) {
-    const t = analyzeTargetRefs(obj, ctx)
-    reasons.push(...t.reasons)
-    return {
-      item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
-      findings: [],
-    }
-  }
+  if (targetRefsOf(spec).length > 0) return classifyByTargetRefs(obj, ctx, ref, reasons)
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
   const cov = selectorCoverage(ctx, selector)
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   const services = selector ? cov.services : allServices(ctx)
   if (selector && cov.unmatched) {
-    reasons.push(
-      reason(
-        'spec.selector',
-        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
-      ),
-    )
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings: []}
+    return unmatchedSelector('spec.selector', ref, local, reasons, {scope, services})
   }
   if (cov.proxiesOnly) {
     reasons.push(

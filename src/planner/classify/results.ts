@@ -22,6 +22,24 @@ export function reason(path: string, why: string): string {
   return `${path}: ${why}`
 }
 
+/**
+ * A selector policy whose selector matches no workload of the namespace: no effect now (inert); the plan deletes
+ * it with the rest when it is the namespace's own (`no-effect`), and keeps another namespace's.
+ */
+export function unmatchedSelector(
+  field: string,
+  ref: ObjectRef,
+  local: boolean,
+  reasons: string[],
+  extra: Pick<InventoryItem, 'scope' | 'services'>,
+  findings: Finding[] = [],
+): Classified {
+  reasons.push(
+    reason(field, 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'),
+  )
+  return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, extra), findings}
+}
+
 export function item(
   ref: ObjectRef,
   verdict: Verdict,

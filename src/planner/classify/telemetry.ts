@@ -4,9 +4,9 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {TelemetrySpec} from '../istio-types.js'
-import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {type Classified, type KindClassifier, item, reason, unmatchedSelector, workloadNames} from './results.js'
 import {allServices, hasLabels, selectorCoverage} from './selection.js'
-import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {classifyByTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
 import {TELEMETRY} from '../vocab.js'
@@ -49,30 +49,13 @@ export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classi
   const root = ref.namespace === ctx.rootNamespace
   const reasons: string[] = []
 
-  if (targetRefsOf(spec).length > 0) {
-    const t = analyzeTargetRefs(obj, ctx)
-    reasons.push(...t.reasons)
-    return {
-      item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
-      findings: [],
-    }
-  }
+  if (targetRefsOf(spec).length > 0) return classifyByTargetRefs(obj, ctx, ref, reasons)
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
   if (selector) {
     const cov = selectorCoverage(ctx, selector)
-    if (cov.unmatched) {
-      reasons.push(
-        reason(
-          'spec.selector',
-          'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
-        ),
-      )
-      return {
-        item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope: 'workload', services: cov.services}),
-        findings: [],
-      }
-    }
+    if (cov.unmatched)
+      return unmatchedSelector('spec.selector', ref, local, reasons, {scope: 'workload', services: cov.services})
     if (cov.proxiesOnly) {
       reasons.push(
         reason(

@@ -3,9 +3,9 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {WasmPluginSpec} from '../istio-types.js'
-import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {type Classified, type KindClassifier, item, reason, unmatchedSelector, workloadNames} from './results.js'
 import {allServices, hasLabels, selectorCoverage} from './selection.js'
-import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
+import {classifyByTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
 import {EXTENSIONS} from '../vocab.js'
@@ -18,28 +18,15 @@ export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Class
   const reasons: string[] = []
   const what = `Wasm plugin ${spec.url ?? '(no url)'}${spec.phase ? ` (phase ${spec.phase})` : ''}`
 
-  if (targetRefsOf(spec).length > 0) {
-    const t = analyzeTargetRefs(obj, ctx)
-    reasons.push(...t.reasons)
-    if (t.waypoint) reasons.push(reason('spec', `${what} on a waypoint: Alpha in ambient`))
-    return {
-      item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
-      findings: [],
-    }
-  }
+  if (targetRefsOf(spec).length > 0)
+    return classifyByTargetRefs(obj, ctx, ref, reasons, reason('spec', `${what} on a waypoint: Alpha in ambient`))
 
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
   const cov = selectorCoverage(ctx, selector)
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   const services = selector ? cov.services : allServices(ctx)
   if (cov.unmatched) {
-    reasons.push(
-      reason(
-        'spec.selector',
-        'matches no workload of the namespace: no effect now (re-run plan if such pods are added)',
-      ),
-    )
-    return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, {scope, services}), findings: []}
+    return unmatchedSelector('spec.selector', ref, local, reasons, {scope, services})
   }
   if (cov.proxiesOnly) {
     reasons.push(

@@ -1,6 +1,6 @@
 // Waypoint bindings (istio.io/use-waypoint) and how targetRefs policies attach to waypoints.
 import type {ClassifyContext} from '../context.js'
-import type {KubeObject} from '../model.js'
+import type {KubeObject, ObjectRef} from '../model.js'
 import type {PolicyTargetReference} from '../istio-types.js'
 import {groupOf} from '../refs.js'
 import {isRecord} from '../json.js'
@@ -13,7 +13,7 @@ import {
 } from '../vocab.js'
 import type {HostTarget} from './hosts.js'
 import {findObject, namespaceLabels, namespaceOf, objectsOfKind} from './objects.js'
-import {list, reason, uniqSorted} from './results.js'
+import {type Classified, item, list, reason, uniqSorted} from './results.js'
 import {allServices} from './selection.js'
 
 export interface WaypointBinding {
@@ -218,4 +218,24 @@ export function destinationWaypoint(
     return {waypoint: {namespace: labels[USE_WAYPOINT_NAMESPACE_LABEL] || ns, name: w, via: 'service'}, namespace: ns}
   }
   return undefined
+}
+
+/**
+ * A policy attached by targetRefs is the waypoints' (sidecars and ztunnel ignore it): L7 when one of its targets is
+ * enforced by a waypoint, unaffected otherwise; `note` adds what the kind says about itself on a waypoint.
+ */
+export function classifyByTargetRefs(
+  obj: KubeObject,
+  ctx: ClassifyContext,
+  ref: ObjectRef,
+  reasons: string[],
+  note?: string,
+): Classified {
+  const t = analyzeTargetRefs(obj, ctx)
+  reasons.push(...t.reasons)
+  if (t.waypoint && note) reasons.push(note)
+  return {
+    item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
+    findings: [],
+  }
 }
