@@ -4,7 +4,7 @@
 // except DYNAMIC_DNS + MESH_EXTERNAL bound to an (egress) waypoint. VM workloads (WorkloadEntry /
 // WorkloadGroup) cannot join an ambient mesh: hard blocker.
 import type {ClassifyContext} from '../context.js'
-import type {Finding, KubeObject} from '../model.js'
+import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {ServiceEntrySpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
 import {
@@ -259,18 +259,19 @@ export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Cl
   )
   if (entries.length > 0)
     reasons.push(reason('spec.labels', `selected by ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}`))
+  return vmBlocker(
+    ref,
+    reasons,
+    `${formatRef(ref)} is a VM workload (${address}); VM workloads are not supported in ambient mode (a hard blocker in the migration guide).`,
+    'Keep this namespace in sidecar mode while it serves VM workloads, or move the VM workload out of the mesh (or onto Kubernetes) first.',
+  )
+}
+
+/** VM workloads cannot join an ambient mesh: the object is a blocker, with the finding that says so. */
+function vmBlocker(ref: ObjectRef, reasons: string[], message: string, fix: string): Classified {
   return {
     item: item(ref, 'blocker', 'blocker', reasons),
-    findings: [
-      finding({
-        prefix: 'vm',
-        ref,
-        code: 'VmWorkloadUnsupported',
-        severity: 'blocker',
-        message: `${formatRef(ref)} is a VM workload (${address}); VM workloads are not supported in ambient mode (a hard blocker in the migration guide).`,
-        fix: 'Keep this namespace in sidecar mode while it serves VM workloads, or move the VM workload out of the mesh (or onto Kubernetes) first.',
-      }),
-    ],
+    findings: [finding({prefix: 'vm', ref, code: 'VmWorkloadUnsupported', severity: 'blocker', message, fix})],
   }
 }
 
@@ -282,19 +283,12 @@ export function classifyWorkloadGroup(obj: KubeObject, ctx: ClassifyContext): Cl
       'template for VM auto-registration (WorkloadEntries are created from it); VM workloads cannot join an ambient mesh',
     ),
   ]
-  return {
-    item: item(ref, 'blocker', 'blocker', reasons),
-    findings: [
-      finding({
-        prefix: 'vm',
-        ref,
-        code: 'VmWorkloadUnsupported',
-        severity: 'blocker',
-        message: `${formatRef(ref)} registers VM workloads in ${ref.namespace}; VM workloads are not supported in ambient mode.`,
-        fix: 'Keep this namespace in sidecar mode while it serves VM workloads, or move them out of the mesh first.',
-      }),
-    ],
-  }
+  return vmBlocker(
+    ref,
+    reasons,
+    `${formatRef(ref)} registers VM workloads in ${ref.namespace}; VM workloads are not supported in ambient mode.`,
+    'Keep this namespace in sidecar mode while it serves VM workloads, or move them out of the mesh first.',
+  )
 }
 
 export const workloadEntryClassifier: KindClassifier = {
