@@ -12,6 +12,8 @@ import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 import {stdoutPainter} from '../ui/color.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import type {KubeClient} from '../kube/types.js'
+import type {Inventory} from '../planner/model.js'
+import type {MigrationPlan} from '../planner/plan-types.js'
 
 export default class PreflightCommand extends BaseCommand {
   static override summary =
@@ -63,39 +65,54 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<PreflightReport | undefined> {
-    const {args, flags} = await this.parse(PreflightCommand)
-    const namespace = requireNamespaceArg(args.namespace, flags.namespace)
-    const client = await connectCluster(flags)
+    const o = await this.validate(await this.complete())
+    const client = await connectCluster(o.flags)
     const {runPreflight} = await import('../preflight/runner.js')
-    const {plan, inventory, planSource, rootNamespace} = await this.planToCheck(namespace, flags, client)
-    const diagnostics = await runPreflight(client, namespace, {
+    const {plan, inventory, planSource, rootNamespace} = o.given ?? (await this.planFromCluster(o, client))
+    const diagnostics = await runPreflight(client, o.namespace, {
       plan,
       rootNamespace,
       ...(inventory ? {inventory} : {}),
-      ...(flags.check ? {checks: flags.check} : {}),
+      ...(o.flags.check ? {checks: o.flags.check} : {}),
     })
     const ok = !diagnostics.some((d) => d.severity === 'error')
     if (!ok) process.exitCode = ExitCode.Failure
-    const result = typed('PreflightReport', {namespace, context: client.context, plan: planSource, ok, diagnostics})
+    const result = typed('PreflightReport', {
+      namespace: o.namespace,
+      context: client.context,
+      plan: planSource,
+      ok,
+      diagnostics,
+    })
     const {renderPreflight} = await import('../preflight/view.js')
-    return this.emit(result, flags.output, () => renderPreflight(diagnostics, stdoutPainter()))
+    return this.emit(result, o.flags.output, () => renderPreflight(diagnostics, stdoutPainter()))
   }
 
-  /** The plan whose checks run: the one given with --plan (of this namespace), or one built from the cluster now. */
-  private async planToCheck(namespace: string, flags: PreflightFlags, client: KubeClient) {
-    if (flags.plan) {
-      const {resolvePlanArg} = await import('../executor/plan-store.js')
-      const {PlanState} = await import('../executor/plan-state.js')
-      const file = await resolvePlanArg(flags.plan)
-      const plan = (await PlanState.load(file)).plan
-      if (plan.metadata.namespace !== namespace) {
-        throw new UsageError(
-          `${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`,
-          `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`,
-        )
-      }
-      return {plan, inventory: undefined, planSource: file, rootNamespace: plan.spec.options.rootNamespace}
+  /** Flags → options. */
+  private async complete(): Promise<PreflightInput> {
+    const {args, flags} = await this.parse(PreflightCommand)
+    return {namespaceArg: args.namespace, flags}
+  }
+
+  /** The namespace is required; a plan given with --plan is loaded (checked) and must be that namespace's. */
+  private async validate({namespaceArg, flags}: PreflightInput): Promise<PreflightOptions> {
+    const namespace = requireNamespaceArg(namespaceArg, flags.namespace)
+    if (!flags.plan) return {namespace, flags}
+    const {resolvePlanArg} = await import('../executor/plan-store.js')
+    const {PlanState} = await import('../executor/plan-state.js')
+    const file = await resolvePlanArg(flags.plan)
+    const plan = (await PlanState.load(file)).plan
+    if (plan.metadata.namespace !== namespace) {
+      throw new UsageError(
+        `${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`,
+        `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`,
+      )
     }
+    return {namespace, flags, given: {plan, planSource: file, rootNamespace: plan.spec.options.rootNamespace}}
+  }
+
+  /** Without --plan, the checks of the plan `plan NAMESPACE` would build from the cluster now. */
+  private async planFromCluster({namespace, flags}: PreflightOptions, client: KubeClient): Promise<PlanToCheck> {
     const rootNamespace = flags['root-namespace']
     const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([
       import('../sources/cluster.js'),
@@ -113,6 +130,24 @@ ${EXIT_CODES_HELP}`
     })
     return {plan, inventory, planSource: '(built from the cluster)', rootNamespace}
   }
+}
+
+/** The plan whose checks run, where it came from, and (built from the cluster) the inventory it was built from. */
+interface PlanToCheck {
+  plan: MigrationPlan
+  inventory?: Inventory
+  planSource: string
+  rootNamespace: string
+}
+interface PreflightInput {
+  namespaceArg: string | undefined
+  flags: PreflightFlags
+}
+interface PreflightOptions {
+  namespace: string
+  flags: PreflightFlags
+  /** The plan given with --plan. */
+  given?: PlanToCheck
 }
 
 type PreflightFlags = Interfaces.InferredFlags<typeof PreflightCommand.flags>

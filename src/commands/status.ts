@@ -82,7 +82,7 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<StatusReport | undefined> {
-    const options = await this.complete()
+    const options = this.validate(await this.complete())
     const client = await this.connect(options)
     const results: PlanStatus[] = []
     const unreadable: UserError[] = []
@@ -105,8 +105,6 @@ ${EXIT_CODES_HELP}`
     const {args, flags} = await this.parse(StatusCommand)
     const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
     const files = planArg ? [await resolvePlanArg(planArg)] : await listPlanFiles()
-    if (files.length === 0)
-      throw new UserError('no plans under plans/', {suggestion: 'Create one with `mesh-migrate plan NAMESPACE`.'})
     return {
       files,
       onePlan: planArg !== undefined,
@@ -115,6 +113,13 @@ ${EXIT_CODES_HELP}`
       detailedExitcode: flags['detailed-exitcode'],
       output: flags.output,
     }
+  }
+
+  /** Some plan to report. */
+  private validate(o: StatusOptions): StatusOptions {
+    if (o.files.length === 0)
+      throw new UserError('no plans under plans/', {suggestion: 'Create one with `mesh-migrate plan NAMESPACE`.'})
+    return o
   }
 
   /** The cluster for drift and lock information; without one (unreachable, no kubeconfig) the record is still shown. */

@@ -1,3 +1,4 @@
+import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 
 import {UsageError, UserError} from '../errors.js'
@@ -36,24 +37,39 @@ ${EXIT_CODES_HELP}`
   static override flags = {namespace: namespaceFlag, output: outputFlag}
 
   async run(): Promise<ValidationReport | undefined> {
-    const {argv, flags} = await this.parse(ValidateCommand)
-    const names = [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])]
-    if (names.length === 0)
-      throw new UsageError('no plan to validate', 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml')
+    const o = this.validate(await this.complete())
     const results: FileValidation[] = []
-    for (const name of names) results.push(await validateFile(name))
+    for (const name of o.names) results.push(await validateFile(name))
     const invalid = results.filter((r) => !r.valid)
     if (invalid.length > 0) {
       process.exitCode = ExitCode.Invalid
       reportInvalid(invalid)
     }
-    return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), flags.output, () => {
+    return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), o.output, () => {
       const painter = stdoutPainter()
       return results
         .map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`)
         .join('\n')
     })
   }
+
+  /** Flags → options: the plan files and namespaces named (arguments, then -n). */
+  private async complete(): Promise<ValidateOptions> {
+    const {argv, flags} = await this.parse(ValidateCommand)
+    return {names: [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])], output: flags.output}
+  }
+
+  /** At least one plan to check. */
+  private validate(o: ValidateOptions): ValidateOptions {
+    if (o.names.length === 0)
+      throw new UsageError('no plan to validate', 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml')
+    return o
+  }
+}
+
+interface ValidateOptions {
+  names: string[]
+  output: Interfaces.InferredFlags<typeof ValidateCommand.flags>['output']
 }
 
 /** One plan file (or namespace) checked: its problems, and its blockers (a blocked plan does not pass the gate). */
