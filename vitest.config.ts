@@ -52,6 +52,8 @@ export default defineConfig({
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],
           ...onServer,
+          // Tests marked concurrent (preflight.test.ts: each starts servers of its own) run two at a time.
+          maxConcurrency: 2,
           sequence: {groupOrder: 1},
         },
       },

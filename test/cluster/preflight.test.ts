@@ -1,6 +1,8 @@
 // Every preflight check against the test API server, passing on a healthy ambient installation and
 // failing for each thing that can be wrong (issue 3 item 2, DOMAIN §4.4).
-import {afterEach, describe, expect, it, vi} from 'vitest'
+import {AsyncLocalStorage} from 'node:async_hooks'
+
+import {describe, expect, it, vi} from 'vitest'
 
 import type {HttpKubeClient} from '../../src/kube/http-client.js'
 import {buildInventory} from '../../src/planner/inventory.js'
@@ -33,20 +35,45 @@ import {clientFor, ns, pod, sidecarPod} from './support.js'
 
 // Each test gets a fresh cluster; a real kube-apiserver takes seconds to start and to establish the
 // CRDs (measured 12–50 s per cluster under a load average of 20 here; one test builds three), the
-// in-repo one milliseconds.
+// in-repo one milliseconds. Starting one keeps two CPUs less than half busy (measured: 6.9 s of CPU in
+// 7.8 s of wall time, two at once in 8.4 s), so the tests run two at a time (maxConcurrency of the cluster
+// project), each with its own servers: testServers holds those of the test the code runs for.
 if (runEnvtest()) vi.setConfig({testTimeout: 300_000})
 
-let server: ClusterServer | undefined
-afterEach(async () => {
-  await server?.close()
-  server = undefined
-})
+const testServers = new AsyncLocalStorage<ClusterServer[]>()
+
+/** A test of this file: concurrent with one other, its servers closed when it ends, whatever happens. */
+function serverTest(name: string, body: () => Promise<void>): void {
+  it.concurrent(name, () =>
+    testServers.run([], async () => {
+      try {
+        await body()
+      } finally {
+        await Promise.all(testServers.getStore()!.map((s) => s.close()))
+      }
+    }),
+  )
+}
+
+/** The server the current test started last. */
+function current(): ClusterServer {
+  const servers = testServers.getStore()
+  if (!servers || servers.length === 0) throw new Error('no server started by this test (cluster() first)')
+  return servers.at(-1)!
+}
+
+/** Close the current test's last server before it starts another. */
+async function closeCurrent(): Promise<void> {
+  const servers = testServers.getStore()!
+  await servers.pop()?.close()
+}
 
 /** A fresh server with a healthy ambient installation, then `change` applied to it. */
 async function cluster(
   change: (s: ClusterServer) => unknown | Promise<unknown> = () => undefined,
 ): Promise<ClusterServer> {
-  server = await startClusterServer()
+  const server = await startClusterServer()
+  testServers.getStore()!.push(server)
   await seedAmbientCluster(server)
   await change(server)
   return server
@@ -81,8 +108,8 @@ async function preflight(
 const of = (diags: PreflightDiagnostic[], check: string) => diags.filter((d) => d.check === check)
 const codes = (diags: PreflightDiagnostic[]) => diags.map((d) => `${d.severity}:${d.code}`)
 
-describe('reads', () => {
-  it('reuses the lists of the snapshot the plan was built from instead of listing them again', async () => {
+describe.concurrent('reads', () => {
+  serverTest('reuses the lists of the snapshot the plan was built from instead of listing them again', async () => {
     const s = await cluster()
     const client = await clientFor(s)
     const snapshot = await (await ClusterSource.open(client)).snapshot(NAMESPACE, {rootNamespace: ROOT})
@@ -114,8 +141,8 @@ describe('reads', () => {
   })
 })
 
-describe('a healthy ambient installation', () => {
-  it('passes every check, each with an ok diagnostic, and the apply runner says ok', async () => {
+describe.concurrent('a healthy ambient installation', () => {
+  serverTest('passes every check, each with an ok diagnostic, and the apply runner says ok', async () => {
     const s = await cluster()
     const diags = await preflight(s)
     expect(diags.filter((d) => d.severity === 'error' || d.severity === 'warning')).toEqual([])
@@ -143,56 +170,59 @@ describe('a healthy ambient installation', () => {
   })
 })
 
-describe('istio-version', () => {
-  it('is an error below 1.24 and a warning on 1.24', async () => {
+describe.concurrent('istio-version', () => {
+  serverTest('is an error below 1.24 and a warning on 1.24', async () => {
     const old = await preflight(await cluster((s) => s.seed(istiod({version: '1.22.3'}))), ['istio-version'])
     expect(codes(old)).toEqual(['error:IstioTooOld'])
     expect(old[0]!.message).toContain('runs Istio 1.22.3; ambient mode is GA')
-    await server!.close()
+    await closeCurrent()
     const v124 = await preflight(await cluster((s) => s.seed(istiod({version: '1.24.2'}))), ['istio-version'])
     expect(codes(v124)).toEqual(['warning:IstioVersion124'])
   })
 
-  it("follows the namespace's revision, through revision tags, and fails when no istiod serves it", async () => {
-    const tagWebhook: KubeObject = {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'MutatingWebhookConfiguration',
-      metadata: {name: 'istio-revision-tag-prod', labels: {'istio.io/tag': 'prod', 'istio.io/rev': 'canary'}},
-      webhooks: [
-        {
-          name: 'rev.namespace.sidecar-injector.istio.io',
-          admissionReviewVersions: ['v1'],
-          sideEffects: 'None',
-          clientConfig: {service: {name: 'istiod-canary', namespace: ROOT}},
-          namespaceSelector: {
-            matchExpressions: [
-              {key: 'istio.io/rev', operator: 'In', values: ['prod']},
-              {key: 'istio-injection', operator: 'DoesNotExist'},
-            ],
+  serverTest(
+    "follows the namespace's revision, through revision tags, and fails when no istiod serves it",
+    async () => {
+      const tagWebhook: KubeObject = {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: {name: 'istio-revision-tag-prod', labels: {'istio.io/tag': 'prod', 'istio.io/rev': 'canary'}},
+        webhooks: [
+          {
+            name: 'rev.namespace.sidecar-injector.istio.io',
+            admissionReviewVersions: ['v1'],
+            sideEffects: 'None',
+            clientConfig: {service: {name: 'istiod-canary', namespace: ROOT}},
+            namespaceSelector: {
+              matchExpressions: [
+                {key: 'istio.io/rev', operator: 'In', values: ['prod']},
+                {key: 'istio-injection', operator: 'DoesNotExist'},
+              ],
+            },
           },
-        },
-      ],
-    }
-    const s = await cluster((srv) =>
-      srv.seed([
-        istiod({name: 'istiod-canary', revision: 'canary', version: '1.29.0'}),
-        tagWebhook,
-        ns('tagged', {'istio.io/rev': 'prod'}),
-        ns('orphan', {'istio.io/rev': 'gone'}),
-      ]),
-    )
-    const tagged = await preflight(s, ['istio-version', 'ambient-enabled'], {namespace: 'tagged'})
-    expect(codes(tagged)).toEqual(['ok:IstioVersion', 'ok:AmbientEnabled'])
-    expect(tagged[0]!.message).toContain(
-      'istiod-canary in istio-system (istio.io/rev=prod (revision tag of canary)) runs Istio 1.29.0',
-    )
-    expect(tagged[0]!.message).toContain('ignores istio.io/dry-run AuthorizationPolicies')
-    const orphan = await preflight(s, ['istio-version'], {namespace: 'orphan'})
-    expect(codes(orphan)).toEqual(['error:IstiodRevisionNotFound'])
-    expect(orphan[0]!.message).toContain('no istiod of revision "gone" runs in istio-system')
-  })
+        ],
+      }
+      const s = await cluster((srv) =>
+        srv.seed([
+          istiod({name: 'istiod-canary', revision: 'canary', version: '1.29.0'}),
+          tagWebhook,
+          ns('tagged', {'istio.io/rev': 'prod'}),
+          ns('orphan', {'istio.io/rev': 'gone'}),
+        ]),
+      )
+      const tagged = await preflight(s, ['istio-version', 'ambient-enabled'], {namespace: 'tagged'})
+      expect(codes(tagged)).toEqual(['ok:IstioVersion', 'ok:AmbientEnabled'])
+      expect(tagged[0]!.message).toContain(
+        'istiod-canary in istio-system (istio.io/rev=prod (revision tag of canary)) runs Istio 1.29.0',
+      )
+      expect(tagged[0]!.message).toContain('ignores istio.io/dry-run AuthorizationPolicies')
+      const orphan = await preflight(s, ['istio-version'], {namespace: 'orphan'})
+      expect(codes(orphan)).toEqual(['error:IstiodRevisionNotFound'])
+      expect(orphan[0]!.message).toContain('no istiod of revision "gone" runs in istio-system')
+    },
+  )
 
-  it('is an error when no istiod runs in the root namespace', async () => {
+  serverTest('is an error when no istiod runs in the root namespace', async () => {
     const s = await cluster()
     const client = await clientFor(s)
     const {plan} = await planFrom(client)
@@ -206,85 +236,96 @@ describe('istio-version', () => {
   })
 })
 
-describe('ambient-enabled', () => {
-  it('is an error without PILOT_ENABLE_AMBIENT=true and a warning when the mesh config lacks HBONE metadata', async () => {
-    const diags = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), meshConfig(false)])), [
-      'ambient-enabled',
-    ])
-    expect(codes(diags)).toEqual(['error:AmbientNotEnabled', 'warning:HboneMetadataMissing'])
-    expect(diags[0]!.message).toContain('does not run with PILOT_ENABLE_AMBIENT=true (not set)')
-  })
+describe.concurrent('ambient-enabled', () => {
+  serverTest(
+    'is an error without PILOT_ENABLE_AMBIENT=true and a warning when the mesh config lacks HBONE metadata',
+    async () => {
+      const diags = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), meshConfig(false)])), [
+        'ambient-enabled',
+      ])
+      expect(codes(diags)).toEqual(['error:AmbientNotEnabled', 'warning:HboneMetadataMissing'])
+      expect(diags[0]!.message).toContain('does not run with PILOT_ENABLE_AMBIENT=true (not set)')
+    },
+  )
 })
 
-describe('ambient-enabled: install side effects (E17)', () => {
-  it('warns, while ambient is not enabled yet, that the istioctl ambient profile prunes the gateways istioctl installed', async () => {
-    const gateway: KubeObject = {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: {
-        name: 'istio-ingressgateway',
-        namespace: ROOT,
-        labels: {
-          app: 'istio-ingressgateway',
-          'operator.istio.io/component': 'IngressGateways',
-          'install.operator.istio.io/owning-resource': 'unknown',
+describe.concurrent('ambient-enabled: install side effects (E17)', () => {
+  serverTest(
+    'warns, while ambient is not enabled yet, that the istioctl ambient profile prunes the gateways istioctl installed',
+    async () => {
+      const gateway: KubeObject = {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: {
+          name: 'istio-ingressgateway',
+          namespace: ROOT,
+          labels: {
+            app: 'istio-ingressgateway',
+            'operator.istio.io/component': 'IngressGateways',
+            'install.operator.istio.io/owning-resource': 'unknown',
+          },
         },
-      },
-      spec: {
-        selector: {matchLabels: {app: 'istio-ingressgateway'}},
-        template: {
-          metadata: {labels: {app: 'istio-ingressgateway'}},
-          spec: {containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]},
+        spec: {
+          selector: {matchLabels: {app: 'istio-ingressgateway'}},
+          template: {
+            metadata: {labels: {app: 'istio-ingressgateway'}},
+            spec: {containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}]},
+          },
         },
-      },
-    }
-    const before = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), gateway])), [
-      'ambient-enabled',
-    ])
-    expect(codes(before)).toEqual(['error:AmbientNotEnabled', 'warning:AmbientProfilePrunesGateways'])
-    expect(before[1]!.message).toContain('istioctl installed istio-ingressgateway in istio-system')
-    expect(before[1]!.fix).toContain('components.ingressGateways: [{name: istio-ingressgateway, enabled: true}]')
-    await server!.close()
-    // Once ambient is enabled the install has happened: nothing left to warn about.
-    const after = await preflight(await cluster((s) => s.seed(gateway)), ['ambient-enabled'])
-    expect(codes(after)).toEqual(['ok:AmbientEnabled'])
-  })
+      }
+      const before = await preflight(await cluster((s) => s.seed([istiod({ambient: false}), gateway])), [
+        'ambient-enabled',
+      ])
+      expect(codes(before)).toEqual(['error:AmbientNotEnabled', 'warning:AmbientProfilePrunesGateways'])
+      expect(before[1]!.message).toContain('istioctl installed istio-ingressgateway in istio-system')
+      expect(before[1]!.fix).toContain('components.ingressGateways: [{name: istio-ingressgateway, enabled: true}]')
+      await closeCurrent()
+      // Once ambient is enabled the install has happened: nothing left to warn about.
+      const after = await preflight(await cluster((s) => s.seed(gateway)), ['ambient-enabled'])
+      expect(codes(after)).toEqual(['ok:AmbientEnabled'])
+    },
+  )
 })
 
-describe('ambient-enabled: istiod flags that change waypoint authorization (E21)', () => {
+describe.concurrent('ambient-enabled: istiod flags that change waypoint authorization (E21)', () => {
   const autoAllow = {name: 'PILOT_AUTO_ALLOW_WAYPOINT_POLICY', value: 'true'}
 
-  it('PILOT_AUTO_ALLOW_WAYPOINT_POLICY is an error while sidecar clients run elsewhere, a warning when none do', async () => {
-    const withCallers = await preflight(
-      await cluster((s) =>
-        s.seed([
-          istiod({env: [autoAllow]}),
-          ns('payments', {'istio-injection': 'enabled'}),
-          sidecarPod('pay-1', 'payments', {hbone: true}),
-        ]),
-      ),
-      ['ambient-enabled'],
-    )
-    expect(codes(withCallers)).toEqual(['ok:AmbientEnabled', 'error:AutoAllowWaypointPolicy'])
-    expect(withCallers[1]!.message).toContain('sidecar pods run in 1 other namespace(s) (payments) and would be denied')
-    expect(withCallers[1]!.fix).toContain('PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false')
-    await server!.close()
-    const alone = await preflight(
-      await cluster((s) =>
-        s.seed(istiod({env: [autoAllow, {name: 'ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES', value: 'true'}]})),
-      ),
-      ['ambient-enabled'],
-    )
-    expect(codes(alone)).toEqual([
-      'ok:AmbientEnabled',
-      'warning:AutoAllowWaypointPolicy',
-      'warning:LayeredWaypointAuthorization',
-    ])
-    expect(alone[1]!.message).toContain('no sidecar pod runs in another namespace now')
-  })
+  serverTest(
+    'PILOT_AUTO_ALLOW_WAYPOINT_POLICY is an error while sidecar clients run elsewhere, a warning when none do',
+    async () => {
+      const withCallers = await preflight(
+        await cluster((s) =>
+          s.seed([
+            istiod({env: [autoAllow]}),
+            ns('payments', {'istio-injection': 'enabled'}),
+            sidecarPod('pay-1', 'payments', {hbone: true}),
+          ]),
+        ),
+        ['ambient-enabled'],
+      )
+      expect(codes(withCallers)).toEqual(['ok:AmbientEnabled', 'error:AutoAllowWaypointPolicy'])
+      expect(withCallers[1]!.message).toContain(
+        'sidecar pods run in 1 other namespace(s) (payments) and would be denied',
+      )
+      expect(withCallers[1]!.fix).toContain('PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false')
+      await closeCurrent()
+      const alone = await preflight(
+        await cluster((s) =>
+          s.seed(istiod({env: [autoAllow, {name: 'ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES', value: 'true'}]})),
+        ),
+        ['ambient-enabled'],
+      )
+      expect(codes(alone)).toEqual([
+        'ok:AmbientEnabled',
+        'warning:AutoAllowWaypointPolicy',
+        'warning:LayeredWaypointAuthorization',
+      ])
+      expect(alone[1]!.message).toContain('no sidecar pod runs in another namespace now')
+    },
+  )
 })
 
-describe('ambient-enabled: multicluster (E20)', () => {
+describe.concurrent('ambient-enabled: multicluster (E20)', () => {
   const service = (name: string, labels: Record<string, string>): KubeObject => ({
     apiVersion: 'v1',
     kind: 'Service',
@@ -292,50 +333,58 @@ describe('ambient-enabled: multicluster (E20)', () => {
     spec: {ports: [{name: 'http', port: 80}], selector: {app: name}},
   })
 
-  it('refuses a namespace set up for ambient multicluster: multi-network ambient istiod, or istio.io/global Services', async () => {
-    const multiNetwork = await preflight(
-      await cluster((s) => s.seed(istiod({env: [{name: 'AMBIENT_ENABLE_MULTI_NETWORK', value: 'true'}]}))),
-      ['ambient-enabled'],
-    )
-    expect(codes(multiNetwork)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
-    expect(multiNetwork[1]!.message).toContain('istiod runs with AMBIENT_ENABLE_MULTI_NETWORK=true')
-    expect(multiNetwork[1]!.fix).toContain('refuses multicluster namespaces')
-    await server!.close()
-    const global = await preflight(
-      await cluster((s) => s.seed([service('ratings', {'istio.io/global': 'true'}), service('local', {app: 'local'})])),
-      ['ambient-enabled'],
-    )
-    expect(codes(global)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
-    expect(global[1]!.message).toContain('Service(s) ratings of shop carry istio.io/global')
-    expect(global[1]!.message).not.toContain('local')
-  })
+  serverTest(
+    'refuses a namespace set up for ambient multicluster: multi-network ambient istiod, or istio.io/global Services',
+    async () => {
+      const multiNetwork = await preflight(
+        await cluster((s) => s.seed(istiod({env: [{name: 'AMBIENT_ENABLE_MULTI_NETWORK', value: 'true'}]}))),
+        ['ambient-enabled'],
+      )
+      expect(codes(multiNetwork)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
+      expect(multiNetwork[1]!.message).toContain('istiod runs with AMBIENT_ENABLE_MULTI_NETWORK=true')
+      expect(multiNetwork[1]!.fix).toContain('refuses multicluster namespaces')
+      await closeCurrent()
+      const global = await preflight(
+        await cluster((s) =>
+          s.seed([service('ratings', {'istio.io/global': 'true'}), service('local', {app: 'local'})]),
+        ),
+        ['ambient-enabled'],
+      )
+      expect(codes(global)).toEqual(['ok:AmbientEnabled', 'error:AmbientMulticluster'])
+      expect(global[1]!.message).toContain('Service(s) ratings of shop carry istio.io/global')
+      expect(global[1]!.message).not.toContain('local')
+    },
+  )
 
-  it('warns when the install only looks multicluster (a cluster name, a network), and says nothing for a default install', async () => {
-    const named = await preflight(
-      await cluster((s) =>
-        s.seed([
-          istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}),
-          ns(ROOT, {'topology.istio.io/network': 'network1'}),
-        ]),
-      ),
-      ['ambient-enabled'],
-    )
-    expect(codes(named)).toEqual(['ok:AmbientEnabled', 'warning:PossiblyMulticluster'])
-    expect(named[1]!.message).toContain(
-      'istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1',
-    )
-    expect(named[1]!.fix).toContain('istioctl remote-clusters')
-    await server!.close()
-    const single = await preflight(
-      await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'Kubernetes'}]}))),
-      ['ambient-enabled'],
-    )
-    expect(codes(single)).toEqual(['ok:AmbientEnabled'])
-  })
+  serverTest(
+    'warns when the install only looks multicluster (a cluster name, a network), and says nothing for a default install',
+    async () => {
+      const named = await preflight(
+        await cluster((s) =>
+          s.seed([
+            istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}),
+            ns(ROOT, {'topology.istio.io/network': 'network1'}),
+          ]),
+        ),
+        ['ambient-enabled'],
+      )
+      expect(codes(named)).toEqual(['ok:AmbientEnabled', 'warning:PossiblyMulticluster'])
+      expect(named[1]!.message).toContain(
+        'istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1',
+      )
+      expect(named[1]!.fix).toContain('istioctl remote-clusters')
+      await closeCurrent()
+      const single = await preflight(
+        await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'Kubernetes'}]}))),
+        ['ambient-enabled'],
+      )
+      expect(codes(single)).toEqual(['ok:AmbientEnabled'])
+    },
+  )
 })
 
-describe('ztunnel-ready', () => {
-  it('is an error naming the node where ztunnel is not ready', async () => {
+describe.concurrent('ztunnel-ready', () => {
+  serverTest('is an error naming the node where ztunnel is not ready', async () => {
     const diags = await preflight(
       await cluster((s) =>
         s.seed([
@@ -349,62 +398,65 @@ describe('ztunnel-ready', () => {
     expect(diags[0]!.message).toContain('has no ready pod on node(s) node-b (1/2 ready)')
   })
 
-  it('warns about nodes the DaemonSet cannot run on (an untolerated taint) and errors when it is missing', async () => {
-    const tainted = await preflight(
-      await cluster((s) =>
-        s.seed(
-          node('gpu-1', {
-            taints: [
-              {key: 'nvidia.com/gpu', value: 'true', effect: 'NoExecute'},
-              {key: 'dedicated', value: 'ml', effect: 'NoSchedule'},
-            ],
-          }),
+  serverTest(
+    'warns about nodes the DaemonSet cannot run on (an untolerated taint) and errors when it is missing',
+    async () => {
+      const tainted = await preflight(
+        await cluster((s) =>
+          s.seed(
+            node('gpu-1', {
+              taints: [
+                {key: 'nvidia.com/gpu', value: 'true', effect: 'NoExecute'},
+                {key: 'dedicated', value: 'ml', effect: 'NoSchedule'},
+              ],
+            }),
+          ),
         ),
-      ),
-      ['ztunnel-ready'],
-    )
-    // The chart tolerates every NoSchedule/NoExecute taint: the node is covered, and it has no ready pod yet.
-    expect(codes(tainted)).toEqual(['error:ZtunnelNotReady'])
-    expect(tainted[0]!.message).toContain('node(s) gpu-1')
-    await server!.close()
-    const narrow = daemonSet('ztunnel', ZTUNNEL_LABELS)
-    narrow.spec.template.spec.tolerations = []
-    // Seeding replaces the DaemonSet (generation 2); its controller has observed that.
-    narrow.status.observedGeneration = 2
-    const excluded = await preflight(
-      await cluster((s) =>
-        s.seed([
-          narrow,
-          node('infra-1', {taints: [{key: 'dedicated', value: 'infra', effect: 'NoSchedule'}]}),
-          node('win-1', {labels: {'kubernetes.io/os': 'windows'}}),
-        ]),
-      ),
-      ['ztunnel-ready'],
-    )
-    expect(codes(excluded)).toEqual(['ok:ZtunnelReady', 'warning:ZtunnelNodesNotCovered'])
-    expect(excluded[1]!.message).toContain('infra-1 (taint dedicated=infra:NoSchedule is not tolerated)')
-    expect(excluded[1]!.message).not.toContain('win-1')
-    await server!.close()
-    const missing = await preflight(
-      await cluster(async (s) => {
-        await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {
-          method: 'DELETE',
-          headers: {Authorization: `Bearer ${s.adminToken}`},
-        })
-      }),
-      ['ztunnel-ready'],
-    )
-    expect(codes(missing)).toEqual(['error:ZtunnelNotFound'])
-  })
+        ['ztunnel-ready'],
+      )
+      // The chart tolerates every NoSchedule/NoExecute taint: the node is covered, and it has no ready pod yet.
+      expect(codes(tainted)).toEqual(['error:ZtunnelNotReady'])
+      expect(tainted[0]!.message).toContain('node(s) gpu-1')
+      await closeCurrent()
+      const narrow = daemonSet('ztunnel', ZTUNNEL_LABELS)
+      narrow.spec.template.spec.tolerations = []
+      // Seeding replaces the DaemonSet (generation 2); its controller has observed that.
+      narrow.status.observedGeneration = 2
+      const excluded = await preflight(
+        await cluster((s) =>
+          s.seed([
+            narrow,
+            node('infra-1', {taints: [{key: 'dedicated', value: 'infra', effect: 'NoSchedule'}]}),
+            node('win-1', {labels: {'kubernetes.io/os': 'windows'}}),
+          ]),
+        ),
+        ['ztunnel-ready'],
+      )
+      expect(codes(excluded)).toEqual(['ok:ZtunnelReady', 'warning:ZtunnelNodesNotCovered'])
+      expect(excluded[1]!.message).toContain('infra-1 (taint dedicated=infra:NoSchedule is not tolerated)')
+      expect(excluded[1]!.message).not.toContain('win-1')
+      await closeCurrent()
+      const missing = await preflight(
+        await cluster(async (s) => {
+          await fetch(`${s.url}/apis/apps/v1/namespaces/${ROOT}/daemonsets/ztunnel`, {
+            method: 'DELETE',
+            headers: {Authorization: `Bearer ${s.adminToken}`},
+          })
+        }),
+        ['ztunnel-ready'],
+      )
+      expect(codes(missing)).toEqual(['error:ZtunnelNotFound'])
+    },
+  )
 })
 
-describe('istio-cni-ready', () => {
-  it('is an error when istio-cni runs without ambient, or excludes the namespace', async () => {
+describe.concurrent('istio-cni-ready', () => {
+  serverTest('is an error when istio-cni runs without ambient, or excludes the namespace', async () => {
     const disabled = await preflight(await cluster((s) => s.seed(cniConfigMap({AMBIENT_ENABLED: 'false'}))), [
       'istio-cni-ready',
     ])
     expect(codes(disabled)).toEqual(['error:IstioCniAmbientDisabled'])
-    await server!.close()
+    await closeCurrent()
     const excluded = await preflight(
       await cluster((s) => s.seed(cniConfigMap({EXCLUDED_NAMESPACES: 'kube-system,shop'}))),
       ['istio-cni-ready'],
@@ -413,7 +465,7 @@ describe('istio-cni-ready', () => {
     expect(excluded[0]!.message).toContain('istio-cni excludes namespace shop')
   })
 
-  it('is an error when it is not ready on every node', async () => {
+  serverTest('is an error when it is not ready on every node', async () => {
     const diags = await preflight(
       await cluster((s) =>
         s.seed([
@@ -432,40 +484,46 @@ describe('istio-cni-ready', () => {
   })
 })
 
-describe('gateway-api-crds', () => {
-  it("is an error when a required CRD is missing and a warning below Istio's minimum bundle version", async () => {
-    const diags = await preflight(
-      await cluster(async (s) => {
-        await deleteCrd(s, 'httproutes.gateway.networking.k8s.io')
-        await setBundleVersion(s, 'grpcroutes', 'v1.0.0')
-      }),
-      ['gateway-api-crds'],
-    )
-    expect(codes(diags)).toEqual(['error:GatewayApiCrdMissing', 'warning:GatewayApiCrdBelowMinimum'])
-    expect(diags[0]!.message).toContain('httproutes.gateway.networking.k8s.io is not installed')
-    expect(diags[1]!.message).toContain("is at v1.0.0, below Istio's minimum v1.1.0")
-  })
+describe.concurrent('gateway-api-crds', () => {
+  serverTest(
+    "is an error when a required CRD is missing and a warning below Istio's minimum bundle version",
+    async () => {
+      const diags = await preflight(
+        await cluster(async (s) => {
+          await deleteCrd(s, 'httproutes.gateway.networking.k8s.io')
+          await setBundleVersion(s, 'grpcroutes', 'v1.0.0')
+        }),
+        ['gateway-api-crds'],
+      )
+      expect(codes(diags)).toEqual(['error:GatewayApiCrdMissing', 'warning:GatewayApiCrdBelowMinimum'])
+      expect(diags[0]!.message).toContain('httproutes.gateway.networking.k8s.io is not installed')
+      expect(diags[1]!.message).toContain("is at v1.0.0, below Istio's minimum v1.1.0")
+    },
+  )
 
-  it('falls back to discovery when reading CRDs is forbidden, and says the version was not checked', async () => {
-    const s = await cluster((srv) =>
-      srv.addToken('no-crds', {
-        user: 'no-crds',
-        permissions: [
-          {
-            verbs: ['get', 'list'],
-            apiGroups: ['', 'apps', 'gateway.networking.k8s.io', 'admissionregistration.k8s.io'],
-            resources: ['*'],
-          },
-        ],
-      }),
-    )
-    const diags = await preflight(s, ['gateway-api-crds'], {token: 'no-crds'})
-    expect(codes(diags)).toEqual(['warning:GatewayApiVersionUnchecked'])
-  })
+  serverTest(
+    'falls back to discovery when reading CRDs is forbidden, and says the version was not checked',
+    async () => {
+      const s = await cluster((srv) =>
+        srv.addToken('no-crds', {
+          user: 'no-crds',
+          permissions: [
+            {
+              verbs: ['get', 'list'],
+              apiGroups: ['', 'apps', 'gateway.networking.k8s.io', 'admissionregistration.k8s.io'],
+              resources: ['*'],
+            },
+          ],
+        }),
+      )
+      const diags = await preflight(s, ['gateway-api-crds'], {token: 'no-crds'})
+      expect(codes(diags)).toEqual(['warning:GatewayApiVersionUnchecked'])
+    },
+  )
 })
 
-describe('waypoint-gatewayclass', () => {
-  it('is an error when the class is missing or has another controller', async () => {
+describe.concurrent('waypoint-gatewayclass', () => {
+  serverTest('is an error when the class is missing or has another controller', async () => {
     const missing = await preflight(
       await cluster(async (s) => {
         await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {
@@ -476,7 +534,7 @@ describe('waypoint-gatewayclass', () => {
       ['waypoint-gatewayclass'],
     )
     expect(codes(missing)).toEqual(['error:WaypointClassMissing'])
-    await server!.close()
+    await closeCurrent()
     const wrong = await preflight(
       await cluster(async (s) => {
         await fetch(`${s.url}/apis/gateway.networking.k8s.io/v1/gatewayclasses/istio-waypoint`, {
@@ -491,38 +549,43 @@ describe('waypoint-gatewayclass', () => {
   })
 })
 
-describe('sidecars-hbone', () => {
-  it('is an error for a sidecar in the namespace without HBONE, a warning for one elsewhere in the mesh', async () => {
-    const waypointPod = pod('waypoint-5f7-x', NAMESPACE, {
-      labels: {
-        'gateway.istio.io/managed': 'istio.io-mesh-controller',
-        'gateway.networking.k8s.io/gateway-name': 'waypoint',
-      },
-      containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}],
-    })
-    const diags = await preflight(
-      await cluster((s) =>
-        s.seed([
-          waypointPod,
-          sidecarPod('legacy-1', NAMESPACE, {hbone: false}),
-          ns('payments', {'istio-injection': 'enabled'}),
-          sidecarPod('pay-1', 'payments', {hbone: false}),
-          sidecarPod('pay-2', 'payments', {hbone: true}),
-        ]),
-      ),
-      ['sidecars-hbone'],
-    )
-    expect(codes(diags)).toEqual(['error:SidecarsNotHbone', 'warning:MeshSidecarsNotHbone'])
-    expect(diags[0]!.message).toContain('1 of 2 sidecar pod(s) in shop are not HBONE-capable')
-    expect(diags[0]!.message).toContain('legacy-1')
-    expect(diags[1]!.message).toContain('payments (1: pay-1)')
-    const lists = server!.requestsMatching({verb: 'list', resource: 'pods'}).filter((e) => e.namespace === undefined)
-    expect(lists.map((e) => e.query.labelSelector)).toEqual(['security.istio.io/tlsMode=istio'])
-  })
+describe.concurrent('sidecars-hbone', () => {
+  serverTest(
+    'is an error for a sidecar in the namespace without HBONE, a warning for one elsewhere in the mesh',
+    async () => {
+      const waypointPod = pod('waypoint-5f7-x', NAMESPACE, {
+        labels: {
+          'gateway.istio.io/managed': 'istio.io-mesh-controller',
+          'gateway.networking.k8s.io/gateway-name': 'waypoint',
+        },
+        containers: [{name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.28.1'}],
+      })
+      const diags = await preflight(
+        await cluster((s) =>
+          s.seed([
+            waypointPod,
+            sidecarPod('legacy-1', NAMESPACE, {hbone: false}),
+            ns('payments', {'istio-injection': 'enabled'}),
+            sidecarPod('pay-1', 'payments', {hbone: false}),
+            sidecarPod('pay-2', 'payments', {hbone: true}),
+          ]),
+        ),
+        ['sidecars-hbone'],
+      )
+      expect(codes(diags)).toEqual(['error:SidecarsNotHbone', 'warning:MeshSidecarsNotHbone'])
+      expect(diags[0]!.message).toContain('1 of 2 sidecar pod(s) in shop are not HBONE-capable')
+      expect(diags[0]!.message).toContain('legacy-1')
+      expect(diags[1]!.message).toContain('payments (1: pay-1)')
+      const lists = current()
+        .requestsMatching({verb: 'list', resource: 'pods'})
+        .filter((e) => e.namespace === undefined)
+      expect(lists.map((e) => e.query.labelSelector)).toEqual(['security.istio.io/tlsMode=istio'])
+    },
+  )
 })
 
-describe('blockers', () => {
-  it("reports the plan's blockers and those that appeared since", async () => {
+describe.concurrent('blockers', () => {
+  serverTest("reports the plan's blockers and those that appeared since", async () => {
     const disable: KubeObject = {
       apiVersion: 'security.istio.io/v1',
       kind: 'PeerAuthentication',
@@ -555,7 +618,7 @@ describe('blockers', () => {
   })
 })
 
-describe('network-policies', () => {
+describe.concurrent('network-policies', () => {
   const policy = (name: string, ingress: unknown[], extra: Record<string, unknown> = {}): KubeObject => ({
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -564,7 +627,7 @@ describe('network-policies', () => {
   })
   const fromFrontend = [{podSelector: {matchLabels: {app: 'frontend'}}}]
 
-  it('passes when the rule admitting the application port admits 15008 and probes too', async () => {
+  serverTest('passes when the rule admitting the application port admits 15008 and probes too', async () => {
     const diags = await preflight(
       await cluster((s) =>
         s.seed(
@@ -579,7 +642,7 @@ describe('network-policies', () => {
     expect(codes(diags)).toEqual(['ok:NetworkPoliciesAdmitHbone'])
   })
 
-  it('is an error when peers are admitted on the application port only, and a warning for probes', async () => {
+  serverTest('is an error when peers are admitted on the application port only, and a warning for probes', async () => {
     const diags = await preflight(
       await cluster((s) =>
         s.seed(policy('web-ingress', [{from: fromFrontend, ports: [{port: 8080, protocol: 'TCP'}]}])),
@@ -597,7 +660,7 @@ describe('network-policies', () => {
     expect(diags[1]!.message).toContain('kubelet probes on port 8080 (source 169.254.7.127 once ambient)')
   })
 
-  it('checks the planned waypoint too: a namespace-wide allow-list must admit it on 15008', async () => {
+  serverTest('checks the planned waypoint too: a namespace-wide allow-list must admit it on 15008', async () => {
     const all = policy('allow-frontend', [{from: fromFrontend, ports: [{port: 8080}]}], {podSelector: {}})
     const diags = await preflight(await cluster((s) => s.seed(all)), ['network-policies'])
     expect(diags.filter((d) => d.code === 'NetworkPolicyBlocksHbone')[0]!.message).toContain(
@@ -606,89 +669,95 @@ describe('network-policies', () => {
   })
 })
 
-describe('rbac', () => {
-  it('asks a SelfSubjectAccessReview for every permission the plan needs and names what is missing', async () => {
-    const s = await cluster((srv) =>
-      srv.addToken('label-only', {
-        user: 'label-only',
-        permissions: [
-          {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
-          {verbs: ['patch'], apiGroups: [''], resources: ['namespaces']},
-          {
-            verbs: ['create', 'get', 'patch', 'delete'],
-            apiGroups: ['coordination.k8s.io'],
-            resources: ['leases'],
-            namespaces: [NAMESPACE],
-          },
-        ],
-      }),
-    )
-    const admin = await clientFor(s)
-    const {plan} = await planFrom(admin)
-    const needs = planAccessNeeds(plan)
-    s.resetRequestLog()
-    const diags = await runPreflight(await clientFor(s, 'label-only'), NAMESPACE, {
-      plan,
-      rootNamespace: ROOT,
-      checks: ['rbac'],
-    })
-    // One review per distinct permission.
-    expect(s.requestsMatching({resource: 'selfsubjectaccessreviews'})).toHaveLength(needs.length)
-    expect(diags.every((d) => d.severity === 'error' && d.code === 'RbacDenied')).toBe(true)
-    const gateways = diags.find((d) => d.message.includes('gateways.gateway.networking.k8s.io'))
-    expect(gateways?.message).toBe(
-      'Not allowed to create, delete, patch gateways.gateway.networking.k8s.io in namespace shop (waypoint); needed by step create-waypoint, rollback of create-waypoint.',
-    )
-    expect(gateways?.fix).toContain(
-      'kubectl create role mesh-migrate -n shop --verb=create,delete,patch --resource=gateways.gateway.networking.k8s.io',
-    )
-    expect(
-      diags.some((d) => d.message.startsWith('Not allowed to patch deployments.apps in namespace shop (web)')),
-    ).toBe(true)
-    expect(diags.some((d) => d.message.includes('namespaces'))).toBe(false)
-    expect(diags.some((d) => d.message.includes('leases'))).toBe(false)
+describe.concurrent('rbac', () => {
+  serverTest(
+    'asks a SelfSubjectAccessReview for every permission the plan needs and names what is missing',
+    async () => {
+      const s = await cluster((srv) =>
+        srv.addToken('label-only', {
+          user: 'label-only',
+          permissions: [
+            {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
+            {verbs: ['patch'], apiGroups: [''], resources: ['namespaces']},
+            {
+              verbs: ['create', 'get', 'patch', 'delete'],
+              apiGroups: ['coordination.k8s.io'],
+              resources: ['leases'],
+              namespaces: [NAMESPACE],
+            },
+          ],
+        }),
+      )
+      const admin = await clientFor(s)
+      const {plan} = await planFrom(admin)
+      const needs = planAccessNeeds(plan)
+      s.resetRequestLog()
+      const diags = await runPreflight(await clientFor(s, 'label-only'), NAMESPACE, {
+        plan,
+        rootNamespace: ROOT,
+        checks: ['rbac'],
+      })
+      // One review per distinct permission.
+      expect(s.requestsMatching({resource: 'selfsubjectaccessreviews'})).toHaveLength(needs.length)
+      expect(diags.every((d) => d.severity === 'error' && d.code === 'RbacDenied')).toBe(true)
+      const gateways = diags.find((d) => d.message.includes('gateways.gateway.networking.k8s.io'))
+      expect(gateways?.message).toBe(
+        'Not allowed to create, delete, patch gateways.gateway.networking.k8s.io in namespace shop (waypoint); needed by step create-waypoint, rollback of create-waypoint.',
+      )
+      expect(gateways?.fix).toContain(
+        'kubectl create role mesh-migrate -n shop --verb=create,delete,patch --resource=gateways.gateway.networking.k8s.io',
+      )
+      expect(
+        diags.some((d) => d.message.startsWith('Not allowed to patch deployments.apps in namespace shop (web)')),
+      ).toBe(true)
+      expect(diags.some((d) => d.message.includes('namespaces'))).toBe(false)
+      expect(diags.some((d) => d.message.includes('leases'))).toBe(false)
 
-    const runner = await preflightRunner(await clientFor(s, 'label-only'), plan)(['rbac'])
-    expect(runner.ok).toBe(false)
-    // One line per error (issue 13 §2), each with its fix.
-    expect(runner.detail).toContain('preflight error(s):\n  - rbac: Not allowed to')
-    expect(runner.detail.split('\n').filter((l) => l.startsWith('  - rbac: ')).length).toBe(diags.length)
-  })
+      const runner = await preflightRunner(await clientFor(s, 'label-only'), plan)(['rbac'])
+      expect(runner.ok).toBe(false)
+      // One line per error (issue 13 §2), each with its fix.
+      expect(runner.detail).toContain('preflight error(s):\n  - rbac: Not allowed to')
+      expect(runner.detail.split('\n').filter((l) => l.startsWith('  - rbac: ')).length).toBe(diags.length)
+    },
+  )
 
-  it('derives apply = get+patch+create, delete = get+delete, label/restart = get+patch, with undo, the lock and the reads', async () => {
-    const s = await cluster()
-    const {plan} = await planFrom(await clientFor(s))
-    const needs = planAccessNeeds(plan).map(
-      (n) => `${n.verb} ${n.kind}${n.namespace ? ` ${n.namespace}` : ''}${n.name ? `/${n.name}` : ''}`,
-    )
-    for (const expected of [
-      'create Gateway shop',
-      'patch Gateway shop/waypoint',
-      'get Gateway shop/waypoint',
-      'delete Gateway shop/waypoint',
-      'create AuthorizationPolicy shop',
-      'delete AuthorizationPolicy shop/web-get-only',
-      'patch Namespace/shop',
-      'get Namespace/shop',
-      'patch Deployment shop/web',
-      'get Deployment shop/waypoint',
-      'create Lease shop',
-      'get Lease shop/mesh-migrate-lock',
-      'patch Lease shop/mesh-migrate-lock',
-      'delete Lease shop/mesh-migrate-lock',
-      'list Pod shop',
-      'list ReplicaSet shop',
-      'list Job shop',
-      'get Service shop/web',
-    ])
-      expect(needs, expected).toContain(expected)
-    // Exactly once each.
-    expect(new Set(needs).size).toBe(needs.length)
-  })
+  serverTest(
+    'derives apply = get+patch+create, delete = get+delete, label/restart = get+patch, with undo, the lock and the reads',
+    async () => {
+      const s = await cluster()
+      const {plan} = await planFrom(await clientFor(s))
+      const needs = planAccessNeeds(plan).map(
+        (n) => `${n.verb} ${n.kind}${n.namespace ? ` ${n.namespace}` : ''}${n.name ? `/${n.name}` : ''}`,
+      )
+      for (const expected of [
+        'create Gateway shop',
+        'patch Gateway shop/waypoint',
+        'get Gateway shop/waypoint',
+        'delete Gateway shop/waypoint',
+        'create AuthorizationPolicy shop',
+        'delete AuthorizationPolicy shop/web-get-only',
+        'patch Namespace/shop',
+        'get Namespace/shop',
+        'patch Deployment shop/web',
+        'get Deployment shop/waypoint',
+        'create Lease shop',
+        'get Lease shop/mesh-migrate-lock',
+        'patch Lease shop/mesh-migrate-lock',
+        'delete Lease shop/mesh-migrate-lock',
+        'list Pod shop',
+        'list ReplicaSet shop',
+        'list Job shop',
+        'get Service shop/web',
+      ])
+        expect(needs, expected).toContain(expected)
+      // Exactly once each.
+      expect(new Set(needs).size).toBe(needs.length)
+    },
+  )
 })
 
-describe('runner', () => {
-  it('reports an unknown check and a forbidden read without hiding the other checks', async () => {
+describe.concurrent('runner', () => {
+  serverTest('reports an unknown check and a forbidden read without hiding the other checks', async () => {
     const s = await cluster((srv) =>
       srv.addToken('ns-only', {
         user: 'ns-only',
