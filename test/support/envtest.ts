@@ -262,15 +262,28 @@ async function grantReader(info: EnvtestInfo): Promise<void> {
   }
 }
 
-async function startOnce(assets: string, dir: string): Promise<Envtest> {
-  const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()]
+/** What a caller may fix about a server: tokens (per user; random otherwise) and the API port (free otherwise). */
+export interface EnvtestOptions {
+  assets?: string
+  tokens?: Partial<Record<EnvtestUser, string>>
+  apiPort?: number
+  /**
+   * Admission plugins to disable besides the webhooks (which never are: a webhook's Service would resolve off
+   * this machine); the bench disables ServiceAccount (no controller-manager creates `default` ServiceAccounts).
+   */
+  disableAdmission?: string[]
+}
+
+async function startOnce(assets: string, dir: string, opts: EnvtestOptions): Promise<Envtest> {
+  const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), opts.apiPort ?? (await freePort())]
   const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
   await writeFile(path.join(dir, 'sa.key'), privateKey.export({type: 'pkcs1', format: 'pem'}))
   await writeFile(path.join(dir, 'sa.pub'), publicKey.export({type: 'spki', format: 'pem'}))
   const tokens = Object.fromEntries(
     Object.keys(ENVTEST_USERS).map((u) => [
       u,
-      `${u}-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`,
+      opts.tokens?.[u as EnvtestUser] ??
+        `${u}-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`,
     ]),
   ) as Record<EnvtestUser, string>
   const csv = Object.entries(ENVTEST_USERS).map(
@@ -323,7 +336,7 @@ async function startOnce(assets: string, dir: string): Promise<Envtest> {
         `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
         '--service-cluster-ip-range=10.96.0.0/16',
         '--allow-privileged=true',
-        '--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+        `--disable-admission-plugins=${['MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', ...(opts.disableAdmission ?? [])].join(',')}`,
       ],
       path.join(dir, 'kube-apiserver.log'),
     )
@@ -364,7 +377,7 @@ async function startOnce(assets: string, dir: string): Promise<Envtest> {
  * Retries twice with other ports when a process cannot start (another program may take a probed
  * port between the probe and the bind).
  */
-export async function startEnvtest(opts: {assets?: string} = {}): Promise<Envtest> {
+export async function startEnvtest(opts: EnvtestOptions = {}): Promise<Envtest> {
   const assets = opts.assets ?? (await envtestAssets())
   if (!assets)
     throw new Error(
@@ -376,7 +389,7 @@ export async function startEnvtest(opts: {assets?: string} = {}): Promise<Envtes
   for (let attempt = 0; attempt < 3; attempt++) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-envtest-run-'))
     try {
-      return await startOnce(assets, dir)
+      return await startOnce(assets, dir, opts)
     } catch (error) {
       lastError = error
     }
