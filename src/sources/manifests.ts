@@ -2,7 +2,7 @@
 // directories, e.g. a GitOps repository. Produces the same SourceSnapshot as the cluster source.
 import {readdir, readFile, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
-import {LineCounter, parseAllDocuments} from 'yaml'
+import {Composer, type Document, LineCounter, Parser} from 'yaml'
 import {ManifestError} from '../errors.js'
 import type {Finding, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {groupOf, objectKey, refOf} from '../planner/refs.js'
@@ -253,85 +253,116 @@ async function walk(dir: string, out: string[], visited: Set<string>): Promise<v
 /** Template markers of Helm / Go templates, which are not manifests until rendered. */
 const TEMPLATE_MARKER = /\{\{[\s\S]*?\}\}/
 
+const YAML_OPTIONS = {version: '1.2', schema: 'core', merge: true, prettyErrors: false} as const
+
+/**
+ * The documents of a YAML stream one at a time (what parseAllDocuments does, without the array): each is turned
+ * into objects and dropped before the next is composed, so that a large file never holds the syntax trees of all
+ * its documents at once (issue 11: planning 5,000 services within 1 GiB).
+ */
+function documentsOf(text: string, lineCounter: LineCounter): Generator<Document.Parsed, void> {
+  return new Composer(YAML_OPTIONS).compose(new Parser(lineCounter.addNewLine).parse(text))
+}
+
 /**
  * Parses one file's text into objects. Exported for tests and for reading manifests from stdin later.
  * `file` is used in messages only.
  */
 export function parseManifestText(text: string, file: string): {objects: KubeObject[]; findings: Finding[]} {
-  const findings: Finding[] = []
+  const out = {objects: [] as KubeObject[], findings: [] as Finding[]}
   const lineCounter = new LineCounter()
-  const docs = parseAllDocuments(text, {version: '1.2', schema: 'core', merge: true, lineCounter, prettyErrors: false})
-  // An empty file yields an EmptyStream (an empty array-like), not a list of documents.
-  const documents = Array.isArray(docs) ? docs : []
-
+  const documents = documentsOf(text, lineCounter)
+  let index = 0
   for (const doc of documents) {
-    const error = doc.errors[0]
-    if (!error) continue
-    if (TEMPLATE_MARKER.test(text)) {
-      findings.push({
-        id: `manifest-skipped/${file}`,
-        code: 'manifest-template',
-        severity: 'warning',
-        message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
-        fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
-      })
-      return {objects: [], findings}
-    }
-    const pos = lineCounter.linePos(error.pos[0])
-    const others = documents.reduce((n, d) => n + d.errors.length, 0) - 1
-    throw new ManifestError(
-      `${file}:${pos.line}:${pos.col}: ${firstLine(error.message)}${others > 0 ? ` (and ${others} more error${others > 1 ? 's' : ''})` : ''}`,
-      {
-        file,
-        line: pos.line,
-        column: pos.col,
-        suggestion: `Fix the YAML at ${file}:${pos.line}:${pos.col} (e.g. check indentation and quoting), or remove the file from --manifests.`,
-      },
-    )
+    if (doc.errors.length > 0) return unparsable(text, file, doc, documents, lineCounter)
+    collectObjects(text, file, doc, index++, lineCounter, out)
   }
+  return out
+}
 
-  const objects: KubeObject[] = []
-  documents.forEach((doc, index) => {
-    let value: unknown
-    try {
-      value = doc.toJS()
-    } catch (error) {
-      // e.g. "Excessive alias count": a YAML bomb or a runaway anchor.
-      const pos = lineCounter.linePos(doc.range[0])
-      throw new ManifestError(`${file}:${pos.line}:${pos.col}: ${(error as Error).message}`, {
-        file,
-        line: pos.line,
-        column: pos.col,
-        cause: error,
-        suggestion: `Fix document ${index + 1} of ${file}, or remove the file from --manifests.`,
-      })
+/**
+ * A document that is not valid YAML: an unrendered Helm/Go template is skipped with a finding (none of the file's
+ * objects are taken); anything else is an error at its line, counting the errors of the documents after it.
+ */
+function unparsable(
+  text: string,
+  file: string,
+  doc: Document.Parsed,
+  rest: Iterable<Document.Parsed>,
+  lineCounter: LineCounter,
+): {objects: KubeObject[]; findings: Finding[]} {
+  if (TEMPLATE_MARKER.test(text)) {
+    const finding: Finding = {
+      id: `manifest-skipped/${file}`,
+      code: 'manifest-template',
+      severity: 'warning',
+      message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
+      fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
     }
-    if (value === null || value === undefined) return // empty document, e.g. a trailing `---` or only comments
-    // The line of the document's content, not of its `---` marker.
-    const line = lineCounter.linePos(doc.contents?.range[0] ?? doc.range[0]).line
-    for (const candidate of expandLists(value, '')) {
-      const problem = whyNotAnObject(candidate.value)
-      if (problem && TEMPLATE_MARKER.test(text.slice(doc.range[0], doc.range[2]))) {
-        // `name: {{ .Release.Name }}` is valid YAML (a flow mapping), just not a name.
-        findings.push(templateFinding(file, index, line, candidate))
-        continue
-      }
-      if (problem) {
-        findings.push(skippedFinding(file, index, line, candidate, problem))
-        continue
-      }
-      const obj = candidate.value as KubeObject
-      if (TEMPLATE_MARKER.test(obj.metadata.name) || TEMPLATE_MARKER.test(String(obj.metadata.namespace ?? ''))) {
-        // Valid YAML, but an unrendered template (`name: "{{ .Release.Name }}"`): not a real object.
-        findings.push(templateFinding(file, index, line, candidate))
-        continue
-      }
-      const ns = obj.metadata.namespace
-      if (typeof ns !== 'string' || ns === '') delete obj.metadata.namespace
-      objects.push(obj)
+    return {objects: [], findings: [finding]}
+  }
+  const error = doc.errors[0]!
+  const pos = lineCounter.linePos(error.pos[0])
+  let others = doc.errors.length - 1
+  for (const later of rest) others += later.errors.length
+  throw new ManifestError(
+    `${file}:${pos.line}:${pos.col}: ${firstLine(error.message)}${others > 0 ? ` (and ${others} more error${others > 1 ? 's' : ''})` : ''}`,
+    {
+      file,
+      line: pos.line,
+      column: pos.col,
+      suggestion: `Fix the YAML at ${file}:${pos.line}:${pos.col} (e.g. check indentation and quoting), or remove the file from --manifests.`,
+    },
+  )
+}
+
+/** The objects of one valid document (a List gives its items), and findings for what is not an object. */
+function collectObjects(
+  text: string,
+  file: string,
+  doc: Document.Parsed,
+  index: number,
+  lineCounter: LineCounter,
+  out: {objects: KubeObject[]; findings: Finding[]},
+): void {
+  let value: unknown
+  try {
+    value = doc.toJS()
+  } catch (error) {
+    // e.g. "Excessive alias count": a YAML bomb or a runaway anchor.
+    const pos = lineCounter.linePos(doc.range[0])
+    throw new ManifestError(`${file}:${pos.line}:${pos.col}: ${(error as Error).message}`, {
+      file,
+      line: pos.line,
+      column: pos.col,
+      cause: error,
+      suggestion: `Fix document ${index + 1} of ${file}, or remove the file from --manifests.`,
+    })
+  }
+  if (value === null || value === undefined) return // empty document, e.g. a trailing `---` or only comments
+  // The line of the document's content, not of its `---` marker.
+  const line = lineCounter.linePos(doc.contents?.range[0] ?? doc.range[0]).line
+  for (const candidate of expandLists(value, '')) {
+    const problem = whyNotAnObject(candidate.value)
+    if (problem && TEMPLATE_MARKER.test(text.slice(doc.range[0], doc.range[2]))) {
+      // `name: {{ .Release.Name }}` is valid YAML (a flow mapping), just not a name.
+      out.findings.push(templateFinding(file, index, line, candidate))
+      continue
     }
-  })
-  return {objects, findings}
+    if (problem) {
+      out.findings.push(skippedFinding(file, index, line, candidate, problem))
+      continue
+    }
+    const obj = candidate.value as KubeObject
+    if (TEMPLATE_MARKER.test(obj.metadata.name) || TEMPLATE_MARKER.test(String(obj.metadata.namespace ?? ''))) {
+      // Valid YAML, but an unrendered template (`name: "{{ .Release.Name }}"`): not a real object.
+      out.findings.push(templateFinding(file, index, line, candidate))
+      continue
+    }
+    const ns = obj.metadata.namespace
+    if (typeof ns !== 'string' || ns === '') delete obj.metadata.namespace
+    out.objects.push(obj)
+  }
 }
 
 interface Candidate {
