@@ -164,6 +164,15 @@ metadata:
     expect(error.line).toBeGreaterThanOrEqual(3)
   })
 
+  it('reports the first broken document and counts the errors of the documents after it', () => {
+    const text = [
+      'apiVersion: v1\nkind: Service\nmetadata: {name: ok}',
+      'apiVersion: v1\nkind: ConfigMap\nkind: Pod\nmetadata: {name: a}',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\nmetadata: {name: c}',
+    ].join('\n---\n')
+    expect(() => parseManifestText(text, 'many.yaml')).toThrow(/^many\.yaml:7:1: .*unique.* \(and 1 more error\)$/)
+  })
+
   it('rejects duplicate keys (as kubectl does)', () => {
     expect(() =>
       parseManifestText('apiVersion: v1\nkind: Service\nkind: Pod\nmetadata: {name: a}\n', 'dup.yaml'),
