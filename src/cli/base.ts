@@ -17,7 +17,7 @@ export const EXIT_CODES_HELP = [
   '1   runtime or API failure, step failed',
   '2   usage error',
   '3   plan is stale (the cluster changed since the plan was made or last applied)',
-  '4   plan invalid or edited after review',
+  '4   plan invalid, blocked, or edited after review',
   '5   lock held by another operator',
   '10  with --detailed-exitcode: changes pending',
 ].join('\n')

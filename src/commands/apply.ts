@@ -137,8 +137,9 @@ ${EXIT_CODES_HELP}
     const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
     const blockers = state.plan.spec.blockers
     if (blockers.length > 0) {
+      // Blocked is what validate reports with 4 too: the plan cannot be applied as it is.
       throw new UserError(`the plan has ${blockers.length} blocker(s): ${blockers.map((b) => b.id).join(', ')}`, {
-        exitCode: ExitCode.Failure,
+        exitCode: ExitCode.Invalid,
         suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
       })
     }

@@ -54,6 +54,12 @@ describe('blocked plans do not pass the gate', () => {
     })
     const table = await runCli(['status', '--offline'], {cwd: tmp})
     expect(table.stdout).toContain('plans/bookinfo.yaml (namespace bookinfo): blocked, 0/')
+
+    // apply refuses it with the same exit code as validate, before it needs a cluster.
+    const apply = await runCli(['apply', 'bookinfo', '--yes'], {cwd: tmp, env: {KUBECONFIG: '/nonexistent'}})
+    expect(apply.code).toBe(4)
+    expect(apply.stderr).toContain(`Error: the plan has ${ids.length} blocker(s): ${ids.join(', ')}`)
+    expect(apply.stderr).toContain('Next: Resolve them (mesh-migrate show plans/bookinfo.yaml)')
   })
 
   it('a plan without blockers is still valid', async () => {
