@@ -5,8 +5,10 @@ import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
-import {UsageError, UserError} from '../errors.js'
+import {LockHeldError, UsageError, UserError} from '../errors.js'
 import {asRolledBack, carryProgressOrRefuse, progressToKeep} from '../executor/keep-progress.js'
+import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
+import {KubeApiError} from '../kube/errors.js'
 import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
 import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
@@ -41,7 +43,7 @@ export default class PlanCommand extends BaseCommand {
 
 The file is canonical YAML: regenerating from unchanged input gives an identical file. A plan with blockers is still written, says so at the top, and the command exits 1. A namespace with nothing to migrate (already ambient, or no pod in the mesh) gets no plan file: the command says why and exits 0.
 
-A PLAN IN PROGRESS (applied steps) is not overwritten. --keep-progress re-plans it from the namespace as a rollback would leave it (the plan's own waypoint, policy copies and labels are not taken for yours) and keeps the record of every applied step the new plan contains unchanged: apply continues after them, rollback still undoes them. It refuses, saying why, when an applied step changed or recreated pods (restart-workloads), or a step is Running, Failed or Interrupted. --force overwrites the plan, losing its record of what was applied.
+A PLAN IN PROGRESS (applied steps) is not overwritten. --keep-progress re-plans it from the namespace as a rollback would leave it (the plan's own waypoint, policy copies and labels are not taken for yours) and keeps the record of every applied step the new plan contains unchanged: apply continues after them, rollback still undoes them. It refuses, saying why, when an applied step changed or recreated pods (restart-workloads), or a step is Running, Failed or Interrupted, and while an apply or rollback holds the namespace's lock (exit 5). --force overwrites the plan, losing its record of what was applied.
 
 FLEET: with --all-namespaces (-A), --selector (-l) or several namespaces, the cluster is read once (one cluster-wide LIST per kind, whatever the number of namespaces), each namespace gets its plan (-A/-l: only those with something to migrate) and plans/fleet.yaml orders them into migration waves from their cross-namespace dependencies (routing they export to each other, AuthorizationPolicies naming each other, callers that would bypass a waypoint, shared waypoints). A namespace's exported routing applied by a waypoint of an earlier wave is not lost for its callers. --accept-lost/--accept-hazard apply to every plan. Read it with mesh-migrate show --fleet.
 
@@ -187,6 +189,7 @@ ${EXIT_CODES_HELP}`
   /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
   private async build({namespace, out, flags, inProgress}: PlanOneOptions) {
     const source = await openSource(flags)
+    if (inProgress && source instanceof ClusterSource) await refuseWhileWriting(source, namespace)
     const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
     // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
     const snapshot = inProgress ? asRolledBack(read, inProgress) : read
@@ -334,4 +337,21 @@ function planOptions(flags: PlanFlags): PlanOptions {
     ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
     ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
   }
+}
+
+/**
+ * --keep-progress rewrites the record of a plan in progress: not while an apply or rollback holds the namespace's
+ * lock (it writes that record). Read-only (plan needs no write permission): the Lease is read, not taken.
+ */
+async function refuseWhileWriting(source: ClusterSource, namespace: string): Promise<void> {
+  // Without permission to read Leases there is nothing to tell: the re-plan goes on, as before this check.
+  const holder = await liveHolder(source.client, namespace).catch((error: unknown) => {
+    if (error instanceof KubeApiError && error.status === 403) return undefined
+    throw error
+  })
+  if (holder)
+    throw new LockHeldError(
+      `namespace ${namespace} is locked by ${holder}: it is writing the record --keep-progress would re-plan`,
+      lockHeldSuggestion(namespace),
+    )
 }

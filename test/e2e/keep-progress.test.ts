@@ -8,6 +8,7 @@ import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import {LOCK_INFO_ANNOTATION, LOCK_NAME, lockRef} from '../../src/executor/lock.js'
 import {OWNER_ANNOTATION} from '../../src/executor/ownership.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {specDigest} from '../../src/planner/planfile.js'
@@ -80,6 +81,37 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
     expect(again.spec.steps.map((s) => s.action)).toContain('create-waypoint')
     expect(Object.values(await phases()).every((p) => p === 'Applied')).toBe(true)
     expect(Object.keys(await phases())).toEqual(applied)
+  }, 120_000)
+
+  it('refused (exit 5, nothing written) while another operator holds the namespace lock: that apply writes the record it would re-plan', async () => {
+    const startedAt = new Date().toISOString()
+    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
+    const info = {
+      holder: 'alice@jumphost/4242/abc123',
+      who: 'alice@jumphost',
+      command: `apply ${PLAN_FILE}`,
+      plan: PLAN_FILE,
+      startedAt,
+    }
+    await cluster.api.create({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {name: LOCK_NAME, namespace: NS, annotations: {[LOCK_INFO_ANNOTATION]: JSON.stringify(info)}},
+      spec: {holderIdentity: info.holder, leaseDurationSeconds: 60, acquireTime: now, renewTime: now},
+    })
+    try {
+      const before = await readFile(path.join(cwd, PLAN_FILE), 'utf8')
+      const r = await run(['plan', NS, '--keep-progress'])
+      expect(r.code, r.stderr).toBe(5)
+      expect(hasStackTrace(r.stderr)).toBe(false)
+      expect(r.stderr).toContain(
+        `namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${startedAt}): it is writing the record --keep-progress would re-plan`,
+      )
+      expect(r.stderr).toContain(`mesh-migrate unlock ${NS}`)
+      expect(await readFile(path.join(cwd, PLAN_FILE), 'utf8')).toBe(before)
+    } finally {
+      await cluster.api.delete(lockRef(NS))
+    }
   }, 120_000)
 
   it('an L7 policy edited after create-policies: apply stops (exit 3) naming --keep-progress; that is refused for the changed applied step, with commands that work', async () => {
