@@ -11,13 +11,9 @@
 // existed (no undo carries any) rollback runs the rule's guards (undoGuardsOf). Pure.
 import type {ObjectRef} from './model.js'
 import type {MigrationPlan, Operation, PlanStep, StepUndo, UndoPrecondition, Verification} from './plan-types.js'
+import type {PlanProblem} from './planfile.js'
 import {formatRef, refKey} from './refs.js'
 import {DATAPLANE_MODE_LABEL, REVISION_LABEL} from './vocab.js'
-
-export interface PlanProblemLike {
-  path: string
-  message: string
-}
 
 type Guards = Required<Pick<StepUndo, 'preconditions' | 'verify'>>
 
@@ -91,8 +87,8 @@ const coveredRefs = (checks: Verification[], check: Verification['check']): Set<
   new Set(checks.flatMap((v) => (v.check === check && 'refs' in v ? v.refs.map(refKey) : [])))
 
 /** What the rule asks of this step's undo and its plan lacks, as validate reports it. */
-export function undoGuardProblems(step: PlanStep, path: string): PlanProblemLike[] {
-  const problems: PlanProblemLike[] = []
+export function undoGuardProblems(step: PlanStep, path: string): PlanProblem[] {
+  const problems: PlanProblem[] = []
   const required = requiredUndoGuards(step)
   const present = step.undo.preconditions ?? []
   const verify = step.undo.verify ?? []

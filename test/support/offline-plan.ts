@@ -10,12 +10,13 @@ export interface OfflinePlan {
   plan: MigrationPlan
 }
 
-/** `options` on top of plan's defaults (root namespace istio-system, waypoint "waypoint" for services). */
+/** `options` on top of plan's defaults; `istioVersion` as --istio-version gives it (root namespace istio-system, waypoint "waypoint" for services). */
 export function offlinePlan(
   namespace: string,
   objects: KubeObject[],
   options: Partial<PlanOptions> = {},
   source = 'manifests',
+  istioVersion?: string,
 ): OfflinePlan {
   const snapshot: SourceSnapshot = {
     namespace,
@@ -31,7 +32,8 @@ export function offlinePlan(
     waypointFor: 'service',
     ...options,
   }
-  const inventory = buildInventory(snapshot, {waypointFor: planOptions.waypointFor})
-  const plan = buildPlan({inventory, snapshot, options: planOptions, generator: 'mesh-migrate/test'})
+  const version = istioVersion ? {istioVersion} : {}
+  const inventory = buildInventory(snapshot, {waypointFor: planOptions.waypointFor, ...version})
+  const plan = buildPlan({inventory, snapshot, options: planOptions, generator: 'mesh-migrate/test', ...version})
   return {snapshot, inventory, plan}
 }

@@ -10,3 +10,15 @@ export function planOf(text: string): MigrationPlan {
   const data = parse(text) as Record<string, unknown>
   return data.apiVersion === PLAN_FILE_API_VERSION ? decodePlan(data).plan : (data as unknown as MigrationPlan)
 }
+
+/** The same value with every object's keys in reverse order: canonical output must not depend on key order. */
+export const reverseKeys = (v: unknown): unknown =>
+  Array.isArray(v)
+    ? v.map(reverseKeys)
+    : v && typeof v === 'object'
+      ? Object.fromEntries(
+          Object.entries(v)
+            .reverse()
+            .map(([k, x]) => [k, reverseKeys(x)]),
+        )
+      : v

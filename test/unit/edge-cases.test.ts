@@ -12,21 +12,12 @@ import path from 'node:path'
 import {parse} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
-import {buildInventory} from '../../src/planner/inventory.js'
-import type {
-  Finding,
-  Inventory,
-  InventoryItem,
-  KubeObject,
-  ObjectRef,
-  SourceSnapshot,
-  WorkloadItem,
-} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import type {Finding, Inventory, InventoryItem, KubeObject, ObjectRef, WorkloadItem} from '../../src/planner/model.js'
 import type {MigrationPlan, Operation, PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
 import {type BoundaryState, simulate, unexpectedHazards} from '../../src/planner/simulate.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
+import {offlinePlan} from '../support/offline-plan.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/edge-cases')
@@ -55,23 +46,7 @@ interface Planned {
 /** Inventory and plan exactly as `plan` builds them; the plan must pass `validate`. */
 function planOf(objects: KubeObject[], opts: RunOptions = {}): Planned {
   const {istioVersion, ...planOptions} = opts
-  const snapshot: SourceSnapshot = {
-    namespace: NS,
-    rootNamespace: 'istio-system',
-    target: {manifests: ['test/fixtures/edge-cases']},
-    objects,
-    missingKinds: [],
-    findings: [],
-  }
-  const waypointFor = planOptions.waypointFor ?? 'service'
-  const inventory = buildInventory(snapshot, {waypointFor, ...(istioVersion ? {istioVersion} : {})})
-  const plan = buildPlan({
-    inventory,
-    snapshot,
-    options: {rootNamespace: 'istio-system', waypointName: 'waypoint', waypointFor, ...planOptions},
-    generator: 'mesh-migrate/test',
-    ...(istioVersion ? {istioVersion} : {}),
-  })
+  const {inventory, plan} = offlinePlan(NS, objects, planOptions, 'test/fixtures/edge-cases', istioVersion)
   expect(checkPlanText(renderPlanFile(plan)).problems).toEqual([])
   return {inventory, plan}
 }

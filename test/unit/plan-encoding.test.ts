@@ -8,18 +8,9 @@ import {parseRefText, PLAN_FILE_API_VERSION, refText} from '../../src/planner/pl
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planfile.js'
 import {generatedPlan} from '../support/generated-plan.js'
+import {reverseKeys} from '../support/plan-file.js'
 
 const plain = (v: unknown) => canonicalize(JSON.parse(JSON.stringify(v)))
-const reverseKeys = (v: unknown): unknown =>
-  Array.isArray(v)
-    ? v.map(reverseKeys)
-    : v && typeof v === 'object'
-      ? Object.fromEntries(
-          Object.entries(v)
-            .reverse()
-            .map(([k, x]) => [k, reverseKeys(x)]),
-        )
-      : v
 
 /** The plan as the first apply leaves it: one step Applied, the reviewed spec's digest recorded. */
 function started(plan: MigrationPlan): MigrationPlan {

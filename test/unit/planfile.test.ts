@@ -12,6 +12,7 @@ import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../../src/planner/planfile.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {REPO_ROOT} from '../support/shared.js'
+import {reverseKeys} from '../support/plan-file.js'
 
 let plan: MigrationPlan
 let text: string
@@ -36,16 +37,6 @@ beforeAll(async () => {
 
 const problemsOf = (p: unknown) =>
   checkPlanText(typeof p === 'string' ? p : stringify(p, {aliasDuplicateObjects: false})).problems
-const reverseKeys = (v: unknown): unknown =>
-  Array.isArray(v)
-    ? v.map(reverseKeys)
-    : v && typeof v === 'object'
-      ? Object.fromEntries(
-          Object.entries(v)
-            .reverse()
-            .map(([k, x]) => [k, reverseKeys(x)]),
-        )
-      : v
 const mutate = (f: (p: MigrationPlan) => void): MigrationPlan => {
   const copy = structuredClone(plan)
   f(copy)

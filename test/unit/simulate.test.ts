@@ -4,12 +4,11 @@ import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
-import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject, WorkloadItem} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
 import {simulate, type SimPolicy, unexpectedHazards} from '../../src/planner/simulate.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
+import {offlinePlan} from '../support/offline-plan.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const dep = (name: string, proxy: WorkloadItem['proxy'], traits: WorkloadItem['traits'] = []): WorkloadItem => ({
@@ -261,21 +260,7 @@ describe('plan with the simulation', () => {
   })
 
   it('records only documented hazards for the bookinfo example', async () => {
-    const objects = await bookinfoObjects()
-    const snapshot = {
-      namespace: 'bookinfo',
-      rootNamespace: 'istio-system',
-      target: {manifests: ['x']},
-      objects,
-      missingKinds: [],
-      findings: [],
-    }
-    const plan = buildPlan({
-      inventory: buildInventory(snapshot, {waypointFor: 'service'}),
-      snapshot,
-      options: options(),
-      generator: 'test',
-    })
+    const {plan} = offlinePlan('bookinfo', await bookinfoObjects(), options())
     expect(plan.spec.hazards.length).toBeGreaterThan(0)
     expect(plan.spec.hazards.every((h) => h.window !== undefined)).toBe(true)
     expect(plan.spec.blockers).toEqual([])
@@ -296,33 +281,20 @@ describe('plan with the simulation', () => {
         },
       },
     })
-    const snapshot = {
-      namespace: 'bookinfo',
-      rootNamespace: 'istio-system',
-      target: {manifests: ['x']},
-      objects,
-      missingKinds: [],
-      findings: [],
-    }
-    const inventory = buildInventory(snapshot, {waypointFor: 'service'})
-    const blocked = buildPlan({inventory, snapshot, options: options({optedOut: 'enroll'}), generator: 'test'})
+    const planWith = (extra: Partial<PlanOptions>) => offlinePlan('bookinfo', objects, options(extra)).plan
+    const blocked = planWith({optedOut: 'enroll'})
     const hazardBlockers = blocked.spec.blockers.filter((b) => b.code === 'UnexpectedHazard')
     expect(hazardBlockers.length).toBeGreaterThan(0)
     for (const b of hazardBlockers) expect(b.message).toContain('ratings-legacy')
     const ids = hazardBlockers.map((b) => b.id.replace(/^hazard\//, ''))
     for (const [i, b] of hazardBlockers.entries()) expect(b.fix).toContain(`--accept-hazard ${ids[i]}`)
 
-    const accepted = buildPlan({
-      inventory,
-      snapshot,
-      options: options({optedOut: 'enroll', acceptHazards: ids}),
-      generator: 'test',
-    })
+    const accepted = planWith({optedOut: 'enroll', acceptHazards: ids})
     expect(accepted.spec.blockers.filter((b) => b.code === 'UnexpectedHazard')).toEqual([])
     for (const id of ids) expect(accepted.spec.hazards.find((h) => h.id === id)?.accepted).toBe(true)
 
     // Keeping it out of the mesh (the default) removes the hazard altogether.
-    const kept = buildPlan({inventory, snapshot, options: options(), generator: 'test'})
+    const kept = planWith({})
     expect(kept.spec.blockers.filter((b) => b.code === 'UnexpectedHazard')).toEqual([])
     expect(kept.spec.steps.map((s) => s.action)).toContain('opt-out-workloads')
   })
