@@ -25,7 +25,7 @@ const ids = Object.keys(manifest.commands)
 for (const id of ids) {
   const cmd = manifest.commands[id]
   lines.push(`complete -c mesh-migrate -n __fish_use_subcommand -a ${id} -d ${quote(cmd.summary ?? cmd.description)}`)
-  for (const [name, flag] of Object.entries(cmd.flags ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, flag] of Object.entries(cmd.flags ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (flag.hidden) continue
     const parts = [`complete -c mesh-migrate -n '__fish_seen_subcommand_from ${id}' -l ${name}`]
     if (flag.char) parts.push(`-s ${flag.char}`)

@@ -20,6 +20,7 @@ import {
   WAYPOINT_CLASS,
   isSidecar,
 } from '../planner/vocab.js'
+import {byCodePoint} from '../planner/order.js'
 
 export interface CensusPod {
   name: string
@@ -238,7 +239,7 @@ export function buildCensus(input: CensusInput): CensusReport {
   }
 
   const rows: CensusRow[] = []
-  for (const nsObj of [...input.namespaces].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
+  for (const nsObj of [...input.namespaces].sort((a, b) => byCodePoint(a.metadata.name, b.metadata.name))) {
     const name = nsObj.metadata.name
     const {state} = analyzeNamespace(name, nsObj, {webhooks})
     const pods = podsByNs.get(name) ?? []
@@ -270,8 +271,8 @@ export function buildCensus(input: CensusInput): CensusReport {
       sidecarInAmbient: sidecarInAmbient(pods, state),
       waypoints: (gatewaysByNs.get(name) ?? [])
         .map((g) => waypointReadiness(g, deploymentByKey.get(`${name}/${g.metadata.name}`)))
-        .sort((a, b) => a.name.localeCompare(b.name)),
-      plans: (plansByNs.get(name) ?? []).sort((a, b) => a.file.localeCompare(b.file)),
+        .sort((a, b) => byCodePoint(a.name, b.name)),
+      plans: (plansByNs.get(name) ?? []).sort((a, b) => byCodePoint(a.file, b.file)),
       ...(input.waves?.[name] !== undefined ? {wave: input.waves[name]} : {}),
     }
     rows.push(row)

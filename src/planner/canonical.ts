@@ -4,6 +4,7 @@ import {createHash} from 'node:crypto'
 import {Document, stringify} from 'yaml'
 
 import type {KubeObject} from './model.js'
+import {byCodePoint} from './order.js'
 
 // Keys that read best first, in this order; every other key follows alphabetically.
 // One global order (rather than per-location rules) keeps the canonical form a pure function of the data.
@@ -62,7 +63,7 @@ function compareKeys(a: string, b: string): number {
   if (pa !== undefined && pb !== undefined) return pa - pb
   if (pa !== undefined) return -1
   if (pb !== undefined) return 1
-  return a < b ? -1 : a > b ? 1 : 0
+  return byCodePoint(a, b)
 }
 
 /** A deep copy with keys in canonical order and `undefined` members dropped. */

@@ -41,6 +41,7 @@ import {STEP_KINDS, type StepContext} from '../steps/index.js'
 import {optOutStep} from '../steps/opt-out-workloads.js'
 import {decideRestarts, podOptInOperations} from '../steps/restart-workloads.js'
 import {namespaceRef} from '../steps/shared.js'
+import {byCodePoint} from './order.js'
 
 /** The preflight checks a plan asks for (defined in vocab.ts; the preflight step declares them). */
 export {PREFLIGHT_CHECKS}
@@ -106,7 +107,7 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
       if (d.disposition === 'carry-keep') out.identityKeyed = true
       return out
     })
-    .sort((a, b) => a.key.localeCompare(b.key))
+    .sort((a, b) => byCodePoint(a.key, b.key))
 }
 
 /** Blocker codes --accept-hazard can accept besides the simulation's hazards. */
@@ -144,7 +145,7 @@ export function namespaceBinding(inventory: Inventory, waypointName: string): Na
   const ns = inventory.namespace
   const bound: ServiceItem[] = []
   const ownLabel: NamespaceBinding['ownLabel'] = []
-  for (const s of [...inventory.services].sort((a, b) => a.ref.name.localeCompare(b.ref.name))) {
+  for (const s of [...inventory.services].sort((a, b) => byCodePoint(a.ref.name, b.ref.name))) {
     if (!waypointServable(s)) continue
     const own = s.labels?.[USE_WAYPOINT_LABEL]
     const ownNs = s.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] || ns

@@ -1,4 +1,5 @@
 import type {KubeObject, ObjectRef} from './model.js'
+import {byCodePoint} from './order.js'
 
 /** The API group of an apiVersion ("" for the core group). */
 export function groupOf(apiVersion: string): string {
@@ -41,9 +42,9 @@ export function sameRef(a: ObjectRef, b: ObjectRef): boolean {
 /** Stable ordering for refs: kind, namespace, name (then group). */
 export function compareRefs(a: ObjectRef, b: ObjectRef): number {
   return (
-    a.kind.localeCompare(b.kind) ||
-    (a.namespace ?? '').localeCompare(b.namespace ?? '') ||
-    a.name.localeCompare(b.name) ||
-    groupOf(a.apiVersion).localeCompare(groupOf(b.apiVersion))
+    byCodePoint(a.kind, b.kind) ||
+    byCodePoint(a.namespace ?? '', b.namespace ?? '') ||
+    byCodePoint(a.name, b.name) ||
+    byCodePoint(groupOf(a.apiVersion), groupOf(b.apiVersion))
   )
 }

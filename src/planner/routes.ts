@@ -31,6 +31,7 @@ import {resolveHost, serviceInfo, type ServiceInfo} from './routes/hosts.js'
 import {analyzeHttpRoute, type AnalysisContext, type HttpDraft, type Note} from './routes/http.js'
 import {joinName, shortHash} from './routes/values.js'
 import {CONVERTED_FROM_ANNOTATION, VersionServices, type VersionServiceUse} from './routes/version-services.js'
+import {byCodePoint} from './order.js'
 
 export {CONVERTED_FROM_ANNOTATION} from './routes/version-services.js'
 
@@ -282,7 +283,7 @@ export function convertVirtualServices(input: RouteConversionInput): RouteConver
   )
   const services = new Map(ownServices.map((s) => [s.metadata.name, serviceInfo(s)]))
   const versions = new VersionServices(namespace, new Map(ownServices.map((s) => [s.metadata.name, s])))
-  const vss = [...input.virtualServices].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+  const vss = [...input.virtualServices].sort((a, b) => byCodePoint(a.metadata.name, b.metadata.name))
   const claims = hostClaims(vss, namespace, services)
 
   const result: RouteConversion = {httpRoutes: [], versionServices: [], converted: [], kept: [], findings: []}
@@ -330,11 +331,11 @@ export function convertVirtualServices(input: RouteConversionInput): RouteConver
     result.httpRoutes.push(httpRouteObject(name, namespace, n.c.vs.metadata.name, n.r.parent, n.r.port, n.r.rules))
   }
 
-  result.httpRoutes.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+  result.httpRoutes.sort((a, b) => byCodePoint(a.metadata.name, b.metadata.name))
   result.versionServices = versions.objects()
   result.converted.sort(compareRefs)
   result.kept.sort((a, b) => compareRefs(a.ref, b.ref))
   const byId = new Map(result.findings.map((f) => [f.id, f]))
-  result.findings = [...byId.values()].sort((a, b) => a.id.localeCompare(b.id))
+  result.findings = [...byId.values()].sort((a, b) => byCodePoint(a.id, b.id))
   return result
 }

@@ -9,6 +9,7 @@ import type {WorkloadItem} from './model.js'
 import {STEP_KINDS, stepKind, UNDO_ORDER} from '../steps/index.js'
 import type {SimulationRole} from '../steps/types.js'
 import type {PlanStep, PolicyTimelineInput, StepAction} from './plan-types.js'
+import {byCodePoint} from './order.js'
 
 export type DataPlane = 'sidecar' | 'ambient' | 'outside'
 
@@ -289,7 +290,7 @@ function intervals(boundaries: BoundaryState[], start: BoundaryState, policies: 
     else merged.set(key, {...iv, workloads: [...iv.workloads]})
   }
   return [...merged.values()].sort(
-    (a, b) => a.start - b.start || a.kind.localeCompare(b.kind) || (a.policy ?? '').localeCompare(b.policy ?? ''),
+    (a, b) => a.start - b.start || byCodePoint(a.kind, b.kind) || byCodePoint(a.policy ?? '', b.policy ?? ''),
   )
 }
 

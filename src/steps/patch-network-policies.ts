@@ -23,6 +23,7 @@ import {waypointServable} from '../planner/retarget/targets.js'
 import {objectFor} from './shared.js'
 import type {StepKind} from './types.js'
 import {podTemplateOrPod} from '../planner/vocab.js'
+import {byCodePoint} from '../planner/order.js'
 
 export const patchNetworkPolicies: StepKind = {
   action: 'patch-network-policies',
@@ -104,7 +105,7 @@ function networkPolicyStep(
   if (rulesFor.size === 0 && extra.length === 0) return {findings}
   const created: KubeObject[] = [
     ...[...rulesFor.entries()]
-      .sort(([a], [b]) => a.localeCompare(b))
+      .sort(([a], [b]) => byCodePoint(a, b))
       .map(([name, ingress]) =>
         ingressAllowance(
           {

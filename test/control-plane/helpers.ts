@@ -4,6 +4,7 @@ import {randomBytes} from 'node:crypto'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import {E2E_KUBECONFIG_ENV, type TestCluster} from '../support/cluster.js'
+import {byCodePoint} from '../../src/planner/order.js'
 
 /** Tests that read the in-repo server's request log cannot run against an external cluster. */
 export const onExternalCluster = !!process.env[E2E_KUBECONFIG_ENV]
@@ -44,7 +45,7 @@ export async function list(
 
 export async function pods(c: TestCluster, namespace: string, labelSelector?: string): Promise<KubeObject[]> {
   return (await list(c, 'v1', 'Pod', namespace, labelSelector)).sort((a, b) =>
-    a.metadata.name.localeCompare(b.metadata.name),
+    byCodePoint(a.metadata.name, b.metadata.name),
   )
 }
 

@@ -16,6 +16,7 @@ import {BIN, type CliResult, runCli} from '../support/cli.js'
 import {RUN_LABEL, USERS} from '../support/cluster.js'
 import {REPO_ROOT} from '../support/shared.js'
 import {planOf} from '../support/plan-file.js'
+import {byCodePoint} from '../../src/planner/order.js'
 
 /** A request log: the in-repo test server's, or the fault proxy's in front of a real server. */
 export type RequestLog = Pick<TestApiServer, 'requests' | 'requestsMatching'>
@@ -250,7 +251,7 @@ export async function namespaceState(client: KubeClient, namespace: string): Pro
       objects.push(comparable({...o, apiVersion, kind}))
     }
   }
-  objects.sort((a, b) => stableJson(a).localeCompare(stableJson(b)))
+  objects.sort((a, b) => byCodePoint(stableJson(a), stableJson(b)))
   // The harness marks the namespaces it created on a shared server with its run id: bookkeeping of
   // the test, different on every cluster, not state of the namespace.
   const labels = {...(ns?.metadata.labels ?? {})}

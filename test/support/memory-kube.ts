@@ -40,6 +40,7 @@ import type {
 import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import {type LabelSelector, type LabelSelectorRequirement, selectorMatches} from '../../src/planner/namespace.js'
 import {groupOf, refKey, versionOf} from '../../src/planner/refs.js'
+import {byCodePoint} from '../../src/planner/order.js'
 
 export type Verb = 'get' | 'list' | 'create' | 'apply' | 'patch' | 'delete'
 
@@ -301,7 +302,8 @@ export class MemoryKube implements KubeClient {
         .filter((o) => !labels || selectorMatches(labels, o.metadata.labels ?? {}))
         .filter(fields)
         .sort((a, b) =>
-          `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
+          byCodePoint(
+            `${a.metadata.namespace ?? ''}/${a.metadata.name}`,
             `${b.metadata.namespace ?? ''}/${b.metadata.name}`,
           ),
         )

@@ -4,6 +4,7 @@ import type {KubeObject, ObjectRef} from '../model.js'
 import type {Labels} from '../istio-types.js'
 import {groupOf, refOf} from '../refs.js'
 import {isRecord} from '../json.js'
+import {byCodePoint} from '../order.js'
 
 export function kindKey(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): string {
   return `${groupOf(obj.apiVersion) || 'core'}/${obj.kind}`
@@ -71,7 +72,7 @@ export function compareAge(a: KubeObject, b: KubeObject): number {
   const ta = a.metadata.creationTimestamp ?? ''
   const tb = b.metadata.creationTimestamp ?? ''
   if (ta !== tb) return ta === '' ? 1 : tb === '' ? -1 : ta < tb ? -1 : 1
-  return a.metadata.name.localeCompare(b.metadata.name)
+  return byCodePoint(a.metadata.name, b.metadata.name)
 }
 
 // Per-context memo for derived tables that several objects of one classification run share

@@ -44,6 +44,7 @@ import type {
   PolicyRole,
 } from './types.js'
 import {GATEWAY_API_GROUP, WAYPOINT_CLASS} from '../vocab.js'
+import {byCodePoint} from '../order.js'
 
 const AP = 'security.istio.io/AuthorizationPolicy'
 const RA = 'security.istio.io/RequestAuthentication'
@@ -503,7 +504,7 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
   if (!run.waypointPlanned) return
   const allowed = waypointAllowServices(run, decisions)
   if (allowed.size === 0) return
-  const servable = run.ctx.services.filter(waypointServable).sort((a, b) => a.ref.name.localeCompare(b.ref.name))
+  const servable = run.ctx.services.filter(waypointServable).sort((a, b) => byCodePoint(a.ref.name, b.ref.name))
   for (const d of decisions) {
     if (kindKeyOf(d.ref) !== AP || d.disposition === 'blocked') continue
     const o = d.original

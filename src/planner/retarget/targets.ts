@@ -4,6 +4,7 @@ import type {ServiceItem, WorkloadItem} from '../model.js'
 import {groupBy} from '../json.js'
 import type {TargetRef} from './types.js'
 import {GATEWAY_API_GROUP} from '../vocab.js'
+import {byCodePoint} from '../order.js'
 
 // AuthorizationPolicy, RequestAuthentication, Telemetry and WasmPlugin allow at most 16 targetRefs (CRD maxItems).
 export const MAX_TARGET_REFS = 16
@@ -36,7 +37,7 @@ function gatewayRef(name: string): TargetRef {
   return {group: GATEWAY_API_GROUP, kind: 'Gateway', name}
 }
 
-const byName = (a: ServiceItem, b: ServiceItem) => a.ref.name.localeCompare(b.ref.name)
+const byName = (a: ServiceItem, b: ServiceItem) => byCodePoint(a.ref.name, b.ref.name)
 
 const SERVICE_INDEX = new WeakMap<ServiceItem[], ReturnType<typeof buildServiceIndex>>()
 
@@ -83,7 +84,7 @@ export function planTargets(opts: {
   const coveringNames = covering.map((s) => s.ref.name)
 
   const podAddressed: {workload: string; why: string}[] = []
-  for (const w of [...opts.selected].sort((a, b) => a.ref.name.localeCompare(b.ref.name))) {
+  for (const w of [...opts.selected].sort((a, b) => byCodePoint(a.ref.name, b.ref.name))) {
     const headless = (headlessByWorkload.get(w.ref.name) ?? []).map((s) => s.ref.name).sort()
     const behind = servableByWorkload.has(w.ref.name)
     if (headless.length > 0) podAddressed.push({workload: w.ref.name, why: `headless Service ${headless.join(', ')}`})

@@ -6,6 +6,7 @@ import type {KubeObject} from '../model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../plan-types.js'
 import type {ServiceInfo} from './hosts.js'
 import {DNS_LABEL, joinName} from './values.js'
+import {byCodePoint} from '../order.js'
 
 export const CONVERTED_FROM_ANNOTATION = 'mesh-migrate.io/converted-from'
 // Service spec fields that change which endpoints a client gets or how they are picked by ztunnel
@@ -119,7 +120,7 @@ export class VersionServices {
   objects(): KubeObject[] {
     return [...this.planned.values()]
       .filter((p) => !p.existing)
-      .sort((a, b) => a.name.localeCompare(b.name))
+      .sort((a, b) => byCodePoint(a.name, b.name))
       .map((p) => this.build(p))
   }
 

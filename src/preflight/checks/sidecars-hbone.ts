@@ -4,6 +4,7 @@ import {ISTIO_PROXY, podProxyState} from '../../planner/workloads.js'
 import {GATEWAY_MANAGED, TLS_MODE_LABEL, TUNNEL_LABEL, isSidecar} from '../../planner/vocab.js'
 import {type CheckContext, type Diag, listNames, soft} from './context.js'
 import {type Container} from './istiod.js'
+import {byCodePoint} from '../../planner/order.js'
 
 export function isLive(pod: KubeObject): boolean {
   const phase = pod.status?.phase
@@ -63,7 +64,7 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
       for (const p of others)
         byNs.set(p.metadata.namespace!, [...(byNs.get(p.metadata.namespace!) ?? []), p.metadata.name])
       const parts = [...byNs.entries()]
-        .sort(([a], [b]) => a.localeCompare(b))
+        .sort(([a], [b]) => byCodePoint(a, b))
         .map(([n, names]) => `${n} (${names.length}: ${listNames(names.sort(), 3)})`)
       diags.push({
         severity: 'warning',

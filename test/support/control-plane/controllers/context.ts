@@ -15,6 +15,7 @@ import {findCondition, isTerminating} from '../meta.js'
 import type {ControlPlaneOptions} from '../options.js'
 import type {WorkQueue} from '../queue.js'
 import type {ClusterState} from '../state.js'
+import {byCodePoint} from '../../../../src/planner/order.js'
 
 export interface Controller {
   readonly queue: WorkQueue
@@ -74,7 +75,7 @@ export class ControllerContext {
       .filter(
         (n) => this.nodeReady(n) && n.spec?.unschedulable !== true && nodeExclusion({spec: podSpec}, n) === undefined,
       )
-      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+      .sort((a, b) => byCodePoint(a.metadata.name, b.metadata.name))
   }
 
   // -------------------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ export class ControllerContext {
   webhooks(): InjectionWebhooks {
     // The API server calls mutating webhooks ordered by configuration name.
     const configurations = [...this.state.list('webhooks')].sort((a, b) =>
-      a.metadata.name.localeCompare(b.metadata.name),
+      byCodePoint(a.metadata.name, b.metadata.name),
     )
     return injectionWebhooks(configurations, this.state.list('rootConfigMaps'))
   }

@@ -19,6 +19,7 @@ import {
 import {WorkQueue} from '../queue.js'
 import type {Controller, ControllerContext} from './context.js'
 import type {PodFactory} from './pods.js'
+import {byCodePoint} from '../../../../src/planner/order.js'
 
 const REVISION_LABEL = 'controller-revision-hash'
 
@@ -85,7 +86,7 @@ export class DaemonSetController implements Controller {
     const ds = this.ctx.state.get('daemonSets', namespace, name)
     if (!ds || isTerminating(ds)) return
     const hash = templateHash(ds.spec?.template, ds.status?.collisionCount)
-    const nodes = this.ctx.state.list('nodes').sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+    const nodes = this.ctx.state.list('nodes').sort((a, b) => byCodePoint(a.metadata.name, b.metadata.name))
     const eligible = new Set(
       nodes.filter((n) => nodeExclusion(ds.spec?.template, n) === undefined).map((n) => n.metadata.name),
     )

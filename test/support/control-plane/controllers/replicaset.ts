@@ -7,6 +7,7 @@ import {isControlledBy, isTerminating, keyOf, omitZero, sameCounters, splitKey} 
 import {WorkQueue} from '../queue.js'
 import type {Controller, ControllerContext} from './context.js'
 import type {PodFactory} from './pods.js'
+import {byCodePoint} from '../../../../src/planner/order.js'
 
 export class ReplicaSetController implements Controller {
   readonly queue: WorkQueue
@@ -94,7 +95,7 @@ function deletionOrder(pods: KubeObject[], ctx: ControllerContext): KubeObject[]
   return [...pods].sort(
     (a, b) =>
       rank(a) - rank(b) ||
-      String(b.metadata.creationTimestamp ?? '').localeCompare(String(a.metadata.creationTimestamp ?? '')) ||
-      b.metadata.name.localeCompare(a.metadata.name),
+      byCodePoint(String(b.metadata.creationTimestamp ?? ''), String(a.metadata.creationTimestamp ?? '')) ||
+      byCodePoint(b.metadata.name, a.metadata.name),
   )
 }
