@@ -3,12 +3,13 @@
 // maps "-" in the command to "_" in the file name). Same CLI as bin/run.js; help and examples say
 // "kubectl mesh-migrate" so that what they show can be pasted.
 import {readFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-// oclif and the commands, bundled by scripts/build.mjs.
-const {flush, handle, run} = await import('../dist/main.js')
+// oclif and the commands, bundled by scripts/build.mjs and run through V8's code cache.
+const {flush, handle, run} = createRequire(import.meta.url)('../dist/cli.cjs')
 const pjson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
 try {
   await run(process.argv.slice(2), {root, pjson: {...pjson, oclif: {...pjson.oclif, bin: 'kubectl mesh-migrate'}}})

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Production entry point: compiled commands from dist/ and the shipped oclif manifest.
 import {existsSync, readFileSync} from 'node:fs'
-import module, {createRequire} from 'node:module'
+import {createRequire} from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -41,9 +41,7 @@ function printPrerenderedRootHelp(argv) {
 if (!printPrerenderedRootHelp(process.argv.slice(2))) {
   // oclif's check of its own engines loads all of semver (~50 files) on every run; npm checks ours (>=20.19).
   process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1'
-  // Node >= 22.1 keeps the compiled code of the bundle between runs (in the OS temp dir); Node 20 has no such cache.
-  module.enableCompileCache?.()
-  // oclif and the commands, bundled by scripts/build.mjs (issue 11 §3).
-  const {execute} = await import('../dist/main.js')
+  // oclif and the commands, bundled by scripts/build.mjs and run through V8's code cache (issue 11 §3).
+  const {execute} = createRequire(import.meta.url)('../dist/cli.cjs')
   await execute({dir: import.meta.url})
 }

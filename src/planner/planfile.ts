@@ -105,14 +105,15 @@ type SchemaForm = 'expanded' | 'file'
 const compiledSchemas: Partial<Record<SchemaForm, SchemaValidator>> = {}
 
 /**
- * The build compiles the schemas to standalone code in dist/planner/ (scripts/compile-plan-schema.mjs); this
- * module runs from dist/chunks/ once bundled (scripts/build.mjs), hence the second place. Without them
+ * The build compiles the schemas to standalone code next to this module (scripts/compile-plan-schema.mjs) and
+ * copies it to dist/planner/, beside the bundle this module runs from (scripts/build.mjs), hence the second
+ * place. Without them
  * (running from src/ under tsx) ajv compiles the schemas here, which costs ~150 ms of start-up.
  */
 function compiledValidator(form: SchemaForm): SchemaValidator | undefined {
   const require = createRequire(import.meta.url)
   const file = form === 'file' ? 'plan-file-schema.validator.cjs' : 'plan-schema.validator.cjs'
-  for (const place of ['./', '../planner/']) {
+  for (const place of ['./', './planner/']) {
     try {
       return require(place + file) as SchemaValidator
     } catch {

@@ -1,6 +1,7 @@
-// The build bundles our code with yaml and @oclif/core (scripts/build.mjs). A dynamic import of a bundled CommonJS
-// package gives only its default export there (`const {stringify} = await import('yaml')` is undefined once built),
-// while it works from src/ under tsx: so src/ imports those packages statically.
+// The build bundles our code with yaml and @oclif/core (scripts/build.mjs). What a dynamic import of a bundled
+// CommonJS package gives depends on esbuild's interop (the earlier ES-module bundle gave only the default export:
+// `const {stringify} = await import('yaml')` was undefined once built, while it worked from src/ under tsx), and
+// the bundle evaluates them anyway: so src/ imports those packages statically.
 import {readdir, readFile} from 'node:fs/promises'
 import path from 'node:path'
 

@@ -1,0 +1,168 @@
+// Loads the bundled CLI (dist/mesh-migrate.cjs, scripts/build.mjs) through V8's code cache. Node 22 keeps
+// compiled code between runs (module.enableCompileCache); Node 20 does not, and compiling the ~2 MB bundle and
+// the functions a command runs costs about a fifth of an offline command's time (issue 11 §3). This module does
+// for Node 20 and 22 alike what v8-compile-cache did for CommonJS: the bundle runs as a vm.Script, and the code
+// V8 compiled during the first run is saved on exit and handed back to V8 on the next.
+//
+// Built by scripts/build.mjs as dist/runtime.cjs (CommonJS, so that Node's own loader, not this one, loads it).
+import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import {pathToFileURL} from 'node:url'
+import vm from 'node:vm'
+
+/** What the bundle exports (src/main.ts). */
+export type Bundle = Record<string, unknown>
+
+export interface LoadOptions {
+  /** The bundle's file. */
+  file: string
+  /** A digest of its content: V8 only checks a cache against the source's length. */
+  digest: string
+  /**
+   * Which cache: the code a run compiles is what its command needs, so each command keeps its own (a cache
+   * written by `--version` would leave `plan` compiling lazily on every run).
+   */
+  profile: string
+  /** Where caches are kept; undefined: no cache (NODE_DISABLE_COMPILE_CACHE). */
+  cacheDir: string | undefined
+  /** When to save a cache this run wrote: on exit, by default, when it holds all the code the run compiled. */
+  saveOn?: (save: () => void) => void
+}
+
+export interface LoadedBundle {
+  exports: Bundle
+  /** `used`: V8 took the cache; `missing`/`rejected`: none, or V8 refused it, and it is saved as `saveOn` says. */
+  cache: 'used' | 'missing' | 'rejected' | 'off'
+}
+
+/**
+ * The parameters the bundle's code is wrapped in, as Node wraps a CommonJS module, plus two of ours:
+ * `__bundle_url` stands for `import.meta.url` (scripts/build.mjs defines it) and `__import` for `import()`.
+ * Node 20 drops the host's import() callback from a script compiled with a code cache
+ * (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), so the build rewrites the bundle's import() calls to __import,
+ * which imports from here.
+ */
+const WRAPPER_PARAMETERS = ['exports', 'require', 'module', '__filename', '__dirname', '__bundle_url', '__import']
+
+/** Runs the bundle, with its code cache when there is one, and saves the cache on exit when there was none. */
+export function loadBundle(options: LoadOptions): LoadedBundle {
+  // The build writes the bundle in ASCII (scripts/build.mjs), which reads faster as latin1 than as UTF-8.
+  const source = readFileSync(options.file, 'latin1')
+  const cacheFile = options.cacheDir === undefined ? undefined : cacheFileFor(options.cacheDir, options)
+  const cachedData = cacheFile === undefined ? undefined : readCache(cacheFile)
+  const script = new vm.Script(`(function (${WRAPPER_PARAMETERS.join(', ')}) {${source}\n})`, {
+    filename: options.file,
+    ...(cachedData ? {cachedData} : {}),
+  })
+  const cache =
+    cacheFile === undefined
+      ? 'off'
+      : cachedData === undefined
+        ? 'missing'
+        : script.cachedDataRejected
+          ? 'rejected'
+          : 'used'
+  if (cacheFile !== undefined && cache !== 'used') {
+    const saveOn = options.saveOn ?? ((save) => process.once('exit', save))
+    saveOn(() => saveCache(cacheFile, script))
+  }
+  const module = {exports: {} as Bundle}
+  const wrapper = script.runInThisContext() as (...args: unknown[]) => void
+  wrapper(
+    module.exports,
+    createRequire(options.file),
+    module,
+    options.file,
+    path.dirname(options.file),
+    pathToFileURL(options.file).href,
+    (specifier: string) => import(specifier),
+  )
+  return {exports: module.exports, cache}
+}
+
+/** One cache per bundle digest, profile, Node version and architecture (V8 rejects another V8's cache anyway). */
+function cacheFileFor(cacheDir: string, {digest, profile}: LoadOptions): string {
+  return path.join(cacheDir, `${digest}-${profile}-${process.version}-${process.arch}.v8cache`)
+}
+
+function readCache(file: string): Buffer | undefined {
+  try {
+    return readFileSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+/** Written whole or not at all (a temporary file renamed), then the directory is tidied. */
+function saveCache(file: string, script: vm.Script): void {
+  const dir = path.dirname(file)
+  const temporary = `${file}.${process.pid}.tmp`
+  try {
+    mkdirSync(dir, {recursive: true, mode: 0o700})
+    writeFileSync(temporary, script.createCachedData(), {mode: 0o600})
+    renameSync(temporary, file)
+    removeOldCaches(dir, path.basename(file).split('-')[0]!)
+  } catch {
+    // A cache is an optimisation: a read-only or full disk costs the next run its speed, nothing else.
+    try {
+      rmSync(temporary, {force: true})
+    } catch {
+      // nothing was written
+    }
+  }
+}
+
+/**
+ * Keeps the caches of this bundle and of the two bundles written last before it (two installs sharing the
+ * directory must not delete each other's caches on every run); older ones, of versions no longer run, go.
+ */
+function removeOldCaches(dir: string, digest: string): void {
+  const caches = readdirSync(dir)
+    .filter((name) => name.endsWith('.v8cache'))
+    .map((name) => ({name, digest: name.split('-')[0]!, written: statSync(path.join(dir, name)).mtimeMs}))
+  const others = [...new Set(caches.sort((a, b) => b.written - a.written).map((c) => c.digest))].filter(
+    (d) => d !== digest,
+  )
+  const kept = new Set([digest, ...others.slice(0, 2)])
+  for (const cache of caches) if (!kept.has(cache.digest)) rmSync(path.join(dir, cache.name), {force: true})
+}
+
+/**
+ * oclif's cache directory for this CLI (config.cacheDir: `MESH_MIGRATE_CACHE_DIR`, else ~/Library/Caches on
+ * macOS, else XDG_CACHE_HOME, %LOCALAPPDATA% on Windows, or ~/.cache), in a directory of its own. Per user,
+ * never the shared temporary directory: a code cache is code this process runs. Undefined when
+ * NODE_DISABLE_COMPILE_CACHE is set, as Node's own compile cache honours it.
+ */
+export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.NODE_DISABLE_COMPILE_CACHE) return undefined
+  const home = env.HOME || os.homedir()
+  const base =
+    env.MESH_MIGRATE_CACHE_DIR ||
+    (process.platform === 'darwin'
+      ? path.join(home, 'Library/Caches/mesh-migrate')
+      : path.join(
+          env.XDG_CACHE_HOME || (process.platform === 'win32' && env.LOCALAPPDATA) || path.join(home, '.cache'),
+          'mesh-migrate',
+        ))
+  return path.join(base, 'v8-code-cache')
+}
+
+let loaded: Bundle | undefined
+
+/**
+ * The CLI bundle in `distDir`, whose content has the digest `digest`, with the cache of the command this
+ * process runs (the first argument, when it is one of `commandIds`). The build writes the three into
+ * dist/cli.cjs, which calls this. Memoised: oclif's command target and bin/run.js share one copy.
+ */
+export function loadCli(distDir: string, digest: string, commandIds: readonly string[]): Bundle {
+  const command = process.argv[2] ?? ''
+  loaded ??= loadBundle({
+    file: path.join(distDir, 'mesh-migrate.cjs'),
+    digest,
+    profile: commandIds.includes(command) ? command : 'other',
+    cacheDir: codeCacheDir(),
+  }).exports
+  return loaded
+}
