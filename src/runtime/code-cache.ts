@@ -1,8 +1,9 @@
 // Loads the bundled CLI (dist/mesh-migrate.cjs, scripts/build.mjs) through V8's code cache. Node 22 keeps
-// compiled code between runs (module.enableCompileCache); Node 20 does not, and compiling the ~2 MB bundle and
-// the functions a command runs costs about a fifth of an offline command's time (issue 11 §3). This module does
-// for Node 20 and 22 alike what v8-compile-cache did for CommonJS: the bundle runs as a vm.Script, and the code
-// V8 compiled during the first run is saved on exit and handed back to V8 on the next.
+// compiled code between runs (module.enableCompileCache); Node 20 does not, and compiling the 1.5 MB bundle and
+// the functions a command runs costs about a third of an offline command's time (issue 11 §3). The bundle runs
+// as a vm.Script, and the code V8 compiled during a command's first run is saved on exit and handed back to V8
+// on the next. v8-compile-cache did this for CommonJS modules, but is unmaintained and its scripts cannot
+// import() (zertosh/v8-compile-cache#30), which the lazily loaded client-node needs.
 //
 // Built by scripts/build.mjs as dist/runtime.cjs (CommonJS, so that Node's own loader, not this one, loads it).
 import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
