@@ -19,7 +19,9 @@ function printPrerenderedRootHelp(argv) {
   if (argv.length !== 1 || (argv[0] !== '--help' && argv[0] !== '-h')) return false
   const env = process.env
   const width = env.OCLIF_COLUMNS || (!process.stdout.isTTY ? 80 : process.stdout.getWindowSize()[0] < 1 ? 80 : process.stdout.getWindowSize()[0])
-  if (Number(width) !== 80 || Object.keys(env).some((k) => k.startsWith('MESH_MIGRATE_') || k.startsWith('OCLIF_'))) return false
+  // oclif's settings for this CLI could change the help; where it keeps caches cannot.
+  const setting = (k) => (k.startsWith('MESH_MIGRATE_') && k !== 'MESH_MIGRATE_CACHE_DIR') || k.startsWith('OCLIF_')
+  if (Number(width) !== 80 || Object.keys(env).some(setting)) return false
   const home = env.HOME || os.homedir()
   const dataDir = path.join(env.XDG_DATA_HOME || path.join(home, '.local/share'), 'mesh-migrate')
   const configDir = path.join(env.XDG_CONFIG_HOME || path.join(home, '.config'), 'mesh-migrate')

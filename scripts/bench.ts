@@ -12,6 +12,7 @@
 // Wall times are medians of whole-process runs, interleaved with their baselines so that load from other
 // processes hits both alike. BENCH_RUNS (default 5) sets the number of runs.
 import {spawn} from 'node:child_process'
+import {mkdtempSync} from 'node:fs'
 import {mkdir, mkdtemp, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -31,7 +32,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 5)
  * The CLI's code caches (src/runtime/code-cache.ts) for this bench only: each command's warm-up round writes its
  * cache, the measured rounds use it, as a user's second and later runs do. A developer's own caches stay out.
  */
-const CACHE_DIR = path.join(os.tmpdir(), `mesh-migrate-bench-cache-${process.pid}`)
+const CACHE_DIR = mkdtempSync(path.join(os.tmpdir(), 'mesh-migrate-bench-cache-'))
 
 interface Run {
   code: number | null

@@ -17,8 +17,9 @@ import {
 import {isBuiltin} from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
-import {fileURLToPath} from 'node:url'
-import vm from 'node:vm'
+import {fileURLToPath, pathToFileURL} from 'node:url'
+
+import * as acorn from 'acorn'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const dist = path.join(root, 'dist')
@@ -51,7 +52,7 @@ async function bundle(from, to) {
     define: {'import.meta.url': '__bundle_url'},
     plugins: [sortCommandsByCodePoint],
     minifyWhitespace: true,
-    // Module comments name paths relative to the compiled sources: the same bundle, byte for byte, from any build.
+    // Paths esbuild writes are relative to the compiled sources: the same bundle, byte for byte, from any build.
     absWorkingDir: from,
     metafile: true,
     write: false,
@@ -60,8 +61,10 @@ async function bundle(from, to) {
   refuseStaticExternals(result.metafile)
   mkdirSync(to, {recursive: true})
   const code = asciiOnly(routeDynamicImports(result.outputFiles[0].text))
-  writeFileSync(path.join(to, 'mesh-migrate.cjs'), code)
   const digest = createHash('sha256').update(code).digest('hex').slice(0, 16)
+  // Ends with the digest, which the loader checks before it uses a cache (src/runtime/code-cache.ts).
+  const {digestLine} = await import(pathToFileURL(path.join(from, 'runtime/code-cache.js')).href)
+  writeFileSync(path.join(to, 'mesh-migrate.cjs'), `${code}\n${digestLine(digest)}`)
 
   await build({
     entryPoints: [path.join(from, 'runtime/code-cache.js')],
@@ -109,16 +112,6 @@ const sortCommandsByCodePoint = {
   },
 }
 
-/**
- * esbuild escapes what is not ASCII in strings, not in regular expressions (an em dash, "µs", ansis' CSI). Escaped
- * there too (\uXXXX means the same in a regular expression, a string or an identifier; comments are gone), the
- * bundle is ASCII, which the loader reads as latin1: ~4 ms less than decoding 1.5 MB of UTF-8.
- */
-function asciiOnly(code) {
-  // eslint-disable-next-line no-control-regex -- the ASCII range, NUL included
-  return code.replaceAll(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
-}
-
 /** What oclif requires, in a try, only to run a plugin from its TypeScript sources. */
 const OCLIF_DEVELOPMENT_TOOLS = ['typescript', 'ts-node', 'tsx']
 
@@ -135,19 +128,50 @@ function refuseStaticExternals(metafile) {
         throw new Error(`${imported.path} is imported statically: bundle it, or import it lazily (scripts/build.mjs)`)
 }
 
+/** The bundle's syntax tree (acorn), to find what must be rewritten by what it is, not by how it looks. */
+function parse(code) {
+  return acorn.parse(code, {ecmaVersion: 'latest', sourceType: 'script', allowReturnOutsideFunction: true})
+}
+
+/** Every node of a syntax tree. */
+function* nodesOf(node) {
+  yield node
+  for (const value of Object.values(node)) {
+    for (const child of Array.isArray(value) ? value : [value])
+      if (child && typeof child.type === 'string') yield* nodesOf(child)
+  }
+}
+
 /**
  * Node 20 drops the host's import() callback from a script compiled with a code cache, so an import() left in the
  * bundle (of a lazy dependency, or oclif's of a plugin) would throw ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING there.
- * Each becomes a call of `__import`, which the loader passes in. An `import(` inside a string or after a property
- * dot is left alone.
+ * Each import() expression becomes a call of `__import`, which the loader passes in.
  */
 function routeDynamicImports(code) {
-  const routed = code.replaceAll(/(?<![\w$.'"`])import\(/g, '__import(')
-  // What was rewritten must still be JavaScript (compiled, not run).
-  new vm.Script(`(function () {${routed}\n})`, {filename: 'mesh-migrate.cjs'})
+  const starts = [...nodesOf(parse(code))].filter((node) => node.type === 'ImportExpression').map((n) => n.start)
+  let routed = code
+  for (const start of starts.sort((a, b) => b - a)) {
+    if (routed.slice(start, start + 'import'.length) !== 'import') throw new Error(`no import() at ${start}`)
+    routed = `${routed.slice(0, start)}__import${routed.slice(start + 'import'.length)}`
+  }
   return routed
 }
 
+/**
+ * esbuild escapes what is not ASCII in strings, not in regular expressions (an em dash, "µs", ansis' CSI). Escaped
+ * there too (\uXXXX means the same in a regular expression, a string or an identifier; comments are gone), the
+ * bundle is ASCII, which the loader reads as latin1: ~4 ms less than decoding 1.5 MB of UTF-8. Where an escape
+ * would change the meaning (after a backslash, or in a template's raw text) the build stops instead.
+ */
+function asciiOnly(code) {
+  const notAscii = /[\u0080-\uffff]/
+  const afterBackslash = /\\[\u0080-\uffff]/.exec(code)
+  if (afterBackslash) throw new Error(`a backslash before a non-ASCII character at ${afterBackslash.index}`)
+  for (const node of nodesOf(parse(code)))
+    if (node.type === 'TemplateElement' && notAscii.test(node.value.raw))
+      throw new Error(`non-ASCII text in a template literal at ${node.start}: its raw text cannot be escaped`)
+  return code.replaceAll(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
 for (const dir of [fresh, compiled]) rmSync(dir, {recursive: true, force: true})
 try {
   run(process.execPath, [
@@ -181,7 +205,7 @@ run(process.execPath, [
 // end up in it. The version line depends on the machine that runs it: a placeholder.
 const home = mkdtempSync(path.join(os.tmpdir(), 'mesh-migrate-build-home-'))
 try {
-  const env = {...process.env, HOME: home, NO_COLOR: '1', OCLIF_COLUMNS: '80'}
+  const env = {...process.env, HOME: home, NO_COLOR: '1', OCLIF_COLUMNS: '80', NODE_DISABLE_COMPILE_CACHE: '1'}
   for (const key of ['XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'XDG_CACHE_HOME', 'FORCE_COLOR']) delete env[key]
   const help = execFileSync(process.execPath, [path.join(root, 'bin/run.js'), '--help'], {
     cwd: root,

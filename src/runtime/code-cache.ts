@@ -6,7 +6,18 @@
 // import() (zertosh/v8-compile-cache#30), which the lazily loaded client-node needs.
 //
 // Built by scripts/build.mjs as dist/runtime.cjs (CommonJS, so that Node's own loader, not this one, loads it).
-import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeSync,
+} from 'node:fs'
 import {createRequire} from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
@@ -47,26 +58,31 @@ export interface LoadedBundle {
  */
 const WRAPPER_PARAMETERS = ['exports', 'require', 'module', '__filename', '__dirname', '__bundle_url', '__import']
 
+/**
+ * The line the build ends the bundle with (scripts/build.mjs): V8 only checks a cache against the source's
+ * length, so a bundle replaced in place (an upgrade half done) must not meet the cache of another.
+ */
+export const digestLine = (digest: string) => `//# mesh-migrate-digest=${digest}\n`
+
 /** Runs the bundle, with its code cache when there is one, and saves the cache on exit when there was none. */
 export function loadBundle(options: LoadOptions): LoadedBundle {
   // The build writes the bundle in ASCII (scripts/build.mjs), which reads faster as latin1 than as UTF-8.
   const source = readFileSync(options.file, 'latin1')
-  const cacheFile = options.cacheDir === undefined ? undefined : cacheFileFor(options.cacheDir, options)
+  const cacheDir = source.endsWith(digestLine(options.digest)) ? trustedDir(options.cacheDir) : undefined
+  const cacheFile = cacheDir === undefined ? undefined : cacheFileFor(cacheDir, options)
   const cachedData = cacheFile === undefined ? undefined : readCache(cacheFile)
-  const script = new vm.Script(`(function (${WRAPPER_PARAMETERS.join(', ')}) {${source}\n})`, {
+  // The wrapper has a line of its own, so that positions in stack traces are the bundle's.
+  const script = new vm.Script(`(function (${WRAPPER_PARAMETERS.join(', ')}) {\n${source}\n})`, {
     filename: options.file,
+    lineOffset: -1,
     ...(cachedData ? {cachedData} : {}),
   })
   const cache =
-    cacheFile === undefined
-      ? 'off'
-      : cachedData === undefined
-        ? 'missing'
-        : script.cachedDataRejected
-          ? 'rejected'
-          : 'used'
-  if (cacheFile !== undefined && cache !== 'used') {
-    const saveOn = options.saveOn ?? ((save) => process.once('exit', save))
+    cacheFile === undefined ? 'off' : !cachedData ? 'missing' : script.cachedDataRejected ? 'rejected' : 'used'
+  if (cache === 'used') touch(cacheFile!)
+  else if (cacheFile !== undefined) {
+    // A run that failed or stopped early compiled little of its command: only a clean exit leaves its cache.
+    const saveOn = options.saveOn ?? ((save) => process.once('exit', (code) => code === 0 && save()))
     saveOn(() => saveCache(cacheFile, script))
   }
   const module = {exports: {} as Bundle}
@@ -83,6 +99,21 @@ export function loadBundle(options: LoadOptions): LoadedBundle {
   return {exports: module.exports, cache}
 }
 
+/**
+ * The cache directory, unless someone else could have put code in it: it must be this user's and writable by
+ * no one else (it is created so). Undefined otherwise, and the run goes on without a cache.
+ */
+function trustedDir(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined
+  try {
+    const info = statSync(dir)
+    const mine = process.getuid === undefined || info.uid === process.getuid()
+    return info.isDirectory() && mine && (info.mode & 0o022) === 0 ? dir : undefined
+  } catch {
+    return dir // not there yet: saveCache creates it, 0700
+  }
+}
+
 /** One cache per bundle digest, profile, Node version and architecture (V8 rejects another V8's cache anyway). */
 function cacheFileFor(cacheDir: string, {digest, profile}: LoadOptions): string {
   return path.join(cacheDir, `${digest}-${profile}-${process.version}-${process.arch}.v8cache`)
@@ -96,18 +127,37 @@ function readCache(file: string): Buffer | undefined {
   }
 }
 
-/** Written whole or not at all (a temporary file renamed), then the directory is tidied. */
+/** A cache in use is kept by removeOldCaches, which goes by modification time. */
+function touch(file: string): void {
+  try {
+    const now = new Date()
+    utimesSync(file, now, now)
+  } catch {
+    // read-only: the cache still works
+  }
+}
+
+/**
+ * Written whole or not at all: a temporary file of this process's own (created exclusively, so that two
+ * writers never share one), renamed over the cache. Then the directory is tidied.
+ */
 function saveCache(file: string, script: vm.Script): void {
   const dir = path.dirname(file)
-  const temporary = `${file}.${process.pid}.tmp`
+  const temporary = `${file}.${process.pid}-${Math.random().toString(36).slice(2, 10)}.tmp`
+  let fd: number | undefined
   try {
     mkdirSync(dir, {recursive: true, mode: 0o700})
-    writeFileSync(temporary, script.createCachedData(), {mode: 0o600})
+    // Opened before the cache is serialised: an unwritable directory costs nothing more than this.
+    fd = openSync(temporary, 'wx', 0o600)
+    writeSync(fd, script.createCachedData())
+    closeSync(fd)
+    fd = undefined
     renameSync(temporary, file)
     removeOldCaches(dir, path.basename(file).split('-')[0]!)
   } catch {
     // A cache is an optimisation: a read-only or full disk costs the next run its speed, nothing else.
     try {
+      if (fd !== undefined) closeSync(fd)
       rmSync(temporary, {force: true})
     } catch {
       // nothing was written
@@ -116,16 +166,18 @@ function saveCache(file: string, script: vm.Script): void {
 }
 
 /**
- * Keeps the caches of this bundle and of the two bundles written last before it (two installs sharing the
- * directory must not delete each other's caches on every run); older ones, of versions no longer run, go.
+ * Keeps the caches of this bundle and of the two bundles used last before it (two installs sharing the
+ * directory must not delete each other's caches on every run); older ones, of versions no longer run, go, as do
+ * temporary files a killed process left (an hour old).
  */
 function removeOldCaches(dir: string, digest: string): void {
-  const caches = readdirSync(dir)
-    .filter((name) => name.endsWith('.v8cache'))
-    .map((name) => ({name, digest: name.split('-')[0]!, written: statSync(path.join(dir, name)).mtimeMs}))
-  const others = [...new Set(caches.sort((a, b) => b.written - a.written).map((c) => c.digest))].filter(
-    (d) => d !== digest,
-  )
+  const entries = readdirSync(dir).map((name) => ({name, used: statSync(path.join(dir, name)).mtimeMs}))
+  for (const entry of entries)
+    if (entry.name.endsWith('.tmp') && entry.used < Date.now() - 3600_000) rmSync(path.join(dir, entry.name))
+  const caches = entries
+    .filter((entry) => entry.name.endsWith('.v8cache'))
+    .map((entry) => ({...entry, digest: entry.name.split('-')[0]!}))
+  const others = [...new Set(caches.sort((a, b) => b.used - a.used).map((c) => c.digest))].filter((d) => d !== digest)
   const kept = new Set([digest, ...others.slice(0, 2)])
   for (const cache of caches) if (!kept.has(cache.digest)) rmSync(path.join(dir, cache.name), {force: true})
 }
@@ -134,11 +186,16 @@ function removeOldCaches(dir: string, digest: string): void {
  * oclif's cache directory for this CLI (config.cacheDir: `MESH_MIGRATE_CACHE_DIR`, else ~/Library/Caches on
  * macOS, else XDG_CACHE_HOME, %LOCALAPPDATA% on Windows, or ~/.cache), in a directory of its own. Per user,
  * never the shared temporary directory: a code cache is code this process runs. Undefined when
- * NODE_DISABLE_COMPILE_CACHE is set, as Node's own compile cache honours it.
+ * NODE_DISABLE_COMPILE_CACHE is set, as Node's own compile cache honours it, and when there is no home.
  */
 export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env.NODE_DISABLE_COMPILE_CACHE) return undefined
-  const home = env.HOME || os.homedir()
+  let home: string
+  try {
+    home = env.HOME || os.homedir()
+  } catch {
+    return undefined // no HOME and no passwd entry
+  }
   const base =
     env.MESH_MIGRATE_CACHE_DIR ||
     (process.platform === 'darwin'
@@ -147,22 +204,25 @@ export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | und
           env.XDG_CACHE_HOME || (process.platform === 'win32' && env.LOCALAPPDATA) || path.join(home, '.cache'),
           'mesh-migrate',
         ))
-  return path.join(base, 'v8-code-cache')
+  // A relative path would put code caches in whatever directory the command runs from.
+  return path.isAbsolute(base) ? path.join(base, 'v8-code-cache') : undefined
 }
 
 let loaded: Bundle | undefined
 
 /**
  * The CLI bundle in `distDir`, whose content has the digest `digest`, with the cache of the command this
- * process runs (the first argument, when it is one of `commandIds`). The build writes the three into
- * dist/cli.cjs, which calls this. Memoised: oclif's command target and bin/run.js share one copy.
+ * process runs (the first argument, when it is one of `commandIds`; help and version runs compile little, so
+ * they use the `other` cache). The build writes the three into dist/cli.cjs, which calls this. Memoised:
+ * oclif's command target and bin/run.js share one copy.
  */
 export function loadCli(distDir: string, digest: string, commandIds: readonly string[]): Bundle {
-  const command = process.argv[2] ?? ''
+  const [command = '', ...rest] = process.argv.slice(2)
+  const helpOrVersion = rest.some((arg) => arg === '--help' || arg === '-h' || arg === '--version')
   loaded ??= loadBundle({
     file: path.join(distDir, 'mesh-migrate.cjs'),
     digest,
-    profile: commandIds.includes(command) ? command : 'other',
+    profile: commandIds.includes(command) && !helpOrVersion ? command : 'other',
     cacheDir: codeCacheDir(),
   }).exports
   return loaded

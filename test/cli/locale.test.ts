@@ -23,7 +23,11 @@ function estonianCollation(): boolean {
   return probe.stdout === 'zt'
 }
 
-describe.skipIf(!estonianCollation())('plans do not depend on the locale', () => {
+const canFail = estonianCollation()
+if (!canFail)
+  process.stderr.write('\n[mesh-migrate tests] this node has no Estonian collation (ICU): skipping the locale test.\n')
+
+describe.skipIf(!canFail)('plans do not depend on the locale', () => {
   it('plans the same bytes with LC_ALL=et_EE.UTF-8 as with C.UTF-8, names in code-point order', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-locale-'))
     // Services svc-s, svc-t and svc-z: Estonian collation puts svc-z before svc-t.

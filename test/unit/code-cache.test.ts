@@ -1,13 +1,23 @@
 // The loader of the CLI bundle (src/runtime/code-cache.ts): the bundle runs with V8's code cache when there is
 // one, a cache is saved whole when there was none or V8 refused it, and nothing about a cache can break a run.
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {pathToFileURL} from 'node:url'
 
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
-import {codeCacheDir, loadBundle, type LoadOptions} from '../../src/runtime/code-cache.js'
+import {codeCacheDir, digestLine, loadBundle, type LoadOptions} from '../../src/runtime/code-cache.js'
 
 let dir: string
 beforeEach(() => {
@@ -17,9 +27,12 @@ afterEach(() => {
   rmSync(dir, {recursive: true, force: true})
 })
 
-/** A bundle as the build writes it: CommonJS code using the loader's parameters, with work worth caching. */
-function writeBundle(name = 'mesh-migrate.cjs', body = ''): string {
-  const file = path.join(dir, name)
+/**
+ * A bundle as the build writes it: CommonJS code using the loader's parameters, with work worth caching, ending
+ * with its digest.
+ */
+function writeBundle(digest = 'd1'): string {
+  const file = path.join(dir, `${digest}.cjs`)
   writeFileSync(
     file,
     `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }
@@ -28,7 +41,7 @@ exports.file = __filename
 exports.url = __bundle_url
 exports.sep = require('node:path').sep
 exports.importPath = () => __import('node:path').then((m) => typeof m.join)
-${body}`,
+${digestLine(digest)}`,
   )
   return file
 }
@@ -72,7 +85,8 @@ describe('loadBundle', () => {
     expect(second.cache).toBe('used')
     expect(second.save).toBeUndefined()
     expect(second.exports.fib).toBe(6765)
-    // import() still works in code compiled from the cache (Node 20 loses the host's callback there).
+    // The loader's __import works in code compiled from the cache (Node 20 loses import()'s callback there;
+    // test/cli/bundle.test.ts runs the CLI's own import() of client-node from a cache, in a new process).
     expect(await (second.exports.importPath as () => Promise<string>)()).toBe('function')
   })
 
@@ -88,10 +102,26 @@ describe('loadBundle', () => {
   })
 
   it('each digest and each command has its own cache', () => {
+    load(writeBundle()).save!()
+    expect(load(writeBundle('d2'), {digest: 'd2'}).cache).toBe('missing')
+    expect(load(writeBundle(), {profile: 'apply'}).cache).toBe('missing')
+  })
+
+  it('a bundle that does not end with its digest (replaced in place) runs without a cache', () => {
     const file = writeBundle()
     load(file).save!()
-    expect(load(file, {digest: 'd2'}).cache).toBe('missing')
-    expect(load(file, {profile: 'apply'}).cache).toBe('missing')
+    const other = load(file, {digest: 'd2'})
+    expect(other.cache).toBe('off')
+    expect(other.exports.fib).toBe(6765)
+  })
+
+  it('a cache directory others can write to is not used', () => {
+    const file = writeBundle()
+    load(file).save!()
+    chmodSync(path.join(dir, 'cache'), 0o777)
+    expect(load(file).cache).toBe('off')
+    chmodSync(path.join(dir, 'cache'), 0o700)
+    expect(load(file).cache).toBe('used')
   })
 
   it('without a cache directory nothing is read or written', () => {
@@ -114,19 +144,23 @@ describe('loadBundle', () => {
   })
 
   it('keeps the caches of the bundle and of the two written last before it', () => {
-    const file = writeBundle()
     const hourAgo = (h: number) => (Date.now() - h * 3600_000) / 1000
     for (const [digest, hours] of [
       ['old1', 4],
       ['old2', 3],
       ['old3', 2],
     ] as const) {
-      load(file, {digest}).save!()
+      load(writeBundle(digest), {digest}).save!()
       const written = path.join(dir, 'cache', `${digest}-plan-${process.version}-${process.arch}.v8cache`)
       utimesSync(written, hourAgo(hours), hourAgo(hours))
     }
-    load(file, {digest: 'new'}).save!()
-    expect(cacheFiles().map((name) => name.split('-')[0])).toEqual(['new', 'old2', 'old3'])
+    // A temporary file a killed process left, an hour and more ago.
+    writeFileSync(path.join(dir, 'cache', 'x.v8cache.1-abc.tmp'), '')
+    utimesSync(path.join(dir, 'cache', 'x.v8cache.1-abc.tmp'), hourAgo(2), hourAgo(2))
+    // old1 is older than old3, but in use: using a cache keeps it.
+    expect(load(writeBundle('old1'), {digest: 'old1'}).cache).toBe('used')
+    load(writeBundle('new'), {digest: 'new'}).save!()
+    expect(cacheFiles().map((name) => name.split('-')[0])).toEqual(['new', 'old1', 'old3'])
   })
 })
 
@@ -140,7 +174,8 @@ describe('codeCacheDir', () => {
     }
   })
 
-  it('is off with NODE_DISABLE_COMPILE_CACHE, as Node’s own compile cache is', () => {
+  it('is off with NODE_DISABLE_COMPILE_CACHE, as Node’s own compile cache is, and for a relative path', () => {
     expect(codeCacheDir({HOME: '/home/u', NODE_DISABLE_COMPILE_CACHE: '1'})).toBeUndefined()
+    expect(codeCacheDir({HOME: '/home/u', MESH_MIGRATE_CACHE_DIR: 'relative'})).toBeUndefined()
   })
 })

@@ -17,4 +17,12 @@ describe('the command registry', () => {
     // Object.keys does not run the getters: the commands stay unloaded, as in a run.
     expect(Object.keys(commands).sort()).toEqual(files)
   })
+
+  it('gives each id the command of its own file', () => {
+    for (const id of Object.keys(commands)) {
+      const getter = Object.getOwnPropertyDescriptor(commands, id)!.get!.toString()
+      const required = [...getter.matchAll(/require\((['"])([^'"]+)\1\)/g)].map((m) => m[2])
+      expect(required, id).toEqual([`./commands/${id}.js`])
+    }
+  })
 })
