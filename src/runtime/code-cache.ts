@@ -30,8 +30,6 @@ export type Bundle = Record<string, unknown>
 export interface LoadOptions {
   /** The bundle's file. */
   file: string
-  /** A digest of its content: V8 only checks a cache against the source's length. */
-  digest: string
   /**
    * Which cache: the code a run compiles is what its command needs, so each command keeps its own (a cache
    * written by `--version` would leave `plan` compiling lazily on every run).
@@ -59,17 +57,24 @@ export interface LoadedBundle {
 const WRAPPER_PARAMETERS = ['exports', 'require', 'module', '__filename', '__dirname', '__bundle_url', '__import']
 
 /**
- * The line the build ends the bundle with (scripts/build.mjs): V8 only checks a cache against the source's
- * length, so a bundle replaced in place (an upgrade half done) must not meet the cache of another.
+ * The line the build ends the bundle with (scripts/build.mjs): a digest of the code before it, which names the
+ * bundle's caches. V8 only checks a cache against the source's length, so another bundle must not meet them.
  */
 export const digestLine = (digest: string) => `//# mesh-migrate-digest=${digest}\n`
+
+/** The digest a bundle ends with; undefined for one that does not (then it runs without a cache). */
+function digestOf(source: string): string | undefined {
+  return /\/\/# mesh-migrate-digest=([0-9a-f]+)\n$/.exec(source.slice(-80))?.[1]
+}
 
 /** Runs the bundle, with its code cache when there is one, and saves the cache on exit when there was none. */
 export function loadBundle(options: LoadOptions): LoadedBundle {
   // The build writes the bundle in ASCII (scripts/build.mjs), which reads faster as latin1 than as UTF-8.
   const source = readFileSync(options.file, 'latin1')
-  const cacheDir = source.endsWith(digestLine(options.digest)) ? trustedDir(options.cacheDir) : undefined
-  const cacheFile = cacheDir === undefined ? undefined : cacheFileFor(cacheDir, options)
+  const digest = digestOf(source)
+  const cacheDir = digest === undefined ? undefined : trustedDir(options.cacheDir)
+  const cacheFile =
+    digest === undefined || cacheDir === undefined ? undefined : cacheFileFor(cacheDir, digest, options.profile)
   const cachedData = cacheFile === undefined ? undefined : readCache(cacheFile)
   // The wrapper has a line of its own, so that positions in stack traces are the bundle's.
   const script = new vm.Script(`(function (${WRAPPER_PARAMETERS.join(', ')}) {\n${source}\n})`, {
@@ -115,7 +120,7 @@ function trustedDir(dir: string | undefined): string | undefined {
 }
 
 /** One cache per bundle digest, profile, Node version and architecture (V8 rejects another V8's cache anyway). */
-function cacheFileFor(cacheDir: string, {digest, profile}: LoadOptions): string {
+function cacheFileFor(cacheDir: string, digest: string, profile: string): string {
   return path.join(cacheDir, `${digest}-${profile}-${process.version}-${process.arch}.v8cache`)
 }
 
@@ -211,17 +216,16 @@ export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | und
 let loaded: Bundle | undefined
 
 /**
- * The CLI bundle in `distDir`, whose content has the digest `digest`, with the cache of the command this
- * process runs (the first argument, when it is one of `commandIds`; help and version runs compile little, so
- * they use the `other` cache). The build writes the three into dist/cli.cjs, which calls this. Memoised:
- * oclif's command target and bin/run.js share one copy.
+ * The CLI bundle in `distDir`, with the cache of the command this process runs (the first argument, when it
+ * is one of `commandIds`; help and version runs compile little, so they use the `other` cache). The build
+ * writes the ids into dist/cli.cjs, which calls this. Memoised: oclif's command target and bin/run.js share one
+ * copy.
  */
-export function loadCli(distDir: string, digest: string, commandIds: readonly string[]): Bundle {
+export function loadCli(distDir: string, commandIds: readonly string[]): Bundle {
   const [command = '', ...rest] = process.argv.slice(2)
   const helpOrVersion = rest.some((arg) => arg === '--help' || arg === '-h' || arg === '--version')
   loaded ??= loadBundle({
     file: path.join(distDir, 'mesh-migrate.cjs'),
-    digest,
     profile: commandIds.includes(command) && !helpOrVersion ? command : 'other',
     cacheDir: codeCacheDir(),
   }).exports
