@@ -1,6 +1,8 @@
 // Every preflight check against the test API server, passing on a healthy ambient installation and
 // failing for each thing that can be wrong (issue 3 item 2, DOMAIN §4.4).
 import {AsyncLocalStorage} from 'node:async_hooks'
+import {readFile} from 'node:fs/promises'
+import path from 'node:path'
 
 import {describe, expect, it, vi} from 'vitest'
 
@@ -31,7 +33,9 @@ import {
   waypointClass,
   ZTUNNEL_LABELS,
 } from './ambient-cluster.js'
-import {clientFor, ns, pod, sidecarPod} from './support.js'
+import {clientFor, kubeconfigFile, ns, pod, sidecarPod, tempDir} from './support.js'
+import {hasStackTrace, runCli} from '../support/cli.js'
+import {planOf} from '../support/plan-file.js'
 
 // Each test gets a fresh cluster; a real kube-apiserver takes seconds to start and to establish the
 // CRDs (measured 12–50 s per cluster under a load average of 20 here; one test builds three), the
@@ -752,6 +756,108 @@ describe.concurrent('rbac', () => {
         expect(needs, expected).toContain(expected)
       // Exactly once each.
       expect(new Set(needs).size).toBe(needs.length)
+    },
+  )
+})
+
+describe.concurrent('rbac: every permission of the plan (issue 21 §9)', () => {
+  /** A CronJob whose pods opt in to injection themselves (E4): restart-workloads removes the label from its template. */
+  const optedInCronJob: KubeObject = {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: {name: 'nightly', namespace: NAMESPACE},
+    spec: {
+      schedule: '0 3 * * *',
+      jobTemplate: {
+        spec: {
+          template: {
+            metadata: {labels: {app: 'nightly', 'sidecar.istio.io/inject': 'true'}},
+            spec: {restartPolicy: 'OnFailure', containers: [{name: 'job', image: 'busybox'}]},
+          },
+        },
+      },
+    },
+  }
+  /** Everything a migration of shop needs, except patching CronJobs (it may read them). */
+  const noCronJobPatch = [
+    {verbs: ['get', 'list', 'watch'], apiGroups: ['*'], resources: ['*']},
+    {verbs: ['patch'], apiGroups: [''], resources: ['namespaces']},
+    {
+      verbs: ['create', 'patch', 'delete'],
+      apiGroups: [
+        '',
+        'apps',
+        'coordination.k8s.io',
+        'networking.k8s.io',
+        'gateway.networking.k8s.io',
+        'security.istio.io',
+        'networking.istio.io',
+        'telemetry.istio.io',
+        'extensions.istio.io',
+      ],
+      resources: ['*'],
+      namespaces: [NAMESPACE],
+    },
+    {verbs: ['create', 'patch', 'delete'], apiGroups: ['batch'], resources: ['jobs'], namespaces: [NAMESPACE]},
+  ]
+
+  serverTest(
+    'a user who may not patch CronJobs fails preflight naming the resource and the verb, and apply writes nothing',
+    async () => {
+      const s = await cluster(async (srv) => {
+        await srv.seed(optedInCronJob)
+        await srv.addToken('no-cronjob-patch', {user: 'no-cronjob-patch', permissions: noCronJobPatch})
+      })
+      const cwd = await tempDir('mesh-migrate-rbac-cwd-')
+      const admin = await kubeconfigFile(s)
+      const planned = await runCli(['plan', NAMESPACE, '--kubeconfig', admin], {cwd, env: {KUBECONFIG: ''}})
+      expect(planned.code, planned.stderr).toBe(0)
+      const plan = planOf(await readFile(path.join(cwd, 'plans', `${NAMESPACE}.yaml`), 'utf8'))
+      const restart = plan.spec.steps.find((st) => st.action === 'restart-workloads')!
+      expect(restart.operations).toContainEqual({
+        op: 'template-labels',
+        ref: {apiVersion: 'batch/v1', kind: 'CronJob', namespace: NAMESPACE, name: 'nightly'},
+        labels: {'sidecar.istio.io/inject': null},
+      })
+      expect(planAccessNeeds(plan)).toContainEqual(
+        expect.objectContaining({verb: 'patch', kind: 'CronJob', namespace: NAMESPACE, name: 'nightly'}),
+      )
+
+      const user = await kubeconfigFile(s, {token: 'no-cronjob-patch'})
+      const diags = await runPreflight(await clientFor(s, 'no-cronjob-patch'), NAMESPACE, {
+        plan,
+        rootNamespace: ROOT,
+        checks: ['rbac'],
+      })
+      // The real authorizer denies exactly that one permission: one diagnostic, naming resource, verb and object.
+      expect(diags).toEqual([
+        expect.objectContaining({
+          severity: 'error',
+          code: 'RbacDenied',
+          message: `Not allowed to patch cronjobs.batch in namespace ${NAMESPACE} (nightly); needed by step restart-workloads, rollback of restart-workloads.`,
+        }),
+      ])
+
+      s.resetRequestLog()
+      const applied = await runCli(
+        ['apply', `plans/${NAMESPACE}.yaml`, '--all', '--yes', '--timeout', '1s', '--kubeconfig', user],
+        {
+          cwd,
+          env: {KUBECONFIG: ''},
+        },
+      )
+      expect(applied.code, applied.stderr).toBe(1)
+      expect(applied.stderr).toContain('Not allowed to patch cronjobs.batch in namespace shop (nightly)')
+      expect(hasStackTrace(applied.stderr)).toBe(false)
+      // Before any write: the tool sent nothing but reviews and its own lock.
+      const writes = s
+        .requestsMatching({user: s.userOf('no-cronjob-patch'), verb: ['create', 'update', 'patch', 'delete']})
+        .filter((e) => e.group !== 'authorization.k8s.io' && e.group !== 'authentication.k8s.io')
+        .filter((e) => e.resource !== 'leases')
+      expect(writes).toEqual([])
+      const after = planOf(await readFile(path.join(cwd, 'plans', `${NAMESPACE}.yaml`), 'utf8'))
+      expect(after.status?.steps.find((st) => st.id === 'preflight')?.phase).toBe('Failed')
+      expect(after.status?.steps.some((st) => st.phase === 'Applied')).toBe(false)
     },
   )
 })
