@@ -22,7 +22,9 @@ export default class PreflightCommand extends BaseCommand {
 
   istio-version          istiod serving the namespace (its istio.io/rev) runs Istio ≥ 1.24 (1.25+ recommended)
   ambient-enabled        istiod runs with PILOT_ENABLE_AMBIENT=true; mesh config enables HBONE for new sidecars;
-                         not a multicluster namespace (ambient multicluster is alpha: refused)
+                         not primary-remote (unsupported upstream: refused), nor set up for ambient multicluster
+                         (refused); a multi-network mesh warns (ambient: multi-primary only, beta since 1.29,
+                         identically named waypoints in every cluster)
   ztunnel-ready          the ztunnel DaemonSet is ready on every node it must run on
   istio-cni-ready        the istio-cni DaemonSet likewise, with ambient enabled and the namespace not excluded
   gateway-api-crds       Gateway API CRDs present at Istio's minimum bundle versions
@@ -30,7 +32,9 @@ export default class PreflightCommand extends BaseCommand {
   sidecars-hbone         sidecar pods accept HBONE (networking.istio.io/tunnel=http), here and mesh-wide
   blockers               the plan's blockers and the ones the cluster shows now
   network-policies       NetworkPolicies admit TCP 15008 and kubelet probes from 169.254.7.127
-  rbac                   a SelfSubjectAccessReview for every permission the plan's steps and undo need
+  rbac                   a SelfSubjectAccessReview for every permission the plan's steps and undo need: their
+                         writes (pod-template label edits included), the reads of their checks, the lock and the
+                         namespace's owner record
 
 Without --plan, the plan is built in memory from the cluster exactly as \`mesh-migrate plan\` would. Exits 1 when any check reports an error.
 

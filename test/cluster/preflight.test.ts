@@ -361,28 +361,93 @@ describe.concurrent('ambient-enabled: multicluster (E20)', () => {
   )
 
   serverTest(
-    'warns when the install only looks multicluster (a cluster name, a network), and says nothing for a default install',
+    'warns when the install only names its cluster or spans networks (issue 21 §11), and says nothing for a default install',
     async () => {
       const named = await preflight(
+        await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}))),
+        ['ambient-enabled'],
+      )
+      expect(codes(named)).toEqual(['ok:AmbientEnabled', 'warning:PossiblyMulticluster'])
+      expect(named[1]!.message).toContain('istiod names this cluster "cluster1" (CLUSTER_ID)')
+      expect(named[1]!.fix).toContain('istioctl remote-clusters')
+      await closeCurrent()
+      // samples/multicluster/gen-eastwest-gateway.sh --ambient: a Gateway of class istio-east-west, and the
+      // network on istio-system (istio.io docs/ambient/install/multicluster/multi-primary_multi-network).
+      const eastWest: KubeObject = {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        metadata: {name: 'istio-eastwestgateway', namespace: ROOT, labels: {'topology.istio.io/network': 'network1'}},
+        spec: {gatewayClassName: 'istio-east-west', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}]},
+      }
+      const networks = await preflight(
         await cluster((s) =>
           s.seed([
             istiod({env: [{name: 'CLUSTER_ID', value: 'cluster1'}]}),
             ns(ROOT, {'topology.istio.io/network': 'network1'}),
+            eastWest,
           ]),
         ),
         ['ambient-enabled'],
       )
-      expect(codes(named)).toEqual(['ok:AmbientEnabled', 'warning:PossiblyMulticluster'])
-      expect(named[1]!.message).toContain(
-        'istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1',
+      expect(codes(networks)).toEqual(['ok:AmbientEnabled', 'warning:MultiNetworkMesh'])
+      expect(networks[1]!.message).toContain(
+        'istiod names this cluster "cluster1" (CLUSTER_ID); namespace istio-system sets topology.istio.io/network=network1; east-west gateway(s) in istio-system: Gateway istio-eastwestgateway',
       )
-      expect(named[1]!.fix).toContain('istioctl remote-clusters')
+      // Upstream: multi-network multicluster is beta since 1.29 (istio.io blog "Ambient multi-network multicluster
+      // support is now Beta"), and "All clusters must have identically named waypoint deployments" (istio.io
+      // content/en/docs/ambient/install/multicluster/_index.md).
+      expect(networks[1]!.message).toContain('beta since Istio 1.29')
+      expect(networks[1]!.message).toContain('waypoints must exist with identical names in every cluster')
+      expect(networks[1]!.fix).toContain('--waypoint-name')
       await closeCurrent()
       const single = await preflight(
         await cluster((s) => s.seed(istiod({env: [{name: 'CLUSTER_ID', value: 'Kubernetes'}]}))),
         ['ambient-enabled'],
       )
       expect(codes(single)).toEqual(['ok:AmbientEnabled'])
+    },
+  )
+
+  serverTest(
+    'refuses primary-remote, from the primary (EXTERNAL_ISTIOD) and from a remote (injection by URL, no istiod)',
+    async () => {
+      // istio.io content/en/docs/ambient/install/multicluster/_index.md: "Primary remote configuration is not
+      // currently supported"; the chart sets EXTERNAL_ISTIOD from values.global.externalIstiod
+      // (manifests/charts/istio-control/istio-discovery/templates/deployment.yaml).
+      const primary = await preflight(
+        await cluster((s) => s.seed(istiod({env: [{name: 'EXTERNAL_ISTIOD', value: 'true'}]}))),
+        ['ambient-enabled'],
+      )
+      expect(codes(primary)).toEqual(['ok:AmbientEnabled', 'error:AmbientPrimaryRemote'])
+      expect(primary[1]!.message).toContain('istiod runs with EXTERNAL_ISTIOD=true (it serves remote clusters)')
+      expect(primary[1]!.message).toContain('Primary remote configuration is not currently supported')
+      await closeCurrent()
+      // A remote: no istiod, and the injection webhook calls the primary's istiod by URL
+      // (values.istiodRemote.injectionURL, templates/mutatingwebhook.yaml). The API server never calls it
+      // (admission webhooks are disabled on the test server), and the URL is loopback anyway.
+      const remoteInjector: KubeObject = {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: {name: 'istio-sidecar-injector', labels: {app: 'sidecar-injector'}},
+        webhooks: [
+          {
+            name: 'rev.namespace.sidecar-injector.istio.io',
+            clientConfig: {url: 'https://127.0.0.1:15017/inject/cluster/remote1/net/network1'},
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+            rules: [{operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods']}],
+          },
+        ],
+      }
+      const remote = await cluster(async (s) => {
+        await s.seed(remoteInjector)
+        await (await clientFor(s)).delete({apiVersion: 'apps/v1', kind: 'Deployment', namespace: ROOT, name: 'istiod'})
+      })
+      const diags = await preflight(remote, ['ambient-enabled'])
+      expect(codes(diags)).toEqual(['error:IstiodNotFound', 'error:AmbientPrimaryRemote'])
+      expect(diags[1]!.message).toContain(
+        'MutatingWebhookConfiguration istio-sidecar-injector injects sidecars through an istiod outside this cluster',
+      )
     },
   )
 })

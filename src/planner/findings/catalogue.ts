@@ -177,8 +177,11 @@ const SPECS = {
   AutoAllowWaypointPolicy: {area: 'preflight', severity: ['warning', 'error'], message: '{istiod} runs with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true: every bound workload admits its waypoint.'},
   LayeredWaypointAuthorization: {area: 'preflight', edgeCase: 'E17', severity: ['warning'], message: '{istiod} runs with ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true: selector-based policies of bound workloads are also enforced by the waypoint.'},
   AmbientProfilePrunesGateways: {area: 'preflight', edgeCase: 'E17', severity: ['warning'], message: 'istioctl installed {gateways} in {root}: upgrading with --set profile=ambient removes them.', fix: 'Keep the gateways in the install\'s values when upgrading.'},
-  AmbientMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['error'], message: 'Namespace {ns} is set up for ambient multicluster, which is alpha.'},
+  AmbientMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['error'], message: 'Namespace {ns} is set up for ambient multicluster (multi-primary multi-network only, beta since 1.29).'},
   PossiblyMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['warning'], message: 'This mesh may span several clusters: {evidence}.'},
+  // ── issue 21 §10, §11: multicluster topologies, the weighted waypoint canary ──
+  AmbientPrimaryRemote: {area: 'preflight', edgeCase: 'E20', severity: ['error'], message: 'This cluster is part of a primary-remote install ({evidence}): upstream does not support ambient there.', fix: 'Make every cluster a primary (multi-primary, multi-network) before migrating.'},
+  MultiNetworkMesh: {area: 'preflight', edgeCase: 'E20', severity: ['warning'], message: 'This mesh spans networks ({evidence}): ambient needs every cluster a primary, identically named waypoints in every cluster and istio.io/global on the Services that cross.', fix: 'Migrate the namespace in every cluster together with the same waypoint name, or ignore this if no other cluster shares it.'},
   NodesUnreadable: {area: 'preflight', severity: ['warning', 'error'], message: 'Nodes could not be listed (forbidden): cannot tell whether {daemonSet} covers every node.', fix: 'Grant list on nodes.'},
   ZtunnelNotFound: {area: 'preflight', severity: ['error'], message: 'No ztunnel DaemonSet in {root}.', fix: 'Install ztunnel.'},
   ZtunnelNotScheduled: {area: 'preflight', severity: ['error'], message: '{daemonSet} runs on no node.', fix: 'Check its nodeSelector, affinity and tolerations.'},

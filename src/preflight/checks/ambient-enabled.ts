@@ -5,11 +5,13 @@ import type {KubeObject} from '../../planner/model.js'
 import {type CheckContext, type Diag, listNames, soft} from './context.js'
 import {waypointNeeded} from './gateway-api-crds.js'
 import {envValue, mainContainer, noIstiod, servingIstiod} from './istiod.js'
+import {multiclusterDiagnostics} from './multicluster.js'
 import {hasSidecar, isLive} from './sidecars-hbone.js'
 
 export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
   const choice = await servingIstiod(ctx)
-  if (!choice.istiod) return [noIstiod(ctx, choice)]
+  // A remote cluster of a primary-remote install runs no istiod of its own: say so rather than only "not installed".
+  if (!choice.istiod) return [noIstiod(ctx, choice), ...(await multiclusterDiagnostics(ctx, undefined))]
   const istiod = choice.istiod
   const out: Diag[] = []
   const ambient = envValue(mainContainer(istiod, 'discovery'), 'PILOT_ENABLE_AMBIENT')
@@ -123,63 +125,4 @@ async function installSideEffects(ctx: CheckContext): Promise<Diag[]> {
       fix: `Keep ${names.length === 1 ? 'it' : 'them'} explicitly in the IstioOperator you install with (components.ingressGateways: [{name: ${names[0]}, enabled: true}]), or move ${names.length === 1 ? 'it' : 'them'} to a separately managed gateway first; with Helm, note that the ambient profile also switches images to distroless (global.variant).`,
     },
   ]
-}
-
-/** The default CLUSTER_ID of a single-cluster install (values.global.multiCluster.clusterName unset). */
-const DEFAULT_CLUSTER_ID = 'Kubernetes'
-const NETWORK_LABEL = 'topology.istio.io/network'
-const GLOBAL_SERVICE_LABEL = 'istio.io/global'
-
-/**
- * E20: ambient multicluster is alpha (1.27+) and multi-primary multi-network only, and it changes what
- * crosses clusters: sidecar multicluster merges every Service's endpoints across clusters by default,
- * ambient only those of Services labelled istio.io/global=true, with identically named waypoints in each
- * cluster. A plan computed from one cluster cannot carry that, so a namespace that is set up for ambient
- * multicluster is refused; an install that only looks multicluster (cluster name or network set) warns.
- */
-async function multiclusterDiagnostics(ctx: CheckContext, istiod: KubeObject): Promise<Diag[]> {
-  const discovery = mainContainer(istiod, 'discovery')
-  const clusterId = envValue(discovery, 'CLUSTER_ID').value
-  const multiNetwork = (envValue(discovery, 'AMBIENT_ENABLE_MULTI_NETWORK').value ?? '').toLowerCase() === 'true'
-  const [root, services] = await Promise.all([
-    soft(ctx.reads.get({apiVersion: 'v1', kind: 'Namespace', name: ctx.input.rootNamespace})),
-    soft(ctx.reads.list('v1', 'Service', {namespace: ctx.input.namespace})),
-  ])
-  const network = root?.metadata.labels?.[NETWORK_LABEL]
-  const global = (services ?? [])
-    .filter((s) => s.metadata.labels?.[GLOBAL_SERVICE_LABEL] !== undefined)
-    .map((s) => s.metadata.name)
-  const strong = [
-    multiNetwork ? `${istiod.metadata.name} runs with AMBIENT_ENABLE_MULTI_NETWORK=true` : '',
-    global.length > 0
-      ? `Service(s) ${listNames(global)} of ${ctx.input.namespace} carry ${GLOBAL_SERVICE_LABEL} (ambient multicluster scope)`
-      : '',
-  ].filter((s) => s !== '')
-  const weak = [
-    clusterId && clusterId !== DEFAULT_CLUSTER_ID
-      ? `${istiod.metadata.name} names this cluster "${clusterId}" (CLUSTER_ID)`
-      : '',
-    network ? `namespace ${ctx.input.rootNamespace} sets ${NETWORK_LABEL}=${network}` : '',
-  ].filter((s) => s !== '')
-  if (strong.length > 0) {
-    return [
-      {
-        severity: 'error',
-        code: 'AmbientMulticluster',
-        message: `Namespace ${ctx.input.namespace} is set up for ambient multicluster: ${[...strong, ...weak].join('; ')}. Ambient multicluster is alpha (Istio 1.27+, multi-primary multi-network only): only Services labelled ${GLOBAL_SERVICE_LABEL}=true are reachable across clusters, waypoints must exist with the same name in every cluster and L7 policy is enforced in the destination cluster. A plan made from one cluster cannot keep the other clusters consistent.`,
-        fix: `Migrate this namespace by hand, in every cluster together, following istio.io's ambient multicluster guide (docs/ambient/install/multicluster); mesh-migrate refuses multicluster namespaces.`,
-      },
-    ]
-  }
-  if (weak.length > 0) {
-    return [
-      {
-        severity: 'warning',
-        code: 'PossiblyMulticluster',
-        message: `This mesh may span several clusters: ${weak.join('; ')}. In sidecar multicluster every Service's endpoints are merged across clusters by default; in ambient only Services labelled ${GLOBAL_SERVICE_LABEL}=true are, primary-remote is not supported, and multicluster ambient is alpha: migrating ${ctx.input.namespace} in one cluster would cut its cross-cluster traffic.`,
-        fix: "Run `istioctl remote-clusters` (or look for Secrets labelled istio/multiCluster=true): if no other cluster shares the mesh, ignore this; otherwise do not migrate with mesh-migrate, follow istio.io's ambient multicluster guide.",
-      },
-    ]
-  }
-  return []
 }
