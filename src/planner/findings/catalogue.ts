@@ -179,7 +179,7 @@ const SPECS = {
   AmbientProfilePrunesGateways: {area: 'preflight', edgeCase: 'E17', severity: ['warning'], message: 'istioctl installed {gateways} in {root}: upgrading with --set profile=ambient removes them.', fix: 'Keep the gateways in the install\'s values when upgrading.'},
   AmbientMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['error'], message: 'Namespace {ns} is set up for ambient multicluster (multi-primary multi-network only, beta since 1.29).'},
   PossiblyMulticluster: {area: 'preflight', edgeCase: 'E20', severity: ['warning'], message: 'This mesh may span several clusters: {evidence}.'},
-  // ── issue 21 §10, §11: multicluster topologies, the weighted waypoint canary ──
+  // ── issue 21 §11: multicluster topologies (src/preflight/checks/multicluster.ts) ──
   AmbientPrimaryRemote: {area: 'preflight', edgeCase: 'E20', severity: ['error'], message: 'This cluster is part of a primary-remote install ({evidence}): upstream does not support ambient there.', fix: 'Make every cluster a primary (multi-primary, multi-network) before migrating.'},
   MultiNetworkMesh: {area: 'preflight', edgeCase: 'E20', severity: ['warning'], message: 'This mesh spans networks ({evidence}): ambient needs every cluster a primary, identically named waypoints in every cluster and istio.io/global on the Services that cross.', fix: 'Migrate the namespace in every cluster together with the same waypoint name, or ignore this if no other cluster shares it.'},
   NodesUnreadable: {area: 'preflight', severity: ['warning', 'error'], message: 'Nodes could not be listed (forbidden): cannot tell whether {daemonSet} covers every node.', fix: 'Grant list on nodes.'},
