@@ -347,6 +347,27 @@ const PROXY_SETTING_KEYS = [
   'discoveryAddress',
 ].map((k) => `sidecar.istio.io/${k}`)
 
+const INTERCEPTION_MODE = 'sidecar.istio.io/interceptionMode'
+
+/**
+ * Issue 21 §7: sidecar.istio.io/interceptionMode chooses how the sidecar's iptables rules capture traffic
+ * (REDIRECT, TPROXY) or turns capture off (NONE) (istio/istio pkg/kube/inject/validate.go validateInterceptionMode).
+ * REDIRECT and TPROXY are capture modes, not exclusions: ambient has no sidecar to capture for, and istio-cni sets up
+ * ztunnel's in-pod capture the same way for every pod, already TPROXY-style (cni/pkg/iptables/iptables_linux.go;
+ * https://istio.io/latest/docs/ambient/architecture/traffic-redirection/). NONE excludes all traffic from the sidecar.
+ */
+function interceptionModeReplacement(value: string): string {
+  if (value === 'NONE')
+    return 'NONE: the sidecar captures nothing today; ztunnel captures all TCP of the pod once it is ambient (semantic change). The only approximation is ambient.istio.io/bypass-inbound-capture: "true" (no inbound capture).'
+  return `${value}: a capture mode of the sidecar's iptables rules${value === 'TPROXY' ? ' (the original source IP reaches the sidecar)' : ''}, not a traffic exclusion. Inert in ambient: there is no sidecar, and istio-cni sets up ztunnel's in-pod capture the same way for every pod (TPROXY-style, keeping the caller's IP); nothing to carry.`
+}
+
+/** Whether an annotation excludes traffic from the sidecar (what ztunnel will capture after the migration). */
+function isTrafficExclusion(key: string, value: string | undefined): boolean {
+  if (key === INTERCEPTION_MODE) return value === 'NONE'
+  return key.startsWith('traffic.sidecar.istio.io/')
+}
+
 /** Replacement text for one annotation key, or undefined when the key is no sidecar knob. */
 function annotationReplacement(key: string, value: string): string | undefined {
   if (key === SIDECAR_STATUS) return undefined // injector state, not a knob
@@ -377,7 +398,7 @@ function annotationReplacement(key: string, value: string): string | undefined {
   }
   if (key === 'traffic.sidecar.istio.io/kubevirtInterfaces')
     return 'Use istio.io/reroute-virtual-interfaces, which works in both modes.'
-  if (key === 'sidecar.istio.io/interceptionMode') return EXCLUSION_INBOUND.replace('inbound TCP', 'TCP')
+  if (key === INTERCEPTION_MODE) return interceptionModeReplacement(value)
   if (key.startsWith('traffic.sidecar.istio.io/')) {
     return /Inbound/.test(key) ? EXCLUSION_INBOUND : EXCLUSION_OUTBOUND
   }
@@ -400,7 +421,7 @@ function annotationReplacement(key: string, value: string): string | undefined {
  */
 function isInjectorDefault(key: string, value: string): boolean {
   switch (key) {
-    case 'sidecar.istio.io/interceptionMode':
+    case INTERCEPTION_MODE:
       return value === 'REDIRECT'
     case 'traffic.sidecar.istio.io/includeInboundPorts':
     case 'traffic.sidecar.istio.io/includeOutboundIPRanges':
@@ -1068,10 +1089,8 @@ function gitOpsManaged({ref, label, manager}: WorkloadFacts): WorkloadFinding[] 
   ]
 }
 
-function trafficExclusions({ref, label, item, gateway}: WorkloadFacts): WorkloadFinding[] {
-  const exclusions = item.lostAnnotations.filter(
-    (a) => a.key.startsWith('traffic.sidecar.istio.io/') || a.key === 'sidecar.istio.io/interceptionMode',
-  )
+function trafficExclusions({ref, label, item, gateway, template}: WorkloadFacts): WorkloadFinding[] {
+  const exclusions = item.lostAnnotations.filter((a) => isTrafficExclusion(a.key, template.metadata.annotations[a.key]))
   if (exclusions.length === 0 || gateway) return []
   return [
     {

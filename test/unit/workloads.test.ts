@@ -732,6 +732,29 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
     expect(lost[1]!.replacement).toMatch(/revision canary/)
   })
 
+  // Issue 21 §7. istio/istio pkg/kube/inject/validate.go validateInterceptionMode: REDIRECT and TPROXY are the
+  // sidecar's capture modes, NONE turns capture off. In ambient istio-cni sets up ztunnel's in-pod capture for every
+  // pod, TPROXY-style (cni/pkg/iptables/iptables_linux.go; istio.io docs/ambient/architecture/traffic-redirection).
+  it('interceptionMode TPROXY/REDIRECT is a capture mode, inert in ambient, not a traffic exclusion', () => {
+    for (const mode of ['TPROXY', 'REDIRECT']) {
+      const r = run([controller('Deployment', 'd', {annotations: {'sidecar.istio.io/interceptionMode': mode}})])
+      const lost = one(r, 'd').lostAnnotations
+      expect(lost.map((a) => a.key)).toEqual(['sidecar.istio.io/interceptionMode'])
+      expect(lost[0]!.replacement).toMatch(/capture mode .*not a traffic exclusion\. Inert in ambient/)
+      expect(lost[0]!.replacement).toMatch(/ztunnel's in-pod capture/)
+      expect(lost[0]!.replacement).not.toMatch(/No per-port\/CIDR equivalent/)
+      expect(r.findings.filter((f) => f.code === 'traffic-exclusions')).toEqual([])
+    }
+  })
+
+  it('interceptionMode NONE excludes all traffic from the sidecar: ztunnel captures it, a traffic exclusion lost', () => {
+    const r = run([controller('Deployment', 'd', {annotations: {'sidecar.istio.io/interceptionMode': 'NONE'}})])
+    expect(one(r, 'd').lostAnnotations[0]!.replacement).toMatch(/captures nothing today; ztunnel captures all TCP/)
+    expect(r.findings.find((f) => f.code === 'traffic-exclusions')!.message).toContain(
+      'sidecar.istio.io/interceptionMode',
+    )
+  })
+
   it('on injected pods, skips what the injector writes itself but keeps user values', () => {
     const p = sidecarPod('p', {
       annotations: {
