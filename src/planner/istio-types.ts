@@ -6,12 +6,12 @@
 
 export type Labels = Record<string, string>
 
-/** `selector` of AuthorizationPolicy, PeerAuthentication, RequestAuthentication, Telemetry, WasmPlugin, ProxyConfig; `workloadSelector` of DestinationRule/ServiceEntry. */
+/** `selector` of AuthorizationPolicy, PeerAuthentication, RequestAuthentication, Telemetry, WasmPlugin, ProxyConfig; `workloadSelector` of DestinationRule. */
 export interface WorkloadSelector {
   matchLabels?: Labels
 }
 
-/** `workloadSelector` of Sidecar and EnvoyFilter (uses `labels`, not `matchLabels`). */
+/** `workloadSelector` of Sidecar, EnvoyFilter and ServiceEntry (networking's WorkloadSelector: `labels`, not `matchLabels`). */
 export interface LegacyWorkloadSelector {
   labels?: Labels
 }
@@ -207,7 +207,7 @@ export interface ServiceEntrySpec {
   location?: 'MESH_EXTERNAL' | 'MESH_INTERNAL'
   resolution?: 'NONE' | 'STATIC' | 'DNS' | 'DNS_ROUND_ROBIN' | 'DYNAMIC_DNS'
   endpoints?: unknown[]
-  workloadSelector?: WorkloadSelector
+  workloadSelector?: LegacyWorkloadSelector
   exportTo?: string[]
 }
 

@@ -159,6 +159,11 @@ export interface ServiceItem {
   ports: ServicePortItem[]
   /** Workloads whose pods this Service selects. */
   workloads: string[]
+  /**
+   * WorkloadEntries ("WorkloadEntry/name") its selector selects too, and WorkloadGroups whose entries it will
+   * (VMs, external endpoints: PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES, on by default).
+   */
+  entryWorkloads?: string[]
 }
 
 export interface NamespaceLabel {

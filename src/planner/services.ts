@@ -4,6 +4,7 @@ import type {Finding, KubeObject, ObjectRef, ServiceItem, ServicePortItem, Workl
 import {INJECTION_IGNORED_NAMESPACES} from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
 import {isRecord, stringMap} from './json.js'
+import {entryWorkloads} from './workload-entries.js'
 
 /** Ports that default to TCP instead of being sniffed (SMTP, DNS, MySQL, MongoDB). */
 const WELL_KNOWN_TCP_PORTS = new Set([25, 53, 3306, 27017])
@@ -101,6 +102,13 @@ export function analyzeServices(
           ),
         ].sort()
       : []
+    // Issue 21 §5: a Service's selector selects WorkloadEntries too (PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES, on
+    // by default; istio/istio pilot/pkg/serviceregistry/ambient/workloads.go workloadEntryWorkloadBuilder).
+    const entries = hasSelector
+      ? entryWorkloads(objects, namespace)
+          .filter((e) => Object.entries(selector).every(([k, v]) => e.labels[k] === v))
+          .map((e) => `${e.ref.kind}/${e.ref.name}`)
+      : []
     const item: ServiceItem = {
       ref: refOf(obj),
       type,
@@ -110,8 +118,9 @@ export function analyzeServices(
       workloads: matched,
     }
     if (hasSelector) item.selector = selector
+    if (entries.length > 0) item.entryWorkloads = [...new Set(entries)].sort()
     services.push(item)
-    if (hasSelector && matched.length === 0 && type !== 'ExternalName') {
+    if (hasSelector && matched.length === 0 && entries.length === 0 && type !== 'ExternalName') {
       findings.push({
         id: `service-no-workloads/${namespace}/${obj.metadata.name}`,
         code: 'service-no-workloads',

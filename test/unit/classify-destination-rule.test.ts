@@ -3,7 +3,7 @@ import {trafficPolicyFields} from '../../src/planner/classify/destination-rule.j
 import {classifyObjects} from '../../src/planner/classify/index.js'
 import type {TrafficPolicy} from '../../src/planner/istio-types.js'
 import type {KubeObject} from '../../src/planner/model.js'
-import {bookinfoBase, classifyContext, istio} from './support/classify-context.js'
+import {bookinfoBase, classifyContext, deployment, istio} from './support/classify-context.js'
 
 function dr(name: string, spec: Record<string, unknown>, namespace = 'bookinfo'): KubeObject {
   return istio('DestinationRule', name, spec, {namespace})
@@ -120,15 +120,117 @@ describe('DestinationRule classification (DOMAIN §3.5, E11, E13)', () => {
     expect(r.byName('reviews')).toMatchObject({verdict: 'unaffected', action: 'keep'})
   })
 
-  it('workloadSelector DRs never reach waypoints: no effect', () => {
+  // Issue 21 §4. istio/istio pilot/pkg/model/sidecar.go SidecarScope.DestinationRule: a workloadSelector rule is used
+  // only for outbound traffic of proxies of its own namespace whose labels it matches; push_context.go
+  // setDestinationRules never exports it; waypoints resolve only rules without one (DOMAIN §3.5). Once the selected
+  // pods are ambient nothing applies it: a client-side loss, reported like client-side routing (E11).
+  it('a workloadSelector DR for the selected sidecars is lost client-side, with what the destination waypoint would need (sidecar.go DestinationRule)', () => {
+    const r = run(
+      [
+        dr('client', {
+          host: 'ratings',
+          workloadSelector: {matchLabels: {app: 'reviews'}},
+          trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}},
+        }),
+      ],
+      {waypointPlanned: true},
+    )
+    const i = r.byName('client')!
+    expect(i).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side', services: ['ratings']})
+    const f = r.findings.find((x) => x.code === 'SelectorDestinationRuleLost')!
+    expect(f).toMatchObject({id: 'E11/DestinationRule/bookinfo/client', severity: 'error'})
+    expect(f.message).toContain('outbound traffic of reviews-v1, reviews-v2 only (workloadSelector)')
+    expect(f.message).toContain(
+      'the waypoint this plan deploys in bookinfo would need these settings in a DestinationRule for ratings.bookinfo.svc.cluster.local without workloadSelector, in bookinfo',
+    )
+    expect(f.message).toContain('not only the selected ones')
+  })
+
+  it('the message names the rule the destination waypoint resolves today, which a carried rule would replace (no merging)', () => {
+    const r = run(
+      [
+        dr('ratings', {host: 'ratings', trafficPolicy: {outlierDetection: {consecutive5xxErrors: 5}}}),
+        dr('client', {
+          host: 'ratings',
+          workloadSelector: {matchLabels: {app: 'reviews'}},
+          trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}},
+        }),
+      ],
+      {waypointPlanned: true},
+    )
+    const f = r.findings.find((x) => x.code === 'SelectorDestinationRuleLost')!
+    expect(f.message).toContain('it resolves DestinationRule bookinfo/ratings today')
+  })
+
+  it('carried when the destination waypoint resolves a rule with the same settings: unaffected, no finding', () => {
+    const tp = {connectionPool: {tcp: {maxConnections: 1}}}
+    const r = run(
+      [
+        dr('ratings', {host: 'ratings', trafficPolicy: tp}),
+        dr('client', {host: 'ratings', workloadSelector: {matchLabels: {app: 'reviews'}}, trafficPolicy: tp}),
+      ],
+      {waypointPlanned: true},
+    )
+    expect(r.byName('client')).toMatchObject({verdict: 'unaffected', action: 'keep'})
+    expect(r.byName('client')!.reasons.join('\n')).toContain(
+      'carried: the waypoint this plan deploys in bookinfo resolves',
+    )
+    expect(r.findings.some((x) => x.code === 'SelectorDestinationRuleLost')).toBe(false)
+  })
+
+  it("a destination without a waypoint needs one: the message says so (another namespace's Service)", () => {
     const r = run([
       dr('client', {
-        host: 'ratings',
+        host: 'api.backend.svc.cluster.local',
         workloadSelector: {matchLabels: {app: 'reviews'}},
-        trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}},
+        trafficPolicy: {tls: {mode: 'SIMPLE'}},
       }),
     ])
-    expect(r.byName('client')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(r.byName('client')).toMatchObject({verdict: 'L7', action: 'lost-client-side'})
+    const f = r.findings.find((x) => x.code === 'SelectorDestinationRuleLost')!
+    expect(f.message).toContain(
+      'api.backend.svc.cluster.local has no waypoint: it would need one (istio.io/use-waypoint',
+    )
+  })
+
+  it('only inert settings (ISTIO_MUTUAL), a selector matching no pod, or only gateways: nothing lost', () => {
+    const r = run([
+      deployment('ingress', {istio: 'ingressgateway'}),
+      dr('mtls', {
+        host: 'ratings',
+        workloadSelector: {matchLabels: {app: 'reviews'}},
+        trafficPolicy: {tls: {mode: 'ISTIO_MUTUAL'}},
+      }),
+      dr('nobody', {
+        host: 'ratings',
+        workloadSelector: {matchLabels: {app: 'none'}},
+        trafficPolicy: {connectionPool: {}},
+      }),
+      dr('gw', {
+        host: 'ratings',
+        workloadSelector: {matchLabels: {istio: 'ingressgateway'}},
+        trafficPolicy: {connectionPool: {}},
+      }),
+    ])
+    expect(r.byName('mtls')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(r.byName('nobody')).toMatchObject({verdict: 'inert', action: 'no-effect'})
+    expect(r.byName('gw')).toMatchObject({verdict: 'unaffected', action: 'keep'})
+    expect(r.findings.some((x) => x.code === 'SelectorDestinationRuleLost')).toBe(false)
+  })
+
+  it('a workloadSelector DR of another namespace never applies here (push_context.go: not exported)', () => {
+    const r = run([
+      dr(
+        'other',
+        {
+          host: 'ratings.bookinfo.svc.cluster.local',
+          workloadSelector: {matchLabels: {app: 'x'}},
+          trafficPolicy: {connectionPool: {}},
+        },
+        'frontend',
+      ),
+    ])
+    expect(r.byName('other', 'frontend')).toBeUndefined()
   })
 
   it('a root-namespace DR for our hosts is what the waypoint resolves when no closer DR exists (E13)', () => {

@@ -289,7 +289,7 @@ describe('ServiceEntry, WorkloadEntry, WorkloadGroup (§3.7)', () => {
         hosts: ['db.example'],
         location: 'MESH_EXTERNAL',
         resolution: 'STATIC',
-        workloadSelector: {matchLabels: {role: 'db'}},
+        workloadSelector: {labels: {role: 'db'}},
       }),
       istio('WorkloadEntry', 'db-1', {address: '192.0.2.1', labels: {role: 'db'}}),
     ])

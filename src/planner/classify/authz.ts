@@ -27,6 +27,7 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
+  entriesOnlySelector,
   finding,
   istioMinor,
   item,
@@ -36,7 +37,15 @@ import {
   uniqSorted,
 } from './results.js'
 import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
-import {allServices, hasLabels, isProxyWorkload, matchingWorkloads, servicesCovering} from './selection.js'
+import {
+  allServices,
+  hasLabels,
+  isProxyWorkload,
+  matchingEntries,
+  matchingWorkloads,
+  servicesCovering,
+  servicesSelectingEntries,
+} from './selection.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
 import {SECURITY} from '../vocab.js'
@@ -819,6 +828,17 @@ export function classifyAuthorizationPolicy(obj: KubeObject, ctx: ClassifyContex
   const local = ref.namespace === ctx.namespace
   const selected = a.scope === 'workload' || a.scope === 'root-selector' ? matchingWorkloads(ctx, a.selector) : []
   const proxiesOnly = selected.length > 0 && selected.every(isProxyWorkload)
+  // Issue 21 §5: a selector that matches WorkloadEntries/WorkloadGroups (VMs) matches workloads too.
+  const entries = a.scope === 'workload' && selected.length === 0 ? matchingEntries(ctx, a.selector) : []
+  if (entries.length > 0)
+    return entriesOnlySelector(
+      'spec.selector',
+      ref,
+      local,
+      [...actionReasons(a)],
+      {scope: 'workload', services: servicesSelectingEntries(ctx, entries)},
+      entries,
+    )
   const unmatched = a.scope === 'workload' && selected.length === 0
   const targets = a.scope === 'targetRefs' ? analyzeTargetRefs(obj, ctx) : undefined
   const affected = !proxiesOnly && !unmatched && a.scope !== 'targetRefs'

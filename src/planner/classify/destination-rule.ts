@@ -10,11 +10,21 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {DestinationRuleSpec, TrafficPolicy, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef, refOf} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, list, reason, uniqSorted} from './results.js'
+import {stableJson} from '../canonical.js'
+import {
+  type Classified,
+  type KindClassifier,
+  finding,
+  item,
+  list,
+  reason,
+  uniqSorted,
+  workloadNames,
+} from './results.js'
 import {compareAge, itemRef, memo, objectsOfKind, namespaceOf} from './objects.js'
-import {destinationWaypoint} from './waypoints.js'
+import {destinationWaypoint, serviceWaypoint} from './waypoints.js'
 import {type HostTarget, exportedTo, hostCovers, hostTarget, serviceFqdn} from './hosts.js'
-import {hasLabels} from './selection.js'
+import {hasLabels, isProxyWorkload, noPodSelected, selectorCoverage} from './selection.js'
 import {isRecord} from '../json.js'
 import {namespaceEgressEntry} from './service-entry.js'
 import {destinations, isMeshBound} from './virtual-service.js'
@@ -281,24 +291,11 @@ export function classifyDestinationRule(obj: KubeObject, ctx: ClassifyContext): 
   const ns = ref.namespace!
   const spec: DestinationRuleSpec = isRecord(obj.spec) ? obj.spec : {}
   const local = ns === ctx.namespace
-  const reasons: string[] = []
-  const findings: Finding[] = []
   const host = String(spec.host ?? '')
   const target = hostTarget(host, ns, ctx)
   const inertAction = local ? 'no-effect' : 'keep'
 
-  if (hasLabels(spec.workloadSelector?.matchLabels)) {
-    reasons.push(
-      reason(
-        'spec.workloadSelector',
-        'applies only to matching sidecars of its own namespace (outbound): never to waypoints, and ambient pods have no sidecar — no effect',
-      ),
-    )
-    return {
-      item: item(ref, 'inert', inertAction, reasons, {scope: 'client-side', services: target.ownServices}),
-      findings,
-    }
-  }
+  if (hasLabels(spec.workloadSelector?.matchLabels)) return selectorRule(obj, spec, ref, target, ctx)
 
   const f: DestinationRuleFacts = {
     ref,
@@ -484,6 +481,147 @@ function externalHostRule(obj: KubeObject, f: DestinationRuleFacts, ctx: Classif
     }),
   )
   return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: []}), findings}
+}
+
+/**
+ * Issue 21 §4: a DestinationRule with a workloadSelector applies only to the outbound traffic of the proxies of its
+ * own namespace whose labels it matches (istio/istio pilot/pkg/model/sidecar.go SidecarScope.DestinationRule: same
+ * namespace, TrafficDirectionOutbound, selector ⊆ proxy labels) and is never exported (push_context.go
+ * setDestinationRules: visibility.Private). Waypoints resolve only rules without one (DOMAIN §3.5). So once the
+ * selected pods are ambient nothing applies it: client-side traffic policy, lost unless the destination's waypoint
+ * applies the same settings with a rule of its own (for every caller, not only the selected ones).
+ */
+function selectorRule(
+  obj: KubeObject,
+  spec: DestinationRuleSpec,
+  ref: ObjectRef,
+  target: HostTarget,
+  ctx: ClassifyContext,
+): Classified {
+  const reasons = [
+    reason(
+      'spec.workloadSelector',
+      `applies only to the outbound traffic of the proxies of ${ref.namespace} it selects (never exported, never used by waypoints or ztunnel)`,
+    ),
+  ]
+  const services = target.ownServices
+  const cov = selectorCoverage(ctx, spec.workloadSelector!.matchLabels)
+  const extra = {scope: 'client-side' as const, services}
+  const noPod = noPodSelected(ctx, cov, 'spec.workloadSelector', ref, reasons, extra)
+  if (noPod) return noPod
+  if (cov.proxiesOnly) {
+    reasons.push(
+      reason(
+        'spec.workloadSelector',
+        `selects only gateway/waypoint pods (${workloadNames(cov.workloads)}), which keep their Envoy and keep applying it: unaffected`,
+      ),
+    )
+    return {item: item(ref, 'unaffected', 'keep', reasons, extra), findings: []}
+  }
+  const {applied, inertFields, uses, subsetReasons} = policyFacts(obj, spec, ctx)
+  const clients = workloadNames(cov.workloads.filter((w) => !isProxyWorkload(w)))
+  reasons.push(
+    reason('spec.host', `${target.host}: the sidecars of ${clients} apply it to their traffic to this host today`),
+    ...applied,
+    ...inertFields,
+    ...subsetReasons,
+  )
+  if (applied.length === 0 && uses.length === 0) {
+    reasons.push(reason('spec', 'sets nothing a proxy would apply for ambient callers: nothing is lost'))
+    return {item: item(ref, 'inert', 'no-effect', reasons, extra), findings: []}
+  }
+  const destination = selectorRuleDestination(spec, target, ctx)
+  if (destination.carriedBy) {
+    reasons.push(reason('spec.host', destination.carriedBy))
+    return {item: item(ref, 'unaffected', 'keep', reasons, extra), findings: []}
+  }
+  reasons.push(reason('spec.host', `lost once ${clients} are ambient: ${destination.need}`))
+  const name = formatRef(ref)
+  const what = [
+    applied.length > 0 ? `${applied.length} traffic setting(s)` : '',
+    uses.length > 0 ? `subsets used by ${uniqSorted(uses.map((u) => u.by)).join(', ')}` : '',
+  ]
+  return {
+    item: item(ref, 'L7', 'lost-client-side', reasons, extra),
+    findings: [
+      finding({
+        prefix: 'E11',
+        ref,
+        code: 'SelectorDestinationRuleLost',
+        severity: 'error',
+        message: `${name} applies client-side traffic policy for ${target.host} (${what.filter(Boolean).join('; ')}) to the outbound traffic of ${clients} only (workloadSelector); once they are ambient nothing applies it: ztunnel ignores DestinationRules and waypoints never use one with a workloadSelector. ${destination.need}`,
+        fix: `Carry the settings to the destination's waypoint as described (a DestinationRule without workloadSelector), or accept the loss.`,
+      }),
+    ],
+  }
+}
+
+/**
+ * What the destination's waypoint would need to apply a workloadSelector rule's settings, and whether it already does:
+ * the rule it resolves for the host (waypoint namespace → Service namespace → root, DOMAIN §3.5) has the same traffic
+ * policy and subsets.
+ */
+function selectorRuleDestination(
+  spec: DestinationRuleSpec,
+  target: HostTarget,
+  ctx: ClassifyContext,
+): {need: string; carriedBy?: string} {
+  const waypoint = selectorRuleWaypoint(target, ctx)
+  if (!waypoint)
+    return {
+      need: `${target.host} has no waypoint${target.wildcard ? ' (a wildcard host)' : ''}: it would need one (istio.io/use-waypoint on its Service, ServiceEntry or namespace) and a DestinationRule without workloadSelector for it there, which would apply to every caller through that waypoint.`,
+    }
+  const order = [waypoint.namespace, waypoint.hostNamespace, ctx.rootNamespace].filter((n, i, a) => a.indexOf(n) === i)
+  const winner = target.wildcard ? undefined : ruleWinner(target.fqdn, order, waypoint.namespace, ctx)
+  const winnerName = winner ? formatRef({...refOf(winner), namespace: namespaceOf(winner, ctx)}) : undefined
+  if (winner && sameSettings(winner.spec, spec))
+    return {
+      need: '',
+      carriedBy: `carried: ${waypoint.text} resolves ${winnerName} for ${target.fqdn}, with the same traffic policy and subsets, for every caller`,
+    }
+  return {
+    need: `To keep it, ${waypoint.text} would need these settings in a DestinationRule for ${target.fqdn} without workloadSelector, in ${waypoint.namespace === waypoint.hostNamespace ? waypoint.namespace : `${waypoint.namespace} or ${waypoint.hostNamespace}`}${winnerName ? ` (it resolves ${winnerName} today, which that rule would have to replace: DestinationRules are not merged)` : ''}; it then applies to every caller through the waypoint, not only the selected ones.`,
+  }
+}
+
+/** The waypoint that serves the host of a workloadSelector rule, if any. */
+function selectorRuleWaypoint(
+  target: HostTarget,
+  ctx: ClassifyContext,
+): {namespace: string; hostNamespace: string; text: string} | undefined {
+  if (target.ownServices.length > 0) {
+    if (ctx.waypointPlanned)
+      return {
+        namespace: ctx.namespace,
+        hostNamespace: ctx.namespace,
+        text: `the waypoint this plan deploys in ${ctx.namespace}`,
+      }
+    const bound = target.ownServices.map((s) => serviceWaypoint(ctx, ctx.namespace, s)).find((w) => w !== undefined)
+    return bound
+      ? {namespace: bound.namespace, hostNamespace: ctx.namespace, text: `waypoint ${bound.namespace}/${bound.name}`}
+      : undefined
+  }
+  const egress = target.wildcard || target.serviceName ? undefined : namespaceEgressEntry(target.fqdn, ctx)
+  if (egress?.served && ctx.waypointPlanned)
+    return {
+      namespace: ctx.namespace,
+      hostNamespace: ctx.namespace,
+      text: `the waypoint of ${ctx.namespace} (its egress waypoint)`,
+    }
+  const dest = destinationWaypoint(ctx, target)
+  if (!dest) return undefined
+  return {
+    namespace: dest.waypoint.namespace,
+    hostNamespace: dest.namespace,
+    text: `waypoint ${dest.waypoint.namespace}/${dest.waypoint.name}`,
+  }
+}
+
+/** Same traffic policy and subsets (what a proxy applies), compared as canonical JSON. */
+function sameSettings(a: DestinationRuleSpec | undefined, b: DestinationRuleSpec): boolean {
+  const settings = (s: DestinationRuleSpec | undefined) =>
+    stableJson({trafficPolicy: s?.trafficPolicy ?? null, subsets: s?.subsets ?? null})
+  return settings(a) === settings(b)
 }
 
 /** DestinationRules elsewhere: those this namespace's sidecars see (exportTo), and those for its Services (root: E13). */

@@ -5,17 +5,8 @@ import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {EnvoyFilterSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  finding,
-  item,
-  reason,
-  unmatchedSelector,
-  uniqSorted,
-  workloadNames,
-} from './results.js'
-import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {type Classified, type KindClassifier, finding, item, reason, uniqSorted, workloadNames} from './results.js'
+import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
@@ -62,9 +53,8 @@ export function classifyEnvoyFilter(obj: KubeObject, ctx: ClassifyContext): Clas
   }
   const cov = selectorCoverage(ctx, selector)
   const services = selector ? cov.services : allServices(ctx)
-  if (cov.unmatched) {
-    return unmatchedSelector('spec.workloadSelector', ref, local, reasons, {scope, services})
-  }
+  const noPod = noPodSelected(ctx, cov, 'spec.workloadSelector', ref, reasons, {scope, services})
+  if (noPod) return noPod
   if (cov.proxiesOnly) {
     reasons.push(
       reason(

@@ -8,16 +8,8 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  finding,
-  item,
-  reason,
-  unmatchedSelector,
-  workloadNames,
-} from './results.js'
-import {allServices, hasLabels, labelsSubset, selectorCoverage, servicesCovering} from './selection.js'
+import {type Classified, type KindClassifier, finding, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, labelsSubset, noPodSelected, selectorCoverage, servicesCovering} from './selection.js'
 import {compareAge, itemRef, kindKey, memo, namespaceOf, objectsOfKind} from './objects.js'
 import {isRecord} from '../json.js'
 import {SECURITY, podTemplateOrPod} from '../vocab.js'
@@ -145,7 +137,6 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
   const spec: PeerAuthenticationSpec = isRecord(obj.spec) ? obj.spec : {}
   const level = levelOf(obj, ctx)
   const mode = modeOf(obj)
-  const local = ref.namespace === ctx.namespace
   const reasons: string[] = []
   const findings: Finding[] = []
   const name = formatRef(ref)
@@ -156,9 +147,11 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
 
   const cov = selectorCoverage(ctx, selectorOf(obj))
   const services = level === 'workload' ? cov.services : allServices(ctx)
-  if (level === 'workload' && cov.unmatched) {
-    return unmatchedSelector('spec.selector', ref, local, reasons, {scope, services}, findings)
-  }
+  const noPod =
+    level === 'workload'
+      ? noPodSelected(ctx, cov, 'spec.selector', ref, reasons, {scope, services}, findings)
+      : undefined
+  if (noPod) return noPod
   const scopeText =
     level === 'workload'
       ? `workload scope (${workloadNames(cov.workloads)})`

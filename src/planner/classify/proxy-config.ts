@@ -6,7 +6,7 @@ import type {KubeObject} from '../model.js'
 import type {ProxyConfigSpec} from '../istio-types.js'
 import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
 import {findObject, itemRef, namespaceOf} from './objects.js'
-import {hasLabels, isProxyWorkload, selectorCoverage} from './selection.js'
+import {hasLabels, isProxyWorkload, noPodSelected, selectorCoverage} from './selection.js'
 import {isRecord} from '../json.js'
 import {isWaypointClassGateway} from './waypoints.js'
 import {GATEWAY_API_GROUP, GATEWAY_NAME_LABEL} from '../vocab.js'
@@ -41,6 +41,8 @@ export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Clas
       return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'workload'}), findings: []}
     }
     const cov = selectorCoverage(ctx, selector)
+    const noPod = noPodSelected(ctx, cov, 'spec.selector', ref, reasons, {scope: 'workload', services: cov.services})
+    if (noPod) return noPod
     if (cov.proxiesOnly) {
       reasons.push(
         reason(
@@ -53,9 +55,7 @@ export function classifyProxyConfig(obj: KubeObject, ctx: ClassifyContext): Clas
     reasons.push(
       reason(
         'spec.selector',
-        cov.unmatched
-          ? 'matches no workload of the namespace: no effect'
-          : `selects app pods (${workloadNames(cov.workloads)}), which have no proxy in ambient: concurrency, image and environment settings are inert`,
+        `selects app pods (${workloadNames(cov.workloads)}), which have no proxy in ambient: concurrency, image and environment settings are inert`,
       ),
     )
     return {

@@ -5,8 +5,8 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {RequestAuthenticationSpec} from '../istio-types.js'
-import {type Classified, type KindClassifier, item, reason, unmatchedSelector, workloadNames} from './results.js'
-import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {classifyByTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
@@ -26,9 +26,8 @@ export function classifyRequestAuthentication(obj: KubeObject, ctx: ClassifyCont
   const cov = selectorCoverage(ctx, selector)
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   const services = selector ? cov.services : allServices(ctx)
-  if (selector && cov.unmatched) {
-    return unmatchedSelector('spec.selector', ref, local, reasons, {scope, services})
-  }
+  const noPod = selector ? noPodSelected(ctx, cov, 'spec.selector', ref, reasons, {scope, services}) : undefined
+  if (noPod) return noPod
   if (cov.proxiesOnly) {
     reasons.push(
       reason(

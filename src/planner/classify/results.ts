@@ -2,6 +2,7 @@
 import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, Severity, Verdict, WorkloadItem} from '../model.js'
 import type {FindingCode} from '../findings/catalogue.js'
+import {type EntryWorkload, entryNames} from '../workload-entries.js'
 
 /** The result of classifying one object. */
 export interface Classified {
@@ -36,6 +37,40 @@ export function unmatchedSelector(
 ): Classified {
   reasons.push(
     reason(field, 'matches no workload of the namespace: no effect now (re-run plan if such pods are added)'),
+  )
+  return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, extra), findings}
+}
+
+/**
+ * A selector policy that matches no pod of the namespace but WorkloadEntries/WorkloadGroups (issue 21 §5): it is
+ * enforced by the proxies of the VMs among them, which the migration leaves as they are (VMs cannot join ambient
+ * and keep their sidecars: VmWorkloadUnsupported); entries without a proxy (external endpoints) enforce nothing,
+ * before or after the migration.
+ */
+export function entriesOnlySelector(
+  field: string,
+  ref: ObjectRef,
+  local: boolean,
+  reasons: string[],
+  extra: Pick<InventoryItem, 'scope' | 'services'>,
+  entries: EntryWorkload[],
+  findings: Finding[] = [],
+): Classified {
+  const vms = entries.filter((e) => e.sidecar)
+  if (vms.length > 0) {
+    reasons.push(
+      reason(
+        field,
+        `matches no pod of the namespace, only VM workload(s) ${entryNames(vms)} with a sidecar, which enforces it: unaffected by the migration (VMs cannot join ambient and keep their sidecars)`,
+      ),
+    )
+    return {item: item(ref, 'unaffected', 'keep', reasons, extra), findings}
+  }
+  reasons.push(
+    reason(
+      field,
+      `matches no pod of the namespace, only ${entries.map((e) => `${e.ref.kind} ${e.ref.name} (${e.identity})`).join(', ')}: an endpoint without a proxy enforces nothing, before or after the migration`,
+    ),
   )
   return {item: item(ref, 'inert', local ? 'no-effect' : 'keep', reasons, extra), findings}
 }

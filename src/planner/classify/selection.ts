@@ -1,11 +1,12 @@
 // Which workloads and Services of the migrated namespace a selector covers.
 import type {ClassifyContext} from '../context.js'
-import type {ServiceItem, WorkloadItem} from '../model.js'
+import type {Finding, InventoryItem, ObjectRef, ServiceItem, WorkloadItem} from '../model.js'
 import type {LabelSelector, Labels} from '../istio-types.js'
 import {groupBy, isRecord} from '../json.js'
 import {selectorMatches} from '../namespace.js'
 import {memo} from './objects.js'
-import {uniqSorted} from './results.js'
+import {type Classified, entriesOnlySelector, uniqSorted, unmatchedSelector} from './results.js'
+import {type EntryWorkload, entryWorkloads} from '../workload-entries.js'
 
 export function hasLabels(labels: Labels | undefined): labels is Labels {
   return isRecord(labels) && Object.keys(labels).length > 0
@@ -38,6 +39,15 @@ export function matchingWorkloads(ctx: ClassifyContext, selector: Labels | undef
   return (candidates ?? []).filter((w) => labelsSubset(selector, w.podLabels))
 }
 
+/**
+ * WorkloadEntries and WorkloadGroups of the namespace a (possibly absent) selector covers: selectors match VMs'
+ * proxies too, by the entry's labels (issue 21 §5; src/planner/workload-entries.ts).
+ */
+export function matchingEntries(ctx: ClassifyContext, selector: Labels | undefined): EntryWorkload[] {
+  const entries = entryWorkloads(ctx.objects, ctx.namespace)
+  return hasLabels(selector) ? entries.filter((e) => labelsSubset(selector, e.labels)) : [...entries]
+}
+
 /** Gateways and waypoints keep an Envoy of their own in ambient: config selecting only them is unaffected. */
 export function isProxyWorkload(w: WorkloadItem): boolean {
   return w.traits.some((t) => t === 'injected-gateway' || t === 'kube-gateway' || t === 'waypoint')
@@ -64,6 +74,15 @@ export function servicesCovering(ctx: ClassifyContext, workloads: WorkloadItem[]
   return uniqSorted(names)
 }
 
+/** Names of the namespace's Services whose selector covers at least one of the WorkloadEntries/WorkloadGroups. */
+export function servicesSelectingEntries(ctx: ClassifyContext, entries: EntryWorkload[]): string[] {
+  return uniqSorted(
+    ctx.services
+      .filter((s) => hasLabels(s.selector) && entries.some((e) => labelsSubset(s.selector, e.labels)))
+      .map((s) => s.ref.name),
+  )
+}
+
 export function allServices(ctx: ClassifyContext): string[] {
   return memo(ctx, 'all-services', () => uniqSorted(ctx.services.map((s) => s.ref.name)))
 }
@@ -83,21 +102,57 @@ export interface SelectorCoverage {
   workloads: WorkloadItem[]
   /** There is a selector and it covers only gateway/waypoint pods (which keep their own proxy). */
   proxiesOnly: boolean
-  /** There is a selector and it covers no workload of the namespace. */
+  /** There is a selector and it covers no workload of the namespace: no pod, no WorkloadEntry, no WorkloadGroup. */
   unmatched: boolean
   services: string[]
+  /** WorkloadEntries/WorkloadGroups of the namespace the selector covers (all of them when there is no selector). */
+  entries: EntryWorkload[]
+  /** There is a selector and it covers no pod, only WorkloadEntries/WorkloadGroups (VMs, external endpoints). */
+  entriesOnly: boolean
 }
 
 export function selectorCoverage(ctx: ClassifyContext, selector: Labels | undefined): SelectorCoverage {
   const workloads = matchingWorkloads(ctx, selector)
+  const entries = matchingEntries(ctx, selector)
   const selective = hasLabels(selector)
   return {
     workloads,
+    entries,
+    entriesOnly: selective && workloads.length === 0 && entries.length > 0,
     proxiesOnly: selective && workloads.length > 0 && workloads.every(isProxyWorkload),
-    unmatched: selective && workloads.length === 0,
+    unmatched: selective && workloads.length === 0 && entries.length === 0,
     services: servicesCovering(
       ctx,
       workloads.filter((w) => !isProxyWorkload(w)),
     ),
   }
+}
+
+/**
+ * The classification of a selector policy that selects no pod: none at all (no effect), or only
+ * WorkloadEntries/WorkloadGroups (issue 21 §5: enforced by the VMs' own sidecars, or by nothing for endpoints
+ * without a proxy). Undefined when it selects pods: the kind's classifier goes on.
+ */
+export function noPodSelected(
+  ctx: ClassifyContext,
+  cov: SelectorCoverage,
+  field: string,
+  ref: ObjectRef,
+  reasons: string[],
+  extra: Pick<InventoryItem, 'scope' | 'services'>,
+  findings: Finding[] = [],
+): Classified | undefined {
+  const local = ref.namespace === ctx.namespace
+  if (cov.unmatched) return unmatchedSelector(field, ref, local, reasons, extra, findings)
+  if (cov.entriesOnly)
+    return entriesOnlySelector(
+      field,
+      ref,
+      local,
+      reasons,
+      {...extra, services: servicesSelectingEntries(ctx, cov.entries)},
+      cov.entries,
+      findings,
+    )
+  return undefined
 }

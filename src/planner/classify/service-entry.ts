@@ -1,8 +1,9 @@
 // ServiceEntry, WorkloadEntry, WorkloadGroup (DOMAIN §3.7, §8).
 // ServiceEntries are published to ztunnel as services (VIPs; DNS capture resolves them): keep. exportTo is
 // ignored by ztunnel and waypoints (read as "*"). Wildcard hosts are not supported by ztunnel or waypoints,
-// except DYNAMIC_DNS + MESH_EXTERNAL bound to an (egress) waypoint. VM workloads (WorkloadEntry /
-// WorkloadGroup) cannot join an ambient mesh: hard blocker.
+// except DYNAMIC_DNS + MESH_EXTERNAL bound to an (egress) waypoint. VM workloads (a WorkloadEntry with a sidecar
+// identity, WorkloadGroups) cannot join an ambient mesh: hard blocker; a WorkloadEntry without a proxy is an
+// endpoint ztunnel reaches as sidecars did (issue 21 §6).
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {ServiceEntrySpec} from '../istio-types.js'
@@ -19,6 +20,7 @@ import {
 } from './results.js'
 import {exportedTo} from './hosts.js'
 import {hasLabels, labelsSubset, selectorCoverage} from './selection.js'
+import {entryNames, fromWorkloadEntry, workloadEntryLabels} from '../workload-entries.js'
 import {isRecord} from '../json.js'
 import {itemRef, objectsOfKind, namespaceOf} from './objects.js'
 import {NETWORKING, USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../vocab.js'
@@ -142,12 +144,16 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
       ),
     )
   }
-  if (hasLabels(spec.workloadSelector?.matchLabels) && local) {
-    const cov = selectorCoverage(ctx, spec.workloadSelector!.matchLabels)
+  if (hasLabels(spec.workloadSelector?.labels) && local) {
+    const cov = selectorCoverage(ctx, spec.workloadSelector!.labels)
+    const selected = [
+      ...(cov.workloads.length > 0 ? [workloadNames(cov.workloads)] : []),
+      ...(cov.entries.length > 0 ? [entryNames(cov.entries)] : []),
+    ]
     reasons.push(
       reason(
         'spec.workloadSelector',
-        `selects ${cov.workloads.length > 0 ? workloadNames(cov.workloads) : 'no workload of the namespace'} (and WorkloadEntries): endpoints are kept for ambient pods`,
+        `selects ${selected.join(', ') || 'no workload of the namespace (no pod, WorkloadEntry or WorkloadGroup)'}: endpoints are kept for ambient pods`,
       ),
     )
   }
@@ -224,29 +230,45 @@ export const serviceEntryClassifier: KindClassifier = {
   classify: classifyServiceEntry,
 }
 
-/** ServiceEntries of the WorkloadEntry's namespace whose workloadSelector picks it. */
+/** ServiceEntries of the WorkloadEntry's namespace whose workloadSelector (`labels`: networking's WorkloadSelector) picks it. */
 function selectingEntries(obj: KubeObject, ctx: ClassifyContext): KubeObject[] {
   const ns = namespaceOf(obj, ctx)
-  const labels = (obj.spec?.labels ?? {}) as Record<string, string>
+  const labels = workloadEntryLabels(obj)
   return objectsOfKind(ctx, `${NETWORKING}/ServiceEntry`).filter(
     (o) =>
       namespaceOf(o, ctx) === ns &&
-      hasLabels(o.spec?.workloadSelector?.matchLabels) &&
-      labelsSubset(o.spec.workloadSelector.matchLabels, labels),
+      hasLabels(o.spec?.workloadSelector?.labels) &&
+      labelsSubset(o.spec.workloadSelector.labels, labels),
   )
 }
 
+/**
+ * Issue 21 §6: the VM blocker is for VMs with a sidecar. Whether a WorkloadEntry has one is what istiod derives its
+ * TLS mode from (security.istio.io/tlsMode, else a serviceAccount: pilot/pkg/serviceregistry/serviceentry/conversion.go
+ * getTLSModeFromWorkloadEntry). One without is an endpoint — of a MESH_EXTERNAL ServiceEntry typically — that
+ * sidecars reach in plain TCP and ztunnel reaches the same way (no HBONE: pilot/pkg/serviceregistry/ambient/workloads.go
+ * setTunnelProtocol), so ambient handles it.
+ */
 export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
-  const spec = isRecord(obj.spec) ? obj.spec : {}
+  const entry = fromWorkloadEntry(obj, ref.namespace!)
   const reasons: string[] = []
-  const address = typeof spec.address === 'string' ? spec.address : '(no address)'
+  const address = entry.address ?? '(no address)'
   const entries = selectingEntries(obj, ctx)
-  if (entries.length > 0 && entries.every((e) => (e.spec?.location ?? 'MESH_EXTERNAL') === 'MESH_EXTERNAL')) {
+  const external = entries.filter((e) => (e.spec?.location ?? 'MESH_EXTERNAL') === 'MESH_EXTERNAL')
+  const services = ctx.services.filter((s) => s.entryWorkloads?.includes(`WorkloadEntry/${ref.name}`))
+  const of = [
+    ...entries.map(
+      (e) =>
+        `${(e.spec?.location ?? 'MESH_EXTERNAL') === 'MESH_EXTERNAL' ? 'MESH_EXTERNAL' : 'MESH_INTERNAL'} ServiceEntry ${e.metadata.name}`,
+    ),
+    ...services.map((s) => `Service ${s.ref.name}`),
+  ]
+  if (!entry.sidecar) {
     reasons.push(
       reason(
         'spec.address',
-        `${address}: endpoint of MESH_EXTERNAL ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}, not a mesh workload — kept as a ztunnel service endpoint`,
+        `${address}: ${entry.identity}${of.length > 0 ? `; endpoint of ${of.join(', ')}` : ''} — not a mesh workload: sidecars reach it in plain TCP today, and so does ztunnel (kept as a service endpoint)`,
       ),
     )
     return {item: item(ref, 'L4', 'keep', reasons), findings: []}
@@ -254,11 +276,16 @@ export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Cl
   reasons.push(
     reason(
       'spec.address',
-      `${address}: a non-Kubernetes (VM) mesh workload${spec.serviceAccount ? ` running as ${String(spec.serviceAccount)}` : ''}; VM workloads cannot join an ambient mesh`,
+      `${address}: a non-Kubernetes (VM) mesh workload with a sidecar (${entry.identity}); VM workloads cannot join an ambient mesh`,
     ),
   )
-  if (entries.length > 0)
-    reasons.push(reason('spec.labels', `selected by ServiceEntry ${entries.map((e) => e.metadata.name).join(', ')}`))
+  if (of.length > 0)
+    reasons.push(
+      reason(
+        'spec.labels',
+        `endpoint of ${of.join(', ')}${external.length > 0 ? ': a MESH_EXTERNAL entry does not make a VM with a sidecar an external endpoint' : ''}`,
+      ),
+    )
   return vmBlocker(
     ref,
     reasons,

@@ -6,7 +6,7 @@ import type {Finding, KubeObject} from '../model.js'
 import type {SidecarSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
 import {type Classified, type KindClassifier, finding, item, list, reason, workloadNames} from './results.js'
-import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
 import {NETWORKING} from '../vocab.js'
@@ -23,10 +23,8 @@ export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classifi
   const services = selector ? cov.services : allServices(ctx)
   const action = local ? 'no-effect' : 'keep'
 
-  if (cov.unmatched) {
-    reasons.push(reason('spec.workloadSelector', 'matches no workload of the namespace: no effect now'))
-    return {item: item(ref, 'inert', action, reasons, {scope, services}), findings: []}
-  }
+  const noPod = noPodSelected(ctx, cov, 'spec.workloadSelector', ref, reasons, {scope, services})
+  if (noPod) return noPod
   reasons.push(
     reason(
       selector ? 'spec.workloadSelector' : 'spec',

@@ -4,8 +4,8 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {TelemetrySpec} from '../istio-types.js'
-import {type Classified, type KindClassifier, item, reason, unmatchedSelector, workloadNames} from './results.js'
-import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {classifyByTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
@@ -45,7 +45,6 @@ export function telemetryNeedingWaypoint(spec: TelemetrySpec): string[] {
 export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classified {
   const ref = itemRef(obj, ctx)
   const spec: TelemetrySpec = isRecord(obj.spec) ? obj.spec : {}
-  const local = ref.namespace === ctx.namespace
   const root = ref.namespace === ctx.rootNamespace
   const reasons: string[] = []
 
@@ -54,8 +53,8 @@ export function classifyTelemetry(obj: KubeObject, ctx: ClassifyContext): Classi
   const selector = hasLabels(spec.selector?.matchLabels) ? spec.selector!.matchLabels : undefined
   if (selector) {
     const cov = selectorCoverage(ctx, selector)
-    if (cov.unmatched)
-      return unmatchedSelector('spec.selector', ref, local, reasons, {scope: 'workload', services: cov.services})
+    const noPod = noPodSelected(ctx, cov, 'spec.selector', ref, reasons, {scope: 'workload', services: cov.services})
+    if (noPod) return noPod
     if (cov.proxiesOnly) {
       reasons.push(
         reason(

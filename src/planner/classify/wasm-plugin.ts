@@ -3,8 +3,8 @@
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {WasmPluginSpec} from '../istio-types.js'
-import {type Classified, type KindClassifier, item, reason, unmatchedSelector, workloadNames} from './results.js'
-import {allServices, hasLabels, selectorCoverage} from './selection.js'
+import {type Classified, type KindClassifier, item, reason, workloadNames} from './results.js'
+import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {classifyByTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
@@ -25,9 +25,8 @@ export function classifyWasmPlugin(obj: KubeObject, ctx: ClassifyContext): Class
   const cov = selectorCoverage(ctx, selector)
   const scope = selector ? 'workload' : root ? 'mesh' : 'namespace'
   const services = selector ? cov.services : allServices(ctx)
-  if (cov.unmatched) {
-    return unmatchedSelector('spec.selector', ref, local, reasons, {scope, services})
-  }
+  const noPod = noPodSelected(ctx, cov, 'spec.selector', ref, reasons, {scope, services})
+  if (noPod) return noPod
   if (cov.proxiesOnly) {
     reasons.push(
       reason(

@@ -112,6 +112,9 @@ const SPECS = {
   HTTPRoutePathPrefixSemantics: {area: 'routing', severity: ['warning'], message: '{path}: Gateway API PathPrefix matches whole path segments, Istio prefix matches characters: {prefix} matches fewer paths.', fix: 'Review the converted match.'},
   HTTPRouteHeaderPrefixAsRegex: {area: 'routing', severity: ['info'], message: '{path}: Gateway API has no header prefix match; prefix {prefix} becomes RegularExpression {regex}.'},
 
+  // ── selectors of client proxies and VMs (issue 21 §4-§7: src/planner/classify/destination-rule.ts) ──
+  SelectorDestinationRuleLost: {area: 'routing', edgeCase: 'E11', severity: ['error'], message: '{destinationRule} applies client-side traffic policy for {host} to the outbound traffic of {workloads} only (workloadSelector); once they are ambient nothing applies it. {what the destination\'s waypoint would need}', fix: 'Carry the settings to the destination\'s waypoint (a DestinationRule without workloadSelector), or accept the loss with --accept-lost.'},
+
   // ── policy migration (src/planner/retarget) ──
   RetargetNoService: {area: 'retarget', edgeCase: 'E9', severity: ['error', 'blocker'], message: '{policy} needs the waypoint, but {why}: a service waypoint never sees traffic to those pods.', fix: 'Put a Service in front of the pods, use a workload waypoint, or drop the L7 part.'},
   RetargetTooManyServices: {area: 'retarget', severity: ['warning'], message: '{policy} covers pods behind {n} Services, more than the 16 targetRefs an object may list: its copy targets the waypoint Gateway.'},
