@@ -470,3 +470,36 @@ describe('8. Mesh-wide L7 DENY in the root namespace', () => {
     expect(blockerIds(blocked)).toContain('retarget-root/AuthorizationPolicy/istio-system/mesh-get-only')
   })
 })
+
+describe('Issue 21 §4-§7: client-side selectors, VMs and external endpoints, capture modes (end to end)', () => {
+  // Sources: istio/istio pilot/pkg/model/sidecar.go SidecarScope.DestinationRule (workloadSelector rules: outbound of
+  // the selected proxies of their namespace only); pilot/pkg/serviceregistry/serviceentry/conversion.go
+  // getTLSModeFromWorkloadEntry (no serviceAccount, no tlsMode label: no proxy); pilot/pkg/serviceregistry/ambient/
+  // workloads.go (Services and policies select WorkloadEntries by labels); pkg/kube/inject/validate.go (interceptionMode).
+  it('the workloadSelector DestinationRule blocks as a client-side loss until accepted; the rest plans without blockers', async () => {
+    const objects = await fixture('vms-and-client-selectors.yaml')
+    const plan = planOf(objects)
+    const dr = item(plan, 'DestinationRule', 'cart-to-payments')
+    expect(dr).toMatchObject({verdict: 'L7', action: 'lost-client-side', scope: 'client-side'})
+    expect(blockerIds(plan)).toEqual(['E11/DestinationRule/shop/cart-to-payments'])
+    expect(plan.spec.blockers[0]!.message).toContain('api.payments.example.com has no waypoint: it would need one')
+    expect(plan.spec.blockers[0]!.fix).toContain('--accept-lost E11/DestinationRule/shop/cart-to-payments')
+
+    const accepted = planOf(objects, {acceptLost: ['E11/DestinationRule/shop/cart-to-payments']})
+    expect(accepted.spec.blockers).toEqual([])
+    expect(accepted.spec.findings.find((f) => f.code === 'SelectorDestinationRuleLost')).toMatchObject({
+      severity: 'warning',
+    })
+    // §6: the proxy-less database entry is no VM: no blocker, kept.
+    expect(item(accepted, 'WorkloadEntry', 'orders-db-1')).toMatchObject({verdict: 'L4', action: 'keep'})
+    // §5: the policy selecting only that entry enforces nothing, and says so (not "matches no workload").
+    const ap = item(accepted, 'AuthorizationPolicy', 'orders-db-clients')
+    expect(ap).toMatchObject({verdict: 'inert', action: 'no-effect', services: ['orders-db']})
+    expect(reasonsOf(ap)).toContain('only WorkloadEntry orders-db-1 (no serviceAccount and no tlsMode label: no proxy)')
+    expect(accepted.spec.findings.filter((f) => f.code === 'service-no-workloads')).toEqual([])
+    // §7: TPROXY is a capture mode, no traffic exclusion finding.
+    const tproxy = accepted.spec.workloads.find((w) => w.ref.name === 'tproxy')!
+    expect(tproxy.lostAnnotations[0]!.replacement).toMatch(/^TPROXY: a capture mode/)
+    expect(accepted.spec.findings.filter((f) => f.code === 'traffic-exclusions')).toEqual([])
+  })
+})
