@@ -80,6 +80,12 @@ export function outputInArgv(argv: string[]): string | undefined {
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
 
+  /** A repeated -o takes the last value, as kubectl does (oclif refuses a repeated option flag). */
+  public override async init(): Promise<void> {
+    this.argv = lastOutputOnly(this.argv)
+    await super.init()
+  }
+
   /** `-o json` is the same switch as `--json`: one document on stdout, also for errors. */
   public override jsonEnabled(): boolean {
     return super.jsonEnabled() || (this.ctor.enableJsonFlag && outputInArgv(this.argv) === 'json')
@@ -155,6 +161,9 @@ export abstract class BaseCommand extends Command {
   ): Promise<unknown> {
     // A flag's own parse function failed (oclif rewrites its message and sets exit 2): a usage error.
     const badFlagValue = err?.oclif?.exit === 2 && /^Parsing --/.test(err.message)
+    // oclif's parser says a flag has no value (or is repeated) with a plain CLIError of exit 1: a usage error too.
+    const flagWithoutValue = err instanceof Error && FLAG_WITHOUT_VALUE.test(err.message)
+    if (flagWithoutValue && err.oclif) err.oclif.exit = ExitCode.Usage
     // A parse error means this.parse ran and rejected the input: without this, oclif adds a two-line
     // "did not parse its arguments" Node warning to the usage error whenever NODE_ENV is development or test.
     if (err && ('parse' in err || err.oclif?.exit === 2)) this.parsed = true
@@ -185,7 +194,8 @@ export abstract class BaseCommand extends Command {
           name: 'UsageError',
           message: usageMessage(err.message),
           exitCode: ExitCode.Usage,
-          suggestion: `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`,
+          suggestion:
+            flagValuesHint(err.message) ?? `See '${this.config.bin} ${(this.id ?? '').split(':').join(' ')} --help'.`,
         },
         this.usageLine(),
       )
@@ -197,6 +207,36 @@ export abstract class BaseCommand extends Command {
   }
 }
 
+/** oclif's parser: `Flag --to expects a value`, `Flag --dry-run expects one of these values: none, server`. */
+const FLAG_WITHOUT_VALUE =
+  /^Flag --([\w-]+) (?:expects a value|expects one of these values: (.*)|(can only be specified once))$/
+
+/** For a flag given without its value, the values it takes, written as they are typed: `--dry-run=server`. */
+function flagValuesHint(message: string): string | undefined {
+  const [, flag, values, repeated] = FLAG_WITHOUT_VALUE.exec(message) ?? []
+  if (flag === undefined) return undefined
+  if (repeated) return `Give --${flag} once.`
+  if (values === undefined) return `Give --${flag} a value (--${flag}=VALUE), or leave the flag out.`
+  return `Give --${flag} one of its values: ${values
+    .split(', ')
+    .map((v) => `--${flag}=${v}`)
+    .join(', ')}.`
+}
+
+/** argv with every -o/--output but the last taken out (before `--`). */
+export function lastOutputOnly(argv: string[]): string[] {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length
+  const spans: Array<[number, number]> = []
+  for (let i = 0; i < end; i++) {
+    const a = argv[i]!
+    if ((a === '-o' || a === '--output') && i + 1 < end) spans.push([i, 2])
+    else if (a.startsWith('--output=') || (a.startsWith('-o') && a.length > 2)) spans.push([i, 1])
+    if (a === '-o' || a === '--output') i++
+  }
+  const drop = new Set(spans.slice(0, -1).flatMap(([at, n]) => Array.from({length: n}, (_, k) => at + k)))
+  return argv.filter((_, i) => !drop.has(i))
+}
+
 /** oclif's parse messages carry help hints and tabs meant for its full-help output; keep the facts. */
 export function usageMessage(message: string): string {
   return message
@@ -205,6 +245,7 @@ export function usageMessage(message: string): string {
     .map((l) => l.trim())
     .filter((l) => l.length > 0)
     .join(' ')
+    .replace(/^Flag (--[\w-]+) /, '$1 ')
     .replace(/^Parsing (--[\w-]+)\s*(.*)$/, (_, flag: string, rest: string) =>
       rest.includes(flag) ? rest : `${flag}: ${rest}`,
     )
