@@ -23,8 +23,11 @@ export function renderTimelineMermaid(plan: MigrationPlan): string {
     '```mermaid',
     'gantt',
     `  title ${label(`${plan.metadata.namespace}: data plane and hazards after each step (0 = before the first)`)}`,
-    '  dateFormat X',
-    '  axisFormat %s',
+    // Bare numbers as milliseconds: Mermaid reads a task's start and end with the same format only for `x`
+    // (with `X` it read the start as milliseconds and the end as seconds, so every bar started at 0).
+    '  dateFormat x',
+    '  axisFormat %-L',
+    '  tickInterval 1millisecond',
     '  section Steps',
   ]
   out.push('  0 start :done, 0, 1')
