@@ -27,6 +27,7 @@ export const OUTPUT_SCHEMAS: Record<string, string> = {
   ApplyResult: 'apply-result',
   RollbackResult: 'rollback-result',
   UnlockResult: 'unlock-result',
+  VersionDocument: 'version',
   ErrorDocument: 'error',
 }
 

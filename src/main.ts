@@ -7,6 +7,8 @@ export {execute} from '@oclif/core/execute'
 export {flush} from '@oclif/core/flush'
 export {handle} from '@oclif/core/handle'
 export {run} from '@oclif/core/run'
+/** The help (package.json oclif.helpClass): commands in workflow order. */
+export {WorkflowHelp} from './cli/help.js'
 /** The `command_not_found` hook (package.json oclif.hooks). */
 export {default as commandNotFound} from './hooks/not-found.js'
 
@@ -43,6 +45,9 @@ export const commands = {
   },
   get unlock() {
     return (require('./commands/unlock.js') as typeof import('./commands/unlock.js')).default
+  },
+  get version() {
+    return (require('./commands/version.js') as typeof import('./commands/version.js')).default
   },
   get validate() {
     return (require('./commands/validate.js') as typeof import('./commands/validate.js')).default

@@ -138,6 +138,24 @@ export interface UnlockResult extends Typed<'UnlockResult'> {
   released?: string
 }
 
+/** `version -o json` */
+export interface VersionDocument extends Typed<'Version'> {
+  client: {version: string}
+  /** process.version of the Node.js running the CLI. */
+  node: {version: string}
+  /** The cluster of the context, when one is configured: absent fields were not readable. */
+  cluster: {
+    context?: string
+    server?: string
+    /** The API server's gitVersion. */
+    kubernetes?: string
+    /** The Istio version plans are made for (the default revision's istiod), when istiod is installed. */
+    istio?: {version: string; revision: string; image: string}
+    /** Why there is no cluster version (no kubeconfig, unreachable, forbidden). */
+    error?: string
+  }
+}
+
 /** Any command's failure under `-o json` / `--json` (also printed on stderr for people). */
 export interface ErrorDocument extends Typed<'Error'> {
   error: {

