@@ -65,12 +65,16 @@ export interface ClusterFlags {
   'request-timeout'?: string
 }
 
-export async function connectCluster(flags: ClusterFlags): Promise<KubeClient> {
+export async function connectCluster(
+  flags: ClusterFlags,
+  stderr: NodeJS.WritableStream = process.stderr,
+): Promise<KubeClient> {
   const {connect} = await import('../kube/http-client.js')
   return connect({
     ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
     ...(flags.context ? {context: flags.context} : {}),
     ...(flags['request-timeout'] ? {requestTimeout: flags['request-timeout']} : {}),
+    onWaiting: (message) => stderr.write(`${message}\n`),
   })
 }
 

@@ -164,13 +164,20 @@ export class KubeConnectionError extends UserError {
   constructor(attempt: Attempt, server: string, cause: unknown) {
     const detail = cause instanceof Error ? cause.message : String(cause)
     const timedOut = cause instanceof Error && (cause.name === 'AbortError' || cause.name === 'TimeoutError')
-    super(`${attempt.what} failed: ${timedOut ? 'the request timed out' : `no answer from ${server}`} (${detail})`, {
-      exitCode: ExitCode.Failure,
-      suggestion: timedOut
-        ? "Raise --request-timeout, or check the API server's health."
-        : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
-      cause,
-    })
+    // The server accepted the connection (or did not) but never completed it: kubectl's "TLS handshake timeout".
+    const notConnected = cause instanceof Error && cause.name === 'ConnectTimeoutError'
+    super(
+      `${attempt.what} failed: ${timedOut ? 'the request timed out' : notConnected ? `${server} did not answer` : `no answer from ${server}`} (${detail})`,
+      {
+        exitCode: ExitCode.Failure,
+        suggestion: notConnected
+          ? "Check the kubeconfig's server URL and port (something listens there but is not answering as an API server), the VPN or proxy in between, and the API server's health; then retry."
+          : timedOut
+            ? "Raise --request-timeout, or check the API server's health."
+            : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
+        cause,
+      },
+    )
     this.attempt = attempt
   }
 }

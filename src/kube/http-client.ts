@@ -111,13 +111,23 @@ export interface HttpKubeClientOptions {
    * copied, which still drops the cached exec-plugin credentials and re-reads token files.
    */
   reloadConfig?: () => Promise<KubeConfig>
+  /**
+   * Told once per request that has had no answer for WAITING_NOTICE_MS (what it waits for: the server and
+   * the request), so that a silent server is never a silent hang; the command writes it to stderr.
+   */
+  onWaiting?: (message: string) => void
 }
+
+/** After this long without an answer, a request says what it is waiting for (options.onWaiting). */
+export const WAITING_NOTICE_MS = 5_000
 
 export class HttpKubeClient implements KubeClient {
   readonly context: string
   readonly server: string
   private discovery?: Promise<Discovery>
   private transport: Transport
+  /** Requests waiting past WAITING_NOTICE_MS have said so: one notice for concurrent requests to a silent server. */
+  private waitingNoticed = false
   /** The credential refresh in flight: concurrent 401s share it. */
   private refreshing?: Promise<void>
 
@@ -144,6 +154,15 @@ export class HttpKubeClient implements KubeClient {
     return this.refreshing
   }
 
+  /** Say once, while the server stays silent, what is being waited for. */
+  private noticeWaiting(spec: RequestSpec, url: URL): void {
+    if (!this.options.onWaiting || this.waitingNoticed) return
+    this.waitingNoticed = true
+    this.options.onWaiting(
+      `Waiting for the API server ${this.server} (context ${this.context}): no answer for ${WAITING_NOTICE_MS / 1000}s to ${spec.method} ${url.pathname} (${spec.attempt.what}).`,
+    )
+  }
+
   private async request<T>(spec: RequestSpec): Promise<{status: number; body: T; headers: Record<string, string>}> {
     const url = new URL(this.server + spec.path)
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, v)
@@ -152,6 +171,7 @@ export class HttpKubeClient implements KubeClient {
       const transport = this.transport
       const headers: Record<string, string> = {Accept: spec.accept ?? 'application/json'}
       if (body !== undefined) headers['Content-Type'] = spec.contentType ?? 'application/json'
+      const waiting = setTimeout(() => this.noticeWaiting(spec, url), WAITING_NOTICE_MS)
       try {
         const response = await transport.send(url.toString(), {
           method: spec.method,
@@ -159,13 +179,17 @@ export class HttpKubeClient implements KubeClient {
           ...(body === undefined ? {} : {body}),
           ...(this.options.timeoutMs ? {signal: AbortSignal.timeout(this.options.timeoutMs)} : {}),
         })
+        this.waitingNoticed = false
         return {response, transport}
       } catch (error) {
         const failure = new KubeConnectionError(spec.attempt, this.server, error)
         // A request that may have been applied before the connection dropped is only resent when
-        // resending cannot do harm.
-        if (!spec.idempotent) throw new AbortError(failure)
+        // resending cannot do harm; a server that let a connection time out is not asked again.
+        if (!spec.idempotent || (error instanceof Error && error.name === 'ConnectTimeoutError'))
+          throw new AbortError(failure)
         throw failure
+      } finally {
+        clearTimeout(waiting)
       }
     }
     const attemptOnce = async () => {
@@ -505,10 +529,14 @@ export async function connect(opts: {
   kubeconfig?: string
   context?: string
   requestTimeout?: string
+  onWaiting?: (message: string) => void
 }): Promise<HttpKubeClient> {
   const {parseRequestTimeout} = await import('./config.js')
   const timeoutMs = parseRequestTimeout(opts.requestTimeout)
-  return new HttpKubeClient(await openTransport(opts), timeoutMs === undefined ? {} : {timeoutMs})
+  return new HttpKubeClient(await openTransport(opts), {
+    ...(timeoutMs === undefined ? {} : {timeoutMs}),
+    ...(opts.onWaiting ? {onWaiting: opts.onWaiting} : {}),
+  })
 }
 
 /** The light kubeconfig when it is enough, else client-node's; loaded again the same way after a 401. */

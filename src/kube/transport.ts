@@ -4,6 +4,8 @@
 // which spares the inventory path client-node's import.
 import http from 'node:http'
 import https from 'node:https'
+import type {Socket} from 'node:net'
+import {TLSSocket} from 'node:tls'
 import {gunzipSync} from 'node:zlib'
 
 import type {KubeConfig} from '@kubernetes/client-node'
@@ -34,6 +36,55 @@ export interface Transport {
   send(url: string, init: SendInit): Promise<ResponseLike>
   /** The same kubeconfig loaded again after a 401: a re-login or a rotated token file is picked up. */
   reload(): Promise<Transport>
+}
+
+/**
+ * How long a new connection may take to be established, and then its TLS handshake to complete, as kubectl's
+ * dial and TLS handshake timeouts: a server that accepts connections and never answers fails after this,
+ * whatever --request-timeout says (which bounds the whole request once connected).
+ */
+export const CONNECT_TIMEOUT_MS = 10_000
+
+/** A connection that was not established, or whose TLS handshake did not complete, in time. */
+export class ConnectTimeoutError extends Error {
+  override readonly name = 'ConnectTimeoutError'
+  constructor(
+    readonly phase: 'connect' | 'TLS handshake',
+    readonly address: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `${phase === 'connect' ? 'connecting to' : 'TLS handshake with'} ${address} timed out after ${timeoutMs / 1000}s`,
+    )
+  }
+}
+
+/**
+ * Bound a new socket's connect and TLS handshake (a reused keep-alive socket is already both). Destroys
+ * `request` with a ConnectTimeoutError when a phase takes longer than `timeoutMs`.
+ */
+export function limitConnect(
+  request: http.ClientRequest,
+  socket: Socket,
+  address: string,
+  timeoutMs = CONNECT_TIMEOUT_MS,
+): void {
+  if (request.reusedSocket) return
+  const tls = socket instanceof TLSSocket
+  let timer: NodeJS.Timeout | undefined
+  const arm = (phase: 'connect' | 'TLS handshake') => {
+    clearTimeout(timer)
+    timer = setTimeout(() => request.destroy(new ConnectTimeoutError(phase, address, timeoutMs)), timeoutMs)
+  }
+  const done = () => clearTimeout(timer)
+  if (socket.connecting) {
+    arm('connect')
+    socket.once('connect', () => (tls ? arm('TLS handshake') : done()))
+  } else if (tls) arm('TLS handshake')
+  else return
+  if (tls) socket.once('secureConnect', done)
+  socket.once('close', done)
+  request.once('close', done)
 }
 
 // Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
@@ -148,6 +199,7 @@ export class LightTransport implements Transport {
           })
         },
       )
+      request.on('socket', (socket) => limitConnect(request, socket, new URL(url).host))
       request.on('error', reject)
       request.end(init.body)
     })

@@ -11,7 +11,10 @@ export interface SourceFlags {
   'request-timeout'?: string
 }
 
-export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
+export async function openSource(
+  flags: SourceFlags,
+  stderr: NodeJS.WritableStream = process.stderr,
+): Promise<ObjectSource> {
   if (flags.manifests && flags.manifests.length > 0) {
     if (flags.kubeconfig || flags.context) {
       throw new UsageError(
@@ -27,6 +30,7 @@ export async function openSource(flags: SourceFlags): Promise<ObjectSource> {
     ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
     ...(flags.context ? {context: flags.context} : {}),
     ...(flags['request-timeout'] ? {requestTimeout: flags['request-timeout']} : {}),
+    onWaiting: (message) => stderr.write(`${message}\n`),
   })
   const {ClusterSource} = await import('./cluster.js')
   return ClusterSource.open(client)

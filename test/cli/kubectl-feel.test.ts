@@ -1,9 +1,15 @@
 // Issue 24 through the built CLI, offline, at 80 and 200 columns (COLUMNS set here, never inherited):
 // usage errors of flags without values, `version`, the root help in workflow order, the Mermaid gantt
 // as Mermaid's own parser reads it, names and ids kept whole in tables, and a black-holed API server.
-import {describe, expect, it} from 'vitest'
+import {spawn} from 'node:child_process'
+import {mkdtemp, writeFile} from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
 
-import {runCli} from '../support/cli.js'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {BIN, hasStackTrace, runCli} from '../support/cli.js'
 import {parseGantt} from '../support/mermaid.js'
 import {schemaProblems} from '../support/schemas.js'
 
@@ -130,4 +136,88 @@ describe.each(WIDTHS)('show -o markdown at %s columns: the gantt as Mermaid read
       /Parse error/,
     )
   })
+})
+
+/** A loopback listener that accepts connections and never answers: no TLS handshake, no HTTP. */
+let blackHole: net.Server
+let blackHoleConfig: string
+const held: net.Socket[] = []
+
+beforeAll(async () => {
+  blackHole = net.createServer((socket) => held.push(socket))
+  await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve))
+  const {port} = blackHole.address() as net.AddressInfo
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-blackhole-'))
+  blackHoleConfig = path.join(dir, 'kubeconfig')
+  await writeFile(
+    blackHoleConfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: silent, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]`,
+      'users: [{name: admin, user: {token: t0ken}}]',
+      'contexts: [{name: admin, context: {cluster: silent, user: admin}}]',
+      'current-context: admin',
+    ].join('\n'),
+  )
+})
+
+afterAll(async () => {
+  for (const socket of held) socket.destroy()
+  await new Promise((resolve) => blackHole.close(resolve))
+})
+
+/** Run the CLI, noting when (ms after start) the first stderr line containing `marker` came. */
+function runTimed(args: string[], env: NodeJS.ProcessEnv, marker: string) {
+  return new Promise<{code: number | null; stdout: string; stderr: string; markerAt?: number; endedAt: number}>(
+    (resolve, reject) => {
+      const started = Date.now()
+      const child = spawn(process.execPath, [BIN, ...args], {env: {...process.env, NO_COLOR: '1', ...env}})
+      let stdout = ''
+      let stderr = ''
+      let markerAt: number | undefined
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString()
+        if (markerAt === undefined && stderr.includes(marker)) markerAt = Date.now() - started
+      })
+      child.on('error', reject)
+      child.on('close', (code) =>
+        resolve({code, stdout, stderr, ...(markerAt === undefined ? {} : {markerAt}), endedAt: Date.now() - started}),
+      )
+    },
+  )
+}
+
+describe.each(WIDTHS)('a server that accepts connections and never answers, at %s columns', (columns) => {
+  it('says what the command waits for within 15 s and fails with Error/Next within a minute', async () => {
+    const r = await runTimed(
+      ['inventory', 'bookinfo'],
+      {KUBECONFIG: blackHoleConfig, COLUMNS: columns},
+      'Waiting for the API server',
+    )
+    expect(r.code).toBe(1)
+    expect(r.markerAt, r.stderr).toBeLessThan(15_000)
+    expect(r.endedAt).toBeLessThan(60_000)
+    const {port} = blackHole.address() as net.AddressInfo
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `Waiting for the API server https://127\\.0\\.0\\.1:${port} \\(context admin\\): no answer for 5s to GET /api`,
+      ),
+    )
+    expect(r.stderr).toContain(`Error: read API discovery`)
+    expect(r.stderr).toContain(`(TLS handshake with 127.0.0.1:${port} timed out after 10s)`)
+    expect(r.stderr).toMatch(/^Next: Check the kubeconfig's server URL and port/m)
+    expect(hasStackTrace(r.stderr)).toBe(false)
+    expect(r.stdout).toBe('')
+  }, 90_000)
+
+  it('an explicit --request-timeout is what bounds the request once connected', async () => {
+    const r = await runCli(['version', '-o', 'json', '--request-timeout', '2s'], {
+      env: {KUBECONFIG: blackHoleConfig, COLUMNS: columns},
+    })
+    expect(r.code).toBe(0)
+    expect(schemaProblems(r.stdout, 'Version')).toEqual([])
+    expect(JSON.parse(r.stdout).cluster.error).toContain('the request timed out')
+  }, 90_000)
 })
