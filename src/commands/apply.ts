@@ -200,7 +200,11 @@ ${EXIT_CODES_HELP}
     const say = (m: string) => this.note(mark(dryRun, m))
     const steps = ctx.state.plan.spec.steps
     const title = `Step ${steps.indexOf(step) + 1}/${steps.length} ${step.id}`
-    say(`\n${stderrPainter().paint('bold', title)}: ${step.description}`)
+    // Wrapped at spaces to the terminal the prompt is on: a terminal would break the description mid-word.
+    const {fitText, terminalWidth} = await import('../ui/table.js')
+    say(
+      `\n${fitText(`${stderrPainter().paint('bold', title)}: ${step.description}`, {width: terminalWidth(process.env, process.stderr)})}`,
+    )
     for (const line of describeStepWrites(step)) say(`  will ${line}`)
     if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
     say(`  undo: ${step.undo.description}`)

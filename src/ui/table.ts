@@ -5,6 +5,9 @@
 // Columns are sized to the terminal (issue 13 §2): the widest columns give way first, cells wrap at
 // word boundaries, and in the default view a cell is cut after MAX_LINES lines with an ellipsis;
 // `-o wide` keeps every word. Piped output has no width limit (one line per row, for grep and awk).
+// A word is never split or cut (issue 24 §1): names, ids and object references are what people copy into
+// --accept-lost or kubectl, so a column is never narrower than its longest word, and a row runs past the
+// edge of the terminal rather than break one, as kubectl's do; the last column's long words overflow it.
 import Table from 'cli-table3'
 import cliTruncate from 'cli-truncate'
 import stringWidth from 'string-width'
@@ -33,10 +36,10 @@ const NO_BORDERS = {
 const GAP = 3
 /** Default view: lines a cell may wrap onto before it is cut with an ellipsis. */
 const MAX_LINES = 3
-/** A column never shrinks below this, its header's longest piece, or its longest word (up to MAX_WORD). */
+/** A column never shrinks below this, its header's longest piece, or its longest word. */
 const MIN_COLUMN = 6
-/** Word pieces up to this wide are never split; longer ones (a base64 string, a long hash) may be, at the width. */
-const MAX_WORD = 20
+/** The last column (free text, long words overflow it) keeps at least this much of its longest word. */
+const LAST_COLUMN_WORD = 20
 
 export interface TableLayout {
   /** Columns available; Infinity when stdout is not a terminal. */
@@ -70,29 +73,20 @@ const lines = (cell: string) => cell.split('\n')
 /** Headers may break after a hyphen (SIDECAR-IN-AMBIENT), so their longest piece is what must fit. */
 const longestHeaderPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=-)/).map((w) => stringWidth(w)))
 
-const longestWord = (text: string) => Math.max(0, ...text.split(/\s+/).map((w) => stringWidth(w)))
-/** The pieces a word may break into: after a separator (/ - . , : =), as splitLongWord breaks it. */
-const longestPiece = (text: string) => Math.max(0, ...text.split(/\s+|(?<=[/\-.,:=])/).map((w) => stringWidth(w)))
+const longestWord = (text: string) =>
+  Math.max(0, ...lines(text).flatMap((l) => l.split(/\s+/).map((w) => stringWidth(w))))
 
 /**
- * Each column's narrowest legible width: never below MIN_COLUMN, a header piece, or the longest piece of a word
- * in its cells (words break only after separators, never inside: `sidecar` stays whole, `kube-node-lease` may
- * break after a hyphen).
+ * Each column's narrowest width: never below MIN_COLUMN, a header piece, or the longest word in its cells, which
+ * is never split; the last column, whose long words may run past the edge, only keeps LAST_COLUMN_WORD of it.
  */
-function minimumWidths(head: string[], rows: string[][], natural: number[], available: number): number[] {
-  const floor = head.map((h, i) => Math.min(natural[i]!, Math.max(MIN_COLUMN, longestHeaderPiece(h))))
-  // The first column names the row (a namespace, a kind, a step): its words stay whole, not only their pieces.
-  const minimum = head.map((_, i) => {
-    const piece = Math.max(0, ...rows.map((r) => (i === 0 ? longestWord : longestPiece)(r[i] ?? '')))
-    return Math.max(floor[i]!, Math.min(natural[i]!, MAX_WORD, piece))
+function minimumWidths(head: string[], rows: string[][], natural: number[]): number[] {
+  const last = head.length - 1
+  return head.map((h, i) => {
+    const floor = Math.min(natural[i]!, Math.max(MIN_COLUMN, longestHeaderPiece(h)))
+    const word = Math.max(0, ...rows.map((r) => longestWord(r[i] ?? '')))
+    return Math.max(floor, i === last ? Math.min(word, LAST_COLUMN_WORD) : word)
   })
-  // Too many columns to keep every word whole: the free-text columns (widest first) may break words instead.
-  const byWidth = head.map((_, i) => i).sort((a, b) => natural[b]! - natural[a]!)
-  for (const i of byWidth) {
-    if (minimum.reduce((a, b) => a + b, 0) <= available) break
-    minimum[i] = floor[i]!
-  }
-  return minimum
 }
 
 /** Widths that fit `available`: the widest columns are narrowed first (water-filling), never below their minimum. */
@@ -121,26 +115,11 @@ export function fitColumns(natural: number[], minimum: number[], available: numb
 // eslint-disable-next-line no-control-regex -- ESC starts the ANSI codes this matches
 const WHOLE_PAINT = /^((?:\u001B\[\d+m)+)([^\u001B]*)((?:\u001B\[\d+m)+)$/
 
-/** Split a word longer than `width` after a separator (/ - . , : =) where possible, else at the width. */
-function splitLongWord(word: string, width: number): string[] {
-  const pieces: string[] = []
-  let rest = word
-  while (stringWidth(rest) > width) {
-    const head = rest.slice(0, width)
-    // After the last separator that fits; a word without one is cut at the width.
-    const cut = Math.max(...['/', '-', '.', ',', ':', '='].map((c) => head.lastIndexOf(c)))
-    const at = cut >= 1 ? cut + 1 : width
-    pieces.push(rest.slice(0, at))
-    rest = rest.slice(at)
-  }
-  return [...pieces, rest]
-}
-
-/** Greedy word wrap of plain text; words longer than a line are split at separators. */
+/** Greedy word wrap of plain text at spaces; a word longer than a line is never split: it has a line of its own. */
 export function wrapWords(text: string, width: number): string[] {
   const out: string[] = []
   let line = ''
-  for (const word of text.split(/ +/).flatMap((w) => splitLongWord(w, width))) {
+  for (const word of text.split(/ +/)) {
     if (line === '') line = word
     else if (stringWidth(line) + 1 + stringWidth(word) <= width) line += ` ${word}`
     else {
@@ -151,11 +130,41 @@ export function wrapWords(text: string, width: number): string[] {
   return [...out, line]
 }
 
+/** A header wrapped at spaces and after its hyphens (SIDECAR-/IN-AMBIENT): what minimumWidths counts on. */
+function wrapHeader(header: string, width: number): string[] {
+  const out: string[] = []
+  let line = ''
+  for (const word of header.split(/ +/)) {
+    let sep = line === '' ? '' : ' '
+    for (const piece of word.split(/(?<=-)/)) {
+      if (line !== '' && stringWidth(line) + sep.length + stringWidth(piece) > width) {
+        out.push(line)
+        line = ''
+        sep = ''
+      }
+      line += sep + piece
+      sep = ''
+    }
+  }
+  return [...out, line]
+}
+
+/** Whole words of `text` that fit in `width` with an ellipsis after them: free text is cut between words. */
+function cutAtWord(text: string, width: number): string {
+  let kept = ''
+  for (const word of text.split(/ +/)) {
+    const next = kept === '' ? word : `${kept} ${word}`
+    if (stringWidth(next) + 1 > width) break
+    kept = next
+  }
+  return kept === '' ? '…' : `${kept}…`
+}
+
 function wrapLine(line: string, width: number): string[] {
   const painted = WHOLE_PAINT.exec(line)
   if (painted) return wrapWords(painted[2]!, width).map((l) => `${painted[1]}${l}${painted[3]}`)
   if (!line.includes('\u001B')) return wrapWords(line, width)
-  return wrapAnsi(line, width, {hard: true, trim: true}).split('\n')
+  return wrapAnsi(line, width, {hard: false, trim: true}).split('\n')
 }
 
 /** One cell in `width` columns: wrapped at word boundaries; in the default view cut after MAX_LINES. */
@@ -172,7 +181,10 @@ export function fitCell(cell: string, width: number, wide: boolean): string {
       continue
     }
     const rest = wrapped.slice(MAX_LINES - 1).join(' ')
-    out.push(...wrapped.slice(0, MAX_LINES - 1), cliTruncate(rest, width, {position: 'end'}))
+    out.push(
+      ...wrapped.slice(0, MAX_LINES - 1),
+      rest.includes('\u001B') ? cliTruncate(rest, width) : cutAtWord(rest, width),
+    )
   }
   return out.join('\n')
 }
@@ -193,23 +205,29 @@ export function renderTable(
   const {width, wide} = {...layout, ...opts}
   const natural = naturalWidths(head, rows)
   // Columns stand 3 apart (as kubectl's); 2 when that is what it takes to fit a narrow terminal.
-  const wholeWords = minimumWidths(head, rows, natural, Number.POSITIVE_INFINITY)
-  const gap = wholeWords.reduce((a, b) => a + b, 0) + GAP * (head.length - 1) > width ? GAP - 1 : GAP
+  const minimum = minimumWidths(head, rows, natural)
+  const gap = minimum.reduce((a, b) => a + b, 0) + GAP * (head.length - 1) > width ? GAP - 1 : GAP
   const available = width - gap * (head.length - 1)
-  const widths = fitColumns(natural, minimumWidths(head, rows, natural, available), available)
+  const widths = fitColumns(natural, minimum, available)
+  const cells = rows.map((row) => head.map((_, i) => fitCell(row[i] ?? '', widths[i]!, wide)))
+  // cli-table3 cuts what is wider than a column: the last one is as wide as its widest line (a long word in it).
+  const last = head.length - 1
+  const lastWidth = Math.max(
+    widths[last]!,
+    ...cells.map((c) => Math.max(0, ...lines(c[last]!).map((l) => stringWidth(l)))),
+  )
   const table = new Table({
     head: head.map((h, i) =>
-      fitCell(h, widths[i]!, true)
-        .split('\n')
+      wrapHeader(h, widths[i]!)
         .map((l) => painter.paint('bold', l))
         .join('\n'),
     ),
     style: {head: [], border: [], 'padding-left': 0, 'padding-right': gap},
     chars: NO_BORDERS,
-    colWidths: widths.map((w) => w + gap),
+    colWidths: widths.map((w, i) => (i === last ? lastWidth : w) + gap),
     wordWrap: false,
   })
-  table.push(...rows.map((row) => head.map((_, i) => fitCell(row[i] ?? '', widths[i]!, wide))))
+  table.push(...cells)
   // Borderless cli-table3 rows are padded to the column width; trim so logs and diffs stay clean.
   return table
     .toString()

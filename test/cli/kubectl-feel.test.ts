@@ -7,6 +7,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 
+import stringWidth from 'string-width'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {BIN, hasStackTrace, runCli} from '../support/cli.js'
@@ -220,4 +221,73 @@ describe.each(WIDTHS)('a server that accepts connections and never answers, at %
     expect(schemaProblems(r.stdout, 'Version')).toEqual([])
     expect(JSON.parse(r.stdout).cluster.error).toContain('the request timed out')
   }, 90_000)
+})
+
+/** A namespace whose findings have long ids: an L7-only ALLOW leaves an L4 part that allows everything. */
+const WEB = `apiVersion: v1
+kind: Namespace
+metadata: {name: web, labels: {istio-injection: enabled}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: frontend, namespace: web}
+spec:
+  selector: {matchLabels: {app: frontend}}
+  template:
+    metadata: {labels: {app: frontend}}
+    spec: {containers: [{name: app, image: nginx}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: frontend, namespace: web}
+spec: {selector: {app: frontend}, ports: [{port: 80, name: http}]}
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: frontend-get-only, namespace: web}
+spec:
+  selector: {matchLabels: {app: frontend}}
+  action: ALLOW
+  rules: [{to: [{operation: {methods: [GET]}}]}]
+`
+const LONG_ID = 'retarget/AuthorizationPolicy/web/frontend-get-only/l4-part-allows-all'
+
+describe.each(WIDTHS)('names and ids whole at %s columns', (columns) => {
+  const env = {...OFFLINE, COLUMNS: columns}
+  const width = Number(columns)
+  /** Every line's whitespace-separated words. */
+  const words = (text: string) => new Set(text.split(/\s+/))
+
+  it('plan: the finding ids --accept-lost takes and every object reference stay whole on one line', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-names-'))
+    await writeFile(path.join(dir, 'web.yaml'), WEB)
+    const r = await runCli(['plan', 'web', '--manifests', 'web.yaml'], {cwd: dir, env})
+    expect(r.code, r.stderr).toBe(0)
+    const seen = words(r.stdout)
+    expect(seen).toContain(LONG_ID)
+    for (const ref of ['web/frontend-get-only-waypoint', 'web/frontend-get-only-ztunnel', 'web/frontend-get-only-l4'])
+      expect(seen, ref).toContain(ref)
+    // What is wider than the terminal is a row carrying a word that alone does not fit beside its columns.
+    if (width === 200) expect(Math.max(...r.stdout.split('\n').map((l) => stringWidth(l)))).toBeLessThanOrEqual(200)
+    // Free text is cut between words, never inside one.
+    for (const line of r.stdout.split('\n').filter((l) => l.endsWith('…'))) expect(line).toMatch(/ \S+…$/)
+    const wide = await runCli(['show', 'plans/web.yaml', '-o', 'wide'], {cwd: dir, env})
+    expect(wide.code).toBe(0)
+    expect(wide.stdout).not.toContain('…')
+    expect(words(wide.stdout)).toContain(LONG_ID)
+  }, 60_000)
+
+  it('show: the step table keeps object names whole (no bookinfo/productpage-ingress-only- / waypoint)', async () => {
+    const r = await runCli(['show', PLAN], {env})
+    expect(r.code).toBe(0)
+    const seen = words(r.stdout)
+    for (const ref of [
+      'bookinfo/productpage-ingress-only-waypoint',
+      'bookinfo/reviews-from-productpage-ztunnel',
+      'E18/PeerAuthentication/bookinfo/default/strict',
+      'E21/AuthorizationPolicy/bookinfo/productpage-ingress-only',
+    ])
+      expect(seen, ref).toContain(ref)
+    expect(r.stdout).not.toMatch(/-\n\s+waypoint\b/)
+  }, 60_000)
 })
