@@ -62,9 +62,49 @@ export function namespaceOf(arg: string | undefined, flag: string | undefined, w
   return arg ?? flag
 }
 
-export function requireNamespaceArg(arg: string | undefined, flag: string | undefined): string {
-  const ns = namespaceOf(arg, flag)
-  if (ns === undefined) throw new UsageError('missing the namespace', 'Pass it as the argument or with -n NAMESPACE.')
+/** Where a command reads objects from: manifests, or the kubeconfig's context. */
+export interface NamespaceSource {
+  manifests?: string[]
+  kubeconfig?: string
+  context?: string
+}
+
+/**
+ * The namespace from the argument or -n; without either, the kubeconfig context's namespace, as kubectl, helm and
+ * istioctl take it — said on `stderr`, since a migration must never pick its namespace silently. Undefined when
+ * none is given and the context has none (or objects come from manifests, which have no context).
+ */
+export async function namespaceOrContext(
+  arg: string | undefined,
+  flag: string | undefined,
+  source: NamespaceSource,
+  stderr: NodeJS.WritableStream = process.stderr,
+): Promise<string | undefined> {
+  const given = namespaceOf(arg, flag)
+  if (given !== undefined || (source.manifests?.length ?? 0) > 0) return given
+  const {readKubeconfigContexts} = await import('../kube/light-config.js')
+  const kubeconfig = readKubeconfigContexts(source.kubeconfig ? {kubeconfig: source.kubeconfig} : {})
+  const context = source.context ?? kubeconfig?.current
+  const namespace = context === undefined ? undefined : kubeconfig?.contexts.get(context)?.namespace
+  if (namespace !== undefined) stderr.write(`namespace ${namespace} (from context ${context})\n`)
+  return namespace
+}
+
+/** namespaceOrContext, required: none anywhere is a usage error saying where a namespace can come from. */
+export async function requireNamespaceOrContext(
+  arg: string | undefined,
+  flag: string | undefined,
+  source: NamespaceSource,
+  stderr: NodeJS.WritableStream = process.stderr,
+): Promise<string> {
+  const ns = await namespaceOrContext(arg, flag, source, stderr)
+  if (ns === undefined)
+    throw new UsageError(
+      'missing the namespace',
+      source.manifests?.length
+        ? 'Pass it as the argument or with -n NAMESPACE.'
+        : "Pass it as the argument or with -n NAMESPACE, or set the context's (kubectl config set-context --current --namespace NAMESPACE).",
+    )
   return ns
 }
 

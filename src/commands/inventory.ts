@@ -6,7 +6,7 @@ import {openSource, requireNamespace} from '../sources/open.js'
 import {stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {type InventoryDocument, typed} from '../cli/contract.js'
-import {namespaceFlag, requireNamespaceArg, waypointForFlag} from '../cli/flags.js'
+import {namespaceFlag, requireNamespaceOrContext, waypointForFlag} from '../cli/flags.js'
 
 export default class InventoryCommand extends BaseCommand {
   static override summary = "List every object that affects a namespace's data plane, with its L4/L7 verdict and why."
@@ -29,7 +29,7 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<InventoryDocument | undefined> {
-    const o = this.validate(await this.complete())
+    const o = await this.validate(await this.complete())
     const source = await openSource(o.flags)
     const snapshot = requireNamespace(await source.snapshot(o.namespace, {rootNamespace: o.flags['root-namespace']}))
     const inventory = typed(
@@ -51,9 +51,9 @@ ${EXIT_CODES_HELP}`
     return {namespaceArg: args.namespace, flags}
   }
 
-  /** The namespace is required (argument or -n); the source flags oclif has checked already. */
-  private validate(o: InventoryInput): InventoryOptions {
-    return {namespace: requireNamespaceArg(o.namespaceArg, o.flags.namespace), flags: o.flags}
+  /** The namespace is required (argument, -n, or the context's); the source flags oclif has checked already. */
+  private async validate(o: InventoryInput): Promise<InventoryOptions> {
+    return {namespace: await requireNamespaceOrContext(o.namespaceArg, o.flags.namespace, o.flags), flags: o.flags}
   }
 }
 

@@ -21,7 +21,14 @@ import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
-import {labelSelectorFlag, namespaceFlag, namespaceOf, waypointForFlag, waypointNameFlag} from '../cli/flags.js'
+import {
+  labelSelectorFlag,
+  namespaceFlag,
+  namespaceOf,
+  namespaceOrContext,
+  waypointForFlag,
+  waypointNameFlag,
+} from '../cli/flags.js'
 import {ExitCode} from '../cli/exit-codes.js'
 
 /** Why a namespace needs no step, in the words of its data-plane mode. */
@@ -154,6 +161,11 @@ ${EXIT_CODES_HELP}`
   private async complete(): Promise<{names: string[]; flags: PlanFlags}> {
     const {argv, flags} = await this.parse(PlanCommand)
     const names = withNamespaceFlag(argv as string[], flags.namespace)
+    // Nothing named and no fleet asked for: the context's namespace, as kubectl takes it.
+    if (names.length === 0 && !flags['all-namespaces'] && flags.selector === undefined) {
+      const fromContext = await namespaceOrContext(undefined, undefined, flags)
+      if (fromContext !== undefined) names.push(fromContext)
+    }
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UsageError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`)
     return {names, flags}

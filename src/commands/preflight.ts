@@ -5,7 +5,7 @@ import * as Flags from '@oclif/core/flags'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
 import {type PreflightReport, typed} from '../cli/contract.js'
-import {namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
+import {namespaceFlag, requireNamespaceOrContext} from '../cli/flags.js'
 import {connectCluster} from '../cli/plan-commands.js'
 import {UsageError} from '../errors.js'
 import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
@@ -100,7 +100,7 @@ ${EXIT_CODES_HELP}`
 
   /** The namespace is required; a plan given with --plan is loaded (checked) and must be that namespace's. */
   private async validate({namespaceArg, flags}: PreflightInput): Promise<PreflightOptions> {
-    const namespace = requireNamespaceArg(namespaceArg, flags.namespace)
+    const namespace = await requireNamespaceOrContext(namespaceArg, flags.namespace, flags)
     if (!flags.plan) return {namespace, flags}
     const {resolvePlanArg} = await import('../executor/plan-store.js')
     const {PlanState} = await import('../executor/plan-state.js')

@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
 import {typed, type UnlockResult} from '../cli/contract.js'
-import {clusterFlags, namespaceFlag, requireNamespaceArg} from '../cli/flags.js'
+import {clusterFlags, namespaceFlag, requireNamespaceOrContext} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {ClusterConnection} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
@@ -50,7 +50,7 @@ ${EXIT_CODES_HELP}`
   private async complete(): Promise<UnlockOptions> {
     const {args, flags} = await this.parse(UnlockCommand)
     return {
-      namespace: requireNamespaceArg(args.namespace, flags.namespace),
+      namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags),
       cluster: new ClusterConnection(flags),
       confirm: flags.confirm,
       output: flags.output,

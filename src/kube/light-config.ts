@@ -89,6 +89,35 @@ function fromBase64(data: unknown): Buffer | undefined {
   return typeof data === 'string' && data ? Buffer.from(data, 'base64') : undefined
 }
 
+/** What the kubeconfig files name, whatever their users need: the contexts (with their namespaces) and the current one. */
+export interface KubeconfigContexts {
+  current?: string
+  contexts: Map<string, {namespace?: string}>
+}
+
+/** The contexts of kubectl's kubeconfig files (for the context's namespace and completion); undefined when unreadable. */
+export function readKubeconfigContexts(
+  opts: KubeConfigOptions,
+  env: NodeJS.ProcessEnv = process.env,
+): KubeconfigContexts | undefined {
+  try {
+    const docs = kubeconfigFiles(opts, env).map((file) => ({
+      doc: parseYaml(readFileSync(file, 'utf8')) as unknown,
+      dir: path.dirname(path.resolve(file)),
+    }))
+    if (docs.length === 0 || !docs.every((d): d is {doc: Entry; dir: string} => isEntry(d.doc))) return undefined
+    const contexts = named(docs, 'contexts', 'context')
+    if (!contexts) return undefined
+    const current = docs.map((d) => d.doc['current-context']).find((c): c is string => typeof c === 'string' && !!c)
+    const out = new Map<string, {namespace?: string}>()
+    for (const [name, {value}] of contexts)
+      out.set(name, typeof value.namespace === 'string' && value.namespace ? {namespace: value.namespace} : {})
+    return {...(current ? {current} : {}), contexts: out}
+  } catch {
+    return undefined
+  }
+}
+
 /** The kubeconfig of `opts` when it needs nothing but tokens, client certificates and CAs; else undefined. */
 export async function loadLightKubeConfig(
   opts: KubeConfigOptions,

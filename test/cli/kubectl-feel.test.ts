@@ -291,3 +291,54 @@ describe.each(WIDTHS)('names and ids whole at %s columns', (columns) => {
     expect(r.stdout).not.toMatch(/-\n\s+waypoint\b/)
   }, 60_000)
 })
+
+/** A kubeconfig whose server refuses connections (a closed loopback port) and whose context sets `namespace`. */
+async function refusingKubeconfig(namespace?: string): Promise<string> {
+  const closed = net.createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const {port} = closed.address() as net.AddressInfo
+  await new Promise((resolve) => closed.close(resolve))
+  const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-ctx-')), 'kubeconfig')
+  const ns = namespace ? `, namespace: ${namespace}` : ''
+  await writeFile(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]`,
+      'users: [{name: u, user: {token: t0ken}}]',
+      `contexts: [{name: admin, context: {cluster: c, user: u${ns}}}, {name: other, context: {cluster: c, user: u, namespace: shop}}]`,
+      'current-context: admin',
+    ].join('\n'),
+  )
+  return file
+}
+
+describe.each(WIDTHS)('the namespace of the context at %s columns', (columns) => {
+  it('is taken when -n and the argument are absent, and said on stderr', async () => {
+    const kubeconfig = await refusingKubeconfig('bookinfo')
+    for (const [args, expected] of [
+      [['inventory'], 'namespace bookinfo (from context admin)'],
+      [['preflight'], 'namespace bookinfo (from context admin)'],
+      [['plan', '--out', '-'], 'namespace bookinfo (from context admin)'],
+      [['inventory', '--context', 'other'], 'namespace shop (from context other)'],
+    ] as const) {
+      const r = await runCli([...args], {env: {KUBECONFIG: kubeconfig, COLUMNS: columns}})
+      expect(r.stderr.split('\n')[0], args.join(' ')).toBe(expected)
+      // It went on to the cluster (which refuses): the namespace was taken, not refused as missing.
+      expect(r.code).toBe(1)
+      expect(r.stderr).toContain('no answer from https://127.0.0.1:')
+    }
+    // Given explicitly, nothing is said about the context.
+    const given = await runCli(['inventory', 'reviews'], {env: {KUBECONFIG: kubeconfig, COLUMNS: columns}})
+    expect(given.stderr).not.toContain('(from context')
+  }, 120_000)
+
+  it('a context without a namespace is a usage error that says how to give one', async () => {
+    const kubeconfig = await refusingKubeconfig()
+    const r = await runCli(['inventory'], {env: {KUBECONFIG: kubeconfig, COLUMNS: columns}})
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('Error: missing the namespace')
+    expect(r.stderr).toContain('kubectl config set-context --current --namespace NAMESPACE')
+  }, 60_000)
+})
