@@ -19,8 +19,14 @@ export {default as commandNotFound} from './hooks/not-found.js'
  * alone cost ~35 ms). Only the bundle runs this file: src/ under tsx has no require().
  */
 export const commands = {
+  get __complete() {
+    return (require('./commands/__complete.js') as typeof import('./commands/__complete.js')).default
+  },
   get apply() {
     return (require('./commands/apply.js') as typeof import('./commands/apply.js')).default
+  },
+  get completion() {
+    return (require('./commands/completion.js') as typeof import('./commands/completion.js')).default
   },
   get census() {
     return (require('./commands/census.js') as typeof import('./commands/census.js')).default

@@ -530,12 +530,15 @@ export async function connect(opts: {
   context?: string
   requestTimeout?: string
   onWaiting?: (message: string) => void
+  /** Attempts after a transient failure (default 3; completion asks once). */
+  retries?: number
 }): Promise<HttpKubeClient> {
   const {parseRequestTimeout} = await import('./config.js')
   const timeoutMs = parseRequestTimeout(opts.requestTimeout)
   return new HttpKubeClient(await openTransport(opts), {
     ...(timeoutMs === undefined ? {} : {timeoutMs}),
     ...(opts.onWaiting ? {onWaiting: opts.onWaiting} : {}),
+    ...(opts.retries === undefined ? {} : {retries: opts.retries}),
   })
 }
 

@@ -11,6 +11,7 @@ import stringWidth from 'string-width'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {BIN, hasStackTrace, runCli} from '../support/cli.js'
+import {bashCompletions, BIN_DIR, kubectlPluginCompletions} from '../support/completion.js'
 import {parseGantt} from '../support/mermaid.js'
 import {schemaProblems} from '../support/schemas.js'
 
@@ -340,5 +341,73 @@ describe.each(WIDTHS)('the namespace of the context at %s columns', (columns) =>
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('Error: missing the namespace')
     expect(r.stderr).toContain('kubectl config set-context --current --namespace NAMESPACE')
+  }, 60_000)
+})
+
+describe.each(WIDTHS)('completion in bash at %s columns', (columns) => {
+  let dir: string
+  let kubeconfig: string
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-complete-'))
+    await writeFile(path.join(dir, 'web.yaml'), WEB)
+    const planned = await runCli(['plan', 'web', '--manifests', 'web.yaml'], {cwd: dir, env: OFFLINE})
+    expect(planned.code, planned.stderr).toBe(0)
+    kubeconfig = await refusingKubeconfig('web')
+  }, 60_000)
+  const complete = (words: string[]) =>
+    bashCompletions(words, {cwd: dir, env: {KUBECONFIG: kubeconfig, COLUMNS: columns}})
+
+  it('commands in workflow order, flags, -o formats, --context contexts', async () => {
+    expect(await complete(['ro'])).toEqual(['rollback'])
+    expect((await complete([''])).slice(0, 4)).toEqual(['census', 'inventory', 'preflight', 'plan'])
+    expect(await complete(['show', 'plans/web.yaml', '-o', ''])).toEqual([
+      'table',
+      'wide',
+      'markdown',
+      'patches',
+      'json',
+      'yaml',
+    ])
+    expect(await complete(['apply', '--dry-run', ''])).toEqual(['none', 'server'])
+    expect(await complete(['plan', '--context', ''])).toEqual(['admin', 'other'])
+    expect(await complete(['apply', '--dr'])).toEqual(['--dry-run'])
+  }, 120_000)
+
+  it('apply/rollback: plan files and namespaces with plans; --to: the step ids of the plan on the line', async () => {
+    expect(await complete(['apply', ''])).toEqual(['web', 'plans/web.yaml'])
+    expect(await complete(['rollback', 'w'])).toEqual(['web'])
+    expect(await complete(['apply', 'web', '--to', 'cr'])).toEqual(['create-waypoint', 'create-policies'])
+    expect(await complete(['apply', '--to', 'delete'])).toEqual(['delete-sidecar-policies'])
+    // No plan of that name: nothing to offer (and no error in the shell).
+    expect(await complete(['apply', 'nope', '--to', ''])).toEqual([])
+  }, 120_000)
+
+  it('kubectl mesh-migrate <TAB>: kubectl_complete-mesh_migrate answers in cobra __complete format', async () => {
+    const out = await kubectlPluginCompletions(['apply', 'web', '--to', 'wait'], {
+      cwd: dir,
+      env: {KUBECONFIG: kubeconfig, COLUMNS: columns},
+    })
+    expect(out).toEqual(['wait-waypoint', ':4'])
+    // The plugin itself runs from bin/ on PATH, without npm link.
+    const {execFile} = await import('node:child_process')
+    const help = await new Promise<string>((resolve, reject) =>
+      execFile(
+        'kubectl-mesh_migrate',
+        ['--help'],
+        {env: {...process.env, PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH}`}},
+        (e, o) => (e ? reject(e) : resolve(o)),
+      ),
+    )
+    expect(help).toContain('kubectl mesh-migrate')
+  }, 120_000)
+
+  it('zsh and fish scripts call back into the CLI the same way', async () => {
+    for (const shell of ['zsh', 'fish']) {
+      const r = await runCli(['completion', shell], {env: {COLUMNS: columns}})
+      expect(r.code).toBe(0)
+      expect(r.stdout).toContain('mesh-migrate __complete')
+    }
+    const bad = await runCli(['completion', 'tcsh'], {env: {COLUMNS: columns}})
+    expect(bad.code).toBe(2)
   }, 60_000)
 })

@@ -329,7 +329,7 @@ describe('installs like a kubectl plugin', () => {
     }
     const unwanted = files.filter(
       (f) =>
-        !/^(bin\/(run|kubectl-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/root-help\.txt|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(
+        !/^(bin\/(run|kubectl-mesh_migrate|kubectl_complete-mesh_migrate)\.js|dist\/.+\.(js|cjs)|dist\/root-help\.txt|dist\/completions\/mesh-migrate\.fish|schemas\/[\w-]+\.json|oclif\.manifest\.json|package\.json|README\.md|docs\/contract\.md)$/.test(
           f,
         ),
     )
