@@ -66,6 +66,10 @@ ${EXIT_CODES_HELP}
     all: Flags.boolean({description: 'Apply every remaining step.', exclusive: ['step', 'to']}),
     to: Flags.string({description: 'Apply up to and including this step id.', exclusive: ['step', 'all']}),
     yes: Flags.boolean({char: 'y', description: 'Do not ask before each step.'}),
+    diff: Flags.boolean({
+      description:
+        "Before each step's writes, show what they would change, as kubectl diff: each write is sent as a server-side dry run and the object the server would store is compared with the live one (unified diff).",
+    }),
     retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
     'dry-run': Flags.option({
       description:
@@ -111,6 +115,7 @@ ${EXIT_CODES_HELP}
       lock,
       dryRun: lock.dryRun,
       yes: flags.yes,
+      diff: flags.diff,
       retry: flags.retry,
       allowOtherCluster: flags['allow-other-cluster'],
       output: flags.output,
@@ -189,6 +194,15 @@ ${EXIT_CODES_HELP}
     return finished ? applied : undefined
   }
 
+  /** --diff: each write of the step against the live object (stdout, unless stdout carries a document). */
+  private async showDiff(ctx: ExecutionContext, step: PlanStep): Promise<void> {
+    const {operationDiff} = await import('../executor/object-diff.js')
+    for (const op of step.operations) {
+      const diff = await operationDiff(ctx.client, op)
+      if (diff) this.result(diff.trimEnd())
+    }
+  }
+
   /** One step: say what will change, ask (unless --yes), apply and verify it, print its outcome. */
   private async applyStep(
     o: ApplyOptions,
@@ -208,6 +222,7 @@ ${EXIT_CODES_HELP}
     for (const line of describeStepWrites(step)) say(`  will ${line}`)
     if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
     say(`  undo: ${step.undo.description}`)
+    if (o.diff) await this.showDiff(ctx, step)
     if (
       !o.yes &&
       !dryRun &&
@@ -279,6 +294,8 @@ interface ApplyOptions {
   lock: LockOptions
   dryRun: boolean
   yes: boolean
+  /** --diff: show each write's effect on the live object before the step. */
+  diff: boolean
   retry: boolean
   allowOtherCluster: boolean
   output: OutputFormat
