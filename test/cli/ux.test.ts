@@ -268,7 +268,12 @@ describe('installs like a kubectl plugin', () => {
     ])
     expect(stdout).toContain('$ kubectl mesh-migrate plan [NAMESPACE...]')
     const pkg = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8'))
-    expect(pkg.bin).toEqual({'mesh-migrate': './bin/run.js', 'kubectl-mesh_migrate': './bin/kubectl-mesh_migrate.js'})
+    expect(pkg.bin).toEqual({
+      'mesh-migrate': './bin/run.js',
+      'kubectl-mesh_migrate': './bin/kubectl-mesh_migrate.js',
+      // kubectl's plugin completion (issue 24 §5).
+      'kubectl_complete-mesh_migrate': './bin/kubectl_complete-mesh_migrate.js',
+    })
     const krew = await readFile(path.join(REPO_ROOT, '.krew.yaml'), 'utf8')
     expect(krew).toContain('bin: package/bin/kubectl-mesh_migrate.js')
   }, 180_000)
@@ -284,10 +289,12 @@ describe('installs like a kubectl plugin', () => {
   it('a fish completion is generated from the manifest: every command and every flag', async () => {
     const fish = await readFile(path.join(REPO_ROOT, 'dist/completions/mesh-migrate.fish'), 'utf8')
     const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {
-      commands: Record<string, {flags: Record<string, {char?: string; hidden?: boolean}>}>
+      commands: Record<string, {hidden?: boolean; flags: Record<string, {char?: string; hidden?: boolean}>}>
     }
     const lines = fish.split('\n')
     for (const [id, cmd] of Object.entries(manifest.commands)) {
+      // __complete is the completion scripts' own call (issue 24 §5), not for people.
+      if (cmd.hidden) continue
       expect(lines, id).toContainEqual(
         expect.stringMatching(new RegExp(`^complete -c mesh-migrate -n __fish_use_subcommand -a ${id} -d '.+'$`)),
       )
