@@ -67,6 +67,11 @@ ${EXIT_CODES_HELP}
     to: Flags.string({description: 'Apply up to and including this step id.', exclusive: ['step', 'all']}),
     yes: Flags.boolean({char: 'y', description: 'Do not ask before each step.'}),
     retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
+    repair: Flags.string({
+      description:
+        'Re-run this applied step, whose effects drifted (status shows the drift): it writes only what is missing, then verifies.',
+      exclusive: ['step', 'all', 'to', 'retry'],
+    }),
     'dry-run': Flags.option({
       description:
         'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).',
@@ -105,6 +110,11 @@ ${EXIT_CODES_HELP}
     })
     const lock = lockOptions('apply', session.file, flags)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
+    if (flags.repair !== undefined && !session.state.plan.spec.steps.some((s) => s.id === flags.repair))
+      throw new UsageError(
+        `--repair ${flags.repair}: no such step`,
+        `Steps: ${session.state.plan.spec.steps.map((s) => s.id).join(', ')}`,
+      )
     return {
       session,
       selection,
@@ -112,6 +122,7 @@ ${EXIT_CODES_HELP}
       dryRun: lock.dryRun,
       yes: flags.yes,
       retry: flags.retry,
+      ...(flags.repair === undefined ? {} : {repair: flags.repair}),
       allowOtherCluster: flags['allow-other-cluster'],
       output: flags.output,
     }
@@ -120,13 +131,17 @@ ${EXIT_CODES_HELP}
   /** What apply would run, or why it cannot: a live holder, a blocked plan, nobody to ask. Nothing is written. */
   private async validate(o: ApplyOptions): Promise<PlanStep[] | 'up-to-date'> {
     const {session, dryRun} = o
+    // The cluster's record is the plan's progress (a teammate's file may have no status, or a stale one).
+    const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => this.note(mark(dryRun, m)))
+    await session.adoptRecord(client, {readOnly: true})
     const state = session.state
     // A step recorded Running is either being applied right now by the lock's holder or was left by an
     // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
     // --lock-timeout the lock is waited for first, and the record read again once it is ours.
+    if (o.repair !== undefined) return [this.repairable(state, o.repair)]
     const blocked = o.retry ? undefined : blockingStep(state)
     if (blocked && !dryRun && o.lock.lockTimeoutMs === 0) {
-      const holder = await liveHolder(await session.cluster.connect(), state.namespace)
+      const holder = await liveHolder(client, state.namespace)
       if (holder)
         throw new LockHeldError(
           `namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`,
@@ -154,6 +169,17 @@ ${EXIT_CODES_HELP}
     return steps
   }
 
+  /** --repair STEP: only an applied step is repaired (the others are applied, retried or rolled back). */
+  private repairable(state: PlanState, id: string): PlanStep {
+    const step = state.plan.spec.steps.find((s) => s.id === id)!
+    if (state.phase(step) !== 'Applied')
+      throw new UsageError(
+        `--repair ${id}: step ${id} is ${state.phase(step)}, not Applied`,
+        `\`mesh-migrate apply ${state.file} --retry\` re-runs a Failed or Interrupted step; \`mesh-migrate apply ${state.file} --step\` applies the next one.`,
+      )
+    return step
+  }
+
   private upToDate(o: ApplyOptions): Promise<ApplyResult | undefined> {
     const {session, selection} = o
     const state = session.state
@@ -179,7 +205,12 @@ ${EXIT_CODES_HELP}
     const interrupted = `Interrupted. The step is recorded as Interrupted in ${session.file}; re-run \`mesh-migrate apply ${session.file} --retry\` to finish it or \`mesh-migrate rollback ${session.file}\` to undo.`
     const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
       // Under the lock the record may have changed (the holder we waited for): judge the steps on it as it is now.
-      const steps = dryRun ? validated : stepsToApply(ctx.state, o.selection, o.retry)
+      const steps =
+        o.repair !== undefined
+          ? [this.repairable(ctx.state, o.repair)]
+          : dryRun
+            ? validated
+            : stepsToApply(ctx.state, o.selection, o.retry)
       if (dryRun) ctx.projection = new ProjectedCluster(client)
       else await ctx.state.begin()
       const {preflightRunner} = await import('../preflight/runner.js')
@@ -276,6 +307,8 @@ interface ApplyOptions {
   dryRun: boolean
   yes: boolean
   retry: boolean
+  /** --repair STEP: re-run this applied step (its effects drifted). */
+  repair?: string
   allowOtherCluster: boolean
   output: OutputFormat
 }

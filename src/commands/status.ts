@@ -91,8 +91,17 @@ ${EXIT_CODES_HELP}`
       if (status instanceof UserError) unreadable.push(status)
       else results.push(status)
     }
-    if (options.detailedExitcode && results.some((r) => r.pending > 0 || r.drifted > 0))
+    if (options.detailedExitcode && results.some((r) => r.pending > 0 || (r.drifted ?? 0) > 0))
       process.exitCode = ExitCode.ChangesPending
+    // Never green when blind: progress and drift that could not be read from the cluster are an error, as
+    // terraform's refresh failing is (--offline asks for the file-only view).
+    const blind = results.filter((r) => r.clusterUnread !== undefined)
+    if (blind.length > 0) {
+      this.note(
+        `The cluster could not be read for ${blind.map((r) => r.plan).join(', ')}: progress is the plan file's, drift unknown. Fix the connection and re-run, or pass --offline for the file-only view.`,
+      )
+      process.exitCode = ExitCode.Failure
+    }
     if (unreadable.length > 0) {
       this.note(`${unreadable.length} of ${options.files.length} plan(s) could not be read (see above).`)
       process.exitCode = unreadable[0]!.exitCode
@@ -122,12 +131,13 @@ ${EXIT_CODES_HELP}`
     return o
   }
 
-  /** The cluster for drift and lock information; without one (unreachable, no kubeconfig) the record is still shown. */
-  private async connect(o: StatusOptions): Promise<KubeClient | undefined> {
+  /** The cluster for the record, drift and lock; without one (unreachable, no kubeconfig) the file is still shown. */
+  private async connect(o: StatusOptions): Promise<KubeClient | string | undefined> {
     if (o.offline) return undefined
     return o.cluster.connect().catch((error: Error) => {
-      this.note(`No drift check: ${error.message.split('\n')[0]} (--offline to skip the cluster).`)
-      return undefined
+      const reason = error.message.split('\n')[0]!
+      this.note(`No cluster: ${reason} (--offline to skip the cluster).`)
+      return reason
     })
   }
 
@@ -135,7 +145,7 @@ ${EXIT_CODES_HELP}`
   private async statusOf(
     o: StatusOptions,
     file: string,
-    client: KubeClient | undefined,
+    connection: KubeClient | string | undefined,
   ): Promise<PlanStatus | UserError> {
     let session: PlanSession
     try {
@@ -146,6 +156,9 @@ ${EXIT_CODES_HELP}`
       this.note(`${error.message}${error.suggestion ? `\n${error.suggestion}` : ''}`)
       return error
     }
+    const client = typeof connection === 'string' ? undefined : connection
+    const live = client ? await this.liveState(client, session) : {}
+    const unread = typeof connection === 'string' ? connection : live.unread
     const state = session.state
     const rows: StepRow[] = state.plan.spec.steps.map((s) => {
       const st = state.status(s.id)
@@ -158,40 +171,59 @@ ${EXIT_CODES_HELP}`
         ...(st?.message ? {message: st.message} : {}),
       }
     })
-    const live = client ? await this.liveState(client, session, rows) : {}
+    if (client && !unread && !live.otherCluster) await this.drift(client, session, rows)
+    if (unread) for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
+    const checked = client !== undefined && !unread && !live.otherCluster
     return {
       plan: file,
       namespace: state.namespace,
       state: planProgress(file, state.plan).state,
       pending: rows.filter((r) => r.phase !== 'Applied').length,
-      drifted: rows.filter((r) => r.drift === 'drifted').length,
+      drifted: checked ? rows.filter((r) => r.drift === 'drifted').length : live.otherCluster ? 0 : null,
+      progressFrom: live.fromCluster ? 'cluster' : 'file',
+      ...(unread ? {clusterUnread: unread} : {}),
       openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
-      ...live,
+      ...(live.otherCluster ? {otherCluster: live.otherCluster} : {}),
+      ...(live.lock ? {lock: live.lock} : {}),
       steps: rows,
     }
   }
 
-  /** Drift of the applied steps (into `rows`) and the lock's holder; a plan of another cluster is only said to be one. */
+  /** Drift of the applied steps, into `rows`; a failure to read is said, and the drift left unknown. */
+  private async drift(client: KubeClient, session: PlanSession, rows: StepRow[]): Promise<void> {
+    try {
+      await driftOf(client, session.state, rows)
+    } catch (error) {
+      this.note(`${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
+      for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
+    }
+  }
+
+  /**
+   * The plan's record in the cluster (its progress, the cluster's over the file's) and the lock's holder; a plan of
+   * another cluster is only said to be one. `unread`: why the cluster could not be read.
+   */
   private async liveState(
     client: KubeClient,
     session: PlanSession,
-    rows: StepRow[],
-  ): Promise<{otherCluster?: string; lock?: string}> {
-    const live: {otherCluster?: string; lock?: string} = {}
+  ): Promise<{otherCluster?: string; lock?: string; fromCluster?: boolean; unread?: string}> {
     try {
       const elsewhere = await otherCluster(client, session.state)
-      if (elsewhere) {
-        live.otherCluster = elsewhere
-        throw new UserError(`the plan belongs to another cluster: ${elsewhere}`)
-      }
-      await driftOf(client, session.state, rows)
+      if (elsewhere) return {otherCluster: elsewhere}
+      const live: {lock?: string; fromCluster?: boolean} = {}
+      await session.adoptRecord(client, {readOnly: true})
+      live.fromCluster = true
       const lease = await client.get(lockRef(session.namespace))
       if (lease?.spec?.holderIdentity)
         live.lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
+      return live
     } catch (error) {
-      this.note(`${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
+      // Another plan's record is an answer, not a blind spot: its owner is named (exit 5).
+      if (error instanceof UserError && error.exitCode === ExitCode.Locked) throw error
+      const reason = (error as Error).message.split('\n')[0]!
+      this.note(`${session.file}: the cluster could not be read: ${reason}`)
+      return {unread: reason}
     }
-    return live
   }
 }
 
@@ -211,7 +243,15 @@ function renderStatus(results: PlanStatus[]): string {
   const p = stdoutPainter()
   return results
     .map((r) => {
-      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
+      const drift =
+        r.drifted === null
+          ? r.clusterUnread
+            ? ', drift unknown (cluster not read)'
+            : ''
+          : r.drifted > 0
+            ? `, ${r.drifted} drifted`
+            : ''
+      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${drift}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
       const table = renderTable(
         ['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'],
         r.steps.map((s) => [

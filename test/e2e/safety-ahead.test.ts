@@ -137,7 +137,7 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
       const row = result!.steps.find((s) => s.id === stepOf('create-policies').id)!
       expect(row.drift).toBe('drifted')
       expect(row.driftDetail).toBe(
-        `AuthorizationPolicy ${NS}/details-no-delete-waypoint: field spec.action differs from what the step wrote`,
+        `AuthorizationPolicy ${NS}/details-no-delete-waypoint: field spec.action changed since the step wrote it: ${JSON.stringify(action)} → "AUDIT"`,
       )
     } finally {
       await cluster.api.patch(copy, {spec: {action}})
