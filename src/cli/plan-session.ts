@@ -9,7 +9,8 @@ import {kubernetesIdentity, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {checkOwner} from '../executor/ownership.js'
 import {PlanState} from '../executor/plan-state.js'
 import {ClusterRecord} from '../executor/record-store.js'
-import {LockHeldError} from '../errors.js'
+import {LockHeldError, UserError} from '../errors.js'
+import {namespaceMismatch} from '../executor/plan-store.js'
 import {specDigest} from '../planner/planfile.js'
 import {mergeRecord} from '../planner/record.js'
 import {InterruptedError} from '../executor/verify.js'
@@ -87,7 +88,19 @@ export class PlanSession {
     opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void},
   ): Promise<PlanSession> {
     const file = await resolvePlanFile(planArg, {unfinishedOnly: opts.unfinishedOnly})
-    return PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
+    const session = await PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
+    session.checkNamespace(planArg)
+    return session
+  }
+
+  /** PLAN given as a namespace must be the plan's namespace (exit 4, naming both): nothing is read or written. */
+  checkNamespace(planArg: string | undefined): void {
+    const problem = namespaceMismatch(planArg, this.file, this.namespace)
+    if (problem)
+      throw new UserError(problem, {
+        exitCode: ExitCode.Invalid,
+        suggestion: `Use the plan of namespace ${planArg} (\`mesh-migrate plan ${planArg}\` makes one), or name this one by its namespace: \`${this.namespace}\` (rename the file to plans/${this.namespace}.yaml).`,
+      })
   }
 
   /** A plan file already chosen, sharing a connection with other plans' sessions (status lists several). */

@@ -117,6 +117,7 @@ ${EXIT_CODES_HELP}`
     return {
       files,
       onePlan: planArg !== undefined,
+      ...(planArg === undefined ? {} : {planArg}),
       cluster: new ClusterConnection(flags),
       offline: flags.offline,
       detailedExitcode: flags['detailed-exitcode'],
@@ -150,6 +151,7 @@ ${EXIT_CODES_HELP}`
     let session: PlanSession
     try {
       session = await PlanSession.load(file, o.cluster, (m) => this.note(m))
+      if (o.onePlan) session.checkNamespace(o.planArg)
     } catch (error) {
       // Listing every plan: one that cannot be read is reported and the others are still listed.
       if (o.onePlan || !(error instanceof UserError)) throw error
@@ -231,6 +233,8 @@ interface StatusOptions {
   files: string[]
   /** A plan was named: one that cannot be read is the command's failure, not a line in a list. */
   onePlan: boolean
+  /** PLAN as given (a namespace name must be the plan's namespace). */
+  planArg?: string
   cluster: ClusterConnection
   /** --offline: never connect (no drift, no lock information). */
   offline: boolean
