@@ -131,6 +131,14 @@ ${EXIT_CODES_HELP}
   /** What apply would run, or why it cannot: a live holder, a blocked plan, nobody to ask. Nothing is written. */
   private async validate(o: ApplyOptions): Promise<PlanStep[] | 'up-to-date'> {
     const {session, dryRun} = o
+    const blockers = session.state.plan.spec.blockers
+    if (blockers.length > 0) {
+      // Blocked is what validate reports with 4 too: the plan cannot be applied as it is.
+      throw new UserError(`the plan has ${blockers.length} blocker(s): ${blockers.map((b) => b.id).join(', ')}`, {
+        exitCode: ExitCode.Invalid,
+        suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${session.namespace}\`.`,
+      })
+    }
     // The cluster's record is the plan's progress (a teammate's file may have no status, or a stale one).
     const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => this.note(mark(dryRun, m)))
     await session.adoptRecord(client, {readOnly: true})
@@ -150,14 +158,6 @@ ${EXIT_CODES_HELP}
     }
     const waitForHolder = blocked !== undefined && !dryRun && o.lock.lockTimeoutMs > 0
     const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
-    const blockers = state.plan.spec.blockers
-    if (blockers.length > 0) {
-      // Blocked is what validate reports with 4 too: the plan cannot be applied as it is.
-      throw new UserError(`the plan has ${blockers.length} blocker(s): ${blockers.map((b) => b.id).join(', ')}`, {
-        exitCode: ExitCode.Invalid,
-        suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
-      })
-    }
     if (!waitForHolder && steps.length === 0) return 'up-to-date'
     // Fail before touching the cluster when nobody could answer the per-step question.
     if (!o.yes && !dryRun && !canPrompt()) {
