@@ -142,7 +142,7 @@ export class PlanSession {
     if (merged.use === 'other-plan') {
       const {plan, updated} = merged.record
       throw new LockHeldError(
-        `namespace ${this.namespace} is being migrated by another plan: its record in the cluster (ConfigMap ${store.ref.namespace}/${store.ref.name}) is of ${plan.file} (digest ${plan.specDigest.slice(0, 19)}…, last written by ${updated.by} at ${updated.at}); ${this.file} is a different plan (digest ${specDigest(this.state.plan).slice(0, 19)}…)`,
+        `namespace ${this.namespace} is being migrated by another plan: ${plan.file} (its record in the cluster, ConfigMap ${store.ref.namespace}/${store.ref.name}: digest ${plan.specDigest.slice(0, 19)}…, last written by ${updated.by} at ${updated.at}); ${this.file} is a different plan (digest ${specDigest(this.state.plan).slice(0, 19)}…)`,
         `Finish that plan (\`mesh-migrate apply ${plan.file}\`) or undo it (\`mesh-migrate rollback ${plan.file} --confirm ${this.namespace}\`) from the reviewed copy of it, then use ${this.file}; or re-plan from it with \`mesh-migrate plan ${this.namespace} --keep-progress\`.`,
       )
     }

@@ -223,8 +223,9 @@ describe('refusals', () => {
     const error = await session.adoptRecord(kube).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(UserError)
     expect((error as UserError).exitCode).toBe(ExitCode.Locked)
-    expect((error as UserError).message).toContain('its record in the cluster')
-    expect((error as UserError).message).toContain('is of plans/elsewhere.yaml')
+    expect((error as UserError).message).toContain(
+      `namespace ${NS} is being migrated by another plan: plans/elsewhere.yaml (its record in the cluster`,
+    )
     expect((error as UserError).message).toContain('last written by alice')
     expect(kube.writes().length).toBe(before)
   })
