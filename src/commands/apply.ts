@@ -40,7 +40,7 @@ export default class ApplyCommand extends BaseCommand {
 
 Each step's outcome, the summary and the next command go to stdout (\`apply … | tee change.log\` keeps them); what will change, the questions and the progress go to stderr. -o json prints one ApplyResult document (docs/contract.md), as --json.
 
-For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
+For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the cluster (ConfigMap mesh-migrate-record-<namespace>, read first: it wins over the file's status) and then in the plan file. Before every write the steps already applied are checked against the cluster: drift stops apply (exit 3, naming the step, object and old → new value); --repair STEP re-runs an applied step to put it back. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
 
 One plan per namespace: the first write records the plan as the namespace's owner (annotation mesh-migrate.io/owner-plan, removed when the plan is fully rolled back); another plan file for the namespace is refused with exit 5, naming the owner.
 
@@ -70,7 +70,6 @@ ${EXIT_CODES_HELP}
     repair: Flags.string({
       description:
         'Re-run this applied step, whose effects drifted (status shows the drift): it writes only what is missing, then verifies.',
-      exclusive: ['step', 'all', 'to', 'retry'],
     }),
     'dry-run': Flags.option({
       description:
@@ -110,6 +109,8 @@ ${EXIT_CODES_HELP}
     })
     const lock = lockOptions('apply', session.file, flags)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
+    if (flags.repair !== undefined && (flags.all || flags.step || flags.to !== undefined || flags.retry))
+      throw new UsageError('--repair re-runs one applied step: not with --step, --all, --to or --retry')
     if (flags.repair !== undefined && !session.state.plan.spec.steps.some((s) => s.id === flags.repair))
       throw new UsageError(
         `--repair ${flags.repair}: no such step`,

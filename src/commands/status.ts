@@ -57,7 +57,7 @@ async function otherCluster(client: KubeClient, state: PlanState): Promise<strin
 
 export default class StatusCommand extends BaseCommand {
   static override summary = 'Plan progress (step, phase, when, by whom) and live drift.'
-  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside.
+  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside. Progress comes from the plan's record in the cluster (ConfigMap mesh-migrate-record-<namespace>), which wins over the file's status: a teammate's copy of the reviewed plan shows the true progress. When the cluster cannot be read, status exits 1 (drift unknown); --offline shows the file only.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -77,7 +77,9 @@ ${EXIT_CODES_HELP}`
     'detailed-exitcode': Flags.boolean({
       description: 'Exit 10 when steps are pending or the cluster drifted from what applied steps wrote.',
     }),
-    offline: Flags.boolean({description: 'Do not contact the cluster (no drift, no lock information).'}),
+    offline: Flags.boolean({
+      description: "Do not contact the cluster: the plan file's status only (no record, drift or lock information).",
+    }),
     ...clusterFlags,
   }
 
