@@ -149,7 +149,8 @@ export const PLAN_ACCESS: readonly PlanAccess[] = [
   // and status, created at the first step transition, then patched (JSON merge patch guarded by resourceVersion).
   {
     why: "the plan's record in the cluster (ConfigMap, read and written at every step)",
-    needs: (p, ns) => on(recordRef(ns, p.metadata.name), 'get', 'create', 'patch'),
+    // Every step transition is recorded, read-only steps' too: only a plan without steps needs none.
+    needs: (p, ns) => (p.spec.steps.length > 0 ? on(recordRef(ns, p.metadata.name), 'get', 'create', 'patch') : []),
   },
 ]
 
