@@ -9,6 +9,7 @@ import {fileURLToPath} from 'node:url'
 import {createGenerator} from 'ts-json-schema-generator'
 
 import {PLAN_FILE_SCHEMA, PLAN_SCHEMA} from '../src/planner/plan-schema.js'
+import {RECORD_SCHEMA} from '../src/planner/record.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const SCHEMA_DIR = path.join(ROOT, 'schemas')
@@ -50,10 +51,12 @@ export function generateSchemas(): Record<string, string> {
   }
   out['migration-plan.json'] = `${JSON.stringify(PLAN_SCHEMA, null, 2)}\n`
   out['migration-plan-file.json'] = `${JSON.stringify(PLAN_FILE_SCHEMA, null, 2)}\n`
+  // The plan's record in the cluster (ConfigMap mesh-migrate-record-<plan name>, src/planner/record.ts).
+  out['migration-record.json'] = `${JSON.stringify(RECORD_SCHEMA, null, 2)}\n`
   return out
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   for (const [file, text] of Object.entries(generateSchemas())) writeFileSync(path.join(SCHEMA_DIR, file), text)
-  process.stdout.write(`Wrote ${Object.keys(OUTPUT_SCHEMAS).length + 2} schemas to schemas/.\n`)
+  process.stdout.write(`Wrote ${Object.keys(OUTPUT_SCHEMAS).length + 3} schemas to schemas/.\n`)
 }

@@ -44,8 +44,8 @@ export interface StatusStep {
   at?: string
   by?: string
   message?: string
-  /** Does the cluster still show what the step did? Absent when not checked. */
-  drift?: 'in-sync' | 'drifted' | 'n/a'
+  /** Does the cluster still show what the step did? `unknown`: the cluster could not be read. Absent when not checked (--offline). */
+  drift?: 'in-sync' | 'drifted' | 'n/a' | 'unknown'
   driftDetail?: string
 }
 
@@ -55,8 +55,15 @@ export interface PlanStatus {
   /** As census shows it: blocked, not-started, in-progress, applied, failed, interrupted, rolled-back. */
   state: CensusPlan['state']
   pending: number
-  /** Steps whose writes the cluster no longer shows. */
-  drifted: number
+  /** Steps whose writes the cluster no longer shows; null when not known (the cluster could not be read, or --offline). */
+  drifted: number | null
+  /**
+   * Where the progress shown comes from: `cluster`, the plan's record in the namespace (ConfigMap
+   * mesh-migrate-record-<plan name>); `file`, the plan file's status (--offline, no record yet, or the cluster unread).
+   */
+  progressFrom: 'cluster' | 'file'
+  /** Why the cluster was not read (status exits 1 then, unless --offline). */
+  clusterUnread?: string
   /** Hazard windows the plan is stopped inside (policies degraded until a later step is applied). */
   openWindows: string[]
   /** Set when the current context is not the plan's cluster (no drift is reported then). */

@@ -8,6 +8,11 @@ import type {ExecutionContext} from '../executor/engine.js'
 import {kubernetesIdentity, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {checkOwner} from '../executor/ownership.js'
 import {PlanState} from '../executor/plan-state.js'
+import {ClusterRecord} from '../executor/record-store.js'
+import {LockHeldError, UserError} from '../errors.js'
+import {namespaceMismatch} from '../executor/plan-store.js'
+import {specDigest} from '../planner/planfile.js'
+import {mergeRecord} from '../planner/record.js'
 import {InterruptedError} from '../executor/verify.js'
 import type {KubeClient} from '../kube/types.js'
 import {ExitCode} from './exit-codes.js'
@@ -83,7 +88,19 @@ export class PlanSession {
     opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void},
   ): Promise<PlanSession> {
     const file = await resolvePlanFile(planArg, {unfinishedOnly: opts.unfinishedOnly})
-    return PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
+    const session = await PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
+    session.checkNamespace(planArg)
+    return session
+  }
+
+  /** PLAN given as a namespace must be the plan's namespace (exit 4, naming both): nothing is read or written. */
+  checkNamespace(planArg: string | undefined): void {
+    const problem = namespaceMismatch(planArg, this.file, this.namespace)
+    if (problem)
+      throw new UserError(problem, {
+        exitCode: ExitCode.Invalid,
+        suggestion: `Use the plan of namespace ${planArg} (\`mesh-migrate plan ${planArg}\` makes one), or name this one by its namespace: \`${this.namespace}\` (rename the file to plans/${this.namespace}.yaml).`,
+      })
   }
 
   /** A plan file already chosen, sharing a connection with other plans' sessions (status lists several). */
@@ -95,14 +112,48 @@ export class PlanSession {
     return this.state.namespace
   }
 
-  /** Connect, and check that the current context is the cluster the plan was made for (exit 3 when not). */
-  async connectToPlanCluster(
-    allowOtherCluster: boolean,
-    say: (message: string) => void = this.note,
-  ): Promise<KubeClient> {
-    const client = await this.cluster.connect()
-    await checkTargetCluster(client, this.state, allowOtherCluster, say)
-    return client
+  private checked?: Promise<KubeClient>
+  private readonly noted = new Set<string>()
+
+  /** The record is read again under the lock: what it said about the file is said once. */
+  private noteOnce(message: string): void {
+    if (this.noted.has(message)) return
+    this.noted.add(message)
+    this.note(message)
+  }
+
+  /** Connect, and check that the current context is the cluster the plan was made for (exit 3 when not); once. */
+  connectToPlanCluster(allowOtherCluster: boolean, say: (message: string) => void = this.note): Promise<KubeClient> {
+    this.checked ??= this.cluster.connect().then(async (client) => {
+      await checkTargetCluster(client, this.state, allowOtherCluster, say)
+      return client
+    })
+    return this.checked
+  }
+
+  /**
+   * Read the plan's record in the cluster and make it the plan's status (src/planner/record.ts, mergeRecord): the
+   * cluster is the truth, the file's status a copy. Says where they disagreed; another plan's record is refused
+   * (exit 5). From here on every step transition is written to the cluster first (unless `readOnly`).
+   */
+  async adoptRecord(client: KubeClient, opts: {readOnly?: boolean} = {}): Promise<void> {
+    const store = ClusterRecord.of(client, this.state.plan)
+    const merged = mergeRecord(this.state.plan, specDigest(this.state.plan), await store.read())
+    if (merged.use === 'other-plan') {
+      const {plan, updated} = merged.record
+      throw new LockHeldError(
+        `namespace ${this.namespace} is being migrated by another plan: ${plan.file} (its record in the cluster, ConfigMap ${store.ref.namespace}/${store.ref.name}: digest ${plan.specDigest.slice(0, 19)}…, last written by ${updated.by} at ${updated.at}); ${this.file} is a different plan (digest ${specDigest(this.state.plan).slice(0, 19)}…)`,
+        `Finish that plan (\`mesh-migrate apply ${plan.file}\`) or undo it (\`mesh-migrate rollback ${plan.file} --confirm ${this.namespace}\`) from the reviewed copy of it, then use ${this.file}; or re-plan from it with \`mesh-migrate plan ${this.namespace} --keep-progress\`.`,
+      )
+    }
+    if (merged.use === 'record') {
+      if (merged.differences.length > 0)
+        this.noteOnce(
+          `${this.file}: its status differs from the record in the cluster (ConfigMap ${store.ref.namespace}/${store.ref.name}); using the cluster's:\n${merged.differences.map((d) => `  - ${d}`).join('\n')}`,
+        )
+      this.state.plan.status = merged.status
+    } else if (merged.use === 'file' && merged.note) this.noteOnce(`${this.file}: ${merged.note}.`)
+    if (!opts.readOnly) this.state.cluster = store
   }
 
   /**
@@ -124,6 +175,8 @@ export class PlanSession {
         lock = await this.acquire(client, opts)
         if (opts.reload) this.state = await PlanState.load(this.file)
       }
+      // Under the lock: the record as the holder before us left it (a dry run only reads it).
+      await this.adoptRecord(client, {readOnly: opts.dryRun})
       // Another plan's objects carry the same plan name: never write over what another plan applied.
       await checkOwner(client, this.state, opts.verb)
       this.state.localUser = whoAmI()

@@ -40,7 +40,7 @@ export default class ApplyCommand extends BaseCommand {
 
 Each step's outcome, the summary and the next command go to stdout (\`apply … | tee change.log\` keeps them); what will change, the questions and the progress go to stderr. -o json prints one ApplyResult document (docs/contract.md), as --json.
 
-For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
+For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the cluster (ConfigMap mesh-migrate-record-<namespace>, read first: it wins over the file's status) and then in the plan file. Before every write the steps already applied are checked against the cluster: drift stops apply (exit 3, naming the step, object and old → new value); --repair STEP re-runs an applied step to put it back. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
 
 One plan per namespace: the first write records the plan as the namespace's owner (annotation mesh-migrate.io/owner-plan, removed when the plan is fully rolled back); another plan file for the namespace is refused with exit 5, naming the owner.
 
@@ -71,6 +71,10 @@ ${EXIT_CODES_HELP}
         "Before each step's writes, show what they would change, as kubectl diff: each write is sent as a server-side dry run and the object the server would store is compared with the live one (unified diff).",
     }),
     retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
+    repair: Flags.string({
+      description:
+        'Re-run this applied step, whose effects drifted (status shows the drift): it writes only what is missing, then verifies.',
+    }),
     'dry-run': Flags.option({
       description:
         'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).',
@@ -109,6 +113,13 @@ ${EXIT_CODES_HELP}
     })
     const lock = lockOptions('apply', session.file, flags)
     const selection: StepSelection = flags.all ? {kind: 'all'} : flags.to ? {kind: 'to', id: flags.to} : {kind: 'next'}
+    if (flags.repair !== undefined && (flags.all || flags.step || flags.to !== undefined || flags.retry))
+      throw new UsageError('--repair re-runs one applied step: not with --step, --all, --to or --retry')
+    if (flags.repair !== undefined && !session.state.plan.spec.steps.some((s) => s.id === flags.repair))
+      throw new UsageError(
+        `--repair ${flags.repair}: no such step`,
+        `Steps: ${session.state.plan.spec.steps.map((s) => s.id).join(', ')}`,
+      )
     return {
       session,
       selection,
@@ -117,6 +128,7 @@ ${EXIT_CODES_HELP}
       yes: flags.yes,
       diff: flags.diff,
       retry: flags.retry,
+      ...(flags.repair === undefined ? {} : {repair: flags.repair}),
       allowOtherCluster: flags['allow-other-cluster'],
       output: flags.output,
     }
@@ -125,13 +137,25 @@ ${EXIT_CODES_HELP}
   /** What apply would run, or why it cannot: a live holder, a blocked plan, nobody to ask. Nothing is written. */
   private async validate(o: ApplyOptions): Promise<PlanStep[] | 'up-to-date'> {
     const {session, dryRun} = o
+    const blockers = session.state.plan.spec.blockers
+    if (blockers.length > 0) {
+      // Blocked is what validate reports with 4 too: the plan cannot be applied as it is.
+      throw new UserError(`the plan has ${blockers.length} blocker(s): ${blockers.map((b) => b.id).join(', ')}`, {
+        exitCode: ExitCode.Invalid,
+        suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${session.namespace}\`.`,
+      })
+    }
+    // The cluster's record is the plan's progress (a teammate's file may have no status, or a stale one).
+    const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => this.note(mark(dryRun, m)))
+    await session.adoptRecord(client, {readOnly: true})
     const state = session.state
     // A step recorded Running is either being applied right now by the lock's holder or was left by an
     // apply that died: a live holder is reported as such (exit 5), not as a step to retry. With
     // --lock-timeout the lock is waited for first, and the record read again once it is ours.
+    if (o.repair !== undefined) return [this.repairable(state, o.repair)]
     const blocked = o.retry ? undefined : blockingStep(state)
     if (blocked && !dryRun && o.lock.lockTimeoutMs === 0) {
-      const holder = await liveHolder(await session.cluster.connect(), state.namespace)
+      const holder = await liveHolder(client, state.namespace)
       if (holder)
         throw new LockHeldError(
           `namespace ${state.namespace} is locked by ${holder}; step ${blocked.id} is recorded ${state.phase(blocked)}`,
@@ -140,14 +164,6 @@ ${EXIT_CODES_HELP}
     }
     const waitForHolder = blocked !== undefined && !dryRun && o.lock.lockTimeoutMs > 0
     const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
-    const blockers = state.plan.spec.blockers
-    if (blockers.length > 0) {
-      // Blocked is what validate reports with 4 too: the plan cannot be applied as it is.
-      throw new UserError(`the plan has ${blockers.length} blocker(s): ${blockers.map((b) => b.id).join(', ')}`, {
-        exitCode: ExitCode.Invalid,
-        suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${state.namespace}\`.`,
-      })
-    }
     if (!waitForHolder && steps.length === 0) return 'up-to-date'
     // Fail before touching the cluster when nobody could answer the per-step question.
     if (!o.yes && !dryRun && !canPrompt()) {
@@ -157,6 +173,17 @@ ${EXIT_CODES_HELP}
       )
     }
     return steps
+  }
+
+  /** --repair STEP: only an applied step is repaired (the others are applied, retried or rolled back). */
+  private repairable(state: PlanState, id: string): PlanStep {
+    const step = state.plan.spec.steps.find((s) => s.id === id)!
+    if (state.phase(step) !== 'Applied')
+      throw new UsageError(
+        `--repair ${id}: step ${id} is ${state.phase(step)}, not Applied`,
+        `\`mesh-migrate apply ${state.file} --retry\` re-runs a Failed or Interrupted step; \`mesh-migrate apply ${state.file} --step\` applies the next one.`,
+      )
+    return step
   }
 
   private upToDate(o: ApplyOptions): Promise<ApplyResult | undefined> {
@@ -184,7 +211,12 @@ ${EXIT_CODES_HELP}
     const interrupted = `Interrupted. The step is recorded as Interrupted in ${session.file}; re-run \`mesh-migrate apply ${session.file} --retry\` to finish it or \`mesh-migrate rollback ${session.file}\` to undo.`
     const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
       // Under the lock the record may have changed (the holder we waited for): judge the steps on it as it is now.
-      const steps = dryRun ? validated : stepsToApply(ctx.state, o.selection, o.retry)
+      const steps =
+        o.repair !== undefined
+          ? [this.repairable(ctx.state, o.repair)]
+          : dryRun
+            ? validated
+            : stepsToApply(ctx.state, o.selection, o.retry)
       if (dryRun) ctx.projection = new ProjectedCluster(client)
       else await ctx.state.begin()
       const {preflightRunner} = await import('../preflight/runner.js')
@@ -297,6 +329,8 @@ interface ApplyOptions {
   /** --diff: show each write's effect on the live object before the step. */
   diff: boolean
   retry: boolean
+  /** --repair STEP: re-run this applied step (its effects drifted). */
+  repair?: string
   allowOtherCluster: boolean
   output: OutputFormat
 }

@@ -14,7 +14,7 @@ import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../planner/plan-builder.js'
 import type {FleetPlan} from '../planner/fleet.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
-import {renderPlanFile, textMayHaveWritten} from '../planner/planfile.js'
+import {parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
@@ -199,7 +199,7 @@ ${EXIT_CODES_HELP}`
   }
 
   /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
-  private async build({namespace, out, flags, inProgress}: PlanOneOptions) {
+  private async build({namespace, out, flags, inProgress, previousText}: PlanOneOptions) {
     const source = await openSource(flags)
     if (inProgress && source instanceof ClusterSource) await refuseWhileWriting(source, namespace)
     const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
@@ -216,7 +216,11 @@ ${EXIT_CODES_HELP}`
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
     })
-    const plan = inProgress ? this.keepProgress(inProgress, fresh, out) : fresh
+    const plan = inProgress
+      ? this.keepProgress(inProgress, fresh, out)
+      : flags.force
+        ? replacing(fresh, previousText)
+        : fresh
     return {plan, source, inventory, snapshot}
   }
 
@@ -323,6 +327,19 @@ interface PlanOneOptions {
   flags: PlanFlags
   /** --keep-progress: the plan in progress whose applied, unchanged steps keep their record. */
   inProgress: MigrationPlan | undefined
+}
+
+/**
+ * --force over a plan that has written: the new plan says it replaces it (status.replaces), so that its first write
+ * takes over the old plan's record in the cluster instead of being refused as another plan's (src/planner/record.ts).
+ * The old record is lost, as --force says.
+ */
+function replacing(fresh: MigrationPlan, previousText: string | undefined): MigrationPlan {
+  if (previousText === undefined) return fresh
+  const old = (parsePlanText(previousText).data as {status?: {specDigest?: unknown}} | undefined)?.status?.specDigest
+  const digest = specDigest(fresh)
+  if (typeof old !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(old) || old === digest) return fresh
+  return {...fresh, status: {specDigest: digest, replaces: old, steps: []}}
 }
 
 /** The namespaces named: the arguments, or -n (which names one, and must agree with a single argument). */

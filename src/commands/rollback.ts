@@ -52,7 +52,7 @@ ${EXIT_CODES_HELP}
   }
 
   async run(): Promise<RollbackResult | undefined> {
-    const options = await this.complete()
+    const options = await this.fromRecord(await this.complete())
     if (options.selection.steps.length === 0) return this.nothingToUndo(options)
     await this.validate(options)
     const rolledBack = await this.rollBack(options)
@@ -68,16 +68,26 @@ ${EXIT_CODES_HELP}
       note: (m) => this.note(m),
     })
     const lock = lockOptions('rollback', session.file, flags)
-    const selection = rollbackSequence(session.state.plan, {lastOnly: flags.step})
     return {
       session,
-      selection,
+      lastOnly: flags.step,
+      selection: {steps: []},
       lock,
       dryRun: lock.dryRun,
       confirm: flags.confirm,
       allowOtherCluster: flags['allow-other-cluster'],
       output: flags.output,
     }
+  }
+
+  /**
+   * What to undo is what the cluster's record says this plan applied (not what this copy of the plan file says),
+   * with the "before" values the record holds: any copy of the plan rolls back exactly.
+   */
+  private async fromRecord(o: RollbackOptions): Promise<RollbackOptions> {
+    const client = await o.session.connectToPlanCluster(o.allowOtherCluster, (m) => this.note(mark(o.dryRun, m)))
+    await o.session.adoptRecord(client, {readOnly: true})
+    return {...o, selection: rollbackSequence(o.session.state.plan, {lastOnly: o.lastOnly})}
   }
 
   private nothingToUndo(o: RollbackOptions): Promise<RollbackResult | undefined> {
@@ -116,16 +126,18 @@ ${EXIT_CODES_HELP}
 
   /** Hold the namespace and undo the steps; undefined when interrupted (exit 130). */
   private async rollBack(o: RollbackOptions): Promise<RollbackResult['rolledBack'] | undefined> {
-    const {session, selection, dryRun} = o
+    const {session, dryRun} = o
     const say = (m: string) => this.note(mark(dryRun, m))
     const client = await session.connectToPlanCluster(o.allowOtherCluster, say)
     const rolledBack: RollbackResult['rolledBack'] = []
     const interrupted = `Interrupted. Re-run \`mesh-migrate rollback ${session.file}\` to finish the rollback.`
     const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
       const warn = (m: string) => say(`Warning: ${m}`)
-      await checkRollback(ctx, selection.steps, warn)
+      // Under the lock the record was read again: undo what it says now (the same steps, unless someone acted since).
+      const steps = rollbackSequence(ctx.state.plan, {lastOnly: o.lastOnly}).steps
+      await checkRollback(ctx, steps, warn)
       await runTasks(
-        selection.steps.map((step) => ({
+        steps.map((step) => ({
           title: mark(dryRun, `undo ${step.id}`),
           run: async (update) => {
             ctx.onProgress = update
@@ -164,6 +176,8 @@ ${EXIT_CODES_HELP}
 
 interface RollbackOptions {
   session: PlanSession
+  /** --step: only the last applied step (with its unit). */
+  lastOnly: boolean
   selection: ReturnType<typeof rollbackSequence>
   lock: LockOptions
   dryRun: boolean

@@ -57,7 +57,7 @@ async function otherCluster(client: KubeClient, state: PlanState): Promise<strin
 
 export default class StatusCommand extends BaseCommand {
   static override summary = 'Plan progress (step, phase, when, by whom) and live drift.'
-  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside.
+  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside. Progress comes from the plan's record in the cluster (ConfigMap mesh-migrate-record-<namespace>), which wins over the file's status: a teammate's copy of the reviewed plan shows the true progress. When the cluster cannot be read, status exits 1 (drift unknown); --offline shows the file only.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -77,7 +77,9 @@ ${EXIT_CODES_HELP}`
     'detailed-exitcode': Flags.boolean({
       description: 'Exit 10 when steps are pending or the cluster drifted from what applied steps wrote.',
     }),
-    offline: Flags.boolean({description: 'Do not contact the cluster (no drift, no lock information).'}),
+    offline: Flags.boolean({
+      description: "Do not contact the cluster: the plan file's status only (no record, drift or lock information).",
+    }),
     ...clusterFlags,
   }
 
@@ -91,8 +93,17 @@ ${EXIT_CODES_HELP}`
       if (status instanceof UserError) unreadable.push(status)
       else results.push(status)
     }
-    if (options.detailedExitcode && results.some((r) => r.pending > 0 || r.drifted > 0))
+    if (options.detailedExitcode && results.some((r) => r.pending > 0 || (r.drifted ?? 0) > 0))
       process.exitCode = ExitCode.ChangesPending
+    // Never green when blind: progress and drift that could not be read from the cluster are an error, as
+    // terraform's refresh failing is (--offline asks for the file-only view).
+    const blind = results.filter((r) => r.clusterUnread !== undefined)
+    if (blind.length > 0) {
+      this.note(
+        `The cluster could not be read for ${blind.map((r) => r.plan).join(', ')}: progress is the plan file's, drift unknown. Fix the connection and re-run, or pass --offline for the file-only view.`,
+      )
+      process.exitCode = ExitCode.Failure
+    }
     if (unreadable.length > 0) {
       this.note(`${unreadable.length} of ${options.files.length} plan(s) could not be read (see above).`)
       process.exitCode = unreadable[0]!.exitCode
@@ -108,6 +119,7 @@ ${EXIT_CODES_HELP}`
     return {
       files,
       onePlan: planArg !== undefined,
+      ...(planArg === undefined ? {} : {planArg}),
       cluster: new ClusterConnection(flags),
       offline: flags.offline,
       detailedExitcode: flags['detailed-exitcode'],
@@ -122,12 +134,13 @@ ${EXIT_CODES_HELP}`
     return o
   }
 
-  /** The cluster for drift and lock information; without one (unreachable, no kubeconfig) the record is still shown. */
-  private async connect(o: StatusOptions): Promise<KubeClient | undefined> {
+  /** The cluster for the record, drift and lock; without one (unreachable, no kubeconfig) the file is still shown. */
+  private async connect(o: StatusOptions): Promise<KubeClient | string | undefined> {
     if (o.offline) return undefined
     return o.cluster.connect().catch((error: Error) => {
-      this.note(`No drift check: ${error.message.split('\n')[0]} (--offline to skip the cluster).`)
-      return undefined
+      const reason = error.message.split('\n')[0]!
+      this.note(`No cluster: ${reason} (--offline to skip the cluster).`)
+      return reason
     })
   }
 
@@ -135,17 +148,21 @@ ${EXIT_CODES_HELP}`
   private async statusOf(
     o: StatusOptions,
     file: string,
-    client: KubeClient | undefined,
+    connection: KubeClient | string | undefined,
   ): Promise<PlanStatus | UserError> {
     let session: PlanSession
     try {
       session = await PlanSession.load(file, o.cluster, (m) => this.note(m))
+      if (o.onePlan) session.checkNamespace(o.planArg)
     } catch (error) {
       // Listing every plan: one that cannot be read is reported and the others are still listed.
       if (o.onePlan || !(error instanceof UserError)) throw error
       this.note(`${error.message}${error.suggestion ? `\n${error.suggestion}` : ''}`)
       return error
     }
+    const client = typeof connection === 'string' ? undefined : connection
+    const live = client ? await this.liveState(client, session) : {}
+    const unread = typeof connection === 'string' ? connection : live.unread
     const state = session.state
     const rows: StepRow[] = state.plan.spec.steps.map((s) => {
       const st = state.status(s.id)
@@ -158,40 +175,59 @@ ${EXIT_CODES_HELP}`
         ...(st?.message ? {message: st.message} : {}),
       }
     })
-    const live = client ? await this.liveState(client, session, rows) : {}
+    if (client && !unread && !live.otherCluster) await this.drift(client, session, rows)
+    if (unread) for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
+    const checked = client !== undefined && !unread && !live.otherCluster
     return {
       plan: file,
       namespace: state.namespace,
       state: planProgress(file, state.plan).state,
       pending: rows.filter((r) => r.phase !== 'Applied').length,
-      drifted: rows.filter((r) => r.drift === 'drifted').length,
+      drifted: checked ? rows.filter((r) => r.drift === 'drifted').length : live.otherCluster ? 0 : null,
+      progressFrom: live.fromCluster ? 'cluster' : 'file',
+      ...(unread ? {clusterUnread: unread} : {}),
       openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
-      ...live,
+      ...(live.otherCluster ? {otherCluster: live.otherCluster} : {}),
+      ...(live.lock ? {lock: live.lock} : {}),
       steps: rows,
     }
   }
 
-  /** Drift of the applied steps (into `rows`) and the lock's holder; a plan of another cluster is only said to be one. */
+  /** Drift of the applied steps, into `rows`; a failure to read is said, and the drift left unknown. */
+  private async drift(client: KubeClient, session: PlanSession, rows: StepRow[]): Promise<void> {
+    try {
+      await driftOf(client, session.state, rows)
+    } catch (error) {
+      this.note(`${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
+      for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
+    }
+  }
+
+  /**
+   * The plan's record in the cluster (its progress, the cluster's over the file's) and the lock's holder; a plan of
+   * another cluster is only said to be one. `unread`: why the cluster could not be read.
+   */
   private async liveState(
     client: KubeClient,
     session: PlanSession,
-    rows: StepRow[],
-  ): Promise<{otherCluster?: string; lock?: string}> {
-    const live: {otherCluster?: string; lock?: string} = {}
+  ): Promise<{otherCluster?: string; lock?: string; fromCluster?: boolean; unread?: string}> {
     try {
       const elsewhere = await otherCluster(client, session.state)
-      if (elsewhere) {
-        live.otherCluster = elsewhere
-        throw new UserError(`the plan belongs to another cluster: ${elsewhere}`)
-      }
-      await driftOf(client, session.state, rows)
+      if (elsewhere) return {otherCluster: elsewhere}
+      const live: {lock?: string; fromCluster?: boolean} = {}
+      await session.adoptRecord(client, {readOnly: true})
+      live.fromCluster = true
       const lease = await client.get(lockRef(session.namespace))
       if (lease?.spec?.holderIdentity)
         live.lock = `${describeHolder(lease)}${holderAlive(lease) ? '' : ` (${holderState(lease)})`}`
+      return live
     } catch (error) {
-      this.note(`${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
+      // Another plan's record is an answer, not a blind spot: its owner is named (exit 5).
+      if (error instanceof UserError && error.exitCode === ExitCode.Locked) throw error
+      const reason = (error as Error).message.split('\n')[0]!
+      this.note(`${session.file}: the cluster could not be read: ${reason}`)
+      return {unread: reason}
     }
-    return live
   }
 }
 
@@ -199,6 +235,8 @@ interface StatusOptions {
   files: string[]
   /** A plan was named: one that cannot be read is the command's failure, not a line in a list. */
   onePlan: boolean
+  /** PLAN as given (a namespace name must be the plan's namespace). */
+  planArg?: string
   cluster: ClusterConnection
   /** --offline: never connect (no drift, no lock information). */
   offline: boolean
@@ -211,7 +249,15 @@ function renderStatus(results: PlanStatus[]): string {
   const p = stdoutPainter()
   return results
     .map((r) => {
-      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.drifted > 0 ? `, ${r.drifted} drifted` : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
+      const drift =
+        r.drifted === null
+          ? r.clusterUnread
+            ? ', drift unknown (cluster not read)'
+            : ''
+          : r.drifted > 0
+            ? `, ${r.drifted} drifted`
+            : ''
+      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${drift}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
       const table = renderTable(
         ['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'],
         r.steps.map((s) => [

@@ -2,7 +2,7 @@ import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 
 import {UsageError, UserError} from '../errors.js'
-import {readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import {fileNameMismatch, namespaceMismatch, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkFleetText} from '../planner/fleet-file.js'
 import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
@@ -87,6 +87,11 @@ async function validateFile(name: string): Promise<FileValidation> {
       const checked = checkPlanText(text)
       problems = checked.problems
       blockers = checked.plan?.spec.blockers.map((b) => b.id) ?? []
+      const ns = checked.plan?.metadata.namespace
+      const other = ns === undefined ? undefined : namespaceMismatch(name, file, ns)
+      if (other) problems = [...problems, {path: 'metadata.namespace', message: other}]
+      const misnamed = ns === undefined || other ? undefined : fileNameMismatch(file, ns)
+      if (misnamed) process.stderr.write(`${stderrPainter().paint('yellow', 'warning')} ${misnamed}\n`)
     }
   } catch (error) {
     if (!(error instanceof UserError)) throw error

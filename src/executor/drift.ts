@@ -9,11 +9,26 @@ import {firstDifference, isOurs, operationRef} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
 
+/** One changed label: what the step set → what the cluster has now. */
 function labelDrift(what: string, live: Record<string, string>, wrote: Record<string, string | null>): string[] {
   return Object.entries(wrote)
     .filter(([k, v]) => (live[k] ?? null) !== v)
-    .map(([k, v]) => `${what}: label ${k} is ${shown(live[k])}, the step set it ${v === null ? 'absent' : `to "${v}"`}`)
+    .map(([k, v]) => `${what}: label ${k} changed since the step set it: ${shown(v)} → ${shown(live[k])}`)
 }
+
+/** The value at a JSON path as firstDifference gives it (`spec.rules[1].a`), for the "old → new" of a field. */
+function valueAt(obj: unknown, path: string): unknown {
+  if (path === '.') return obj
+  let value: unknown = obj
+  for (const part of path.split(/\.|(?=\[)/)) {
+    if (value === null || typeof value !== 'object') return undefined
+    const index = /^\[(\d+)\]$/.exec(part)
+    value = index ? (value as unknown[])[Number(index[1])] : (value as Record<string, unknown>)[part]
+  }
+  return value
+}
+
+const valueText = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v))
 
 async function operationDrift(client: KubeClient, op: Operation, planName: string): Promise<string[]> {
   switch (op.op) {
@@ -26,9 +41,12 @@ async function operationDrift(client: KubeClient, op: Operation, planName: strin
           `${formatRef(ref)} no longer carries this plan's marks (label app.kubernetes.io/managed-by, annotation mesh-migrate.io/plan)`,
         ]
       const {metadata, apiVersion: _a, kind: _k, ...content} = op.object
-      const label = firstDifference(live.metadata.labels ?? {}, metadata.labels ?? {})
-      const field = firstDifference(live, content) ?? (label && `metadata.labels.${label}`)
-      return field ? [`${formatRef(ref)}: field ${field} differs from what the step wrote`] : []
+      const field = firstDifference(live, content)
+      if (field)
+        return [
+          `${formatRef(ref)}: field ${field} changed since the step wrote it: ${valueText(valueAt(content, field))} → ${valueText(valueAt(live, field))}`,
+        ]
+      return labelDrift(formatRef(ref), live.metadata.labels ?? {}, metadata.labels ?? {}).slice(0, 1)
     }
     case 'delete':
       return (await client.get(op.ref)) ? [`${formatRef(op.ref)} is back (the step deleted it)`] : []

@@ -22,6 +22,7 @@ import {
   type PreconditionContext,
   stalePreconditions,
 } from './operations.js'
+import {stepDrift} from './drift.js'
 import {claimNamespace} from './ownership.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import {keepProgressRefusals} from './keep-progress.js'
@@ -226,6 +227,39 @@ async function checkLaterSteps(ctx: ExecutionContext, step: PlanStep): Promise<v
   )
 }
 
+/** The message undoStep records on a step whose undo has begun: its effects are partly gone on purpose. */
+export const ROLLING_BACK = 'rolling back'
+
+/**
+ * Refresh before every write (issue 19 §1): every step applied before this one must still show what it did — its
+ * writes and the pods it verified (drift.ts, as `status` shows it). A namespace unbound by hand after bind-waypoint
+ * stops the next step before it writes (exit 3), naming the step, the object, the field and old → new.
+ */
+async function checkAppliedSteps(ctx: ExecutionContext, step: PlanStep): Promise<void> {
+  const {state} = ctx
+  const steps = state.plan.spec.steps
+  const applied = steps
+    .slice(0, steps.indexOf(step))
+    .filter((s) => state.phase(s) === 'Applied' && state.status(s.id)?.message !== ROLLING_BACK)
+  const found: {step: PlanStep; drift: string[]}[] = []
+  for (const s of applied) {
+    const drift = await stepDrift(ctx.client, s, state.plan.metadata.name)
+    if (drift.length > 0) found.push({step: s, drift})
+  }
+  if (found.length === 0) return
+  throw new StalePlanError(
+    `the cluster no longer shows what applied steps did, so apply stops before step ${step.id} (nothing was written by it):\n${found
+      .flatMap(({step: s, drift}) => drift.map((d) => `  - step ${s.id}: ${d}`))
+      .join('\n')}`,
+    driftSuggestion(state, found[0]!.step),
+  )
+}
+
+/** What to do about drift in an applied step: put it back (re-apply the step with --repair), or roll back. */
+function driftSuggestion(state: PlanState, step: PlanStep): string {
+  return `Put back what the step did with \`mesh-migrate apply ${state.file} --repair ${step.id}\` (re-runs it: it writes only what is missing) and re-run the apply, or undo the applied steps with \`mesh-migrate rollback ${state.file} --confirm ${state.namespace}\`. \`mesh-migrate status ${state.file}\` shows the drift.`
+}
+
 /**
  * What to do about a stale plan, as commands that work in its state: a plan that has not written yet can
  * be re-planned; one in progress is rolled back first (or replaced with --force, losing its record).
@@ -306,6 +340,9 @@ export async function applyStep(
   step: PlanStep,
 ): Promise<{skippedWrites: boolean; details: string[]}> {
   const {state} = ctx
+  // Refresh first: drift in an applied step is the cause to name, before this step's own preconditions. Only the
+  // steps before this one: `apply --repair STEP` re-runs an applied step whose own effects drifted.
+  if (!ctx.dryRun) await checkAppliedSteps(ctx, step)
   const check = await checkStep(ctx, step)
   if (check.stale.length > 0) {
     throw new StalePlanError(
@@ -464,7 +501,7 @@ export async function undoStep(
   ctx.lock?.assertHeld()
   // A dry run records nothing: the plan file stays byte for byte as it was.
   if (ctx.dryRun) return undoOperations(ctx, step, warn)
-  await state.record(step.id, {phase: state.phase(step), by: ctx.who, message: 'rolling back'})
+  await state.record(step.id, {phase: state.phase(step), by: ctx.who, message: ROLLING_BACK})
   try {
     return await undoOperations(ctx, step, warn)
   } catch (error) {

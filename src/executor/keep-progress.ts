@@ -197,7 +197,13 @@ export function carryProgress(old: MigrationPlan, fresh: MigrationPlan): Carried
     undoFrom ??= fresh.spec.steps.slice(fresh.spec.steps.indexOf(behind[0]!)).find((s) => keptIds.has(s.id))?.id
   const order = fresh.spec.steps.map((s) => s.id)
   kept.sort((x, y) => order.indexOf(x.id) - order.indexOf(y.id))
-  const plan: MigrationPlan = kept.length > 0 ? {...fresh, status: {specDigest: specDigest(fresh), steps: kept}} : fresh
+  const digest = specDigest(fresh)
+  const replaces = specDigest(old)
+  // status.replaces: the first write of the new plan takes over the old one's record in the cluster (record.ts).
+  const plan: MigrationPlan =
+    kept.length > 0
+      ? {...fresh, status: {specDigest: digest, ...(replaces !== digest ? {replaces} : {}), steps: kept}}
+      : fresh
   return {
     plan,
     kept: [...keptIds],

@@ -8,6 +8,11 @@ import {readTextFile, writeFileAtomic} from './plan-store.js'
 export class PlanState {
   /** Recorded with every step next to `by` (the Kubernetes identity): who ran the command, where. */
   localUser?: string
+  /**
+   * The plan's record in the cluster (record-store.ts), attached once it has been read and merged
+   * (PlanSession.adoptRecord): every step transition is written there before the plan file.
+   */
+  cluster?: {write(plan: MigrationPlan, file: string, by: string): Promise<void>}
 
   private constructor(
     readonly file: string,
@@ -74,6 +79,8 @@ export class PlanState {
     } else {
       steps[index] = next
     }
+    // The cluster first: a crash between the two leaves the file behind the record, and the record wins.
+    await this.cluster?.write(this.plan, this.file, update.by)
     await this.save()
     return next
   }

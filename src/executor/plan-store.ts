@@ -99,3 +99,19 @@ export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise
     suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.',
   })
 }
+
+/**
+ * A plan is for one namespace (issue 19 §4): PLAN given as a namespace name (resolved to plans/<namespace>.yaml) must
+ * name the plan's own namespace. The problem, or undefined; a path given as PLAN names no namespace.
+ */
+export function namespaceMismatch(arg: string | undefined, file: string, planNamespace: string): string | undefined {
+  if (arg === undefined || arg === file || !NAMESPACE_NAME.test(arg) || arg === planNamespace) return undefined
+  return `${file} is the plan of namespace ${planNamespace}, not of namespace ${arg}: a plan acts on its own namespace only`
+}
+
+/** The plan file's name says another namespace than the plan inside (plans/default.yaml holding bookinfo's plan). */
+export function fileNameMismatch(file: string, planNamespace: string): string | undefined {
+  const base = path.basename(file).replace(/\.ya?ml$/, '')
+  if (!NAMESPACE_NAME.test(base) || base === planNamespace) return undefined
+  return `${file} is named for namespace ${base} but holds the plan of namespace ${planNamespace}`
+}

@@ -75,7 +75,8 @@ const policyTimelineInput = {
   },
 }
 
-const stepStatus = {
+/** A step's record: the plan file's status.steps[] and the cluster record's steps[] (record.ts). */
+export const stepStatus = {
   type: 'object',
   additionalProperties: false,
   required: ['id', 'phase', 'at', 'by'],
@@ -465,6 +466,7 @@ function planSchema(form: Form) {
         required: ['specDigest', 'steps'],
         properties: {
           specDigest: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
+          replaces: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
           steps: {type: 'array', items: stepStatus},
         },
       },

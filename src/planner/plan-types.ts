@@ -244,6 +244,11 @@ export interface StepStatus {
 
 export interface PlanStatus {
   specDigest: string
+  /**
+   * The digest of the plan this one re-planned (plan --keep-progress / --force): its record in the cluster is
+   * taken over by this plan's first write (src/planner/record.ts).
+   */
+  replaces?: string
   steps: StepStatus[]
 }
 

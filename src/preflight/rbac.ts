@@ -11,6 +11,7 @@
 //   undo preconditions (undo-checks.ts): the reads.
 // - PLAN_ACCESS: what every plan needs whatever its steps (the lock, the namespace's owner record).
 import {lockRef} from '../executor/lock.js'
+import {recordRef} from '../executor/record-store.js'
 import type {ObjectRef} from '../planner/model.js'
 import type {
   MigrationPlan,
@@ -143,6 +144,13 @@ export const PLAN_ACCESS: readonly PlanAccess[] = [
   {
     why: 'recording the plan as the namespace owner',
     needs: (p, ns) => (writes(p) ? on(namespaceRef(ns), 'patch') : []),
+  },
+  // Issue 19, src/executor/record-store.ts: the plan's record in the cluster (a ConfigMap), read by apply, rollback
+  // and status, created at the first step transition, then patched (JSON merge patch guarded by resourceVersion).
+  {
+    why: "the plan's record in the cluster (ConfigMap, read and written at every step)",
+    // Every step transition is recorded, read-only steps' too: only a plan without steps needs none.
+    needs: (p, ns) => (p.spec.steps.length > 0 ? on(recordRef(ns, p.metadata.name), 'get', 'create', 'patch') : []),
   },
 ]
 

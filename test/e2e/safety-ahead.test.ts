@@ -137,7 +137,7 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
       const row = result!.steps.find((s) => s.id === stepOf('create-policies').id)!
       expect(row.drift).toBe('drifted')
       expect(row.driftDetail).toBe(
-        `AuthorizationPolicy ${NS}/details-no-delete-waypoint: field spec.action differs from what the step wrote`,
+        `AuthorizationPolicy ${NS}/details-no-delete-waypoint: field spec.action changed since the step wrote it: ${JSON.stringify(action)} → "AUDIT"`,
       )
     } finally {
       await cluster.api.patch(copy, {spec: {action}})
@@ -172,9 +172,11 @@ describe('safety ahead of time: dry runs, drift before traffic moves, one plan p
         name: 'waypoint-b',
       }),
     ).toBeUndefined()
-    // The first plan's objects are untouched by the second plan's rollback.
+    // The second plan's rollback is refused too (issue 19: the cluster's record is the first plan's, which applied
+    // steps): the first plan's objects are untouched.
     const noop = await cli(['rollback', second, '--confirm', NS], cwd, kube)
-    expect(noop.code, noop.stderr).toBe(0)
+    expect(noop.code, noop.stderr).toBe(5)
+    expect(noop.stderr).toContain(`namespace ${NS} is being migrated by another plan: ${PLAN_FILE}`)
     expect(
       await cluster.api.get({
         apiVersion: 'gateway.networking.k8s.io/v1',

@@ -214,11 +214,11 @@ describe('drift names the object and the label key or field', () => {
   it('a namespace label changed since the step set it, and a created object edited', async () => {
     const bind = steps[2]!
     expect(await stepDrift(mapClient([namespace({'istio.io/use-waypoint': 'other'})]), bind, NS)).toEqual([
-      `Namespace ${NS}: label istio.io/use-waypoint is "other", the step set it to "waypoint"`,
+      `Namespace ${NS}: label istio.io/use-waypoint changed since the step set it: "waypoint" → "other"`,
     ])
     const edited = {...waypoint, spec: {gatewayClassName: 'istio'}}
     expect(await stepDrift(mapClient([edited]), steps[0]!, NS)).toEqual([
-      `Gateway ${NS}/waypoint: field spec.gatewayClassName differs from what the step wrote`,
+      `Gateway ${NS}/waypoint: field spec.gatewayClassName changed since the step wrote it: "istio-waypoint" → "istio"`,
     ])
     expect(await stepDrift(mapClient([]), steps[0]!, NS)).toEqual([`Gateway ${NS}/waypoint is missing`])
   })
