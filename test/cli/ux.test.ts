@@ -312,8 +312,6 @@ describe('installs like a kubectl plugin', () => {
       'package.json',
       'README.md',
       'dist/cli.cjs',
-      'dist/mesh-migrate.cjs',
-      'dist/runtime.cjs',
       'dist/planner/plan-schema.validator.cjs',
       'dist/root-help.txt',
       'schemas/migration-plan.json',
