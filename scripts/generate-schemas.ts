@@ -8,7 +8,7 @@ import {fileURLToPath} from 'node:url'
 
 import {createGenerator} from 'ts-json-schema-generator'
 
-import {PLAN_FILE_SCHEMA, PLAN_SCHEMA} from '../src/planner/plan-schema.js'
+import {PLAN_FILE_SCHEMA, PLAN_FILE_V1ALPHA2_SCHEMA, PLAN_SCHEMA} from '../src/planner/plan-schema.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const SCHEMA_DIR = path.join(ROOT, 'schemas')
@@ -49,10 +49,11 @@ export function generateSchemas(): Record<string, string> {
   }
   out['migration-plan.json'] = `${JSON.stringify(PLAN_SCHEMA, null, 2)}\n`
   out['migration-plan-file.json'] = `${JSON.stringify(PLAN_FILE_SCHEMA, null, 2)}\n`
+  out['migration-plan-file-v1alpha2.json'] = `${JSON.stringify(PLAN_FILE_V1ALPHA2_SCHEMA, null, 2)}\n`
   return out
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   for (const [file, text] of Object.entries(generateSchemas())) writeFileSync(path.join(SCHEMA_DIR, file), text)
-  process.stdout.write(`Wrote ${Object.keys(OUTPUT_SCHEMAS).length + 2} schemas to schemas/.\n`)
+  process.stdout.write(`Wrote ${Object.keys(OUTPUT_SCHEMAS).length + 3} schemas to schemas/.\n`)
 }

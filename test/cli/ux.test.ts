@@ -200,10 +200,10 @@ describe('JSON documents', () => {
   it('plan files name their schema for editors (yaml-language-server)', async () => {
     const text = await readFile(path.join(REPO_ROOT, PLAN), 'utf8')
     expect(text.split('\n')[0]).toBe(
-      '# yaml-language-server: $schema=https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json',
+      '# yaml-language-server: $schema=https://mesh-migrate.io/schemas/migration-plan-file-v1alpha3.json',
     )
     expect(JSON.parse(await readFile(path.join(SCHEMA_DIR, 'migration-plan-file.json'), 'utf8')).$id).toBe(
-      'https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json',
+      'https://mesh-migrate.io/schemas/migration-plan-file-v1alpha3.json',
     )
   }, 180_000)
 })
