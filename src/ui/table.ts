@@ -66,16 +66,22 @@ export function tableLayout(): TableLayout {
   return layout
 }
 
-/** Printable ASCII only: one column per character. */
-const PLAIN_ASCII = /^[\x20-\x7e]*$/
+/**
+ * Text whose every character takes one column: printable ASCII, and what the tool's own messages add to it —
+ * Latin-1 letters and signs (not the soft hyphen, nor © and ®, emoji), dashes, quotes, bullets and the ellipsis, the four arrows,
+ * ≤ and ≥ (test/unit/table-layout.test.ts checks each against string-width).
+ */
+export const ONE_COLUMN_TEXT =
+  /^[\x20-\x7e\u00a0-\u00a8\u00aa-\u00ac\u00af-\u00ff\u2010-\u2027\u2190-\u2193\u2264\u2265]*$/
 
 /**
- * Columns a text takes on a terminal. Most cells are plain ASCII (names, kinds, verdicts), whose width is their
- * length; string-width's full Unicode path (grapheme segmentation, emoji and East Asian width tables) is for the
- * rest — on a plan of 800 services it was 29 % of the run when every cell went through it (issue 23 §6).
+ * Columns a text takes on a terminal. Most cells are plain ASCII (names, kinds, verdicts) or the tool's own
+ * messages (an em dash, an arrow), whose width is their length; string-width's full Unicode path (grapheme
+ * segmentation, emoji and East Asian width tables) is for the rest — on a plan of 800 services it was 29 % of the
+ * run when every cell went through it (issue 23 §6).
  */
 export function stringWidth(text: string): number {
-  return PLAIN_ASCII.test(text) ? text.length : fullStringWidth(text)
+  return ONE_COLUMN_TEXT.test(text) ? text.length : fullStringWidth(text)
 }
 
 const lines = (cell: string) => cell.split('\n')
