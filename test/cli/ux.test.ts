@@ -205,10 +205,10 @@ describe('JSON documents', () => {
   it('plan files name their schema for editors (yaml-language-server)', async () => {
     const text = await readFile(path.join(REPO_ROOT, PLAN), 'utf8')
     expect(text.split('\n')[0]).toBe(
-      '# yaml-language-server: $schema=https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json',
+      '# yaml-language-server: $schema=https://mesh-migrate.io/schemas/migration-plan-file-v1alpha3.json',
     )
     expect(JSON.parse(await readFile(path.join(SCHEMA_DIR, 'migration-plan-file.json'), 'utf8')).$id).toBe(
-      'https://mesh-migrate.io/schemas/migration-plan-file-v1alpha2.json',
+      'https://mesh-migrate.io/schemas/migration-plan-file-v1alpha3.json',
     )
   }, 180_000)
 })
@@ -324,8 +324,6 @@ describe('installs like a kubectl plugin', () => {
       'package.json',
       'README.md',
       'dist/cli.cjs',
-      'dist/mesh-migrate.cjs',
-      'dist/runtime.cjs',
       'dist/planner/plan-schema.validator.cjs',
       'dist/root-help.txt',
       'schemas/migration-plan.json',

@@ -107,7 +107,7 @@ describe('checks', () => {
       {
         path: 'apiVersion',
         message:
-          'must be mesh-migrate.io/v1alpha2 (or mesh-migrate.io/v1alpha1, written by earlier versions) (got "mesh-migrate.io/v2"); a newer mesh-migrate may have written it',
+          'must be mesh-migrate.io/v1alpha3 (or mesh-migrate.io/v1alpha2 or mesh-migrate.io/v1alpha1, written by earlier versions) (got "mesh-migrate.io/v2"); a newer mesh-migrate may have written it',
       },
     ])
   })

@@ -9,7 +9,14 @@ import type {KubeObject} from '../../src/planner/model.js'
 import {buildPlan} from '../../src/planner/plan-builder.js'
 import type {Painter} from '../../src/ui/color.js'
 import {renderTimelineMermaid} from '../../src/ui/mermaid-view.js'
-import {fitItems, fitText, renderColumnBlocks, renderTable} from '../../src/ui/table.js'
+import {
+  fitItems,
+  fitText,
+  ONE_COLUMN_TEXT,
+  renderColumnBlocks,
+  renderTable,
+  stringWidth as cellWidth,
+} from '../../src/ui/table.js'
 import {generatedNamespace} from '../support/generated-namespace.js'
 
 const plain: Painter = {enabled: false, paint: (_style, text) => text}
@@ -135,5 +142,42 @@ describe('renderTable at 80 columns (census shape)', () => {
     const wide = renderTable(head, rows, plain, {width: 80, wide: true})
     expect(wide).not.toContain('…')
     expect(wide.replace(/\s+/g, '')).toContain('next:preflight')
+  })
+})
+
+describe('cell width', () => {
+  it('is the length of plain ASCII and string-width elsewhere (wide, combining, emoji, ANSI codes, controls)', () => {
+    for (const text of ['', 'Deployment/svc-1', 'a ~ b | {x: 1}', '\u001B[1mbold\u001B[22m', 'tab\there'])
+      expect(cellWidth(text), JSON.stringify(text)).toBe(stringWidth(text))
+    for (const text of ['sidecar → ambient', '日本語のサービス', 'é', 'e\u0301', '👍🏽 ok', '—'])
+      expect(cellWidth(text), text).toBe(stringWidth(text))
+    expect(cellWidth('日本')).toBe(4)
+    expect(cellWidth('a\u00adb')).toBe(stringWidth('a\u00adb'))
+    expect(cellWidth('e\u0301')).toBe(1)
+  })
+
+  it('lays a table of wide characters out by their columns, not their length', () => {
+    const table = renderTable(
+      ['NAME', 'NOTE'],
+      [
+        ['日本語', 'x'],
+        ['abc', 'y'],
+      ],
+      plain,
+      {width: Infinity, wide: false},
+    )
+    const [, first, second] = table.split('\n')
+    expect(first!.indexOf('x') + 3).toBe(second!.indexOf('y')) // 3 wide characters are 6 columns, 3 more than 'abc'
+  })
+
+  it('takes the length for exactly the characters string-width gives one column', () => {
+    let checked = 0
+    for (let c = 0; c <= 0x2fff; c++) {
+      const ch = String.fromCodePoint(c)
+      if (!ONE_COLUMN_TEXT.test(ch)) continue
+      expect(stringWidth(ch), `U+${c.toString(16)}`).toBe(1)
+      checked++
+    }
+    expect(checked).toBeGreaterThan(200)
   })
 })
