@@ -46,6 +46,8 @@ export interface LockOptions {
   lockTimeout: string
   /** Read the plan file again once the lock is ours: the holder we waited for may have changed the record. */
   reload?: boolean
+  /** --take-over: this plan replaces the one that owns the namespace (a reviewed re-plan). */
+  takeOver: boolean
 }
 
 /** The flags apply and rollback share for writing: --dry-run, --timeout and --lock-timeout. */
@@ -53,6 +55,7 @@ export interface WriteFlags {
   'dry-run': 'none' | 'server'
   timeout: string
   'lock-timeout': string
+  'take-over': boolean
 }
 
 /** How `apply` or `rollback` of `file` holds the namespace, from its flags. */
@@ -66,6 +69,7 @@ export function lockOptions(command: 'apply' | 'rollback', file: string, flags: 
     lockTimeout: flags['lock-timeout'],
     // Under the lock the record may have changed (the holder apply waited for): read it again.
     reload: command === 'apply',
+    takeOver: flags['take-over'],
   }
 }
 
@@ -125,7 +129,7 @@ export class PlanSession {
         if (opts.reload) this.state = await PlanState.load(this.file)
       }
       // Another plan's objects carry the same plan name: never write over what another plan applied.
-      await checkOwner(client, this.state, opts.verb)
+      await checkOwner(client, this.state, opts.verb, opts.takeOver)
       this.state.localUser = whoAmI()
       // A dry run records nothing, so it does not ask the server who we are.
       const who = (opts.dryRun ? undefined : await kubernetesIdentity(client)) ?? this.state.localUser
@@ -136,6 +140,7 @@ export class PlanSession {
         dryRun: opts.dryRun,
         timeoutMs: opts.timeoutMs,
         signal: interrupt.signal,
+        takeOver: opts.takeOver,
         ...(lock ? {lock} : {}),
       })
       return true

@@ -5,7 +5,8 @@ import {randomBytes} from 'node:crypto'
 import {open, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
-import {UserError} from '../errors.js'
+import {UsageError, UserError} from '../errors.js'
+import {isNamespaceName, namespaceNameProblem} from '../planner/names.js'
 import {FLEET_FILE} from '../planner/plan-types.js'
 
 export async function writeFileAtomic(file: string, text: string): Promise<void> {
@@ -49,11 +50,25 @@ export async function readTextFile(file: string, what = 'file'): Promise<string>
 
 export const PLANS_DIR = 'plans'
 
-const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+/** Whether `file` is inside `dir` (after resolving `..`): where a name taken from input may put a file. */
+export function isInside(dir: string, file: string): boolean {
+  const relative = path.relative(path.resolve(dir), path.resolve(file))
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)
+}
 
-/** plans/<namespace>.yaml */
+/**
+ * plans/<namespace>.yaml. The namespace comes from input (an argument, a manifest, a cluster): a name that is
+ * not a namespace name, or a path that would leave plans/, is refused before it becomes a file (issue 20 §1).
+ */
 export function defaultPlanPath(namespace: string, plansDir = PLANS_DIR): string {
-  return path.join(plansDir, `${namespace}.yaml`)
+  const problem = namespaceNameProblem(namespace)
+  const file = path.join(plansDir, `${namespace}.yaml`)
+  if (problem || !isInside(plansDir, file))
+    throw new UsageError(
+      `namespace ${problem ?? JSON.stringify(namespace)}: no plan file is made for it`,
+      'Namespace names are RFC 1123 labels (kubectl get namespaces lists them).',
+    )
+  return file
 }
 
 /** The `plan` command that re-plans into `file` (with --out when it is not the namespace's default plan file). */
@@ -85,7 +100,7 @@ export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise
       .then((s) => s.isFile())
       .catch(() => false)
   if (await exists(arg)) return arg
-  if (NAMESPACE_NAME.test(arg)) {
+  if (isNamespaceName(arg)) {
     const candidate = defaultPlanPath(arg, plansDir)
     if (await exists(candidate)) return candidate
     throw new UserError(`no plan for namespace "${arg}": ${candidate} does not exist`, {

@@ -22,6 +22,9 @@ import {mayHaveWritten} from './rollback.js'
 import {WRITE_RULES, type WriteRule} from '../steps/index.js'
 import {groupOf} from './refs.js'
 import {WAYPOINT_CLASS} from './vocab.js'
+import {namespaceNameProblem, objectNameProblem} from './names.js'
+import {statusProblems} from './status-checks.js'
+import {meaningProblems} from './meaning-checks.js'
 
 export interface PlanProblem {
   /** JSON path inside the plan ("spec.steps[2].operations[0]"), or "" for the whole file. */
@@ -203,6 +206,9 @@ function operationProblems(
         }
       : op.ref
   const kindKey = gk(ref.apiVersion, ref.kind)
+  // Names become request paths: `..` or `a/b` must never reach the API server (issue 20 §1).
+  const badName = objectNameProblem(ref)
+  if (badName) say(badName)
   if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object?.kind === 'Secret')) {
     say('plans never carry Secrets')
   }
@@ -279,6 +285,8 @@ function operationProblems(
 export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
   const problems: PlanProblem[] = []
   const namespace = plan.metadata.namespace
+  const badNamespace = namespaceNameProblem(namespace)
+  if (badNamespace) return [{path: 'metadata.namespace', message: badNamespace}]
   if (plan.metadata.name !== namespace) {
     problems.push({path: 'metadata.name', message: `must equal metadata.namespace ("${namespace}")`})
   }
@@ -307,6 +315,7 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
     )
     // A step's undo may restart what it restarted (rollback restarts again once injection is back).
     if (guarded) problems.push(...undoGuardProblems(step, base))
+    problems.push(...readRefProblems(step, base))
   })
   plan.spec.waypoints.forEach((w, i) => {
     if (w.spec?.gatewayClassName !== WAYPOINT_CLASS) {
@@ -318,6 +327,23 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
         message: `must be the plan's namespace "${namespace}"`,
       })
     }
+  })
+  return problems
+}
+
+/** The objects a step reads (preconditions, verifications) become requests too: their names are checked. */
+function readRefProblems(step: PlanStep, base: string): PlanProblem[] {
+  const problems: PlanProblem[] = []
+  const check = (ref: {apiVersion: string; kind: string; name: string; namespace?: string}, path: string) => {
+    const bad = objectNameProblem(ref)
+    if (bad) problems.push({path, message: bad})
+  }
+  step.preconditions.forEach((p, i) => {
+    if ('ref' in p) check(p.ref, `${base}.preconditions[${i}]`)
+  })
+  step.verify.forEach((v, i) => {
+    if ('ref' in v) check(v.ref, `${base}.verify[${i}]`)
+    if ('refs' in v) v.refs.forEach((r) => check(r, `${base}.verify[${i}]`))
   })
   return problems
 }
@@ -395,7 +421,7 @@ function checkEncodedPlan(data: Record<string, unknown>): CheckedPlan {
   const decoded = decodePlan(data)
   if (decoded.problems.length > 0)
     return {problems: [...decoded.problems, ...bestEffort(() => digestProblems(decoded.plan))]}
-  return {plan: decoded.plan, problems: [...safetyProblems(decoded.plan), ...digestProblems(decoded.plan)]}
+  return {plan: decoded.plan, problems: planProblems(decoded.plan)}
 }
 
 /** A plan in the expanded form: v1alpha1 (files written before v1alpha2, or `plan -o json` saved as a file). */
@@ -413,6 +439,17 @@ function checkExpandedPlan(data: Record<string, unknown>): CheckedPlan {
     }
   }
   const plan = data as unknown as MigrationPlan
-  const problems = [...safetyProblems(plan), ...digestProblems(plan)]
-  return {plan, problems}
+  return {plan, problems: planProblems(plan)}
+}
+
+/** A plan that passed its schema: safety, meaning, digest, and the record in `status`. */
+function planProblems(plan: MigrationPlan): PlanProblem[] {
+  const safety = safetyProblems(plan)
+  return [
+    ...safety,
+    // Meaning is judged on writes that are each allowed; it would only repeat an unsafe write's problem.
+    ...(safety.length > 0 ? [] : meaningProblems(plan)),
+    ...digestProblems(plan),
+    ...statusProblems(plan),
+  ]
 }
