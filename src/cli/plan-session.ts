@@ -134,7 +134,8 @@ export class PlanSession {
       // A dry run records nothing, so it does not ask the server who we are.
       const who = (opts.dryRun ? undefined : await kubernetesIdentity(client)) ?? this.state.localUser
       await body({
-        client,
+        // Every write checks the lock right before it is sent (fencing): a holder whose lock was broken stops.
+        client: lock ? lock.fenced(client) : client,
         state: this.state,
         who,
         dryRun: opts.dryRun,

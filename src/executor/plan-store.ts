@@ -2,15 +2,52 @@
 // of the directory), so a crash or Ctrl+C at any moment leaves either the old or the new plan,
 // never a half-written one (SPEC §7 "Crash safety").
 import {randomBytes} from 'node:crypto'
-import {open, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
+import {open, readdir, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
+import {ExitCode} from '../cli/exit-codes.js'
 import {UsageError, UserError} from '../errors.js'
+import {InputRefused, readBoundedFile} from '../sources/input-limits.js'
 import {isNamespaceName, namespaceNameProblem} from '../planner/names.js'
 import {FLEET_FILE} from '../planner/plan-types.js'
 
+const TMP_FILE = /^\..+\.tmp-(\d+)-[0-9a-f]{8}$/
+const prepared = new Set<string>()
+
+/** Whether a process with this PID runs on this host (EPERM: it does, as another user). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Once per folder and run, before the first write into it (issue 20 §8): temp files left by killed runs (their
+ * process is gone) are removed, and a folder anyone may write to is warned about — anyone could then replace a
+ * reviewed plan between review and apply.
+ */
+async function prepareFolder(dir: string): Promise<void> {
+  if (prepared.has(dir)) return
+  prepared.add(dir)
+  const info = await stat(dir).catch(() => undefined)
+  // World-writable without the sticky bit: anyone can replace (rename over) a plan in it.
+  if (info && (info.mode & 0o002) !== 0 && (info.mode & 0o1000) === 0)
+    process.stderr.write(
+      `Warning: ${dir}/ is writable by every user of this machine: anyone can replace a plan in it between review and apply. Restrict it: chmod o-w ${dir}\n`,
+    )
+  const entries = await readdir(dir).catch(() => [] as string[])
+  for (const name of entries) {
+    const pid = Number(TMP_FILE.exec(name)?.[1])
+    if (pid > 0 && pid !== process.pid && !processRuns(pid)) await rm(path.join(dir, name), {force: true})
+  }
+}
+
 export async function writeFileAtomic(file: string, text: string): Promise<void> {
   const dir = path.dirname(file)
+  await prepareFolder(dir)
   const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`)
   const handle = await open(tmp, 'w', 0o644)
   try {
@@ -33,10 +70,17 @@ export async function writeFileAtomic(file: string, text: string): Promise<void>
   }
 }
 
+/** A plan file (or other file the tool reads back), bounded as all input is (src/sources/input-limits.ts). */
 export async function readTextFile(file: string, what = 'file'): Promise<string> {
   try {
-    return await readFile(file, 'utf8')
+    return readBoundedFile(file)
   } catch (error) {
+    if (error instanceof InputRefused)
+      throw new UserError(`${what} ${error.message}`, {
+        exitCode: what === 'plan file' ? ExitCode.Invalid : ExitCode.Usage,
+        suggestion:
+          'Plan files are written by the tool: restore the reviewed file, or regenerate it with `mesh-migrate plan NAMESPACE`.',
+      })
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT')
       throw new UserError(`${what} ${file} does not exist`, {

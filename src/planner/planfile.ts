@@ -24,6 +24,7 @@ import {groupOf} from './refs.js'
 import {WAYPOINT_CLASS} from './vocab.js'
 import {namespaceNameProblem, objectNameProblem} from './names.js'
 import {statusProblems} from './status-checks.js'
+import {isTooDeep, MAX_NESTING_DEPTH, nestingDepth} from './input-limits.js'
 import {meaningProblems} from './meaning-checks.js'
 
 export interface PlanProblem {
@@ -72,10 +73,23 @@ export function renderPlanFile(plan: MigrationPlan): string {
   return headerComment(plan) + toCanonicalYaml(encodePlan(plan), PLAN_FILE_STYLE)
 }
 
+const tooDeepProblem: PlanProblem = {
+  path: '',
+  message: `YAML nested more than ${MAX_NESTING_DEPTH} levels deep (the input limit): the tool never writes such a plan`,
+}
+
 /** Parse plan text. YAML errors are problems with line numbers, never exceptions. */
 export function parsePlanText(text: string): {data?: unknown; problems: PlanProblem[]} {
   const lineCounter = new LineCounter()
-  const doc = parseDocument(text, {prettyErrors: false, uniqueKeys: true, lineCounter})
+  let doc: ReturnType<typeof parseDocument>
+  try {
+    doc = parseDocument(text, {prettyErrors: false, uniqueKeys: true, lineCounter})
+  } catch (error) {
+    if (isTooDeep(error)) return {problems: [tooDeepProblem]}
+    throw error
+  }
+  // yaml reports a stack overflow in its composer as an error of the document.
+  if (doc.errors.some((e) => /call stack/i.test(e.message))) return {problems: [tooDeepProblem]}
   const problems: PlanProblem[] = []
   for (const err of doc.errors) {
     const line = lineCounter.linePos(err.pos[0]).line
@@ -85,7 +99,9 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
   let data: unknown
   try {
     data = doc.toJS({maxAliasCount: 0})
+    if (nestingDepth(data) > MAX_NESTING_DEPTH) return {problems: [tooDeepProblem]}
   } catch (error) {
+    if (isTooDeep(error)) return {problems: [tooDeepProblem]}
     // Aliases (anchors) are refused: the tool never writes them, and they can blow up in size.
     return {
       problems: [
