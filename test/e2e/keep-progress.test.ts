@@ -105,7 +105,7 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
       expect(r.code, r.stderr).toBe(5)
       expect(hasStackTrace(r.stderr)).toBe(false)
       expect(r.stderr).toContain(
-        `namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${startedAt}): it is writing the record --keep-progress would re-plan`,
+        `namespace ${NS} is locked by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${startedAt}): it is writing the record --keep-progress would re-plan`,
       )
       expect(r.stderr).toContain(`mesh-migrate unlock ${NS}`)
       expect(await readFile(path.join(cwd, PLAN_FILE), 'utf8')).toBe(before)

@@ -278,11 +278,11 @@ describe.skipIf(external)('refusals before any write', () => {
     await cluster.api.create(lease(new Date()))
 
     const held = await expectRefused(() => applyNext(), 5)
-    expect(held).toContain(`namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt})`)
+    expect(held).toContain(`namespace ${NS} is locked by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${info.startedAt})`)
     expect(held).toContain(`mesh-migrate unlock ${NS}`)
     const waited = await expectRefused(() => applyNext(['--lock-timeout', '2s']), 5)
     expect(waited).toContain(
-      `Namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt}); waiting up to 2s`,
+      `Namespace ${NS} is locked by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${info.startedAt}); waiting up to 2s`,
     )
     expect(waited).toContain(`namespace ${NS} is locked by alice@jumphost`)
     expect((await cluster.api.get(lockRef(NS)))?.spec?.holderIdentity).toBe(info.holder)
