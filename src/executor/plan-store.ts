@@ -151,9 +151,13 @@ export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise
       suggestion: `Create it with \`mesh-migrate plan ${arg}\`, or pass the path of a plan file.`,
     })
   }
-  const isDirectory = await stat(arg)
-    .then((s) => s.isDirectory())
-    .catch(() => false)
+  const info = await stat(arg).catch(() => undefined)
+  if (info && !info.isDirectory())
+    throw new UserError(`${arg} is not a regular file (a device, FIFO or socket): only plan files are read`, {
+      exitCode: ExitCode.Usage,
+      suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.',
+    })
+  const isDirectory = info?.isDirectory() ?? false
   throw new UserError(isDirectory ? `${arg} is a directory, not a plan file` : `plan file ${arg} does not exist`, {
     suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.',
   })

@@ -2,7 +2,7 @@
 // (`--manifests /dev/zero`), a FIFO or a huge file must be refused before it is read, and a document nested or
 // aliased without bound before it exhausts the stack or the heap. The limits are documented in docs/contract.md
 // ("Untrusted input"); the size limit is overridable with MESH_MIGRATE_MAX_INPUT_BYTES.
-import {closeSync, fstatSync, openSync, readFileSync} from 'node:fs'
+import {closeSync, constants, fstatSync, openSync, readFileSync} from 'node:fs'
 
 import {DEFAULT_MAX_INPUT_BYTES} from '../planner/input-limits.js'
 
@@ -22,7 +22,8 @@ export class InputRefused extends Error {}
  * or a file over the limit, is refused with a message saying which limit.
  */
 export function readBoundedFile(file: string): string {
-  const fd = openSync(file, 'r')
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer, forever.
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
   try {
     const stat = fstatSync(fd)
     if (stat.isDirectory()) {

@@ -58,7 +58,13 @@ describe('untrusted plan files on the real kube-apiserver (issue 20)', () => {
     plan.status!.specDigest = specDigest(plan)
     await save(plan)
     // Offline, the edit cannot be told from a reviewed plan: the file is consistent with itself.
-    expect((await runCli(['validate', NS], {cwd})).code).toBe(0)
+    const offline = await runCli(['validate', NS], {cwd})
+    expect(offline.code, offline.stderr).toBe(0)
+    expect(offline.stderr).toContain('Checked offline')
+    // With the cluster in view it is seen: the namespace's owner has another digest.
+    const live = await cli(['validate', NS, '--cluster'], cwd, kube)
+    expect(live.code, live.stderr).toBe(4)
+    expect(live.stderr).toContain(`namespace ${NS} is owned by another plan: ${PLAN_FILE}`)
     const before = await labels()
     const r = await cli(['apply', NS, '--all', '--yes', '--timeout', '60s'], cwd, kube)
     expect(r.code, r.stderr).toBe(5)

@@ -174,3 +174,34 @@ describe('bounded input (§7)', () => {
     await expect(loadManifestFiles([dir])).rejects.toMatchObject({exitCode: ExitCode.Usage})
   })
 })
+
+describe('the plans folder (§8)', () => {
+  it("temp files of killed runs are removed by the next write; a live process's are left", async () => {
+    const {writeFileAtomic} = await import('../../src/executor/plan-store.js')
+    const {readdirSync} = await import('node:fs')
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'untrusted-plans-'))
+    // PID 2^22+1 is above Linux's pid_max limit: no such process runs.
+    const dead = `.bookinfo.yaml.tmp-${2 ** 22 + 1}-0123abcd`
+    const live = `.bookinfo.yaml.tmp-${process.ppid}-0123abcd`
+    writeFileSync(path.join(dir, dead), 'half a plan')
+    writeFileSync(path.join(dir, live), 'being written')
+    await writeFileAtomic(path.join(dir, 'bookinfo.yaml'), 'plan\n')
+    expect(readdirSync(dir).sort()).toEqual([live, 'bookinfo.yaml'].sort())
+  })
+
+  it('a plans folder every user may write to is warned about', async () => {
+    const {chmodSync} = await import('node:fs')
+    const {writeFileAtomic} = await import('../../src/executor/plan-store.js')
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'untrusted-plans-'))
+    chmodSync(dir, 0o777)
+    const written: string[] = []
+    const write = process.stderr.write.bind(process.stderr)
+    process.stderr.write = ((chunk: string) => (written.push(String(chunk)), true)) as typeof process.stderr.write
+    try {
+      await writeFileAtomic(path.join(dir, 'a.yaml'), 'x\n')
+    } finally {
+      process.stderr.write = write
+    }
+    expect(written.join('')).toContain(`Warning: ${dir}/ is writable by every user of this machine`)
+  })
+})
