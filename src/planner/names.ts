@@ -2,8 +2,8 @@
 // namespace or object in manifests or a plan file, a namespace argument — is checked here before it
 // becomes a path (plans/<namespace>.yaml) or a request URL. The rules are the API server's
 // (k8s.io/apimachinery/pkg/util/validation): RFC 1123 label for namespaces, RFC 1035 label for
-// Services, RFC 1123 subdomain for the other kinds the planner reads or writes, and for kinds it does
-// not know, what any name must be to be a URL path segment (apimachinery's path.IsValidPathSegmentName).
+// Services, RFC 1123 subdomain for the built-in kinds the planner reads or writes, and for custom
+// resources and kinds it does not know, what any name must be to be a URL path segment (apimachinery's path.IsValidPathSegmentName).
 // Pure: no I/O.
 import {groupOf} from './refs.js'
 
@@ -47,17 +47,10 @@ const KIND_RULES: Record<string, NameRule> = {
   'gateway.networking.k8s.io/TLSRoute': 'rfc1123-subdomain',
 }
 
-/** Istio's resources: the API server validates their names as subdomains (CRD default). */
-const SUBDOMAIN_GROUPS = new Set([
-  'networking.istio.io',
-  'security.istio.io',
-  'telemetry.istio.io',
-  'extensions.istio.io',
-])
-
 export function nameRuleOf(apiVersion: string, kind: string): NameRule {
-  const group = groupOf(apiVersion)
-  return KIND_RULES[`${group}/${kind}`] ?? (SUBDOMAIN_GROUPS.has(group) ? 'rfc1123-subdomain' : 'path-segment')
+  // Custom resources (Istio's included) are held to what every name must be: a manifest corpus may carry names a
+  // CRD's own validation decides on, and only a path-safe name matters to this tool.
+  return KIND_RULES[`${groupOf(apiVersion)}/${kind}`] ?? 'path-segment'
 }
 
 function follows(name: string, rule: NameRule): boolean {

@@ -25,7 +25,8 @@ describe('names (§1)', () => {
       expect(isNamespaceName(bad)).toBe(false)
     expect(isNamespaceName('bookinfo')).toBe(true)
     expect(nameRuleOf('v1', 'Service')).toBe('rfc1035-label')
-    expect(nameRuleOf('security.istio.io/v1', 'AuthorizationPolicy')).toBe('rfc1123-subdomain')
+    expect(nameRuleOf('apps/v1', 'Deployment')).toBe('rfc1123-subdomain')
+    expect(nameRuleOf('security.istio.io/v1', 'AuthorizationPolicy')).toBe('path-segment')
     expect(nameRuleOf('rbac.authorization.k8s.io/v1', 'ClusterRole')).toBe('path-segment')
     expect(
       objectNameProblem({apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'system:x'}),
