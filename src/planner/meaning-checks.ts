@@ -22,11 +22,12 @@ const same = (a: unknown, b: unknown) => JSON.stringify(canonicalize(a)) === JSO
 /** Each delete of the step has the apply of the very object it stores in the step's undo. */
 function undoRecreates(step: PlanStep, base: string): PlanProblem[] {
   const problems: PlanProblem[] = []
+  // By refKey: a step may delete thousands of policies (cost linear in the plan).
+  const recreates = new Map<string, Extract<Operation, {op: 'apply'}>>()
+  for (const u of step.undo.operations) if (u.op === 'apply') recreates.set(refKey(refOf(u.object)), u)
   step.operations.forEach((op, i) => {
     if (op.op !== 'delete' || !op.object) return
-    const recreate = step.undo.operations.find(
-      (u): u is Extract<Operation, {op: 'apply'}> => u.op === 'apply' && refKey(refOf(u.object)) === refKey(op.ref),
-    )
+    const recreate = recreates.get(refKey(op.ref))
     if (!recreate)
       problems.push({
         path: `${base}.operations[${i}]`,
