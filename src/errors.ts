@@ -49,12 +49,26 @@ export class ManifestError extends UserError {
 
   constructor(
     message: string,
-    opts: {file: string; line?: number; column?: number; suggestion?: string; cause?: unknown},
+    opts: {file: string; line?: number; column?: number; suggestion?: string; cause?: unknown; exitCode?: ExitCode},
   ) {
-    super(message, {exitCode: ExitCode.Failure, suggestion: opts.suggestion, cause: opts.cause})
+    super(message, {exitCode: opts.exitCode ?? ExitCode.Failure, suggestion: opts.suggestion, cause: opts.cause})
     this.file = opts.file
     if (opts.line !== undefined) this.line = opts.line
     if (opts.column !== undefined) this.column = opts.column
+  }
+}
+
+/**
+ * Input refused by the checks of untrusted input (docs/contract.md "Untrusted input"): a name that is not a
+ * Kubernetes name, a file that is not a regular file or is over the size limit, a document nested or aliased
+ * beyond the limits. Exit 2, as other bad input given to the command.
+ */
+export class UntrustedInputError extends ManifestError {
+  constructor(
+    message: string,
+    opts: {file: string; line?: number; column?: number; suggestion?: string; cause?: unknown},
+  ) {
+    super(message, {...opts, exitCode: ExitCode.Usage})
   }
 }
 

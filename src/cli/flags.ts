@@ -2,6 +2,7 @@
 import * as Flags from '@oclif/core/flags'
 
 import {UsageError} from '../errors.js'
+import {namespaceNameProblem} from '../planner/names.js'
 import {WAYPOINT_FOR_VALUES} from '../planner/waypoint.js'
 
 export const waypointForFlag = Flags.option({
@@ -31,6 +32,15 @@ export function durationFlag(opts: {description: string; default: string; helpGr
   })
 }
 
+/**
+ * apply/rollback --take-over: the namespace is owned by the plan whose spec was first applied (its digest); a
+ * reviewed re-plan of it (another digest) takes it over only when asked (issue 20 §2).
+ */
+export const takeOverFlag = Flags.boolean({
+  description:
+    "Take the namespace over from the plan first applied to it, whose spec differs from this one's (a reviewed re-plan, plan --keep-progress).",
+})
+
 /** How commands that only talk to a cluster find it (kubectl semantics). */
 export const clusterFlags = {
   kubeconfig: Flags.string({
@@ -51,7 +61,24 @@ export const namespaceFlag = Flags.string({
   description: 'The namespace (the same as the NAMESPACE or PLAN argument).',
 })
 
-/** The namespace from the argument or -n; both given and different is a usage error. */
+/**
+ * A namespace named on the command line, checked before it becomes a path or a request (issue 20 §1): a name
+ * that is not an RFC 1123 label (`../x`, `a/b`) is a usage error (exit 2).
+ */
+export function checkNamespaceName(name: string, what = 'NAMESPACE'): string {
+  const problem = namespaceNameProblem(name)
+  if (problem)
+    throw new UsageError(
+      `${what}: ${problem}`,
+      'Name a namespace as Kubernetes spells it (kubectl get namespaces lists them).',
+    )
+  return name
+}
+
+/**
+ * The namespace from the argument or -n; both given and different is a usage error. -n is always a namespace
+ * name; the argument is one unless `what` says it may be a plan file path (PLAN).
+ */
 export function namespaceOf(arg: string | undefined, flag: string | undefined, what = 'NAMESPACE'): string | undefined {
   if (arg !== undefined && flag !== undefined && arg !== flag) {
     throw new UsageError(
@@ -59,6 +86,8 @@ export function namespaceOf(arg: string | undefined, flag: string | undefined, w
       'Give the namespace once: as the argument or with -n.',
     )
   }
+  if (flag !== undefined) checkNamespaceName(flag, '-n')
+  if (arg !== undefined && what === 'NAMESPACE') checkNamespaceName(arg)
   return arg ?? flag
 }
 

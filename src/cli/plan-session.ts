@@ -51,6 +51,8 @@ export interface LockOptions {
   lockTimeout: string
   /** Read the plan file again once the lock is ours: the holder we waited for may have changed the record. */
   reload?: boolean
+  /** --take-over: this plan replaces the one that owns the namespace (a reviewed re-plan). */
+  takeOver: boolean
 }
 
 /** The flags apply and rollback share for writing: --dry-run, --timeout and --lock-timeout. */
@@ -58,6 +60,7 @@ export interface WriteFlags {
   'dry-run': 'none' | 'server'
   timeout: string
   'lock-timeout': string
+  'take-over': boolean
 }
 
 /** How `apply` or `rollback` of `file` holds the namespace, from its flags. */
@@ -71,6 +74,7 @@ export function lockOptions(command: 'apply' | 'rollback', file: string, flags: 
     lockTimeout: flags['lock-timeout'],
     // Under the lock the record may have changed (the holder apply waited for): read it again.
     reload: command === 'apply',
+    takeOver: flags['take-over'],
   }
 }
 
@@ -178,17 +182,19 @@ export class PlanSession {
       // Under the lock: the record as the holder before us left it (a dry run only reads it).
       await this.adoptRecord(client, {readOnly: opts.dryRun})
       // Another plan's objects carry the same plan name: never write over what another plan applied.
-      await checkOwner(client, this.state, opts.verb)
+      await checkOwner(client, this.state, opts.verb, opts.takeOver)
       this.state.localUser = whoAmI()
       // A dry run records nothing, so it does not ask the server who we are.
       const who = (opts.dryRun ? undefined : await kubernetesIdentity(client)) ?? this.state.localUser
       await body({
-        client,
+        // Every write checks the lock right before it is sent (fencing): a holder whose lock was broken stops.
+        client: lock ? lock.fenced(client) : client,
         state: this.state,
         who,
         dryRun: opts.dryRun,
         timeoutMs: opts.timeoutMs,
         signal: interrupt.signal,
+        takeOver: opts.takeOver,
         ...(lock ? {lock} : {}),
       })
       return true

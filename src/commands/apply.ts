@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
 import {type ApplyResult, type StepOutcome, typed} from '../cli/contract.js'
-import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
+import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, LockHeldError, UsageError, UserError} from '../errors.js'
@@ -92,6 +92,7 @@ ${EXIT_CODES_HELP}
     'allow-other-cluster': Flags.boolean({
       description: 'Run even if the current context is not the cluster the plan was made for.',
     }),
+    'take-over': takeOverFlag,
     ...clusterFlags,
   }
 

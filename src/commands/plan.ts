@@ -22,6 +22,7 @@ import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {
+  checkNamespaceName,
   labelSelectorFlag,
   namespaceFlag,
   namespaceOf,
@@ -351,7 +352,7 @@ function withNamespaceFlag(args: string[], flag: string | undefined): string[] {
     )
   }
   const one = namespaceOf(args[0], flag)
-  return args.length > 1 ? args : one === undefined ? [] : [one]
+  return args.length > 1 ? args.map((name) => checkNamespaceName(name)) : one === undefined ? [] : [one]
 }
 
 /** The plan options every plan of the run shares (acceptances are given once, for the fleet too). */

@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
 import {type RollbackResult, typed} from '../cli/contract.js'
-import {clusterFlags, durationFlag, namespaceFlag, namespaceOf} from '../cli/flags.js'
+import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
@@ -48,6 +48,7 @@ ${EXIT_CODES_HELP}
       default: '0s',
     }),
     'allow-other-cluster': Flags.boolean({description: "Run even if the current context is not the plan's cluster."}),
+    'take-over': takeOverFlag,
     ...clusterFlags,
   }
 
@@ -150,7 +151,7 @@ ${EXIT_CODES_HELP}
           },
         })),
       )
-      if (!dryRun && (await releaseIfRolledBack(client, ctx.state)))
+      if (!dryRun && (await releaseIfRolledBack(client, ctx.state, o.lock.takeOver)))
         this.note(
           `Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`,
         )

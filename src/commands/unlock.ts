@@ -5,13 +5,14 @@ import {typed, type UnlockResult} from '../cli/contract.js'
 import {clusterFlags, namespaceFlag, requireNamespaceOrContext} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {ClusterConnection} from '../cli/plan-session.js'
-import {CancelledError, UsageError} from '../errors.js'
-import {breakLock, describeHolder, holderState, lockRef} from '../executor/lock.js'
+import {CancelledError, LockHeldError, UsageError} from '../errors.js'
+import {breakLock, describeHolder, holderAlive, holderState, lockRef} from '../executor/lock.js'
+import type {KubeObject} from '../planner/model.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 
 export default class UnlockCommand extends BaseCommand {
   static override summary = 'Break the lock on a namespace left by an operator whose apply/rollback died.'
-  static override description = `apply and rollback hold a Lease (mesh-migrate-lock) in the namespace while they run and renew it; a killed process leaves it until it expires (60 s lease plus a 30 s clock-skew margin). A holder that ran on this host and whose process is gone is shown as dead (apply takes its lock over without waiting). unlock deletes it at once. Only do this when you are sure the holder is not running: two operators migrating one namespace at the same time is what the lock prevents.
+  static override description = `apply and rollback hold a Lease (mesh-migrate-lock) in the namespace while they run and renew it; a killed process leaves it until it expires (60 s lease plus a 30 s clock-skew margin). A holder that ran on this host and whose process is gone is shown as dead (apply takes its lock over without waiting). unlock deletes it at once, but refuses a holder that renewed its lease recently (it looks alive) unless --force: a holder whose lock is broken stops before its next write (it checks the Lease before every write), and names the process and host holding it. Only do this when you are sure the holder is not running: two operators migrating one namespace at the same time is what the lock prevents.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -19,6 +20,7 @@ ${EXIT_CODES_HELP}`
   static override examples = [
     '<%= config.bin %> unlock bookinfo',
     '<%= config.bin %> unlock bookinfo --confirm bookinfo',
+    '<%= config.bin %> unlock bookinfo --confirm bookinfo --force',
   ]
 
   static override args = {namespace: Args.string({description: 'The locked namespace (or -n NAMESPACE).'})}
@@ -26,6 +28,10 @@ ${EXIT_CODES_HELP}`
     namespace: namespaceFlag,
     output: outputFlag,
     confirm: Flags.string({description: 'The namespace, to confirm without a prompt.'}),
+    force: Flags.boolean({
+      description:
+        'Break the lock even though its holder renewed it recently (it looks alive): it stops before its next write.',
+    }),
     ...clusterFlags,
   }
 
@@ -39,6 +45,7 @@ ${EXIT_CODES_HELP}`
     }
     const holder = describeHolder(lease)
     this.note(`Namespace ${options.namespace} is locked by ${holder} (${holderState(lease)}).`)
+    this.refuseLiveHolder(options, lease, holder)
     await this.validate(options, holder)
     await breakLock(client, options.namespace)
     this.result(
@@ -53,8 +60,18 @@ ${EXIT_CODES_HELP}`
       namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags),
       cluster: new ClusterConnection(flags),
       confirm: flags.confirm,
+      force: flags.force,
       output: flags.output,
     }
+  }
+
+  /** A holder that renewed recently is running: breaking its lock lets a second operator in beside it. */
+  private refuseLiveHolder(o: UnlockOptions, lease: KubeObject, holder: string): void {
+    if (o.force || !holderAlive(lease)) return
+    throw new LockHeldError(
+      `the lock on ${o.namespace} is held by ${holder}, which renewed it at ${lease.spec?.renewTime ?? 'an unknown time'}: it looks alive, refusing to break it`,
+      `Wait for it to finish, or stop that process; if you are sure it is not writing, \`mesh-migrate unlock ${o.namespace} --force\` (the holder then stops before its next write).`,
+    )
   }
 
   /** Breaking a lock is confirmed by the namespace: typed at the prompt, or --confirm. */
@@ -76,5 +93,6 @@ interface UnlockOptions {
   namespace: string
   cluster: ClusterConnection
   confirm: string | undefined
+  force: boolean
   output: OutputFormat
 }

@@ -1,14 +1,17 @@
 import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 
 import {UsageError, UserError} from '../errors.js'
 import {fileNameMismatch, namespaceMismatch, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkFleetText} from '../planner/fleet-file.js'
-import {checkPlanText, type PlanProblem} from '../planner/planfile.js'
+import {checkPlanText, type PlanProblem, specDigest, textMayHaveWritten} from '../planner/planfile.js'
+import {readOwner} from '../executor/ownership.js'
+import {ClusterConnection} from '../cli/plan-session.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
-import {namespaceFlag} from '../cli/flags.js'
+import {checkNamespaceName, clusterFlags, namespaceFlag} from '../cli/flags.js'
 import {ExitCode} from '../cli/exit-codes.js'
 
 function verdict(r: FileValidation): string {
@@ -23,6 +26,8 @@ export default class ValidateCommand extends BaseCommand {
     'Check plan files without touching a cluster: schema, digest and safety (the pull-request gate).'
   static override description = `A plan from a pull request is input, not code. validate rejects unknown fields and actions, writes outside the plan's namespace, cluster-scoped objects, kinds a step may not write, waypoints that are not class istio-waypoint, Secrets, and a spec edited after the first apply. A plan with blockers cannot be applied, so it does not pass either. Every problem and blocker of every file is listed; the exit code is 4 when any file is invalid or blocked.
 
+Offline, validate cannot know whether a plan in progress is the plan first applied to its namespace: a spec edited after the first apply with status.specDigest recomputed is consistent with itself. --cluster also compares each plan's spec digest with its namespace's owner (the plan first applied there) in the current context, and reports a plan that is not it.
+
 EXIT CODES
 ${EXIT_CODES_HELP}`
 
@@ -34,12 +39,25 @@ ${EXIT_CODES_HELP}`
       description: 'Plan files to check; a namespace name means plans/<namespace>.yaml, as for show and apply.',
     }),
   }
-  static override flags = {namespace: namespaceFlag, output: outputFlag}
+  static override flags = {
+    namespace: namespaceFlag,
+    output: outputFlag,
+    cluster: Flags.boolean({
+      description:
+        "Also check each plan against its namespace's owner in the current context (the plan first applied there): an edited plan with a recomputed digest is only seen there.",
+    }),
+    ...clusterFlags,
+  }
 
   async run(): Promise<ValidationReport | undefined> {
     const o = this.validate(await this.complete())
     const results: FileValidation[] = []
     for (const name of o.names) results.push(await validateFile(name))
+    if (o.cluster) await checkOwners(results, o.cluster)
+    else if (await anyInProgress(results))
+      this.note(
+        'Checked offline: whether a plan in progress is the one first applied to its namespace is only known in the cluster (validate --cluster).',
+      )
     const invalid = results.filter((r) => !r.valid)
     if (invalid.length > 0) {
       process.exitCode = ExitCode.Invalid
@@ -56,7 +74,11 @@ ${EXIT_CODES_HELP}`
   /** Flags → options: the plan files and namespaces named (arguments, then -n). */
   private async complete(): Promise<ValidateOptions> {
     const {argv, flags} = await this.parse(ValidateCommand)
-    return {names: [...(argv as string[]), ...(flags.namespace ? [flags.namespace] : [])], output: flags.output}
+    return {
+      names: [...(argv as string[]), ...(flags.namespace ? [checkNamespaceName(flags.namespace, '-n')] : [])],
+      output: flags.output,
+      ...(flags.cluster ? {cluster: new ClusterConnection(flags)} : {}),
+    }
   }
 
   /** At least one plan to check. */
@@ -69,6 +91,7 @@ ${EXIT_CODES_HELP}`
 
 interface ValidateOptions {
   names: string[]
+  cluster?: ClusterConnection
   output: Interfaces.InferredFlags<typeof ValidateCommand.flags>['output']
 }
 
@@ -98,6 +121,30 @@ async function validateFile(name: string): Promise<FileValidation> {
     problems = [{path: '', message: error.message}]
   }
   return {file, valid: problems.length === 0 && blockers.length === 0, problems, blockers}
+}
+
+/** Whether a valid plan among them records applied steps (cheap: only `status` is parsed). */
+async function anyInProgress(results: FileValidation[]): Promise<boolean> {
+  for (const r of results)
+    if (r.valid && textMayHaveWritten(await readTextFile(r.file, 'plan file').catch(() => ''))) return true
+  return false
+}
+
+/** --cluster: a valid plan whose namespace is owned by another spec (digest) is not the plan applied there. */
+async function checkOwners(results: FileValidation[], cluster: ClusterConnection): Promise<void> {
+  const client = await cluster.connect()
+  for (const r of results) {
+    if (r.problems.length > 0) continue
+    const plan = checkPlanText(await readTextFile(r.file, 'plan file')).plan
+    if (!plan) continue
+    const owner = readOwner(await client.get({apiVersion: 'v1', kind: 'Namespace', name: plan.metadata.namespace}))
+    if (!owner || owner.digest === specDigest(plan)) continue
+    r.problems.push({
+      path: 'spec',
+      message: `namespace ${plan.metadata.namespace} is owned by another plan: ${owner.plan} (spec digest ${owner.digest.slice(0, 19)}…, first applied by ${owner.by} at ${owner.since}); this spec's digest is ${specDigest(plan).slice(0, 19)}… — edited after the first apply, or another plan`,
+    })
+    r.valid = false
+  }
 }
 
 /** Every problem and blocker on stderr, one a line, `file:line` first so editors and CI logs link to it. */

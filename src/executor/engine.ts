@@ -56,6 +56,8 @@ export interface ExecutionContext {
   onProgress?: (message: string) => void
   /** Dry runs of several steps: the earlier steps' dry-run writes, as later preconditions must see them. */
   projection?: ProjectedCluster
+  /** --take-over: this plan replaces the plan that owns the namespace (ownership.ts). */
+  takeOver?: boolean
 }
 
 /** Phases that block apply until retried or rolled back. */
@@ -354,7 +356,7 @@ export async function applyStep(
   if (step.operations.length > 0) {
     await checkLaterSteps(ctx, step)
     // Right before the plan's first write: it becomes the namespace's owner (no write when it already is).
-    await claimNamespace(ctx.client, state, ctx.who)
+    await claimNamespace(ctx.client, state, ctx.who, ctx.takeOver)
   }
   ctx.lock?.assertHeld()
   const previous = state.status(step.id)

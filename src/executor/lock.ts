@@ -129,8 +129,10 @@ export function holderState(lease: KubeObject): string {
 
 export function describeHolder(lease: KubeObject): string {
   const info = readLockInfo(lease)
+  // holder is "user@host/pid/nonce": the process and the host, so a person can find it.
+  const pid = Number((info?.holder ?? lease.spec?.holderIdentity ?? '').split('/')[1])
   return info
-    ? `${info.who} (${info.command}, since ${info.startedAt})`
+    ? `${info.who}${Number.isInteger(pid) && pid > 0 ? ` process ${pid}` : ''} (${info.command}, since ${info.startedAt})`
     : `${lease.spec?.holderIdentity ?? 'unknown holder'}`
 }
 
@@ -336,6 +338,44 @@ export class NamespaceLock {
         `lost the lock on namespace ${this.namespace}: ${this.lost}`,
         'mesh-migrate stopped writing. Check who holds it and what state the namespace is in (`mesh-migrate status`) before retrying.',
       )
+  }
+
+  /**
+   * Fencing (issue 20 §6): right before a write, read the Lease and check that it still names this holder at the
+   * resourceVersion of its last renewal. A lock broken by `unlock --force` or taken over is noticed before the next
+   * write, not at the next renewal.
+   */
+  async assertHeldNow(): Promise<void> {
+    this.assertHeld()
+    const lease = await this.client.get(lockRef(this.namespace))
+    if (!lease) this.lost = 'the lock was broken (its Lease was deleted, e.g. by `mesh-migrate unlock --force`)'
+    else if (lease.spec?.holderIdentity !== this.info.holder)
+      this.lost = `the lock was taken over by ${describeHolder(lease)}`
+    else this.resourceVersion = lease.metadata.resourceVersion
+    this.assertHeld()
+  }
+
+  /** `client` with every write fenced by assertHeldNow: the client apply and rollback write through. */
+  fenced(client: KubeClient): KubeClient {
+    const check = () => this.assertHeldNow()
+    return {
+      get context() {
+        return client.context
+      },
+      get server() {
+        return client.server
+      },
+      discover: () => client.discover(),
+      resourceFor: (apiVersion, kind) => client.resourceFor(apiVersion, kind),
+      list: (resource, opts) => client.list(resource, opts),
+      get: (ref) => client.get(ref),
+      canI: (attrs) => client.canI(attrs),
+      serverVersion: () => client.serverVersion(),
+      create: async (obj, opts) => (await check(), client.create(obj, opts)),
+      apply: async (obj, opts) => (await check(), client.apply(obj, opts)),
+      mergePatch: async (ref, patch, opts) => (await check(), client.mergePatch(ref, patch, opts)),
+      delete: async (ref, opts) => (await check(), client.delete(ref, opts)),
+    }
   }
 
   async release(): Promise<void> {

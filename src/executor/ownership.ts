@@ -46,6 +46,14 @@ function nsRef(namespace: string) {
 }
 
 function refuse(state: PlanState, owner: PlanOwner, verb: 'apply' | 'roll back'): never {
+  if (path.normalize(owner.plan) === path.normalize(state.file)) {
+    // The same file with another spec: edited after the first apply (with status.specDigest recomputed, or it
+    // would not have loaded), or re-planned. Only the digest says which plan this is (issue 20 §2).
+    throw new LockHeldError(
+      `${state.file} is not the plan first applied to namespace ${state.namespace}: its spec digest is ${planDigest(state).slice(0, 19)}…, the namespace's owner (applied by ${owner.by} at ${owner.since}) is ${owner.digest.slice(0, 19)}…; the spec was edited after the first apply, or re-planned`,
+      `Restore the reviewed plan (\`git checkout -- ${state.file}\`) and ${verb === 'apply' ? 'apply' : 'roll back'} that. If this is a re-plan you reviewed (\`mesh-migrate plan ${state.namespace} --keep-progress\`), let it take over: \`mesh-migrate ${verb === 'apply' ? 'apply' : 'rollback'} ${state.file} --take-over\`.`,
+    )
+  }
   throw new LockHeldError(
     `namespace ${state.namespace} is being migrated by another plan: ${owner.plan} (first applied by ${owner.by} at ${owner.since}); ${state.file} is a different plan and may not ${verb} there`,
     `Finish that plan (\`mesh-migrate apply ${owner.plan}\`) or undo it (\`mesh-migrate rollback ${owner.plan} --confirm ${state.namespace}\`), then use ${state.file}. Its objects carry the same plan name as this plan's, so they must not be mixed.`,
@@ -53,28 +61,35 @@ function refuse(state: PlanState, owner: PlanOwner, verb: 'apply' | 'roll back')
 }
 
 /**
- * The owner is this plan: the same reviewed spec, or the same plan file (re-planned with --force, which
- * replaces the plan in progress and takes over what it applied).
+ * The owner is this plan: the same reviewed spec. Never the same path: a file edited in place, its specDigest
+ * recomputed, is another plan (issue 20 §2). A reviewed re-plan (--keep-progress, --force) takes over explicitly
+ * (--take-over).
  */
 function ownedBy(owner: PlanOwner, state: PlanState): boolean {
-  return owner.digest === planDigest(state) || path.normalize(owner.plan) === path.normalize(state.file)
+  return owner.digest === planDigest(state)
 }
 
-/** Refuse (exit 5) when another plan owns the namespace; returns the Namespace as read. */
+/** Refuse (exit 5) when another plan owns the namespace, unless taking over; returns the Namespace as read. */
 export async function checkOwner(
   client: KubeClient,
   state: PlanState,
   verb: 'apply' | 'roll back',
+  takeOver = false,
 ): Promise<KubeObject | undefined> {
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
-  if (owner && !ownedBy(owner, state)) refuse(state, owner, verb)
+  if (owner && !ownedBy(owner, state) && !takeOver) refuse(state, owner, verb)
   return ns
 }
 
-/** Before the plan's first write: record it as the namespace's owner (refused when another plan is). */
-export async function claimNamespace(client: KubeClient, state: PlanState, who: string): Promise<void> {
-  const ns = await checkOwner(client, state, 'apply')
+/** Before the plan's first write: record it as the namespace's owner (refused when another plan is, unless taking over). */
+export async function claimNamespace(
+  client: KubeClient,
+  state: PlanState,
+  who: string,
+  takeOver = false,
+): Promise<void> {
+  const ns = await checkOwner(client, state, 'apply', takeOver)
   if (!ns || readOwner(ns)?.digest === planDigest(state)) return
   const owner: PlanOwner = {plan: state.file, digest: planDigest(state), by: who, since: new Date().toISOString()}
   try {
@@ -87,16 +102,16 @@ export async function claimNamespace(client: KubeClient, state: PlanState, who: 
   } catch (error) {
     // Someone wrote the Namespace since it was read: read again; another plan may have claimed it first.
     if (!(error instanceof KubeApiError && error.status === 409)) throw error
-    return claimNamespace(client, state, who)
+    return claimNamespace(client, state, who, takeOver)
   }
 }
 
 /** After a rollback: a plan with no step that may still have written gives the namespace up. */
-export async function releaseIfRolledBack(client: KubeClient, state: PlanState): Promise<boolean> {
+export async function releaseIfRolledBack(client: KubeClient, state: PlanState, takeOver = false): Promise<boolean> {
   if (state.plan.spec.steps.some((s) => mayHaveWritten(state.phase(s)))) return false
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
-  if (!ns || !owner || !ownedBy(owner, state)) return false
+  if (!ns || !owner || !(ownedBy(owner, state) || takeOver)) return false
   await client.mergePatch(nsRef(state.namespace), {
     metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: null}},
   })

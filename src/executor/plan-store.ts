@@ -2,14 +2,52 @@
 // of the directory), so a crash or Ctrl+C at any moment leaves either the old or the new plan,
 // never a half-written one (SPEC §7 "Crash safety").
 import {randomBytes} from 'node:crypto'
-import {open, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
+import {open, readdir, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
-import {UserError} from '../errors.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {UsageError, UserError} from '../errors.js'
+import {InputRefused, readBoundedFile} from '../sources/input-limits.js'
+import {isNamespaceName, namespaceNameProblem} from '../planner/names.js'
 import {FLEET_FILE} from '../planner/plan-types.js'
+
+const TMP_FILE = /^\..+\.tmp-(\d+)-[0-9a-f]{8}$/
+const prepared = new Set<string>()
+
+/** Whether a process with this PID runs on this host (EPERM: it does, as another user). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Once per folder and run, before the first write into it (issue 20 §8): temp files left by killed runs (their
+ * process is gone) are removed, and a folder anyone may write to is warned about — anyone could then replace a
+ * reviewed plan between review and apply.
+ */
+async function prepareFolder(dir: string): Promise<void> {
+  if (prepared.has(dir)) return
+  prepared.add(dir)
+  const info = await stat(dir).catch(() => undefined)
+  // World-writable without the sticky bit: anyone can replace (rename over) a plan in it.
+  if (info && (info.mode & 0o002) !== 0 && (info.mode & 0o1000) === 0)
+    process.stderr.write(
+      `Warning: ${dir}/ is writable by every user of this machine: anyone can replace a plan in it between review and apply. Restrict it: chmod o-w ${dir}\n`,
+    )
+  const entries = await readdir(dir).catch(() => [] as string[])
+  for (const name of entries) {
+    const pid = Number(TMP_FILE.exec(name)?.[1])
+    if (pid > 0 && pid !== process.pid && !processRuns(pid)) await rm(path.join(dir, name), {force: true})
+  }
+}
 
 export async function writeFileAtomic(file: string, text: string): Promise<void> {
   const dir = path.dirname(file)
+  await prepareFolder(dir)
   const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`)
   const handle = await open(tmp, 'w', 0o644)
   try {
@@ -32,10 +70,17 @@ export async function writeFileAtomic(file: string, text: string): Promise<void>
   }
 }
 
+/** A plan file (or other file the tool reads back), bounded as all input is (src/sources/input-limits.ts). */
 export async function readTextFile(file: string, what = 'file'): Promise<string> {
   try {
-    return await readFile(file, 'utf8')
+    return readBoundedFile(file)
   } catch (error) {
+    if (error instanceof InputRefused)
+      throw new UserError(`${what} ${error.message}`, {
+        exitCode: what === 'plan file' ? ExitCode.Invalid : ExitCode.Usage,
+        suggestion:
+          'Plan files are written by the tool: restore the reviewed file, or regenerate it with `mesh-migrate plan NAMESPACE`.',
+      })
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT')
       throw new UserError(`${what} ${file} does not exist`, {
@@ -49,11 +94,25 @@ export async function readTextFile(file: string, what = 'file'): Promise<string>
 
 export const PLANS_DIR = 'plans'
 
-const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+/** Whether `file` is inside `dir` (after resolving `..`): where a name taken from input may put a file. */
+export function isInside(dir: string, file: string): boolean {
+  const relative = path.relative(path.resolve(dir), path.resolve(file))
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)
+}
 
-/** plans/<namespace>.yaml */
+/**
+ * plans/<namespace>.yaml. The namespace comes from input (an argument, a manifest, a cluster): a name that is
+ * not a namespace name, or a path that would leave plans/, is refused before it becomes a file (issue 20 §1).
+ */
 export function defaultPlanPath(namespace: string, plansDir = PLANS_DIR): string {
-  return path.join(plansDir, `${namespace}.yaml`)
+  const problem = namespaceNameProblem(namespace)
+  const file = path.join(plansDir, `${namespace}.yaml`)
+  if (problem || !isInside(plansDir, file))
+    throw new UsageError(
+      `namespace ${problem ?? JSON.stringify(namespace)}: no plan file is made for it`,
+      'Namespace names are RFC 1123 labels (kubectl get namespaces lists them).',
+    )
+  return file
 }
 
 /** The `plan` command that re-plans into `file` (with --out when it is not the namespace's default plan file). */
@@ -85,16 +144,20 @@ export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise
       .then((s) => s.isFile())
       .catch(() => false)
   if (await exists(arg)) return arg
-  if (NAMESPACE_NAME.test(arg)) {
+  if (isNamespaceName(arg)) {
     const candidate = defaultPlanPath(arg, plansDir)
     if (await exists(candidate)) return candidate
     throw new UserError(`no plan for namespace "${arg}": ${candidate} does not exist`, {
       suggestion: `Create it with \`mesh-migrate plan ${arg}\`, or pass the path of a plan file.`,
     })
   }
-  const isDirectory = await stat(arg)
-    .then((s) => s.isDirectory())
-    .catch(() => false)
+  const info = await stat(arg).catch(() => undefined)
+  if (info && !info.isDirectory())
+    throw new UserError(`${arg} is not a regular file (a device, FIFO or socket): only plan files are read`, {
+      exitCode: ExitCode.Usage,
+      suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.',
+    })
+  const isDirectory = info?.isDirectory() ?? false
   throw new UserError(isDirectory ? `${arg} is a directory, not a plan file` : `plan file ${arg} does not exist`, {
     suggestion: 'Pass a plan file path, or a namespace name for plans/<namespace>.yaml.',
   })
@@ -105,13 +168,13 @@ export async function resolvePlanArg(arg: string, plansDir = PLANS_DIR): Promise
  * name the plan's own namespace. The problem, or undefined; a path given as PLAN names no namespace.
  */
 export function namespaceMismatch(arg: string | undefined, file: string, planNamespace: string): string | undefined {
-  if (arg === undefined || arg === file || !NAMESPACE_NAME.test(arg) || arg === planNamespace) return undefined
+  if (arg === undefined || arg === file || !isNamespaceName(arg) || arg === planNamespace) return undefined
   return `${file} is the plan of namespace ${planNamespace}, not of namespace ${arg}: a plan acts on its own namespace only`
 }
 
 /** The plan file's name says another namespace than the plan inside (plans/default.yaml holding bookinfo's plan). */
 export function fileNameMismatch(file: string, planNamespace: string): string | undefined {
   const base = path.basename(file).replace(/\.ya?ml$/, '')
-  if (!NAMESPACE_NAME.test(base) || base === planNamespace) return undefined
+  if (!isNamespaceName(base) || base === planNamespace) return undefined
   return `${file} is named for namespace ${base} but holds the plan of namespace ${planNamespace}`
 }

@@ -11,7 +11,13 @@ import {groupOf, versionOf} from '../planner/refs.js'
 import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from './errors.js'
 import type {KubeConfigOptions} from './config.js'
 import {loadLightKubeConfig} from './light-config.js'
-import {ClientNodeTransport, LightTransport, type ResponseLike, type Transport} from './transport.js'
+import {
+  ClientNodeTransport,
+  CredentialPluginError,
+  LightTransport,
+  type ResponseLike,
+  type Transport,
+} from './transport.js'
 import type {
   AccessAttributes,
   AccessReview,
@@ -182,6 +188,8 @@ export class HttpKubeClient implements KubeClient {
         this.waitingNoticed = false
         return {response, transport}
       } catch (error) {
+        // A credential plugin that failed is not an unreachable server, and retrying it would only run it again.
+        if (error instanceof CredentialPluginError) throw new AbortError(error)
         const failure = new KubeConnectionError(spec.attempt, this.server, error)
         // A request that may have been applied before the connection dropped is only resent when
         // resending cannot do harm; a server that let a connection time out is not asked again.

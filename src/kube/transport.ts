@@ -11,6 +11,8 @@ import {gunzipSync} from 'node:zlib'
 import type {KubeConfig} from '@kubernetes/client-node'
 import type {RequestInit} from 'node-fetch'
 
+import {ExitCode} from '../cli/exit-codes.js'
+import {UserError} from '../errors.js'
 import type {LightKubeConfig} from './light-config.js'
 
 export interface SendInit {
@@ -91,6 +93,13 @@ export function limitConnect(
 // expiry (ECOSYSTEM §5.7); reuse them briefly instead of spawning the plugin once per request.
 const AUTH_REUSE_MS = 30_000
 
+/** A kubeconfig credential (exec) plugin failed: reported as such, never as an unreachable server. */
+export class CredentialPluginError extends UserError {
+  constructor(message: string, suggestion: string) {
+    super(message, {exitCode: ExitCode.Failure, suggestion})
+  }
+}
+
 /** Requests with client-node's credentials and agent; concurrent requests share one exec-plugin run. */
 export class ClientNodeTransport implements Transport {
   readonly context: string
@@ -111,7 +120,9 @@ export class ClientNodeTransport implements Transport {
 
   private init(): Promise<RequestInit> {
     if (!this.auth || Date.now() - this.auth.at >= AUTH_REUSE_MS) {
-      const init = this.kc.applyToFetchOptions({}) as unknown as Promise<RequestInit>
+      const init = (this.kc.applyToFetchOptions({}) as unknown as Promise<RequestInit>).catch((error: unknown) => {
+        throw this.credentialFailure(error)
+      })
       const state = {at: Date.now(), init}
       this.auth = state
       init.catch(() => {
@@ -119,6 +130,23 @@ export class ClientNodeTransport implements Transport {
       })
     }
     return this.auth.init
+  }
+
+  /**
+   * Getting credentials failed before any request was sent. With an exec plugin that is the plugin's failure, not
+   * the server's: say so, naming the command but never echoing what it printed (issue 20 §8: its stderr may hold
+   * tokens or URLs with secrets).
+   */
+  private credentialFailure(error: unknown): unknown {
+    const user = this.kc.getCurrentUser()
+    const command =
+      user?.exec?.command ?? (user?.authProvider?.config as {exec?: {command?: string}} | undefined)?.exec?.command
+    if (!command) return error
+    const why = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'could not be started (not found)' : 'failed'
+    return new CredentialPluginError(
+      `the kubeconfig's credential plugin \`${command}\` (user ${user?.name ?? 'unknown'}, context ${this.context}) ${why}; no request was sent to ${this.server} (the plugin's output is not shown: it may hold secrets)`,
+      `Run the plugin's login yourself (e.g. your cloud CLI's login), or check the exec section of user ${user?.name ?? ''} in the kubeconfig: \`kubectl config view --minify --context ${this.context}\`.`,
+    )
   }
 
   async send(url: string, init: SendInit): Promise<ResponseLike> {

@@ -22,6 +22,10 @@ import {mayHaveWritten} from './rollback.js'
 import {WRITE_RULES, type WriteRule} from '../steps/index.js'
 import {groupOf} from './refs.js'
 import {WAYPOINT_CLASS} from './vocab.js'
+import {namespaceNameProblem, objectNameProblem} from './names.js'
+import {statusProblems} from './status-checks.js'
+import {isTooDeep, MAX_NESTING_DEPTH, nestingDepth} from './input-limits.js'
+import {meaningProblems} from './meaning-checks.js'
 
 export interface PlanProblem {
   /** JSON path inside the plan ("spec.steps[2].operations[0]"), or "" for the whole file. */
@@ -70,10 +74,23 @@ export function renderPlanFile(plan: MigrationPlan): string {
   return headerComment(plan) + toCanonicalYaml(encodePlan(plan), PLAN_FILE_STYLE)
 }
 
+const tooDeepProblem: PlanProblem = {
+  path: '',
+  message: `YAML nested more than ${MAX_NESTING_DEPTH} levels deep (the input limit): the tool never writes such a plan`,
+}
+
 /** Parse plan text. YAML errors are problems with line numbers, never exceptions. */
 export function parsePlanText(text: string): {data?: unknown; problems: PlanProblem[]} {
   const lineCounter = new LineCounter()
-  const doc = parseDocument(text, {prettyErrors: false, uniqueKeys: true, lineCounter})
+  let doc: ReturnType<typeof parseDocument>
+  try {
+    doc = parseDocument(text, {prettyErrors: false, uniqueKeys: true, lineCounter})
+  } catch (error) {
+    if (isTooDeep(error)) return {problems: [tooDeepProblem]}
+    throw error
+  }
+  // yaml reports a stack overflow in its composer as an error of the document.
+  if (doc.errors.some((e) => /call stack/i.test(e.message))) return {problems: [tooDeepProblem]}
   const problems: PlanProblem[] = []
   for (const err of doc.errors) {
     const line = lineCounter.linePos(err.pos[0]).line
@@ -83,7 +100,9 @@ export function parsePlanText(text: string): {data?: unknown; problems: PlanProb
   let data: unknown
   try {
     data = doc.toJS({maxAliasCount: 0})
+    if (nestingDepth(data) > MAX_NESTING_DEPTH) return {problems: [tooDeepProblem]}
   } catch (error) {
+    if (isTooDeep(error)) return {problems: [tooDeepProblem]}
     // Aliases (anchors) are refused: the tool never writes them, and they can blow up in size.
     return {
       problems: [
@@ -205,6 +224,9 @@ function operationProblems(
         }
       : op.ref
   const kindKey = gk(ref.apiVersion, ref.kind)
+  // Names become request paths: `..` or `a/b` must never reach the API server (issue 20 §1).
+  const badName = objectNameProblem(ref)
+  if (badName) say(badName)
   if (ref.kind === 'Secret' || ((op.op === 'apply' || op.op === 'delete') && op.object?.kind === 'Secret')) {
     say('plans never carry Secrets')
   }
@@ -281,6 +303,8 @@ function operationProblems(
 export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
   const problems: PlanProblem[] = []
   const namespace = plan.metadata.namespace
+  const badNamespace = namespaceNameProblem(namespace)
+  if (badNamespace) return [{path: 'metadata.namespace', message: badNamespace}]
   if (plan.metadata.name !== namespace) {
     problems.push({path: 'metadata.name', message: `must equal metadata.namespace ("${namespace}")`})
   }
@@ -309,6 +333,7 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
     )
     // A step's undo may restart what it restarted (rollback restarts again once injection is back).
     if (guarded) problems.push(...undoGuardProblems(step, base))
+    problems.push(...readRefProblems(step, base))
   })
   plan.spec.waypoints.forEach((w, i) => {
     if (w.spec?.gatewayClassName !== WAYPOINT_CLASS) {
@@ -320,6 +345,23 @@ export function safetyProblems(plan: MigrationPlan): PlanProblem[] {
         message: `must be the plan's namespace "${namespace}"`,
       })
     }
+  })
+  return problems
+}
+
+/** The objects a step reads (preconditions, verifications) become requests too: their names are checked. */
+function readRefProblems(step: PlanStep, base: string): PlanProblem[] {
+  const problems: PlanProblem[] = []
+  const check = (ref: {apiVersion: string; kind: string; name: string; namespace?: string}, path: string) => {
+    const bad = objectNameProblem(ref)
+    if (bad) problems.push({path, message: bad})
+  }
+  step.preconditions.forEach((p, i) => {
+    if ('ref' in p) check(p.ref, `${base}.preconditions[${i}]`)
+  })
+  step.verify.forEach((v, i) => {
+    if ('ref' in v) check(v.ref, `${base}.verify[${i}]`)
+    if ('refs' in v) v.refs.forEach((r) => check(r, `${base}.verify[${i}]`))
   })
   return problems
 }
@@ -398,7 +440,7 @@ function checkEncodedPlan(data: Record<string, unknown>, form: SchemaForm): Chec
   const decoded = decodePlan(data)
   if (decoded.problems.length > 0)
     return {problems: [...decoded.problems, ...bestEffort(() => digestProblems(decoded.plan))]}
-  return {plan: decoded.plan, problems: [...safetyProblems(decoded.plan), ...digestProblems(decoded.plan)]}
+  return {plan: decoded.plan, problems: planProblems(decoded.plan)}
 }
 
 /** A plan in the expanded form: v1alpha1 (files written before v1alpha2, or `plan -o json` saved as a file). */
@@ -416,6 +458,17 @@ function checkExpandedPlan(data: Record<string, unknown>): CheckedPlan {
     }
   }
   const plan = data as unknown as MigrationPlan
-  const problems = [...safetyProblems(plan), ...digestProblems(plan)]
-  return {plan, problems}
+  return {plan, problems: planProblems(plan)}
+}
+
+/** A plan that passed its schema: safety, meaning, digest, and the record in `status`. */
+function planProblems(plan: MigrationPlan): PlanProblem[] {
+  const safety = safetyProblems(plan)
+  return [
+    ...safety,
+    // Meaning is judged on writes that are each allowed; it would only repeat an unsafe write's problem.
+    ...(safety.length > 0 ? [] : meaningProblems(plan)),
+    ...digestProblems(plan),
+    ...statusProblems(plan),
+  ]
 }

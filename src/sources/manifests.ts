@@ -1,9 +1,12 @@
 // The offline source (`--manifests PATH`, repeatable): Kubernetes objects read from files and
 // directories, e.g. a GitOps repository. Produces the same SourceSnapshot as the cluster source.
-import {readdirSync, readFileSync, realpathSync, statSync} from 'node:fs'
+import {readdirSync, realpathSync, statSync} from 'node:fs'
 import path from 'node:path'
 import {Composer, type Document, LineCounter, Parser} from 'yaml'
-import {ManifestError} from '../errors.js'
+import {ManifestError, UntrustedInputError} from '../errors.js'
+import {InputRefused, readBoundedFile} from './input-limits.js'
+import {isTooDeep, MAX_ALIAS_COUNT, MAX_NESTING_DEPTH, nestingDepth} from '../planner/input-limits.js'
+import {objectNameProblem} from '../planner/names.js'
 import type {Finding, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {groupOf, objectKey, refOf} from '../planner/refs.js'
 import type {FleetRead, ObjectSource} from './source.js'
@@ -111,8 +114,13 @@ export async function loadManifestFiles(
   for (const file of files) {
     let text: string
     try {
-      text = readFileSync(file, 'utf8')
+      text = readBoundedFile(file)
     } catch (error) {
+      if (error instanceof InputRefused)
+        throw new UntrustedInputError(error.message, {
+          file,
+          suggestion: 'Pass regular files or directories of manifests with --manifests.',
+        })
       throw new ManifestError(
         `${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
         {
@@ -274,11 +282,23 @@ export function parseManifestText(text: string, file: string): {objects: KubeObj
   const lineCounter = new LineCounter()
   const documents = documentsOf(text, lineCounter)
   let index = 0
-  for (const doc of documents) {
-    if (doc.errors.length > 0) return unparsable(text, file, doc, documents, lineCounter)
-    collectObjects(text, file, doc, index++, lineCounter, out)
+  try {
+    for (const doc of documents) {
+      if (doc.errors.length > 0) return unparsable(text, file, doc, documents, lineCounter)
+      collectObjects(text, file, doc, index++, lineCounter, out)
+    }
+  } catch (error) {
+    if (!isTooDeep(error)) throw error
+    throw tooDeep(file, index)
   }
   return out
+}
+
+function tooDeep(file: string, index: number): UntrustedInputError {
+  return new UntrustedInputError(
+    `${file}: document ${index + 1} is nested more than ${MAX_NESTING_DEPTH} levels deep (the input limit)`,
+    {file, suggestion: `Fix or remove document ${index + 1} of ${file}: no Kubernetes object is nested that deep.`},
+  )
 }
 
 /**
@@ -303,6 +323,8 @@ function unparsable(
     return {objects: [], findings: [finding]}
   }
   const error = doc.errors[0]!
+  // yaml reports a stack overflow in its composer as an error of the document.
+  if (/call stack/i.test(error.message)) throw tooDeep(file, 0)
   const pos = lineCounter.linePos(error.pos[0])
   let others = doc.errors.length - 1
   for (const later of rest) others += later.errors.length
@@ -328,11 +350,12 @@ function collectObjects(
 ): void {
   let value: unknown
   try {
-    value = doc.toJS()
+    value = doc.toJS({maxAliasCount: MAX_ALIAS_COUNT})
   } catch (error) {
+    if (isTooDeep(error)) throw tooDeep(file, index)
     // e.g. "Excessive alias count": a YAML bomb or a runaway anchor.
     const pos = lineCounter.linePos(doc.range[0])
-    throw new ManifestError(`${file}:${pos.line}:${pos.col}: ${(error as Error).message}`, {
+    throw new UntrustedInputError(`${file}:${pos.line}:${pos.col}: ${(error as Error).message}`, {
       file,
       line: pos.line,
       column: pos.col,
@@ -341,6 +364,7 @@ function collectObjects(
     })
   }
   if (value === null || value === undefined) return // empty document, e.g. a trailing `---` or only comments
+  if (nestingDepth(value) > MAX_NESTING_DEPTH) throw tooDeep(file, index)
   // The line of the document's content, not of its `---` marker.
   const line = lineCounter.linePos(doc.contents?.range[0] ?? doc.range[0]).line
   for (const candidate of expandLists(value, '')) {
@@ -362,6 +386,15 @@ function collectObjects(
     }
     const ns = obj.metadata.namespace
     if (typeof ns !== 'string' || ns === '') delete obj.metadata.namespace
+    // A name from a repository becomes a plan file's name and request paths: `../../x/pwned` never does (issue 20 §1).
+    const {name, namespace} = obj.metadata
+    const badName = objectNameProblem({apiVersion: obj.apiVersion, kind: obj.kind, name, namespace})
+    if (badName)
+      throw new UntrustedInputError(`${file}:${line}: ${badName}`, {
+        file,
+        line,
+        suggestion: `Fix the name in ${file} (line ${line}): Kubernetes would refuse this object.`,
+      })
     out.objects.push(obj)
   }
 }

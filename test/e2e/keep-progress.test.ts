@@ -105,7 +105,7 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
       expect(r.code, r.stderr).toBe(5)
       expect(hasStackTrace(r.stderr)).toBe(false)
       expect(r.stderr).toContain(
-        `namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${startedAt}): it is writing the record --keep-progress would re-plan`,
+        `namespace ${NS} is locked by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${startedAt}): it is writing the record --keep-progress would re-plan`,
       )
       expect(r.stderr).toContain(`mesh-migrate unlock ${NS}`)
       expect(await readFile(path.join(cwd, PLAN_FILE), 'utf8')).toBe(before)
@@ -151,7 +151,11 @@ describe('plan --keep-progress: a re-plan of a plan in progress keeps what is un
   }, 180_000)
 
   it('apply continues after the kept steps with the new plan; rollback still removes the waypoint the plan created before the re-plan', async () => {
-    const r = await run(['apply', NS, '--to', idOf('bind-waypoint'), '--yes', '--timeout', '60s'])
+    // The re-plan's spec differs from the one first applied: without --take-over it is another plan (issue 20 §2).
+    const refused = await run(['apply', NS, '--to', idOf('bind-waypoint'), '--yes', '--timeout', '60s'])
+    expect(refused.code, refused.stderr).toBe(5)
+    expect(refused.stderr).toContain('--take-over')
+    const r = await run(['apply', NS, '--to', idOf('bind-waypoint'), '--yes', '--timeout', '60s', '--take-over'])
     expect(r.code, r.stderr).toBe(0)
     // Only the steps not kept ran: create-waypoint was not re-applied.
     expect(r.stdout).not.toContain(`${idOf('create-waypoint')}:`)

@@ -278,11 +278,13 @@ describe.skipIf(external)('refusals before any write', () => {
     await cluster.api.create(lease(new Date()))
 
     const held = await expectRefused(() => applyNext(), 5)
-    expect(held).toContain(`namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt})`)
+    expect(held).toContain(
+      `namespace ${NS} is locked by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${info.startedAt})`,
+    )
     expect(held).toContain(`mesh-migrate unlock ${NS}`)
     const waited = await expectRefused(() => applyNext(['--lock-timeout', '2s']), 5)
     expect(waited).toContain(
-      `Namespace ${NS} is locked by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt}); waiting up to 2s`,
+      `Namespace ${NS} is locked by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${info.startedAt}); waiting up to 2s`,
     )
     expect(waited).toContain(`namespace ${NS} is locked by alice@jumphost`)
     expect((await cluster.api.get(lockRef(NS)))?.spec?.holderIdentity).toBe(info.holder)
@@ -295,7 +297,7 @@ describe.skipIf(external)('refusals before any write', () => {
     const takeover = await applyNext()
     expect(takeover.code, takeover.stderr).toBe(0)
     expect(takeover.stderr).toContain(
-      `Taking over an expired lock left by alice@jumphost (apply ${PLAN_FILE}, since ${info.startedAt})`,
+      `Taking over an expired lock left by alice@jumphost process 4242 (apply ${PLAN_FILE}, since ${info.startedAt})`,
     )
     expect(await phaseOf('bind-waypoint')).toBe('Applied')
     expect(await cluster.api.get(lockRef(NS))).toBeUndefined()
