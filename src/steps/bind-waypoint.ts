@@ -24,7 +24,8 @@ export const bindWaypoint: StepKind = {
   },
   plan: (ctx) => {
     const {waypoint, labels, options, binding, snapshot, ns, nsRef, istioVersion} = ctx
-    if (!waypoint) return {}
+    // A waypoint of another namespace the namespace is bound to already: nothing new to bind (issue 21 point 2).
+    if (!waypoint || waypoint.remote) return {}
     const waypointRef = waypoint.ref
     const boundNames = binding.bound.map((s) => s.ref.name)
     const previous = labels[USE_WAYPOINT_LABEL] ?? null

@@ -63,7 +63,7 @@ function whyCreated(policies: PolicyMigration): string[] {
       ? "the -waypoint copies carry the full rules to the waypoint, which sees the caller's identity (sidecars and ztunnel ignore targetRefs: inert until bind-waypoint)"
       : '',
     companion
-      ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals[0]}) at the destination, which sees the waypoint instead of the caller for proxied traffic`
+      ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals.join(', ')}) at the destination, which sees the waypoint instead of the caller for proxied traffic`
       : '',
     carried.some((d) => d.disposition === 'keep-copy')
       ? `the waypoint denies requests to a Service that none of the ALLOWs attached to it matches, so ALLOWs that stay at the destination are copied to the waypoint too (${carried

@@ -72,6 +72,8 @@ interface Run {
   waypointPlanned: boolean
   minor: number | undefined
   peer: PeerIdentity
+  /** The waypoint's principals the companions admit: in the trust domain and each of its aliases. */
+  admitted: string[]
   ctx: ClassifyContext
   objects: Map<string, KubeObject>
   analyses: Map<string, AuthorizationPolicyAnalysis>
@@ -93,6 +95,8 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   const ns = input.namespace
   const waypointNs = input.waypointNamespace ?? ns
   const trustDomain = input.trustDomain ?? 'cluster.local'
+  // istiod names the waypoint's ServiceAccount after the Gateway unless told otherwise (DOMAIN §1.3).
+  const serviceAccount = input.waypointServiceAccount ?? input.waypointName
   const minorMatch = /^v?1\.(\d+)/.exec(input.istioVersion ?? '')
   const ctx: ClassifyContext = {
     namespace: ns,
@@ -119,11 +123,16 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
     waypointPlanned: ctx.waypointPlanned,
     minor: minorMatch ? Number(minorMatch[1]) : undefined,
     peer: {
-      principal: waypointPrincipal(waypointNs, input.waypointName, trustDomain),
+      principal: waypointPrincipal(waypointNs, serviceAccount, trustDomain),
       namespace: waypointNs,
-      serviceAccount: `${waypointNs}/${input.waypointName}`,
+      serviceAccount: `${waypointNs}/${serviceAccount}`,
       trustDomain,
+      trustDomainAliases: input.trustDomainAliases ?? [],
     },
+    // ztunnel compares principals literally: the companions name the waypoint in the trust domain and each alias.
+    admitted: [trustDomain, ...(input.trustDomainAliases ?? [])].map((td) =>
+      waypointPrincipal(waypointNs, serviceAccount, td),
+    ),
     ctx,
     objects: new Map(),
     analyses: new Map(),
@@ -627,15 +636,7 @@ function namespaceFindings(run: Run): void {
       fix: 'Prefer --waypoint-for service, or review the copies (a Gateway targetRef applies to all traffic of the waypoint).',
     })
   }
-  if (run.principalUsed && run.input.trustDomain === undefined) {
-    finding(run, {
-      id: `retarget/${run.ns}/trust-domain`,
-      code: 'WaypointPrincipalTrustDomain',
-      severity: 'info',
-      message: `The policies this plan creates name the waypoint as ${run.peer.principal}, assuming the mesh trust domain cluster.local. ztunnel compares principals literally (no trust-domain aliases).`,
-      fix: 'If meshConfig.trustDomain is not cluster.local, replace the trust domain in the principals of the created policies (create-policies, delete-sidecar-policies) before the first apply.',
-    })
-  }
+
 }
 
 function nameFindings(run: Run, decisions: PolicyDecision[]): void {
@@ -854,14 +855,14 @@ function companion(
     spec: apSpec(
       obj,
       a,
-      [{from: [{source: {principals: [run.peer.principal]}}]}],
+      [{from: [{source: {principals: [...run.admitted]}}]}],
       a.selector ? {selector: a.selector} : {},
       'ALLOW',
     ),
     createdIn: 'create-policies',
     ...(a.selector ? {selector: a.selector} : {}),
     workloads: workloadKeys(selected),
-    description: `${companionName(obj.metadata.name)}: ALLOW ${run.peer.principal} at ${selectorText(a.selector, a.selector ? 'workload' : 'namespace')} — ${why}`,
+    description: `${companionName(obj.metadata.name)}: ALLOW ${list(run.admitted)} at ${selectorText(a.selector, a.selector ? 'workload' : 'namespace')} — ${why}`,
     keepAnnotations: false,
   })
 }

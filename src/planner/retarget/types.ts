@@ -102,8 +102,12 @@ export interface PolicyMigrationInput {
   waypointName: string
   /** Namespace of the waypoint (default: `namespace`). */
   waypointNamespace?: string
-  /** Mesh trust domain for the waypoint principal (default cluster.local). */
+  /** Mesh trust domain for the waypoint principal (default cluster.local; meshConfig.trustDomain, issue 21 point 8). */
   trustDomain?: string
+  /** meshConfig.trustDomainAliases: the companions admit the waypoint in each of them too (ztunnel matches literally). */
+  trustDomainAliases?: string[]
+  /** The waypoint's ServiceAccount (default: the waypoint's name, istiod's convention; DOMAIN §1.3). */
+  waypointServiceAccount?: string
   /** "1.NN" when known. */
   istioVersion?: string
   /** istio.io/waypoint-for of the waypoint (default service): the copies target Services, which only a service/all waypoint serves. */
