@@ -36,7 +36,14 @@ import {
   workloadHasSidecar,
 } from './vocab.js'
 import {waypointServable} from './retarget/targets.js'
-import {buildWaypoint, isWaypointGateway, type WaypointIdentity, waypointIdentity, waypointRevision} from './waypoint.js'
+import {
+  buildWaypoint,
+  isWaypointGateway,
+  type WaypointIdentity,
+  waypointIdentity,
+  waypointNameProblem,
+  waypointRevision,
+} from './waypoint.js'
 import {meshTrustDomain, type TrustDomain} from './mesh-config.js'
 import {
   findWaypointGateway,
@@ -82,8 +89,11 @@ export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnaps
 
 /** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
 export function timelinePolicies(namespace: string, decisions: PolicyDecision[]): PolicyTimelineInput[] {
-  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) =>
-    d.created.find((c) => c.role === role)?.createdIn
+  // A reused copy (issue 21 point 3) is there before the first step, which is always preflight.
+  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) => {
+    const c = d.created.find((p) => p.role === role)
+    return c?.reused ? 'preflight' : c?.createdIn
+  }
   // A targetRefs ALLOW that exists already applies to no workload's selector, but it is part of the waypoint's ALLOW set.
   const waypointAllow = (p: PolicyPlacement) =>
     p.action === 'ALLOW' && !p.dryRun && p.scope === 'targetRefs' && (p.serviceWorkloads?.length ?? 0) > 0
@@ -305,6 +315,7 @@ function stepContext(input: BuildPlanInput, findings: Finding[]): StepContext {
               waypointServiceAccount: identity.serviceAccount,
               trustDomain: identity.trustDomain.name,
               trustDomainAliases: identity.trustDomain.aliases ?? [],
+              serviceWaypoints: serviceWaypointPrincipals(input, identity, waypoint!),
             }
           : {}),
         rootNamespace: options.rootNamespace,
@@ -429,6 +440,23 @@ function planIdentity(
   )
   if (waypoint.remote) findings.push(...remoteWaypointFindings(snapshot, identity, inventory.namespaceState.labels))
   return identity
+}
+
+/** Services bound by their own label to another waypoint than the plan's: that waypoint's principals (issue 21 point 2). */
+function serviceWaypointPrincipals(
+  {inventory, snapshot}: BuildPlanInput,
+  identity: WaypointIdentity,
+  waypoint: NonNullable<StepContext['waypoint']>,
+): Record<string, string[]> {
+  if (waypoint.remote) return {}
+  const out: Record<string, string[]> = {}
+  for (const {service} of namespaceBinding(inventory, identity.name).ownLabel) {
+    const name = service.labels?.[USE_WAYPOINT_LABEL]
+    if (!name || name === 'none' || waypointNameProblem(name) !== undefined) continue
+    const namespace = service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] || inventory.namespace
+    out[service.ref.name] = waypointIdentity(snapshot.objects, {namespace, name}, identity.trustDomain).principals
+  }
+  return out
 }
 
 function trustDomainRecord(td: TrustDomain): TrustDomain {

@@ -59,7 +59,7 @@ export const bindWaypoint: StepKind = {
       step: {
         id: 'bind-waypoint',
         action: 'bind-waypoint',
-        description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+        description: `${waypoint.exists ? `Activate waypoint ${formatRef(waypointRef)}, which exists already: l` : 'L'}abel namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
         // The readiness gate (DOMAIN §4.2): re-checked right before the label is written, not only by wait-waypoint.
         preconditions: [
           labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]),
@@ -86,20 +86,31 @@ export const bindWaypoint: StepKind = {
 
 /** Services with an istio.io/use-waypoint of their own keep it: a Service label beats the namespace label (DOMAIN §1.5). */
 function ownLabelFindings({binding, policies, ns, waypoint}: StepContext): Finding[] {
-  const copiesTo = (svc: string) =>
+  const copiesTo = (svc: string, via: 'Gateway' | 'Service') =>
     policies.decisions
       .flatMap((d) =>
-        d.created.filter((c) => c.role === 'waypoint-copy' && c.services.includes(svc)).map((c) => c.ref.name),
+        d.created
+          .filter(
+            (c) =>
+              c.role === 'waypoint-copy' &&
+              c.services.includes(svc) &&
+              (c.targetRefs?.[0]?.kind === 'Gateway') === (via === 'Gateway'),
+          )
+          .map((c) => c.ref.name),
       )
       .sort()
   return binding.ownLabel.map(({service, target}): Finding => {
-    const copies = copiesTo(service.ref.name)
+    // A copy targeting the Service applies at whichever waypoint serves it (pilot/pkg/model/policyattachment.go);
+    // one targeting this plan's waypoint Gateway never reaches a Service bound elsewhere. Opted-out Services
+    // (none) get no copy at all: the policies needing them are blocked (RetargetServiceOptedOut).
+    const copies = copiesTo(service.ref.name, 'Gateway')
+    const serviceCopies = copiesTo(service.ref.name, 'Service')
     return {
       id: `bind-waypoint/service-label/${ns}/${service.ref.name}`,
       code: 'ServiceUsesOwnWaypoint',
       severity: copies.length > 0 ? 'blocker' : 'warning',
       ref: service.ref,
-      message: `Service ${service.ref.name} is labelled ${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypoint!.ref)} (${target === 'none' ? 'it uses no waypoint' : `it stays on ${target}`})${copies.length > 0 ? `, and ${copies.join(', ')} attached to it on this waypoint would never apply` : ''}.`,
+      message: `Service ${service.ref.name} is labelled ${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypoint!.ref)} (${target === 'none' ? 'it uses no waypoint' : `it stays on ${target}, which namespace ${target.split('/')[0]} owns, not this plan`})${copies.length > 0 ? `, and ${copies.join(', ')} attached to this waypoint's Gateway would never apply to it` : ''}${serviceCopies.length > 0 ? `; ${serviceCopies.join(', ')} target${serviceCopies.length === 1 ? 's' : ''} the Service itself, so ${target} applies ${serviceCopies.length === 1 ? 'it' : 'them'}, and the companions admit that waypoint's identity too` : ''}.`,
       fix:
         copies.length > 0
           ? `Remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) so the namespace label binds it, or carry its policies to ${target === 'none' ? 'a waypoint it uses' : target} yourself; then re-run plan.`

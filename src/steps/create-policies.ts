@@ -16,9 +16,11 @@ export const createPolicies: StepKind = {
     const toCreate = policies.createBeforeBind
     if (!migrating || toCreate.length === 0) return {}
     const carried = policies.decisions.filter((d) => d.created.some((c) => c.createdIn === 'create-policies'))
+    // Copies that exist already (issue 21 point 3): used as they are, so they must still be what the plan saw.
+    const reused = policies.decisions.flatMap((d) => d.created.filter((c) => c.reused))
     const short = (c: PolicyPlacement) =>
       c.role === 'waypoint-copy'
-        ? `${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})`
+        ? `${c.reused ? 'existing ' : ''}${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})`
         : c.ref.name
     return {
       step: {
@@ -28,7 +30,7 @@ export const createPolicies: StepKind = {
           .map(
             (d) =>
               `${d.ref.name} → ${d.created
-                .filter((c) => c.createdIn === 'create-policies')
+                .filter((c) => c.createdIn === 'create-policies' || c.reused)
                 .map(short)
                 .join(', ')}`,
           )
@@ -38,6 +40,11 @@ export const createPolicies: StepKind = {
             check: 'object-unchanged',
             ref: d.ref,
             fingerprint: objectFingerprint(d.original.object),
+          })),
+          ...reused.map((c): Precondition => ({
+            check: 'object-unchanged',
+            ref: c.ref,
+            fingerprint: objectFingerprint(c.object),
           })),
           ...toCreate.map((c): Precondition => ({check: 'object-absent-or-ours', ref: refOf(c)})),
         ],
