@@ -127,7 +127,8 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
   const waypointRequired = needsWaypoint(namespace, classified.items, serviceAccountOnly(base))
   if (waypointRequired) classified = classifyObjects({...base, waypointPlanned: true})
   // Issue 21 point 1: L7 policies of pods behind a Service that opts out of waypoints cannot be carried.
-  if (waypointRequired) classified = optedOutBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))
+  if (waypointRequired)
+    classified = optedOutBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))
 
   const missingKindFindings: Finding[] = snapshot.missingKinds.map((m) => ({
     id: `missing-kind/${m.apiVersion}/${m.kind}`,

@@ -37,7 +37,9 @@ export function trustDomainProblem(name: string): string | undefined {
 function meshConfigMapNames(objects: KubeObject[], revision: string | undefined): string[] {
   // A revision tag (istio.io/tag on the injector webhook) stands for the revision in the webhook's istio.io/rev.
   const tagged = objects
-    .filter((o) => o.kind === 'MutatingWebhookConfiguration' && o.metadata.labels?.[TAG_LABEL] === (revision ?? 'default'))
+    .filter(
+      (o) => o.kind === 'MutatingWebhookConfiguration' && o.metadata.labels?.[TAG_LABEL] === (revision ?? 'default'),
+    )
     .map((o) => o.metadata.labels?.[REVISION_LABEL])
     .filter((r): r is string => typeof r === 'string' && r !== '' && r !== 'default')
   const names = revision && revision !== 'default' ? [`istio-${revision}`] : ['istio']
@@ -72,12 +74,22 @@ export function meshTrustDomain(opts: {
     try {
       mesh = parse(text)
     } catch (error) {
-      return {name: DEFAULT_TRUST_DOMAIN, source: 'default', problem: `${source} key mesh is not YAML (${String(error).split('\n')[0]})`}
+      return {
+        name: DEFAULT_TRUST_DOMAIN,
+        source: 'default',
+        problem: `${source} key mesh is not YAML (${String(error).split('\n')[0]})`,
+      }
     }
     const config = isRecord(mesh) ? mesh : {}
-    const trustDomain = typeof config.trustDomain === 'string' && config.trustDomain !== '' ? config.trustDomain : DEFAULT_TRUST_DOMAIN
+    const trustDomain =
+      typeof config.trustDomain === 'string' && config.trustDomain !== '' ? config.trustDomain : DEFAULT_TRUST_DOMAIN
     const problem = trustDomainProblem(trustDomain)
-    if (problem) return {name: DEFAULT_TRUST_DOMAIN, source: 'default', problem: `${source}: trustDomain "${trustDomain}" ${problem}`}
+    if (problem)
+      return {
+        name: DEFAULT_TRUST_DOMAIN,
+        source: 'default',
+        problem: `${source}: trustDomain "${trustDomain}" ${problem}`,
+      }
     const aliases = (Array.isArray(config.trustDomainAliases) ? config.trustDomainAliases : [])
       .map(String)
       .filter((a) => a !== trustDomain && trustDomainProblem(a) === undefined)

@@ -60,7 +60,8 @@ export function effectiveWaypointFor(gateway: KubeObject, objects: KubeObject[])
 export function admitsNamespace(gateway: KubeObject, namespace: string, nsLabels: Record<string, string>): boolean {
   const listeners: unknown[] = Array.isArray(gateway.spec?.listeners) ? gateway.spec.listeners : []
   const hbone = listeners.filter(isRecord).find((l) => l.protocol === 'HBONE' && Number(l.port) === 15008)
-  const allowed = isRecord(hbone?.allowedRoutes) && isRecord(hbone.allowedRoutes.namespaces) ? hbone.allowedRoutes.namespaces : {}
+  const allowed =
+    isRecord(hbone?.allowedRoutes) && isRecord(hbone.allowedRoutes.namespaces) ? hbone.allowedRoutes.namespaces : {}
   switch (allowed.from) {
     case 'All':
       return true
@@ -82,7 +83,8 @@ export function remoteWaypointFindings(
   const id = (topic: string) => `remote-waypoint/${topic}/${ns}/${identity.namespace}/${identity.name}`
   const gateway = findWaypointGateway(snapshot.objects, identity)
   const findings: Finding[] = []
-  const manager = gateway?.metadata.labels?.[MANAGED_BY_LABEL] ?? gateway?.metadata.labels?.['app.kubernetes.io/managed-by']
+  const manager =
+    gateway?.metadata.labels?.[MANAGED_BY_LABEL] ?? gateway?.metadata.labels?.['app.kubernetes.io/managed-by']
   findings.push({
     id: id('owner'),
     code: 'WaypointInAnotherNamespace',
@@ -93,10 +95,14 @@ export function remoteWaypointFindings(
       `the plan creates no waypoint and binds nothing new; it carries the policies to that waypoint with Service targetRefs in ${ns}, which the waypoint of another namespace applies (pilot/pkg/model/policyattachment.go), ` +
       `and the ztunnel companions admit its identity ${identity.principals.join(', ')} (ServiceAccount from ${identity.serviceAccountFrom}). ` +
       `That waypoint belongs to namespace ${identity.namespace}${manager ? ` (managed by ${manager})` : ''}, not to this plan: its owners keep it Programmed and admitting ${ns}; rollback leaves it as it is.` +
-      (gateway ? '' : ` It is not in what was read (${'manifests' in snapshot.target ? 'add its Gateway to the manifests' : 'the Gateway is missing'}), so its traffic type, allowedRoutes and ServiceAccount were not checked; wait-waypoint checks that it is ready.`),
+      (gateway
+        ? ''
+        : ` It is not in what was read (${'manifests' in snapshot.target ? 'add its Gateway to the manifests' : 'the Gateway is missing'}), so its traffic type, allowedRoutes and ServiceAccount were not checked; wait-waypoint checks that it is ready.`),
     ...(gateway
       ? {}
-      : {fix: `Check that Gateway ${wp} exists, serves Service traffic and admits ${ns}, then re-run plan (offline: include it in --manifests).`}),
+      : {
+          fix: `Check that Gateway ${wp} exists, serves Service traffic and admits ${ns}, then re-run plan (offline: include it in --manifests).`,
+        }),
   })
   if (!gateway) return findings
   const waypointFor = effectiveWaypointFor(gateway, snapshot.objects)

@@ -108,8 +108,7 @@ export function waypointIdentity(
       o.spec.template.spec.serviceAccountName !== '',
   )
   const gateway = objects.find(
-    (o) =>
-      isWaypointGateway(o) && o.metadata.namespace === waypoint.namespace && o.metadata.name === waypoint.name,
+    (o) => isWaypointGateway(o) && o.metadata.namespace === waypoint.namespace && o.metadata.name === waypoint.name,
   )
   const annotated = gateway?.metadata.annotations?.[GATEWAY_SERVICE_ACCOUNT_ANNOTATION]
   const [serviceAccount, serviceAccountFrom] = fromPod
@@ -121,7 +120,7 @@ export function waypointIdentity(
         ]
       : annotated
         ? [annotated, `the Gateway's ${GATEWAY_SERVICE_ACCOUNT_ANNOTATION} annotation`]
-        : [waypoint.name, 'the Gateway name (istiod names the waypoint\'s ServiceAccount after it)']
+        : [waypoint.name, "the Gateway name (istiod names the waypoint's ServiceAccount after it)"]
   return {
     ...waypoint,
     serviceAccount,

@@ -264,7 +264,10 @@ export function optedOutBlockers(
     const obj = findObject(ctx, groupOf(i.ref.apiVersion), i.ref.kind, i.ref.namespace, i.ref.name)
     const matchLabels = obj?.spec?.selector?.matchLabels
     const selected = matchingWorkloads(ctx, isRecord(matchLabels) ? (matchLabels as Record<string, string>) : undefined)
-    const optedOut = optedOutServices(ctx.services, uniqSorted(selected.filter((w) => !isProxyWorkload(w)).map((w) => w.ref.name)))
+    const optedOut = optedOutServices(
+      ctx.services,
+      uniqSorted(selected.filter((w) => !isProxyWorkload(w)).map((w) => w.ref.name)),
+    )
     if (optedOut.length === 0) return i
     const why = optedOutWhy(optedOut)
     findings.push({

@@ -650,7 +650,6 @@ function namespaceFindings(run: Run): void {
       fix: 'Prefer --waypoint-for service, or review the copies (a Gateway targetRef applies to all traffic of the waypoint).',
     })
   }
-
 }
 
 function nameFindings(run: Run, decisions: PolicyDecision[]): void {
@@ -700,7 +699,10 @@ function gitOpsFindings(run: Run, decisions: PolicyDecision[]): void {
 /** What makes two targetRefs policies the same to a waypoint: their targets (a set) and the rest of their spec. */
 function copyContent(obj: KubeObject): string {
   const spec: Record<string, unknown> = isRecord(obj.spec) ? {...obj.spec} : {}
-  const refs = [...(Array.isArray(spec.targetRefs) ? spec.targetRefs : []), ...(isRecord(spec.targetRef) ? [spec.targetRef] : [])]
+  const refs = [
+    ...(Array.isArray(spec.targetRefs) ? spec.targetRefs : []),
+    ...(isRecord(spec.targetRef) ? [spec.targetRef] : []),
+  ]
   delete spec.targetRefs
   delete spec.targetRef
   // An AuthorizationPolicy without an action is an ALLOW (istio/api security/v1/authorization_policy.proto).
@@ -735,7 +737,11 @@ function reuseExistingCopies(run: Run, decisions: PolicyDecision[]): void {
       if (c.role !== 'waypoint-copy' || c.createdIn === undefined) return c
       const same = (existing.get(copyContent(c.object)) ?? []).sort((a, b) =>
         // The copy's own name first, then by name: one choice, the same on every run.
-        a.metadata.name === c.ref.name ? -1 : b.metadata.name === c.ref.name ? 1 : byCodePoint(a.metadata.name, b.metadata.name),
+        a.metadata.name === c.ref.name
+          ? -1
+          : b.metadata.name === c.ref.name
+            ? 1
+            : byCodePoint(a.metadata.name, b.metadata.name),
       )[0]
       if (!same) return c
       const object = cleanObject(same)
