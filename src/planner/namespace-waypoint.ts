@@ -98,11 +98,9 @@ export function remoteWaypointFindings(
       (gateway
         ? ''
         : ` It is not in what was read (${'manifests' in snapshot.target ? 'add its Gateway to the manifests' : 'the Gateway is missing'}), so its traffic type, allowedRoutes and ServiceAccount were not checked; wait-waypoint checks that it is ready.`),
-    ...(gateway
-      ? {}
-      : {
-          fix: `Check that Gateway ${wp} exists, serves Service traffic and admits ${ns}, then re-run plan (offline: include it in --manifests).`,
-        }),
+    fix: gateway
+      ? `Agree with the owners of namespace ${identity.namespace} that ${wp} stays Programmed and admitting ${ns} through the migration (no removal, no change of its ServiceAccount before ${ns} is done).`
+      : `Check that Gateway ${wp} exists, serves Service traffic and admits ${ns}, then re-run plan (offline: include it in --manifests).`,
   })
   if (!gateway) return findings
   const waypointFor = effectiveWaypointFor(gateway, snapshot.objects)
