@@ -21,6 +21,7 @@ export interface FleetPlanRequest {
   inventory: InventoryOptions
   generator: string
   istioVersion?: string
+  trustDomain?: string
   force: boolean
   note: (message: string) => void
 }
@@ -92,6 +93,7 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
     inventory: request.inventory,
     generator: request.generator,
     ...(request.istioVersion ? {istioVersion: request.istioVersion} : {}),
+    ...(request.trustDomain ? {trustDomain: request.trustDomain} : {}),
     planPath: (ns) => defaultPlanPath(ns),
     keepEmpty: 'namespaces' in request.selection,
   })

@@ -16,6 +16,7 @@ import type {FleetPlan} from '../planner/fleet.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
 import {parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
+import {trustDomainProblem} from '../planner/mesh-config.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
@@ -100,6 +101,10 @@ ${EXIT_CODES_HELP}`
     }),
     'waypoint-name': waypointNameFlag,
     'waypoint-for': waypointForFlag,
+    'trust-domain': Flags.string({
+      description:
+        "The mesh's trust domain (meshConfig.trustDomain) the created policies name the waypoint in. Default: read from the mesh ConfigMap (istio, or istio-<revision>) of the root namespace, else cluster.local. Needed offline when the manifests lack that ConfigMap.",
+    }),
     'detailed-exitcode': Flags.boolean({
       description: 'Exit 0 when there is nothing to migrate, 10 when the plan has steps.',
       default: false,
@@ -169,6 +174,9 @@ ${EXIT_CODES_HELP}`
     }
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UsageError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`)
+    const trustDomain = flags['trust-domain']
+    const tdProblem = trustDomain === undefined ? undefined : trustDomainProblem(trustDomain)
+    if (tdProblem) throw new UsageError(`--trust-domain "${trustDomain}": ${tdProblem}`)
     return {names, flags}
   }
 
@@ -216,6 +224,7 @@ ${EXIT_CODES_HELP}`
       options: planOptions(flags),
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+      ...(flags['trust-domain'] ? {trustDomain: flags['trust-domain']} : {}),
     })
     const plan = inProgress
       ? this.keepProgress(inProgress, fresh, out)
@@ -302,6 +311,7 @@ ${EXIT_CODES_HELP}`
       },
       generator: `mesh-migrate/${this.config.version}`,
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+      ...(flags['trust-domain'] ? {trustDomain: flags['trust-domain']} : {}),
       force: flags.force,
       note: (m) => this.note(m),
     })

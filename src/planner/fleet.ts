@@ -68,6 +68,8 @@ export interface FleetInput {
   inventory: InventoryOptions
   generator: string
   istioVersion?: string
+  /** --trust-domain (issue 21 point 8). */
+  trustDomain?: string
   /** Where the plan of a namespace is written (for the overview). */
   planPath: (namespace: string) => string
   /** Write plans of namespaces with nothing to migrate too (explicitly named namespaces). */
@@ -416,6 +418,7 @@ export function planFleet(input: FleetInput): FleetResult {
       options: input.options,
       generator: input.generator,
       ...(input.istioVersion ? {istioVersion: input.istioVersion} : {}),
+      ...(input.trustDomain ? {trustDomain: input.trustDomain} : {}),
     })
     const written = input.keepEmpty || plan.spec.steps.length > 0 || plan.spec.blockers.length > 0
     if (written) plans.push(plan)

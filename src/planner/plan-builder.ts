@@ -3,7 +3,7 @@
 // (src/steps/index.ts), then judges the result (accepted losses, the simulation's hazards, accepted blockers).
 import {guardedUndo} from './undo-guards.js'
 import {isGroupedLostFinding} from './lost-routing.js'
-import {digestOf, objectFingerprint} from './canonical.js'
+import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
 import {markHandledFindings} from './finding-handling.js'
 import type {Finding, Inventory, KubeObject, ServiceItem, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
 import {
@@ -36,7 +36,21 @@ import {
   workloadHasSidecar,
 } from './vocab.js'
 import {waypointServable} from './retarget/targets.js'
-import {buildWaypoint, isWaypointGateway, waypointRevision} from './waypoint.js'
+import {
+  buildWaypoint,
+  isWaypointGateway,
+  type WaypointIdentity,
+  waypointIdentity,
+  waypointNameProblem,
+  waypointRevision,
+} from './waypoint.js'
+import {meshTrustDomain, type TrustDomain} from './mesh-config.js'
+import {
+  findWaypointGateway,
+  remoteNamespaceWaypoint,
+  remoteWaypointFindings,
+  trustDomainFindings,
+} from './namespace-waypoint.js'
 import {STEP_KINDS, type StepContext} from '../steps/index.js'
 import {optOutStep} from '../steps/opt-out-workloads.js'
 import {decideRestarts, podOptInOperations} from '../steps/restart-workloads.js'
@@ -54,6 +68,8 @@ export interface BuildPlanInput {
   generator: string
   /** Istio minor version ("1.28") when given by the user; the snapshot's (read from istiod) otherwise. */
   istioVersion?: string
+  /** --trust-domain: the mesh's trust domain, instead of meshConfig.trustDomain read from the snapshot. */
+  trustDomain?: string
 }
 
 /** sha256 over what the plan was computed from (SPEC §5 spec.observed.fingerprint). */
@@ -73,8 +89,11 @@ export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnaps
 
 /** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
 export function timelinePolicies(namespace: string, decisions: PolicyDecision[]): PolicyTimelineInput[] {
-  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) =>
-    d.created.find((c) => c.role === role)?.createdIn
+  // A reused copy (issue 21 point 3) is there before the first step, which is always preflight.
+  const createdIn = (d: PolicyDecision, role: PolicyPlacement['role']) => {
+    const c = d.created.find((p) => p.role === role)
+    return c?.reused ? 'preflight' : c?.createdIn
+  }
   // A targetRefs ALLOW that exists already applies to no workload's selector, but it is part of the waypoint's ALLOW set.
   const waypointAllow = (p: PolicyPlacement) =>
     p.action === 'ALLOW' && !p.dryRun && p.scope === 'targetRefs' && (p.serviceWorkloads?.length ?? 0) > 0
@@ -246,7 +265,11 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     spec: {
       target: snapshot.target,
       options,
-      observed: {namespaceLabels: {...ctx.labels}, fingerprint: inventoryFingerprint(inventory, snapshot)},
+      observed: {
+        namespaceLabels: {...ctx.labels},
+        fingerprint: inventoryFingerprint(inventory, snapshot),
+        ...(ctx.waypointIdentity ? {trustDomain: trustDomainRecord(ctx.waypointIdentity.trustDomain)} : {}),
+      },
       summary: {
         from: nsState.mode,
         to: 'ambient',
@@ -258,7 +281,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       findings: plainFindings,
       inventory: inventory.objects,
       workloads: inventory.workloads,
-      waypoints: ctx.waypoint ? [ctx.waypoint.object] : [],
+      // A waypoint of another namespace is not the plan's: it neither creates nor owns it.
+      waypoints: ctx.waypoint && !ctx.waypoint.remote ? [ctx.waypoint.object] : [],
       policies: policyInputs,
       hazards,
       steps,
@@ -276,13 +300,24 @@ function stepContext(input: BuildPlanInput, findings: Finding[]): StepContext {
   if (migrating && inventory.injectionByDefault === true && injectedGateways.length > 0)
     findings.push(injectionByDefaultBlocker(ns, injectedGateways))
   const waypoint = waypointRequired ? planWaypoint(input, findings) : undefined
+  // Who the waypoint is to the destinations: its ServiceAccount in the mesh's trust domain (issue 21 points 2, 8).
+  const identity = waypoint ? planIdentity(input, waypoint, findings) : undefined
   // What happens to every policy: waypoint copies, ztunnel companions and L4 parts, E22 rewrites (DOMAIN §3.1).
   const istioVersion = input.istioVersion ?? snapshot.istioVersion
   const policies: PolicyMigration = migrating
     ? planPolicyMigration({
         namespace: ns,
         planName: ns,
-        waypointName: options.waypointName,
+        waypointName: identity?.name ?? options.waypointName,
+        ...(identity
+          ? {
+              waypointNamespace: identity.namespace,
+              waypointServiceAccount: identity.serviceAccount,
+              trustDomain: identity.trustDomain.name,
+              trustDomainAliases: identity.trustDomain.aliases ?? [],
+              serviceWaypoints: serviceWaypointPrincipals(input, identity, waypoint!),
+            }
+          : {}),
         rootNamespace: options.rootNamespace,
         waypointPlanned: waypointRequired,
         waypointFor: options.waypointFor,
@@ -317,12 +352,14 @@ function stepContext(input: BuildPlanInput, findings: Finding[]): StepContext {
     injectionByDefault: inventory.injectionByDefault === true && injectedGateways.length === 0,
     ...(istioVersion ? {istioVersion} : {}),
     ...(waypoint ? {waypoint} : {}),
+    ...(identity ? {waypointIdentity: identity} : {}),
     policies,
     optOut,
     optedOutKeys,
     optIns,
     restarts: decideRestarts(inventory.workloads, new Set(optIns.workloads.map((w) => refKey(w.ref))), optedOutKeys),
-    binding: waypointRequired ? namespaceBinding(inventory, options.waypointName) : {bound: [], ownLabel: []},
+    binding:
+      waypoint && !waypoint.remote ? namespaceBinding(inventory, options.waypointName) : {bound: [], ownLabel: []},
   }
 }
 
@@ -348,6 +385,15 @@ function planWaypoint(
 ): NonNullable<StepContext['waypoint']> {
   const ns = inventory.namespace
   const nsState = inventory.namespaceState
+  // Issue 21 point 2: bound already to a waypoint of another namespace, the namespace keeps it.
+  const remote = remoteNamespaceWaypoint(nsState.labels, ns)
+  if (remote) {
+    const gateway = findWaypointGateway(snapshot.objects, remote)
+    const object = gateway
+      ? cleanObject(gateway)
+      : buildWaypoint({name: remote.name, namespace: remote.namespace, waypointFor: 'service'})
+    return {object, ref: refOf(object), exists: true, remote: true}
+  }
   const existing = snapshot.objects.find(
     (o) => o.metadata.namespace === ns && o.kind === 'Gateway' && o.metadata.name === options.waypointName,
   )
@@ -372,6 +418,49 @@ function planWaypoint(
     ns,
   )
   return {object, ref: refOf(object), exists: existing !== undefined && isWaypointGateway(existing)}
+}
+
+/** The waypoint's identity in the mesh's trust domain; for a waypoint of another namespace, who owns it. */
+function planIdentity(
+  {inventory, snapshot, trustDomain: override}: BuildPlanInput,
+  waypoint: NonNullable<StepContext['waypoint']>,
+  findings: Finding[],
+): WaypointIdentity {
+  const trustDomain = meshTrustDomain({
+    objects: snapshot.objects,
+    rootNamespace: snapshot.rootNamespace,
+    ...(inventory.namespaceState.revision ? {revision: inventory.namespaceState.revision} : {}),
+    ...(override !== undefined ? {override} : {}),
+  })
+  findings.push(...trustDomainFindings(snapshot, trustDomain))
+  const identity = waypointIdentity(
+    snapshot.objects,
+    {namespace: waypoint.ref.namespace!, name: waypoint.ref.name},
+    trustDomainRecord(trustDomain),
+  )
+  if (waypoint.remote) findings.push(...remoteWaypointFindings(snapshot, identity, inventory.namespaceState.labels))
+  return identity
+}
+
+/** Services bound by their own label to another waypoint than the plan's: that waypoint's principals (issue 21 point 2). */
+function serviceWaypointPrincipals(
+  {inventory, snapshot}: BuildPlanInput,
+  identity: WaypointIdentity,
+  waypoint: NonNullable<StepContext['waypoint']>,
+): Record<string, string[]> {
+  if (waypoint.remote) return {}
+  const out: Record<string, string[]> = {}
+  for (const {service} of namespaceBinding(inventory, identity.name).ownLabel) {
+    const name = service.labels?.[USE_WAYPOINT_LABEL]
+    if (!name || name === 'none' || waypointNameProblem(name) !== undefined) continue
+    const namespace = service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] || inventory.namespace
+    out[service.ref.name] = waypointIdentity(snapshot.objects, {namespace, name}, identity.trustDomain).principals
+  }
+  return out
+}
+
+function trustDomainRecord(td: TrustDomain): TrustDomain {
+  return {name: td.name, ...(td.aliases?.length ? {aliases: [...td.aliases]} : {}), source: td.source}
 }
 
 /**
@@ -402,7 +491,7 @@ function judgeLostFindings(findings: Finding[], {migrating, inventory, options}:
 
 /** Step-by-step safety simulation: hazards outside documented windows block (a finding each) unless accepted. */
 function simulatedHazards(
-  {ns, inventory, labels, options}: StepContext,
+  {ns, inventory, labels, options, waypoint}: StepContext,
   steps: PlanStep[],
   policies: PolicyTimelineInput[],
   findings: Finding[],
@@ -415,6 +504,7 @@ function simulatedHazards(
     steps,
     policies,
     ambientAtStart: labels[DATAPLANE_MODE_LABEL] === 'ambient',
+    waypointBoundAtStart: waypoint?.remote === true,
   })
   const unexpected = new Set(unexpectedHazards(sim).map((h) => h.id))
   for (const h of sim.hazards) {

@@ -583,6 +583,16 @@ function specHeaderSchemas() {
       properties: {
         namespaceLabels: {type: 'object', additionalProperties: {type: 'string'}},
         fingerprint: {type: 'string'},
+        trustDomain: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name', 'source'],
+          properties: {
+            name: {type: 'string', minLength: 1},
+            aliases: {type: 'array', items: {type: 'string'}},
+            source: {type: 'string'},
+          },
+        },
       },
     },
     summary: {

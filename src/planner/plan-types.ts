@@ -1,4 +1,5 @@
 // The plan file (SPEC §5): what `plan` writes, reviewers approve, and `apply`/`rollback` execute.
+import type {TrustDomain} from './mesh-config.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, SourceTarget, WorkloadItem, ZtunnelEffect} from './model.js'
 
 export const PLAN_API_VERSION = 'mesh-migrate.io/v1alpha1'
@@ -212,6 +213,11 @@ export interface PlanSpec {
     namespaceLabels: Record<string, string>
     /** sha256 over the inventory inputs: changes when anything the plan was computed from changes. */
     fingerprint: string
+    /**
+     * The mesh's trust domain the principals the plan writes are in, and where it was read (`--trust-domain`,
+     * `ConfigMap <root>/istio[-<rev>]`, or `default`): issue 21 point 8. Present when the plan needs a waypoint.
+     */
+    trustDomain?: TrustDomain
   }
   summary: PlanSummary
   blockers: Finding[]

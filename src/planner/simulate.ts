@@ -77,6 +77,11 @@ export interface SimulationInput {
   policies: SimPolicy[]
   /** istio.io/dataplane-mode=ambient already on the namespace before the plan. */
   ambientAtStart: boolean
+  /**
+   * The namespace is bound, before the plan, to a waypoint of another namespace that the plan keeps (no
+   * bind-waypoint step): bound from the start, and ready as far as the plan can tell (wait-waypoint checks it).
+   */
+  waypointBoundAtStart?: boolean
 }
 
 export const workloadKey = (w: {ref: {kind: string; name: string}}) => `${w.ref.kind}/${w.ref.name}`
@@ -203,8 +208,8 @@ function initialState(input: SimulationInput): SimState {
   return {
     ambientLabel: input.ambientAtStart,
     injection: true,
-    waypointReady: false,
-    bound: false,
+    waypointReady: input.waypointBoundAtStart === true,
+    bound: input.waypointBoundAtStart === true,
     sidecar: new Map(
       input.workloads.map((w) => [
         workloadKey(w),

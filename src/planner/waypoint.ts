@@ -1,5 +1,7 @@
 // Waypoint Gateway generation (DOMAIN §1.1, §1.4, §1.6, §1.8).
 import type {KubeObject, NamespaceState} from './model.js'
+import type {TrustDomain} from './mesh-config.js'
+import {byCodePoint} from './order.js'
 import {REVISION_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL} from './vocab.js'
 
 export const WAYPOINT_FOR_VALUES = ['service', 'workload', 'all'] as const
@@ -61,6 +63,73 @@ export function buildWaypoint(opts: WaypointOptions): KubeObject {
 /** The waypoint's SPIFFE principal as AuthorizationPolicies name it (DOMAIN §1.3: SA = Gateway name). */
 export function waypointPrincipal(namespace: string, name: string, trustDomain = 'cluster.local'): string {
   return `${trustDomain}/ns/${namespace}/sa/${name}`
+}
+
+/** Gateway annotation naming the ServiceAccount istiod deploys the gateway with (annotation.GatewayServiceAccount). */
+export const GATEWAY_SERVICE_ACCOUNT_ANNOTATION = 'gateway.istio.io/service-account'
+/** Label istiod puts on a gateway's Deployment and pods (label.IoK8sNetworkingGatewayGatewayName). */
+export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name'
+
+/** Who the waypoint is to the destinations it forwards to: its ServiceAccount in the mesh's trust domain. */
+export interface WaypointIdentity {
+  namespace: string
+  name: string
+  serviceAccount: string
+  /** Where the ServiceAccount was read, for the plan's reviewers. */
+  serviceAccountFrom: string
+  trustDomain: TrustDomain
+  /** What policies admitting the waypoint name: its principal in the trust domain, then in each alias. */
+  principals: string[]
+}
+
+/**
+ * The waypoint's identity: istiod reads it from the waypoint's pods (`ServiceAccounts from instances of the
+ * waypoint`, pilot/pkg/serviceregistry/ambient/waypoints.go gatewayToWaypointTransform), which run as the
+ * ServiceAccount the Gateway's gateway.istio.io/service-account annotation names, else one named after the
+ * Gateway (pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, DisableNameSuffix for istio-waypoint).
+ * So: a pod or Deployment of the waypoint in the snapshot, else the annotation, else the name.
+ */
+export function waypointIdentity(
+  objects: KubeObject[],
+  waypoint: {namespace: string; name: string},
+  trustDomain: TrustDomain,
+): WaypointIdentity {
+  const ofWaypoint = (o: KubeObject) =>
+    o.metadata.namespace === waypoint.namespace && o.metadata.labels?.[GATEWAY_NAME_LABEL] === waypoint.name
+  const fromPod = objects
+    .filter((o) => o.kind === 'Pod' && o.apiVersion === 'v1' && ofWaypoint(o))
+    .sort((a, b) => byCodePoint(a.metadata.name, b.metadata.name))
+    .find((o) => typeof o.spec?.serviceAccountName === 'string' && o.spec.serviceAccountName !== '')
+  const fromDeployment = objects.find(
+    (o) =>
+      o.kind === 'Deployment' &&
+      ofWaypoint(o) &&
+      typeof o.spec?.template?.spec?.serviceAccountName === 'string' &&
+      o.spec.template.spec.serviceAccountName !== '',
+  )
+  const gateway = objects.find(
+    (o) => isWaypointGateway(o) && o.metadata.namespace === waypoint.namespace && o.metadata.name === waypoint.name,
+  )
+  const annotated = gateway?.metadata.annotations?.[GATEWAY_SERVICE_ACCOUNT_ANNOTATION]
+  const [serviceAccount, serviceAccountFrom] = fromPod
+    ? [fromPod.spec.serviceAccountName as string, `spec.serviceAccountName of its pod ${fromPod.metadata.name}`]
+    : fromDeployment
+      ? [
+          fromDeployment.spec.template.spec.serviceAccountName as string,
+          `spec.template.spec.serviceAccountName of its Deployment ${fromDeployment.metadata.name}`,
+        ]
+      : annotated
+        ? [annotated, `the Gateway's ${GATEWAY_SERVICE_ACCOUNT_ANNOTATION} annotation`]
+        : [waypoint.name, "the Gateway name (istiod names the waypoint's ServiceAccount after it)"]
+  return {
+    ...waypoint,
+    serviceAccount,
+    serviceAccountFrom,
+    trustDomain,
+    principals: [trustDomain.name, ...(trustDomain.aliases ?? [])].map((td) =>
+      waypointPrincipal(waypoint.namespace, serviceAccount, td),
+    ),
+  }
 }
 
 /** Whether an object is a waypoint Gateway. */

@@ -3,6 +3,7 @@
 import {serviceEntryVip} from '../planner/classify/service-entry.js'
 import type {Finding} from '../planner/model.js'
 import {formatRef} from '../planner/refs.js'
+import {findWaypointGateway} from '../planner/namespace-waypoint.js'
 import {labelPrecondition} from './shared.js'
 import type {StepContext, StepKind} from './types.js'
 import {USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../planner/vocab.js'
@@ -24,7 +25,8 @@ export const bindWaypoint: StepKind = {
   },
   plan: (ctx) => {
     const {waypoint, labels, options, binding, snapshot, ns, nsRef, istioVersion} = ctx
-    if (!waypoint) return {}
+    // A waypoint of another namespace the namespace is bound to already: nothing new to bind (issue 21 point 2).
+    if (!waypoint || waypoint.remote) return {}
     const waypointRef = waypoint.ref
     const boundNames = binding.bound.map((s) => s.ref.name)
     const previous = labels[USE_WAYPOINT_LABEL] ?? null
@@ -58,7 +60,7 @@ export const bindWaypoint: StepKind = {
       step: {
         id: 'bind-waypoint',
         action: 'bind-waypoint',
-        description: `Label namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+        description: `${waypoint.exists ? `Activate waypoint ${formatRef(waypointRef)}, which exists already: l` : 'L'}abel namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
         // The readiness gate (DOMAIN §4.2): re-checked right before the label is written, not only by wait-waypoint.
         preconditions: [
           labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]),
@@ -84,23 +86,50 @@ export const bindWaypoint: StepKind = {
 }
 
 /** Services with an istio.io/use-waypoint of their own keep it: a Service label beats the namespace label (DOMAIN §1.5). */
-function ownLabelFindings({binding, policies, ns, waypoint}: StepContext): Finding[] {
-  const copiesTo = (svc: string) =>
+function ownLabelFindings({binding, policies, ns, waypoint, snapshot}: StepContext): Finding[] {
+  const copiesTo = (svc: string, via: 'Gateway' | 'Service') =>
     policies.decisions
       .flatMap((d) =>
-        d.created.filter((c) => c.role === 'waypoint-copy' && c.services.includes(svc)).map((c) => c.ref.name),
+        d.created
+          .filter(
+            (c) =>
+              c.role === 'waypoint-copy' &&
+              c.services.includes(svc) &&
+              (c.targetRefs?.[0]?.kind === 'Gateway') === (via === 'Gateway'),
+          )
+          .map((c) => c.ref.name),
       )
       .sort()
   return binding.ownLabel.map(({service, target}): Finding => {
-    const copies = copiesTo(service.ref.name)
+    // A copy targeting the Service applies at whichever waypoint serves it (pilot/pkg/model/policyattachment.go);
+    // one targeting this plan's waypoint Gateway never reaches a Service bound elsewhere, and neither applies when
+    // that waypoint does not exist (waypoints.go fetchWaypointForTarget: WaypointIsNotReady, no waypoint). Opted-out
+    // Services (none) get no copy at all: the policies needing them are blocked (RetargetServiceOptedOut).
+    const gatewayCopies = copiesTo(service.ref.name, 'Gateway')
+    const serviceCopies = copiesTo(service.ref.name, 'Service')
+    const [targetNs = ns, targetName = ''] = target.split('/')
+    const missing = target !== 'none' && !findWaypointGateway(snapshot.objects, {namespace: targetNs, name: targetName})
+    const lost = [...gatewayCopies, ...(missing ? serviceCopies : [])]
+    const applied = missing ? [] : serviceCopies
+    const own = `${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}`
+    const stays =
+      target === 'none'
+        ? 'it uses no waypoint'
+        : `it stays on ${target}, which namespace ${targetNs} owns, not this plan${missing ? `; no such waypoint Gateway was found, and istiod binds nothing to a waypoint that does not exist` : ''}`
     return {
       id: `bind-waypoint/service-label/${ns}/${service.ref.name}`,
       code: 'ServiceUsesOwnWaypoint',
-      severity: copies.length > 0 ? 'blocker' : 'warning',
+      severity: lost.length > 0 ? 'blocker' : 'warning',
       ref: service.ref,
-      message: `Service ${service.ref.name} is labelled ${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypoint!.ref)} (${target === 'none' ? 'it uses no waypoint' : `it stays on ${target}`})${copies.length > 0 ? `, and ${copies.join(', ')} attached to it on this waypoint would never apply` : ''}.`,
+      message:
+        `Service ${service.ref.name} is labelled ${own}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypoint!.ref)} (${stays})` +
+        (lost.length > 0 ? `, and ${lost.join(', ')} attached to it would never apply` : '') +
+        (applied.length > 0
+          ? `; ${applied.join(', ')} target${applied.length === 1 ? 's' : ''} the Service itself, so ${target} applies ${applied.length === 1 ? 'it' : 'them'}, and the companions admit that waypoint's identity too`
+          : '') +
+        '.',
       fix:
-        copies.length > 0
+        lost.length > 0
           ? `Remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) so the namespace label binds it, or carry its policies to ${target === 'none' ? 'a waypoint it uses' : target} yourself; then re-run plan.`
           : `Nothing to do if that is intended; otherwise remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) and re-run plan.`,
     }

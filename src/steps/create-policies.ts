@@ -16,9 +16,11 @@ export const createPolicies: StepKind = {
     const toCreate = policies.createBeforeBind
     if (!migrating || toCreate.length === 0) return {}
     const carried = policies.decisions.filter((d) => d.created.some((c) => c.createdIn === 'create-policies'))
+    // Copies that exist already (issue 21 point 3): used as they are, so they must still be what the plan saw.
+    const reused = policies.decisions.flatMap((d) => d.created.filter((c) => c.reused))
     const short = (c: PolicyPlacement) =>
       c.role === 'waypoint-copy'
-        ? `${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})`
+        ? `${c.reused ? 'existing ' : ''}${c.ref.name} (${c.targetRefs?.[0]?.kind === 'Gateway' ? `Gateway ${c.targetRefs[0].name}` : `Service ${c.services.join(', ')}`})`
         : c.ref.name
     return {
       step: {
@@ -28,7 +30,7 @@ export const createPolicies: StepKind = {
           .map(
             (d) =>
               `${d.ref.name} → ${d.created
-                .filter((c) => c.createdIn === 'create-policies')
+                .filter((c) => c.createdIn === 'create-policies' || c.reused)
                 .map(short)
                 .join(', ')}`,
           )
@@ -38,6 +40,11 @@ export const createPolicies: StepKind = {
             check: 'object-unchanged',
             ref: d.ref,
             fingerprint: objectFingerprint(d.original.object),
+          })),
+          ...reused.map((c): Precondition => ({
+            check: 'object-unchanged',
+            ref: c.ref,
+            fingerprint: objectFingerprint(c.object),
           })),
           ...toCreate.map((c): Precondition => ({check: 'object-absent-or-ours', ref: refOf(c)})),
         ],
@@ -63,7 +70,7 @@ function whyCreated(policies: PolicyMigration): string[] {
       ? "the -waypoint copies carry the full rules to the waypoint, which sees the caller's identity (sidecars and ztunnel ignore targetRefs: inert until bind-waypoint)"
       : '',
     companion
-      ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals[0]}) at the destination, which sees the waypoint instead of the caller for proxied traffic`
+      ? `the -ztunnel companions ALLOW the waypoint (${companion.object.spec.rules[0].from[0].source.principals.join(', ')}) at the destination, which sees the waypoint instead of the caller for proxied traffic`
       : '',
     carried.some((d) => d.disposition === 'keep-copy')
       ? `the waypoint denies requests to a Service that none of the ALLOWs attached to it matches, so ALLOWs that stay at the destination are copied to the waypoint too (${carried

@@ -4,26 +4,28 @@ import type {Finding, Inventory, KubeObject} from '../planner/model.js'
 import type {Operation, PlanStep, Precondition} from '../planner/plan-types.js'
 import {refOf} from '../planner/refs.js'
 import {markManaged} from '../planner/retarget.js'
-import {waypointPrincipal} from '../planner/waypoint.js'
+import type {WaypointIdentity} from '../planner/waypoint.js'
 import type {StepKind} from './types.js'
 
 export const denyWaypointBypass: StepKind = {
   action: 'deny-waypoint-bypass',
   summary: 'Optional (--deny-waypoint-bypass): DENY traffic that bypasses the waypoint',
   writes: {apply: ['security.istio.io/AuthorizationPolicy']},
-  plan: ({migrating, waypointRequired, options, inventory, ns}) =>
-    migrating && waypointRequired && options.denyWaypointBypass
-      ? denyBypassStep(inventory, options.waypointName, ns)
+  plan: ({migrating, waypointRequired, options, inventory, ns, waypointIdentity}) =>
+    migrating && waypointRequired && options.denyWaypointBypass && waypointIdentity
+      ? denyBypassStep(inventory, waypointIdentity, ns)
       : {},
 }
 
 function denyBypassStep(
   inventory: Inventory,
-  waypointName: string,
+  waypoint: WaypointIdentity,
   planName: string,
 ): {step?: PlanStep; findings: Finding[]} {
   const ns = inventory.namespace
-  const principal = waypointPrincipal(ns, waypointName)
+  const waypointName = `${waypoint.namespace}/${waypoint.name}`
+  // The waypoint's principal in the mesh's trust domain and each alias (ztunnel compares them literally).
+  const principals = waypoint.principals
   const findings: Finding[] = []
   const policies: KubeObject[] = []
   for (const svc of inventory.services) {
@@ -67,7 +69,7 @@ function denyBypassStep(
       spec: {
         selector: {matchLabels: {...svc.selector}},
         action: 'DENY',
-        rules: [{from: [{source: {notPrincipals: [principal]}}]}],
+        rules: [{from: [{source: {notPrincipals: [...principals]}}]}],
       },
     })
   }
@@ -77,7 +79,7 @@ function denyBypassStep(
     id: `deny-bypass-callers/${ns}`,
     code: 'BypassDenyCallers',
     severity: 'warning',
-    message: `deny-waypoint-bypass denies every caller that does not come through the waypoint ${ns}/${waypointName}: sidecar clients (they never use waypoints), out-of-mesh clients and pod-IP traffic. Apply it only once every caller is ambient.`,
+    message: `deny-waypoint-bypass denies every caller that does not come through the waypoint ${waypointName}: sidecar clients (they never use waypoints), out-of-mesh clients and pod-IP traffic. Apply it only once every caller is ambient.`,
     fix: 'Leave the step pending until the callers of these Services are migrated (mesh-migrate census shows which namespaces still run sidecars).',
   })
   return {
@@ -85,7 +87,7 @@ function denyBypassStep(
     step: {
       id: 'deny-waypoint-bypass',
       action: 'deny-waypoint-bypass',
-      description: `Deny traffic to ${created.length} workload group(s) that did not come through the waypoint (selector DENY, notPrincipals ${principal}), so L7 policies on the waypoint cannot be bypassed by addressing pods directly. Only once every caller is ambient: sidecar callers never use waypoints and would be denied.`,
+      description: `Deny traffic to ${created.length} workload group(s) that did not come through the waypoint (selector DENY, notPrincipals ${principals.join(', ')}), so L7 policies on the waypoint cannot be bypassed by addressing pods directly. Only once every caller is ambient: sidecar callers never use waypoints and would be denied.`,
       preconditions: created.map((o): Precondition => ({check: 'object-absent-or-ours', ref: refOf(o)})),
       operations: created.map((object): Operation => ({op: 'apply', object})),
       verify: [{check: 'objects-present', refs: created.map(refOf)}],

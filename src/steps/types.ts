@@ -6,6 +6,7 @@ import type {Operation, PlanOptions, PlanStep, StepAction} from '../planner/plan
 import type {NamespaceBinding} from '../planner/plan-builder.js'
 import type {PolicyMigration} from '../planner/retarget.js'
 import type {SimState, SimulationInput} from '../planner/simulate.js'
+import type {WaypointIdentity} from '../planner/waypoint.js'
 
 /** What a step may write (SPEC §6, §7), as group/kind keys ("" is core: "/Namespace"). validate checks every operation. */
 export interface WriteRule {
@@ -48,8 +49,13 @@ export interface StepContext {
   /** E3: the injector injects unlabelled namespaces, and no injected gateway needs that (E7). */
   injectionByDefault: boolean
   istioVersion?: string
-  /** The waypoint the plan uses (generated), and whether a waypoint of that name exists already. */
-  waypoint?: {object: KubeObject; ref: ObjectRef; exists: boolean}
+  /**
+   * The waypoint the plan uses (generated), and whether a waypoint of that name exists already; `remote`: the
+   * namespace is bound already to this waypoint of another namespace, which the plan neither creates nor binds.
+   */
+  waypoint?: {object: KubeObject; ref: ObjectRef; exists: boolean; remote?: boolean}
+  /** Who the waypoint is to the destinations (its ServiceAccount in the mesh's trust domain). */
+  waypointIdentity?: WaypointIdentity
   policies: PolicyMigration
   optOut: {step?: PlanStep; optedOut: WorkloadItem[]}
   optedOutKeys: Set<string>

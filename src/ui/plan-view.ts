@@ -63,6 +63,12 @@ export function renderPlan(plan: MigrationPlan, painter: Painter): string {
     `Plan ${painter.paint('bold', plan.metadata.namespace)}: ${s.from} → ambient, ${s.steps} step(s), waypoint ${s.waypointRequired ? 'required' : 'not required'}`,
   )
   out.push(`From: ${targetLine(plan)}`)
+  // The trust domain the created policies name the waypoint in, and where it was read (issue 21 point 8).
+  const td = plan.spec.observed.trustDomain
+  if (td)
+    out.push(
+      `Trust domain: ${td.name}${td.aliases?.length ? ` (aliases ${td.aliases.join(', ')})` : ''}, from ${td.source}`,
+    )
   if (s.blockers > 0)
     out.push(painter.paint(['bold', 'red'], `BLOCKED: ${s.blockers} blocker(s) must be resolved before apply.`))
   out.push('')

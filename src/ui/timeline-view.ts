@@ -5,6 +5,7 @@ import {type BoundaryState, type Enforcement, simulate} from '../planner/simulat
 import type {Painter} from './color.js'
 import {fitItems, fitText, renderColumnBlocks, renderTable} from './table.js'
 import {DATAPLANE_MODE_LABEL} from '../planner/vocab.js'
+import {remoteNamespaceWaypoint} from '../planner/namespace-waypoint.js'
 
 const DP: Record<string, string> = {sidecar: 'sidecar', ambient: 'ambient', outside: 'OUT'}
 const ENF: Record<Enforcement, string> = {
@@ -23,6 +24,9 @@ export function timelineOf(plan: MigrationPlan) {
     steps: plan.spec.steps,
     policies: plan.spec.policies,
     ambientAtStart: plan.spec.observed.namespaceLabels[DATAPLANE_MODE_LABEL] === 'ambient',
+    waypointBoundAtStart:
+      plan.spec.summary.waypointRequired &&
+      remoteNamespaceWaypoint(plan.spec.observed.namespaceLabels, plan.metadata.namespace) !== undefined,
   })
 }
 

@@ -58,6 +58,43 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // Issue 21 point 8: the waypoint's certificate is in meshConfig.trustDomain (istio/istio
+    // pilot/pkg/serviceregistry/ambient/workloads.go pickTrustDomain) and ztunnel matches principals literally
+    // (authorization.go), so the companions must name it there, read from the mesh ConfigMap of the real cluster.
+    name: 'bookinfo in a mesh whose trust domain is not cluster.local',
+    namespace: 'bookinfo',
+    fixture: path.join(REPO, 'examples/bookinfo'),
+    cluster: {install: {trustDomain: {name: 'corp.example', aliases: ['old.example']}}},
+    checkPlan: (plan) => {
+      expect(plan.spec.observed.trustDomain).toEqual({
+        name: 'corp.example',
+        aliases: ['old.example'],
+        source: 'ConfigMap istio-system/istio',
+      })
+      const created = plan.spec.steps.find((s) => s.id === 'create-policies')!.operations
+      const companion = created.find((o) => o.op === 'apply' && o.object.metadata.name === 'ratings-get-only-ztunnel')
+      expect(companion?.op === 'apply' && companion.object.spec.rules[0].from[0].source.principals).toEqual([
+        'corp.example/ns/bookinfo/sa/waypoint',
+        'old.example/ns/bookinfo/sa/waypoint',
+      ])
+      expect(JSON.stringify(plan.spec.steps)).not.toContain('cluster.local/ns/bookinfo/sa/waypoint')
+      expect([...plan.spec.blockers, ...plan.spec.findings].map((f) => f.code)).not.toContain('TrustDomainAssumed')
+    },
+    checkMigrated: async (o, _plan, c) => {
+      expect(o.policies.has('ratings-get-only-ztunnel')).toBe(true)
+      const companion = await c.client.get({
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        namespace: 'bookinfo',
+        name: 'ratings-get-only-ztunnel',
+      })
+      expect(companion?.spec.rules[0].from[0].source.principals).toEqual([
+        'corp.example/ns/bookinfo/sa/waypoint',
+        'old.example/ns/bookinfo/sa/waypoint',
+      ])
+    },
+  },
+  {
     name: 'bookinfo with --routes httproute',
     namespace: 'bookinfo',
     fixture: path.join(REPO, 'examples/bookinfo'),

@@ -1783,7 +1783,7 @@ describe('bind-waypoint: what the namespace label binds (DOMAIN §1.5, §1.4, §
     )
   })
 
-  it('a policy carried to a Service the namespace label does not bind blocks: its copy would never apply', () => {
+  it('a policy carried to a Service bound to a waypoint that does not exist blocks; to one that exists, it is carried there', () => {
     const detailsL7: KubeObject = {
       apiVersion: 'security.istio.io/v1',
       kind: 'AuthorizationPolicy',
@@ -1799,9 +1799,28 @@ describe('bind-waypoint: what the namespace label binds (DOMAIN §1.5, §1.4, §
       code: 'ServiceUsesOwnWaypoint',
       severity: 'blocker',
     })
+    // team-waypoint does not exist: istiod binds details to nothing (waypoints.go fetchWaypointForTarget,
+    // WaypointIsNotReady), so the Service-targeted copy never applies (issue 21 point 2).
     expect(finding(plan, 'bind-waypoint/service-label/bookinfo/details').message).toContain(
-      'details-get-only-waypoint attached to it on this waypoint would never apply',
+      'no such waypoint Gateway was found, and istiod binds nothing to a waypoint that does not exist), and details-get-only-waypoint attached to it would never apply',
     )
+    // Once team-waypoint exists, the copy targeting the Service applies there (pilot/pkg/model/policyattachment.go):
+    // no blocker, and the companion admits that waypoint as well as the plan's.
+    const team: KubeObject = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: {name: 'team-waypoint', namespace: NS},
+      spec: {gatewayClassName: 'istio-waypoint', listeners: [{name: 'mesh', port: 15008, protocol: 'HBONE'}]},
+    }
+    const withTeam = planOf([...objects, detailsL7, team]).plan
+    expect(finding(withTeam, 'bind-waypoint/service-label/bookinfo/details').severity).toBe('warning')
+    const companion = withTeam.spec.steps
+      .find((s) => s.id === 'create-policies')!
+      .operations.find((o) => o.op === 'apply' && o.object.metadata.name === 'details-get-only-ztunnel')
+    expect(companion?.op === 'apply' && companion.object.spec.rules[0].from[0].source.principals).toEqual([
+      'cluster.local/ns/bookinfo/sa/waypoint',
+      'cluster.local/ns/bookinfo/sa/team-waypoint',
+    ])
   })
 
   it('an existing waypoint that serves no Service traffic blocks, with the label to fix', () => {

@@ -1,8 +1,10 @@
 // Waypoint bindings (istio.io/use-waypoint) and how targetRefs policies attach to waypoints.
 import type {ClassifyContext} from '../context.js'
-import type {KubeObject, ObjectRef} from '../model.js'
+import type {Finding, InventoryItem, KubeObject, ObjectRef} from '../model.js'
 import type {PolicyTargetReference} from '../istio-types.js'
-import {groupOf} from '../refs.js'
+import {formatRef, groupOf} from '../refs.js'
+import {isRetargetable} from '../retarget/objects.js'
+import {optedOutServices, optedOutWhy} from '../retarget/targets.js'
 import {isRecord} from '../json.js'
 import {
   GATEWAY_API_GROUP,
@@ -14,7 +16,7 @@ import {
 import type {HostTarget} from './hosts.js'
 import {findObject, namespaceLabels, namespaceOf, objectsOfKind} from './objects.js'
 import {type Classified, item, list, reason, uniqSorted} from './results.js'
-import {allServices} from './selection.js'
+import {allServices, isProxyWorkload, matchingWorkloads} from './selection.js'
 
 export interface WaypointBinding {
   namespace: string
@@ -238,4 +240,45 @@ export function classifyByTargetRefs(
     item: item(ref, t.waypoint ? 'L7' : 'unaffected', 'keep', reasons, {scope: 'targetRefs', services: t.services}),
     findings: [],
   }
+}
+
+// --- Services that opt out of waypoints (issue 21 point 1) ---------------------------------------
+
+/**
+ * A policy of the namespace the plan would carry to the waypoint with a targetRefs copy (verdict L7, action
+ * retarget) cannot be carried for pods behind a Service labelled istio.io/use-waypoint=none: istiod binds no waypoint
+ * for it ("local override here opting out of waypoint", istio/istio pilot/pkg/serviceregistry/ambient/waypoints.go
+ * fetchWaypointForTarget), so the copy never applies to that traffic. Such items become blockers with that reason,
+ * and src/planner/retarget/migrate.ts blocks the same policies (it calls the same optedOutServices).
+ * `rewritable`: E22 policies stay at ztunnel rewritten and need no waypoint.
+ */
+export function optedOutBlockers(
+  ctx: ClassifyContext,
+  classified: {items: InventoryItem[]; findings: Finding[]},
+  rewritable: (item: InventoryItem) => boolean,
+): {items: InventoryItem[]; findings: Finding[]} {
+  const findings = [...classified.findings]
+  const items = classified.items.map((i) => {
+    if (i.action !== 'retarget' || i.verdict !== 'L7' || i.ref.namespace !== ctx.namespace) return i
+    if (!isRetargetable(i.ref) || (i.scope !== 'workload' && i.scope !== 'namespace') || rewritable(i)) return i
+    const obj = findObject(ctx, groupOf(i.ref.apiVersion), i.ref.kind, i.ref.namespace, i.ref.name)
+    const matchLabels = obj?.spec?.selector?.matchLabels
+    const selected = matchingWorkloads(ctx, isRecord(matchLabels) ? (matchLabels as Record<string, string>) : undefined)
+    const optedOut = optedOutServices(
+      ctx.services,
+      uniqSorted(selected.filter((w) => !isProxyWorkload(w)).map((w) => w.ref.name)),
+    )
+    if (optedOut.length === 0) return i
+    const why = optedOutWhy(optedOut)
+    findings.push({
+      id: `retarget/${i.ref.kind}/${i.ref.namespace}/${i.ref.name}/service-opted-out`,
+      code: 'RetargetServiceOptedOut',
+      severity: 'blocker',
+      ref: i.ref,
+      message: `${formatRef(i.ref)} needs the waypoint, but ${why}: after the migration its L7 rules would not be enforced for that traffic.`,
+      fix: `Remove the label (kubectl label service ${optedOut[0]} -n ${ctx.namespace} ${USE_WAYPOINT_LABEL}-) so the namespace's waypoint serves it, or rewrite the policy with L4 fields only (ztunnel enforces those); then re-run plan.`,
+    })
+    return {...i, action: 'blocker' as const, reasons: [...i.reasons, reason('spec', why)]}
+  })
+  return {items, findings}
 }

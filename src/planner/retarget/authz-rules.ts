@@ -215,8 +215,13 @@ export function onlyServiceAccountConditions(a: AuthorizationPolicyAnalysis): bo
 export type Tri = 'yes' | 'no' | 'maybe'
 
 export interface PeerIdentity {
-  /** SPIFFE principal without `spiffe://`. */
+  /** SPIFFE principal without `spiffe://`, in the mesh's trust domain (what its certificate says). */
   principal: string
+  /**
+   * Trust domains sidecars and waypoints read as the mesh's own in a policy's principals: cluster.local and
+   * meshConfig.trustDomainAliases (pilot/pkg/security/trustdomain/bundle.go ReplaceTrustDomainAliases).
+   */
+  trustDomainAliases?: string[]
   namespace: string
   /** `ns/sa`. */
   serviceAccount: string
@@ -245,6 +250,19 @@ function anyMatch(patterns: string[], value: string): boolean {
   return patterns.some((p) => istioStringMatch(p, value))
 }
 
+/**
+ * A principal of a policy as sidecars and waypoints read it: written in cluster.local or an alias of the mesh's trust
+ * domain, it names the identity in the trust domain itself (bundle.go). Others, and patterns, are kept as written.
+ */
+function localPrincipal(pattern: string, peer: PeerIdentity): string {
+  const slash = pattern.indexOf('/')
+  if (slash <= 0) return pattern
+  const td = pattern.slice(0, slash)
+  return td === 'cluster.local' || (peer.trustDomainAliases ?? []).includes(td)
+    ? `${peer.trustDomain}${pattern.slice(slash)}`
+    : pattern
+}
+
 function sourceMatches(source: AuthorizationSource, peer: PeerIdentity, policyNamespace: string): Tri {
   const parts: Tri[] = []
   const s = source as Record<string, unknown>
@@ -254,8 +272,12 @@ function sourceMatches(source: AuthorizationSource, peer: PeerIdentity, policyNa
     const hit = anyMatch(patterns, value)
     parts.push(positive === hit ? 'yes' : 'no')
   }
-  check('principals', peer.principal, true)
-  check('notPrincipals', peer.principal, false)
+  const principals = (field: string, positive: boolean) => {
+    const patterns = strings(s[field]).map((p) => localPrincipal(p, peer))
+    if (patterns.length > 0) parts.push(positive === anyMatch(patterns, peer.principal) ? 'yes' : 'no')
+  }
+  principals('principals', true)
+  principals('notPrincipals', false)
   check('namespaces', peer.namespace, true)
   check('notNamespaces', peer.namespace, false)
   const accounts = (field: string) => strings(s[field]).map((v) => qualifiedServiceAccount(v, policyNamespace))
@@ -294,7 +316,7 @@ function conditionMatches(cond: AuthorizationCondition, peer: PeerIdentity, poli
     ])
   switch (key) {
     case 'source.principal':
-      return against(peer.principal)
+      return against(peer.principal, (v) => localPrincipal(v, peer))
     case 'source.namespace':
       return against(peer.namespace)
     case SERVICE_ACCOUNT_KEY:

@@ -10,11 +10,16 @@
 // So every policy ends up as up to three objects: a targetRefs copy with the full rules (waypoint), an ALLOW
 // admitting the waypoint at the destination (so what the waypoint authorised passes), and the part the
 // destination can enforce for bypassing callers.
-import {cleanObject, toCanonicalYaml} from '../canonical.js'
-import {analyzeAuthorizationPolicy, type AuthorizationPolicyAnalysis, carriedRootDeny} from '../classify/authz.js'
+import {cleanObject, digestOf, toCanonicalYaml} from '../canonical.js'
+import {
+  analyzeAuthorizationPolicy,
+  type AuthorizationPolicyAnalysis,
+  carriedRootDeny,
+  DRY_RUN_ANNOTATION,
+} from '../classify/authz.js'
 import {isProxyWorkload, matchingWorkloads} from '../classify/selection.js'
 import {memo} from '../classify/objects.js'
-import {groupBy} from '../json.js'
+import {groupBy, isRecord} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
@@ -34,7 +39,15 @@ import {
   usesRequestAuth,
 } from './authz-rules.js'
 import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
-import {MAX_TARGET_REFS, planTargets, type TargetPlan, waypointServable} from './targets.js'
+import {parseBool} from '../classify/results.js'
+import {
+  MAX_TARGET_REFS,
+  optedOutServices,
+  optedOutWhy,
+  planTargets,
+  servedByWaypoint,
+  type TargetPlan,
+} from './targets.js'
 import type {
   PolicyDecision,
   PolicyDisposition,
@@ -72,6 +85,8 @@ interface Run {
   waypointPlanned: boolean
   minor: number | undefined
   peer: PeerIdentity
+  /** The waypoint's principals the companions admit: in the trust domain and each of its aliases. */
+  admitted: string[]
   ctx: ClassifyContext
   objects: Map<string, KubeObject>
   analyses: Map<string, AuthorizationPolicyAnalysis>
@@ -93,6 +108,8 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   const ns = input.namespace
   const waypointNs = input.waypointNamespace ?? ns
   const trustDomain = input.trustDomain ?? 'cluster.local'
+  // istiod names the waypoint's ServiceAccount after the Gateway unless told otherwise (DOMAIN §1.3).
+  const serviceAccount = input.waypointServiceAccount ?? input.waypointName
   const minorMatch = /^v?1\.(\d+)/.exec(input.istioVersion ?? '')
   const ctx: ClassifyContext = {
     namespace: ns,
@@ -119,11 +136,16 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
     waypointPlanned: ctx.waypointPlanned,
     minor: minorMatch ? Number(minorMatch[1]) : undefined,
     peer: {
-      principal: waypointPrincipal(waypointNs, input.waypointName, trustDomain),
+      principal: waypointPrincipal(waypointNs, serviceAccount, trustDomain),
       namespace: waypointNs,
-      serviceAccount: `${waypointNs}/${input.waypointName}`,
+      serviceAccount: `${waypointNs}/${serviceAccount}`,
       trustDomain,
+      trustDomainAliases: input.trustDomainAliases ?? [],
     },
+    // ztunnel compares principals literally: the companions name the waypoint in the trust domain and each alias.
+    admitted: [trustDomain, ...(input.trustDomainAliases ?? [])].map((td) =>
+      waypointPrincipal(waypointNs, serviceAccount, td),
+    ),
     ctx,
     objects: new Map(),
     analyses: new Map(),
@@ -159,6 +181,7 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
     )
   }
   completeWaypointAllowSets(run, decisions)
+  reuseExistingCopies(run, decisions)
 
   requestAuthenticationFindings(run, decisions)
   namespaceFindings(run)
@@ -450,7 +473,7 @@ function otherAllowsFor(run: Run, ref: ObjectRef, w: string): boolean {
  * waypoint unless that ALLOW is attached to the waypoint too. Dry-run policies enforce nothing.
  */
 function waypointAllowServices(run: Run, decisions: PolicyDecision[]): Map<string, string[]> {
-  const servable = run.ctx.services.filter(waypointServable).map((s) => s.ref.name)
+  const servable = run.ctx.services.filter(servedByWaypoint).map((s) => s.ref.name)
   const out = new Map<string, string[]>()
   const add = (service: string, policy: string) => {
     if (!servable.includes(service)) return
@@ -504,7 +527,7 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
   if (!run.waypointPlanned) return
   const allowed = waypointAllowServices(run, decisions)
   if (allowed.size === 0) return
-  const servable = run.ctx.services.filter(waypointServable).sort((a, b) => byCodePoint(a.ref.name, b.ref.name))
+  const servable = run.ctx.services.filter(servedByWaypoint).sort((a, b) => byCodePoint(a.ref.name, b.ref.name))
   for (const d of decisions) {
     if (kindKeyOf(d.ref) !== AP || d.disposition === 'blocked') continue
     const o = d.original
@@ -627,21 +650,13 @@ function namespaceFindings(run: Run): void {
       fix: 'Prefer --waypoint-for service, or review the copies (a Gateway targetRef applies to all traffic of the waypoint).',
     })
   }
-  if (run.principalUsed && run.input.trustDomain === undefined) {
-    finding(run, {
-      id: `retarget/${run.ns}/trust-domain`,
-      code: 'WaypointPrincipalTrustDomain',
-      severity: 'info',
-      message: `The policies this plan creates name the waypoint as ${run.peer.principal}, assuming the mesh trust domain cluster.local. ztunnel compares principals literally (no trust-domain aliases).`,
-      fix: 'If meshConfig.trustDomain is not cluster.local, replace the trust domain in the principals of the created policies (create-policies, delete-sidecar-policies) before the first apply.',
-    })
-  }
 }
 
 function nameFindings(run: Run, decisions: PolicyDecision[]): void {
   const seen = new Map<string, ObjectRef>()
   for (const d of decisions) {
     for (const c of d.created) {
+      if (c.reused) continue
       const key = refKey(c.ref)
       const existing = run.objects.get(key)
       const ours =
@@ -675,6 +690,78 @@ function gitOpsFindings(run: Run, decisions: PolicyDecision[]): void {
       ref: d.ref,
       message: `${formatRef(d.ref)} is managed by ${manager} (E23): the plan deletes it after the restart and creates ${list(d.created.map((c) => c.ref.name))}, which the next sync would undo.`,
       fix: 'Make the same change in the source repository (remove the original, add the created objects) before or right after applying delete-sidecar-policies.',
+    })
+  }
+}
+
+// --- copies that exist already (issue 21 point 3) --------------------------------------------------
+
+/** What makes two targetRefs policies the same to a waypoint: their targets (a set) and the rest of their spec. */
+function copyContent(obj: KubeObject): string {
+  const spec: Record<string, unknown> = isRecord(obj.spec) ? {...obj.spec} : {}
+  const refs = [
+    ...(Array.isArray(spec.targetRefs) ? spec.targetRefs : []),
+    ...(isRecord(spec.targetRef) ? [spec.targetRef] : []),
+  ]
+  delete spec.targetRefs
+  delete spec.targetRef
+  // An AuthorizationPolicy without an action is an ALLOW (istio/api security/v1/authorization_policy.proto).
+  if (kindKeyOf(obj) === AP && spec.action === undefined) spec.action = 'ALLOW'
+  const targets = refs
+    .filter(isRecord)
+    .map((r) => `${r.group === 'core' ? '' : String(r.group ?? '')}/${String(r.kind ?? '')}/${String(r.name ?? '')}`)
+  const dryRun = parseBool(obj.metadata.annotations?.[DRY_RUN_ANNOTATION]) === true
+  return digestOf({kind: kindKeyOf(obj), targets: [...new Set(targets)].sort(), dryRun, spec})
+}
+
+/**
+ * The istio.io migration guide's "migrate policies" step creates the targetRefs copies of the selector L7 policies
+ * before anything is bound (istio.io content/en/docs/ambient/migrate/migrate-policies, DOMAIN §4.1 step B). A copy
+ * the plan would create that exists already — same kind and namespace, same targets and same rules, whatever its
+ * name — is used as it is: not created again, not deleted by rollback (it is not the plan's), and no name clash.
+ */
+function reuseExistingCopies(run: Run, decisions: PolicyDecision[]): void {
+  const existing = new Map<string, KubeObject[]>()
+  for (const o of run.objects.values()) {
+    if ((o.metadata.namespace ?? run.ns) !== run.ns || !isRetargetable(o)) continue
+    const ours =
+      o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE &&
+      o.metadata.annotations?.[PLAN_ANNOTATION] === run.input.planName
+    if (ours || !(isRecord(o.spec) && (Array.isArray(o.spec.targetRefs) || isRecord(o.spec.targetRef)))) continue
+    const key = copyContent(o)
+    existing.set(key, [...(existing.get(key) ?? []), o])
+  }
+  if (existing.size === 0) return
+  for (const d of decisions) {
+    d.created = d.created.map((c) => {
+      if (c.role !== 'waypoint-copy' || c.createdIn === undefined) return c
+      const same = (existing.get(copyContent(c.object)) ?? []).sort((a, b) =>
+        // The copy's own name first, then by name: one choice, the same on every run.
+        a.metadata.name === c.ref.name
+          ? -1
+          : b.metadata.name === c.ref.name
+            ? 1
+            : byCodePoint(a.metadata.name, b.metadata.name),
+      )[0]
+      if (!same) return c
+      const object = cleanObject(same)
+      object.metadata.namespace = run.ns
+      const reused: PolicyPlacement = {
+        ...c,
+        ref: refOfObject(object),
+        object,
+        reused: true,
+        description: `${same.metadata.name} (exists already): the waypoint copy of ${d.ref.name}, same targets and rules — used as it is`,
+      }
+      delete reused.createdIn
+      finding(run, {
+        id: idFor(d.ref, `copy-reused/${same.metadata.name}`),
+        code: 'WaypointCopyReused',
+        severity: 'info',
+        ref: d.ref,
+        message: `${formatRef(reused.ref)} exists already and is the waypoint copy of ${formatRef(d.ref)} (same targetRefs and rules, as the istio.io migration guide's "migrate policies" step creates it): the plan uses it instead of creating ${c.ref.name}. It is not the plan's, so rollback leaves it.`,
+      })
+      return reused
     })
   }
 }
@@ -803,6 +890,10 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
       )
     }
     if (!run.waypointPlanned) return keep('needs a waypoint, but none is planned for the namespace')
+    // Issue 21 point 1: L7 rules cannot be carried for pods behind a Service that opts out of waypoints (the
+    // inventory's blocker, RetargetServiceOptedOut, says the same: src/planner/inventory.ts).
+    const optedOut = optedOutServices(run.ctx.services, names(selected))
+    if (optedOut.length > 0) return blocked(optedOutWhy(optedOut))
     const t = targetsFor()
     if (t.via === 'none') {
       noServiceFinding(run, ref, t.noTarget!)
@@ -848,22 +939,36 @@ function companion(
   why: string,
 ): PolicyPlacement {
   run.principalUsed = true
+  const admitted = companionPrincipals(run, selected)
   return created(run, obj, {
     role: 'ztunnel-companion',
     name: companionName(obj.metadata.name),
     spec: apSpec(
       obj,
       a,
-      [{from: [{source: {principals: [run.peer.principal]}}]}],
+      [{from: [{source: {principals: admitted}}]}],
       a.selector ? {selector: a.selector} : {},
       'ALLOW',
     ),
     createdIn: 'create-policies',
     ...(a.selector ? {selector: a.selector} : {}),
     workloads: workloadKeys(selected),
-    description: `${companionName(obj.metadata.name)}: ALLOW ${run.peer.principal} at ${selectorText(a.selector, a.selector ? 'workload' : 'namespace')} — ${why}`,
+    description: `${companionName(obj.metadata.name)}: ALLOW ${list(admitted)} at ${selectorText(a.selector, a.selector ? 'workload' : 'namespace')} — ${why}`,
     keepAnnotations: false,
   })
+}
+
+/**
+ * The waypoints' principals a companion admits: the plan's waypoint, and the waypoint of every Service in front of
+ * the selected pods that its own istio.io/use-waypoint binds elsewhere (the Service-targeted copy applies there).
+ */
+function companionPrincipals(run: Run, selected: WorkloadItem[]): string[] {
+  const elsewhere = run.input.serviceWaypoints ?? {}
+  const wanted = new Set(selected.map((w) => w.ref.name))
+  const extra = run.ctx.services
+    .filter((s) => Object.hasOwn(elsewhere, s.ref.name) && s.workloads.some((w) => wanted.has(w)))
+    .flatMap((s) => elsewhere[s.ref.name]!)
+  return [...new Set([...run.admitted, ...extra])]
 }
 
 function planWaypointPolicy(

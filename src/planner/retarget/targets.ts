@@ -3,7 +3,7 @@
 import type {ServiceItem, WorkloadItem} from '../model.js'
 import {groupBy} from '../json.js'
 import type {TargetRef} from './types.js'
-import {GATEWAY_API_GROUP} from '../vocab.js'
+import {GATEWAY_API_GROUP, USE_WAYPOINT_LABEL} from '../vocab.js'
 import {byCodePoint} from '../order.js'
 
 // AuthorizationPolicy, RequestAuthentication, Telemetry and WasmPlugin allow at most 16 targetRefs (CRD maxItems).
@@ -33,6 +33,30 @@ export function waypointServable(s: ServiceItem): boolean {
   return s.labels?.['gateway.istio.io/managed'] !== WAYPOINT_SERVICE_MANAGER
 }
 
+/**
+ * Whether a waypoint can ever serve the Service: servable, and not opted out with istio.io/use-waypoint=none —
+ * "a local override here opting out of waypoint" (istio/istio pilot/pkg/serviceregistry/ambient/waypoints.go
+ * fetchWaypointForTarget), which the namespace's label does not override.
+ */
+export function servedByWaypoint(s: ServiceItem): boolean {
+  return waypointServable(s) && s.labels?.[USE_WAYPOINT_LABEL] !== 'none'
+}
+
+/** Servable Services in front of `workloads` (names) that opt out of every waypoint (istio.io/use-waypoint=none). */
+export function optedOutServices(services: ServiceItem[], workloads: string[]): string[] {
+  const wanted = new Set(workloads)
+  return services
+    .filter((s) => waypointServable(s) && !servedByWaypoint(s) && s.workloads.some((w) => wanted.has(w)))
+    .map((s) => s.ref.name)
+    .sort(byCodePoint)
+}
+
+/** Why a policy needing the waypoint cannot be carried for pods behind opted-out Services (inventory and plan say the same). */
+export function optedOutWhy(services: string[]): string {
+  const one = services.length === 1
+  return `Service ${services.join(', ')} in front of its pods ${one ? 'is' : 'are'} labelled ${USE_WAYPOINT_LABEL}=none: no waypoint ever serves ${one ? 'it' : 'them'} (istio/istio waypoints.go: "local override here opting out of waypoint"; the namespace label does not override it), so a targetRefs copy of the policy never applies to traffic addressed to ${one ? 'it' : 'them'}`
+}
+
 function gatewayRef(name: string): TargetRef {
   return {group: GATEWAY_API_GROUP, kind: 'Gateway', name}
 }
@@ -49,7 +73,7 @@ function serviceIndex(services: ServiceItem[]): ReturnType<typeof buildServiceIn
 }
 
 function buildServiceIndex(services: ServiceItem[]) {
-  const servable = services.filter(waypointServable).sort(byName)
+  const servable = services.filter(servedByWaypoint).sort(byName)
   const fronting = (list: ServiceItem[]) =>
     groupBy(
       list.flatMap((s) => [...new Set(s.workloads)].map((w) => ({w, s}))),

@@ -44,8 +44,10 @@ export interface PolicyPlacement {
   dryRun?: boolean
   /** An original the waypoint applies as it is once bound (namespace-wide and root Telemetry, DOMAIN §3.11). */
   appliedByWaypoint?: boolean
-  /** The step that creates it; absent for originals. */
+  /** The step that creates it; absent for originals and reused copies. */
   createdIn?: 'create-policies' | 'delete-sidecar-policies'
+  /** A waypoint copy that exists already (same targets and rules): the plan uses it, neither creates nor deletes it. */
+  reused?: boolean
   /** The step that deletes it; absent when it outlives the plan. */
   deletedIn?: 'delete-sidecar-policies'
   /** One line for the plan's step descriptions. */
@@ -102,8 +104,18 @@ export interface PolicyMigrationInput {
   waypointName: string
   /** Namespace of the waypoint (default: `namespace`). */
   waypointNamespace?: string
-  /** Mesh trust domain for the waypoint principal (default cluster.local). */
+  /** Mesh trust domain for the waypoint principal (default cluster.local; meshConfig.trustDomain, issue 21 point 8). */
   trustDomain?: string
+  /** meshConfig.trustDomainAliases: the companions admit the waypoint in each of them too (ztunnel matches literally). */
+  trustDomainAliases?: string[]
+  /** The waypoint's ServiceAccount (default: the waypoint's name, istiod's convention; DOMAIN §1.3). */
+  waypointServiceAccount?: string
+  /**
+   * Services of the namespace bound by their own istio.io/use-waypoint to another waypoint than the plan's, with
+   * that waypoint's principals: the Service-targeted copies apply there (policyattachment.go), so the companions of
+   * the pods behind them admit that waypoint too (issue 21 point 2).
+   */
+  serviceWaypoints?: Record<string, string[]>
   /** "1.NN" when known. */
   istioVersion?: string
   /** istio.io/waypoint-for of the waypoint (default service): the copies target Services, which only a service/all waypoint serves. */

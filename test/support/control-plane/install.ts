@@ -34,6 +34,8 @@ export interface InstallOptions {
   ambient: boolean
   /** meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE (the ambient profile sets it). */
   hbone: boolean
+  /** meshConfig.trustDomain (and trustDomainAliases) of the mesh ConfigMap. */
+  trustDomain?: {name: string; aliases?: string[]}
   /** ENABLE_NATIVE_SIDECARS on istiod; 'auto' (the default) = native only when every node runs ≥ 1.33. */
   nativeSidecars: boolean | 'auto'
   /** How sidecars capture traffic: istio-cni (istio-validation init container) or istio-init. Default: istio-cni when installed. */
@@ -294,7 +296,8 @@ function revisionObjects(o: InstallOptions, r: RevisionInstall): KubeObject[] {
     '  - prometheus',
     'enablePrometheusMerge: true',
     `rootNamespace: ${root}`,
-    'trustDomain: cluster.local',
+    `trustDomain: ${o.trustDomain?.name ?? 'cluster.local'}`,
+    ...(o.trustDomain?.aliases?.length ? [`trustDomainAliases: [${o.trustDomain.aliases.join(', ')}]`] : []),
     '',
   ].join('\n')
   const values = {

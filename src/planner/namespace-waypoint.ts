@@ -1,0 +1,155 @@
+// The waypoint a plan works with when the namespace is bound already to a waypoint of another namespace, the
+// identity every created policy names it by, and the trust domain that identity is in (issue 21 points 2 and 8).
+// Pure.
+import {isRecord} from './json.js'
+import {DEFAULT_TRUST_DOMAIN, type TrustDomain} from './mesh-config.js'
+import type {Finding, KubeObject, SourceSnapshot} from './model.js'
+import {formatRef, refOf} from './refs.js'
+import {matchesLabelSelector} from './classify/selection.js'
+import {MANAGED_BY_LABEL} from './plan-types.js'
+import {USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL, WAYPOINT_FOR_LABEL} from './vocab.js'
+import {isWaypointGateway, type WaypointIdentity, waypointNameProblem} from './waypoint.js'
+
+/** A Kubernetes namespace name (DNS-1123 label). */
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
+
+/**
+ * The waypoint of another namespace the namespace's own labels bind it to (istio.io/use-waypoint with
+ * istio.io/use-waypoint-namespace, GetUseWaypoint in pilot/pkg/serviceregistry/ambient/waypoints.go). The plan
+ * then binds nothing new: its Services reach that waypoint already.
+ */
+export function remoteNamespaceWaypoint(
+  labels: Record<string, string>,
+  namespace: string,
+): {namespace: string; name: string} | undefined {
+  const name = labels[USE_WAYPOINT_LABEL]
+  const waypointNs = labels[USE_WAYPOINT_NAMESPACE_LABEL]
+  if (!name || name === 'none' || !waypointNs || waypointNs === namespace) return undefined
+  if (waypointNameProblem(name) !== undefined || !NAMESPACE_NAME.test(waypointNs)) return undefined
+  return {namespace: waypointNs, name}
+}
+
+/** The waypoint Gateway of the snapshot, if it is there. */
+export function findWaypointGateway(
+  objects: KubeObject[],
+  waypoint: {namespace: string; name: string},
+): KubeObject | undefined {
+  return objects.find(
+    (o) => isWaypointGateway(o) && o.metadata.namespace === waypoint.namespace && o.metadata.name === waypoint.name,
+  )
+}
+
+/** The traffic type istiod gives the waypoint: its own istio.io/waypoint-for, else its class's, else service (waypoints.go). */
+export function effectiveWaypointFor(gateway: KubeObject, objects: KubeObject[]): {value: string; fromClass?: string} {
+  const own = gateway.metadata.labels?.[WAYPOINT_FOR_LABEL]
+  if (own !== undefined) return {value: own}
+  const klass = objects.find(
+    (o) =>
+      o.kind === 'GatewayClass' &&
+      o.apiVersion.startsWith('gateway.networking.k8s.io/') &&
+      o.metadata.name === gateway.spec?.gatewayClassName,
+  )
+  const fromClass = klass?.metadata.labels?.[WAYPOINT_FOR_LABEL]
+  return fromClass !== undefined ? {value: fromClass, fromClass: klass!.metadata.name} : {value: 'service'}
+}
+
+/**
+ * Whether the waypoint admits Services of `namespace`: the allowedRoutes of its HBONE listener on 15008 (no such
+ * listener, or no allowedRoutes: Same), as AllowsAttachmentFromNamespace and makeAllowedRoutes (waypoints.go) read it.
+ */
+export function admitsNamespace(gateway: KubeObject, namespace: string, nsLabels: Record<string, string>): boolean {
+  const listeners: unknown[] = Array.isArray(gateway.spec?.listeners) ? gateway.spec.listeners : []
+  const hbone = listeners.filter(isRecord).find((l) => l.protocol === 'HBONE' && Number(l.port) === 15008)
+  const allowed =
+    isRecord(hbone?.allowedRoutes) && isRecord(hbone.allowedRoutes.namespaces) ? hbone.allowedRoutes.namespaces : {}
+  switch (allowed.from) {
+    case 'All':
+      return true
+    case 'Selector':
+      return isRecord(allowed.selector) && matchesLabelSelector(allowed.selector, nsLabels)
+    default:
+      return gateway.metadata.namespace === namespace
+  }
+}
+
+/** What the plan says about a waypoint of another namespace it relies on: who owns it, and whether it can serve. */
+export function remoteWaypointFindings(
+  snapshot: SourceSnapshot,
+  identity: WaypointIdentity,
+  nsLabels: Record<string, string>,
+): Finding[] {
+  const ns = snapshot.namespace
+  const wp = `${identity.namespace}/${identity.name}`
+  const id = (topic: string) => `remote-waypoint/${topic}/${ns}/${identity.namespace}/${identity.name}`
+  const gateway = findWaypointGateway(snapshot.objects, identity)
+  const findings: Finding[] = []
+  const manager =
+    gateway?.metadata.labels?.[MANAGED_BY_LABEL] ?? gateway?.metadata.labels?.['app.kubernetes.io/managed-by']
+  findings.push({
+    id: id('owner'),
+    code: 'WaypointInAnotherNamespace',
+    severity: gateway ? 'info' : 'warning',
+    ...(gateway ? {ref: refOf(gateway)} : {}),
+    message:
+      `Namespace ${ns} is bound to waypoint ${wp} (${USE_WAYPOINT_LABEL}=${identity.name}, ${USE_WAYPOINT_NAMESPACE_LABEL}=${identity.namespace}): ` +
+      `the plan creates no waypoint and binds nothing new; it carries the policies to that waypoint with Service targetRefs in ${ns}, which the waypoint of another namespace applies (pilot/pkg/model/policyattachment.go), ` +
+      `and the ztunnel companions admit its identity ${identity.principals.join(', ')} (ServiceAccount from ${identity.serviceAccountFrom}). ` +
+      `That waypoint belongs to namespace ${identity.namespace}${manager ? ` (managed by ${manager})` : ''}, not to this plan: its owners keep it Programmed and admitting ${ns}; rollback leaves it as it is.` +
+      (gateway
+        ? ''
+        : ` It is not in what was read (${'manifests' in snapshot.target ? 'add its Gateway to the manifests' : 'the Gateway is missing'}), so its traffic type, allowedRoutes and ServiceAccount were not checked; wait-waypoint checks that it is ready.`),
+    fix: gateway
+      ? `Agree with the owners of namespace ${identity.namespace} that ${wp} stays Programmed and admitting ${ns} through the migration (no removal, no change of its ServiceAccount before ${ns} is done).`
+      : `Check that Gateway ${wp} exists, serves Service traffic and admits ${ns}, then re-run plan (offline: include it in --manifests).`,
+  })
+  if (!gateway) return findings
+  const waypointFor = effectiveWaypointFor(gateway, snapshot.objects)
+  if (waypointFor.value !== 'service' && waypointFor.value !== 'all') {
+    findings.push({
+      id: id('waypoint-for'),
+      code: 'ExistingWaypointTrafficType',
+      severity: 'blocker',
+      ref: refOf(gateway),
+      message: `The plan relies on waypoint ${wp}, which is ${WAYPOINT_FOR_LABEL}=${waypointFor.value}${waypointFor.fromClass ? ` (from GatewayClass ${waypointFor.fromClass})` : ''}: Services are not bound to it (UnsupportedTrafficType, waypoints.go fetchWaypointForService), so the policies carried to it would never apply.`,
+      fix: `Ask the owners of ${identity.namespace} to label it ${WAYPOINT_FOR_LABEL}=service (or all), or bind ${ns} to another waypoint; then re-run plan.`,
+    })
+  }
+  if (!admitsNamespace(gateway, ns, nsLabels)) {
+    findings.push({
+      id: id('attachment'),
+      code: 'WaypointAttachmentDenied',
+      severity: 'blocker',
+      ref: refOf(gateway),
+      message: `Waypoint ${wp} does not admit namespace ${ns}: the allowedRoutes of its HBONE listener (port 15008) are "Same" (the default) or select other namespaces, so istiod binds none of ${ns}'s Services to it (AttachmentDenied, waypoints.go AllowsAttachmentFromNamespace) and the policies carried to it would never apply.`,
+      fix: `Ask the owners of ${identity.namespace} to admit ${ns} in ${formatRef(refOf(gateway))} spec.listeners[HBONE].allowedRoutes.namespaces (from: All, or a Selector matching ${ns}); then re-run plan.`,
+    })
+  }
+  return findings
+}
+
+/** Trust-domain findings: a mesh ConfigMap that could not be read, or a trust domain nobody told the plan. */
+export function trustDomainFindings(
+  snapshot: SourceSnapshot,
+  trustDomain: TrustDomain & {problem?: string},
+): Finding[] {
+  if (trustDomain.source !== 'default') return []
+  const cluster = !('manifests' in snapshot.target)
+  return [
+    {
+      id: `trust-domain/${snapshot.namespace}`,
+      code: 'TrustDomainAssumed',
+      severity: trustDomain.problem || cluster ? 'warning' : 'info',
+      message:
+        `The policies this plan creates name the waypoint in trust domain ${DEFAULT_TRUST_DOMAIN}: ` +
+        (trustDomain.problem
+          ? trustDomain.problem
+          : cluster
+            ? `no mesh ConfigMap (istio, or istio-<revision>) was found in ${snapshot.rootNamespace}`
+            : 'the manifests have no mesh ConfigMap (istio, or istio-<revision>) of the root namespace and --trust-domain was not given') +
+        '. ztunnel compares principals literally, so in a mesh with another trust domain every request through the waypoint would be denied from bind-waypoint on.',
+      fix: cluster
+        ? `Re-run plan with --trust-domain <meshConfig.trustDomain> (or --root-namespace, if istiod's ConfigMap lives elsewhere).`
+        : 'Re-run plan with --trust-domain <meshConfig.trustDomain>, or include the mesh ConfigMap in --manifests.',
+    },
+  ]
+}
