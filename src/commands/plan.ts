@@ -16,6 +16,8 @@ import type {FleetPlan} from '../planner/fleet.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
 import {renderPlanFile, textMayHaveWritten} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
+import type {SourceSnapshot} from '../planner/model.js'
+import {canaryWeightsProblem, waypointCanaryRefusal} from '../steps/canary-waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
@@ -115,6 +117,10 @@ ${EXIT_CODES_HELP}`
       options: ['keep-out', 'enroll'] as const,
       default: 'keep-out' as const,
     })(),
+    'waypoint-canary': Flags.string({
+      description:
+        "Istio >= 1.31 (Alpha): when the namespace is bound to a primary waypoint the plan replaces, shift its Services to the plan's waypoint at these increasing weights (1-99, e.g. 10,50), one verified, reversible canary-waypoint step each, before bind-waypoint promotes it.",
+    }),
     'deny-waypoint-bypass': Flags.boolean({
       description: 'Add a last, optional step with the bypass-prevention DENY (only once every caller is ambient).',
       default: false,
@@ -168,6 +174,19 @@ ${EXIT_CODES_HELP}`
     }
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UsageError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`)
+    if (flags['waypoint-canary'] !== undefined) {
+      const canary = canaryWeightsProblem(flags['waypoint-canary'])
+      if (canary.problem)
+        throw new UsageError(
+          `--waypoint-canary: ${canary.problem}`,
+          'Pass increasing weights, e.g. --waypoint-canary 10,50.',
+        )
+      if (names.length !== 1 || flags['all-namespaces'] || flags.selector !== undefined)
+        throw new UsageError(
+          '--waypoint-canary plans one namespace',
+          'Name one namespace: mesh-migrate plan NAMESPACE --waypoint-canary 10,50.',
+        )
+    }
     return {names, flags}
   }
 
@@ -205,6 +224,7 @@ ${EXIT_CODES_HELP}`
     const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
     // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
     const snapshot = inProgress ? asRolledBack(read, inProgress) : read
+    refuseCanary(flags, snapshot, namespace)
     const inventory = buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
@@ -346,9 +366,27 @@ function planOptions(flags: PlanFlags): PlanOptions {
     routes: flags.routes,
     optedOut: flags['opted-out'],
     denyWaypointBypass: flags['deny-waypoint-bypass'],
+    ...(flags['waypoint-canary'] !== undefined
+      ? {waypointCanary: canaryWeightsProblem(flags['waypoint-canary']).weights ?? []}
+      : {}),
     ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
     ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
   }
+}
+
+/** --waypoint-canary needs Istio >= 1.31 and a primary waypoint the plan replaces (exit 2 otherwise, saying why). */
+function refuseCanary(flags: PlanFlags, snapshot: SourceSnapshot, namespace: string): void {
+  const weights = flags['waypoint-canary']
+  if (weights === undefined) return
+  const ns = snapshot.objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
+  const refusal = waypointCanaryRefusal({
+    weights: canaryWeightsProblem(weights).weights ?? [],
+    labels: ns?.metadata.labels ?? {},
+    ns: namespace,
+    waypointName: flags['waypoint-name'],
+    istioVersion: flags['istio-version'] ?? snapshot.istioVersion,
+  })
+  if (refusal) throw new UsageError(refusal.message, refusal.suggestion)
 }
 
 /**

@@ -9,10 +9,17 @@ import {firstDifference, isOurs, operationRef} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
 
-function labelDrift(what: string, live: Record<string, string>, wrote: Record<string, string | null>): string[] {
+function labelDrift(
+  what: string,
+  live: Record<string, string>,
+  wrote: Record<string, string | null>,
+  field: 'label' | 'annotation' = 'label',
+): string[] {
   return Object.entries(wrote)
     .filter(([k, v]) => (live[k] ?? null) !== v)
-    .map(([k, v]) => `${what}: label ${k} is ${shown(live[k])}, the step set it ${v === null ? 'absent' : `to "${v}"`}`)
+    .map(
+      ([k, v]) => `${what}: ${field} ${k} is ${shown(live[k])}, the step set it ${v === null ? 'absent' : `to "${v}"`}`,
+    )
 }
 
 async function operationDrift(client: KubeClient, op: Operation, planName: string): Promise<string[]> {
@@ -36,6 +43,12 @@ async function operationDrift(client: KubeClient, op: Operation, planName: strin
       const live = await client.get(op.ref)
       return live
         ? labelDrift(formatRef(op.ref), live.metadata.labels ?? {}, op.labels)
+        : [`${formatRef(op.ref)} is missing`]
+    }
+    case 'annotate': {
+      const live = await client.get(op.ref)
+      return live
+        ? labelDrift(formatRef(op.ref), live.metadata.annotations ?? {}, op.annotations, 'annotation')
         : [`${formatRef(op.ref)} is missing`]
     }
     case 'template-labels': {
