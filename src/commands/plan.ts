@@ -385,6 +385,7 @@ function refuseCanary(flags: PlanFlags, snapshot: SourceSnapshot, namespace: str
     ns: namespace,
     waypointName: flags['waypoint-name'],
     istioVersion: flags['istio-version'] ?? snapshot.istioVersion,
+    versionSource: flags['istio-version'] ? '--istio-version' : 'the serving istiod',
   })
   if (refusal) throw new UsageError(refusal.message, refusal.suggestion)
 }

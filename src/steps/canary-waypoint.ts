@@ -40,13 +40,15 @@ export function waypointCanaryRefusal(input: {
   ns: string
   waypointName: string
   istioVersion: string | undefined
+  /** Where the version came from ("--istio-version" or "the serving istiod"). */
+  versionSource?: string
 }): {message: string; suggestion: string} | undefined {
   const {ns, waypointName, istioVersion} = input
   const minor = /^v?1\.(\d+)/.exec(istioVersion ?? '')
   const needed = Number(WAYPOINT_CANARY_MIN_ISTIO.split('.')[1])
   if (!minor || Number(minor[1]) < needed)
     return {
-      message: `--waypoint-canary needs Istio >= ${WAYPOINT_CANARY_MIN_ISTIO} (the weighted waypoint canary, istio.io/use-waypoint-canary, is Alpha since ${WAYPOINT_CANARY_MIN_ISTIO}); ${istioVersion ? `the serving istiod is ${istioVersion}` : 'the Istio version is unknown (pass --istio-version when planning from manifests)'}`,
+      message: `--waypoint-canary needs Istio >= ${WAYPOINT_CANARY_MIN_ISTIO} (the weighted waypoint canary, istio.io/use-waypoint-canary, is Alpha since ${WAYPOINT_CANARY_MIN_ISTIO}); ${istioVersion ? `found ${istioVersion} (${input.versionSource ?? 'the serving istiod'})` : 'the Istio version is unknown (pass --istio-version when planning from manifests)'}`,
       suggestion: `Leave out --waypoint-canary: bind-waypoint binds the waypoint in one step, gated by its readiness check (mesh-migrate plan ${ns}), or upgrade istiod to ${WAYPOINT_CANARY_MIN_ISTIO} first.`,
     }
   if (!replacedPrimary(input.labels, ns, waypointName))

@@ -129,7 +129,7 @@ describe('refusals (exit 2 in the command)', () => {
   it('below Istio 1.31: names the version needed and the one found', () => {
     const r = waypointCanaryRefusal({weights: [10], labels, ns: NS, waypointName: 'waypoint', istioVersion: '1.30.2'})
     expect(r?.message).toContain('needs Istio >= 1.31')
-    expect(r?.message).toContain('the serving istiod is 1.30.2')
+    expect(r?.message).toContain('found 1.30.2 (the serving istiod)')
     expect(
       waypointCanaryRefusal({weights: [10], labels, ns: NS, waypointName: 'waypoint', istioVersion: undefined})
         ?.message,
