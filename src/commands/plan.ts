@@ -376,11 +376,9 @@ function planOptions(flags: PlanFlags): PlanOptions {
 
 /** --waypoint-canary needs Istio >= 1.31 and a primary waypoint the plan replaces (exit 2 otherwise, saying why). */
 function refuseCanary(flags: PlanFlags, snapshot: SourceSnapshot, namespace: string): void {
-  const weights = flags['waypoint-canary']
-  if (weights === undefined) return
+  if (flags['waypoint-canary'] === undefined) return
   const ns = snapshot.objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
   const refusal = waypointCanaryRefusal({
-    weights: canaryWeightsProblem(weights).weights ?? [],
     labels: ns?.metadata.labels ?? {},
     ns: namespace,
     waypointName: flags['waypoint-name'],

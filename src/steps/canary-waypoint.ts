@@ -35,7 +35,6 @@ export function replacedPrimary(
 
 /** Why --waypoint-canary cannot be planned for this namespace (a usage error, exit 2), or undefined. */
 export function waypointCanaryRefusal(input: {
-  weights: number[]
   labels: Record<string, string>
   ns: string
   waypointName: string

@@ -127,22 +127,18 @@ describe('planning --waypoint-canary', () => {
 describe('refusals (exit 2 in the command)', () => {
   const labels = {[USE]: 'waypoint-old'}
   it('below Istio 1.31: names the version needed and the one found', () => {
-    const r = waypointCanaryRefusal({weights: [10], labels, ns: NS, waypointName: 'waypoint', istioVersion: '1.30.2'})
+    const r = waypointCanaryRefusal({labels, ns: NS, waypointName: 'waypoint', istioVersion: '1.30.2'})
     expect(r?.message).toContain('needs Istio >= 1.31')
     expect(r?.message).toContain('found 1.30.2 (the serving istiod)')
     expect(
-      waypointCanaryRefusal({weights: [10], labels, ns: NS, waypointName: 'waypoint', istioVersion: undefined})
-        ?.message,
+      waypointCanaryRefusal({labels, ns: NS, waypointName: 'waypoint', istioVersion: undefined})?.message,
     ).toContain('--istio-version')
-    expect(
-      waypointCanaryRefusal({weights: [10], labels, ns: NS, waypointName: 'waypoint', istioVersion: '1.31'}),
-    ).toBeUndefined()
+    expect(waypointCanaryRefusal({labels, ns: NS, waypointName: 'waypoint', istioVersion: '1.31'})).toBeUndefined()
   })
 
   it('without a primary waypoint (the sidecar -> ambient case): cites buildWeightedWaypoints and says to bind directly', () => {
-    for (const without of [{}, {[USE]: 'none'}, {[USE]: 'waypoint'}]) {
+    for (const without of [{}, {[USE]: 'none'}, {[USE]: 'waypoint'}] as Record<string, string>[]) {
       const r = waypointCanaryRefusal({
-        weights: [10],
         labels: without,
         ns: NS,
         waypointName: 'waypoint',
@@ -154,7 +150,6 @@ describe('refusals (exit 2 in the command)', () => {
     // A primary in another namespace is one the plan replaces.
     expect(
       waypointCanaryRefusal({
-        weights: [10],
         labels: {[USE]: 'waypoint', 'istio.io/use-waypoint-namespace': 'infra'},
         ns: NS,
         waypointName: 'waypoint',
