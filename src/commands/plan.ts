@@ -17,6 +17,8 @@ import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/pla
 import {parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../planner/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {trustDomainProblem} from '../planner/mesh-config.js'
+import type {SourceSnapshot} from '../planner/model.js'
+import {canaryWeightsProblem, waypointCanaryRefusal} from '../steps/canary-waypoint.js'
 import {openSource, requireNamespace} from '../sources/open.js'
 import {ClusterSource} from '../sources/cluster.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
@@ -121,6 +123,10 @@ ${EXIT_CODES_HELP}`
       options: ['keep-out', 'enroll'] as const,
       default: 'keep-out' as const,
     })(),
+    'waypoint-canary': Flags.string({
+      description:
+        "Istio >= 1.31 (Alpha): when the namespace is bound to a primary waypoint the plan replaces, shift its Services to the plan's waypoint at these increasing weights (1-99, e.g. 10,50), one verified, reversible canary-waypoint step each, before bind-waypoint promotes it.",
+    }),
     'deny-waypoint-bypass': Flags.boolean({
       description: 'Add a last, optional step with the bypass-prevention DENY (only once every caller is ambient).',
       default: false,
@@ -177,6 +183,19 @@ ${EXIT_CODES_HELP}`
     const trustDomain = flags['trust-domain']
     const tdProblem = trustDomain === undefined ? undefined : trustDomainProblem(trustDomain)
     if (tdProblem) throw new UsageError(`--trust-domain "${trustDomain}": ${tdProblem}`)
+    if (flags['waypoint-canary'] !== undefined) {
+      const canary = canaryWeightsProblem(flags['waypoint-canary'])
+      if (canary.problem)
+        throw new UsageError(
+          `--waypoint-canary: ${canary.problem}`,
+          'Pass increasing weights, e.g. --waypoint-canary 10,50.',
+        )
+      if (names.length !== 1 || flags['all-namespaces'] || flags.selector !== undefined)
+        throw new UsageError(
+          '--waypoint-canary plans one namespace',
+          'Name one namespace: mesh-migrate plan NAMESPACE --waypoint-canary 10,50.',
+        )
+    }
     return {names, flags}
   }
 
@@ -214,6 +233,7 @@ ${EXIT_CODES_HELP}`
     const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
     // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
     const snapshot = inProgress ? asRolledBack(read, inProgress) : read
+    refuseCanary(flags, snapshot, namespace)
     const inventory = buildInventory(snapshot, {
       waypointFor: flags['waypoint-for'],
       ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
@@ -374,9 +394,26 @@ function planOptions(flags: PlanFlags): PlanOptions {
     routes: flags.routes,
     optedOut: flags['opted-out'],
     denyWaypointBypass: flags['deny-waypoint-bypass'],
+    ...(flags['waypoint-canary'] !== undefined
+      ? {waypointCanary: canaryWeightsProblem(flags['waypoint-canary']).weights ?? []}
+      : {}),
     ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
     ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
   }
+}
+
+/** --waypoint-canary needs Istio >= 1.31 and a primary waypoint the plan replaces (exit 2 otherwise, saying why). */
+function refuseCanary(flags: PlanFlags, snapshot: SourceSnapshot, namespace: string): void {
+  if (flags['waypoint-canary'] === undefined) return
+  const ns = snapshot.objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
+  const refusal = waypointCanaryRefusal({
+    labels: ns?.metadata.labels ?? {},
+    ns: namespace,
+    waypointName: flags['waypoint-name'],
+    istioVersion: flags['istio-version'] ?? snapshot.istioVersion,
+    versionSource: flags['istio-version'] ? '--istio-version' : 'the serving istiod',
+  })
+  if (refusal) throw new UsageError(refusal.message, refusal.suggestion)
 }
 
 /**

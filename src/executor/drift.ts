@@ -9,11 +9,16 @@ import {firstDifference, isOurs, operationRef} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
 
-/** One changed label: what the step set → what the cluster has now. */
-function labelDrift(what: string, live: Record<string, string>, wrote: Record<string, string | null>): string[] {
+/** One changed label or annotation: what the step set → what the cluster has now. */
+function labelDrift(
+  what: string,
+  live: Record<string, string>,
+  wrote: Record<string, string | null>,
+  field: 'label' | 'annotation' = 'label',
+): string[] {
   return Object.entries(wrote)
     .filter(([k, v]) => (live[k] ?? null) !== v)
-    .map(([k, v]) => `${what}: label ${k} changed since the step set it: ${shown(v)} → ${shown(live[k])}`)
+    .map(([k, v]) => `${what}: ${field} ${k} changed since the step set it: ${shown(v)} → ${shown(live[k])}`)
 }
 
 /** The value at a JSON path as firstDifference gives it (`spec.rules[1].a`), for the "old → new" of a field. */
@@ -54,6 +59,12 @@ async function operationDrift(client: KubeClient, op: Operation, planName: strin
       const live = await client.get(op.ref)
       return live
         ? labelDrift(formatRef(op.ref), live.metadata.labels ?? {}, op.labels)
+        : [`${formatRef(op.ref)} is missing`]
+    }
+    case 'annotate': {
+      const live = await client.get(op.ref)
+      return live
+        ? labelDrift(formatRef(op.ref), live.metadata.annotations ?? {}, op.annotations, 'annotation')
         : [`${formatRef(op.ref)} is missing`]
     }
     case 'template-labels': {

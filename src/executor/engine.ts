@@ -32,6 +32,7 @@ import {InterruptedError, type PreflightRunner, runCheck, waitUntil} from './ver
 import {checkUndoPreconditions, type UndoCheckContext} from './undo-checks.js'
 import {undoGuardsOf} from '../planner/undo-guards.js'
 import {podTemplateOf} from '../planner/vocab.js'
+import {isRecord} from '../planner/json.js'
 
 export class StepFailedError extends UserError {
   constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
@@ -163,6 +164,10 @@ export function describeStepWrites(step: PlanStep): string[] {
         return `delete ${formatRef(op.ref)} (stored in the plan for rollback)`
       case 'label':
         return `label ${formatRef(op.ref)} ${Object.entries(op.labels)
+          .map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`))
+          .join(' ')}`
+      case 'annotate':
+        return `annotate ${formatRef(op.ref)} ${Object.entries(op.annotations)
           .map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`))
           .join(' ')}`
       case 'restart':
@@ -378,7 +383,9 @@ export async function applyStep(
         restartStamp,
       })
       // Keep the first observation: a retry must not overwrite what was there before the first write.
-      if (result.before !== undefined && before[key] === undefined) before[key] = result.before
+      // A step may write an object's labels and its annotations (two operations): both observations are kept.
+      if (isRecord(result.before)) before[key] = {...result.before, ...(isRecord(before[key]) ? before[key] : {})}
+      else if (result.before !== undefined && before[key] === undefined) before[key] = result.before
       observed.before = before
       await state.record(step.id, {phase: 'Running', by: ctx.who, observed})
     }
@@ -431,10 +438,15 @@ function recordedBefore(
   ctx: ExecutionContext,
   step: PlanStep,
   ref: ObjectRef,
-): {existed?: boolean; labels?: Record<string, string | null>} | undefined {
+):
+  {existed?: boolean; labels?: Record<string, string | null>; annotations?: Record<string, string | null>} | undefined {
   return (
     ctx.state.status(step.id)?.observed?.before as
-      Record<string, {existed?: boolean; labels?: Record<string, string | null>}> | undefined
+      | Record<
+          string,
+          {existed?: boolean; labels?: Record<string, string | null>; annotations?: Record<string, string | null>}
+        >
+      | undefined
   )?.[refKey(ref)]
 }
 
@@ -552,6 +564,7 @@ async function undoOperations(
     if (op.op === 'delete') await undoDelete(op, call)
     else if (op.op === 'apply') await undoApply(op, call)
     else if (op.op === 'label') await undoLabel(op, call)
+    else if (op.op === 'annotate') await undoAnnotate(op, call)
     else if (op.op === 'restart') await undoRestart(op, call)
     else if (op.op === 'template-labels') await undoTemplateLabels(op, call)
   }
@@ -640,6 +653,51 @@ async function undoLabel(op: Extract<Operation, {op: 'label'}>, {ctx, step, warn
     [
       ...Object.entries(labels).map(([k, v]) => (v === null ? `removed ${k}` : `restored ${k}=${v}`)),
       ...left.map((k) => `left ${k} (changed since)`),
+    ].join(', '),
+  )
+}
+
+/** Restore the annotations the step changed (what it saw before its write), only where still as it left them. */
+async function undoAnnotate(
+  op: Extract<Operation, {op: 'annotate'}>,
+  {ctx, step, warn, details}: UndoCall,
+): Promise<void> {
+  const {client} = ctx
+  const forward = step.operations.find(
+    (o): o is Extract<Operation, {op: 'annotate'}> => o.op === 'annotate' && refKey(o.ref) === refKey(op.ref),
+  )
+  const seen = forward ? (recordedBefore(ctx, step, op.ref)?.annotations ?? {}) : {}
+  const live = await client.get(op.ref)
+  if (!live) throw new StalePlanError(`${formatRef(op.ref)} no longer exists`)
+  const {labels: annotations, left} = restorableLabels(
+    `${formatRef(op.ref)} (annotations)`,
+    live.metadata.annotations ?? {},
+    {...op.annotations, ...seen},
+    forward?.annotations,
+    warn,
+  )
+  if (Object.keys(annotations).length === 0) {
+    details.push(
+      left.length > 0
+        ? `${formatRef(op.ref)} annotations ${left.join(', ')} left as changed since`
+        : `${formatRef(op.ref)} annotations already restored`,
+    )
+    return
+  }
+  const seenNow = Object.fromEntries(Object.keys(annotations).map((k) => [k, live.metadata.annotations?.[k] ?? null]))
+  await guardedMergePatch(
+    client,
+    op.ref,
+    {metadata: {annotations, resourceVersion: live.metadata.resourceVersion}},
+    (now) => labelsMatch(now?.metadata.annotations ?? {}, annotations),
+    {dryRun: ctx.dryRun, unchanged: labelsStill(seenNow, (o) => o.metadata.annotations ?? {})},
+  )
+  details.push(
+    [
+      ...Object.entries(annotations).map(([k, v]) =>
+        v === null ? `removed annotation ${k}` : `restored annotation ${k}=${v}`,
+      ),
+      ...left.map((k) => `left annotation ${k} (changed since)`),
     ].join(', '),
   )
 }

@@ -47,7 +47,10 @@ export function keepProgressRefusals(old: MigrationPlan, file: string): string[]
   return refusals
 }
 
-type Before = Record<string, {existed?: boolean; labels?: Record<string, string | null>}>
+type Before = Record<
+  string,
+  {existed?: boolean; labels?: Record<string, string | null>; annotations?: Record<string, string | null>}
+>
 
 function beforeOf(status: StepStatus | undefined): Before {
   return (status?.observed?.before as Before | undefined) ?? {}
@@ -75,14 +78,30 @@ function restoreLabels(
   restore: Record<string, string | null>,
   wrote: Record<string, string | null>,
 ): KubeObject {
-  const labels = {...obj.metadata.labels}
+  return {...obj, metadata: {...obj.metadata, labels: restoredMap(obj.metadata.labels, restore, wrote)}}
+}
+
+function restoreAnnotations(
+  obj: KubeObject,
+  restore: Record<string, string | null>,
+  wrote: Record<string, string | null>,
+): KubeObject {
+  return {...obj, metadata: {...obj.metadata, annotations: restoredMap(obj.metadata.annotations, restore, wrote)}}
+}
+
+function restoredMap(
+  current: Record<string, string> | undefined,
+  restore: Record<string, string | null>,
+  wrote: Record<string, string | null>,
+): Record<string, string> {
+  const map = {...current}
   for (const [key, target] of Object.entries(restore)) {
     // A key changed by someone since the step wrote it is left as it is (rollback does the same).
-    if (key in wrote && (labels[key] ?? null) !== wrote[key]) continue
-    if (target === null) delete labels[key]
-    else labels[key] = target
+    if (key in wrote && (map[key] ?? null) !== wrote[key]) continue
+    if (target === null) delete map[key]
+    else map[key] = target
   }
-  return {...obj, metadata: {...obj.metadata, labels}}
+  return map
 }
 
 function undoInMemory(
@@ -110,6 +129,17 @@ function undoInMemory(
           (o): o is Extract<Operation, {op: 'label'}> => o.op === 'label' && refKey(o.ref) === key,
         )
         if (live) objects.set(key, restoreLabels(live, {...op.labels, ...before[key]?.labels}, forward?.labels ?? {}))
+        break
+      }
+      case 'annotate': {
+        const forward = step.operations.find(
+          (o): o is Extract<Operation, {op: 'annotate'}> => o.op === 'annotate' && refKey(o.ref) === key,
+        )
+        if (live)
+          objects.set(
+            key,
+            restoreAnnotations(live, {...op.annotations, ...before[key]?.annotations}, forward?.annotations ?? {}),
+          )
         break
       }
       default:

@@ -77,6 +77,10 @@ function labelsOf(obj: KubeObject | undefined): Record<string, string> {
   return obj?.metadata.labels ?? {}
 }
 
+function annotationsOf(obj: KubeObject | undefined): Record<string, string> {
+  return obj?.metadata.annotations ?? {}
+}
+
 /** The object has every wanted label value (null: the label is absent). */
 export const labelsMatch = (live: Record<string, string>, want: Record<string, string | null>) =>
   Object.entries(want).every(([k, v]) => (v === null ? !(k in live) : live[k] === v))
@@ -104,6 +108,8 @@ export async function effectPresent(
       return (await client.get(op.ref)) === undefined
     case 'label':
       return labelsMatch(labelsOf(await client.get(op.ref)), op.labels)
+    case 'annotate':
+      return labelsMatch(annotationsOf(await client.get(op.ref)), op.annotations)
     case 'template-labels':
       return labelsMatch(podTemplateOf(await client.get(op.ref))?.metadata?.labels ?? {}, op.labels)
     case 'restart': {
@@ -285,6 +291,21 @@ export async function performOperation(
         {dryRun: opts.dryRun, unchanged: labelsStill(previous, labelsOf)},
       )
       return {wrote: true, before: {labels: previous}}
+    }
+    case 'annotate': {
+      const live = await client.get(op.ref)
+      if (!live) throw new StalePlanError(`${formatRef(op.ref)} does not exist`)
+      const previous = Object.fromEntries(
+        Object.keys(op.annotations).map((k) => [k, live.metadata.annotations?.[k] ?? null]),
+      )
+      await guardedMergePatch(
+        client,
+        op.ref,
+        {metadata: {annotations: op.annotations, resourceVersion: live.metadata.resourceVersion}},
+        (now) => labelsMatch(annotationsOf(now), op.annotations),
+        {dryRun: opts.dryRun, unchanged: labelsStill(previous, annotationsOf)},
+      )
+      return {wrote: true, before: {annotations: previous}}
     }
     case 'template-labels': {
       const live = await client.get(op.ref)

@@ -15,6 +15,7 @@ type Effect =
   | {kind: 'object'; object: KubeObject}
   | {kind: 'absent'}
   | {kind: 'labels'; labels: Record<string, string | null>}
+  | {kind: 'annotations'; annotations: Record<string, string | null>}
   | {kind: 'template-labels'; labels: Record<string, string | null>}
 
 function withLabels(
@@ -49,6 +50,13 @@ function applyEffect(obj: KubeObject | undefined, effect: Effect): KubeObject | 
       return undefined
     case 'labels':
       return obj && {...obj, metadata: {...obj.metadata, labels: withLabels(obj.metadata.labels, effect.labels)}}
+    case 'annotations':
+      return (
+        obj && {
+          ...obj,
+          metadata: {...obj.metadata, annotations: withLabels(obj.metadata.annotations, effect.annotations)},
+        }
+      )
     case 'template-labels': {
       if (!obj) return undefined
       // The same patch the executor sends, with null (remove) applied as JSON merge patch does.
@@ -87,9 +95,11 @@ export class ProjectedCluster {
           ? {kind: 'absent'}
           : op.op === 'label'
             ? {kind: 'labels', labels: op.labels}
-            : op.op === 'template-labels'
-              ? {kind: 'template-labels', labels: op.labels}
-              : undefined
+            : op.op === 'annotate'
+              ? {kind: 'annotations', annotations: op.annotations}
+              : op.op === 'template-labels'
+                ? {kind: 'template-labels', labels: op.labels}
+                : undefined
     if (!effect) return
     this.effects.set(key, [...(this.effects.get(key) ?? []), effect])
     if (op.op === 'apply') this.created.add(key)

@@ -15,7 +15,7 @@ import {
 import {refKey} from './refs.js'
 import {templateLabelsPatch} from './workloads.js'
 
-export type ManifestChangeKind = 'labels' | 'template-labels' | 'add' | 'remove'
+export type ManifestChangeKind = 'labels' | 'annotations' | 'template-labels' | 'add' | 'remove'
 
 export interface ManifestChange {
   kind: ManifestChangeKind
@@ -80,6 +80,14 @@ function changeOf(op: Operation): Omit<ManifestChange, 'managedBy'> | undefined 
     case 'label': {
       const id = identity(op.ref)
       return {kind: 'labels', ref: op.ref, document: {...id, metadata: {...id.metadata, labels: op.labels}}}
+    }
+    case 'annotate': {
+      const id = identity(op.ref)
+      return {
+        kind: 'annotations',
+        ref: op.ref,
+        document: {...id, metadata: {...id.metadata, annotations: op.annotations}},
+      }
     }
     case 'template-labels':
       return {

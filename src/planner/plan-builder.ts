@@ -240,7 +240,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
     const planned = kind.plan(ctx)
     findings.push(...(planned.findings ?? []))
     // Every undo carries the guards rollback runs (src/planner/undo-guards.ts), in the plan for the reviewer.
-    if (planned.step) steps.push({...planned.step, undo: guardedUndo(planned.step)})
+    for (const step of [...(planned.step ? [planned.step] : []), ...(planned.steps ?? [])])
+      steps.push({...step, undo: guardedUndo(step)})
   }
   judgeLostFindings(findings, ctx)
   const policyInputs = timelinePolicies(ctx.ns, ctx.policies.decisions)

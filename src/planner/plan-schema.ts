@@ -150,6 +150,11 @@ function operationSchema({file, ref, stored, oneLineOr}: Slots) {
       },
       {
         additionalProperties: false,
+        required: ['op', 'ref', 'annotations'],
+        properties: {op: {const: 'annotate'}, ref, annotations: labelMap},
+      },
+      {
+        additionalProperties: false,
         required: ['op', 'ref'],
         properties: {op: {const: 'restart'}, ref},
       },
@@ -572,6 +577,7 @@ function specHeaderSchemas() {
         routes: {enum: ['virtualservice', 'httproute']},
         optedOut: {enum: ['keep-out', 'enroll']},
         denyWaypointBypass: {type: 'boolean'},
+        waypointCanary: {type: 'array', minItems: 1, items: {type: 'integer', minimum: 1, maximum: 99}},
         acceptLost: {type: 'array', items: {type: 'string'}},
         acceptHazards: {type: 'array', items: {type: 'string'}},
       },

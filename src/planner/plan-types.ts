@@ -24,6 +24,7 @@ export const STEP_ACTIONS = [
   'create-waypoint',
   'wait-waypoint',
   'create-policies',
+  'canary-waypoint',
   'bind-waypoint',
   'swap-routes',
   'opt-out-workloads',
@@ -52,6 +53,8 @@ export type Operation =
   | {op: 'delete'; ref: ObjectRef; object?: KubeObject}
   /** Set and/or remove labels on an object with a JSON merge patch; `null` removes. */
   | {op: 'label'; ref: ObjectRef; labels: Record<string, string | null>}
+  /** Set and/or remove annotations on an object with a JSON merge patch; `null` removes (e.g. a canary's weight). */
+  | {op: 'annotate'; ref: ObjectRef; annotations: Record<string, string | null>}
   /** Rollout restart via the kubectl.kubernetes.io/restartedAt pod-template annotation. */
   | {op: 'restart'; ref: ObjectRef}
   /**
@@ -141,6 +144,8 @@ export interface PlanOptions {
   optedOut?: 'keep-out' | 'enroll'
   /** Add the bypass-prevention DENY once everything else is done (only when every caller is ambient). */
   denyWaypointBypass?: boolean
+  /** Istio >= 1.31: shift the namespace's Services from the primary waypoint to the plan's at these weights first. */
+  waypointCanary?: number[]
   /** Finding ids of lost client-side behaviour the reviewers accepted (--accept-lost). */
   acceptLost?: string[]
   /** Hazard ids outside documented windows the reviewers accepted (--accept-hazard). */

@@ -233,8 +233,8 @@ function operationProblems(
   // Writes are confined to the plan's namespace; the only cluster-scoped object a plan may touch is
   // that namespace itself, and only its labels.
   if (kindKey === '/Namespace') {
-    if (op.op !== 'label')
-      say(`${op.op} of a Namespace is not allowed: plans only change the labels of their own namespace`)
+    if (op.op !== 'label' && op.op !== 'annotate')
+      say(`${op.op} of a Namespace is not allowed: plans only change the labels and annotations of their own namespace`)
     if (ref.name !== namespace) say(`writes to Namespace "${ref.name}", outside the plan's namespace "${namespace}"`)
   } else if (ref.namespace !== namespace) {
     say(
@@ -276,6 +276,18 @@ function operationProblems(
         for (const key of Object.keys(op.labels)) {
           if (!labelRule.keys.includes(key))
             say(`this step may not change label "${key}" (allowed: ${labelRule.keys.join(', ')})`)
+        }
+      }
+      break
+    }
+    case 'annotate': {
+      const annotateRule = rule.annotate
+      if (!annotateRule || !annotateRule.kinds.includes(kindKey)) {
+        say(`this step may not change annotations of ${ref.kind}`)
+      } else {
+        for (const key of Object.keys(op.annotations)) {
+          if (!annotateRule.keys.includes(key))
+            say(`this step may not change annotation "${key}" (allowed: ${annotateRule.keys.join(', ')})`)
         }
       }
       break

@@ -46,5 +46,10 @@ export function rollbackSequence(plan: MigrationPlan, opts: {lastOnly?: boolean}
     }
   }
   const order = (s: PlanStep) => UNDO_ORDER.indexOf(s.action)
-  return {steps: [...selected].sort((a, b) => order(a) - order(b)), ...(note ? {note} : {})}
+  // Steps of one action (canary-waypoint, one per weight) are undone last first: each restores what the one before left.
+  const position = new Map(selected.map((s, i) => [s, i]))
+  return {
+    steps: [...selected].sort((a, b) => order(a) - order(b) || position.get(b)! - position.get(a)!),
+    ...(note ? {note} : {}),
+  }
 }

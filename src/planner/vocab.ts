@@ -32,6 +32,17 @@ export const WAYPOINT_CLASS = 'istio-waypoint'
 export const WAYPOINT_FOR_LABEL = 'istio.io/waypoint-for'
 export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
 export const USE_WAYPOINT_NAMESPACE_LABEL = 'istio.io/use-waypoint-namespace'
+/**
+ * Istio >= 1.31 (Alpha) weighted waypoint canary, on Service, ServiceEntry and Namespace: a second waypoint (label, and
+ * its namespace when not the resource's) takes the share of new connections in the ANNOTATION (0-100, missing = 0).
+ * Source: istio/istio releasenotes/notes/60801-weighted-waypoint-canary.yaml; istio.io ambient waypoint page,
+ * "Shift traffic between waypoints".
+ */
+export const USE_WAYPOINT_CANARY_LABEL = 'istio.io/use-waypoint-canary'
+export const USE_WAYPOINT_CANARY_NAMESPACE_LABEL = 'istio.io/use-waypoint-canary-namespace'
+export const USE_WAYPOINT_CANARY_WEIGHT_ANNOTATION = 'istio.io/use-waypoint-canary-weight'
+/** The first Istio minor version with the weighted waypoint canary. */
+export const WAYPOINT_CANARY_MIN_ISTIO = '1.31'
 export const INGRESS_USE_WAYPOINT_LABEL = 'istio.io/ingress-use-waypoint'
 export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name'
 export const GATEWAY_CLASS_NAME_LABEL = 'gateway.networking.k8s.io/gateway-class-name'

@@ -90,6 +90,8 @@ export const OPERATION_ACCESS = {
     ),
   delete: ({ref}) => on(ref, 'get', 'delete'),
   label: ({ref}) => on(ref, 'get', 'patch'),
+  // A merge patch of metadata.annotations (the canary weight on the Namespace).
+  annotate: ({ref}) => on(ref, 'get', 'patch'),
   restart: ({ref}) => on(ref, 'get', 'patch'),
   // A merge patch of the controller's pod template: Deployments, StatefulSets, DaemonSets, CronJobs, Jobs.
   'template-labels': ({ref}) => on(ref, 'get', 'patch'),

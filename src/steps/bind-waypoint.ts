@@ -6,13 +6,31 @@ import {formatRef} from '../planner/refs.js'
 import {findWaypointGateway} from '../planner/namespace-waypoint.js'
 import {labelPrecondition} from './shared.js'
 import type {StepContext, StepKind} from './types.js'
-import {USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL} from '../planner/vocab.js'
+import {
+  USE_WAYPOINT_CANARY_LABEL,
+  USE_WAYPOINT_CANARY_NAMESPACE_LABEL,
+  USE_WAYPOINT_CANARY_WEIGHT_ANNOTATION,
+  USE_WAYPOINT_LABEL,
+  USE_WAYPOINT_NAMESPACE_LABEL,
+} from '../planner/vocab.js'
+import {replacedPrimary} from './canary-waypoint.js'
+import type {Operation} from '../planner/plan-types.js'
 
 export const bindWaypoint: StepKind = {
   action: 'bind-waypoint',
   summary: 'Label the namespace istio.io/use-waypoint once the waypoint is ready',
   writes: {
-    label: {kinds: ['/Namespace', '/Service'], keys: [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]},
+    label: {
+      kinds: ['/Namespace', '/Service'],
+      keys: [
+        USE_WAYPOINT_LABEL,
+        USE_WAYPOINT_NAMESPACE_LABEL,
+        USE_WAYPOINT_CANARY_LABEL,
+        USE_WAYPOINT_CANARY_NAMESPACE_LABEL,
+      ],
+    },
+    // Promotion after canary-waypoint removes the canary weight.
+    annotate: {kinds: ['/Namespace'], keys: [USE_WAYPOINT_CANARY_WEIGHT_ANNOTATION]},
   },
   simulation: {
     role: 'binds-waypoint',
@@ -32,11 +50,25 @@ export const bindWaypoint: StepKind = {
     const previous = labels[USE_WAYPOINT_LABEL] ?? null
     const previousNamespace = labels[USE_WAYPOINT_NAMESPACE_LABEL] ?? null
     // A namespace istio.io/use-waypoint-namespace would send the binding to a waypoint of that namespace.
+    // After canary-waypoint steps, binding promotes the canary: use-waypoint is the plan's waypoint and the canary label
+    // and weight annotation go (istio.io "Shift traffic between waypoints").
+    const canary = canaryWeights(ctx)
     const change: Record<string, string | null> = {
       [USE_WAYPOINT_LABEL]: options.waypointName,
       ...(previousNamespace !== null ? {[USE_WAYPOINT_NAMESPACE_LABEL]: null} : {}),
+      ...(canary.length > 0 ? {[USE_WAYPOINT_CANARY_LABEL]: null} : {}),
     }
-    const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labels[k] ?? null]))
+    // As the canary steps leave the namespace: the canary label names the plan's waypoint (undo restores what apply saw).
+    const labelsBefore: Record<string, string> = {
+      ...labels,
+      ...(canary.length > 0 ? {[USE_WAYPOINT_CANARY_LABEL]: options.waypointName} : {}),
+    }
+    if (canary.length > 0) delete labelsBefore[USE_WAYPOINT_CANARY_NAMESPACE_LABEL]
+    const restore = Object.fromEntries(Object.keys(change).map((k) => [k, labelsBefore[k] ?? null]))
+    const weightOps = (weight: string | null): Operation[] =>
+      canary.length > 0
+        ? [{op: 'annotate', ref: nsRef, annotations: {[USE_WAYPOINT_CANARY_WEIGHT_ANNOTATION]: weight}}]
+        : []
     const excluded = binding.ownLabel.map((o) => o.service.ref.name)
     // ServiceEntries of the namespace without a label of their own are bound too: the waypoint is the egress waypoint
     // of those ztunnel has a VIP for (the others never reach it).
@@ -60,13 +92,17 @@ export const bindWaypoint: StepKind = {
       step: {
         id: 'bind-waypoint',
         action: 'bind-waypoint',
-        description: `${waypoint.exists ? `Activate waypoint ${formatRef(waypointRef)}, which exists already: l` : 'L'}abel namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).`,
+        description: `${waypoint.exists ? `Activate waypoint ${formatRef(waypointRef)}, which exists already: l` : 'L'}abel namespace ${ns} ${USE_WAYPOINT_LABEL}=${options.waypointName}${previousNamespace !== null ? ` and remove ${USE_WAYPOINT_NAMESPACE_LABEL}=${previousNamespace} (it would point the binding at namespace ${previousNamespace})` : ''}, once the waypoint is ready (a bound waypoint that is not ready is bypassed silently): its Services are bound to the waypoint (${boundNames.join(', ') || 'none'})${excluded.length > 0 ? `, except ${excluded.join(', ')}, which carry ${USE_WAYPOINT_LABEL} of their own` : ''}${boundEntries.length > 0 ? `; so are its ServiceEntries (${boundEntries.join(', ')}): the waypoint becomes their egress waypoint` : ''}. Ambient callers start going through it; sidecar callers do not (they never use waypoints).${canary.length > 0 ? ` This promotes the canary of the canary-waypoint steps: ${USE_WAYPOINT_CANARY_LABEL} and the ${USE_WAYPOINT_CANARY_WEIGHT_ANNOTATION} annotation are removed, all traffic goes through ${options.waypointName}.` : ''}`,
         // The readiness gate (DOMAIN §4.2): re-checked right before the label is written, not only by wait-waypoint.
         preconditions: [
-          labelPrecondition(labels, [USE_WAYPOINT_LABEL, USE_WAYPOINT_NAMESPACE_LABEL]),
+          labelPrecondition(labelsBefore, [
+            USE_WAYPOINT_LABEL,
+            USE_WAYPOINT_NAMESPACE_LABEL,
+            ...(canary.length > 0 ? [USE_WAYPOINT_CANARY_LABEL] : []),
+          ]),
           {check: 'waypoint-ready', ref: waypointRef},
         ],
-        operations: [{op: 'label', ref: nsRef, labels: change}],
+        operations: [{op: 'label', ref: nsRef, labels: change}, ...weightOps(null)],
         verify: [
           {check: 'namespace-labels', labels: change},
           {check: 'waypoint-bound', ref: waypointRef, services: boundNames},
@@ -78,11 +114,17 @@ export const bindWaypoint: StepKind = {
               : `Restore ${Object.entries(restore)
                   .map(([k, v]) => (v === null ? `no ${k}` : `${k}=${v}`))
                   .join(', ')}.`,
-          operations: [{op: 'label', ref: nsRef, labels: restore}],
+          operations: [{op: 'label', ref: nsRef, labels: restore}, ...weightOps(String(canary[canary.length - 1]))],
         },
       },
     }
   },
+}
+
+/** The weights of the canary-waypoint steps before this binding (none without a primary the plan replaces). */
+function canaryWeights({options, labels, ns, waypoint}: StepContext): number[] {
+  if (!waypoint || !replacedPrimary(labels, ns, options.waypointName)) return []
+  return options.waypointCanary ?? []
 }
 
 /** Services with an istio.io/use-waypoint of their own keep it: a Service label beats the namespace label (DOMAIN §1.5). */

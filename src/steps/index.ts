@@ -5,6 +5,7 @@
 // module, add it here (both lists) and its action to STEP_ACTIONS.
 import type {StepAction} from '../planner/plan-types.js'
 import {bindWaypoint} from './bind-waypoint.js'
+import {canaryWaypoint} from './canary-waypoint.js'
 import {createPolicies} from './create-policies.js'
 import {createWaypoint} from './create-waypoint.js'
 import {deleteSidecarPolicies} from './delete-sidecar-policies.js'
@@ -27,6 +28,7 @@ export const STEP_KINDS: readonly StepKind[] = [
   createWaypoint,
   waitWaypoint,
   createPolicies,
+  canaryWaypoint,
   bindWaypoint,
   swapRoutes,
   optOutWorkloads,
@@ -56,6 +58,7 @@ export const UNDO_KINDS: readonly StepKind[] = [
   optOutWorkloads,
   swapRoutes,
   bindWaypoint,
+  canaryWaypoint,
   createPolicies,
   waitWaypoint,
   createWaypoint,

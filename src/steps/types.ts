@@ -14,6 +14,8 @@ export interface WriteRule {
   delete?: string[]
   /** Object labels of these kinds, these keys only. */
   label?: {kinds: string[]; keys: string[]}
+  /** Object annotations of these kinds, these keys only. */
+  annotate?: {kinds: string[]; keys: string[]}
   restart?: string[]
   /** Pod-template labels of these controllers, these keys only. */
   templateLabels?: {kinds: string[]; keys: string[]}
@@ -68,6 +70,8 @@ export interface StepContext {
 /** The outcome of planning one step kind: the step, if the namespace needs it, and findings about it. */
 export interface Planned {
   step?: PlanStep
+  /** Several steps of the same action, in plan order (canary-waypoint: one per weight). */
+  steps?: PlanStep[]
   findings?: Finding[]
 }
 

@@ -9,6 +9,7 @@ import {isRolloutRestartable} from '../planner/vocab.js'
 
 const VERB: Record<ManifestChange['kind'], string> = {
   labels: 'patch: set/remove labels of',
+  annotations: 'patch: set/remove annotations of',
   'template-labels': 'patch: set/remove pod-template labels of',
   add: 'add to the repository:',
   remove: 'remove from the repository (or keep this delete patch):',

@@ -30,6 +30,10 @@ export function describeOperation(op: Operation): string {
       return `label ${formatRef(op.ref)} ${Object.entries(op.labels)
         .map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`))
         .join(' ')}`
+    case 'annotate':
+      return `annotate ${formatRef(op.ref)} ${Object.entries(op.annotations)
+        .map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`))
+        .join(' ')}`
     case 'restart':
       return `restart ${formatRef(op.ref)}`
     case 'template-labels':

@@ -8,6 +8,7 @@ function writes(rule: WriteRule): string {
     rule.apply ? `apply ${rule.apply.join(', ')}` : '',
     rule.delete ? `delete ${rule.delete.join(', ')}` : '',
     rule.label ? `label ${rule.label.keys.join(', ')} on ${rule.label.kinds.join(', ')}` : '',
+    rule.annotate ? `annotate ${rule.annotate.keys.join(', ')} on ${rule.annotate.kinds.join(', ')}` : '',
     rule.restart ? `restart ${rule.restart.join(', ')}` : '',
     rule.templateLabels ? `pod-template ${rule.templateLabels.keys.join(', ')}` : '',
   ].filter((p) => p !== '')

@@ -144,7 +144,7 @@ describe('checks', () => {
     )
     expect(messages).toContain('plans never carry Secrets')
     expect(messages).toContain(
-      'this step may not change label "istio-injection" (allowed: istio.io/use-waypoint, istio.io/use-waypoint-namespace)',
+      'this step may not change label "istio-injection" (allowed: istio.io/use-waypoint, istio.io/use-waypoint-namespace, istio.io/use-waypoint-canary, istio.io/use-waypoint-canary-namespace)',
     )
     expect(messages).toContain('this step may not delete Deployment')
   })
