@@ -38,7 +38,9 @@ async function driftOf(client: KubeClient, state: PlanState, rows: StepRow[]): P
       row.drift = 'n/a'
       continue
     }
-    const found = await stepDrift(client, step, state.plan.metadata.name)
+    const later = rows.filter((r) => r.phase === 'Applied' && rows.indexOf(r) > rows.indexOf(row))
+    const laterSteps = state.plan.spec.steps.filter((s) => later.some((r) => r.id === s.id))
+    const found = await stepDrift(client, step, state.plan.metadata.name, laterSteps)
     row.drift = found.length === 0 ? 'in-sync' : 'drifted'
     if (found.length > 0) row.driftDetail = found.join('; ')
   }

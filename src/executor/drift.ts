@@ -112,10 +112,41 @@ async function podDrift(client: KubeClient, step: PlanStep): Promise<string[]> {
   return found
 }
 
-/** What of an applied step's writes (and of the pods it verified) the cluster no longer shows (empty: in sync). */
-export async function stepDrift(client: KubeClient, step: PlanStep, planName: string): Promise<string[]> {
+type KeyedOperation = Extract<Operation, {op: 'label' | 'annotate' | 'template-labels'}>
+const keysOf = (op: KeyedOperation) => (op.op === 'annotate' ? op.annotations : op.labels)
+
+/**
+ * The operation without the keys a later applied step writes on the same object: those hold the later step's value
+ * by design (canary-waypoint-50 changes the weight canary-waypoint-10 set), which is not drift of the earlier step.
+ */
+function withoutSuperseded(op: Operation, later: PlanStep[]): Operation | undefined {
+  if (op.op !== 'label' && op.op !== 'annotate' && op.op !== 'template-labels') return op
+  const taken = new Set(
+    later
+      .flatMap((s) => s.operations)
+      .filter((o): o is KeyedOperation => o.op === op.op && refKey(o.ref) === refKey(op.ref))
+      .flatMap((o) => Object.keys(keysOf(o))),
+  )
+  const kept = Object.fromEntries(Object.entries(keysOf(op)).filter(([k]) => !taken.has(k)))
+  if (Object.keys(kept).length === 0) return undefined
+  return op.op === 'annotate' ? {...op, annotations: kept} : {...op, labels: kept}
+}
+
+/**
+ * What of an applied step's writes (and of the pods it verified) the cluster no longer shows (empty: in sync).
+ * `later`: the steps applied after it, whose writes of the same label or annotation keys take precedence.
+ */
+export async function stepDrift(
+  client: KubeClient,
+  step: PlanStep,
+  planName: string,
+  later: PlanStep[] = [],
+): Promise<string[]> {
   const found: string[] = []
-  for (const op of step.operations) found.push(...(await operationDrift(client, op, planName)))
+  for (const op of step.operations) {
+    const current = withoutSuperseded(op, later)
+    if (current) found.push(...(await operationDrift(client, current, planName)))
+  }
   found.push(...(await podDrift(client, step)))
   return found
 }

@@ -250,7 +250,7 @@ async function checkAppliedSteps(ctx: ExecutionContext, step: PlanStep): Promise
     .filter((s) => state.phase(s) === 'Applied' && state.status(s.id)?.message !== ROLLING_BACK)
   const found: {step: PlanStep; drift: string[]}[] = []
   for (const s of applied) {
-    const drift = await stepDrift(ctx.client, s, state.plan.metadata.name)
+    const drift = await stepDrift(ctx.client, s, state.plan.metadata.name, applied.slice(applied.indexOf(s) + 1))
     if (drift.length > 0) found.push({step: s, drift})
   }
   if (found.length === 0) return
