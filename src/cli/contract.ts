@@ -123,6 +123,50 @@ export interface ApplyResult extends Typed<'ApplyResult'> {
   next?: string
 }
 
+/** What became of one namespace of an `apply --fleet` / `rollback --fleet` run. */
+export interface FleetNamespaceRun {
+  namespace: string
+  wave: number
+  plan: string
+  /**
+   * applied (every step, verified) | up-to-date (nothing to do) | partly-applied (up to bind-waypoint: a cycle's first
+   * pass) | rolled-back | failed | interrupted (Ctrl+C, recorded) | stopped (after its step in progress, another
+   * failed) | not-started (another failed first) | no-plan (nothing to migrate)
+   */
+  state:
+    | 'applied'
+    | 'up-to-date'
+    | 'partly-applied'
+    | 'rolled-back'
+    | 'failed'
+    | 'interrupted'
+    | 'stopped'
+    | 'not-started'
+    | 'no-plan'
+  /** Step ids applied (or undone) by this run, in order. */
+  steps: string[]
+  /** Step ids of the plan not Applied after the run. */
+  remaining: string[]
+  startedAt?: string
+  finishedAt?: string
+  /** Why it failed, at which step, and what to run. */
+  error?: {message: string; exitCode: number; step?: string; next?: string}
+}
+
+/** `apply --fleet -o json`, `rollback --fleet -o json` */
+export interface FleetApplyResult extends Typed<'FleetApplyResult'> {
+  fleet: string
+  operation: 'apply' | 'rollback'
+  /** The waves this run covered, in the order it ran them. */
+  waves: number[]
+  parallel: number
+  /** complete: every covered wave done | incomplete: a later wave remains (run again) | failed | interrupted */
+  result: 'complete' | 'incomplete' | 'failed' | 'interrupted'
+  namespaces: FleetNamespaceRun[]
+  /** The command to run next, when there is one. */
+  next?: string
+}
+
 /** `rollback -o json` */
 export interface RollbackResult extends Typed<'RollbackResult'> {
   plan: string

@@ -1,0 +1,339 @@
+// `apply --fleet` (issue 22 §2): the waves of plans/fleet.yaml in order, the namespaces of a wave at most `parallel`
+// at a time, each through the apply action (src/cli/apply-action.ts) exactly as `apply NS --all`: its own plan,
+// lock and verification. In one process, on one connection, with one Ctrl+C handler for every running namespace.
+// A wave starts only when every plan of the one before is Applied; a cycle's namespaces go up to bind-waypoint
+// first, then to the end (the protocol of the fleet file's cycles). The first failure stops new starts.
+import path from 'node:path'
+
+import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../cli/apply-action.js'
+import {type FleetApplyResult, type FleetNamespaceRun, typed} from '../cli/contract.js'
+import {ExitCode} from '../cli/exit-codes.js'
+import {type ClusterFlags, interruptHandler} from '../cli/plan-commands.js'
+import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
+import {CancelledError, UsageError, UserError} from '../errors.js'
+import {blockingStep, type StepSelection} from '../executor/engine.js'
+import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
+import {FLEET_FILE} from '../planner/fleet-file.js'
+import {canPrompt, confirm, isCI} from '../ui/interactive.js'
+import {runTasks} from '../ui/progress.js'
+import {fleetPlanPath, fullyApplied, type LoadedFleet, parseFleet, readFleetMember} from './order.js'
+
+export interface FleetApplyOptions {
+  loaded: LoadedFleet
+  /** The waves to run, in order. */
+  waves: number[]
+  parallel: number
+  retry: boolean
+  allowOtherCluster: boolean
+  write: WriteFlags
+  connection: ClusterConnection
+  note: (message: string) => void
+}
+
+export interface FleetFlags extends ClusterFlags {
+  all: boolean
+  yes: boolean
+  retry: boolean
+  parallel: number
+  wave?: number
+  'to-wave'?: number
+  'allow-other-cluster': boolean
+  'dry-run': 'none' | 'server'
+  timeout: string
+  'lock-timeout': string
+}
+
+/** The fleet file (default plans/fleet.yaml) loaded and checked. */
+export async function loadFleetFile(file: string | undefined): Promise<LoadedFleet> {
+  const fleetFile = file ?? path.join(PLANS_DIR, FLEET_FILE)
+  return parseFleet(fleetFile, await readTextFile(fleetFile, 'fleet file'))
+}
+
+/** The waves of the fleet not every plan of which is fully applied (nothing to migrate counts as done). */
+async function unfinishedWaves(loaded: LoadedFleet): Promise<number[]> {
+  const out: number[] = []
+  for (const w of loaded.fleet.spec.waves) {
+    for (const ns of w.namespaces) {
+      if (!hasPlan(loaded, ns)) continue
+      const member = await readFleetMember(loaded, ns)
+      if (!member.plan || !fullyApplied(member.plan)) {
+        out.push(w.wave)
+        break
+      }
+    }
+  }
+  return out
+}
+
+const hasPlan = (loaded: LoadedFleet, ns: string) => {
+  const entry = loaded.fleet.spec.namespaces.find((n) => n.name === ns)
+  return entry !== undefined && (entry.plan !== undefined || entry.result !== 'nothing-to-migrate')
+}
+
+/** Flags → options: the waves chosen (--wave, --to-wave, --all, or the next unfinished one), asked once (or --yes). */
+export async function fleetApplyOptions(
+  file: string | undefined,
+  flags: FleetFlags,
+  note: (message: string) => void,
+): Promise<FleetApplyOptions> {
+  const loaded = await loadFleetFile(file)
+  const all = loaded.fleet.spec.waves.map((w) => w.wave)
+  const last = Math.max(0, ...all)
+  for (const flag of ['wave', 'to-wave'] as const) {
+    const n = flags[flag]
+    if (n !== undefined && !all.includes(n))
+      throw new UsageError(`--${flag} ${n}: ${loaded.file} has waves 1 to ${last}`, `Pass a wave from 1 to ${last}.`)
+  }
+  const unfinished = await unfinishedWaves(loaded)
+  const waves =
+    flags.wave !== undefined
+      ? [flags.wave]
+      : flags['to-wave'] !== undefined
+        ? all.filter((w) => w <= flags['to-wave']!)
+        : flags.all
+          ? all
+          : unfinished.slice(0, 1)
+  if (!flags.yes && waves.length > 0) await confirmFleet(loaded, waves)
+  return {
+    loaded,
+    waves,
+    parallel: flags.parallel,
+    retry: flags.retry,
+    allowOtherCluster: flags['allow-other-cluster'],
+    write: {'dry-run': 'none', timeout: flags.timeout, 'lock-timeout': flags['lock-timeout']},
+    connection: new ClusterConnection(flags),
+    note,
+  }
+}
+
+/** One question for the whole run: the namespaces of a fleet are applied without asking before each step. */
+async function confirmFleet(loaded: LoadedFleet, waves: number[]): Promise<void> {
+  if (!canPrompt())
+    throw new UsageError(
+      `apply --fleet asks before it starts, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+      `Review the plans (mesh-migrate show --fleet ${loaded.file}), then pass --yes.`,
+    )
+  const count = loaded.fleet.spec.waves
+    .filter((w) => waves.includes(w.wave))
+    .reduce((n, w) => n + w.namespaces.filter((ns) => hasPlan(loaded, ns)).length, 0)
+  if (
+    !(await confirm(
+      `Apply ${count} namespace(s) of wave(s) ${waves.join(', ')} of ${loaded.file}, every step?`,
+      '--yes',
+    ))
+  )
+    throw new CancelledError(
+      'Apply cancelled: nothing was written.',
+      `Re-run \`mesh-migrate apply --fleet --yes\` when ready.`,
+    )
+}
+
+/** How the namespaces of one run share its fate: the first failure or Ctrl+C stops new starts. */
+interface RunControl {
+  stop: boolean
+  signal: AbortSignal
+  failure?: FleetNamespaceRun
+  interrupted: boolean
+  warnings: string[]
+}
+
+/** A wave's passes: a cycle's namespaces up to bind-waypoint first, then every namespace of the wave to the end. */
+export function wavePasses(loaded: LoadedFleet, wave: number): {selection: StepSelection; namespaces: string[]}[] {
+  const members = loaded.fleet.spec.waves.find((w) => w.wave === wave)?.namespaces ?? []
+  const inCycle = loaded.fleet.spec.cycles.flatMap((c) => c.namespaces).filter((n) => members.includes(n))
+  const all = {selection: {kind: 'all'} as StepSelection, namespaces: members}
+  return inCycle.length === 0 ? [all] : [{selection: {kind: 'to', id: 'bind-waypoint'}, namespaces: inCycle}, all]
+}
+
+export async function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
+  const interrupt = interruptHandler(o.note)
+  const control: RunControl = {stop: false, signal: interrupt.signal, interrupted: false, warnings: []}
+  interrupt.signal.addEventListener('abort', () => {
+    control.stop = true
+    control.interrupted = true
+  })
+  const runs = o.waves.flatMap((wave) =>
+    (o.loaded.fleet.spec.waves.find((w) => w.wave === wave)?.namespaces ?? []).map((ns): FleetNamespaceRun => ({
+      namespace: ns,
+      wave,
+      plan: fleetPlanPath(o.loaded, ns),
+      state: hasPlan(o.loaded, ns) ? 'not-started' : 'no-plan',
+      steps: [],
+      remaining: [],
+    })),
+  )
+  try {
+    for (const wave of o.waves) {
+      for (const pass of wavePasses(o.loaded, wave)) {
+        if (control.stop) break
+        const passRuns = pass.namespaces.map((ns) => runs.find((r) => r.namespace === ns)!)
+        await runTasks(
+          passRuns.map((run) => ({
+            title: `wave ${wave} ${run.namespace}`,
+            run: (u) => runNamespace(o, run, pass.selection, u, control),
+          })),
+          {concurrency: o.parallel},
+        )
+        for (const w of control.warnings.splice(0)) o.note(w)
+      }
+      if (control.stop) break
+      await waveGate(o, wave, runs, control)
+      if (control.stop) break
+    }
+  } finally {
+    interrupt.dispose()
+  }
+  return fleetResult(o, runs, control)
+}
+
+/** After a wave: every plan of it is Applied (read from its file), or the run stops there. */
+async function waveGate(o: FleetApplyOptions, wave: number, runs: FleetNamespaceRun[], control: RunControl) {
+  for (const run of runs.filter((r) => r.wave === wave && r.state !== 'no-plan')) {
+    const member = await readFleetMember(o.loaded, run.namespace)
+    if (member.plan && fullyApplied(member.plan)) continue
+    run.state = 'failed'
+    run.error = {
+      message: `wave ${wave} is not complete: ${run.plan} ${member.problem ?? 'has steps not applied'}`,
+      exitCode: ExitCode.Failure,
+      next: `mesh-migrate status ${run.plan}`,
+    }
+    control.stop = true
+    control.failure ??= run
+  }
+}
+
+/** The progress line of a namespace: which step of how many, and its state. */
+function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: string) => void, control: RunControl) {
+  const io: ApplyIO & {current?: string} = {
+    note: (m) => {
+      const line = m.trim()
+      if (/^(\S+: )?Warning\b/.test(line)) control.warnings.push(`${run.namespace}: ${line}`)
+    },
+    result: () => undefined,
+    runStep: async (id, work) => {
+      const steps = session.state.plan.spec.steps
+      const label = `step ${steps.findIndex((s) => s.id === id) + 1}/${steps.length} ${id}`
+      io.current = id
+      update(`${label}: running`)
+      const summary = await work((m) => update(`${label}: ${m}`))
+      run.steps.push(id)
+      update(`${label}: ${summary}`)
+    },
+    signal: control.signal,
+    stopRequested: () => control.stop,
+  }
+  return io
+}
+
+/** One namespace's pass: `apply NS --all` (or --to bind-waypoint); its outcome is recorded in `run`, never thrown. */
+async function runNamespace(
+  o: FleetApplyOptions,
+  run: FleetNamespaceRun,
+  selection: StepSelection,
+  update: (message: string) => void,
+  control: RunControl,
+): Promise<string> {
+  if (run.state === 'no-plan') return 'nothing to migrate'
+  if (control.stop) return control.interrupted ? 'not started (interrupted)' : 'not started (an earlier failure)'
+  run.startedAt ??= new Date().toISOString()
+  let session: PlanSession | undefined
+  let io: ReturnType<typeof namespaceIO> | undefined
+  try {
+    session = await PlanSession.load(run.plan, o.connection, () => undefined)
+    if (selection.kind === 'to' && !session.state.plan.spec.steps.some((s) => s.id === selection.id))
+      return `no ${selection.id} step: applied in the second pass`
+    const blocked = blockingStep(session.state)
+    // Re-running resumes: a step left Running (a killed run) or Interrupted is re-run (each step is idempotent).
+    const resume = blocked !== undefined && ['Running', 'Interrupted'].includes(session.state.phase(blocked))
+    const options: ApplyOptions = {
+      session,
+      selection,
+      lock: lockOptions('apply', run.plan, o.write),
+      dryRun: false,
+      yes: true,
+      diff: false,
+      retry: o.retry || resume,
+      allowOtherCluster: o.allowOtherCluster,
+      ignoreFleetOrder: false,
+    }
+    io = namespaceIO(run, session, update, control)
+    const steps = await validateApply(options)
+    const applied = steps === 'up-to-date' ? [] : await applyPlanSteps(options, io, steps)
+    run.remaining = remainingSteps(session)
+    run.finishedAt = new Date().toISOString()
+    if (applied === undefined) {
+      run.state = 'interrupted'
+      return `interrupted at ${io.current ?? 'the start'} (recorded)`
+    }
+    run.state = namespaceState(run, steps === 'up-to-date', control)
+    return `${run.state}${run.remaining.length > 0 ? ` (${run.remaining.length} step(s) left)` : ''}`
+  } catch (error) {
+    return failed(run, session, io?.current, error, control)
+  }
+}
+
+function remainingSteps(session: PlanSession): string[] {
+  const state = session.state
+  return state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
+}
+
+function namespaceState(run: FleetNamespaceRun, upToDate: boolean, control: RunControl): FleetNamespaceRun['state'] {
+  if (run.remaining.length === 0) return run.steps.length === 0 && upToDate ? 'up-to-date' : 'applied'
+  if (control.stop) return 'stopped'
+  return 'partly-applied'
+}
+
+function failed(
+  run: FleetNamespaceRun,
+  session: PlanSession | undefined,
+  step: string | undefined,
+  error: unknown,
+  control: RunControl,
+): string {
+  const user = error instanceof UserError ? error : undefined
+  const message = error instanceof Error ? error.message : String(error)
+  const at = step ?? (session ? blockingStep(session.state)?.id : undefined)
+  run.state = 'failed'
+  run.finishedAt = new Date().toISOString()
+  if (session) run.remaining = remainingSteps(session)
+  run.error = {
+    message,
+    exitCode: user?.exitCode ?? ExitCode.Failure,
+    ...(at ? {step: at} : {}),
+    ...(user?.suggestion ? {next: user.suggestion} : {}),
+  }
+  control.stop = true
+  control.failure ??= run
+  return `failed${at ? ` at ${at}` : ''}: ${message.split('\n')[0]}`
+}
+
+function fleetResult(o: FleetApplyOptions, runs: FleetNamespaceRun[], control: RunControl): FleetApplyResult {
+  const file = o.loaded.file
+  const lastWave = Math.max(0, ...o.loaded.fleet.spec.waves.map((w) => w.wave))
+  const covered = o.waves.length > 0 ? Math.max(...o.waves) : lastWave
+  const result: FleetApplyResult['result'] = control.interrupted
+    ? 'interrupted'
+    : control.failure
+      ? 'failed'
+      : covered < lastWave
+        ? 'incomplete'
+        : 'complete'
+  const rerun = `mesh-migrate apply --fleet ${file} --all --yes`
+  const next =
+    result === 'interrupted'
+      ? `${rerun} (resumes the interrupted steps)`
+      : result === 'failed'
+        ? `${control.failure!.error?.next ? `${control.failure!.error.next} Then ` : ''}${rerun}${control.failure!.error?.step ? ' --retry' : ''}`
+        : result === 'incomplete'
+          ? `mesh-migrate apply --fleet ${file} --wave ${covered + 1}`
+          : undefined
+  return typed('FleetApplyResult', {
+    fleet: file,
+    operation: 'apply' as const,
+    waves: o.waves,
+    parallel: o.parallel,
+    result,
+    namespaces: runs,
+    ...(next ? {next} : {}),
+  })
+}
