@@ -6,17 +6,26 @@
 import path from 'node:path'
 
 import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../cli/apply-action.js'
-import {type FleetApplyResult, type FleetNamespaceRun, typed} from '../cli/contract.js'
-import {ExitCode} from '../cli/exit-codes.js'
-import {type ClusterFlags, interruptHandler} from '../cli/plan-commands.js'
+import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
+import type {ClusterFlags} from '../cli/plan-commands.js'
 import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
-import {CancelledError, UsageError, UserError} from '../errors.js'
+import {CancelledError, UsageError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
 import {FLEET_FILE} from '../planner/fleet-file.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
-import {runTasks} from '../ui/progress.js'
-import {fleetPlanPath, fullyApplied, type LoadedFleet, parseFleet, readFleetMember} from './order.js'
+import {fullyApplied, type LoadedFleet, parseFleet, readFleetMember} from './order.js'
+import {
+  failed,
+  hasPlan,
+  membersOf,
+  remainingSteps,
+  type RunControl,
+  runFleet,
+  stepLabel,
+  type WavePass,
+  warningsTo,
+} from './run.js'
 
 export interface FleetApplyOptions {
   loaded: LoadedFleet
@@ -63,11 +72,6 @@ async function unfinishedWaves(loaded: LoadedFleet): Promise<number[]> {
     }
   }
   return out
-}
-
-const hasPlan = (loaded: LoadedFleet, ns: string) => {
-  const entry = loaded.fleet.spec.namespaces.find((n) => n.name === ns)
-  return entry !== undefined && (entry.plan !== undefined || entry.result !== 'nothing-to-migrate')
 }
 
 /** Flags → options: the waves chosen (--wave, --to-wave, --all, or the next unfinished one), asked once (or --yes). */
@@ -128,91 +132,38 @@ async function confirmFleet(loaded: LoadedFleet, waves: number[]): Promise<void>
     )
 }
 
-/** How the namespaces of one run share its fate: the first failure or Ctrl+C stops new starts. */
-interface RunControl {
-  stop: boolean
-  signal: AbortSignal
-  failure?: FleetNamespaceRun
-  interrupted: boolean
-  warnings: string[]
-}
-
 /** A wave's passes: a cycle's namespaces up to bind-waypoint first, then every namespace of the wave to the end. */
-export function wavePasses(loaded: LoadedFleet, wave: number): {selection: StepSelection; namespaces: string[]}[] {
-  const members = loaded.fleet.spec.waves.find((w) => w.wave === wave)?.namespaces ?? []
+export function wavePasses(loaded: LoadedFleet, wave: number): WavePass[] {
+  const members = membersOf(loaded, wave)
   const inCycle = loaded.fleet.spec.cycles.flatMap((c) => c.namespaces).filter((n) => members.includes(n))
-  const all = {selection: {kind: 'all'} as StepSelection, namespaces: members}
+  const all: WavePass = {selection: {kind: 'all'}, namespaces: members}
   return inCycle.length === 0 ? [all] : [{selection: {kind: 'to', id: 'bind-waypoint'}, namespaces: inCycle}, all]
 }
 
-export async function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
-  const interrupt = interruptHandler(o.note)
-  const control: RunControl = {stop: false, signal: interrupt.signal, interrupted: false, warnings: []}
-  interrupt.signal.addEventListener('abort', () => {
-    control.stop = true
-    control.interrupted = true
+export function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
+  return runFleet({
+    operation: 'apply',
+    loaded: o.loaded,
+    waves: o.waves,
+    parallel: o.parallel,
+    note: o.note,
+    passes: (wave) => wavePasses(o.loaded, wave),
+    runOne: (run, pass, update, control) => applyNamespace(o, run, pass.selection, update, control),
+    gate: async (run) => {
+      const member = await readFleetMember(o.loaded, run.namespace)
+      return member.plan && fullyApplied(member.plan) ? undefined : (member.problem ?? 'has steps not applied')
+    },
+    rerun: `mesh-migrate apply --fleet ${o.loaded.file} --all --yes${o.retry ? ' --retry' : ''}`,
   })
-  const runs = o.waves.flatMap((wave) =>
-    (o.loaded.fleet.spec.waves.find((w) => w.wave === wave)?.namespaces ?? []).map((ns): FleetNamespaceRun => ({
-      namespace: ns,
-      wave,
-      plan: fleetPlanPath(o.loaded, ns),
-      state: hasPlan(o.loaded, ns) ? 'not-started' : 'no-plan',
-      steps: [],
-      remaining: [],
-    })),
-  )
-  try {
-    for (const wave of o.waves) {
-      for (const pass of wavePasses(o.loaded, wave)) {
-        if (control.stop) break
-        const passRuns = pass.namespaces.map((ns) => runs.find((r) => r.namespace === ns)!)
-        await runTasks(
-          passRuns.map((run) => ({
-            title: `wave ${wave} ${run.namespace}`,
-            run: (u) => runNamespace(o, run, pass.selection, u, control),
-          })),
-          {concurrency: o.parallel},
-        )
-        for (const w of control.warnings.splice(0)) o.note(w)
-      }
-      if (control.stop) break
-      await waveGate(o, wave, runs, control)
-      if (control.stop) break
-    }
-  } finally {
-    interrupt.dispose()
-  }
-  return fleetResult(o, runs, control)
 }
 
-/** After a wave: every plan of it is Applied (read from its file), or the run stops there. */
-async function waveGate(o: FleetApplyOptions, wave: number, runs: FleetNamespaceRun[], control: RunControl) {
-  for (const run of runs.filter((r) => r.wave === wave && r.state !== 'no-plan')) {
-    const member = await readFleetMember(o.loaded, run.namespace)
-    if (member.plan && fullyApplied(member.plan)) continue
-    run.state = 'failed'
-    run.error = {
-      message: `wave ${wave} is not complete: ${run.plan} ${member.problem ?? 'has steps not applied'}`,
-      exitCode: ExitCode.Failure,
-      next: `mesh-migrate status ${run.plan}`,
-    }
-    control.stop = true
-    control.failure ??= run
-  }
-}
-
-/** The progress line of a namespace: which step of how many, and its state. */
+/** The apply action's streams for a namespace of the fleet: its steps on its progress line, its warnings kept. */
 function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: string) => void, control: RunControl) {
   const io: ApplyIO & {current?: string} = {
-    note: (m) => {
-      const line = m.trim()
-      if (/^(\S+: )?Warning\b/.test(line)) control.warnings.push(`${run.namespace}: ${line}`)
-    },
+    note: warningsTo(control, run.namespace),
     result: () => undefined,
     runStep: async (id, work) => {
-      const steps = session.state.plan.spec.steps
-      const label = `step ${steps.findIndex((s) => s.id === id) + 1}/${steps.length} ${id}`
+      const label = stepLabel(session, id)
       io.current = id
       update(`${label}: running`)
       const summary = await work((m) => update(`${label}: ${m}`))
@@ -226,15 +177,13 @@ function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: s
 }
 
 /** One namespace's pass: `apply NS --all` (or --to bind-waypoint); its outcome is recorded in `run`, never thrown. */
-async function runNamespace(
+async function applyNamespace(
   o: FleetApplyOptions,
   run: FleetNamespaceRun,
   selection: StepSelection,
   update: (message: string) => void,
   control: RunControl,
 ): Promise<string> {
-  if (run.state === 'no-plan') return 'nothing to migrate'
-  if (control.stop) return control.interrupted ? 'not started (interrupted)' : 'not started (an earlier failure)'
   run.startedAt ??= new Date().toISOString()
   let session: PlanSession | undefined
   let io: ReturnType<typeof namespaceIO> | undefined
@@ -265,75 +214,16 @@ async function runNamespace(
       run.state = 'interrupted'
       return `interrupted at ${io.current ?? 'the start'} (recorded)`
     }
-    run.state = namespaceState(run, steps === 'up-to-date', control)
+    run.state =
+      run.remaining.length === 0
+        ? run.steps.length === 0 && steps === 'up-to-date'
+          ? 'up-to-date'
+          : 'applied'
+        : control.stop
+          ? 'stopped'
+          : 'partly-applied'
     return `${run.state}${run.remaining.length > 0 ? ` (${run.remaining.length} step(s) left)` : ''}`
   } catch (error) {
     return failed(run, session, io?.current, error, control)
   }
-}
-
-function remainingSteps(session: PlanSession): string[] {
-  const state = session.state
-  return state.plan.spec.steps.filter((s) => state.phase(s) !== 'Applied').map((s) => s.id)
-}
-
-function namespaceState(run: FleetNamespaceRun, upToDate: boolean, control: RunControl): FleetNamespaceRun['state'] {
-  if (run.remaining.length === 0) return run.steps.length === 0 && upToDate ? 'up-to-date' : 'applied'
-  if (control.stop) return 'stopped'
-  return 'partly-applied'
-}
-
-function failed(
-  run: FleetNamespaceRun,
-  session: PlanSession | undefined,
-  step: string | undefined,
-  error: unknown,
-  control: RunControl,
-): string {
-  const user = error instanceof UserError ? error : undefined
-  const message = error instanceof Error ? error.message : String(error)
-  const at = step ?? (session ? blockingStep(session.state)?.id : undefined)
-  run.state = 'failed'
-  run.finishedAt = new Date().toISOString()
-  if (session) run.remaining = remainingSteps(session)
-  run.error = {
-    message,
-    exitCode: user?.exitCode ?? ExitCode.Failure,
-    ...(at ? {step: at} : {}),
-    ...(user?.suggestion ? {next: user.suggestion} : {}),
-  }
-  control.stop = true
-  control.failure ??= run
-  return `failed${at ? ` at ${at}` : ''}: ${message.split('\n')[0]}`
-}
-
-function fleetResult(o: FleetApplyOptions, runs: FleetNamespaceRun[], control: RunControl): FleetApplyResult {
-  const file = o.loaded.file
-  const lastWave = Math.max(0, ...o.loaded.fleet.spec.waves.map((w) => w.wave))
-  const covered = o.waves.length > 0 ? Math.max(...o.waves) : lastWave
-  const result: FleetApplyResult['result'] = control.interrupted
-    ? 'interrupted'
-    : control.failure
-      ? 'failed'
-      : covered < lastWave
-        ? 'incomplete'
-        : 'complete'
-  const rerun = `mesh-migrate apply --fleet ${file} --all --yes`
-  const next =
-    result === 'interrupted'
-      ? `${rerun} (resumes the interrupted steps)`
-      : result === 'failed'
-        ? `${control.failure!.error?.next ? `${control.failure!.error.next} Then ` : ''}${rerun}${control.failure!.error?.step ? ' --retry' : ''}`
-        : result === 'incomplete'
-          ? `mesh-migrate apply --fleet ${file} --wave ${covered + 1}`
-          : undefined
-  return typed('FleetApplyResult', {
-    fleet: file,
-    operation: 'apply' as const,
-    waves: o.waves,
-    parallel: o.parallel,
-    result,
-    namespaces: runs,
-    ...(next ? {next} : {}),
-  })
 }

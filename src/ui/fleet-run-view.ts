@@ -54,3 +54,15 @@ export function fleetExitCode(result: FleetApplyResult): number {
   if (result.result !== 'failed') return ExitCode.Ok
   return result.namespaces.find((n) => n.state === 'failed')?.error?.exitCode ?? ExitCode.Failure
 }
+
+/** The failure and the next command, for stderr when stdout carries the document (-o json/yaml). */
+export function fleetRunNotes(result: FleetApplyResult): string[] {
+  const failed = result.namespaces.find((n) => n.error)
+  const out: string[] = []
+  if (failed)
+    out.push(
+      `Error: ${failed.namespace}${failed.error!.step ? ` at step ${failed.error!.step}` : ''}: ${failed.error!.message}`,
+    )
+  if (result.next) out.push(`Next: ${result.next}`)
+  return out
+}
