@@ -52,6 +52,8 @@ export interface StatusStep {
 export interface PlanStatus {
   plan: string
   namespace: string
+  /** `status --fleet`: the namespace's wave in the fleet file. */
+  wave?: number
   /** As census shows it: blocked, not-started, in-progress, applied, failed, interrupted, rolled-back. */
   state: CensusPlan['state']
   pending: number
@@ -67,6 +69,8 @@ export interface PlanStatus {
 
 /** `status -o json`: one entry per plan read (unreadable plans are reported on stderr). */
 export interface StatusReport extends Typed<'StatusReport'> {
+  /** `status --fleet`: the fleet file whose plans these are, in wave order. */
+  fleet?: string
   plans: PlanStatus[]
 }
 

@@ -10,11 +10,11 @@ import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import type {FleetApplyResult} from '../../src/cli/contract.js'
+import type {FleetApplyResult, PlanStatus} from '../../src/cli/contract.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
-import {hasStackTrace} from '../support/cli.js'
+import {hasStackTrace, runCli} from '../support/cli.js'
 import {startTestCluster, type TestCluster} from '../support/cluster.js'
 import {schemaProblems} from '../support/schemas.js'
 import {REPO_ROOT} from '../support/shared.js'
@@ -85,6 +85,12 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
     expect(noYes.code, noYes.stderr).toBe(2)
     expect(noYes.stderr).toContain('pass --yes')
     expect(toolWrites(cluster.recorder!, from)).toEqual([])
+
+    // status --fleet: every plan by wave, nothing applied yet: changes pending (10).
+    const status = await cli(['status', '--fleet', '--detailed-exitcode'], cwd, kube)
+    expect(status.code, status.stderr).toBe(10)
+    expect(status.stdout).toMatch(new RegExp(`^1\\s+${N.catalog}\\s+not-started\\s+0/\\d+\\s+0`, 'm'))
+    expect(status.stdout).toMatch(new RegExp(`^3\\s+${N.shop}\\s+not-started`, 'm'))
   }, 120_000)
 
   it('SIGKILL of apply --fleet mid-wave, then the same command again: it resumes and converges', async () => {
@@ -145,6 +151,25 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
       const labels = (await cluster.client.get({apiVersion: 'v1', kind: 'Namespace', name: ns}))!.metadata.labels
       expect(labels?.['istio.io/dataplane-mode'], ns).toBe('ambient')
     }
+    // status --fleet: every plan applied, in sync with the cluster, no lock left: nothing pending (0).
+    const status = await cli(['status', '--fleet', '--detailed-exitcode', '-o', 'json'], cwd, kube)
+    expect(status.code, status.stderr).toBe(0)
+    expect(schemaProblems(status.stdout, 'StatusReport')).toEqual([])
+    const report = JSON.parse(status.stdout) as {fleet: string; plans: PlanStatus[]}
+    expect(report.fleet).toBe('plans/fleet.yaml')
+    expect(report.plans.map((p) => `${p.wave} ${p.namespace} ${p.state} ${p.drifted} ${p.lock ?? '-'}`)).toEqual([
+      `1 ${N.catalog} applied 0 -`,
+      `2 ${N.frontend} applied 0 -`,
+      `3 ${N.pay} applied 0 -`,
+      `3 ${N.shop} applied 0 -`,
+    ])
+  }, 60_000)
+
+  it('rollback of wave 1 alone warns that the later waves still count on it (the mirror image)', async () => {
+    const r = await cli(['rollback', N.catalog, '--dry-run=server'], cwd, kube)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain(`depend on ${N.catalog} are still (partly) applied`)
+    for (const ns of [N.frontend, N.pay, N.shop]) expect(r.stderr).toContain(`${N.catalog} → ${ns} (routing)`)
   }, 60_000)
 
   it('rollback --fleet --confirm fleet undoes the waves in reverse: every namespace exactly as before', async () => {
@@ -156,4 +181,20 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
     expect(result.namespaces.every((n) => n.state === 'rolled-back')).toBe(true)
     for (const ns of Object.values(N)) expect(await namespaceState(cluster.client, ns), ns).toBe(before[ns])
   }, 400_000)
+
+  it('--ignore-fleet-order applies ahead of the order and records who overrode it', async () => {
+    // The fleet is rolled back: wave 1 is pending again. Here the read-only first step of wave 2.
+    const ignored = await cli(['apply', N.frontend, '--to', 'preflight', '--yes', '--ignore-fleet-order'], cwd, kube)
+    expect(ignored.code, ignored.stderr).toBe(0)
+    expect(ignored.stderr).toContain('ahead of the order of plans/fleet.yaml (--ignore-fleet-order')
+    const overrides = (await readPlan(cwd, N.frontend)).status?.fleetOrderOverrides ?? []
+    expect(overrides).toEqual([
+      expect.objectContaining({
+        fleet: 'plans/fleet.yaml',
+        pending: [expect.stringMatching(new RegExp(`^${N.catalog} \\(wave 1: 0 of \\d+ steps applied\\)$`))],
+      }),
+    ])
+    expect(overrides[0]!.by.length).toBeGreaterThan(0)
+    expect((await runCli(['validate', `plans/${N.frontend}.yaml`], {cwd})).code).toBe(0)
+  }, 60_000)
 })
