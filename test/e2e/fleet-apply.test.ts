@@ -8,16 +8,18 @@ import {randomBytes} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
+import {parse, parseAllDocuments} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {FleetApplyResult, PlanStatus} from '../../src/cli/contract.js'
 import type {KubeObject} from '../../src/planner/model.js'
+import {refOf} from '../../src/planner/refs.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
-import {startTestCluster, type TestCluster} from '../support/cluster.js'
+import {startTestCluster, type TestCluster, waitForCrds} from '../support/cluster.js'
 import {schemaProblems} from '../support/schemas.js'
-import {REPO_ROOT} from '../support/shared.js'
+import {hasShared, REPO_ROOT, upstream} from '../support/shared.js'
 import {cli, namespaceState, nextRequestId, readPlan, spawnCli, toolWrites, workdir} from './support.js'
 
 const RUN = randomBytes(3).toString('hex')
@@ -197,4 +199,90 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
     expect(overrides[0]!.by.length).toBeGreaterThan(0)
     expect((await runCli(['validate', `plans/${N.frontend}.yaml`], {cwd})).code).toBe(0)
   }, 60_000)
+
+  it.skipIf(!hasShared)(
+    "show --fleet -o argocd and -o flux: accepted by the server with the engines' CRDs (strict field validation)",
+    async () => {
+      const files = [
+        upstream('crds/argo-cd/applicationset-crd.yaml'),
+        upstream('crds/flux/kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+      ]
+      const crds = (await loadManifestFiles(files)).objects.filter((o) => o.kind === 'CustomResourceDefinition')
+      expect(crds.length).toBe(2)
+      for (const crd of crds) if (!(await cluster.api.get(refOf(crd)))) await cluster.api.create(crd)
+      await waitForCrds(cluster.api, crds.map(refOf))
+      for (const name of ['argocd', 'flux-system'])
+        if (!(await cluster.api.get({apiVersion: 'v1', kind: 'Namespace', name})))
+          await cluster.api.create({apiVersion: 'v1', kind: 'Namespace', metadata: {name}})
+
+      const argo = await runCli(['show', '--fleet', '-o', 'argocd', '--repo-url', 'https://git.example/platform.git'], {
+        cwd,
+      })
+      expect(argo.code, argo.stderr).toBe(0)
+      const [appSet, ...rest] = parseAllDocuments(argo.stdout).map((d) => d.toJS() as KubeObject)
+      expect(rest).toEqual([])
+      expect(appSet!.spec.strategy.type).toBe('RollingSync')
+      expect(
+        appSet!.spec.strategy.rollingSync.steps.map(
+          (s: {matchExpressions: {values: string[]}[]}) => s.matchExpressions[0]!.values,
+        ),
+      ).toEqual([['1'], ['2'], ['3']])
+      await cluster.api.create(appSet!, {fieldValidation: 'Strict'})
+
+      // Each namespace's overlay: the changes in step order (sync-wave), restarts as a pod-template annotation.
+      const overlay = path.join(cwd, 'gitops', N.catalog)
+      const kustomization = parse(await readFile(path.join(overlay, 'kustomization.yaml'), 'utf8')) as {
+        resources: string[]
+        patches: {path: string}[]
+      }
+      const docs = await Promise.all(
+        [...kustomization.resources, ...kustomization.patches.map((p) => p.path)]
+          .sort()
+          .map(async (f) => parse(await readFile(path.join(overlay, f), 'utf8')) as KubeObject),
+      )
+      const waves = docs.map((d) => Number(d.metadata.annotations!['argocd.argoproj.io/sync-wave']))
+      expect(waves).toEqual([...waves].sort((a, b) => a - b))
+      const plan = await readPlan(cwd, N.catalog)
+      const position = (action: string) => String(plan.spec.steps.findIndex((s) => s.action === action) + 1)
+      expect(docs.find((d) => d.kind === 'Gateway')!.metadata.annotations!['argocd.argoproj.io/sync-wave']).toBe(
+        position('create-waypoint'),
+      )
+      expect(
+        docs.find(
+          (d) =>
+            d.kind === 'Deployment' && d.spec?.template?.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'],
+        )!.metadata.annotations!['argocd.argoproj.io/sync-wave'],
+      ).toBe(position('restart-workloads'))
+
+      const flux = await runCli(['show', '--fleet', '-o', 'flux'], {cwd})
+      expect(flux.code, flux.stderr).toBe(0)
+      const kustomizations = parseAllDocuments(flux.stdout).map((d) => d.toJS() as KubeObject)
+      expect(
+        kustomizations.map(
+          (k) => `${k.metadata.name} <- ${(k.spec.dependsOn ?? []).map((d: {name: string}) => d.name).join(',')}`,
+        ),
+      ).toEqual([
+        `mesh-migrate-${N.catalog} <- `,
+        `mesh-migrate-${N.frontend} <- mesh-migrate-${N.catalog}`,
+        `mesh-migrate-${N.pay} <- mesh-migrate-${N.frontend}`,
+        `mesh-migrate-${N.shop} <- mesh-migrate-${N.frontend}`,
+      ])
+      expect(kustomizations[0]!.spec.healthChecks).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({kind: 'Gateway', namespace: N.catalog}),
+          expect.objectContaining({kind: 'Deployment', namespace: N.catalog}),
+        ]),
+      )
+      for (const k of kustomizations) await cluster.api.create(k, {fieldValidation: 'Strict'})
+
+      // Strict validation is on: a field the CRD does not know is refused.
+      const wrong = {
+        ...kustomizations[0]!,
+        metadata: {name: 'mesh-migrate-wrong', namespace: 'flux-system'},
+        spec: {...kustomizations[0]!.spec, notAField: true},
+      }
+      await expect(cluster.api.create(wrong, {fieldValidation: 'Strict'})).rejects.toThrow(/notAField/)
+    },
+    120_000,
+  )
 })
