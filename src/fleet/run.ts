@@ -1,6 +1,8 @@
 // What apply --fleet and rollback --fleet share (issue 22): the waves in a given order, each wave in passes, the
 // namespaces of a pass at most `parallel` at a time with one progress line each, one Ctrl+C handler for all of them,
 // the first failure stopping new starts, a gate after each wave, and the fleet's result document.
+import {setMaxListeners} from 'node:events'
+
 import {type FleetApplyResult, type FleetNamespaceRun, typed} from '../cli/contract.js'
 import {ExitCode} from '../cli/exit-codes.js'
 import {interruptHandler} from '../cli/plan-commands.js'
@@ -52,6 +54,8 @@ export const membersOf = (loaded: LoadedFleet, wave: number): string[] =>
 
 export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
   const interrupt = interruptHandler(spec.note)
+  // Every running namespace waits on this one signal (a few listeners each).
+  setMaxListeners(Math.max(10, 4 * spec.parallel), interrupt.signal)
   const control: RunControl = {stop: false, signal: interrupt.signal, interrupted: false, warnings: []}
   interrupt.signal.addEventListener('abort', () => {
     control.stop = true

@@ -37,7 +37,7 @@ export function renderFleetRun(result: FleetApplyResult): string {
       ? `${verb} ${waves} of ${result.fleet}: the fleet is done.`
       : result.result === 'incomplete'
         ? `${verb} ${waves} of ${result.fleet}; later waves remain.`
-        : `${result.result === 'failed' ? 'Failed' : 'Interrupted'} in ${waves} of ${result.fleet}.`
+        : `${result.result === 'failed' ? 'Failed' : 'Interrupted'} in wave ${stoppedWave(result)} of ${result.fleet}.`
   const failed = result.namespaces.find((n) => n.state === 'failed' && n.error)
   const lines = [table, '', p.paint('bold', head)]
   if (failed)
@@ -65,4 +65,9 @@ export function fleetRunNotes(result: FleetApplyResult): string[] {
     )
   if (result.next) out.push(`Next: ${result.next}`)
   return out
+}
+
+/** The wave the run stopped in: the failed or interrupted namespace's. */
+function stoppedWave(result: FleetApplyResult): number | undefined {
+  return result.namespaces.find((n) => n.state === 'failed' || n.state === 'interrupted')?.wave ?? result.waves[0]
 }
