@@ -86,7 +86,8 @@ export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
                   ? Promise.resolve(
                       control.interrupted ? 'not started (interrupted)' : 'not started (an earlier failure)',
                     )
-                  : spec.runOne(run, pass, update, control),
+                  : // Each line names its namespace: in a log, the lines of the namespaces running at once interleave.
+                    spec.runOne(run, pass, (m) => update(`wave ${wave} ${run.namespace}: ${m}`), control),
           })),
           {concurrency: spec.parallel},
         )

@@ -118,6 +118,8 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
     )
     expect(again.code, again.stderr).toBe(0)
     expect(schemaProblems(again.stdout, 'FleetApplyResult')).toEqual([])
+    // Progress without a terminal: plain lines, each naming its wave and namespace, the step n/m and its state.
+    expect(again.stderr).toMatch(new RegExp(`wave 3 ${N.shop}: step \\d+/\\d+ enable-ambient: applied and verified`))
     const result = JSON.parse(again.stdout) as FleetApplyResult
     expect(result.result).toBe('complete')
     expect(result.namespaces.map((n) => `${n.wave} ${n.namespace} ${n.state} ${n.remaining.length}`)).toEqual([
