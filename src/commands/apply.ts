@@ -83,7 +83,6 @@ ${EXIT_CODES_HELP}
     }),
     fleet: Flags.boolean({
       description: 'Apply the waves of the fleet file (PLAN, default plans/fleet.yaml) in order.',
-      exclusive: ['step', 'to', 'namespace', 'ignore-fleet-order'],
       helpGroup: 'FLEET',
     }),
     parallel: Flags.integer({
@@ -96,13 +95,11 @@ ${EXIT_CODES_HELP}
     wave: Flags.integer({
       description: 'With --fleet: apply only this wave.',
       min: 1,
-      exclusive: ['to-wave', 'all'],
       helpGroup: 'FLEET',
     }),
     'to-wave': Flags.integer({
       description: 'With --fleet: apply the waves up to and including this one.',
       min: 1,
-      exclusive: ['wave', 'all'],
       helpGroup: 'FLEET',
     }),
     ...clusterFlags,
@@ -145,6 +142,20 @@ ${EXIT_CODES_HELP}
 
   /** --fleet: the waves of the fleet file in order (src/fleet/apply-fleet.ts), then the fleet's result. */
   private async runFleet(file: string | undefined, flags: ApplyFlags): Promise<FleetApplyResult | undefined> {
+    const other = (['step', 'to', 'namespace', 'ignore-fleet-order'] as const).find(
+      (f) => flags[f] !== undefined && flags[f] !== false,
+    )
+    if (other)
+      throw new UsageError(
+        `--${other} is for one plan, not --fleet`,
+        'Leave it out (each namespace of the fleet is applied --all).',
+      )
+    const choices = [
+      flags.all && '--all',
+      flags.wave !== undefined && '--wave',
+      flags['to-wave'] !== undefined && '--to-wave',
+    ].filter(Boolean)
+    if (choices.length > 1) throw new UsageError(`${choices.join(' and ')} choose the waves differently: give one`)
     if (flags['dry-run'] !== 'none')
       throw new UsageError(
         '--dry-run with --fleet is not supported: a later wave is judged on the earlier ones really applied',

@@ -57,7 +57,6 @@ ${EXIT_CODES_HELP}
     'allow-other-cluster': Flags.boolean({description: "Run even if the current context is not the plan's cluster."}),
     fleet: Flags.boolean({
       description: 'Roll back the waves of the fleet file (PLAN, default plans/fleet.yaml) in reverse order.',
-      exclusive: ['step', 'namespace'],
       helpGroup: 'FLEET',
     }),
     parallel: Flags.integer({
@@ -153,6 +152,8 @@ ${EXIT_CODES_HELP}
 
   /** --fleet: the waves in reverse order (src/fleet/rollback-fleet.ts), then the fleet's result. */
   private async runFleet(file: string | undefined, flags: RollbackFlags): Promise<FleetApplyResult | undefined> {
+    if (flags.step || flags.namespace !== undefined)
+      throw new UsageError(`--${flags.step ? 'step' : 'namespace'} is for one plan, not --fleet`)
     if (flags['dry-run'] !== 'none')
       throw new UsageError(
         '--dry-run with --fleet is not supported',
