@@ -10,7 +10,10 @@
 //   cluster         inventory of a 300-service namespace against `kubectl get` of the same kinds, census of
 //                   2,000 namespaces with pods against `kubectl get namespaces,pods -A` and its request count
 //                   against 10 namespaces — on a real kube-apiserver when KUBEBUILDER_ASSETS (or
-//                   ../shared/tools/envtest) is there, else on the in-repo test API server (request counts).
+//                   ../shared/tools/envtest) is there, else on the in-repo test API server (request counts);
+//   fleet           (issue 22 §5, real kube-apiserver) plan -A of 300 namespaces of 3 services against `kubectl get`
+//                   of the same kinds -A; apply --fleet of 6 namespaces in 2 waves (--parallel 3) against one
+//                   namespace's apply --all (with the fake control plane; each rolled back, untimed, between runs).
 // Wall times are medians of whole-process runs, interleaved with their baselines so that load from other
 // processes hits both alike. BENCH_RUNS (default 5) sets the number of runs.
 import {spawn} from 'node:child_process'
@@ -22,6 +25,7 @@ import {fileURLToPath} from 'node:url'
 import {stringify} from 'yaml'
 
 import {startTestCluster} from '../test/support/cluster.js'
+import {startEnvtest} from '../test/support/envtest.js'
 import {generatedNamespace, generatedNamespaceYaml, variedNamespace} from '../test/support/generated-namespace.js'
 import {envtestAssets, startRealApiServer} from './bench-apiserver.js'
 
@@ -423,6 +427,137 @@ async function censusRequests(namespaces: number): Promise<{requests: number; li
   }
 }
 
+/** The kinds `plan` reads, as kubectl names them, among those the server serves. */
+async function servedKinds(server: Awaited<ReturnType<typeof startRealApiServer>>): Promise<string[]> {
+  const served = check(
+    await run(server.kubectl, ['--kubeconfig', server.kubeconfigPath, 'api-resources', '--verbs=list', '-o', 'name'], {
+      keepStdout: true,
+    }),
+    'api-resources',
+  ).stdout.split('\n')
+  const istio = served.filter((r) =>
+    /\.(networking|security|telemetry|extensions)\.istio\.io$|\.gateway\.networking\.k8s\.io$/.test(r),
+  )
+  const core = ['namespaces', 'deployments.apps', 'statefulsets.apps', 'daemonsets.apps', 'replicasets.apps']
+  const more = ['jobs.batch', 'cronjobs.batch', 'pods', 'services', 'networkpolicies.networking.k8s.io', 'configmaps']
+  return [...core, ...more, ...istio, 'mutatingwebhookconfigurations.admissionregistration.k8s.io'].filter((k) =>
+    served.includes(k),
+  )
+}
+
+/** plan -A of 300 namespaces of 3 services against kubectl get of the same kinds across all namespaces. */
+async function fleetPlanRow(assets: string, tmp: string): Promise<void> {
+  const server = await startRealApiServer(assets)
+  try {
+    process.stderr.write(`  kube-apiserver ${server.version}: 300 namespaces of 3 services…\n`)
+    const kube = ['--kubeconfig', server.kubeconfigPath]
+    const crds = path.resolve(ROOT, '../shared/fixtures/upstream/crds')
+    const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard')))
+      .filter((f) => f.startsWith('gateway.networking.k8s.io_'))
+      .flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
+    check(
+      await run(server.kubectl, [
+        ...kube,
+        'apply',
+        '--server-side',
+        '-f',
+        path.join(crds, 'istio-crds.yaml'),
+        ...gatewayCrds,
+      ]),
+      'CRDs',
+    )
+    check(
+      await run(server.kubectl, [...kube, 'wait', '--for=condition=Established', 'crd', '--all']),
+      'CRDs established',
+    )
+    const objects = Array.from({length: 300}, (_, i) => generatedNamespace(3, `fleet-${i}`)).flat()
+    await kubectlCreate(server.kubectl, server.kubeconfigPath, objects, tmp)
+    const kinds = await servedKinds(server)
+    const cwd = await mkdtemp(path.join(tmp, 'fleet-plan-'))
+    const [kubectlGet, plan] = await interleaved(`plan -A of 300 namespaces vs kubectl get ${kinds.length} kinds -A`, [
+      () => run(server.kubectl, [...kube, 'get', kinds.join(','), '-A', '-o', 'json']).then((r) => check(r, 'kubectl')),
+      () => cli(['plan', '-A', ...kube], {cwd}).then((r) => check(r, 'plan -A', [0, 1, 10])),
+    ])
+    row(
+      `plan -A 300 namespaces × 3 services / kubectl get ${kinds.length} kinds -A -o json (${server.version})`,
+      `${s(plan!)} / ${s(kubectlGet!)}`,
+      plan! / kubectlGet!,
+      1.5,
+    )
+  } finally {
+    await server.stop()
+  }
+}
+
+/** examples/fleet's catalog (wave 1) and frontend (wave 2) under the names of copy `copy`. */
+async function fleetPair(copy: string): Promise<Record<string, unknown>[]> {
+  const {loadManifestFiles} = await import('../src/sources/manifests.js')
+  const {objects} = await loadManifestFiles([path.join(ROOT, 'examples/fleet')])
+  const pair = objects.filter((o) => ['catalog', 'frontend'].includes(o.metadata.namespace ?? o.metadata.name))
+  let text = JSON.stringify(pair).replaceAll('fleet-demo', 'bench-fleet')
+  for (const n of ['catalog', 'frontend'])
+    text = text.replace(new RegExp(`(?<![\\w-])${n}(?![\\w-])`, 'g'), `${copy}-${n}`)
+  return JSON.parse(text) as Record<string, unknown>[]
+}
+
+/** apply --fleet of 6 namespaces in 2 waves (--parallel 3) against one namespace's apply --all, rolled back between runs. */
+async function fleetApplyRow(assets: string, tmp: string): Promise<void> {
+  const env = await startEnvtest({assets})
+  const fixture = [
+    ...(await fleetPair('a')),
+    ...(await fleetPair('b')),
+    ...(await fleetPair('c')),
+    ...(await fleetPair('solo')),
+  ]
+  const cluster = await startTestCluster({envtest: env, fixture: fixture as never, quiet: true})
+  try {
+    const kube = ['--kubeconfig', cluster.kubeconfigPath]
+    const fleetDir = await mkdtemp(path.join(tmp, 'fleet-apply-'))
+    const soloDir = await mkdtemp(path.join(tmp, 'solo-apply-'))
+    // The copies export routing to each other and to shop, which is not there: the losses are the fixture's, accepted.
+    const accept = ['--accept-lost', '*']
+    check(
+      await cli(
+        ['plan', 'a-catalog', 'a-frontend', 'b-catalog', 'b-frontend', 'c-catalog', 'c-frontend', ...accept, ...kube],
+        {cwd: fleetDir},
+      ),
+      'plan fleet',
+      [0, 10],
+    )
+    check(await cli(['plan', 'solo-catalog', ...accept, ...kube], {cwd: soloDir}), 'plan solo', [0, 10])
+    const timed: number[][] = [[], []]
+    process.stderr.write('  apply --fleet of 6 namespaces (2 waves, --parallel 3) vs apply --all of one…\n')
+    for (let i = 0; i <= RUNS; i++) {
+      const solo = check(await cli(['apply', 'solo-catalog', '--all', '--yes', ...kube], {cwd: soloDir}), 'apply solo')
+      check(
+        await cli(['rollback', 'solo-catalog', '--confirm', 'solo-catalog', ...kube], {cwd: soloDir}),
+        'rollback solo',
+      )
+      const fleet = check(
+        await cli(['apply', '--fleet', '--all', '--yes', '--parallel', '3', ...kube], {cwd: fleetDir}),
+        'apply --fleet',
+      )
+      check(
+        await cli(['rollback', '--fleet', '--confirm', 'fleet', '--parallel', '3', ...kube], {cwd: fleetDir}),
+        'rollback --fleet',
+      )
+      if (i === 0) continue // the warm-up round
+      timed[0]!.push(solo.ms)
+      timed[1]!.push(fleet.ms)
+    }
+    const [one, six] = [median(timed[0]!), median(timed[1]!)]
+    row(
+      `apply --fleet 6 namespaces, 2 waves, --parallel 3 / apply --all of one (${env.version})`,
+      `${s(six)} / ${s(one)}`,
+      six / one,
+      2.5,
+    )
+  } finally {
+    await cluster.stop()
+    await env.stop()
+  }
+}
+
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-bench-'))
   const started = Date.now()
@@ -430,7 +565,7 @@ async function main(): Promise<void> {
     `Ratios measured in one run (node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}), ${RUNS} runs each after a warm-up…\n`,
   )
   try {
-    // BENCH_ONLY=startup,planning,cluster,requests runs some sections only (while working on one); on the
+    // BENCH_ONLY=startup,planning,cluster,requests,fleet-plan,fleet-apply runs some sections only (while working on one); on the
     // real server, `inventory` or `census` alone are the two halves of `cluster`.
     const only = (section: string) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(section)
     if (only('startup')) await startupRows()
@@ -441,6 +576,12 @@ async function main(): Promise<void> {
     else if (rowsOf.inventory || rowsOf.census)
       process.stderr.write(
         '  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: cluster rows on the in-repo test API server (request counts only)\n',
+      )
+    if (only('fleet-plan') && assets) await fleetPlanRow(assets, tmp)
+    if (only('fleet-apply') && assets) await fleetApplyRow(assets, tmp)
+    if ((only('fleet-plan') || only('fleet-apply')) && !assets)
+      process.stderr.write(
+        '  no KUBEBUILDER_ASSETS and no ../shared/tools/envtest: no fleet rows (they need a real kube-apiserver)\n',
       )
     if (only('requests')) {
       const [few, many] = [await censusRequests(10), await censusRequests(2000)]

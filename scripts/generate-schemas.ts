@@ -27,6 +27,7 @@ export const OUTPUT_SCHEMAS: Record<string, string> = {
   ManifestChanges: 'manifest-changes',
   ApplyResult: 'apply-result',
   RollbackResult: 'rollback-result',
+  FleetApplyResult: 'fleet-apply-result',
   UnlockResult: 'unlock-result',
   VersionDocument: 'version',
   ErrorDocument: 'error',

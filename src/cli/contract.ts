@@ -52,6 +52,8 @@ export interface StatusStep {
 export interface PlanStatus {
   plan: string
   namespace: string
+  /** `status --fleet`: the namespace's wave in the fleet file. */
+  wave?: number
   /** As census shows it: blocked, not-started, in-progress, applied, failed, interrupted, rolled-back. */
   state: CensusPlan['state']
   pending: number
@@ -74,6 +76,8 @@ export interface PlanStatus {
 
 /** `status -o json`: one entry per plan read (unreadable plans are reported on stderr). */
 export interface StatusReport extends Typed<'StatusReport'> {
+  /** `status --fleet`: the fleet file whose plans these are, in wave order. */
+  fleet?: string
   plans: PlanStatus[]
 }
 
@@ -126,6 +130,50 @@ export interface ApplyResult extends Typed<'ApplyResult'> {
   applied: StepOutcome[]
   /** Step ids not applied yet, in order. */
   remaining: string[]
+  /** The command to run next, when there is one. */
+  next?: string
+}
+
+/** What became of one namespace of an `apply --fleet` / `rollback --fleet` run. */
+export interface FleetNamespaceRun {
+  namespace: string
+  wave: number
+  plan: string
+  /**
+   * applied (every step, verified) | up-to-date (nothing to do) | partly-applied (up to bind-waypoint: a cycle's first
+   * pass) | rolled-back | failed | interrupted (Ctrl+C, recorded) | stopped (after its step in progress, another
+   * failed) | not-started (another failed first) | no-plan (nothing to migrate)
+   */
+  state:
+    | 'applied'
+    | 'up-to-date'
+    | 'partly-applied'
+    | 'rolled-back'
+    | 'failed'
+    | 'interrupted'
+    | 'stopped'
+    | 'not-started'
+    | 'no-plan'
+  /** Step ids applied (or undone) by this run, in order. */
+  steps: string[]
+  /** Step ids of the plan not Applied after the run. */
+  remaining: string[]
+  startedAt?: string
+  finishedAt?: string
+  /** Why it failed, at which step, and what to run. */
+  error?: {message: string; exitCode: number; step?: string; next?: string}
+}
+
+/** `apply --fleet -o json`, `rollback --fleet -o json` */
+export interface FleetApplyResult extends Typed<'FleetApplyResult'> {
+  fleet: string
+  operation: 'apply' | 'rollback'
+  /** The waves this run covered, in the order it ran them. */
+  waves: number[]
+  parallel: number
+  /** complete: every covered wave done | incomplete: a later wave remains (run again) | failed | interrupted */
+  result: 'complete' | 'incomplete' | 'failed' | 'interrupted'
+  namespaces: FleetNamespaceRun[]
   /** The command to run next, when there is one. */
   next?: string
 }

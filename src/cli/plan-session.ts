@@ -164,15 +164,17 @@ export class PlanSession {
    * Run `body` holding the namespace: Ctrl+C asks it to stop after the request in flight; the lock is taken (and
    * the plan file re-read when asked), another plan owning the namespace is refused before any write, and the
    * caller's identities are recorded. An interruption is reported with `interrupted` and exit 130 and returns
-   * false; the lock is released in every case.
+   * false; the lock is released in every case. `signal`: a Ctrl+C handled by the caller (the fleet's one handler
+   * for every namespace it runs) instead of one of the session's own.
    */
   async holding(
     client: KubeClient,
     opts: LockOptions,
     interrupted: string,
     body: (ctx: ExecutionContext) => Promise<void>,
+    signal?: AbortSignal,
   ): Promise<boolean> {
-    const interrupt = interruptHandler(this.note)
+    const interrupt = signal ? {signal, dispose: () => undefined} : interruptHandler(this.note)
     let lock: NamespaceLock | undefined
     try {
       if (!opts.dryRun) {

@@ -1,14 +1,13 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
+import type {Interfaces} from '@oclif/core'
 
-import {type RollbackResult, typed} from '../cli/contract.js'
+import {type FleetApplyResult, type RollbackResult, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
-import {type LockOptions, lockOptions, PlanSession} from '../cli/plan-session.js'
+import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
-import {checkRollback, undoStep} from '../executor/engine.js'
-import {releaseIfRolledBack} from '../executor/ownership.js'
-import {rollbackSequence} from '../planner/rollback.js'
+import {rollBackPlan, selectFromRecord, type RollbackOptions} from '../cli/rollback-action.js'
 import {stderrPainter} from '../ui/color.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
@@ -22,6 +21,8 @@ Each undone step and the summary go to stdout; the order, the question and the p
 
 Destructive: asks you to type the namespace, or pass --confirm NAMESPACE.
 
+FLEET: rolling back a namespace of plans/fleet.yaml whose dependants of later waves are still (partly) applied warns with the edges that tie them: they count on it staying ambient. --fleet [FLEET_FILE] (default plans/fleet.yaml) rolls the waves back in reverse order, the namespaces of a wave at most --parallel at a time, each exactly as \`rollback NS\`; a wave starts only when nothing of the later one is left applied. Confirmed with --confirm fleet. -o json prints a FleetApplyResult document.
+
 EXIT CODES
 ${EXIT_CODES_HELP}
   130 interrupted (Ctrl+C)`
@@ -29,9 +30,14 @@ ${EXIT_CODES_HELP}
   static override examples = [
     '<%= config.bin %> rollback bookinfo',
     '<%= config.bin %> rollback plans/bookinfo.yaml --step --confirm bookinfo',
+    '<%= config.bin %> rollback --fleet --confirm fleet --parallel 4',
   ]
 
-  static override args = {plan: Args.string({description: 'Plan file or namespace (or -n NAMESPACE).'})}
+  static override args = {
+    plan: Args.string({
+      description: 'Plan file or namespace (or -n NAMESPACE); with --fleet: the fleet file (default plans/fleet.yaml).',
+    }),
+  }
   static override flags = {
     namespace: namespaceFlag,
     output: outputFlag,
@@ -49,11 +55,26 @@ ${EXIT_CODES_HELP}
     }),
     'allow-other-cluster': Flags.boolean({description: "Run even if the current context is not the plan's cluster."}),
     'take-over': takeOverFlag,
+    fleet: Flags.boolean({
+      description: 'Roll back the waves of the fleet file (PLAN, default plans/fleet.yaml) in reverse order.',
+      helpGroup: 'FLEET',
+    }),
+    parallel: Flags.integer({
+      description: 'With --fleet: how many namespaces of a wave are rolled back at once.',
+      default: 4,
+      min: 1,
+      max: 64,
+      helpGroup: 'FLEET',
+    }),
+    wave: Flags.integer({description: 'With --fleet: roll back only this wave.', min: 1, helpGroup: 'FLEET'}),
     ...clusterFlags,
   }
 
-  async run(): Promise<RollbackResult | undefined> {
-    const options = await this.fromRecord(await this.complete())
+  async run(): Promise<RollbackResult | FleetApplyResult | undefined> {
+    const {args, flags} = await this.parse(RollbackCommand)
+    if (flags.fleet) return this.runFleet(args.plan, flags)
+    const completed = await this.complete(args, flags)
+    const options = {...completed, selection: await selectFromRecord(completed, (m) => this.note(m))}
     if (options.selection.steps.length === 0) return this.nothingToUndo(options)
     await this.validate(options)
     const rolledBack = await this.rollBack(options)
@@ -61,8 +82,11 @@ ${EXIT_CODES_HELP}
   }
 
   /** Flags → options; the plan is found and loaded (checked), and the steps to undo chosen in the safe order. */
-  private async complete(): Promise<RollbackOptions> {
-    const {args, flags} = await this.parse(RollbackCommand)
+  private async complete(
+    args: {plan?: string},
+    flags: RollbackFlags,
+  ): Promise<Omit<RollbackCommandOptions, 'selection'>> {
+    if (flags.wave !== undefined) throw new UsageError('--wave is for --fleet', 'Add --fleet, or leave it out.')
     const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {
       unfinishedOnly: false,
       cluster: flags,
@@ -72,7 +96,6 @@ ${EXIT_CODES_HELP}
     return {
       session,
       lastOnly: flags.step,
-      selection: {steps: []},
       lock,
       dryRun: lock.dryRun,
       confirm: flags.confirm,
@@ -81,17 +104,7 @@ ${EXIT_CODES_HELP}
     }
   }
 
-  /**
-   * What to undo is what the cluster's record says this plan applied (not what this copy of the plan file says),
-   * with the "before" values the record holds: any copy of the plan rolls back exactly.
-   */
-  private async fromRecord(o: RollbackOptions): Promise<RollbackOptions> {
-    const client = await o.session.connectToPlanCluster(o.allowOtherCluster, (m) => this.note(mark(o.dryRun, m)))
-    await o.session.adoptRecord(client, {readOnly: true})
-    return {...o, selection: rollbackSequence(o.session.state.plan, {lastOnly: o.lastOnly})}
-  }
-
-  private nothingToUndo(o: RollbackOptions): Promise<RollbackResult | undefined> {
+  private nothingToUndo(o: RollbackCommandOptions): Promise<RollbackResult | undefined> {
     this.result(`Nothing to roll back: no step of ${o.session.file} has been applied.`)
     return this.emit(
       typed('RollbackResult', {plan: o.session.file, namespace: o.session.namespace, dryRun: o.dryRun, rolledBack: []}),
@@ -101,13 +114,14 @@ ${EXIT_CODES_HELP}
   }
 
   /** Say what will be undone, in which order, and have the namespace confirmed (typed, or --confirm). */
-  private async validate(o: RollbackOptions): Promise<void> {
+  private async validate(o: RollbackCommandOptions): Promise<void> {
     const {session, selection, dryRun} = o
     const ns = session.namespace
     const say = (m: string) => this.note(mark(dryRun, m))
     say(`Rolling back ${selection.steps.length} step(s) of ${session.file}, in this order:`)
     for (const step of selection.steps) say(`  - ${step.id}: ${step.undo.description}`)
     if (selection.note) say(stderrPainter().paint('yellow', `Note: ${selection.note}.`))
+    await this.warnDependants(o)
     if (dryRun) return
     if (o.confirm !== undefined) {
       if (o.confirm !== ns)
@@ -125,41 +139,47 @@ ${EXIT_CODES_HELP}
     }
   }
 
-  /** Hold the namespace and undo the steps; undefined when interrupted (exit 130). */
-  private async rollBack(o: RollbackOptions): Promise<RollbackResult['rolledBack'] | undefined> {
-    const {session, dryRun} = o
-    const say = (m: string) => this.note(mark(dryRun, m))
-    const client = await session.connectToPlanCluster(o.allowOtherCluster, say)
-    const rolledBack: RollbackResult['rolledBack'] = []
-    const interrupted = `Interrupted. Re-run \`mesh-migrate rollback ${session.file}\` to finish the rollback.`
-    const finished = await session.holding(client, o.lock, interrupted, async (ctx) => {
-      const warn = (m: string) => say(`Warning: ${m}`)
-      // Under the lock the record was read again: undo what it says now (the same steps, unless someone acted since).
-      const steps = rollbackSequence(ctx.state.plan, {lastOnly: o.lastOnly}).steps
-      await checkRollback(ctx, steps, warn)
-      await runTasks(
-        steps.map((step) => ({
-          title: mark(dryRun, `undo ${step.id}`),
-          run: async (update) => {
-            ctx.onProgress = update
-            const details = await undoStep(ctx, step, warn)
-            rolledBack.push({id: step.id, action: step.action, details})
-            const summary = details.length === 0 ? 'nothing to undo' : `${details.length} change(s)`
-            return dryRun && step.undo.operations.length > 0
-              ? `accepted by the server, nothing persisted: ${summary}`
-              : summary
-          },
-        })),
-      )
-      if (!dryRun && (await releaseIfRolledBack(client, ctx.state, o.lock.takeOver)))
-        this.note(
-          `Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`,
-        )
-    })
-    return finished ? rolledBack : undefined
+  /** The mirror image of apply's fleet order: dependants of later waves still applied count on this namespace. */
+  private async warnDependants(o: RollbackCommandOptions): Promise<void> {
+    const {describeDependencies, loadFleetBeside, startedDependants} = await import('../fleet/order.js')
+    const loaded = await loadFleetBeside(o.session.file)
+    const dependants = loaded ? await startedDependants(loaded, o.session.namespace) : []
+    if (dependants.length === 0) return
+    this.note(
+      stderrPainter().paint(
+        'yellow',
+        `Warning: namespace(s) of a later wave of ${loaded!.file} that depend on ${o.session.namespace} are still (partly) applied; rolling it back first undoes what they count on:\n${describeDependencies(dependants)}\nRoll them back first (mesh-migrate rollback --fleet --confirm fleet rolls the waves back in reverse order).`,
+      ),
+    )
   }
 
-  private summary(o: RollbackOptions, rolledBack: RollbackResult['rolledBack']): Promise<RollbackResult | undefined> {
+  /** --fleet: the waves in reverse order (src/fleet/rollback-fleet.ts), then the fleet's result. */
+  private async runFleet(file: string | undefined, flags: RollbackFlags): Promise<FleetApplyResult | undefined> {
+    if (flags.step || flags.namespace !== undefined)
+      throw new UsageError(`--${flags.step ? 'step' : 'namespace'} is for one plan, not --fleet`)
+    if (flags['dry-run'] !== 'none')
+      throw new UsageError(
+        '--dry-run with --fleet is not supported',
+        'Dry-run each plan: mesh-migrate rollback NS --dry-run=server',
+      )
+    const {fleetRollbackOptions, rollbackFleet} = await import('../fleet/rollback-fleet.js')
+    const result = await rollbackFleet(await fleetRollbackOptions(file, flags, (m) => this.note(m)))
+    const {fleetExitCode, fleetRunNotes, renderFleetRun} = await import('../ui/fleet-run-view.js')
+    process.exitCode = fleetExitCode(result)
+    if (flags.output === 'json' || flags.output === 'yaml' || this.jsonEnabled())
+      for (const line of fleetRunNotes(result)) this.note(line)
+    return this.emit(result, flags.output, () => renderFleetRun(result))
+  }
+
+  /** Hold the namespace and undo the steps (src/cli/rollback-action.ts); undefined when interrupted (exit 130). */
+  private rollBack(o: RollbackCommandOptions): Promise<RollbackResult['rolledBack'] | undefined> {
+    return rollBackPlan(o, {note: (m) => this.note(m), runSteps: (tasks) => runTasks(tasks)})
+  }
+
+  private summary(
+    o: RollbackCommandOptions,
+    rolledBack: RollbackResult['rolledBack'],
+  ): Promise<RollbackResult | undefined> {
     const {session, dryRun} = o
     // After the progress display has finished: stdout and the live stderr display share a terminal.
     for (const r of rolledBack) {
@@ -175,14 +195,9 @@ ${EXIT_CODES_HELP}
   }
 }
 
-interface RollbackOptions {
-  session: PlanSession
-  /** --step: only the last applied step (with its unit). */
-  lastOnly: boolean
-  selection: ReturnType<typeof rollbackSequence>
-  lock: LockOptions
-  dryRun: boolean
+type RollbackFlags = Interfaces.InferredFlags<typeof RollbackCommand.flags>
+
+interface RollbackCommandOptions extends RollbackOptions {
   confirm: string | undefined
-  allowOtherCluster: boolean
   output: OutputFormat
 }

@@ -6,6 +6,7 @@ import path from 'node:path'
 import {InvalidPlanError, UsageError, UserError} from '../errors.js'
 import {PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import type {FleetPlan} from '../planner/fleet.js'
+import type {GitOpsOptions} from '../planner/gitops-fleet.js'
 import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {checkPlanText} from '../planner/planfile.js'
@@ -40,8 +41,8 @@ ${EXIT_CODES_HELP}`
     output: Flags.option({
       char: 'o',
       description:
-        'Output format: table (fits the terminal), wide (nothing cut), markdown (a pull-request comment), patches (manifests for Git), json or yaml (docs/contract.md).',
-      options: ['table', 'wide', 'markdown', 'patches', 'json', 'yaml'] as const,
+        "Output format: table (fits the terminal), wide (nothing cut), markdown (a pull-request comment), patches (manifests for Git), json or yaml (docs/contract.md); with --fleet also argocd (an ApplicationSet syncing wave by wave) or flux (a Kustomization per namespace), each namespace's overlay written under --overlay-dir.",
+      options: ['table', 'wide', 'markdown', 'patches', 'json', 'yaml', 'argocd', 'flux'] as const,
       default: 'table' as const,
     })(),
     fleet: Flags.boolean({
@@ -49,6 +50,16 @@ ${EXIT_CODES_HELP}`
         'Show the fleet overview (plans/fleet.yaml, written by plan -A / -l / NS1 NS2): waves, the edges that order them, cycles; -o markdown draws them as a Mermaid graph.',
       default: false,
       exclusive: ['timeline', 'namespace'],
+    }),
+    'overlay-dir': Flags.string({
+      description:
+        'With -o argocd|flux: where the per-namespace Kustomize overlays are written (a path in the repository).',
+      default: 'gitops',
+    }),
+    'repo-url': Flags.string({description: 'With -o argocd: the Git repository the Applications sync from.'}),
+    'source-ref': Flags.string({
+      description: 'With -o flux: the source the Kustomizations sync from (KIND/NAME).',
+      default: 'GitRepository/flux-system',
     }),
     timeline: Flags.boolean({
       description:
@@ -59,6 +70,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<MigrationPlan | FleetPlan | Timeline | ManifestChanges | undefined> {
     const o = this.validate(await this.complete())
+    if (o.fleet && (o.output === 'argocd' || o.output === 'flux')) return this.showGitOps(o)
     if (o.fleet) return this.showFleet(o.planArg, o.output)
     const file = await resolvePlanArg(o.planArg!)
     const checked = checkPlanText(await readTextFile(file, 'plan file'))
@@ -70,7 +82,7 @@ ${EXIT_CODES_HELP}`
       process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
       return undefined
     }
-    const format = o.output === 'markdown' ? 'table' : (o.output as Exclude<ShowOutput, 'patches'>)
+    const format = o.output === 'markdown' ? 'table' : (o.output as DocumentOutput)
     return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
   }
 
@@ -82,6 +94,11 @@ ${EXIT_CODES_HELP}`
       planArg: flags.fleet ? args.plan : namespaceOf(args.plan, flags.namespace, 'PLAN'),
       output: flags.output,
       timeline: flags.timeline,
+      gitops: {
+        dir: flags['overlay-dir'],
+        ...(flags['repo-url'] ? {repoURL: flags['repo-url']} : {}),
+        sourceRef: flags['source-ref'],
+      },
     }
   }
 
@@ -92,6 +109,8 @@ ${EXIT_CODES_HELP}`
         'which plan? Name a plan file or a namespace (or -n NAMESPACE, or pass --fleet)',
         'mesh-migrate show NAMESPACE, or mesh-migrate show --fleet',
       )
+    if (!o.fleet && (o.output === 'argocd' || o.output === 'flux'))
+      throw new UsageError(`-o ${o.output} is for the fleet`, `mesh-migrate show --fleet -o ${o.output}`)
     if (o.fleet && o.output === 'patches')
       throw new UsageError('-o patches is for one plan; the fleet overview has table, markdown, json and yaml')
     return o
@@ -108,8 +127,10 @@ ${EXIT_CODES_HELP}`
       rollback: sim.rollback,
       hazards: plan.spec.hazards,
     })
-    return this.emit(timeline, output === 'markdown' || output === 'patches' ? 'table' : output, () =>
-      renderTimeline(plan, stdoutPainter()),
+    return this.emit(
+      timeline,
+      output === 'markdown' || output === 'patches' ? 'table' : (output as DocumentOutput),
+      () => renderTimeline(plan, stdoutPainter()),
     )
   }
 
@@ -120,6 +141,15 @@ ${EXIT_CODES_HELP}`
       return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
     const {renderManifestPatches} = await import('../ui/patches-view.js')
     process.stdout.write(renderManifestPatches(plan))
+    return undefined
+  }
+
+  /** -o argocd|flux: each namespace's overlay written under --overlay-dir, the engine's objects on stdout. */
+  private async showGitOps(o: ShowOptions): Promise<undefined> {
+    const {loadFleetFile} = await import('../fleet/apply-fleet.js')
+    const {fleetGitOps} = await import('../cli/fleet-gitops.js')
+    const engine = o.output as 'argocd' | 'flux'
+    process.stdout.write(await fleetGitOps(await loadFleetFile(o.planArg), engine, o.gitops, (m) => this.note(m)))
     return undefined
   }
 
@@ -141,17 +171,20 @@ ${EXIT_CODES_HELP}`
       process.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
       return undefined
     }
-    return this.emit(fleet, output === 'markdown' ? 'table' : (output as Exclude<ShowOutput, 'patches'>), () =>
+    return this.emit(fleet, output === 'markdown' ? 'table' : (output as DocumentOutput), () =>
       renderFleet(fleet, stdoutPainter()),
     )
   }
 }
 
-type ShowOutput = 'table' | 'wide' | 'markdown' | 'patches' | 'json' | 'yaml'
+type ShowOutput = 'table' | 'wide' | 'markdown' | 'patches' | 'json' | 'yaml' | 'argocd' | 'flux'
+/** The outputs emit renders (patches, argocd and flux are written by their own views; validate refuses the rest). */
+type DocumentOutput = Exclude<ShowOutput, 'patches' | 'argocd' | 'flux'>
 interface ShowOptions {
   fleet: boolean
   /** A plan file or namespace; with --fleet the fleet file (absent: plans/fleet.yaml). */
   planArg: string | undefined
   output: ShowOutput
   timeline: boolean
+  gitops: GitOpsOptions
 }

@@ -1,5 +1,6 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
+import type {Interfaces} from '@oclif/core'
 
 import {type PlanStatus, type StatusReport, type StatusStep, typed} from '../cli/contract.js'
 import {clusterFlags, namespaceFlag, namespaceOf} from '../cli/flags.js'
@@ -59,7 +60,7 @@ async function otherCluster(client: KubeClient, state: PlanState): Promise<strin
 
 export default class StatusCommand extends BaseCommand {
   static override summary = 'Plan progress (step, phase, when, by whom) and live drift.'
-  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside. Progress comes from the plan's record in the cluster (ConfigMap mesh-migrate-record-<namespace>), which wins over the file's status: a teammate's copy of the reviewed plan shows the true progress. When the cluster cannot be read, status exits 1 (drift unknown); --offline shows the file only.
+  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside. --fleet [FLEET_FILE] (default plans/fleet.yaml): the plans of the fleet, one line each by wave — progress, drift, lock holder. Progress comes from the plan's record in the cluster (ConfigMap mesh-migrate-record-<namespace>), which wins over the file's status: a teammate's copy of the reviewed plan shows the true progress. When the cluster cannot be read, status exits 1 (drift unknown); --offline shows the file only.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -68,10 +69,14 @@ ${EXIT_CODES_HELP}`
     '<%= config.bin %> status',
     '<%= config.bin %> status bookinfo -o json',
     '<%= config.bin %> status bookinfo --detailed-exitcode',
+    '<%= config.bin %> status --fleet --detailed-exitcode',
   ]
 
   static override args = {
-    plan: Args.string({description: 'Plan file or namespace, or -n NAMESPACE (default: every plan under plans/).'}),
+    plan: Args.string({
+      description:
+        'Plan file or namespace, or -n NAMESPACE (default: every plan under plans/); with --fleet: the fleet file (default plans/fleet.yaml).',
+    }),
   }
   static override flags = {
     namespace: namespaceFlag,
@@ -81,6 +86,10 @@ ${EXIT_CODES_HELP}`
     }),
     offline: Flags.boolean({
       description: "Do not contact the cluster: the plan file's status only (no record, drift or lock information).",
+    }),
+    fleet: Flags.boolean({
+      description: 'The plans of the fleet file (PLAN, default plans/fleet.yaml), by wave.',
+      exclusive: ['namespace'],
     }),
     ...clusterFlags,
   }
@@ -93,7 +102,7 @@ ${EXIT_CODES_HELP}`
     for (const file of options.files) {
       const status = await this.statusOf(options, file, client)
       if (status instanceof UserError) unreadable.push(status)
-      else results.push(status)
+      else results.push({...(options.waves?.has(file) ? {wave: options.waves.get(file)!} : {}), ...status})
     }
     if (options.detailedExitcode && results.some((r) => r.pending > 0 || (r.drifted ?? 0) > 0))
       process.exitCode = ExitCode.ChangesPending
@@ -110,14 +119,32 @@ ${EXIT_CODES_HELP}`
       this.note(`${unreadable.length} of ${options.files.length} plan(s) could not be read (see above).`)
       process.exitCode = unreadable[0]!.exitCode
     }
-    return this.emit(typed('StatusReport', {plans: results}), options.output, () => renderStatus(results))
+    const report = typed('StatusReport', {...(options.fleet ? {fleet: options.fleet} : {}), plans: results})
+    return this.emit(report, options.output, () => (options.fleet ? renderFleetStatus(results) : renderStatus(results)))
   }
 
   /** Flags → options: the plans to report (the one named, or every plan under plans/). */
   private async complete(): Promise<StatusOptions> {
     const {args, flags} = await this.parse(StatusCommand)
+    if (flags.fleet) {
+      const {loadFleetFile} = await import('../fleet/apply-fleet.js')
+      const {fleetPlanPath} = await import('../fleet/order.js')
+      const loaded = await loadFleetFile(args.plan)
+      const members = loaded.fleet.spec.namespaces.filter(
+        (n) => n.plan !== undefined || n.result !== 'nothing-to-migrate',
+      )
+      const waves = new Map(
+        [...members].sort((a, b) => a.wave - b.wave).map((n) => [fleetPlanPath(loaded, n.name), n.wave]),
+      )
+      return {...this.options(flags, [...waves.keys()], undefined), fleet: loaded.file, waves}
+    }
     const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
     const files = planArg ? [await resolvePlanArg(planArg)] : await listPlanFiles()
+    return this.options(flags, files, planArg)
+  }
+
+  /** The options for these plan files; `planArg`: the plan named on the command line, if one was. */
+  private options(flags: StatusFlags, files: string[], planArg: string | undefined): StatusOptions {
     return {
       files,
       onePlan: planArg !== undefined,
@@ -233,8 +260,13 @@ ${EXIT_CODES_HELP}`
   }
 }
 
+type StatusFlags = Interfaces.InferredFlags<typeof StatusCommand.flags>
+
 interface StatusOptions {
   files: string[]
+  /** --fleet: the fleet file, and each plan's wave. */
+  fleet?: string
+  waves?: Map<string, number>
   /** A plan was named: one that cannot be read is the command's failure, not a line in a list. */
   onePlan: boolean
   /** PLAN as given (a namespace name must be the plan's namespace). */
@@ -279,4 +311,28 @@ function renderStatus(results: PlanStatus[]): string {
       return `${head}\n${table}${windows}`
     })
     .join('\n\n')
+}
+
+/** --fleet for people: one line per plan, by wave: progress, drift, lock holder. */
+function renderFleetStatus(results: PlanStatus[]): string {
+  const p = stdoutPainter()
+  return renderTable(
+    ['WAVE', 'NAMESPACE', 'STATE', 'APPLIED', 'DRIFTED', 'LOCK', 'PLAN'],
+    results.map((r) => [
+      String(r.wave ?? '-'),
+      r.namespace,
+      r.state,
+      `${r.steps.length - r.pending}/${r.steps.length}`,
+      r.drifted === null
+        ? 'unknown'
+        : r.drifted > 0
+          ? p.paint('red', String(r.drifted))
+          : r.otherCluster
+            ? 'other cluster'
+            : '0',
+      r.lock ?? '-',
+      r.plan,
+    ]),
+    p,
+  )
 }

@@ -1,7 +1,7 @@
 // The plan file as the record of execution: load and check it, and write each state change
 // atomically (status only; spec is never rewritten by apply/rollback).
 import {InvalidPlanError, UserError} from '../errors.js'
-import type {MigrationPlan, PlanStep, StepPhase, StepStatus} from '../planner/plan-types.js'
+import type {FleetOrderOverride, MigrationPlan, PlanStep, StepPhase, StepStatus} from '../planner/plan-types.js'
 import {checkPlanText, renderPlanFile, specDigest} from '../planner/planfile.js'
 import {readTextFile, writeFileAtomic} from './plan-store.js'
 
@@ -83,6 +83,14 @@ export class PlanState {
     await this.cluster?.write(this.plan, this.file, update.by)
     await this.save()
     return next
+  }
+
+  /** `apply --ignore-fleet-order`: who applied ahead of the fleet's order, kept with the record (issue 22). */
+  async recordFleetOrderOverride(override: Omit<FleetOrderOverride, 'localUser'>): Promise<void> {
+    this.plan.status ??= {specDigest: specDigest(this.plan), steps: []}
+    const entry: FleetOrderOverride = {...override, ...(this.localUser ? {localUser: this.localUser} : {})}
+    this.plan.status.fleetOrderOverrides = [...(this.plan.status.fleetOrderOverrides ?? []), entry]
+    await this.save()
   }
 
   async save(): Promise<void> {

@@ -44,17 +44,19 @@ export class InterruptedError extends UserError {
   }
 }
 
+// The abort listener goes when the timer fires: a wait of minutes polls hundreds of times on one signal (and
+// apply --fleet shares its signal between namespaces), so leaving them piles up listeners (MaxListenersExceeded).
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms)
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t)
-        resolve()
-      },
-      {once: true},
-    )
+    const onAbort = () => {
+      clearTimeout(t)
+      resolve()
+    }
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', onAbort, {once: true})
   })
 
 /** Poll `check` until it holds or `timeoutMs` passes. */

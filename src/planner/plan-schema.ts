@@ -93,6 +93,20 @@ export const stepStatus = {
   },
 }
 
+/** An `apply --ignore-fleet-order` (issue 22): who applied ahead of which earlier-wave namespaces. */
+const fleetOrderOverride = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['at', 'by', 'fleet', 'pending'],
+  properties: {
+    at: {type: 'string'},
+    by: {type: 'string'},
+    localUser: {type: 'string'},
+    fleet: {type: 'string'},
+    pending: {type: 'array', items: {type: 'string'}},
+  },
+}
+
 const storedObject = {
   type: 'object',
   properties: {
@@ -541,6 +555,7 @@ function planSchema(form: Form) {
           specDigest: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
           replaces: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'},
           steps: {type: 'array', items: stepStatus},
+          fleetOrderOverrides: {type: 'array', items: fleetOrderOverride},
         },
       },
     },

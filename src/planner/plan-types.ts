@@ -253,6 +253,17 @@ export interface StepStatus {
   attempts?: number
 }
 
+/** `apply --ignore-fleet-order` (issue 22): who applied this plan ahead of earlier-wave namespaces of the fleet. */
+export interface FleetOrderOverride {
+  at: string
+  by: string
+  localUser?: string
+  /** The fleet file whose order was overridden. */
+  fleet: string
+  /** The earlier-wave namespaces not fully applied then: "fa (wave 1: 3 of 14 steps applied)". */
+  pending: string[]
+}
+
 export interface PlanStatus {
   specDigest: string
   /**
@@ -261,6 +272,7 @@ export interface PlanStatus {
    */
   replaces?: string
   steps: StepStatus[]
+  fleetOrderOverrides?: FleetOrderOverride[]
 }
 
 export interface MigrationPlan {

@@ -33,7 +33,11 @@ function throttled(show: (message: string) => void): (message: string) => void {
   }
 }
 
-export async function runTasks(tasks: ProgressTask[]): Promise<void> {
+/**
+ * Runs the tasks one after the other (the first error stops them), or with `concurrency` that many at a time, one
+ * line each (apply --fleet: its tasks report their own failures, so none stops the others here).
+ */
+export async function runTasks(tasks: ProgressTask[], opts: {concurrency?: number} = {}): Promise<void> {
   const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
   const output = new ProcessOutput(process.stderr, process.stderr)
   const noColor = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ''
@@ -50,8 +54,8 @@ export async function runTasks(tasks: ProgressTask[]): Promise<void> {
       },
     })),
     {
-      concurrent: false,
-      exitOnError: true,
+      concurrent: opts.concurrency ?? false,
+      exitOnError: opts.concurrency === undefined,
       registerSignalListeners: false,
       renderer: 'default',
       rendererOptions: {

@@ -19,6 +19,7 @@ const FILE_OF_KIND: Record<string, string> = {
   ManifestChanges: 'manifest-changes.json',
   ApplyResult: 'apply-result.json',
   RollbackResult: 'rollback-result.json',
+  FleetApplyResult: 'fleet-apply-result.json',
   UnlockResult: 'unlock-result.json',
   Version: 'version.json',
   Error: 'error.json',

@@ -306,7 +306,7 @@ export class ClusterApi {
     }
   }
 
-  async create(obj: KubeObject, opts: {subresource?: string} = {}): Promise<KubeObject> {
+  async create(obj: KubeObject, opts: {subresource?: string; fieldValidation?: 'Strict'} = {}): Promise<KubeObject> {
     const res = await this.require(obj)
     const path = opts.subresource
       ? this.path(res, obj.metadata.namespace, obj.metadata.name, opts.subresource)
@@ -316,7 +316,7 @@ export class ClusterApi {
       path,
       `create ${res.plural}/${obj.metadata.name ?? obj.metadata.generateName ?? ''}`,
       {
-        query: {fieldManager: this.fieldManager},
+        query: {fieldManager: this.fieldManager, fieldValidation: opts.fieldValidation},
         body: obj,
       },
     )

@@ -1,0 +1,230 @@
+// `apply --fleet` (issue 22 §2): the waves of plans/fleet.yaml in order, the namespaces of a wave at most `parallel`
+// at a time, each through the apply action (src/cli/apply-action.ts) exactly as `apply NS --all`: its own plan,
+// lock and verification. In one process, on one connection, with one Ctrl+C handler for every running namespace.
+// A wave starts only when every plan of the one before is Applied; a cycle's namespaces go up to bind-waypoint
+// first, then to the end (the protocol of the fleet file's cycles). The first failure stops new starts.
+import path from 'node:path'
+
+import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../cli/apply-action.js'
+import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
+import type {ClusterFlags} from '../cli/plan-commands.js'
+import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
+import {CancelledError, UsageError} from '../errors.js'
+import {blockingStep, type StepSelection} from '../executor/engine.js'
+import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
+import {FLEET_FILE} from '../planner/fleet-file.js'
+import {canPrompt, confirm, isCI} from '../ui/interactive.js'
+import {fullyApplied, type LoadedFleet, parseFleet, readFleetMember} from './order.js'
+import {
+  failed,
+  hasPlan,
+  membersOf,
+  remainingSteps,
+  type RunControl,
+  runFleet,
+  stepLabel,
+  type WavePass,
+  warningsTo,
+} from './run.js'
+
+export interface FleetApplyOptions {
+  loaded: LoadedFleet
+  /** The waves to run, in order. */
+  waves: number[]
+  parallel: number
+  retry: boolean
+  allowOtherCluster: boolean
+  write: WriteFlags
+  connection: ClusterConnection
+  note: (message: string) => void
+}
+
+export interface FleetFlags extends ClusterFlags {
+  all: boolean
+  yes: boolean
+  retry: boolean
+  parallel: number
+  wave?: number
+  'to-wave'?: number
+  'allow-other-cluster': boolean
+  'dry-run': 'none' | 'server'
+  timeout: string
+  'lock-timeout': string
+}
+
+/** The fleet file (default plans/fleet.yaml) loaded and checked. */
+export async function loadFleetFile(file: string | undefined): Promise<LoadedFleet> {
+  const fleetFile = file ?? path.join(PLANS_DIR, FLEET_FILE)
+  return parseFleet(fleetFile, await readTextFile(fleetFile, 'fleet file'))
+}
+
+/** The waves of the fleet not every plan of which is fully applied (nothing to migrate counts as done). */
+async function unfinishedWaves(loaded: LoadedFleet): Promise<number[]> {
+  const out: number[] = []
+  for (const w of loaded.fleet.spec.waves) {
+    for (const ns of w.namespaces) {
+      if (!hasPlan(loaded, ns)) continue
+      const member = await readFleetMember(loaded, ns)
+      if (!member.plan || !fullyApplied(member.plan)) {
+        out.push(w.wave)
+        break
+      }
+    }
+  }
+  return out
+}
+
+/** Flags → options: the waves chosen (--wave, --to-wave, --all, or the next unfinished one), asked once (or --yes). */
+export async function fleetApplyOptions(
+  file: string | undefined,
+  flags: FleetFlags,
+  note: (message: string) => void,
+): Promise<FleetApplyOptions> {
+  const loaded = await loadFleetFile(file)
+  const all = loaded.fleet.spec.waves.map((w) => w.wave)
+  const last = Math.max(0, ...all)
+  for (const flag of ['wave', 'to-wave'] as const) {
+    const n = flags[flag]
+    if (n !== undefined && !all.includes(n))
+      throw new UsageError(`--${flag} ${n}: ${loaded.file} has waves 1 to ${last}`, `Pass a wave from 1 to ${last}.`)
+  }
+  const unfinished = await unfinishedWaves(loaded)
+  const waves =
+    flags.wave !== undefined
+      ? [flags.wave]
+      : flags['to-wave'] !== undefined
+        ? all.filter((w) => w <= flags['to-wave']!)
+        : flags.all
+          ? all
+          : unfinished.slice(0, 1)
+  if (!flags.yes && waves.length > 0) await confirmFleet(loaded, waves)
+  return {
+    loaded,
+    waves,
+    parallel: flags.parallel,
+    retry: flags.retry,
+    allowOtherCluster: flags['allow-other-cluster'],
+    write: {'dry-run': 'none', timeout: flags.timeout, 'lock-timeout': flags['lock-timeout'], 'take-over': false},
+    connection: new ClusterConnection(flags),
+    note,
+  }
+}
+
+/** One question for the whole run: the namespaces of a fleet are applied without asking before each step. */
+async function confirmFleet(loaded: LoadedFleet, waves: number[]): Promise<void> {
+  if (!canPrompt())
+    throw new UsageError(
+      `apply --fleet asks before it starts, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+      `Review the plans (mesh-migrate show --fleet ${loaded.file}), then pass --yes.`,
+    )
+  const count = loaded.fleet.spec.waves
+    .filter((w) => waves.includes(w.wave))
+    .reduce((n, w) => n + w.namespaces.filter((ns) => hasPlan(loaded, ns)).length, 0)
+  if (
+    !(await confirm(
+      `Apply ${count} namespace(s) of wave(s) ${waves.join(', ')} of ${loaded.file}, every step?`,
+      '--yes',
+    ))
+  )
+    throw new CancelledError(
+      'Apply cancelled: nothing was written.',
+      `Re-run \`mesh-migrate apply --fleet --yes\` when ready.`,
+    )
+}
+
+/** A wave's passes: a cycle's namespaces up to bind-waypoint first, then every namespace of the wave to the end. */
+export function wavePasses(loaded: LoadedFleet, wave: number): WavePass[] {
+  const members = membersOf(loaded, wave)
+  const inCycle = loaded.fleet.spec.cycles.flatMap((c) => c.namespaces).filter((n) => members.includes(n))
+  const all: WavePass = {selection: {kind: 'all'}, namespaces: members}
+  return inCycle.length === 0 ? [all] : [{selection: {kind: 'to', id: 'bind-waypoint'}, namespaces: inCycle}, all]
+}
+
+export function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
+  return runFleet({
+    operation: 'apply',
+    loaded: o.loaded,
+    waves: o.waves,
+    parallel: o.parallel,
+    note: o.note,
+    passes: (wave) => wavePasses(o.loaded, wave),
+    runOne: (run, pass, update, control) => applyNamespace(o, run, pass.selection, update, control),
+    gate: async (run) => {
+      const member = await readFleetMember(o.loaded, run.namespace)
+      return member.plan && fullyApplied(member.plan) ? undefined : (member.problem ?? 'has steps not applied')
+    },
+    rerun: `mesh-migrate apply --fleet ${o.loaded.file} --all --yes${o.retry ? ' --retry' : ''}`,
+  })
+}
+
+/** The apply action's streams for a namespace of the fleet: its steps on its progress line, its warnings kept. */
+function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: string) => void, control: RunControl) {
+  const io: ApplyIO & {current?: string} = {
+    note: warningsTo(control, run.namespace),
+    result: () => undefined,
+    runStep: async (id, work) => {
+      const label = stepLabel(session, id)
+      io.current = id
+      update(`${label}: running`)
+      const summary = await work((m) => update(`${label}: ${m}`))
+      run.steps.push(id)
+      update(`${label}: ${summary}`)
+    },
+    signal: control.signal,
+    stopRequested: () => control.stop,
+  }
+  return io
+}
+
+/** One namespace's pass: `apply NS --all` (or --to bind-waypoint); its outcome is recorded in `run`, never thrown. */
+async function applyNamespace(
+  o: FleetApplyOptions,
+  run: FleetNamespaceRun,
+  selection: StepSelection,
+  update: (message: string) => void,
+  control: RunControl,
+): Promise<string> {
+  run.startedAt ??= new Date().toISOString()
+  let session: PlanSession | undefined
+  let io: ReturnType<typeof namespaceIO> | undefined
+  try {
+    session = await PlanSession.load(run.plan, o.connection, () => undefined)
+    if (selection.kind === 'to' && !session.state.plan.spec.steps.some((s) => s.id === selection.id))
+      return `no ${selection.id} step: applied in the second pass`
+    const blocked = blockingStep(session.state)
+    // Re-running resumes: a step left Running (a killed run) or Interrupted is re-run (each step is idempotent).
+    const resume = blocked !== undefined && ['Running', 'Interrupted'].includes(session.state.phase(blocked))
+    const options: ApplyOptions = {
+      session,
+      selection,
+      lock: lockOptions('apply', run.plan, o.write),
+      dryRun: false,
+      yes: true,
+      diff: false,
+      retry: o.retry || resume,
+      allowOtherCluster: o.allowOtherCluster,
+      ignoreFleetOrder: false,
+    }
+    const namespaceIo = namespaceIO(run, session, update, control)
+    io = namespaceIo
+    const steps = await validateApply(options, (m) => namespaceIo.note(m))
+    const applied = steps === 'up-to-date' ? [] : await applyPlanSteps(options, io, steps)
+    run.remaining = remainingSteps(session)
+    run.finishedAt = new Date().toISOString()
+    if (applied === undefined) {
+      run.state = 'interrupted'
+      return `interrupted at ${io.current ?? 'the start'} (recorded)`
+    }
+    run.state =
+      run.remaining.length === 0
+        ? run.steps.length === 0 && steps === 'up-to-date'
+          ? 'up-to-date'
+          : 'applied'
+        : control.stop
+          ? 'stopped'
+          : 'partly-applied'
+    return `${run.state}${run.remaining.length > 0 ? ` (${run.remaining.length} step(s) left)` : ''}`
+  } catch (error) {
+    return failed(run, session, io?.current, error, control)
+  }
+}
