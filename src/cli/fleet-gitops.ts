@@ -5,8 +5,7 @@ import path from 'node:path'
 
 import {InvalidPlanError, UsageError} from '../errors.js'
 import {writeFileAtomic} from '../executor/plan-store.js'
-import {readFleetMember, type LoadedFleet} from '../fleet/order.js'
-import {hasPlan} from '../fleet/run.js'
+import {hasPlan, readFleetMember, type LoadedFleet} from '../fleet/order.js'
 import {
   argoApplicationSet,
   fluxKustomizations,

@@ -14,18 +14,8 @@ import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
 import {FLEET_FILE} from '../planner/fleet-file.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
-import {fullyApplied, type LoadedFleet, parseFleet, readFleetMember} from './order.js'
-import {
-  failed,
-  hasPlan,
-  membersOf,
-  remainingSteps,
-  type RunControl,
-  runFleet,
-  stepLabel,
-  type WavePass,
-  warningsTo,
-} from './run.js'
+import {fullyApplied, hasPlan, type LoadedFleet, membersOf, parseFleet, readFleetMember} from './order.js'
+import {failed, remainingSteps, type RunControl, runFleet, stepLabel, type WavePass, warningsTo} from './run.js'
 
 export interface FleetApplyOptions {
   loaded: LoadedFleet

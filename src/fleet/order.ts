@@ -167,3 +167,11 @@ export async function checkFleetOrder(
     `Apply the earlier wave(s) first: \`mesh-migrate apply --fleet ${loaded.file} --to-wave ${wave - 1} --all\` (or \`mesh-migrate apply ${pending[0]!.namespace} --all\`${earliest < wave - 1 ? ', wave by wave' : ''}); --ignore-fleet-order applies anyway and records who overrode the order in ${planFile}.`,
   )
 }
+
+export function hasPlan(loaded: LoadedFleet, ns: string): boolean {
+  const entry = loaded.fleet.spec.namespaces.find((n) => n.name === ns)
+  return entry !== undefined && (entry.plan !== undefined || entry.result !== 'nothing-to-migrate')
+}
+
+export const membersOf = (loaded: LoadedFleet, wave: number): string[] =>
+  loaded.fleet.spec.waves.find((w) => w.wave === wave)?.namespaces ?? []

@@ -9,9 +9,9 @@ import {UsageError} from '../errors.js'
 import {mayHaveWritten, phaseOf} from '../planner/rollback.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import type {ProgressTask} from '../ui/progress.js'
-import {type LoadedFleet, readFleetMember} from './order.js'
+import {type LoadedFleet, membersOf, readFleetMember} from './order.js'
 import {loadFleetFile} from './apply-fleet.js'
-import {failed, membersOf, remainingSteps, type RunControl, runFleet, stepLabel, warningsTo} from './run.js'
+import {failed, remainingSteps, type RunControl, runFleet, stepLabel, warningsTo} from './run.js'
 
 export interface FleetRollbackOptions {
   loaded: LoadedFleet

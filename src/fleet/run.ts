@@ -10,7 +10,7 @@ import type {PlanSession} from '../cli/plan-session.js'
 import {UserError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {runTasks} from '../ui/progress.js'
-import {fleetPlanPath, type LoadedFleet} from './order.js'
+import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf} from './order.js'
 
 /** How the namespaces of one run share its fate: the first failure or Ctrl+C stops new starts. */
 export interface RunControl {
@@ -44,14 +44,6 @@ export interface FleetRunSpec {
 }
 
 /** A namespace the fleet file lists with a plan (one with nothing to migrate has none). */
-export function hasPlan(loaded: LoadedFleet, ns: string): boolean {
-  const entry = loaded.fleet.spec.namespaces.find((n) => n.name === ns)
-  return entry !== undefined && (entry.plan !== undefined || entry.result !== 'nothing-to-migrate')
-}
-
-export const membersOf = (loaded: LoadedFleet, wave: number): string[] =>
-  loaded.fleet.spec.waves.find((w) => w.wave === wave)?.namespaces ?? []
-
 export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
   const interrupt = interruptHandler(spec.note)
   // Every running namespace waits on this one signal (a few listeners each).

@@ -1,7 +1,7 @@
 // The data model shared by sources, planner, executor and commands.
 // Everything here is plain data (JSON-serialisable): the planner is pure functions over it.
 
-import type {FindingCode} from './findings/catalogue.js'
+import type {FindingCode, Severity} from './findings/catalogue.js'
 
 /** Any Kubernetes object as read from a manifest or the API server. */
 export interface KubeObject {
@@ -52,7 +52,7 @@ export type Verdict = 'L4' | 'L7' | 'inert' | 'unaffected' | 'blocker'
 /** What the plan does with an object (SPEC §4, DOMAIN §8 classes). */
 export type Action = 'keep' | 'keep-verify' | 'retarget' | 'lost-client-side' | 'no-effect' | 'manual' | 'blocker'
 
-export type Severity = 'info' | 'warning' | 'error' | 'blocker'
+export type {Severity} from './findings/catalogue.js'
 
 /**
  * A diagnostic about the namespace or one object. `id` is stable across runs for the same

@@ -52,6 +52,7 @@ import {
   trustDomainFindings,
 } from './namespace-waypoint.js'
 import {STEP_KINDS, type StepContext} from '../steps/index.js'
+import type {NamespaceBinding} from '../steps/types.js'
 import {optOutStep} from '../steps/opt-out-workloads.js'
 import {decideRestarts, podOptInOperations} from '../steps/restart-workloads.js'
 import {namespaceRef} from '../steps/shared.js'
@@ -150,14 +151,6 @@ export function idMatcher(patterns: string[]): (id: string) => boolean {
         ),
     )
   return (id) => exact.has(id) || globs.some((g) => g.test(id))
-}
-
-/** What labelling the namespace istio.io/use-waypoint=<waypoint> binds (DOMAIN §1.5). */
-export interface NamespaceBinding {
-  /** Services the waypoint will serve: servable (cluster IP, selector, not a waypoint's own) and not labelled for another waypoint. */
-  bound: ServiceItem[]
-  /** Services with an istio.io/use-waypoint of their own that is not this waypoint: the namespace label does not bind them. */
-  ownLabel: {service: ServiceItem; target: string}[]
 }
 
 export function namespaceBinding(inventory: Inventory, waypointName: string): NamespaceBinding {

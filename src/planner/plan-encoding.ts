@@ -16,7 +16,7 @@
 import {stableJson} from './canonical.js'
 import {compareRefs} from './refs.js'
 import type {InventoryItem, KubeObject, ObjectRef} from './model.js'
-import type {PlanProblem} from './planfile.js'
+import type {PlanProblem} from './plan-types.js'
 import {
   type MigrationPlan,
   type Operation,

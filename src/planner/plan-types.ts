@@ -282,3 +282,12 @@ export interface MigrationPlan {
   spec: PlanSpec
   status?: PlanStatus
 }
+
+/** A problem found in a plan file: what and where. */
+export interface PlanProblem {
+  /** JSON path inside the plan ("spec.steps[2].operations[0]"), or "" for the whole file. */
+  path: string
+  message: string
+  /** Where in the file, when known. */
+  line?: number
+}

@@ -22,18 +22,13 @@ import {mayHaveWritten} from './rollback.js'
 import {WRITE_RULES, type WriteRule} from '../steps/index.js'
 import {groupOf} from './refs.js'
 import {WAYPOINT_CLASS} from './vocab.js'
+import type {PlanProblem} from './plan-types.js'
+
+export type {PlanProblem}
 import {namespaceNameProblem, objectNameProblem} from './names.js'
 import {statusProblems} from './status-checks.js'
 import {isTooDeep, MAX_NESTING_DEPTH, nestingDepth} from './input-limits.js'
 import {meaningProblems} from './meaning-checks.js'
-
-export interface PlanProblem {
-  /** JSON path inside the plan ("spec.steps[2].operations[0]"), or "" for the whole file. */
-  path: string
-  message: string
-  /** Where in the file, when known. */
-  line?: number
-}
 
 /** The reviewed part's digest, recorded as status.specDigest by the first apply. */
 export function specDigest(plan: Pick<MigrationPlan, 'spec'>): string {
@@ -134,7 +129,7 @@ const compiledSchemas: Partial<Record<SchemaForm, SchemaValidator>> = {}
 function compiledValidator(form: SchemaForm): SchemaValidator | undefined {
   const require = createRequire(import.meta.url)
   const file = `${{expanded: 'plan', file: 'plan-file', 'file-v1alpha2': 'plan-file-v1alpha2'}[form]}-schema.validator.cjs`
-  for (const place of ['./', './planner/']) {
+  for (const place of ['../planner/', './planner/']) {
     try {
       return require(place + file) as SchemaValidator
     } catch {

@@ -8,8 +8,10 @@
 import type {WorkloadItem} from './model.js'
 import {STEP_KINDS, stepKind, UNDO_ORDER} from '../steps/index.js'
 import type {SimulationRole} from '../steps/types.js'
-import type {PlanStep, PolicyTimelineInput, StepAction} from './plan-types.js'
+import type {PlanStep, StepAction} from './plan-types.js'
 import {byCodePoint} from './order.js'
+import {workloadKey} from './simulation-state.js'
+import type {SimPolicy, SimState, SimulationInput} from './simulation-state.js'
 
 export type DataPlane = 'sidecar' | 'ambient' | 'outside'
 
@@ -21,12 +23,6 @@ export type Enforcement =
   | 'deny-all' // ztunnel: the L7 ALLOW matches nothing; only traffic the waypoint admits passes, if any
   | 'degraded' // ztunnel enforces a narrower/broader version and no waypoint copy is active
   | 'not-enforced' // nobody enforces it (ztunnel no-op/ignored, policy gone, pod outside the mesh)
-
-/**
- * A policy as the simulator sees it: the plan records exactly this (spec.policies), so `show --timeline`
- * and the end-to-end tests replay the simulation from the plan file alone.
- */
-export type SimPolicy = PolicyTimelineInput
 
 export interface BoundaryState {
   /** "start", a step id after it was applied, or "undo <step id>" during rollback. */
@@ -68,34 +64,6 @@ export interface Simulation {
   apply: BoundaryState[]
   rollback: BoundaryState[]
   hazards: Hazard[]
-}
-
-export interface SimulationInput {
-  namespace: string
-  workloads: WorkloadItem[]
-  steps: PlanStep[]
-  policies: SimPolicy[]
-  /** istio.io/dataplane-mode=ambient already on the namespace before the plan. */
-  ambientAtStart: boolean
-  /**
-   * The namespace is bound, before the plan, to a waypoint of another namespace that the plan keeps (no
-   * bind-waypoint step): bound from the start, and ready as far as the plan can tell (wait-waypoint checks it).
-   */
-  waypointBoundAtStart?: boolean
-}
-
-export const workloadKey = (w: {ref: {kind: string; name: string}}) => `${w.ref.kind}/${w.ref.name}`
-
-/** What the simulation tracks between boundaries; each step kind's `simulation` hooks change it (src/steps/). */
-export interface SimState {
-  ambientLabel: boolean
-  injection: boolean
-  waypointReady: boolean
-  bound: boolean
-  sidecar: Map<string, boolean>
-  optedOut: Set<string>
-  /** Steps whose effects are in place. */
-  applied: Set<StepAction>
 }
 
 function eligibleForCapture(w: WorkloadItem, state: SimState): boolean {

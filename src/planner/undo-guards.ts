@@ -11,7 +11,7 @@
 // existed (no undo carries any) rollback runs the rule's guards (undoGuardsOf). Pure.
 import type {ObjectRef} from './model.js'
 import type {MigrationPlan, Operation, PlanStep, StepUndo, UndoPrecondition, Verification} from './plan-types.js'
-import type {PlanProblem} from './planfile.js'
+import type {PlanProblem} from './plan-types.js'
 import {formatRef, refKey} from './refs.js'
 import {DATAPLANE_MODE_LABEL, REVISION_LABEL} from './vocab.js'
 

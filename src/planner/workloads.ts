@@ -20,7 +20,7 @@ import {
   type InjectionWebhooks,
   NO_INJECTION_WEBHOOKS,
 } from './namespace.js'
-import {restartLimitFinding} from '../steps/restart-workloads.js'
+import {restartLimitFinding} from './restart-limits.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
 import {isRecord, stringMap} from './json.js'
 import {

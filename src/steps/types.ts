@@ -1,14 +1,29 @@
 // What a step kind is: one module per action (src/steps/<action>.ts) owns how the step is planned, what it may
 // write, how it is undone and what it does in the simulation. The planner, validate, rollback and the simulation
 // read these modules through the registry (src/steps/index.ts); nothing else switches on an action name. Pure.
-import type {Finding, Inventory, KubeObject, ObjectRef, SourceSnapshot, WorkloadItem} from '../planner/model.js'
+import type {
+  Finding,
+  Inventory,
+  KubeObject,
+  ObjectRef,
+  ServiceItem,
+  SourceSnapshot,
+  WorkloadItem,
+} from '../planner/model.js'
 import type {Operation, PlanOptions, PlanStep, StepAction} from '../planner/plan-types.js'
-import type {NamespaceBinding} from '../planner/plan-builder.js'
 import type {PolicyMigration} from '../planner/retarget.js'
-import type {SimState, SimulationInput} from '../planner/simulate.js'
+import type {SimState, SimulationInput} from '../planner/simulation-state.js'
 import type {WaypointIdentity} from '../planner/waypoint.js'
 
 /** What a step may write (SPEC §6, §7), as group/kind keys ("" is core: "/Namespace"). validate checks every operation. */
+/** What labelling the namespace istio.io/use-waypoint=<waypoint> binds (DOMAIN §1.5). */
+export interface NamespaceBinding {
+  /** Services the waypoint will serve: servable (cluster IP, selector, not a waypoint's own) and not labelled for another waypoint. */
+  bound: ServiceItem[]
+  /** Services with an istio.io/use-waypoint of their own that is not this waypoint: the namespace label does not bind them. */
+  ownLabel: {service: ServiceItem; target: string}[]
+}
+
 export interface WriteRule {
   apply?: string[]
   delete?: string[]

@@ -9,7 +9,8 @@
 // named in an older style (E-numbers, IST numbers, kebab-case) keep being emitted unchanged; `name` is
 // their one-style name, documented next to them. Finding ids — what --accept-lost/--accept-hazard name
 // — are not codes and do not change.
-import type {Severity} from '../model.js'
+/** How serious a finding is (the catalogue gives every code its severities). */
+export type Severity = 'info' | 'warning' | 'error' | 'blocker'
 
 export type FindingArea =
   'namespace' | 'workload' | 'service' | 'policy' | 'routing' | 'retarget' | 'plan' | 'fleet' | 'source' | 'preflight'
