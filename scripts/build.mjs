@@ -53,7 +53,7 @@ async function bundle(from, to) {
     logLevel: 'warning',
   })
   refuseStaticExternals(result.metafile)
-  // The standalone schema validators are loaded by path at run time (src/planner/planfile.ts).
+  // The standalone schema validators are loaded by path at run time (src/plan/planfile.ts).
   mkdirSync(path.join(to, 'planner'), {recursive: true})
   for (const file of readdirSync(path.join(from, 'planner')).filter((f) => f.endsWith('.validator.cjs')))
     copyFileSync(path.join(from, 'planner', file), path.join(to, 'planner', file))

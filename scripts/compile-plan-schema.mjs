@@ -1,6 +1,6 @@
 // Build step: compile the plan JSON Schemas to standalone validation code (ajv standalone), so that
 // validate/show/apply do not pay for ajv's schema compiler at every start (SPEC §8 "cold start").
-// src/planner/planfile.ts loads dist/planner/plan-schema.validator.cjs when it exists and compiles the
+// src/plan/planfile.ts loads dist/planner/plan-schema.validator.cjs when it exists and compiles the
 // schema at run time otherwise (development through tsx).
 import {writeFileSync} from 'node:fs'
 import path from 'node:path'

@@ -9,7 +9,7 @@ import {fileURLToPath} from 'node:url'
 import {createGenerator} from 'ts-json-schema-generator'
 
 import {PLAN_FILE_SCHEMA, PLAN_FILE_V1ALPHA2_SCHEMA, PLAN_SCHEMA} from '../src/planner/plan-schema.js'
-import {RECORD_SCHEMA} from '../src/planner/record.js'
+import {RECORD_SCHEMA} from '../src/plan/record.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const SCHEMA_DIR = path.join(ROOT, 'schemas')
@@ -53,7 +53,7 @@ export function generateSchemas(): Record<string, string> {
   out['migration-plan.json'] = `${JSON.stringify(PLAN_SCHEMA, null, 2)}\n`
   out['migration-plan-file.json'] = `${JSON.stringify(PLAN_FILE_SCHEMA, null, 2)}\n`
   out['migration-plan-file-v1alpha2.json'] = `${JSON.stringify(PLAN_FILE_V1ALPHA2_SCHEMA, null, 2)}\n`
-  // The plan's record in the cluster (ConfigMap mesh-migrate-record-<plan name>, src/planner/record.ts).
+  // The plan's record in the cluster (ConfigMap mesh-migrate-record-<plan name>, src/plan/record.ts).
   out['migration-record.json'] = `${JSON.stringify(RECORD_SCHEMA, null, 2)}\n`
   return out
 }

@@ -1,6 +1,6 @@
 // Expected failures. A command catches these and prints the message and the suggestion on stderr
 // and exits with `exitCode` — never a stack trace (docs/architecture.md, "Exit codes").
-import {ExitCode} from './cli/exit-codes.js'
+import {ExitCode} from './exit-codes.js'
 
 /** A failure the user can act on: bad input, an unreachable cluster, a stale plan… */
 export class UserError extends Error {

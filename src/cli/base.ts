@@ -10,7 +10,7 @@ import {InvalidPlanError, UserError} from '../errors.js'
 import {stderrPainter} from '../ui/color.js'
 import {type ErrorDocument, typed} from './contract.js'
 import {durationFlag} from './flags.js'
-import {ExitCode} from './exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 
 export const EXIT_CODES_HELP = [
   '0   success / nothing to do',

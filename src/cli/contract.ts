@@ -3,12 +3,12 @@
 // reference: `npm run schemas` generates schemas/*.json from them (scripts/generate-schemas.ts), and a
 // test checks that the committed schemas are up to date and that every command's output validates.
 import type {CensusPlan, CensusReport} from '../census/census.js'
-import type {FleetPlan} from '../planner/fleet.js'
-import type {StepManifestChanges} from '../planner/gitops.js'
+import type {FleetPlan} from '../plan/fleet.js'
+import type {StepManifestChanges} from '../plan/gitops.js'
 import type {Inventory} from '../planner/model.js'
 import type {PlanHazard, StepAction, StepPhase} from '../planner/plan-types.js'
-import type {BoundaryState} from '../planner/simulate.js'
-import type {PlanProblem} from '../planner/planfile.js'
+import type {BoundaryState} from '../plan/simulate.js'
+import type {PlanProblem} from '../plan/planfile.js'
 import type {PreflightDiagnostic} from '../preflight/types.js'
 
 export const OUTPUT_API_VERSION = 'mesh-migrate.io/v1alpha1'

@@ -5,14 +5,14 @@ import path from 'node:path'
 
 import {InvalidPlanError, UsageError} from '../errors.js'
 import {writeFileAtomic} from '../executor/plan-store.js'
-import {hasPlan, readFleetMember, type LoadedFleet} from '../fleet/order.js'
+import {hasPlan, readFleetMember, type LoadedFleet} from '../executor/fleet-order.js'
 import {
   argoApplicationSet,
   fluxKustomizations,
   type GitOpsOptions,
   namespaceOverlay,
   yamlStream,
-} from '../planner/gitops-fleet.js'
+} from '../plan/gitops-fleet.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 
 export async function fleetGitOps(

@@ -6,11 +6,11 @@ import path from 'node:path'
 
 import {UsageError, UserError} from '../errors.js'
 import {defaultPlanPath, PLANS_DIR, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
-import {FLEET_FILE, type FleetPlan, type FleetSelection, planFleet, selectNamespaces} from '../planner/fleet.js'
-import {renderFleetFile} from '../planner/fleet-file.js'
+import {FLEET_FILE, type FleetPlan, type FleetSelection, planFleet, selectNamespaces} from '../plan/fleet.js'
+import {renderFleetFile} from '../plan/fleet-file.js'
 import type {InventoryOptions} from '../planner/inventory.js'
 import type {PlanOptions} from '../planner/plan-types.js'
-import {checkPlanText, hasStarted, renderPlanFile} from '../planner/planfile.js'
+import {checkPlanText, hasStarted, renderPlanFile} from '../plan/planfile.js'
 import {openSource, type SourceFlags} from '../sources/open.js'
 
 export interface FleetPlanRequest {

@@ -5,9 +5,9 @@ import type {PlanState} from '../executor/plan-state.js'
 import {listPlanFiles, PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
-import {checkPlanText} from '../planner/planfile.js'
-import {mayHaveWritten} from '../planner/rollback.js'
-import {ExitCode} from './exit-codes.js'
+import {checkPlanText} from '../plan/planfile.js'
+import {mayHaveWritten} from '../plan/rollback.js'
+import {ExitCode} from '../exit-codes.js'
 
 /**
  * SPEC §2: PLAN is a path or a namespace (plans/<ns>.yaml); omitted, the one unfinished plan under

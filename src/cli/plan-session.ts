@@ -11,11 +11,11 @@ import {PlanState} from '../executor/plan-state.js'
 import {ClusterRecord} from '../executor/record-store.js'
 import {LockHeldError, UserError} from '../errors.js'
 import {namespaceMismatch} from '../executor/plan-store.js'
-import {specDigest} from '../planner/planfile.js'
-import {mergeRecord} from '../planner/record.js'
+import {specDigest} from '../plan/planfile.js'
+import {mergeRecord} from '../plan/record.js'
 import {InterruptedError} from '../executor/verify.js'
 import type {KubeClient} from '../kube/types.js'
-import {ExitCode} from './exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {
   checkTargetCluster,
   type ClusterFlags,
@@ -136,7 +136,7 @@ export class PlanSession {
   }
 
   /**
-   * Read the plan's record in the cluster and make it the plan's status (src/planner/record.ts, mergeRecord): the
+   * Read the plan's record in the cluster and make it the plan's status (src/plan/record.ts, mergeRecord): the
    * cluster is the truth, the file's status a copy. Says where they disagreed; another plan's record is refused
    * (exit 5). From here on every step transition is written to the cluster first (unless `readOnly`).
    */

@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type {Interfaces} from '@oclif/core'
 
-import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../cli/apply-action.js'
+import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../actions/apply.js'
 import {type ApplyResult, type FleetApplyResult, type StepOutcome, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
@@ -153,7 +153,7 @@ ${EXIT_CODES_HELP}
     }
   }
 
-  /** --fleet: the waves of the fleet file in order (src/fleet/apply-fleet.ts), then the fleet's result. */
+  /** --fleet: the waves of the fleet file in order (src/actions/fleet-apply.ts), then the fleet's result. */
   private async runFleet(file: string | undefined, flags: ApplyFlags): Promise<FleetApplyResult | undefined> {
     const other = (['step', 'to', 'namespace', 'ignore-fleet-order'] as const).find(
       (f) => flags[f] !== undefined && flags[f] !== false,
@@ -174,10 +174,10 @@ ${EXIT_CODES_HELP}
         '--dry-run with --fleet is not supported: a later wave is judged on the earlier ones really applied',
         'Dry-run each plan of the wave: mesh-migrate apply NS --all --dry-run=server',
       )
-    const {applyFleet, fleetApplyOptions} = await import('../fleet/apply-fleet.js')
+    const {applyFleet, fleetApplyOptions} = await import('../actions/fleet-apply.js')
     const options = await fleetApplyOptions(file, flags, (m) => this.note(m))
     const result = await applyFleet(options)
-    const {fleetExitCode, renderFleetRun} = await import('../ui/fleet-run-view.js')
+    const {fleetExitCode, renderFleetRun} = await import('../cli/fleet-run-view.js')
     process.exitCode = fleetExitCode(result)
     const failed = result.namespaces.find((n) => n.error)
     // A document on stdout: the failure and the next command for people on stderr too.
@@ -208,7 +208,7 @@ ${EXIT_CODES_HELP}
     )
   }
 
-  /** Hold the namespace and apply the steps (src/cli/apply-action.ts); undefined when interrupted (exit 130). */
+  /** Hold the namespace and apply the steps (src/actions/apply.ts); undefined when interrupted (exit 130). */
   private applySteps(o: ApplyCommandOptions, steps: PlanStep[]): Promise<StepOutcome[] | undefined> {
     return applyPlanSteps(o, this.io(), steps)
   }

@@ -11,10 +11,10 @@ import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
 import {KubeApiError} from '../kube/errors.js'
 import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
 import {buildInventory} from '../planner/inventory.js'
-import {buildPlan} from '../planner/plan-builder.js'
-import type {FleetPlan} from '../planner/fleet.js'
+import {buildPlan} from '../plan/plan-builder.js'
+import type {FleetPlan} from '../plan/fleet.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
-import {parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../planner/planfile.js'
+import {parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../plan/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {trustDomainProblem} from '../planner/mesh-config.js'
 import type {SourceSnapshot} from '../planner/model.js'
@@ -33,7 +33,7 @@ import {
   waypointForFlag,
   waypointNameFlag,
 } from '../cli/flags.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 
 /** Why a namespace needs no step, in the words of its data-plane mode. */
 function nothingToMigrateWhy(plan: MigrationPlan): string {
@@ -362,7 +362,7 @@ interface PlanOneOptions {
 
 /**
  * --force over a plan that has written: the new plan says it replaces it (status.replaces), so that its first write
- * takes over the old plan's record in the cluster instead of being refused as another plan's (src/planner/record.ts).
+ * takes over the old plan's record in the cluster instead of being refused as another plan's (src/plan/record.ts).
  * The old record is lost, as --force says.
  */
 function replacing(fresh: MigrationPlan, previousText: string | undefined): MigrationPlan {

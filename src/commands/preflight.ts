@@ -10,7 +10,7 @@ import {connectCluster} from '../cli/plan-commands.js'
 import {UsageError} from '../errors.js'
 import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 import {stdoutPainter} from '../ui/color.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import type {KubeClient} from '../kube/types.js'
 import type {Inventory} from '../planner/model.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
@@ -121,7 +121,7 @@ ${EXIT_CODES_HELP}`
     const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([
       import('../sources/cluster.js'),
       import('../planner/inventory.js'),
-      import('../planner/plan-builder.js'),
+      import('../plan/plan-builder.js'),
     ])
     const source = await ClusterSource.open(client)
     const snapshot = await source.snapshot(namespace, {rootNamespace})

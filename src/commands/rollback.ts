@@ -7,7 +7,7 @@ import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} fr
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
-import {rollBackPlan, selectFromRecord, type RollbackOptions} from '../cli/rollback-action.js'
+import {rollBackPlan, selectFromRecord, type RollbackOptions} from '../actions/rollback.js'
 import {stderrPainter} from '../ui/color.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
@@ -141,7 +141,7 @@ ${EXIT_CODES_HELP}
 
   /** The mirror image of apply's fleet order: dependants of later waves still applied count on this namespace. */
   private async warnDependants(o: RollbackCommandOptions): Promise<void> {
-    const {describeDependencies, loadFleetBeside, startedDependants} = await import('../fleet/order.js')
+    const {describeDependencies, loadFleetBeside, startedDependants} = await import('../executor/fleet-order.js')
     const loaded = await loadFleetBeside(o.session.file)
     const dependants = loaded ? await startedDependants(loaded, o.session.namespace) : []
     if (dependants.length === 0) return
@@ -153,7 +153,7 @@ ${EXIT_CODES_HELP}
     )
   }
 
-  /** --fleet: the waves in reverse order (src/fleet/rollback-fleet.ts), then the fleet's result. */
+  /** --fleet: the waves in reverse order (src/actions/fleet-rollback.ts), then the fleet's result. */
   private async runFleet(file: string | undefined, flags: RollbackFlags): Promise<FleetApplyResult | undefined> {
     if (flags.step || flags.namespace !== undefined)
       throw new UsageError(`--${flags.step ? 'step' : 'namespace'} is for one plan, not --fleet`)
@@ -162,16 +162,16 @@ ${EXIT_CODES_HELP}
         '--dry-run with --fleet is not supported',
         'Dry-run each plan: mesh-migrate rollback NS --dry-run=server',
       )
-    const {fleetRollbackOptions, rollbackFleet} = await import('../fleet/rollback-fleet.js')
+    const {fleetRollbackOptions, rollbackFleet} = await import('../actions/fleet-rollback.js')
     const result = await rollbackFleet(await fleetRollbackOptions(file, flags, (m) => this.note(m)))
-    const {fleetExitCode, fleetRunNotes, renderFleetRun} = await import('../ui/fleet-run-view.js')
+    const {fleetExitCode, fleetRunNotes, renderFleetRun} = await import('../cli/fleet-run-view.js')
     process.exitCode = fleetExitCode(result)
     if (flags.output === 'json' || flags.output === 'yaml' || this.jsonEnabled())
       for (const line of fleetRunNotes(result)) this.note(line)
     return this.emit(result, flags.output, () => renderFleetRun(result))
   }
 
-  /** Hold the namespace and undo the steps (src/cli/rollback-action.ts); undefined when interrupted (exit 130). */
+  /** Hold the namespace and undo the steps (src/actions/rollback.ts); undefined when interrupted (exit 130). */
   private rollBack(o: RollbackCommandOptions): Promise<RollbackResult['rolledBack'] | undefined> {
     return rollBackPlan(o, {note: (m) => this.note(m), runSteps: (tasks) => runTasks(tasks)})
   }

@@ -5,11 +5,11 @@ import path from 'node:path'
 
 import {InvalidPlanError, UsageError, UserError} from '../errors.js'
 import {PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
-import type {FleetPlan} from '../planner/fleet.js'
-import type {GitOpsOptions} from '../planner/gitops-fleet.js'
-import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
+import type {FleetPlan} from '../plan/fleet.js'
+import type {GitOpsOptions} from '../plan/gitops-fleet.js'
+import {checkFleetText, FLEET_FILE} from '../plan/fleet-file.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {checkPlanText} from '../planner/planfile.js'
+import {checkPlanText} from '../plan/planfile.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderPlan, renderPlanMarkdown} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
@@ -136,7 +136,7 @@ ${EXIT_CODES_HELP}`
 
   /** -o patches: the plan's changes as manifests for Git (--json: the same as data). */
   private async showPatches(file: string, plan: MigrationPlan): Promise<ManifestChanges | undefined> {
-    const {manifestChanges} = await import('../planner/gitops.js')
+    const {manifestChanges} = await import('../plan/gitops.js')
     if (this.jsonEnabled())
       return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
     const {renderManifestPatches} = await import('../ui/patches-view.js')
@@ -146,7 +146,7 @@ ${EXIT_CODES_HELP}`
 
   /** -o argocd|flux: each namespace's overlay written under --overlay-dir, the engine's objects on stdout. */
   private async showGitOps(o: ShowOptions): Promise<undefined> {
-    const {loadFleetFile} = await import('../fleet/apply-fleet.js')
+    const {loadFleetFile} = await import('../actions/fleet-apply.js')
     const {fleetGitOps} = await import('../cli/fleet-gitops.js')
     const engine = o.output as 'argocd' | 'flux'
     process.stdout.write(await fleetGitOps(await loadFleetFile(o.planArg), engine, o.gitops, (m) => this.note(m)))

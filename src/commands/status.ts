@@ -17,7 +17,7 @@ import type {KubeClient} from '../kube/types.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 
 type StepRow = StatusStep
 
@@ -127,8 +127,8 @@ ${EXIT_CODES_HELP}`
   private async complete(): Promise<StatusOptions> {
     const {args, flags} = await this.parse(StatusCommand)
     if (flags.fleet) {
-      const {loadFleetFile} = await import('../fleet/apply-fleet.js')
-      const {fleetPlanPath} = await import('../fleet/order.js')
+      const {loadFleetFile} = await import('../actions/fleet-apply.js')
+      const {fleetPlanPath} = await import('../executor/fleet-order.js')
       const loaded = await loadFleetFile(args.plan)
       const members = loaded.fleet.spec.namespaces.filter(
         (n) => n.plan !== undefined || n.result !== 'nothing-to-migrate',

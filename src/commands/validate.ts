@@ -4,15 +4,15 @@ import * as Flags from '@oclif/core/flags'
 
 import {UsageError, UserError} from '../errors.js'
 import {fileNameMismatch, namespaceMismatch, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
-import {checkFleetText} from '../planner/fleet-file.js'
-import {checkPlanText, type PlanProblem, specDigest, textMayHaveWritten} from '../planner/planfile.js'
+import {checkFleetText} from '../plan/fleet-file.js'
+import {checkPlanText, type PlanProblem, specDigest, textMayHaveWritten} from '../plan/planfile.js'
 import {readOwner} from '../executor/ownership.js'
 import {ClusterConnection} from '../cli/plan-session.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
 import {checkNamespaceName, clusterFlags, namespaceFlag} from '../cli/flags.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 
 function verdict(r: FileValidation): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`

@@ -1,14 +1,14 @@
 // Executing a plan step by step and undoing it (SPEC §5–§7, DOMAIN §4.2–§4.3).
 // The command layer decides which steps, asks the user and renders progress; this module does the
 // cluster work and keeps the plan file's record true at every moment.
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {StalePlanError, UsageError, UserError} from '../errors.js'
 import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase, Verification} from '../planner/plan-types.js'
 import {formatRef, refKey} from '../planner/refs.js'
-import {mayHaveWritten, rollbackSequence} from '../planner/rollback.js'
+import {mayHaveWritten, rollbackSequence} from '../plan/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
 import {
@@ -30,7 +30,7 @@ import type {PlanState} from './plan-state.js'
 import {replanCommand} from './plan-store.js'
 import {InterruptedError, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 import {checkUndoPreconditions, type UndoCheckContext} from './undo-checks.js'
-import {undoGuardsOf} from '../planner/undo-guards.js'
+import {undoGuardsOf} from '../plan/undo-guards.js'
 import {podTemplateOf} from '../planner/vocab.js'
 import {isRecord} from '../planner/json.js'
 

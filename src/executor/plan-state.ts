@@ -2,7 +2,7 @@
 // atomically (status only; spec is never rewritten by apply/rollback).
 import {InvalidPlanError, UserError} from '../errors.js'
 import type {FleetOrderOverride, MigrationPlan, PlanStep, StepPhase, StepStatus} from '../planner/plan-types.js'
-import {checkPlanText, renderPlanFile, specDigest} from '../planner/planfile.js'
+import {checkPlanText, renderPlanFile, specDigest} from '../plan/planfile.js'
 import {readTextFile, writeFileAtomic} from './plan-store.js'
 
 export class PlanState {

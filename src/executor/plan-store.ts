@@ -5,7 +5,7 @@ import {randomBytes} from 'node:crypto'
 import {open, readdir, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {UsageError, UserError} from '../errors.js'
 import {InputRefused, readBoundedFile} from '../sources/input-limits.js'
 import {isNamespaceName, namespaceNameProblem} from '../planner/names.js'

@@ -1,4 +1,4 @@
-// The plan's record in the cluster (src/planner/record.ts says what it is and why a ConfigMap): read it, and write
+// The plan's record in the cluster (src/plan/record.ts says what it is and why a ConfigMap): read it, and write
 // it before the plan file at every step transition (PlanState.record). The executor holds the namespace's lock
 // while it writes, so it is the only writer; a conflict is its own earlier write whose answer was lost, or a
 // teammate's hand edit, and is resolved by reading again.
@@ -17,7 +17,7 @@ import {
   RECORD_SCHEMA,
   recordName,
   recordOf,
-} from '../planner/record.js'
+} from '../plan/record.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, type MigrationPlan} from '../planner/plan-types.js'
 
 type Validator = ((data: unknown) => boolean) & {errors?: ErrorObject[] | null}

@@ -1,4 +1,4 @@
-// The undo preconditions a plan carries (src/planner/undo-guards.ts), checked against the cluster: rollback runs
+// The undo preconditions a plan carries (src/plan/undo-guards.ts), checked against the cluster: rollback runs
 // every step's before its first write, and each step's again right before that step's undo writes.
 import {StalePlanError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'

@@ -1,6 +1,6 @@
 // Postconditions of steps (SPEC §6, §7): each check reads the cluster and says whether it holds and
 // why not; `waitUntil` polls a check until it holds, the timeout passes, or the user interrupts.
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {UserError} from '../errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {ObjectRef} from '../planner/model.js'

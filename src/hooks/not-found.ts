@@ -4,7 +4,7 @@
 import type {Hook} from '@oclif/core'
 
 import {stderrPainter} from '../ui/color.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 
 /** Optimal string alignment distance: edits, with a swap of two neighbours counting as one ("aplpy"). */
 export function editDistance(a: string, b: string): number {

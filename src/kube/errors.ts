@@ -1,6 +1,6 @@
 // API failures turned into messages a person can act on (SPEC §7 "Errors"): what was attempted,
 // the HTTP status and reason, and the next thing to try. Never a stack trace.
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {UserError} from '../errors.js'
 
 /** A v1.Status body as kube-apiserver sends it. */

@@ -11,7 +11,7 @@ import {gunzipSync} from 'node:zlib'
 import type {KubeConfig} from '@kubernetes/client-node'
 import type {RequestInit} from 'node-fetch'
 
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {UserError} from '../errors.js'
 import type {LightKubeConfig} from './light-config.js'
 

@@ -1,7 +1,7 @@
 // JSON Schemas of the plan (draft-07, checked with ajv). Unknown fields are errors everywhere the
 // tool owns the shape; embedded Kubernetes objects are free-form here and checked by the safety rules.
 // Three forms of one shape: the expanded plan (mesh-migrate.io/v1alpha1: JSON outputs, and plan files written
-// before v1alpha2), the plan file (mesh-migrate.io/v1alpha3, src/planner/plan-encoding.ts), where references are
+// before v1alpha2), the plan file (mesh-migrate.io/v1alpha3, src/plan/plan-encoding.ts), where references are
 // one-line strings, objects are stored once in spec.objects and neighbouring inventory items and hazards that share
 // their verdict (kind) are one entry, and the earlier plan file, v1alpha2, with repeated texts in spec.texts.
 import {STEP_ACTIONS} from './plan-types.js'
@@ -272,7 +272,7 @@ function checkSchemas({ref, oneLineOr}: Slots) {
     ],
   }
 
-  // What an undo checks before it writes (src/planner/undo-guards.ts).
+  // What an undo checks before it writes (src/plan/undo-guards.ts).
   const undoPrecondition = {
     type: 'object',
     required: ['check'],

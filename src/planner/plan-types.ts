@@ -4,7 +4,7 @@ import type {Finding, InventoryItem, KubeObject, ObjectRef, SourceTarget, Worklo
 
 export const PLAN_API_VERSION = 'mesh-migrate.io/v1alpha1'
 export const PLAN_KIND = 'MigrationPlan'
-/** The fleet overview (plan -A): its kind and its file name in the plans directory (src/planner/fleet.ts). */
+/** The fleet overview (plan -A): its kind and its file name in the plans directory (src/plan/fleet.ts). */
 export const FLEET_KIND = 'FleetPlan'
 export const FLEET_FILE = 'fleet.yaml'
 
@@ -96,7 +96,7 @@ export type Verification =
   | {check: 'preflight'; checks: string[]}
 
 /**
- * Read-only conditions an undo needs (src/planner/undo-guards.ts): rollback checks all of them before its first
+ * Read-only conditions an undo needs (src/plan/undo-guards.ts): rollback checks all of them before its first
  * write, and each step's again right before that step's undo writes.
  */
 export type UndoPrecondition =
@@ -268,7 +268,7 @@ export interface PlanStatus {
   specDigest: string
   /**
    * The digest of the plan this one re-planned (plan --keep-progress / --force): its record in the cluster is
-   * taken over by this plan's first write (src/planner/record.ts).
+   * taken over by this plan's first write (src/plan/record.ts).
    */
   replaces?: string
   steps: StepStatus[]

@@ -1,6 +1,6 @@
 // The fleet overview for people: waves, the edges that order them and the cycles (show --fleet, plan -A),
 // and as a pull-request comment with a Mermaid graph GitHub renders (show --fleet -o markdown).
-import type {FleetEdge, FleetPlan} from '../planner/fleet.js'
+import type {FleetEdge, FleetPlan} from '../plan/fleet.js'
 import type {Painter} from './color.js'
 import {renderTable} from './table.js'
 

@@ -3,7 +3,7 @@
 // order, each workload's data plane (workloads that change at the same steps share a bar), and the
 // hazard windows of apply (which policy is degraded or pods leave the mesh, from which step to which).
 import type {MigrationPlan, PlanHazard} from '../planner/plan-types.js'
-import type {DataPlane} from '../planner/simulate.js'
+import type {DataPlane} from '../plan/simulate.js'
 import {timelineOf} from './timeline-view.js'
 
 /** Mermaid task names end at ":" and "#" starts a comment. */

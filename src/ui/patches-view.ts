@@ -2,7 +2,7 @@
 // change, in step order, each preceded by comments saying which step it belongs to and what it does.
 import {stringify} from 'yaml'
 
-import {type ManifestChange, manifestChanges} from '../planner/gitops.js'
+import {type ManifestChange, manifestChanges} from '../plan/gitops.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {formatRef} from '../planner/refs.js'
 import {isRolloutRestartable} from '../planner/vocab.js'

@@ -1,7 +1,7 @@
 // `show --timeline`: per step boundary, each workload's data plane and where each policy is enforced,
 // then the hazards the simulation found (issue 5 §4).
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {type BoundaryState, type Enforcement, simulate} from '../planner/simulate.js'
+import {type BoundaryState, type Enforcement, simulate} from '../plan/simulate.js'
 import type {Painter} from './color.js'
 import {fitItems, fitText, renderColumnBlocks, renderTable} from './table.js'
 import {DATAPLANE_MODE_LABEL} from '../planner/vocab.js'

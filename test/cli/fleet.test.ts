@@ -7,7 +7,7 @@ import path from 'node:path'
 import {parse} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
-import type {FleetPlan} from '../../src/planner/fleet.js'
+import type {FleetPlan} from '../../src/plan/fleet.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {schemaProblems} from '../support/schemas.js'
 import {REPO_ROOT} from '../support/shared.js'

@@ -7,7 +7,7 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 
-import {manifestChanges} from '../../src/planner/gitops.js'
+import {manifestChanges} from '../../src/plan/gitops.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
 import {planOf} from '../support/plan-file.js'

@@ -13,7 +13,7 @@ import {parseAllDocuments} from 'yaml'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan, Operation, PlanStep} from '../../src/planner/plan-types.js'
-import {checkPlanText} from '../../src/planner/planfile.js'
+import {checkPlanText} from '../../src/plan/planfile.js'
 import {runCli} from '../support/cli.js'
 import {CORPUS_DIR, CRDS_DIR, describeWithShared} from '../support/shared.js'
 

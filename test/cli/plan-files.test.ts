@@ -7,7 +7,7 @@ import path from 'node:path'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
-import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {renderPlanFile, specDigest} from '../../src/plan/planfile.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
 import {planOf} from '../support/plan-file.js'

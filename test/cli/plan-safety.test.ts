@@ -10,7 +10,7 @@ import path from 'node:path'
 import {stringify} from 'yaml'
 import {beforeAll, describe, expect, it} from 'vitest'
 
-import {specDigest} from '../../src/planner/planfile.js'
+import {specDigest} from '../../src/plan/planfile.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/shared.js'
 import {planOf} from '../support/plan-file.js'

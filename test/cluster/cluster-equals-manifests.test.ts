@@ -2,7 +2,7 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {buildInventory} from '../../src/planner/inventory.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import {refKey} from '../../src/planner/refs.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
 import {loadManifestFiles, ManifestSource} from '../../src/sources/manifests.js'

@@ -10,7 +10,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {lockRef} from '../../src/executor/lock.js'
-import {checkPlanText} from '../../src/planner/planfile.js'
+import {checkPlanText} from '../../src/plan/planfile.js'
 import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
 import type {FaultRule} from '../support/apiserver/index.js'
 import {hasStackTrace, runCli} from '../support/cli.js'

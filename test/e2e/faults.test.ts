@@ -21,7 +21,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
-import {specDigest} from '../../src/planner/planfile.js'
+import {specDigest} from '../../src/plan/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
 import {hasStackTrace} from '../support/cli.js'
 import {type Fixture, type TestCluster, USERS} from '../support/cluster.js'

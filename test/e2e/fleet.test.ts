@@ -13,7 +13,7 @@ import {parse} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {KubeClient} from '../../src/kube/types.js'
-import type {FleetPlan} from '../../src/planner/fleet.js'
+import type {FleetPlan} from '../../src/plan/fleet.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {ClusterSource} from '../../src/sources/cluster.js'

@@ -8,7 +8,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
-import type {BoundaryState} from '../../src/planner/simulate.js'
+import type {BoundaryState} from '../../src/plan/simulate.js'
 import {timelineOf} from '../../src/ui/timeline-view.js'
 import {startTestCluster, type TestCluster, type TestClusterOptions} from '../support/cluster.js'
 import {ENVTEST_USERS} from '../support/envtest.js'

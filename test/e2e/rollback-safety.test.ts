@@ -8,7 +8,7 @@ import path from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {applyStep, checkRollback, type ExecutionContext, undoStep} from '../../src/executor/engine.js'
-import {rollbackSequence} from '../../src/planner/rollback.js'
+import {rollbackSequence} from '../../src/plan/rollback.js'
 import {OWNER_ANNOTATION, readOwner} from '../../src/executor/ownership.js'
 import {PlanState} from '../../src/executor/plan-state.js'
 import type {KubeObject} from '../../src/planner/model.js'

@@ -1,7 +1,7 @@
 // Inventory and plan of a set of objects, built as `mesh-migrate plan NS --manifests …` builds them offline.
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {Inventory, KubeObject, SourceSnapshot} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import type {MigrationPlan, PlanOptions} from '../../src/planner/plan-types.js'
 
 export interface OfflinePlan {

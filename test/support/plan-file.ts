@@ -1,9 +1,9 @@
 // Tests that look inside a plan file read it as the plan it encodes (the expanded MigrationPlan the executor
-// runs), whichever encoding wrote it: src/planner/plan-encoding.ts. Written back with `yaml`'s stringify it is a
+// runs), whichever encoding wrote it: src/plan/plan-encoding.ts. Written back with `yaml`'s stringify it is a
 // valid v1alpha1 (expanded) plan file, which mesh-migrate still reads.
 import {parse} from 'yaml'
 
-import {decodePlan, PLAN_FILE_API_VERSION} from '../../src/planner/plan-encoding.js'
+import {decodePlan, PLAN_FILE_API_VERSION} from '../../src/plan/plan-encoding.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 
 export function planOf(text: string): MigrationPlan {

@@ -6,7 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import {emitCanonicalYaml, toCanonicalYaml, toCanonicalYamlWithDocumentModel} from '../../src/planner/canonical.js'
 import {buildInventory} from '../../src/planner/inventory.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {generatedNamespace} from '../support/generated-namespace.js'

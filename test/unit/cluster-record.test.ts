@@ -10,14 +10,14 @@ import {Ajv} from 'ajv'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {ClusterConnection, PlanSession} from '../../src/cli/plan-session.js'
-import {ExitCode} from '../../src/cli/exit-codes.js'
+import {ExitCode} from '../../src/exit-codes.js'
 import {StalePlanError, UserError} from '../../src/errors.js'
 import {applyStep, undoStep} from '../../src/executor/engine.js'
 import {OWNER_ANNOTATION} from '../../src/executor/ownership.js'
 import {ClusterRecord, recordFromObject, recordRef} from '../../src/executor/record-store.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
-import {renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {renderPlanFile, specDigest} from '../../src/plan/planfile.js'
 import {
   type MigrationRecord,
   mergeRecord,
@@ -26,7 +26,7 @@ import {
   RECORD_DATA_KEY,
   RECORD_SCHEMA,
   recordOf,
-} from '../../src/planner/record.js'
+} from '../../src/plan/record.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {testExecution} from '../support/execution.js'
 import {MemoryKube} from '../support/memory-kube.js'

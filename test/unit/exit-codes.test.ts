@@ -1,11 +1,11 @@
-// One definition of the exit codes (src/cli/exit-codes.ts), and the table users read (docs/architecture.md) says
+// One definition of the exit codes (src/exit-codes.ts), and the table users read (docs/architecture.md) says
 // the same; expected failures carry theirs.
 import {readdir, readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
-import {ExitCode} from '../../src/cli/exit-codes.js'
+import {ExitCode} from '../../src/exit-codes.js'
 import {
   CancelledError,
   InvalidPlanError,
@@ -41,9 +41,7 @@ describe('ExitCode', () => {
 
   it('is the only place in src/ that spells an exit code as a number', async () => {
     const dir = path.join(REPO_ROOT, 'src')
-    const files = (await readdir(dir, {recursive: true})).filter(
-      (f) => f.endsWith('.ts') && f !== path.join('cli', 'exit-codes.ts'),
-    )
+    const files = (await readdir(dir, {recursive: true})).filter((f) => f.endsWith('.ts') && f !== 'exit-codes.ts')
     // `exit(2)`, `exitCode = 1`, `exitCode: 4`, `exitCode === 10`, `{exitCode: 2, …}` — comments aside;
     // `exitCode = pending ? 10 : 0` too.
     const literal = /\b(?:exit\(\s*\d|exitCode\s*(?:[:=]|===?|!==?)\s*\d|exitCode\s*=[^=].*[?:]\s*\d)/
@@ -55,6 +53,6 @@ describe('ExitCode', () => {
         if (literal.test(code)) found.push(`src/${file}:${i + 1}: ${line.trim()}`)
       })
     }
-    expect(found, 'use ExitCode.* (src/cli/exit-codes.ts) or a UserError subclass (src/errors.ts)').toEqual([])
+    expect(found, 'use ExitCode.* (src/exit-codes.ts) or a UserError subclass (src/errors.ts)').toEqual([])
   })
 })

@@ -19,14 +19,14 @@ import {
   namedSourceNamespaces,
   planFleet,
   selectNamespaces,
-} from '../../src/planner/fleet.js'
-import {checkFleetText, renderFleetFile} from '../../src/planner/fleet-file.js'
+} from '../../src/plan/fleet.js'
+import {checkFleetText, renderFleetFile} from '../../src/plan/fleet-file.js'
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject, SourceSnapshot} from '../../src/planner/model.js'
 import {parseLabelSelector, selectorMatches} from '../../src/planner/namespace.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import type {MigrationPlan, PlanOptions} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
+import {checkPlanText, renderPlanFile} from '../../src/plan/planfile.js'
 import {ManifestSource} from '../../src/sources/manifests.js'
 import {fleetMermaid} from '../../src/ui/fleet-view.js'
 import {REPO_ROOT} from '../support/shared.js'

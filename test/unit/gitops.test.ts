@@ -3,10 +3,10 @@ import path from 'node:path'
 
 import {beforeAll, describe, expect, it} from 'vitest'
 
-import {gitOpsManagedObjects, manifestChanges} from '../../src/planner/gitops.js'
+import {gitOpsManagedObjects, manifestChanges} from '../../src/plan/gitops.js'
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {SourceSnapshot} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {REPO_ROOT} from '../support/shared.js'

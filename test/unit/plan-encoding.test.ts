@@ -1,4 +1,4 @@
-// The plan file's encoding, mesh-migrate.io/v1alpha3 (src/planner/plan-encoding.ts): every reason and message in
+// The plan file's encoding, mesh-migrate.io/v1alpha3 (src/plan/plan-encoding.ts): every reason and message in
 // place, objects stored once, items that share a verdict in one entry, the same plan read back, byte-deterministic,
 // tamper-evident, and plans written as v1alpha2 (texts table) and v1alpha1 (expanded) still read.
 import {readFileSync} from 'node:fs'
@@ -8,9 +8,9 @@ import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {canonicalize, toCanonicalYaml} from '../../src/planner/canonical.js'
-import {parseRefText, PLAN_FILE_API_VERSION, PLAN_FILE_V1ALPHA2, refText} from '../../src/planner/plan-encoding.js'
+import {parseRefText, PLAN_FILE_API_VERSION, PLAN_FILE_V1ALPHA2, refText} from '../../src/plan/plan-encoding.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {checkPlanText, renderPlanFile, specDigest} from '../../src/plan/planfile.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {variedNamespace} from '../support/generated-namespace.js'
 import {generatedPlan} from '../support/generated-plan.js'

@@ -2,7 +2,7 @@
 // comment (GitHub: 65,536 characters) with repeated changes summarised, and nothing is stored twice.
 import {describe, expect, it} from 'vitest'
 
-import {renderPlanFile} from '../../src/planner/planfile.js'
+import {renderPlanFile} from '../../src/plan/planfile.js'
 import {renderPlanMarkdown} from '../../src/ui/plan-view.js'
 import {generatedPlan} from '../support/generated-plan.js'
 

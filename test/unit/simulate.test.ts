@@ -6,7 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import type {KubeObject, WorkloadItem} from '../../src/planner/model.js'
 import type {PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
-import {simulate, unexpectedHazards} from '../../src/planner/simulate.js'
+import {simulate, unexpectedHazards} from '../../src/plan/simulate.js'
 import type {SimPolicy} from '../../src/planner/simulation-state.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {offlinePlan} from '../support/offline-plan.js'
@@ -303,7 +303,7 @@ describe('plan with the simulation', () => {
 
 describe('accepting ids', () => {
   it('matches exact ids and * patterns, nothing else', async () => {
-    const {idMatcher} = await import('../../src/planner/plan-builder.js')
+    const {idMatcher} = await import('../../src/plan/plan-builder.js')
     const m = idMatcher(['E12/VirtualService/other/reviews', 'E11/DestinationRule/*'])
     expect(m('E12/VirtualService/other/reviews')).toBe(true)
     expect(m('E12/VirtualService/other/ratings')).toBe(false)

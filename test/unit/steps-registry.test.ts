@@ -3,7 +3,7 @@
 import {readFileSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 import {STEP_ACTIONS} from '../../src/planner/plan-types.js'
-import {rollbackSequence} from '../../src/planner/rollback.js'
+import {rollbackSequence} from '../../src/plan/rollback.js'
 import {STEP_KINDS, UNDO_KINDS, UNDO_UNITS, WRITE_RULES} from '../../src/steps/index.js'
 import {stepKindTable} from '../support/step-table.js'
 import type {MigrationPlan, PlanStep} from '../../src/planner/plan-types.js'

@@ -6,7 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {KubeObject} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import type {Painter} from '../../src/ui/color.js'
 import {renderTimelineMermaid} from '../../src/ui/mermaid-view.js'
 import {

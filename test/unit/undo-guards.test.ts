@@ -1,5 +1,5 @@
 // Undo guards (issue 12 §2): what rollback checks before an undo writes and waits for after it is written in the
-// plan by the planner (src/planner/undo-guards.ts), checked by validate, and the executor runs on that data alone.
+// plan by the planner (src/plan/undo-guards.ts), checked by validate, and the executor runs on that data alone.
 import {mkdtemp, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -11,8 +11,8 @@ import {applyStep, checkRollback, StepFailedError, undoStep} from '../../src/exe
 import {PlanState} from '../../src/executor/plan-state.js'
 import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import type {MigrationPlan, PlanOptions, PlanStep} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
-import {requiredUndoGuards, undoGuardsOf} from '../../src/planner/undo-guards.js'
+import {checkPlanText, renderPlanFile} from '../../src/plan/planfile.js'
+import {requiredUndoGuards, undoGuardsOf} from '../../src/plan/undo-guards.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {MemoryKube} from '../support/memory-kube.js'
 import {offlinePlan} from '../support/offline-plan.js'

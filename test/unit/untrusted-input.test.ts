@@ -5,12 +5,12 @@ import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
-import {ExitCode} from '../../src/cli/exit-codes.js'
+import {ExitCode} from '../../src/exit-codes.js'
 import {defaultPlanPath, isInside} from '../../src/executor/plan-store.js'
 import {MAX_NESTING_DEPTH, nestingDepth} from '../../src/planner/input-limits.js'
 import {isNamespaceName, nameRuleOf, objectNameProblem} from '../../src/planner/names.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile, specDigest} from '../../src/planner/planfile.js'
+import {checkPlanText, renderPlanFile, specDigest} from '../../src/plan/planfile.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {InputRefused, readBoundedFile} from '../../src/sources/input-limits.js'
 

@@ -6,10 +6,10 @@ import {describe, expect, it} from 'vitest'
 
 import {buildInventory} from '../../src/planner/inventory.js'
 import type {Finding, KubeObject, SourceSnapshot} from '../../src/planner/model.js'
-import {buildPlan} from '../../src/planner/plan-builder.js'
+import {buildPlan} from '../../src/plan/plan-builder.js'
 import type {MigrationPlan, PlanOptions} from '../../src/planner/plan-types.js'
-import {checkPlanText, renderPlanFile} from '../../src/planner/planfile.js'
-import {unexpectedHazards, simulate} from '../../src/planner/simulate.js'
+import {checkPlanText, renderPlanFile} from '../../src/plan/planfile.js'
+import {unexpectedHazards, simulate} from '../../src/plan/simulate.js'
 import {timelineOf} from '../../src/ui/timeline-view.js'
 
 const NS = 'shop'

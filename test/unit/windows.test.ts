@@ -6,7 +6,7 @@ import path from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import type {MigrationPlan, StepPhase} from '../../src/planner/plan-types.js'
-import {checkPlanText} from '../../src/planner/planfile.js'
+import {checkPlanText} from '../../src/plan/planfile.js'
 import {describeWindow, openWindows} from '../../src/planner/windows.js'
 import {REPO_ROOT} from '../support/shared.js'
 

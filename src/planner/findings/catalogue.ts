@@ -145,7 +145,7 @@ const SPECS = {
   DenyMatchesWaypoint: {area: 'retarget', edgeCase: 'E21', severity: ['warning', 'blocker'], message: '{policy} is keyed on the caller\'s identity or IP and (may) match the waypoint: from bind-waypoint on it denies proxied traffic.', fix: 'Exclude the waypoint\'s identity from the DENY.'},
   DenyMatchesWaypointDuringSwitch: {area: 'retarget', edgeCase: 'E21', severity: ['warning'], message: '{policy} is keyed on the caller\'s identity or IP and (may) match the waypoint between bind-waypoint and the policy switch.', fix: 'Accept the window or exclude the waypoint\'s identity.'},
 
-  // ── plan (src/planner/plan-builder.ts, plan-steps.ts, inventory.ts) ──
+  // ── plan (src/plan/plan-builder.ts, plan-steps.ts, inventory.ts) ──
   ExistingWaypointTrafficType: {area: 'plan', severity: ['blocker'], message: 'The plan reuses waypoint {gateway}, which is istio.io/waypoint-for={type}: Services the plan binds are not served.', fix: 'Change the waypoint\'s traffic type, or plan another waypoint name.'},
   ExistingWaypointRevision: {area: 'plan', edgeCase: 'E1', severity: ['blocker'], message: 'The existing waypoint {gateway} is served by another revision than the namespace.', fix: 'Label the waypoint with the namespace\'s istio.io/rev.'},
   InjectionByDefaultWithInjectedGateway: {area: 'plan', edgeCase: 'E3, E7', severity: ['blocker'], message: 'Injection is enabled by default (E3) and {ns} runs injected gateway(s) {gateways}: disabling injection stops their injection.', fix: 'Pin the gateways\' injection first, then re-plan.'},
@@ -157,7 +157,7 @@ const SPECS = {
   BypassDenyHeadless: {area: 'plan', edgeCase: 'E9', severity: ['warning'], message: 'No bypass-prevention DENY for headless Service {service}: its pods are reached by pod IP, which never goes through a service waypoint.'},
   BypassDenyCallers: {area: 'plan', severity: ['warning'], message: 'deny-waypoint-bypass denies every caller that does not come through the waypoint {gateway}.', fix: 'Apply it only once every caller is ambient.'},
 
-  // ── fleet (src/planner/fleet.ts) ──
+  // ── fleet (src/plan/fleet.ts) ──
   FleetOrder: {area: 'fleet', severity: ['warning'], message: 'This plan counts on namespace {ns} being migrated first (wave {wave}): {reasons}.', fix: 'Apply the plans wave by wave.'},
   FleetCycle: {area: 'fleet', severity: ['warning'], message: 'Namespaces {namespaces} depend on each other, so they share wave {wave}.', fix: '{suggestion}'},
 

@@ -8,8 +8,8 @@ const AREA_TITLES: Record<FindingArea, string> = {
   policy: 'Policies and other objects (src/planner/classify)',
   routing: 'Routing (src/planner/classify, src/planner/routes)',
   retarget: 'Policy migration to the waypoint (src/planner/retarget)',
-  plan: 'Plan (src/planner/plan-builder.ts, plan-steps.ts, inventory.ts)',
-  fleet: 'Fleet plans (src/planner/fleet.ts)',
+  plan: 'Plan (src/plan/plan-builder.ts, plan-steps.ts, inventory.ts)',
+  fleet: 'Fleet plans (src/plan/fleet.ts)',
   source: 'Sources (src/sources, src/planner/inventory.ts)',
   preflight: 'Preflight diagnostics (src/preflight)',
 }

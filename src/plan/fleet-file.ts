@@ -1,12 +1,12 @@
 // The fleet overview file (plans/fleet.yaml): canonical YAML with a header comment, like a plan file,
 // and the structural check `show --fleet`, `census` and `validate` use before trusting it. Pure.
-import {toCanonicalYaml} from './canonical.js'
+import {toCanonicalYaml} from '../planner/canonical.js'
 import type {FleetPlan} from './fleet.js'
-import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION} from './plan-types.js'
+import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION} from '../planner/plan-types.js'
 
 export {FLEET_FILE, FLEET_KIND}
 import {type PlanProblem, parsePlanText} from './planfile.js'
-import {isRecord} from './json.js'
+import {isRecord} from '../planner/json.js'
 
 function headerComment(fleet: FleetPlan): string {
   const s = fleet.spec

@@ -5,15 +5,15 @@
 // namespace, there is no order to keep.
 import path from 'node:path'
 
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {InvalidPlanError, UserError} from '../errors.js'
-import {readTextFile} from '../executor/plan-store.js'
-import type {FleetPlan} from '../planner/fleet.js'
-import {checkFleetText, FLEET_FILE} from '../planner/fleet-file.js'
+import {readTextFile} from './plan-store.js'
+import type {FleetPlan} from '../plan/fleet.js'
+import {checkFleetText, FLEET_FILE} from '../plan/fleet-file.js'
 import type {FleetEdge} from '../planner/fleet-waves.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {checkPlanText} from '../planner/planfile.js'
-import {mayHaveWritten, phaseOf} from '../planner/rollback.js'
+import {checkPlanText} from '../plan/planfile.js'
+import {mayHaveWritten, phaseOf} from '../plan/rollback.js'
 
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 

@@ -7,15 +7,15 @@
 //   restrictive ALLOW opens the namespace). The companion admitting the waypoint, and DENY parts, are the
 //   documented exceptions (retarget/objects.ts names them).
 // Pure.
-import {canonicalize} from './canonical.js'
-import type {KubeObject} from './model.js'
-import type {MigrationPlan, Operation, PlanStep} from './plan-types.js'
-import type {PlanProblem} from './planfile.js'
-import {formatRef, groupOf, refKey, refOf} from './refs.js'
-import {companionName, COPIED_FROM_ANNOTATION, l4PartName} from './retarget/objects.js'
-import {isRecord} from './json.js'
-import {buildWaypoint} from './waypoint.js'
-import {REVISION_LABEL} from './vocab.js'
+import {canonicalize} from '../planner/canonical.js'
+import type {KubeObject} from '../planner/model.js'
+import type {MigrationPlan, Operation, PlanStep} from '../planner/plan-types.js'
+import type {PlanProblem} from '../planner/plan-types.js'
+import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
+import {companionName, COPIED_FROM_ANNOTATION, l4PartName} from '../planner/retarget/objects.js'
+import {isRecord} from '../planner/json.js'
+import {buildWaypoint} from '../planner/waypoint.js'
+import {REVISION_LABEL} from '../planner/vocab.js'
 
 const same = (a: unknown, b: unknown) => JSON.stringify(canonicalize(a)) === JSON.stringify(canonicalize(b))
 

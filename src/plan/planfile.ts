@@ -5,10 +5,10 @@ import {createRequire} from 'node:module'
 import type {ErrorObject} from 'ajv'
 import {LineCounter, parseDocument} from 'yaml'
 
-import {digestOf, toCanonicalYaml} from './canonical.js'
+import {digestOf, toCanonicalYaml} from '../planner/canonical.js'
 import {planHasUndoGuards, undoGuardProblems} from './undo-guards.js'
 import {decodePlan, encodePlan, PLAN_FILE_API_VERSION, PLAN_FILE_V1ALPHA2} from './plan-encoding.js'
-import {PLAN_FILE_SCHEMA, PLAN_FILE_V1ALPHA2_SCHEMA, PLAN_SCHEMA} from './plan-schema.js'
+import {PLAN_FILE_SCHEMA, PLAN_FILE_V1ALPHA2_SCHEMA, PLAN_SCHEMA} from '../planner/plan-schema.js'
 import {
   type MigrationPlan,
   type Operation,
@@ -17,17 +17,17 @@ import {
   PLAN_KIND,
   STEP_ACTIONS,
   type StepPhase,
-} from './plan-types.js'
+} from '../planner/plan-types.js'
 import {mayHaveWritten} from './rollback.js'
 import {WRITE_RULES, type WriteRule} from '../steps/index.js'
-import {groupOf} from './refs.js'
-import {WAYPOINT_CLASS} from './vocab.js'
-import type {PlanProblem} from './plan-types.js'
+import {groupOf} from '../planner/refs.js'
+import {WAYPOINT_CLASS} from '../planner/vocab.js'
+import type {PlanProblem} from '../planner/plan-types.js'
 
 export type {PlanProblem}
-import {namespaceNameProblem, objectNameProblem} from './names.js'
+import {namespaceNameProblem, objectNameProblem} from '../planner/names.js'
 import {statusProblems} from './status-checks.js'
-import {isTooDeep, MAX_NESTING_DEPTH, nestingDepth} from './input-limits.js'
+import {isTooDeep, MAX_NESTING_DEPTH, nestingDepth} from '../planner/input-limits.js'
 import {meaningProblems} from './meaning-checks.js'
 
 /** The reviewed part's digest, recorded as status.specDigest by the first apply. */

@@ -9,8 +9,8 @@
 // which fewer roles grant less dangerously than Secrets.
 //
 // Pure: the document's format, its schema, and the merge rules between the file's `status` and the record.
-import {stepStatus} from './plan-schema.js'
-import type {MigrationPlan, PlanStatus, StepStatus} from './plan-types.js'
+import {stepStatus} from '../planner/plan-schema.js'
+import type {MigrationPlan, PlanStatus, StepStatus} from '../planner/plan-types.js'
 import {mayHaveWritten} from './rollback.js'
 
 export const RECORD_API_VERSION = 'mesh-migrate.io/v1alpha1'

@@ -2,8 +2,8 @@
 // run, hold the namespace, apply and verify each step, record it — with its output streams (and, for the fleet,
 // the Ctrl+C signal and a "stop before the next step" question) as parameters. The apply command runs it for one
 // plan; `apply --fleet` runs several at once in one process (src/fleet/run.ts).
-import type {StepOutcome} from './contract.js'
-import {type LockOptions, type PlanSession} from './plan-session.js'
+import type {StepOutcome} from '../cli/contract.js'
+import {type LockOptions, type PlanSession} from '../cli/plan-session.js'
 import {CancelledError, LockHeldError, UsageError, UserError} from '../errors.js'
 import {
   applyStep,
@@ -17,12 +17,12 @@ import {
 import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
 import type {PlanState} from '../executor/plan-state.js'
 import {ProjectedCluster} from '../executor/projection.js'
-import {checkFleetOrder} from '../fleet/order.js'
+import {checkFleetOrder} from '../executor/fleet-order.js'
 import {stderrPainter} from '../ui/color.js'
 import {dryRunLines, markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import type {PlanStep} from '../planner/plan-types.js'
-import {ExitCode} from './exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 
 export const OUTCOME_TEXT: Record<StepOutcome['outcome'], string> = {
   applied: 'applied and verified',

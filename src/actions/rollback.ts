@@ -1,11 +1,11 @@
 // `rollback NS` as an action (issue 22): hold the namespace, check every undo guard before the first write, undo the
 // steps in the safe order, give the namespace up when nothing is left — with its output streams (and, for the fleet,
 // the Ctrl+C signal) as parameters. The rollback command runs it for one plan; `rollback --fleet` runs several at once.
-import type {RollbackResult} from './contract.js'
-import {type LockOptions, type PlanSession} from './plan-session.js'
+import type {RollbackResult} from '../cli/contract.js'
+import {type LockOptions, type PlanSession} from '../cli/plan-session.js'
 import {checkRollback, undoStep} from '../executor/engine.js'
 import {releaseIfRolledBack} from '../executor/ownership.js'
-import {rollbackSequence} from '../planner/rollback.js'
+import {rollbackSequence} from '../plan/rollback.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import type {ProgressTask} from '../ui/progress.js'

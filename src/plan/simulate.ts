@@ -5,13 +5,13 @@
 // intent is enforced. Intervals where a pod leaves the mesh or a policy is degraded / not enforced are
 // hazards; those inside a documented window (the restart window, sidecar callers bypassing waypoints)
 // are expected, the others must be accepted explicitly.
-import type {WorkloadItem} from './model.js'
+import type {WorkloadItem} from '../planner/model.js'
 import {STEP_KINDS, stepKind, UNDO_ORDER} from '../steps/index.js'
 import type {SimulationRole} from '../steps/types.js'
-import type {PlanStep, StepAction} from './plan-types.js'
-import {byCodePoint} from './order.js'
-import {workloadKey} from './simulation-state.js'
-import type {SimPolicy, SimState, SimulationInput} from './simulation-state.js'
+import type {PlanStep, StepAction} from '../planner/plan-types.js'
+import {byCodePoint} from '../planner/order.js'
+import {workloadKey} from '../planner/simulation-state.js'
+import type {SimPolicy, SimState, SimulationInput} from '../planner/simulation-state.js'
 
 export type DataPlane = 'sidecar' | 'ambient' | 'outside'
 

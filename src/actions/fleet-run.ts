@@ -4,13 +4,13 @@
 import {setMaxListeners} from 'node:events'
 
 import {type FleetApplyResult, type FleetNamespaceRun, typed} from '../cli/contract.js'
-import {ExitCode} from '../cli/exit-codes.js'
+import {ExitCode} from '../exit-codes.js'
 import {interruptHandler} from '../cli/plan-commands.js'
 import type {PlanSession} from '../cli/plan-session.js'
 import {UserError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {runTasks} from '../ui/progress.js'
-import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf} from './order.js'
+import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf} from '../executor/fleet-order.js'
 
 /** How the namespaces of one run share its fate: the first failure or Ctrl+C stops new starts. */
 export interface RunControl {

@@ -1,7 +1,7 @@
 // The safe rollback order (DOMAIN §4.3, SPEC §6): never a blind reverse.
 // Pure: from the plan and its status, which steps to undo and in which order.
 import {UNDO_ORDER, UNDO_UNITS} from '../steps/index.js'
-import type {MigrationPlan, PlanStep, StepPhase} from './plan-types.js'
+import type {MigrationPlan, PlanStep, StepPhase} from '../planner/plan-types.js'
 
 // The undo order and the units of steps undone together are declared by the step kinds (src/steps/index.ts).
 export {UNDO_ORDER}

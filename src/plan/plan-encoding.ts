@@ -13,10 +13,10 @@
 // The in-memory plan (and every JSON output) stays the expanded form, mesh-migrate.io/v1alpha1; the spec digest
 // is taken over that expanded form, so it is the same whichever encoding a plan was read from.
 // Pure: data in, data out.
-import {stableJson} from './canonical.js'
-import {compareRefs} from './refs.js'
-import type {InventoryItem, KubeObject, ObjectRef} from './model.js'
-import type {PlanProblem} from './plan-types.js'
+import {stableJson} from '../planner/canonical.js'
+import {compareRefs} from '../planner/refs.js'
+import type {InventoryItem, KubeObject, ObjectRef} from '../planner/model.js'
+import type {PlanProblem} from '../planner/plan-types.js'
 import {
   type MigrationPlan,
   type Operation,
@@ -27,7 +27,7 @@ import {
   type UndoPrecondition,
   type Verification,
   PLAN_API_VERSION,
-} from './plan-types.js'
+} from '../planner/plan-types.js'
 
 export const PLAN_FILE_API_VERSION = 'mesh-migrate.io/v1alpha3'
 /** The file encoding before v1alpha3, with repeated texts in `spec.texts`: read, never written. */

@@ -4,11 +4,11 @@
 // pod-security.kubernetes.io/enforce=privileged). A record is only accepted when it is something the step could
 // have observed: the objects its operations name, the label keys they write, and — where the step's
 // preconditions fix them — the values those keys had before it wrote. Pure.
-import {formatRef, refKey} from './refs.js'
-import type {Operation, PlanStep, MigrationPlan} from './plan-types.js'
-import type {PlanProblem} from './planfile.js'
-import {isRecord} from './json.js'
-import {groupOf} from './refs.js'
+import {formatRef, refKey} from '../planner/refs.js'
+import type {Operation, PlanStep, MigrationPlan} from '../planner/plan-types.js'
+import type {PlanProblem} from '../planner/plan-types.js'
+import {isRecord} from '../planner/json.js'
+import {groupOf} from '../planner/refs.js'
 
 /** What apply records in a step's `observed` (engine.ts applyStep): nothing else is ever written there. */
 const OBSERVED_KEYS = new Set(['before', 'restartedAt'])

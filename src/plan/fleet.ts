@@ -1,17 +1,17 @@
 // Fleet planning (issue 11 §4): the plans of many namespaces from one read of the cluster, and the
 // fleet overview (plans/fleet.yaml) ordering them into migration waves from the cross-namespace
 // dependencies the inventory sees. Pure: snapshots in, plans and the overview out.
-import {hostServiceNamespace, resolveHost} from './classify/hosts.js'
-import {isRecord} from './json.js'
-import {list} from './classify/results.js'
-import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from './fleet-waves.js'
-import type {AuthorizationPolicySpec} from './istio-types.js'
-import {buildInventory, type InventoryOptions} from './inventory.js'
-import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from './model.js'
-import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from './namespace.js'
+import {hostServiceNamespace, resolveHost} from '../planner/classify/hosts.js'
+import {isRecord} from '../planner/json.js'
+import {list} from '../planner/classify/results.js'
+import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from '../planner/fleet-waves.js'
+import type {AuthorizationPolicySpec} from '../planner/istio-types.js'
+import {buildInventory, type InventoryOptions} from '../planner/inventory.js'
+import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
+import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from '../planner/namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
-import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from './plan-types.js'
-import {formatRef, groupOf, refKey, refOf} from './refs.js'
+import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from '../planner/plan-types.js'
+import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
 import {
   GATEWAY_API_GROUP,
   NAMESPACE_NAME_LABEL,
@@ -19,7 +19,7 @@ import {
   SECURITY,
   USE_WAYPOINT_LABEL,
   USE_WAYPOINT_NAMESPACE_LABEL,
-} from './vocab.js'
+} from '../planner/vocab.js'
 
 export {computeWaves, type FleetCycle, type FleetEdge}
 

@@ -9,11 +9,18 @@
 //     pods the step verified lost their sidecar (pods-without-sidecar).
 // validate reports a guard the rule asks for and the plan lacks (safetyProblems); for a plan written before guards
 // existed (no undo carries any) rollback runs the rule's guards (undoGuardsOf). Pure.
-import type {ObjectRef} from './model.js'
-import type {MigrationPlan, Operation, PlanStep, StepUndo, UndoPrecondition, Verification} from './plan-types.js'
-import type {PlanProblem} from './plan-types.js'
-import {formatRef, refKey} from './refs.js'
-import {DATAPLANE_MODE_LABEL, REVISION_LABEL} from './vocab.js'
+import type {ObjectRef} from '../planner/model.js'
+import type {
+  MigrationPlan,
+  Operation,
+  PlanStep,
+  StepUndo,
+  UndoPrecondition,
+  Verification,
+} from '../planner/plan-types.js'
+import type {PlanProblem} from '../planner/plan-types.js'
+import {formatRef, refKey} from '../planner/refs.js'
+import {DATAPLANE_MODE_LABEL, REVISION_LABEL} from '../planner/vocab.js'
 
 type Guards = Required<Pick<StepUndo, 'preconditions' | 'verify'>>
 

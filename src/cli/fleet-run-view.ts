@@ -1,8 +1,8 @@
 // The result of `apply --fleet` / `rollback --fleet` for people: one row per namespace, then what failed and what next.
-import type {FleetApplyResult} from '../cli/contract.js'
-import {ExitCode} from '../cli/exit-codes.js'
-import {stdoutPainter} from './color.js'
-import {renderTable} from './table.js'
+import type {FleetApplyResult} from './contract.js'
+import {ExitCode} from '../exit-codes.js'
+import {stdoutPainter} from '../ui/color.js'
+import {renderTable} from '../ui/table.js'
 
 const STATE_STYLE: Record<string, 'green' | 'red' | 'yellow' | 'gray'> = {
   applied: 'green',

@@ -4,14 +4,14 @@
 import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
 import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
 import type {ClusterFlags} from '../cli/plan-commands.js'
-import {rollBackPlan, selectFromRecord} from '../cli/rollback-action.js'
+import {rollBackPlan, selectFromRecord} from './rollback.js'
 import {UsageError} from '../errors.js'
-import {mayHaveWritten, phaseOf} from '../planner/rollback.js'
+import {mayHaveWritten, phaseOf} from '../plan/rollback.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import type {ProgressTask} from '../ui/progress.js'
-import {type LoadedFleet, membersOf, readFleetMember} from './order.js'
-import {loadFleetFile} from './apply-fleet.js'
-import {failed, remainingSteps, type RunControl, runFleet, stepLabel, warningsTo} from './run.js'
+import {type LoadedFleet, membersOf, readFleetMember} from '../executor/fleet-order.js'
+import {loadFleetFile} from './fleet-apply.js'
+import {failed, remainingSteps, type RunControl, runFleet, stepLabel, warningsTo} from './fleet-run.js'
 
 export interface FleetRollbackOptions {
   loaded: LoadedFleet

@@ -2,10 +2,18 @@
 // once (the waypoint, what happens to every policy, opt-outs, restarts, the binding), folds over the step kinds
 // (src/steps/index.ts), then judges the result (accepted losses, the simulation's hazards, accepted blockers).
 import {guardedUndo} from './undo-guards.js'
-import {isGroupedLostFinding} from './lost-routing.js'
-import {cleanObject, digestOf, objectFingerprint} from './canonical.js'
-import {markHandledFindings} from './finding-handling.js'
-import type {Finding, Inventory, KubeObject, ServiceItem, SourceSnapshot, WorkloadItem, ZtunnelEffect} from './model.js'
+import {isGroupedLostFinding} from '../planner/lost-routing.js'
+import {cleanObject, digestOf, objectFingerprint} from '../planner/canonical.js'
+import {markHandledFindings} from '../planner/finding-handling.js'
+import type {
+  Finding,
+  Inventory,
+  KubeObject,
+  ServiceItem,
+  SourceSnapshot,
+  WorkloadItem,
+  ZtunnelEffect,
+} from '../planner/model.js'
 import {
   type MigrationPlan,
   PLAN_API_VERSION,
@@ -14,8 +22,8 @@ import {
   type PlanOptions,
   type PlanStep,
   type PolicyTimelineInput,
-} from './plan-types.js'
-import {formatRef, refKey, refOf} from './refs.js'
+} from '../planner/plan-types.js'
+import {formatRef, refKey, refOf} from '../planner/refs.js'
 import {
   allowsNothing,
   markManaged,
@@ -23,9 +31,9 @@ import {
   type PolicyDecision,
   type PolicyMigration,
   type PolicyPlacement,
-} from './retarget.js'
+} from '../planner/retarget.js'
 import {simulate, unexpectedHazards} from './simulate.js'
-import {ROOT_DENY_CODE} from './classify/authz.js'
+import {ROOT_DENY_CODE} from '../planner/classify/authz.js'
 import {
   DATAPLANE_MODE_LABEL,
   PREFLIGHT_CHECKS,
@@ -34,8 +42,8 @@ import {
   USE_WAYPOINT_NAMESPACE_LABEL,
   WAYPOINT_FOR_LABEL,
   workloadHasSidecar,
-} from './vocab.js'
-import {waypointServable} from './retarget/targets.js'
+} from '../planner/vocab.js'
+import {waypointServable} from '../planner/retarget/targets.js'
 import {
   buildWaypoint,
   isWaypointGateway,
@@ -43,20 +51,20 @@ import {
   waypointIdentity,
   waypointNameProblem,
   waypointRevision,
-} from './waypoint.js'
-import {meshTrustDomain, type TrustDomain} from './mesh-config.js'
+} from '../planner/waypoint.js'
+import {meshTrustDomain, type TrustDomain} from '../planner/mesh-config.js'
 import {
   findWaypointGateway,
   remoteNamespaceWaypoint,
   remoteWaypointFindings,
   trustDomainFindings,
-} from './namespace-waypoint.js'
+} from '../planner/namespace-waypoint.js'
 import {STEP_KINDS, type StepContext} from '../steps/index.js'
 import type {NamespaceBinding} from '../steps/types.js'
 import {optOutStep} from '../steps/opt-out-workloads.js'
 import {decideRestarts, podOptInOperations} from '../steps/restart-workloads.js'
 import {namespaceRef} from '../steps/shared.js'
-import {byCodePoint} from './order.js'
+import {byCodePoint} from '../planner/order.js'
 
 /** The preflight checks a plan asks for (defined in vocab.ts; the preflight step declares them). */
 export {PREFLIGHT_CHECKS}

@@ -8,10 +8,10 @@ import {stringify} from 'yaml'
 
 import type {FleetPlan} from './fleet.js'
 import {type ManifestChange, manifestChanges} from './gitops.js'
-import type {KubeObject, ObjectRef} from './model.js'
-import type {MigrationPlan} from './plan-types.js'
+import type {KubeObject, ObjectRef} from '../planner/model.js'
+import type {MigrationPlan} from '../planner/plan-types.js'
 import {specDigest} from './planfile.js'
-import {isRolloutRestartable} from './vocab.js'
+import {isRolloutRestartable} from '../planner/vocab.js'
 
 export const WAVE_LABEL = 'mesh-migrate.io/wave'
 export const SYNC_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave'

@@ -3,7 +3,7 @@
 // step order, as Kustomize strategic-merge patches: a label set to null is removed, `$patch: delete`
 // removes an object, and objects the plan creates are given in full to add to the repository.
 // Pure: from the plan alone.
-import type {KubeObject, ObjectRef} from './model.js'
+import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
@@ -11,9 +11,9 @@ import {
   type Operation,
   PLAN_ANNOTATION,
   type StepAction,
-} from './plan-types.js'
-import {refKey} from './refs.js'
-import {templateLabelsPatch} from './workloads.js'
+} from '../planner/plan-types.js'
+import {refKey} from '../planner/refs.js'
+import {templateLabelsPatch} from '../planner/workloads.js'
 
 export type ManifestChangeKind = 'labels' | 'annotations' | 'template-labels' | 'add' | 'remove'
 

@@ -5,17 +5,24 @@
 // first, then to the end (the protocol of the fleet file's cycles). The first failure stops new starts.
 import path from 'node:path'
 
-import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../cli/apply-action.js'
+import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from './apply.js'
 import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
 import type {ClusterFlags} from '../cli/plan-commands.js'
 import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
-import {FLEET_FILE} from '../planner/fleet-file.js'
+import {FLEET_FILE} from '../plan/fleet-file.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
-import {fullyApplied, hasPlan, type LoadedFleet, membersOf, parseFleet, readFleetMember} from './order.js'
-import {failed, remainingSteps, type RunControl, runFleet, stepLabel, type WavePass, warningsTo} from './run.js'
+import {
+  fullyApplied,
+  hasPlan,
+  type LoadedFleet,
+  membersOf,
+  parseFleet,
+  readFleetMember,
+} from '../executor/fleet-order.js'
+import {failed, remainingSteps, type RunControl, runFleet, stepLabel, type WavePass, warningsTo} from './fleet-run.js'
 
 export interface FleetApplyOptions {
   loaded: LoadedFleet
