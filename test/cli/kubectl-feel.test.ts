@@ -360,6 +360,7 @@ describe.each(WIDTHS)('completion in bash at %s columns', (columns) => {
   it('commands in workflow order, flags, -o formats, --context contexts', async () => {
     expect(await complete(['ro'])).toEqual(['rollback'])
     expect((await complete([''])).slice(0, 4)).toEqual(['census', 'inventory', 'preflight', 'plan'])
+    // show's -o values, the fleet's GitOps hand-off (argocd, flux; issue 22) included.
     expect(await complete(['show', 'plans/web.yaml', '-o', ''])).toEqual([
       'table',
       'wide',
@@ -367,6 +368,8 @@ describe.each(WIDTHS)('completion in bash at %s columns', (columns) => {
       'patches',
       'json',
       'yaml',
+      'argocd',
+      'flux',
     ])
     expect(await complete(['apply', '--dry-run', ''])).toEqual(['none', 'server'])
     expect(await complete(['plan', '--context', ''])).toEqual(['admin', 'other'])
