@@ -76,6 +76,15 @@ export async function validateApply(
       suggestion: `Resolve them (mesh-migrate show ${session.file}), then re-run \`mesh-migrate plan ${session.namespace}\`.`,
     })
   }
+  // What can be refused from this machine alone (the fleet's order, nobody to ask) is refused before the cluster
+  // is contacted, when the file has steps to apply; judged again below if only the cluster's record has some.
+  let refused = false
+  const refuseEarly = async (namespace: string) => {
+    refused = true
+    await refuseWithoutCluster(o, namespace)
+  }
+  if (o.repair === undefined && stepsToApply(session.state, o.selection, o.retry).length > 0)
+    await refuseEarly(session.namespace)
   // The cluster's record is the plan's progress (a teammate's file may have no status, or a stale one).
   const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => note(mark(dryRun, m)))
   await session.adoptRecord(client, {readOnly: true})
@@ -96,16 +105,20 @@ export async function validateApply(
   const waitForHolder = blocked !== undefined && !dryRun && o.lock.lockTimeoutMs > 0
   const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
   if (!waitForHolder && steps.length === 0) return 'up-to-date'
-  // The fleet's order (exit 5) before anything is asked or written; a dry run writes nothing, so it is not held to it.
-  if (!dryRun) await checkFleetOrder(session.file, state.namespace, o.ignoreFleetOrder)
-  // Fail before touching the cluster when nobody could answer the per-step question.
-  if (!o.yes && !dryRun && !canPrompt()) {
+  if (!refused) await refuseEarly(state.namespace)
+  return steps
+}
+
+/** The fleet's order (exit 5) and nobody to answer the per-step question (exit 2): nothing is asked or written. */
+async function refuseWithoutCluster(o: ApplyOptions, namespace: string): Promise<void> {
+  // A dry run writes nothing, so it is not held to the fleet's order.
+  if (!o.dryRun) await checkFleetOrder(o.session.file, namespace, o.ignoreFleetOrder)
+  if (!o.yes && !o.dryRun && !canPrompt()) {
     throw new UsageError(
       `apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
       'Review the plan (mesh-migrate show), then pass --yes.',
     )
   }
-  return steps
 }
 
 /** --repair STEP: only an applied step is repaired (the others are applied, retried or rolled back). */

@@ -5,10 +5,9 @@ import os from 'node:os'
 import path from 'node:path'
 
 import {beforeAll, describe, expect, it} from 'vitest'
-import {parse} from 'yaml'
 
-import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {runCli} from '../support/cli.js'
+import {planOf} from '../support/plan-file.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/edge-cases')
@@ -26,16 +25,14 @@ describe('edge cases through the built CLI (exit codes and flags)', () => {
     const blocked = await plan('E11-client-side-routing.yaml')
     expect(blocked.code).toBe(1)
     expect(blocked.stderr).toContain('The plan has 2 blocker(s)')
-    expect((parse(blocked.stdout) as MigrationPlan).spec.summary.blockers).toBe(2)
+    expect(planOf(blocked.stdout).spec.summary.blockers).toBe(2)
     const partly = await plan(
       'E11-client-side-routing.yaml',
       '--accept-lost',
       'E11/VirtualService/bookinfo/shop-ratings-timeout',
     )
     expect(partly.code).toBe(1)
-    expect((parse(partly.stdout) as MigrationPlan).spec.options.acceptLost).toEqual([
-      'E11/VirtualService/bookinfo/shop-ratings-timeout',
-    ])
+    expect(planOf(partly.stdout).spec.options.acceptLost).toEqual(['E11/VirtualService/bookinfo/shop-ratings-timeout'])
     const accepted = await plan(
       'E11-client-side-routing.yaml',
       '--accept-lost',
@@ -45,26 +42,26 @@ describe('edge cases through the built CLI (exit codes and flags)', () => {
       '--detailed-exitcode',
     )
     expect(accepted.code).toBe(10)
-    expect((parse(accepted.stdout) as MigrationPlan).spec.blockers).toEqual([])
+    expect(planOf(accepted.stdout).spec.blockers).toEqual([])
   })
 
   it('E16: --istio-version 1.28 blocks on the dry-run policy, 1.29 does not', async () => {
     const old = await plan('E16-custom-audit-dry-run.yaml', '--istio-version', '1.28')
     expect(old.code).toBe(1)
-    expect((parse(old.stdout) as MigrationPlan).spec.blockers.map((b) => b.id)).toEqual([
+    expect(planOf(old.stdout).spec.blockers.map((b) => b.id)).toEqual([
       'E16/AuthorizationPolicy/bookinfo/details-lockdown-trial/dry-run',
     ])
     const current = await plan('E16-custom-audit-dry-run.yaml', '--istio-version', '1.29')
     expect(current.code).toBe(0)
-    expect((parse(current.stdout) as MigrationPlan).spec.steps.map((s) => s.id)).toContain('create-policies')
+    expect(planOf(current.stdout).spec.steps.map((s) => s.id)).toContain('create-policies')
   })
 
   it('E5/E8: --opted-out enroll drops the opt-out step that keep-out writes', async () => {
-    const keepOut = parse((await plan('E5-inject-false.yaml')).stdout) as MigrationPlan
+    const keepOut = planOf((await plan('E5-inject-false.yaml')).stdout)
     expect(keepOut.spec.steps.map((s) => s.id)).toContain('opt-out-workloads')
     const enroll = await plan('E5-inject-false.yaml', '--opted-out', 'enroll')
     expect(enroll.code).toBe(0)
-    expect((parse(enroll.stdout) as MigrationPlan).spec.steps.map((s) => s.id)).not.toContain('opt-out-workloads')
+    expect(planOf(enroll.stdout).spec.steps.map((s) => s.id)).not.toContain('opt-out-workloads')
   })
 
   it('E14: --accept-hazard cannot accept a blocker that is not a hazard', async () => {
@@ -74,7 +71,7 @@ describe('edge cases through the built CLI (exit codes and flags)', () => {
       'apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads',
     )
     expect(r.code).toBe(1)
-    const p = parse(r.stdout) as MigrationPlan
+    const p = planOf(r.stdout)
     expect(p.spec.hazards.find((h) => h.accepted)?.id).toBe(
       'apply/policy-deny-all/AuthorizationPolicy/istio-system/ratings-read-only/Deployment/ratings-v1/restart-workloads',
     )

@@ -94,7 +94,8 @@ describe('fleet runs, offline', () => {
     ])
     const human = await runCli(['status', '--fleet', '--offline'], {cwd})
     expect(human.stdout).toMatch(/^WAVE\s+NAMESPACE\s+STATE\s+APPLIED\s+DRIFTED\s+LOCK\s+PLAN$/m)
-    expect(human.stdout).toMatch(/^3\s+shop\s+not-started\s+0\/\d+\s+0\s+-\s+plans\/shop\.yaml$/m)
+    // --offline reads no cluster: drift is unknown, never a reassuring 0 (issue 19 §3).
+    expect(human.stdout).toMatch(/^3\s+shop\s+not-started\s+0\/\d+\s+unknown\s+-\s+plans\/shop\.yaml$/m)
   })
 
   it('show --fleet -o flux / -o argocd: the engine objects on stdout, one overlay per namespace in step order', async () => {

@@ -72,17 +72,17 @@ describe('choosing the plan when PLAN is omitted', () => {
   })
 })
 
-describe('apply --to a step that is already applied', () => {
-  it('says that this step is already applied and names the next pending one, exit 0', async () => {
+describe('apply --to a step that the file says is applied', () => {
+  // Whether it is applied is the cluster's record's to say (issue 19): without a cluster, apply does not claim
+  // "nothing to do" (test/e2e/cluster-record.test.ts checks that message against a real API server).
+  it('reads the cluster first: with none reachable it fails with Error/Next, never a blind "nothing to do"', async () => {
     const plan = withApplied(planned, 3)
     const cwd = await workdirWith({'bookinfo.yaml': renderPlanFile(plan)})
     const target = plan.spec.steps[1]!.id
     const r = await runCli(['apply', 'bookinfo', '--to', target, '--yes'], {cwd, env: OFFLINE})
-    expect(r.code, r.stderr).toBe(0)
-    // A result, so on stdout (issue 13 §1).
-    expect(r.stdout).toContain(
-      `Step ${target} of plans/bookinfo.yaml is already applied, with every step before it; nothing to do. The next pending step is ${plan.spec.steps[3]!.id}.`,
-    )
-    expect(r.stdout).not.toContain('Every step')
+    expect(r.code, r.stderr).toBe(1)
+    expect(r.stderr).toMatch(/^Error: /m)
+    expect(r.stderr).toMatch(/^Next: /m)
+    expect(r.stdout).not.toContain('nothing to do')
   })
 })

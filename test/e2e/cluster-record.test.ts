@@ -84,6 +84,15 @@ describe('the cluster holds the truth (issue 19)', () => {
     expect(repaired.code, repaired.stderr).toBe(0)
     expect((await nsLabels())['istio.io/use-waypoint']).toBe('waypoint')
     expect((await cli(['status', NS, '--detailed-exitcode'], cwd, kube)).stdout).not.toContain('drifted')
+
+    // A step already applied (the record says so): nothing to do, and the next pending step named (a result: stdout).
+    const earlier = plan.spec.steps[1]!.id
+    const next = plan.spec.steps[plan.spec.steps.findIndex((s) => s.id === bind) + 1]!.id
+    const again = await cli(['apply', NS, '--to', earlier, '--yes'], cwd, kube)
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stdout).toContain(
+      `Step ${earlier} of ${PLAN_FILE} is already applied, with every step before it; nothing to do. The next pending step is ${next}.`,
+    )
   }, 360_000)
 
   it('a second directory with only the reviewed plan sees true progress and rolls back to the exact prior state', async () => {
