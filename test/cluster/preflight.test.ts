@@ -670,12 +670,13 @@ describe.concurrent('blockers', () => {
     expect(diags.every((d) => d.severity === 'error' && d.message.includes('blocker recorded in the plan'))).toBe(true)
     expect(diags.some((d) => d.message.includes('PeerAuthentication shop/no-mtls'))).toBe(true)
 
-    // A WorkloadEntry that shows up after planning is found live.
+    // A VM with a sidecar (a serviceAccount: upstream getTLSModeFromWorkloadEntry, issue 21 §6) that shows up after
+    // planning is found live.
     await s.seed({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadEntry',
       metadata: {name: 'vm-1', namespace: NAMESPACE},
-      spec: {address: '10.0.0.5', labels: {app: 'web'}},
+      spec: {address: '10.0.0.5', labels: {app: 'web'}, serviceAccount: 'web-vm'},
     })
     const later = await runPreflight(client, NAMESPACE, {plan, rootNamespace: ROOT, checks: ['blockers']})
     const fresh = later.filter((d) => d.message.includes('new since the plan was made'))
@@ -917,11 +918,13 @@ describe.concurrent('rbac: every permission of the plan (issue 21 §9)', () => {
       expect(applied.code, applied.stderr).toBe(1)
       expect(applied.stderr).toContain('Not allowed to patch cronjobs.batch in namespace shop (nightly)')
       expect(hasStackTrace(applied.stderr)).toBe(false)
-      // Before any write: the tool sent nothing but reviews and its own lock.
+      // Before any write: the tool sent nothing but reviews, its own lock and the plan's record (the preflight step
+      // recorded Running, then Failed, in ConfigMap mesh-migrate-record-<namespace>: issue 19).
       const writes = s
         .requestsMatching({user: s.userOf('no-cronjob-patch'), verb: ['create', 'update', 'patch', 'delete']})
         .filter((e) => e.group !== 'authorization.k8s.io' && e.group !== 'authentication.k8s.io')
         .filter((e) => e.resource !== 'leases')
+        .filter((e) => !(e.resource === 'configmaps' && e.path.includes('configmaps') && recordWrite(e.path, e.method)))
       expect(writes).toEqual([])
       const after = planOf(await readFile(path.join(cwd, 'plans', `${NAMESPACE}.yaml`), 'utf8'))
       expect(after.status?.steps.find((st) => st.id === 'preflight')?.phase).toBe('Failed')
@@ -929,6 +932,13 @@ describe.concurrent('rbac: every permission of the plan (issue 21 §9)', () => {
     },
   )
 })
+
+/** A write of the plan's record: the ConfigMap's create (POST to the collection) or a patch of mesh-migrate-record-*. */
+function recordWrite(requestPath: string, method: string): boolean {
+  return method === 'POST'
+    ? requestPath.endsWith('/configmaps')
+    : /\/configmaps\/mesh-migrate-record-[^/]+$/.test(requestPath)
+}
 
 describe.concurrent('runner', () => {
   serverTest('reports an unknown check and a forbidden read without hiding the other checks', async () => {
