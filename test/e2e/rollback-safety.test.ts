@@ -236,8 +236,10 @@ describe.skipIf(external)('rollback safety', () => {
       signal: new AbortController().signal,
     }
 
-    // Existed before (an earlier version of it, still marked as this plan's): the step overwrites it.
+    // Both steps are in the scratch plan before its first write: its identity is its spec's digest (issue 20 §2).
     const existing = createStep('scratch-existing', policy('scratch-existing', ['7000']))
+    const created = createStep('scratch-created', policy('scratch-created', ['7000']))
+    // Existed before (an earlier version of it, still marked as this plan's): the step overwrites it.
     await cluster.api.create(policy('scratch-existing', ['7001']))
     await applyStep(ctx, existing)
     expect(state.status(existing.id)?.observed?.before).toEqual({
@@ -258,7 +260,6 @@ describe.skipIf(external)('rollback safety', () => {
     expect(state.status(existing.id)?.phase).toBe('RolledBack')
 
     // Created by the step: deleted.
-    const created = createStep('scratch-created', policy('scratch-created', ['7000']))
     await applyStep(ctx, created)
     await undoStep(ctx, created, (m) => warnings.push(m))
     expect(
