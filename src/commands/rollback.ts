@@ -7,6 +7,7 @@ import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} fr
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
+import {rollbackSequence} from '../plan/rollback.js'
 import {rollBackPlan, selectFromRecord, type RollbackOptions} from '../actions/rollback.js'
 import {stderrPainter} from '../ui/color.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
@@ -74,6 +75,9 @@ ${EXIT_CODES_HELP}
     const {args, flags} = await this.parse(RollbackCommand)
     if (flags.fleet) return this.runFleet(args.plan, flags)
     const completed = await this.complete(args, flags)
+    // What needs no cluster is refused before it is contacted, when the file says something was applied.
+    if (rollbackSequence(completed.session.state.plan, {lastOnly: completed.lastOnly}).steps.length > 0)
+      refuseUnconfirmed(completed)
     const options = {...completed, selection: await selectFromRecord(completed, (m) => this.note(m))}
     if (options.selection.steps.length === 0) return this.nothingToUndo(options)
     await this.validate(options)
@@ -123,20 +127,12 @@ ${EXIT_CODES_HELP}
     if (selection.note) say(stderrPainter().paint('yellow', `Note: ${selection.note}.`))
     await this.warnDependants(o)
     if (dryRun) return
-    if (o.confirm !== undefined) {
-      if (o.confirm !== ns)
-        throw new UsageError(
-          `--confirm ${o.confirm} does not match the plan's namespace ${ns}`,
-          `Pass --confirm ${ns}.`,
-        )
-    } else if (!canPrompt()) {
-      throw new UsageError(
-        `rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`,
-        `Pass --confirm ${ns}.`,
-      )
-    } else if (!(await confirmByTyping(ns, `Roll back the migration of namespace ${ns}`, '--confirm'))) {
+    refuseUnconfirmed(o)
+    if (
+      o.confirm === undefined &&
+      !(await confirmByTyping(ns, `Roll back the migration of namespace ${ns}`, '--confirm'))
+    )
       throw new CancelledError('the namespace typed does not match: nothing was rolled back')
-    }
   }
 
   /** The mirror image of apply's fleet order: dependants of later waves still applied count on this namespace. */
@@ -193,6 +189,19 @@ ${EXIT_CODES_HELP}
       () => '',
     )
   }
+}
+
+/** --confirm naming another namespace, or no --confirm and no terminal to type it on (exit 2); a dry run needs none. */
+function refuseUnconfirmed(o: Pick<RollbackCommandOptions, 'session' | 'confirm' | 'dryRun'>): void {
+  const ns = o.session.namespace
+  if (o.dryRun) return
+  if (o.confirm !== undefined && o.confirm !== ns)
+    throw new UsageError(`--confirm ${o.confirm} does not match the plan's namespace ${ns}`, `Pass --confirm ${ns}.`)
+  if (o.confirm === undefined && !canPrompt())
+    throw new UsageError(
+      `rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`,
+      `Pass --confirm ${ns}.`,
+    )
 }
 
 type RollbackFlags = Interfaces.InferredFlags<typeof RollbackCommand.flags>
