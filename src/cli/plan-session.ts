@@ -4,6 +4,8 @@
 // lock whatever happens. The commands say only what to do inside it.
 // Heavy modules stay out of --help: the kube client is imported when connecting (connectCluster), the engine
 // only as a type.
+import path from 'node:path'
+
 import type {ExecutionContext} from '../executor/engine.js'
 import {kubernetesIdentity, NamespaceLock, whoAmI} from '../executor/lock.js'
 import {checkOwner} from '../executor/ownership.js'
@@ -145,6 +147,13 @@ export class PlanSession {
     const merged = mergeRecord(this.state.plan, specDigest(this.state.plan), await store.read())
     if (merged.use === 'other-plan') {
       const {plan, updated} = merged.record
+      if (path.normalize(plan.file) === path.normalize(this.file))
+        // The same file with another spec: edited after the first apply, or re-planned (issue 20 §2: a plan's identity
+        // is its digest, never its path).
+        throw new LockHeldError(
+          `${this.file} is not the plan first applied to namespace ${this.namespace}: its spec digest is ${specDigest(this.state.plan).slice(0, 19)}…, the record in the cluster (ConfigMap ${store.ref.namespace}/${store.ref.name}, last written by ${updated.by} at ${updated.at}) is ${plan.specDigest.slice(0, 19)}…; the spec was edited after the first apply, or re-planned`,
+          `Restore the reviewed plan (\`git checkout -- ${this.file}\`) and use that; or re-plan from the record with \`mesh-migrate plan ${this.namespace} --keep-progress\` and review that.`,
+        )
       throw new LockHeldError(
         `namespace ${this.namespace} is being migrated by another plan: ${plan.file} (its record in the cluster, ConfigMap ${store.ref.namespace}/${store.ref.name}: digest ${plan.specDigest.slice(0, 19)}…, last written by ${updated.by} at ${updated.at}); ${this.file} is a different plan (digest ${specDigest(this.state.plan).slice(0, 19)}…)`,
         `Finish that plan (\`mesh-migrate apply ${plan.file}\`) or undo it (\`mesh-migrate rollback ${plan.file} --confirm ${this.namespace}\`) from the reviewed copy of it, then use ${this.file}; or re-plan from it with \`mesh-migrate plan ${this.namespace} --keep-progress\`.`,
