@@ -2,7 +2,7 @@ import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
-import {UsageError, UserError} from '../errors.js'
+import {InvalidPlanError, UsageError, UserError} from '../errors.js'
 import {fileNameMismatch, namespaceMismatch, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkFleetText} from '../plan/fleet-file.js'
 import {checkPlanText, type PlanProblem, specDigest, textMayHaveWritten} from '../plan/planfile.js'
@@ -118,7 +118,7 @@ async function validateFile(name: string): Promise<FileValidation> {
     }
   } catch (error) {
     if (!(error instanceof UserError)) throw error
-    problems = [{path: '', message: error.message}]
+    problems = error instanceof InvalidPlanError ? error.problems : [{path: '', message: error.message}]
   }
   return {file, valid: problems.length === 0 && blockers.length === 0, problems, blockers}
 }

@@ -6,7 +6,7 @@ import {open, readdir, rename, rm, stat} from 'node:fs/promises'
 import path from 'node:path'
 
 import {ExitCode} from '../exit-codes.js'
-import {UsageError, UserError} from '../errors.js'
+import {InvalidPlanError, UsageError, UserError} from '../errors.js'
 import {InputRefused, readBoundedFile} from '../sources/input-limits.js'
 import {isNamespaceName, namespaceNameProblem} from '../planner/names.js'
 import {FLEET_FILE} from '../planner/plan-types.js'
@@ -75,9 +75,13 @@ export async function readTextFile(file: string, what = 'file'): Promise<string>
   try {
     return readBoundedFile(file)
   } catch (error) {
+    // A plan file refused for its size or type is an invalid plan like any other (exit 4, its problems listed):
+    // apply, rollback and validate report it the same way.
+    if (error instanceof InputRefused && what === 'plan file')
+      throw new InvalidPlanError(file, [{path: '', message: error.message}])
     if (error instanceof InputRefused)
       throw new UserError(`${what} ${error.message}`, {
-        exitCode: what === 'plan file' ? ExitCode.Invalid : ExitCode.Usage,
+        exitCode: ExitCode.Usage,
         suggestion:
           'Plan files are written by the tool: restore the reviewed file, or regenerate it with `mesh-migrate plan NAMESPACE`.',
       })

@@ -2,20 +2,18 @@
 // label keys, the namespace); these judge what the writes do together, against what the planner itself produces:
 // - every object a step deletes is re-created, exactly as stored, by that step's undo (else rollback loses it);
 // - a waypoint the plan creates is the planned one (buildWaypoint from the plan's options), in spec.waypoints;
-// - an AuthorizationPolicy the plan derives from an original it stores (copied-from) acts as the original does:
-//   the same action, and no rule matching every request unless the original has one (an allow-all "copy" of a
-//   restrictive ALLOW opens the namespace). The companion admitting the waypoint, and DENY parts, are the
-//   documented exceptions (retarget/objects.ts names them).
+// - a policy the plan derives from an original (copied-from) is what the planner derives from it, nothing wider:
+//   derived-checks.ts.
 // Pure.
 import {canonicalize} from '../planner/canonical.js'
 import type {KubeObject} from '../planner/model.js'
 import type {MigrationPlan, Operation, PlanStep} from '../planner/plan-types.js'
 import type {PlanProblem} from '../planner/plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
-import {companionName, COPIED_FROM_ANNOTATION, l4PartName} from '../planner/retarget/objects.js'
-import {isRecord} from '../planner/json.js'
+import {isRetargetable} from '../planner/retarget/objects.js'
 import {buildWaypoint} from '../planner/waypoint.js'
 import {REVISION_LABEL} from '../planner/vocab.js'
+import {derivationContext, derivationProblem} from './derived-checks.js'
 
 const same = (a: unknown, b: unknown) => JSON.stringify(canonicalize(a)) === JSON.stringify(canonicalize(b))
 
@@ -71,34 +69,6 @@ function plannedWaypoint(plan: MigrationPlan, object: KubeObject): string | unde
   return undefined
 }
 
-/** A rule that matches every request: no from, to or when. */
-function matchesEverything(rule: unknown): boolean {
-  return isRecord(rule) && rule.from === undefined && rule.to === undefined && rule.when === undefined
-}
-
-function rulesOf(obj: KubeObject): unknown[] {
-  return Array.isArray(obj.spec?.rules) ? (obj.spec.rules as unknown[]) : []
-}
-
-/** An AuthorizationPolicy derived from a stored original does not act wider than the original. */
-function derivedPolicy(object: KubeObject, originals: Map<string, KubeObject>): string | undefined {
-  const from = object.metadata.annotations?.[COPIED_FROM_ANNOTATION]
-  if (from === undefined) return undefined
-  const original = originals.get(from)
-  if (!original) return undefined
-  // The companion admits the waypoint; the L4 part of an L7 ALLOW is its documented projection (it may match
-  // every request at ztunnel: docs/contract.md), not compared rule by rule here.
-  if ([companionName(original.metadata.name), l4PartName(original.metadata.name)].includes(object.metadata.name))
-    return undefined
-  const action = (object.spec?.action as string | undefined) ?? 'ALLOW'
-  const originalAction = (original.spec?.action as string | undefined) ?? 'ALLOW'
-  if (action !== originalAction)
-    return `AuthorizationPolicy "${object.metadata.name}" is ${action}, but ${from}, which it is derived from, is ${originalAction}`
-  if (action === 'ALLOW' && rulesOf(object).some(matchesEverything) && !rulesOf(original).some(matchesEverything))
-    return `AuthorizationPolicy "${object.metadata.name}" allows every request, but ${from}, which it is derived from, does not: a copy may not be wider than its original`
-  return undefined
-}
-
 /** Problems with the meaning of the plan's writes (see the module comment). */
 export function meaningProblems(plan: MigrationPlan): PlanProblem[] {
   const problems: PlanProblem[] = []
@@ -106,6 +76,7 @@ export function meaningProblems(plan: MigrationPlan): PlanProblem[] {
   const originals = new Map<string, KubeObject>()
   for (const step of plan.spec.steps)
     for (const op of step.operations) if (op.op === 'delete' && op.object) originals.set(op.ref.name, op.object)
+  const derivation = derivationContext(plan)
   plan.spec.steps.forEach((step, i) => {
     const base = `spec.steps[${i}]`
     problems.push(...undoRecreates(step, base))
@@ -114,8 +85,8 @@ export function meaningProblems(plan: MigrationPlan): PlanProblem[] {
       const path = `${base}.operations[${j}]`
       const problem = isGateway(op.object)
         ? plannedWaypoint(plan, op.object)
-        : groupOf(op.object.apiVersion) === 'security.istio.io' && op.object.kind === 'AuthorizationPolicy'
-          ? derivedPolicy(op.object, originals)
+        : isRetargetable(op.object)
+          ? derivationProblem(op.object, originals, derivation)
           : undefined
       if (problem) problems.push({path, message: problem})
     })

@@ -271,6 +271,9 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
         namespaceLabels: {...ctx.labels},
         fingerprint: inventoryFingerprint(inventory, snapshot),
         ...(ctx.waypointIdentity ? {trustDomain: trustDomainRecord(ctx.waypointIdentity.trustDomain)} : {}),
+        ...(ctx.waypointIdentity && ctx.waypoint
+          ? {waypointPrincipals: admittedPrincipals(input, ctx.waypointIdentity, ctx.waypoint)}
+          : {}),
       },
       summary: {
         from: nsState.mode,
@@ -459,6 +462,21 @@ function serviceWaypointPrincipals(
     out[service.ref.name] = waypointIdentity(snapshot.objects, {namespace, name}, identity.trustDomain).principals
   }
   return out
+}
+
+/**
+ * Every waypoint principal the plan's companions may admit: the plan's waypoint (trust domain, then aliases), then the
+ * waypoints Services are bound to by their own label. Recorded so that validate can check each companion admits
+ * only these (issue 20 point 5).
+ */
+function admittedPrincipals(
+  input: BuildPlanInput,
+  identity: WaypointIdentity,
+  waypoint: NonNullable<StepContext['waypoint']>,
+): string[] {
+  return [
+    ...new Set([...identity.principals, ...Object.values(serviceWaypointPrincipals(input, identity, waypoint)).flat()]),
+  ]
 }
 
 function trustDomainRecord(td: TrustDomain): TrustDomain {

@@ -614,6 +614,7 @@ function specHeaderSchemas() {
             source: {type: 'string'},
           },
         },
+        waypointPrincipals: {type: 'array', items: {type: 'string', minLength: 1}},
       },
     },
     summary: {

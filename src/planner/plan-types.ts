@@ -223,6 +223,12 @@ export interface PlanSpec {
      * `ConfigMap <root>/istio[-<rev>]`, or `default`): issue 21 point 8. Present when the plan needs a waypoint.
      */
     trustDomain?: TrustDomain
+    /**
+     * The waypoint principals the plan's companions may admit (the plan's waypoint in the trust domain and each
+     * alias, then the waypoints Services are bound to by their own label): validate checks every companion against
+     * it (issue 20 point 5). Present when the plan needs a waypoint.
+     */
+    waypointPrincipals?: string[]
   }
   summary: PlanSummary
   blockers: Finding[]

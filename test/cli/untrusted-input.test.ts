@@ -1,7 +1,7 @@
 // Issue 20 §1, §7: names and files from input are checked before they become paths or requests, and reading is
 // bounded; each refusal is a usage/input error (exit 2) within seconds, and nothing is written outside plans/.
 import {execFileSync} from 'node:child_process'
-import {mkdir, mkdtemp, readdir, writeFile} from 'node:fs/promises'
+import {copyFile, mkdir, mkdtemp, readdir, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -65,5 +65,35 @@ describe('untrusted names and files', () => {
     })
     expect(r.code, r.stderr).toBe(2)
     expect(r.stderr).toContain('over the input limit of 1000 bytes (set MESH_MIGRATE_MAX_INPUT_BYTES to raise it)')
+  })
+
+  it('a plan file over the limit is an invalid plan for apply, rollback and validate (exit 4, InvalidPlanError)', async () => {
+    const cwd = await tmp()
+    await mkdir(path.join(cwd, 'plans'))
+    await copyFile('plans/examples/bookinfo.yaml', path.join(cwd, 'plans', 'bookinfo.yaml'))
+    const env = {...process.env, MESH_MIGRATE_MAX_INPUT_BYTES: '1000', KUBECONFIG: '/nonexistent/kubeconfig'}
+    for (const args of [
+      ['apply', 'bookinfo', '--step', '--yes'],
+      ['rollback', 'bookinfo', '--confirm', 'bookinfo'],
+    ]) {
+      const r = await runCli(args, {cwd, env})
+      expect(r.code, `${args[0]}: ${r.stderr}`).toBe(4)
+      expect(hasStackTrace(r.stderr)).toBe(false)
+      expect(r.stderr).toMatch(
+        /plans\/bookinfo\.yaml is not a valid plan \(1 problem\):\n {2}- plans\/bookinfo\.yaml is \d+ bytes, over the input limit of 1000 bytes \(set MESH_MIGRATE_MAX_INPUT_BYTES to raise it\)/,
+      )
+    }
+    // validate lists it as it lists any invalid plan's problems.
+    const validate = await runCli(['validate', 'bookinfo'], {cwd, env})
+    expect(validate.code, validate.stderr).toBe(4)
+    expect(validate.stderr).toMatch(
+      /^invalid plans\/bookinfo\.yaml: plans\/bookinfo\.yaml is \d+ bytes, over the input limit/m,
+    )
+    const json = await runCli(['apply', 'bookinfo', '--step', '--yes', '-o', 'json'], {cwd, env})
+    expect(json.code).toBe(4)
+    expect(JSON.parse(json.stdout).error).toMatchObject({name: 'InvalidPlanError', exitCode: 4})
+    expect(JSON.parse(json.stdout).error.problems).toEqual([
+      {path: '', message: expect.stringMatching(/over the input limit of 1000 bytes/)},
+    ])
   })
 })

@@ -125,7 +125,78 @@ describe('validate checks what the writes mean (§5)', () => {
     )
     if (copy?.op !== 'apply') throw new Error('expected a waypoint copy')
     copy.object.spec = {...copy.object.spec, rules: [{}]}
-    expect(problemsOf(plan).join('\n')).toMatch(/allows every request, but .* does not/)
+    expect(problemsOf(plan)).toContain(
+      `AuthorizationPolicy "ratings-get-only-waypoint" is not ratings-get-only retargeted: spec.rules is [{}], the original's is [{"from":[{"source":{"principals":["cluster.local/ns/bookinfo/sa/bookinfo-reviews"]}}],"to":[{"operation":{"methods":["GET"],"paths":["/ratings/*"]}}]}]`,
+    )
+  })
+
+  // Each created policy is compared with what the planner derives from the original the plan stores.
+  const created = (plan: MigrationPlan, name: string) => {
+    for (const step of plan.spec.steps)
+      for (const op of step.operations) if (op.op === 'apply' && op.object.metadata.name === name) return op.object
+    throw new Error(`the example plan creates no ${name}`)
+  }
+
+  it('a waypoint copy with an extra rule is refused', () => {
+    const plan = clone()
+    const copy = created(plan, 'details-no-delete-waypoint')
+    copy.spec = {...copy.spec, rules: [...(copy.spec!.rules as unknown[]), {to: [{operation: {methods: ['GET']}}]}]}
+    expect(problemsOf(plan).join('\n')).toMatch(
+      /AuthorizationPolicy "details-no-delete-waypoint" is not details-no-delete retargeted: spec.rules is .*"GET".*, the original's is /,
+    )
+  })
+
+  it('a waypoint copy with another action or a selector is refused', () => {
+    const plan = clone()
+    created(plan, 'details-no-delete-waypoint').spec!.action = 'ALLOW'
+    const other = clone()
+    created(other, 'ratings-get-only-waypoint').spec!.selector = {matchLabels: {app: 'ratings'}}
+    expect(problemsOf(plan).join('\n')).toMatch(/spec.action is "ALLOW", the original's is "DENY"/)
+    expect(problemsOf(other).join('\n')).toMatch(
+      /"ratings-get-only-waypoint" is a waypoint copy, but it is not attached with targetRefs only/,
+    )
+  })
+
+  it('an L4 part wider than the projection of the original is refused', () => {
+    const plan = clone()
+    // The projection keeps the principal (the method and path are L7): dropping it too allows every caller.
+    created(plan, 'ratings-get-only-l4').spec!.rules = [{}]
+    expect(problemsOf(plan)).toContain(
+      'AuthorizationPolicy "ratings-get-only-l4" is not the L4 part of ratings-get-only: its rules [{}] are not what the planner derives from the original\'s ([{"from":[{"source":{"principals":["cluster.local/ns/bookinfo/sa/bookinfo-reviews"]}}]}])',
+    )
+    const widerSelector = clone()
+    created(widerSelector, 'ratings-get-only-l4').spec!.selector = undefined
+    expect(problemsOf(widerSelector).join('\n')).toMatch(
+      /"ratings-get-only-l4" selects null, but ratings-get-only, whose L4 part it is, selects/,
+    )
+  })
+
+  it('a companion admitting another principal, or more than the waypoint, is refused', () => {
+    const plan = clone()
+    const companion = created(plan, 'productpage-ingress-only-ztunnel')
+    companion.spec!.rules = [
+      {from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/waypoint', 'cluster.local/ns/evil/sa/x']}}]},
+    ]
+    expect(problemsOf(plan)).toContain(
+      `AuthorizationPolicy "productpage-ingress-only-ztunnel" admits cluster.local/ns/evil/sa/x, which is not the waypoint's principal (cluster.local/ns/bookinfo/sa/waypoint): a companion admits the waypoint only`,
+    )
+    const wider = clone()
+    created(wider, 'ratings-get-only-ztunnel').spec!.rules = [
+      {from: [{source: {principals: ['cluster.local/ns/bookinfo/sa/waypoint']}}]},
+      {to: [{operation: {ports: ['9080']}}]},
+    ]
+    expect(problemsOf(wider).join('\n')).toMatch(
+      /"ratings-get-only-ztunnel" is a companion, but not one ALLOW rule admitting principals/,
+    )
+  })
+
+  it('a policy naming an original it is not derived from is refused', () => {
+    const plan = clone()
+    const copy = created(plan, 'ratings-get-only-waypoint')
+    copy.metadata.name = 'ratings-open'
+    expect(problemsOf(plan).join('\n')).toMatch(
+      /AuthorizationPolicy "ratings-open" says it is copied from ratings-get-only, but the planner derives only ratings-get-only-waypoint, ratings-get-only-ztunnel and ratings-get-only-l4 from it/,
+    )
   })
 
   it('a waypoint other than the planned one is refused', () => {
