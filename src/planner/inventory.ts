@@ -1,7 +1,7 @@
 // Assembles the inventory of one namespace from a source snapshot (SPEC §4). Pure.
 import {analyzeAuthorizationPolicy} from './classify/authz.js'
 import {classifyObjects} from './classify/index.js'
-import {optedOutBlockers} from './classify/waypoints.js'
+import {uncarriableBlockers} from './classify/waypoints.js'
 import type {ClassifyContext} from './context.js'
 import type {Finding, Inventory, InventoryItem, SourceSnapshot} from './model.js'
 import {analyzeInjectionWebhooks, analyzeNamespace} from './namespace.js'
@@ -126,9 +126,9 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
   let classified = classifyObjects(base)
   const waypointRequired = needsWaypoint(namespace, classified.items, serviceAccountOnly(base))
   if (waypointRequired) classified = classifyObjects({...base, waypointPlanned: true})
-  // Issue 21 point 1: L7 policies of pods behind a Service that opts out of waypoints cannot be carried.
+  // Issue 21 point 1, E9: L7 policies whose waypoint copy would never attach cannot be carried.
   if (waypointRequired)
-    classified = optedOutBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))
+    classified = uncarriableBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))
 
   const missingKindFindings: Finding[] = snapshot.missingKinds.map((m) => ({
     id: `missing-kind/${m.apiVersion}/${m.kind}`,

@@ -32,6 +32,8 @@ export const WAYPOINT_CLASS = 'istio-waypoint'
 export const WAYPOINT_FOR_LABEL = 'istio.io/waypoint-for'
 export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
 export const USE_WAYPOINT_NAMESPACE_LABEL = 'istio.io/use-waypoint-namespace'
+/** An AuthorizationPolicy evaluated and logged, not enforced (E16). */
+export const DRY_RUN_ANNOTATION = 'istio.io/dry-run'
 /**
  * Istio >= 1.31 (Alpha) weighted waypoint canary, on Service, ServiceEntry and Namespace: a second waypoint (label, and
  * its namespace when not the resource's) takes the share of new connections in the ANNOTATION (0-100, missing = 0).

@@ -48,9 +48,9 @@ import {
 } from './selection.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
-import {SECURITY} from '../vocab.js'
+import {DRY_RUN_ANNOTATION, SECURITY} from '../vocab.js'
 
-export const DRY_RUN_ANNOTATION = 'istio.io/dry-run'
+export {DRY_RUN_ANNOTATION}
 
 /** `when` keys ztunnel enforces (l4WhenAttributes in istiod's ambient conversion). */
 export const L4_WHEN_KEYS = [

@@ -1,12 +1,15 @@
 // Waypoint bindings (istio.io/use-waypoint) and how targetRefs policies attach to waypoints.
 import type {ClassifyContext} from '../context.js'
-import type {Finding, InventoryItem, KubeObject, ObjectRef} from '../model.js'
+import type {Finding, InventoryItem, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {PolicyTargetReference} from '../istio-types.js'
 import {formatRef, groupOf} from '../refs.js'
 import {isRetargetable} from '../retarget/objects.js'
-import {optedOutServices, optedOutWhy} from '../retarget/targets.js'
+import {optedOutServices, optedOutWhy, planTargets} from '../retarget/targets.js'
+import {remoteNamespaceWaypoint} from '../namespace-waypoint.js'
+import type {Severity} from '../findings/catalogue.js'
 import {isRecord} from '../json.js'
 import {
+  DRY_RUN_ANNOTATION,
   GATEWAY_API_GROUP,
   NETWORKING,
   USE_WAYPOINT_LABEL,
@@ -15,7 +18,7 @@ import {
 } from '../vocab.js'
 import type {HostTarget} from './hosts.js'
 import {findObject, namespaceLabels, namespaceOf, objectsOfKind} from './objects.js'
-import {type Classified, item, list, reason, uniqSorted} from './results.js'
+import {type Classified, item, list, parseBool, reason, uniqSorted} from './results.js'
 import {allServices, isProxyWorkload, matchingWorkloads} from './selection.js'
 
 export interface WaypointBinding {
@@ -242,17 +245,24 @@ export function classifyByTargetRefs(
   }
 }
 
-// --- Services that opt out of waypoints (issue 21 point 1) ---------------------------------------
+// --- Policies whose waypoint copy could never attach (issue 21 point 1, E9) -----------------------
+
+const TELEMETRY_KIND = 'Telemetry'
 
 /**
  * A policy of the namespace the plan would carry to the waypoint with a targetRefs copy (verdict L7, action
- * retarget) cannot be carried for pods behind a Service labelled istio.io/use-waypoint=none: istiod binds no waypoint
- * for it ("local override here opting out of waypoint", istio/istio pilot/pkg/serviceregistry/ambient/waypoints.go
- * fetchWaypointForTarget), so the copy never applies to that traffic. Such items become blockers with that reason,
- * and src/planner/retarget/migrate.ts blocks the same policies (it calls the same optedOutServices).
+ * retarget) cannot be carried when that copy would never attach. Two reasons, checked in this order by the inventory
+ * here and by src/planner/retarget/migrate.ts (which calls the same optedOutServices and planTargets, and blocks the
+ * same policies without a copy):
+ * - pods behind a Service labelled istio.io/use-waypoint=none: istiod binds no waypoint for it ("local override here
+ *   opting out of waypoint", istio/istio pilot/pkg/serviceregistry/ambient/waypoints.go fetchWaypointForTarget),
+ *   RetargetServiceOptedOut;
+ * - no Service a waypoint serves in front of the selected pods (E9; a service waypoint only sees traffic addressed
+ *   to a Service bound to it), RetargetNoService.
+ * Such items become blockers (manual for a Telemetry or a dry-run policy, whose loss is a warning) with that reason.
  * `rewritable`: E22 policies stay at ztunnel rewritten and need no waypoint.
  */
-export function optedOutBlockers(
+export function uncarriableBlockers(
   ctx: ClassifyContext,
   classified: {items: InventoryItem[]; findings: Finding[]},
   rewritable: (item: InventoryItem) => boolean,
@@ -262,23 +272,82 @@ export function optedOutBlockers(
     if (i.action !== 'retarget' || i.verdict !== 'L7' || i.ref.namespace !== ctx.namespace) return i
     if (!isRetargetable(i.ref) || (i.scope !== 'workload' && i.scope !== 'namespace') || rewritable(i)) return i
     const obj = findObject(ctx, groupOf(i.ref.apiVersion), i.ref.kind, i.ref.namespace, i.ref.name)
-    const matchLabels = obj?.spec?.selector?.matchLabels
+    if (!obj) return i
+    const matchLabels = obj.spec?.selector?.matchLabels
     const selected = matchingWorkloads(ctx, isRecord(matchLabels) ? (matchLabels as Record<string, string>) : undefined)
-    const optedOut = optedOutServices(
-      ctx.services,
-      uniqSorted(selected.filter((w) => !isProxyWorkload(w)).map((w) => w.ref.name)),
-    )
-    if (optedOut.length === 0) return i
-    const why = optedOutWhy(optedOut)
-    findings.push({
+    const blocker = optedOutBlocker(ctx, i, selected) ?? noServiceBlocker(ctx, i, obj, selected)
+    if (!blocker) return i
+    findings.push(blocker.finding)
+    return {...i, action: blocker.action, reasons: [...i.reasons, reason('spec', blocker.why)]}
+  })
+  return {items, findings}
+}
+
+interface UncarriableBlocker {
+  action: 'blocker' | 'manual'
+  why: string
+  finding: Finding
+}
+
+function optedOutBlocker(
+  ctx: ClassifyContext,
+  i: InventoryItem,
+  selected: WorkloadItem[],
+): UncarriableBlocker | undefined {
+  const optedOut = optedOutServices(
+    ctx.services,
+    uniqSorted(selected.filter((w) => !isProxyWorkload(w)).map((w) => w.ref.name)),
+  )
+  if (optedOut.length === 0) return undefined
+  const why = optedOutWhy(optedOut)
+  return {
+    action: 'blocker',
+    why,
+    finding: {
       id: `retarget/${i.ref.kind}/${i.ref.namespace}/${i.ref.name}/service-opted-out`,
       code: 'RetargetServiceOptedOut',
       severity: 'blocker',
       ref: i.ref,
       message: `${formatRef(i.ref)} needs the waypoint, but ${why}: after the migration its L7 rules would not be enforced for that traffic.`,
       fix: `Remove the label (kubectl label service ${optedOut[0]} -n ${ctx.namespace} ${USE_WAYPOINT_LABEL}-) so the namespace's waypoint serves it, or rewrite the policy with L4 fields only (ztunnel enforces those); then re-run plan.`,
-    })
-    return {...i, action: 'blocker' as const, reasons: [...i.reasons, reason('spec', why)]}
+    },
+  }
+}
+
+/** E9: the copy would have no target (planTargets, as the plan computes it; the waypoint's name plays no part here). */
+function noServiceBlocker(
+  ctx: ClassifyContext,
+  i: InventoryItem,
+  obj: KubeObject,
+  selected: WorkloadItem[],
+): UncarriableBlocker | undefined {
+  const nonProxy = selected.filter((w) => !isProxyWorkload(w))
+  if (nonProxy.length === 0) return undefined
+  const t = planTargets({
+    namespaceWide: i.scope === 'namespace',
+    selected: nonProxy,
+    workloads: ctx.workloads,
+    services: ctx.services,
+    waypointName: 'waypoint',
+    gatewayInNamespace: remoteNamespaceWaypoint(ctx.namespaceState.labels, ctx.namespace) === undefined,
   })
-  return {items, findings}
+  if (t.via !== 'none') return undefined
+  const warning = i.ref.kind === TELEMETRY_KIND || parseBool(obj.metadata.annotations?.[DRY_RUN_ANNOTATION]) === true
+  return {
+    action: warning ? 'manual' : 'blocker',
+    why: t.noTarget!,
+    finding: retargetNoServiceFinding(i.ref, t.noTarget!, warning ? 'warning' : 'blocker'),
+  }
+}
+
+/** RetargetNoService: the inventory's, and the plan's for what only the plan carries (root-namespace DENY copies). */
+export function retargetNoServiceFinding(ref: ObjectRef, why: string, severity: Severity): Finding {
+  return {
+    id: `no-service/${ref.kind}/${ref.namespace}/${ref.name}`,
+    code: 'RetargetNoService',
+    severity,
+    ref,
+    message: `${formatRef(ref)} needs the waypoint, but ${why}: a service waypoint never sees traffic to those pods, so the policy cannot be carried over.`,
+    fix: 'Put a Service (with a cluster IP) in front of those pods and re-run plan, or rewrite the policy with L4 fields only.',
+  }
 }

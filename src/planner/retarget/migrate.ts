@@ -40,6 +40,7 @@ import {
 } from './authz-rules.js'
 import {companionName, copyName, derivedObject, isRetargetable, l4PartName} from './objects.js'
 import {parseBool} from '../classify/results.js'
+import {retargetNoServiceFinding} from '../classify/waypoints.js'
 import {
   MAX_TARGET_REFS,
   optedOutServices,
@@ -355,15 +356,9 @@ function dedupe(findings: Finding[]): Finding[] {
   )
 }
 
-function noServiceFinding(run: Run, ref: ObjectRef, why: string, severity: Severity = 'blocker'): void {
-  finding(run, {
-    id: `no-service/${ref.kind}/${ref.namespace}/${ref.name}`,
-    code: 'RetargetNoService',
-    severity,
-    ref,
-    message: `${formatRef(ref)} needs the waypoint, but ${why}: a service waypoint never sees traffic to those pods, so the policy cannot be carried over.`,
-    fix: 'Put a Service (with a cluster IP) in front of those pods and re-run plan, or rewrite the policy with L4 fields only.',
-  })
+/** RetargetNoService, unless the inventory already made the item a blocker/manual with it (uncarriableBlockers). */
+function noServiceFinding(run: Run, item: InventoryItem, why: string, severity: Severity = 'blocker'): void {
+  if (item.action === 'retarget') run.findings.push(retargetNoServiceFinding(item.ref, why, severity))
 }
 
 /** Non-equivalences of a Service/Gateway-targeted copy (DOMAIN §3.1 (a)-(d), E9). */
@@ -847,7 +842,7 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
       return keep('dry-run policy not sent to ztunnel (Istio >= 1.29): its evaluation stops for ambient pods')
     const t = targetsFor()
     if (t.via === 'none') {
-      noServiceFinding(run, ref, t.noTarget!, 'warning')
+      noServiceFinding(run, item, t.noTarget!, 'warning')
       return blocked(`dry-run policy: ${t.noTarget}`)
     }
     const copy = waypointCopy(run, obj, a, t, rules, true)
@@ -896,7 +891,7 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
     if (optedOut.length > 0) return blocked(optedOutWhy(optedOut))
     const t = targetsFor()
     if (t.via === 'none') {
-      noServiceFinding(run, ref, t.noTarget!)
+      noServiceFinding(run, item, t.noTarget!)
       return blocked(t.noTarget!)
     }
     return planWaypointPolicy(run, item, obj, a, original, t, selected, namespaceWide)
@@ -1243,7 +1238,8 @@ function planRootDenyCopy(
   t: TargetPlan,
 ): PolicyDecision {
   if (t.via === 'none') {
-    noServiceFinding(run, a.ref, t.noTarget!)
+    // A root-namespace DENY is not the namespace's inventory item to judge: the plan alone says it.
+    run.findings.push(retargetNoServiceFinding(a.ref, t.noTarget!, 'blocker'))
     return decision(a.ref, 'blocked', t.noTarget!, original)
   }
   const rules = writtenRules(obj)
@@ -1416,7 +1412,7 @@ function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): Polic
     gatewayInNamespace: run.waypointNs === run.ns,
   })
   if (t.via === 'none') {
-    noServiceFinding(run, ref, t.noTarget!, kind === TELEMETRY ? 'warning' : 'blocker')
+    noServiceFinding(run, item, t.noTarget!, kind === TELEMETRY ? 'warning' : 'blocker')
     return decision(ref, 'blocked', t.noTarget!, original)
   }
   const copySpec: Record<string, unknown> = structuredClone(spec)
