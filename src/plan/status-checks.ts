@@ -33,32 +33,58 @@ function expectedNamespaceLabels(step: PlanStep): Record<string, string | null> 
 
 const labelValue = (v: unknown) => (v === null || v === undefined ? 'absent' : JSON.stringify(v))
 
-/** One recorded observation of one object, against the operation that wrote it. */
-function beforeProblems(step: PlanStep, op: Operation, value: unknown): string[] {
-  if (!isRecord(value)) return ['must be a mapping (what the step saw of the object)']
-  const problems: string[] = []
-  const allowed = op.op === 'label' || op.op === 'template-labels' ? ['labels'] : ['existed']
-  for (const key of Object.keys(value))
-    if (!allowed.includes(key)) problems.push(`"${key}" is never recorded for a ${op.op} operation`)
-  if ('existed' in value && typeof value.existed !== 'boolean') problems.push('existed must be true or false')
-  if (!('labels' in value) || !(op.op === 'label' || op.op === 'template-labels')) return problems
-  if (!isRecord(value.labels)) return [...problems, 'labels must be a mapping']
-  const ref = operationRefOf(op)
+type KeyedOp = Extract<Operation, {op: 'label' | 'template-labels' | 'annotate'}>
+const isLabelOp = (op: Operation): op is Extract<Operation, {op: 'label' | 'template-labels'}> =>
+  op.op === 'label' || op.op === 'template-labels'
+
+/** What apply records of an object for each kind of operation on it (engine.ts, operations.ts). */
+function recordedKeys(ops: Operation[]): Set<string> {
+  return new Set(ops.map((op) => (isLabelOp(op) ? 'labels' : op.op === 'annotate' ? 'annotations' : 'existed')))
+}
+
+/** The recorded values of one field (labels or annotations) against the keys the step's operations write. */
+function keyedProblems(step: PlanStep, ops: KeyedOp[], field: 'labels' | 'annotations', seenValues: unknown): string[] {
+  if (!isRecord(seenValues)) return [`${field} must be a mapping`]
+  const what = field === 'labels' ? 'label' : 'annotation'
+  const writes = Object.assign({}, ...ops.map((op) => (op.op === 'annotate' ? op.annotations : op.labels))) as Record<
+    string,
+    string | null
+  >
+  const ref = operationRefOf(ops[0]!)
   const isNamespace = groupOf(ref.apiVersion) === '' && ref.kind === 'Namespace'
-  const fixed = isNamespace && op.op === 'label' ? expectedNamespaceLabels(step) : {}
-  for (const [key, seen] of Object.entries(value.labels)) {
-    if (!(key in op.labels)) {
+  const fixed =
+    isNamespace && field === 'labels' && ops.some((op) => op.op === 'label') ? expectedNamespaceLabels(step) : {}
+  const problems: string[] = []
+  for (const [key, seen] of Object.entries(seenValues)) {
+    if (!(key in writes)) {
       problems.push(
-        `label "${key}" is not one the step writes on ${formatRef(ref)} (${Object.keys(op.labels).join(', ')}): rollback would set it`,
+        `${what} "${key}" is not one the step writes on ${formatRef(ref)} (${Object.keys(writes).join(', ')}): rollback would set it`,
       )
     } else if (seen !== null && typeof seen !== 'string') {
-      problems.push(`label "${key}" must be a string or null`)
+      problems.push(`${what} "${key}" must be a string or null`)
     } else if (key in fixed && fixed[key] !== seen) {
       problems.push(
-        `label "${key}" is recorded as ${labelValue(seen)} before the step, but the step only runs when it is ${labelValue(fixed[key])} (its precondition): rollback would set ${labelValue(seen)}`,
+        `${what} "${key}" is recorded as ${labelValue(seen)} before the step, but the step only runs when it is ${labelValue(fixed[key])} (its precondition): rollback would set ${labelValue(seen)}`,
       )
     }
   }
+  return problems
+}
+
+/** One recorded observation of one object, against the operations of the step that wrote it. */
+function beforeProblems(step: PlanStep, ops: Operation[], value: unknown): string[] {
+  if (!isRecord(value)) return ['must be a mapping (what the step saw of the object)']
+  const problems: string[] = []
+  const allowed = recordedKeys(ops)
+  const kinds = [...new Set(ops.map((op) => op.op))].join('/')
+  for (const key of Object.keys(value))
+    if (!allowed.has(key)) problems.push(`"${key}" is never recorded for a ${kinds} operation`)
+  if ('existed' in value && typeof value.existed !== 'boolean') problems.push('existed must be true or false')
+  const labelOps = ops.filter(isLabelOp)
+  if ('labels' in value && labelOps.length > 0) problems.push(...keyedProblems(step, labelOps, 'labels', value.labels))
+  const annotateOps = ops.filter((op): op is Extract<Operation, {op: 'annotate'}> => op.op === 'annotate')
+  if ('annotations' in value && annotateOps.length > 0)
+    problems.push(...keyedProblems(step, annotateOps, 'annotations', value.annotations))
   return problems
 }
 
@@ -80,7 +106,11 @@ function stepRecordProblems(step: PlanStep, observed: unknown, base: string): Pl
   const before = observed.before
   if (before === undefined) return problems
   if (!isRecord(before)) return [...problems, {path: `${base}.observed.before`, message: 'must be a mapping'}]
-  const byKey = new Map(step.operations.map((op) => [refKey(operationRefOf(op)), op]))
+  const byKey = new Map<string, Operation[]>()
+  for (const op of step.operations) {
+    const key = refKey(operationRefOf(op))
+    byKey.set(key, [...(byKey.get(key) ?? []), op])
+  }
   for (const [key, value] of Object.entries(before)) {
     const path = `${base}.observed.before["${key}"]`
     const op = byKey.get(key)

@@ -11,6 +11,7 @@ import {MAX_NESTING_DEPTH, nestingDepth} from '../../src/planner/input-limits.js
 import {isNamespaceName, nameRuleOf, objectNameProblem} from '../../src/planner/names.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile, specDigest} from '../../src/plan/planfile.js'
+import {statusProblems} from '../../src/plan/status-checks.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {InputRefused, readBoundedFile} from '../../src/sources/input-limits.js'
 
@@ -97,6 +98,37 @@ describe('status is checked against what each step may observe (§4)', () => {
     const key = Object.keys(pre.labels).find((k) => k in nsOp().labels)!
     const problems = problemsOf(applied(clone(), {[NS_REF]: {labels: {[key]: 'disabled'}}}))
     expect(problems.join('\n')).toContain(`label "${key}" is recorded as "disabled" before the step`)
+  })
+
+  it('a step that labels and annotates one object (canary-waypoint) records both; an annotation it does not write is refused', () => {
+    const plan = clone()
+    const ref = {apiVersion: 'v1', kind: 'Namespace', name: plan.metadata.namespace}
+    const WEIGHT = 'istio.io/use-waypoint-canary-weight'
+    const CANARY = 'istio.io/use-waypoint-canary'
+    plan.spec.steps.push({
+      id: 'canary-waypoint-10',
+      action: 'canary-waypoint',
+      description: 'canary',
+      preconditions: [],
+      operations: [
+        {op: 'annotate', ref, annotations: {[WEIGHT]: '10'}},
+        {op: 'label', ref, labels: {[CANARY]: 'waypoint'}},
+      ],
+      verify: [],
+      undo: {description: 'restore', operations: []},
+    })
+    const recorded = (before: Record<string, unknown>): MigrationPlan => {
+      plan.status = {
+        specDigest: specDigest(plan),
+        steps: [{id: 'canary-waypoint-10', phase: 'Applied', at: '2026-01-01T00:00:00Z', by: 'me', observed: {before}}],
+      }
+      return plan
+    }
+    expect(statusProblems(recorded({[NS_REF]: {labels: {[CANARY]: null}, annotations: {[WEIGHT]: null}}}))).toEqual([])
+    const problems = statusProblems(recorded({[NS_REF]: {annotations: {'example.io/other': 'x'}}}))
+    expect(problems.map((p) => p.message).join('\n')).toContain(
+      'annotation "example.io/other" is not one the step writes',
+    )
   })
 
   it('objects the step does not write, unknown fields and unknown steps are refused', () => {
