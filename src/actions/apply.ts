@@ -83,7 +83,9 @@ export async function validateApply(
     refused = true
     await refuseWithoutCluster(o, namespace)
   }
-  if (o.repair === undefined && stepsToApply(session.state, o.selection, o.retry).length > 0)
+  // A step the file records Running, Interrupted or Failed is judged under the lock (a dead holder's is taken over).
+  const fileBlocked = o.retry ? undefined : blockingStep(session.state)
+  if (o.repair === undefined && !fileBlocked && stepsToApply(session.state, o.selection, o.retry).length > 0)
     await refuseEarly(session.namespace)
   // The cluster's record is the plan's progress (a teammate's file may have no status, or a stale one).
   const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => note(mark(dryRun, m)))

@@ -348,6 +348,13 @@ describe('a cluster without Gateway API and with AuthorizationPolicy served only
           template: {metadata: {labels: {app: 'ratings'}}, spec: {containers: [{name: 'ratings', image: 'ratings:1'}]}},
         },
       },
+      // A Service in front of the pods: without one the waypoint copy could never attach (RetargetNoService).
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: {name: 'ratings', namespace: 'shop'},
+        spec: {selector: {app: 'ratings'}, ports: [{name: 'http', port: 9080}]},
+      },
     ])
   })
   afterAll(() => server.close())

@@ -21,7 +21,6 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
-import {specDigest} from '../../src/plan/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
 import {hasStackTrace} from '../support/cli.js'
 import {type Fixture, type TestCluster, USERS} from '../support/cluster.js'
@@ -499,7 +498,7 @@ describeWithRealApiServer('API faults during apply', () => {
       await storefront?.stop()
     }, 90_000)
 
-    it("create-policies: a copy edited before the first apply is accepted, and the real server's 422 (CEL rule of the CRD) fails the step clearly", async () => {
+    it('create-policies: a copy edited before the first apply (targetRefs and a selector) is refused by validation before the server sees it (issue 20 §5)', async () => {
       const dir = await workdir()
       const planned = await cli(['plan', STOREFRONT], dir, storefront.kubeconfigPath)
       expect(planned.code, planned.stderr).toBe(0)
@@ -510,29 +509,23 @@ describeWithRealApiServer('API faults during apply', () => {
         (op) => op.op === 'apply' && op.object.metadata.name === 'api-read-only-waypoint',
       )
       expect(copy?.op).toBe('apply')
-      // An "intended" edit: also select the pods — but the CRD allows targetRefs or a selector, not both.
+      // An "intended" edit: also select the pods. The CRD allows targetRefs or a selector, not both (a 422 from the
+      // server's CEL rule); validate refuses it first: a waypoint copy is the original retargeted, nothing else.
       if (copy?.op === 'apply') copy.object.spec.selector = {matchLabels: {app: 'api'}}
-      await writeFile(file, stringify(edited))
+      const text = stringify(edited)
+      await writeFile(file, text)
 
       const r = await cli(
         ['apply', STOREFRONT, '--to', step.id, '--yes', '--timeout', '60s'],
         dir,
         storefront.kubeconfigPath,
       )
-      expect(r.code, r.stderr).toBe(1)
+      expect(r.code, r.stderr).toBe(4)
       expect(hasStackTrace(r.stderr)).toBe(false)
-      expect(r.stderr).toContain('api-read-only-waypoint')
-      expect(r.stderr).toContain('422 Invalid')
-      expect(r.stderr).toContain('only one of targetRefs or selector can be set')
-      const after = planOf(await readFile(file, 'utf8'))
-      // The edit was made before the first apply: it is what the plan now records as reviewed.
-      expect(after.status?.specDigest).toBe(specDigest(edited))
-      const rec = after.status?.steps.find((s) => s.id === step.id)
-      expect(rec?.phase).toBe('Failed')
-      expect(rec?.message).toContain('422')
-      expect(after.status?.steps.filter((s) => s.phase === 'Applied').map((s) => s.id)).toEqual(
-        edited.spec.steps.slice(0, edited.spec.steps.indexOf(step)).map((s) => s.id),
-      )
+      expect(r.stderr).toContain('AuthorizationPolicy "api-read-only-waypoint" is a waypoint copy')
+      expect(r.stderr).toMatch(/^Next: /m)
+      // Nothing was recorded: the file is as the edit left it.
+      expect(await readFile(file, 'utf8')).toBe(text)
     }, 60_000)
   })
 })
