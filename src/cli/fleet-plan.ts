@@ -6,22 +6,18 @@ import path from 'node:path'
 
 import {UsageError, UserError} from '../errors.js'
 import {defaultPlanPath, PLANS_DIR, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
-import {FLEET_FILE, type FleetPlan, type FleetSelection, planFleet, selectNamespaces} from '../plan/fleet.js'
+import {FLEET_FILE, type FleetInput, type FleetPlan, planFleet, selectNamespaces} from '../plan/fleet.js'
 import {renderFleetFile} from '../plan/fleet-file.js'
-import type {InventoryOptions} from '../planner/inventory.js'
-import type {PlanOptions} from '../planner/plan-types.js'
 import {checkPlanText, hasStarted, renderPlanFile} from '../plan/planfile.js'
 import {openSource, type SourceFlags} from '../sources/open.js'
 
-export interface FleetPlanRequest {
+/** What plan -A/-l/NS… asks for: the fleet planner's own inputs (FleetInput), plus where to read and how to write. */
+export interface FleetPlanRequest extends Pick<
+  FleetInput,
+  'selection' | 'options' | 'inventory' | 'generator' | 'istioVersion' | 'trustDomain'
+> {
   source: SourceFlags
   rootNamespace: string
-  selection: FleetSelection
-  options: PlanOptions
-  inventory: InventoryOptions
-  generator: string
-  istioVersion?: string
-  trustDomain?: string
   force: boolean
   note: (message: string) => void
 }
