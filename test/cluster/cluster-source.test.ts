@@ -289,6 +289,19 @@ describe('a cluster with the Istio and Gateway API CRDs', () => {
       {method: 'DELETE', headers: {Authorization: `Bearer ${server.adminToken}`}},
     )
     expect(response.status).toBe(200)
+    // A CRD's deletion is asynchronous on the real server (the customresourcecleanup finalizer removes its objects
+    // first): the type is served until that ends. Wait for the server to stop serving it, as a user would meet it.
+    await expect
+      .poll(
+        async () =>
+          (
+            await fetch(`${server.url}/apis/extensions.istio.io/v1alpha1/namespaces/shop/wasmplugins`, {
+              headers: {Authorization: `Bearer ${server.adminToken}`},
+            })
+          ).status,
+        {timeout: 30_000, interval: 100},
+      )
+      .toBe(404)
     const snapshot = await source.snapshot('shop', {rootNamespace: 'istio-system'})
     expect(snapshot.missingKinds).toContainEqual({
       apiVersion: 'extensions.istio.io/v1alpha1',
