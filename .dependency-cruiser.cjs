@@ -12,7 +12,7 @@ const LAYERS = [
   ['plan', 'sources'],
   ['steps', 'kube'],
   ['planner'],
-  ['errors.ts'],
+  ['errors.ts', 'invocation.ts'],
   ['exit-codes.ts'],
 ]
 

@@ -2,6 +2,7 @@
 // run, hold the namespace, apply and verify each step, record it — with its output streams (and, for the fleet,
 // the Ctrl+C signal and a "stop before the next step" question) as parameters. The apply command runs it for one
 // plan; `apply --fleet` runs several at once in one process (src/fleet/run.ts).
+import {sameCommand} from '../invocation.js'
 import type {StepOutcome} from '../cli/contract.js'
 import {type LockOptions, type PlanSession} from '../cli/plan-session.js'
 import {CancelledError, LockHeldError, UsageError, UserError} from '../errors.js'
@@ -105,7 +106,8 @@ export async function validateApply(
       )
   }
   const waitForHolder = blocked !== undefined && !dryRun && o.lock.lockTimeoutMs > 0
-  const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry)
+  // No live holder: a step left Running or Interrupted is resumed by this same command (issue 19 §7).
+  const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry, true)
   if (!waitForHolder && steps.length === 0) return 'up-to-date'
   if (!refused) await refuseEarly(state.namespace)
   return steps
@@ -129,7 +131,7 @@ function repairable(state: PlanState, id: string): PlanStep {
   if (state.phase(step) !== 'Applied')
     throw new UsageError(
       `--repair ${id}: step ${id} is ${state.phase(step)}, not Applied`,
-      `\`mesh-migrate apply ${state.file} --retry\` re-runs a Failed or Interrupted step; \`mesh-migrate apply ${state.file} --step\` applies the next one.`,
+      `\`mesh-migrate apply ${state.file} --retry\` re-runs a Failed step (a Running or Interrupted one is resumed by \`mesh-migrate apply ${state.file}\`); \`mesh-migrate apply ${state.file} --step\` applies the next one.`,
     )
   return step
 }
@@ -143,7 +145,7 @@ export async function applyPlanSteps(
   const {session, dryRun} = o
   const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => io.note(mark(dryRun, m)))
   const applied: StepOutcome[] = []
-  const interrupted = `Interrupted. The step is recorded as Interrupted in ${session.file}; re-run \`mesh-migrate apply ${session.file} --retry\` to finish it or \`mesh-migrate rollback ${session.file}\` to undo.`
+  const interrupted = `Interrupted. The step is recorded as Interrupted in ${session.file}; re-run \`${sameCommand('apply', `mesh-migrate apply ${session.file}`)}\` to finish it or \`mesh-migrate rollback ${session.file}\` to undo.`
   const body = async (ctx: ExecutionContext) => {
     // Under the lock the record may have changed (the holder we waited for): judge the steps on it as it is now.
     const steps =
@@ -151,7 +153,7 @@ export async function applyPlanSteps(
         ? [repairable(ctx.state, o.repair)]
         : dryRun
           ? validated
-          : stepsToApply(ctx.state, o.selection, o.retry)
+          : stepsToApply(ctx.state, o.selection, o.retry, true)
     if (dryRun) ctx.projection = new ProjectedCluster(client)
     else {
       await ctx.state.begin()

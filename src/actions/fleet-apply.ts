@@ -3,6 +3,7 @@
 // lock and verification. In one process, on one connection, with one Ctrl+C handler for every running namespace.
 // A wave starts only when every plan of the one before is Applied; a cycle's namespaces go up to bind-waypoint
 // first, then to the end (the protocol of the fleet file's cycles). The first failure stops new starts.
+import {sameCommand} from '../invocation.js'
 import path from 'node:path'
 
 import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from './apply.js'
@@ -10,7 +11,7 @@ import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
 import type {ClusterFlags} from '../cli/plan-commands.js'
 import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
-import {blockingStep, type StepSelection} from '../executor/engine.js'
+import type {StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
 import {FLEET_FILE} from '../plan/fleet-file.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
@@ -150,7 +151,8 @@ export function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
       const member = await readFleetMember(o.loaded, run.namespace)
       return member.plan && fullyApplied(member.plan) ? undefined : (member.problem ?? 'has steps not applied')
     },
-    rerun: `mesh-migrate apply --fleet ${o.loaded.file} --all --yes${o.retry ? ' --retry' : ''}`,
+    // The command as the user typed it (their --parallel, --timeout…), or the one that runs every wave.
+    rerun: sameCommand('apply', `mesh-migrate apply --fleet ${o.loaded.file} --all --yes${o.retry ? ' --retry' : ''}`),
   })
 }
 
@@ -188,9 +190,6 @@ async function applyNamespace(
     session = await PlanSession.load(run.plan, o.connection, () => undefined)
     if (selection.kind === 'to' && !session.state.plan.spec.steps.some((s) => s.id === selection.id))
       return `no ${selection.id} step: applied in the second pass`
-    const blocked = blockingStep(session.state)
-    // Re-running resumes: a step left Running (a killed run) or Interrupted is re-run (each step is idempotent).
-    const resume = blocked !== undefined && ['Running', 'Interrupted'].includes(session.state.phase(blocked))
     const options: ApplyOptions = {
       session,
       selection,
@@ -198,7 +197,8 @@ async function applyNamespace(
       dryRun: false,
       yes: true,
       diff: false,
-      retry: o.retry || resume,
+      // A step left Running (a killed run) or Interrupted is resumed as `apply NS` does; a Failed one needs --retry.
+      retry: o.retry,
       allowOtherCluster: o.allowOtherCluster,
       ignoreFleetOrder: false,
     }

@@ -1,6 +1,7 @@
 // `rollback --fleet` (issue 22 §3): the waves of plans/fleet.yaml in reverse order, the namespaces of a wave at most
 // `parallel` at a time, each plan's undo exactly as `rollback NS` (src/cli/rollback-action.ts). A wave starts only
 // when nothing of the later one is left applied: a dependant goes back to sidecars before what it depends on.
+import {sameCommand} from '../invocation.js'
 import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
 import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
 import type {ClusterFlags} from '../cli/plan-commands.js'
@@ -77,7 +78,7 @@ export function rollbackFleet(o: FleetRollbackOptions): Promise<FleetApplyResult
       const left = plan.spec.steps.filter((s) => mayHaveWritten(phaseOf(plan, s))).map((s) => s.id)
       return left.length === 0 ? undefined : `still has steps that may have written: ${left.join(', ')}`
     },
-    rerun: `mesh-migrate rollback --fleet ${o.loaded.file} --confirm fleet`,
+    rerun: sameCommand('rollback', `mesh-migrate rollback --fleet ${o.loaded.file} --confirm fleet`),
   })
 }
 

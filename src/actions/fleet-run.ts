@@ -174,9 +174,9 @@ function fleetResult(spec: FleetRunSpec, runs: FleetNamespaceRun[], control: Run
     result === 'interrupted'
       ? `${spec.rerun} (resumes the interrupted steps)`
       : result === 'failed'
-        ? `${failure?.next ? `${failure.next} Then ` : ''}${spec.rerun}${spec.operation === 'apply' && failure?.step && !spec.rerun.includes('--retry') ? ' --retry' : ''}`
+        ? failedNext(spec, failure)
         : result === 'incomplete'
-          ? `${spec.rerun.replace(' --all', '')} --wave ${spec.operation === 'apply' ? remaining[0] : remaining.at(-1)}`
+          ? `${withoutWaveFlags(spec.rerun)} --wave ${spec.operation === 'apply' ? remaining[0] : remaining.at(-1)}`
           : undefined
   return typed('FleetApplyResult', {
     fleet: file,
@@ -187,4 +187,19 @@ function fleetResult(spec: FleetRunSpec, runs: FleetNamespaceRun[], control: Run
     namespaces: runs,
     ...(next ? {next} : {}),
   })
+}
+
+/** After a failure: the namespace's own way out (unless it already is re-running the fleet), then the fleet again. */
+function failedNext(spec: FleetRunSpec, failure: {next?: string; step?: string} | undefined): string {
+  const again =
+    spec.operation === 'apply' && failure?.step && !/(^| )--retry( |$)/.test(spec.rerun)
+      ? `${spec.rerun} --retry`
+      : spec.rerun
+  if (!failure?.next || failure.next.includes(again)) return failure?.next ?? again
+  return `${failure.next} Then ${again}`
+}
+
+/** The fleet command without the flags that choose waves, for "run the next wave". */
+function withoutWaveFlags(command: string): string {
+  return command.replace(/ --(all|wave(=| )\S+|to-wave(=| )\S+)(?= |$)/g, '')
 }

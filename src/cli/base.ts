@@ -7,6 +7,7 @@ import {Command} from '@oclif/core/command'
 import * as Flags from '@oclif/core/flags'
 
 import {InvalidPlanError, UserError} from '../errors.js'
+import {recordInvocation} from '../invocation.js'
 import {stderrPainter} from '../ui/color.js'
 import {type ErrorDocument, typed} from './contract.js'
 import {durationFlag} from './flags.js'
@@ -83,6 +84,8 @@ export abstract class BaseCommand extends Command {
   /** A repeated -o takes the last value, as kubectl does (oclif refuses a repeated option flag). */
   public override async init(): Promise<void> {
     this.argv = lastOutputOnly(this.argv)
+    // What a `Next:` repeats: the command as typed, with its flags (src/invocation.ts).
+    recordInvocation('mesh-migrate', [...(this.id ?? '').split(':'), ...this.argv])
     await super.init()
   }
 

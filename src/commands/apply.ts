@@ -21,7 +21,7 @@ export default class ApplyCommand extends BaseCommand {
 
 Each step's outcome, the summary and the next command go to stdout (\`apply … | tee change.log\` keeps them); what will change, the questions and the progress go to stderr. -o json prints one ApplyResult document (docs/contract.md), as --json.
 
-For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
+For each step: check the plan (schema, digest, safety), take the namespace's lock (a Lease), re-read the preconditions of this step and of every step after it, judged on the cluster as the steps before them will leave it (exit 3 if the cluster changed, before anything is written — drift stops apply before traffic moves, not after the restart), show what will change and ask (or --yes), write, verify the postconditions (waiting up to --timeout), and record the result in the plan file. Every step is idempotent: re-running one whose effect is already present writes nothing. A failed step blocks apply until it is retried (--retry) or rolled back; a step left Running (the apply that ran it died) or Interrupted (Ctrl+C) is resumed by running the same command again, once nobody holds the namespace. Every Next: repeats the command as typed, with its flags. Stopping inside a hazard window of the simulation (e.g. after restart-workloads) warns which policies stay degraded until which step.
 
 One plan per namespace: the first write records the plan as the namespace's owner (annotation mesh-migrate.io/owner-plan, removed when the plan is fully rolled back); another plan file for the namespace is refused with exit 5, naming the owner.
 
@@ -59,7 +59,10 @@ ${EXIT_CODES_HELP}
       description:
         "Before each step's writes, show what they would change, as kubectl diff: each write is sent as a server-side dry run and the object the server would store is compared with the live one (unified diff).",
     }),
-    retry: Flags.boolean({description: 'Re-run a step that failed or was interrupted.'}),
+    retry: Flags.boolean({
+      description:
+        'Re-run a step that failed (a step left Running or Interrupted is resumed without it), or a record a rollback left inconsistent.',
+    }),
     'dry-run': Flags.option({
       description:
         'server: send every write with dryRun=All (validated by the API server and admission, nothing persisted or recorded).',

@@ -33,6 +33,7 @@ import {checkUndoPreconditions, type UndoCheckContext} from './undo-checks.js'
 import {undoGuardsOf} from '../plan/undo-guards.js'
 import {podTemplateOf} from '../planner/vocab.js'
 import {isRecord} from '../planner/json.js'
+import {sameCommand} from '../invocation.js'
 
 export class StepFailedError extends UserError {
   constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
@@ -40,7 +41,7 @@ export class StepFailedError extends UserError {
       exitCode: ExitCode.Failure,
       suggestion: opts.rollback
         ? `Fix the cause, then re-run \`mesh-migrate rollback ${file}\` (the step is recorded Failed; its undo is idempotent).`
-        : `Fix the cause, then \`mesh-migrate apply ${file} --retry\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
+        : `Fix the cause, then \`${sameCommand('apply', `mesh-migrate apply ${file}`, {add: ['--retry']})}\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
     })
   }
 }
@@ -63,12 +64,21 @@ export interface ExecutionContext {
 
 /** Phases that block apply until retried or rolled back. */
 const BLOCKING: StepPhase[] = ['Failed', 'Interrupted', 'Running']
+/**
+ * Once the lock is ours, a step left Running (its apply died) or Interrupted (Ctrl+C) has nobody finishing it:
+ * the same command resumes it (every step is idempotent). A Failed step still needs --retry: its cause may remain.
+ */
+const BLOCKING_WHEN_RESUMABLE: StepPhase[] = ['Failed']
 
 export type StepSelection = {kind: 'next'} | {kind: 'all'} | {kind: 'to'; id: string}
 
-/** The first step whose record blocks apply (failed, interrupted, or left Running), if any. */
-export function blockingStep(state: PlanState): PlanStep | undefined {
-  return state.plan.spec.steps.find((s) => BLOCKING.includes(state.phase(s)))
+/**
+ * The first step whose record blocks apply (failed, interrupted, or left Running), if any. With `resumable`
+ * (no live holder of the lock) only a Failed step blocks.
+ */
+export function blockingStep(state: PlanState, resumable = false): PlanStep | undefined {
+  const phases = resumable ? BLOCKING_WHEN_RESUMABLE : BLOCKING
+  return state.plan.spec.steps.find((s) => phases.includes(state.phase(s)))
 }
 
 /**
@@ -85,11 +95,17 @@ export function inconsistentSteps(state: PlanState): {behind: PlanStep; ahead: P
 }
 
 /**
- * The steps `apply` would run now. A failed/interrupted step blocks unless `retry`. An inconsistent
- * record (see `inconsistentSteps`) blocks too; with `retry` every step from the first one not Applied
- * up to the last one that may have written is re-run, in order (each is idempotent).
+ * The steps `apply` would run now. A failed/interrupted step blocks unless `retry`, or (for Running and
+ * Interrupted) unless `resumable`: nobody else holds the namespace, so nobody else will finish it. An
+ * inconsistent record (see `inconsistentSteps`) blocks too; with `retry` every step from the first one not
+ * Applied up to the last one that may have written is re-run, in order (each is idempotent).
  */
-export function stepsToApply(state: PlanState, selection: StepSelection, retry: boolean): PlanStep[] {
+export function stepsToApply(
+  state: PlanState,
+  selection: StepSelection,
+  retry: boolean,
+  resumable = false,
+): PlanStep[] {
   const steps = state.plan.spec.steps
   const inconsistent = inconsistentSteps(state)
   if (inconsistent && !retry) {
@@ -98,11 +114,11 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
       `the plan's record is inconsistent: step ${behind.id} is ${state.phase(behind)} but the later step ${ahead.id} is ${state.phase(ahead)}${state.status(ahead.id)?.message ? ` (${state.status(ahead.id)!.message})` : ''}; apply would run ${behind.id} behind it (a rollback stopped half-way?)`,
       {
         exitCode: ExitCode.Failure,
-        suggestion: `Finish the rollback with \`mesh-migrate rollback ${state.file}\`, or re-apply with \`mesh-migrate apply ${state.file} --retry\` (re-runs ${behind.id} and every step after it up to ${ahead.id}).`,
+        suggestion: `Finish the rollback with \`mesh-migrate rollback ${state.file}\`, or re-apply with \`${sameCommand('apply', `mesh-migrate apply ${state.file}`, {add: ['--retry']})}\` (re-runs ${behind.id} and every step after it up to ${ahead.id}).`,
       },
     )
   }
-  const blocked = blockingStep(state)
+  const blocked = blockingStep(state, resumable)
   if (blocked && !retry) {
     const phase = state.phase(blocked)
     const message =
@@ -112,7 +128,7 @@ export function stepsToApply(state: PlanState, selection: StepSelection, retry: 
       `step ${blocked.id} is ${phase}${message ? ` (${message})` : ''}: it must be retried or rolled back first`,
       {
         exitCode: ExitCode.Failure,
-        suggestion: `\`mesh-migrate apply ${state.file} --retry\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
+        suggestion: `\`${sameCommand('apply', `mesh-migrate apply ${state.file}`, {add: ['--retry']})}\` re-runs it (every step is idempotent), or \`mesh-migrate rollback ${state.file}\` undoes what was applied.`,
       },
     )
   }
@@ -399,7 +415,7 @@ export async function applyStep(
         phase: 'Interrupted',
         by: ctx.who,
         observed,
-        message: 'interrupted by the user; re-run apply --retry to finish it, or rollback',
+        message: 'interrupted by the user; re-run the same apply to finish it, or rollback',
       })
       throw new InterruptedError()
     }
@@ -411,7 +427,7 @@ export async function applyStep(
       throw new UserError(error.message, {
         exitCode: error.exitCode,
         suggestion:
-          `${error.suggestion ?? ''} Then \`mesh-migrate apply ${state.file} --retry\` re-runs the step, or \`mesh-migrate rollback ${state.file}\` undoes it.`.trim(),
+          `${error.suggestion ?? ''} Then \`${sameCommand('apply', `mesh-migrate apply ${state.file}`, {add: ['--retry']})}\` re-runs the step, or \`mesh-migrate rollback ${state.file}\` undoes it.`.trim(),
         cause: error,
       })
     }

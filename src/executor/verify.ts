@@ -39,7 +39,7 @@ export class InterruptedError extends UserError {
     super('interrupted', {
       exitCode: ExitCode.Interrupted,
       suggestion:
-        'Re-run the command: `mesh-migrate apply PLAN --retry` finishes an interrupted step, `mesh-migrate rollback PLAN` undoes it.',
+        'Re-run the same command: it finishes the interrupted step (`mesh-migrate rollback PLAN` undoes it instead).',
     })
   }
 }

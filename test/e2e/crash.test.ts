@@ -1,16 +1,20 @@
-// Crash safety (issue 4 "Done when", SPEC §7): apply and rollback killed (SIGKILL) in the middle of
-// every step that writes — while one of its writes is in flight at the API server — leave a plan file
-// that parses and tells the truth, a Lease that a new apply reports (exit 5) until `unlock` breaks it,
-// and a step that `apply --retry` finishes. The interrupted migration ends equal to an uninterrupted
-// one on a second cluster; the interrupted rollback ends equal to the state before the plan.
-// Ctrl+C (SIGINT) during a long step records Interrupted, releases the Lease and exits 130.
+// Crash safety (issue 4 "Done when", SPEC §7; issue 19 §7): apply and rollback killed (SIGKILL) in the middle
+// of every step that writes — while one of its writes, or the write of the migration record in the cluster, is
+// in flight at the API server (16 kill points) — leave a plan file that parses and tells the truth, and the
+// *same command* run again converges: it takes over the dead holder's Lease and resumes the step left Running
+// (every step is idempotent; --retry stays for Failed steps). Afterwards the cluster record and the file agree.
+// The interrupted migration ends equal to an uninterrupted one on a second cluster; the interrupted rollback
+// ends equal to the state before the plan. Ctrl+C (SIGINT) during a long step records Interrupted, releases
+// the Lease, exits 130, and the same command finishes the step.
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {lockRef} from '../../src/executor/lock.js'
+import {recordFromObject, recordRef} from '../../src/executor/record-store.js'
 import {checkPlanText} from '../../src/plan/planfile.js'
+import {rollbackSequence} from '../../src/plan/rollback.js'
 import type {MigrationPlan, StepStatus} from '../../src/planner/plan-types.js'
 import type {FaultRule} from '../support/apiserver/index.js'
 import {hasStackTrace, runCli} from '../support/cli.js'
@@ -49,11 +53,24 @@ interface CrashPoint {
   match: NonNullable<FaultRule['match']>
   /** Matching requests of the step let through before the one held in flight. */
   after?: number
+  /** The held request is the write of the migration record (the cluster's copy goes before the file's). */
+  recordWrite?: boolean
 }
+
+const RECORD = `mesh-migrate-record-${NS}`
+// A create is a POST to the collection: its URL names no object.
+const recordWrite = (verb: 'create' | 'patch') =>
+  ({user: USERS.tool, verb, kind: 'ConfigMap', namespace: NS, ...(verb === 'patch' ? {name: RECORD} : {})}) as const
 
 const namespacePatch = {user: USERS.tool, verb: 'patch', kind: 'Namespace', name: NS} as const
 
 const CRASH_POINTS: CrashPoint[] = [
+  {
+    action: 'preflight',
+    where: 'while the migration record is being created in the cluster',
+    match: recordWrite('create'),
+    recordWrite: true,
+  },
   {
     action: 'create-waypoint',
     where: 'while the waypoint Gateway is being applied',
@@ -78,6 +95,49 @@ const CRASH_POINTS: CrashPoint[] = [
     action: 'delete-sidecar-policies',
     where: 'after the L4 part is created, the first delete in flight',
     match: {user: USERS.tool, verb: 'delete', kind: 'AuthorizationPolicy'},
+  },
+  {
+    action: 'verify-dataplane',
+    where: 'while the record of its start is written to the cluster',
+    match: recordWrite('patch'),
+    recordWrite: true,
+  },
+]
+
+/**
+ * Where to kill `rollback --step`: a write of the undo held in flight, in the order rollback undoes them. The
+ * sidecar policies, the restart and the injection label are undone as one unit (one `rollback --step`), so
+ * each of their points first re-applies what the point before undid.
+ */
+const UNDO_CRASH_POINTS: CrashPoint[] = [
+  {
+    action: 'delete-sidecar-policies',
+    where: 'while a deleted policy is being re-created',
+    match: {user: USERS.tool, verb: ['create', 'patch', 'update'], kind: 'AuthorizationPolicy'},
+  },
+  {
+    action: 'remove-sidecar-injection',
+    where: 'while the injection label is being restored',
+    match: namespacePatch,
+  },
+  {
+    action: 'restart-workloads',
+    where: 'after one restart, the second in flight',
+    match: {user: USERS.tool, verb: 'patch', kind: 'Deployment'},
+    after: 1,
+  },
+  {action: 'enable-ambient', where: 'while the namespace label patch is in flight', match: namespacePatch},
+  {action: 'bind-waypoint', where: 'while the namespace label patch is in flight', match: namespacePatch},
+  {
+    action: 'create-policies',
+    where: 'after one copy is deleted, the second delete in flight',
+    match: {user: USERS.tool, verb: 'delete', kind: 'AuthorizationPolicy'},
+    after: 1,
+  },
+  {
+    action: 'create-waypoint',
+    where: 'while the waypoint Gateway is being deleted',
+    match: {user: USERS.tool, verb: 'delete', kind: 'Gateway', name: 'waypoint'},
   },
 ]
 
@@ -135,6 +195,37 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
     expect(r.code, r.stderr).toBe(0)
   }
 
+  /** The steps of the migration record in the cluster (issue 19 §2). */
+  async function clusterRecord(): Promise<StepStatus[]> {
+    const ref = recordRef(NS, plan.metadata.name)
+    return (recordFromObject(await cluster.api.get(ref), ref)?.steps ?? []) as StepStatus[]
+  }
+
+  /** The file's status and the cluster's record say the same of every step. */
+  async function expectRecordMatchesFile(): Promise<void> {
+    const phaseOf = (steps: readonly StepStatus[]) => Object.fromEntries(steps.map((s) => [s.id, s.phase]))
+    expect(phaseOf(await clusterRecord())).toEqual(phaseOf((await readPlan(cwd, NS)).status?.steps ?? []))
+  }
+
+  /**
+   * Brings the plan to where the next `rollback --step` undoes `action` (with the steps undone as one unit with
+   * it): applies every step again if an earlier kill point's unit already undid it, then rolls back, one unit
+   * at a time, what is undone before it.
+   */
+  async function rollBackUpTo(action: string): Promise<void> {
+    if ((await phases())[stepId(action)] !== 'Applied') {
+      const r = await cli(['apply', NS, '--all', '--yes', '--timeout', '60s'], cwd, kube)
+      expect(r.code, r.stderr).toBe(0)
+      await cluster.waitForIdle()
+    }
+    for (let i = 0; i < plan.spec.steps.length; i++) {
+      const next = rollbackSequence(await readPlan(cwd, NS), {lastOnly: true}).steps
+      if (next.length === 0 || next.some((s) => s.action === action)) return
+      const r = await cli(['rollback', NS, '--step', '--confirm', NS, '--timeout', '60s'], cwd, kube)
+      expect(r.code, r.stderr).toBe(0)
+    }
+  }
+
   async function leaseHolder(): Promise<string | undefined> {
     return (await cluster.api.get(lockRef(NS)))?.spec?.holderIdentity
   }
@@ -177,7 +268,7 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
   })
 
   for (const point of CRASH_POINTS) {
-    it(`${point.action}: SIGKILL ${point.where}; the record is true, the lock is reported, --retry converges`, async () => {
+    it(`${point.action}: SIGKILL ${point.where}; the record is true, the lock is reported, the same command converges`, async () => {
       await applyUpTo(point.action)
       const id = stepId(point.action)
       const previous = await readPlan(cwd, NS)
@@ -189,8 +280,9 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
         latencyMs: HOLD_MS,
         name: faultName,
       })
+      const command = ['apply', NS, '--step', '--yes', '--timeout', '60s']
       try {
-        const run = spawnCli(['apply', NS, '--step', '--yes', '--timeout', '60s'], cwd, kube)
+        const run = spawnCli(command, cwd, kube)
         const held = await waitForRequest(server(), (e) => e.fault === faultName, `held for ${point.action}`)
         run.child.kill('SIGKILL')
         const killed = await run.done
@@ -207,9 +299,13 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
       const now = await readPlan(cwd, NS)
       for (const s of previous.status?.steps ?? [])
         expect(now.status?.steps.find((x) => x.id === s.id)?.phase, s.id).toBe(s.phase)
-      const rec = now.status!.steps.find((s) => s.id === id)!
+      // The cluster's record is written before the file: killed during that write, the file may not know yet.
+      const rec = (await clusterRecord()).find((s) => s.id === id)!
       expect(rec.phase).toBe('Running')
       expect(rec.attempts).toBe(1)
+      const fileRec = now.status?.steps.find((s) => s.id === id)
+      if (point.recordWrite) expect([undefined, 'Pending', 'Running']).toContain(fileRec?.phase)
+      else expect(fileRec?.phase).toBe('Running')
       if (point.action === 'restart-workloads') {
         // The record names the restart stamp before the first restart: every restarted Deployment carries it.
         const stamp = rec.observed?.restartedAt
@@ -232,40 +328,24 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
       expect(await leaseHolder()).toBeDefined()
       const status = await cli(['status', NS], cwd, kube)
       expect(status.stdout).toMatch(/locked by .*\(dead: process \d+ is not running on this host\)/)
-      if (first) {
-        // apply with --lock-timeout does not exit 5 at once: it takes the dead holder's lock, then reports the
-        // step recorded Running, which blocks plain apply until retried.
-        const blocked = await cli(['apply', NS, '--step', '--yes', '--lock-timeout', '150s'], cwd, kube)
-        expect(blocked.code, blocked.stderr).toBe(1)
-        expect(blocked.stderr).toContain(
-          `step ${id} is Running (the apply that ran it stopped before recording a result)`,
-        )
-        expect(blocked.stderr).toContain('--retry')
-        expect(blocked.stderr).toContain('rollback')
-        expect(hasStackTrace(blocked.stderr)).toBe(false)
-        expect(await leaseHolder()).toBeUndefined()
-      } else {
-        const unlock = await cli(['unlock', NS, '--confirm', NS], cwd, kube)
-        expect(unlock.code, unlock.stderr).toBe(0)
-        expect(unlock.stderr).toContain(`apply ${PLAN_FILE}`)
-        expect(unlock.stderr).toMatch(/dead: process \d+ is not running on this host/)
-        expect(await leaseHolder()).toBeUndefined()
-      }
 
-      const retry = await cli(['apply', NS, '--retry', '--yes', '--timeout', '60s'], cwd, kube)
-      expect(retry.code, retry.stderr).toBe(0)
-      expect(hasStackTrace(retry.stderr)).toBe(false)
+      // The same command again (issue 19 §7): the dead holder's lock is taken over and the step resumed.
+      const again = await cli(command, cwd, kube)
+      expect(again.code, again.stderr).toBe(0)
+      expect(hasStackTrace(again.stderr)).toBe(false)
       const done = await record(id)
       expect(done?.phase).toBe('Applied')
       expect(done?.attempts).toBe(2)
       expect(await leaseHolder()).toBeUndefined()
+      await expectRecordMatchesFile()
       await cluster.waitForIdle()
     }, 90_000)
 
     if (point.action === 'create-waypoint') {
-      it('wait-waypoint: Ctrl+C while waiting for the waypoint records Interrupted, releases the lock, exits 130; --retry finishes it', async () => {
+      it('wait-waypoint: Ctrl+C while waiting for the waypoint records Interrupted, releases the lock, exits 130; the same command finishes it', async () => {
         const id = stepId('wait-waypoint')
-        const run = spawnCli(['apply', NS, '--step', '--yes', '--timeout', '120s'], cwd, kube)
+        const command = ['apply', NS, '--step', '--yes', '--timeout', '120s']
+        const run = spawnCli(command, cwd, kube)
         const from = server().requests.at(-1)?.id ?? 0
         // The step polls the Gateway once it is recorded Running: then it is waiting.
         await waitForRequest(
@@ -278,20 +358,18 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
         const r = await run.done
         expect(r.code, r.stderr).toBe(130)
         expect(r.stderr).toContain('Interrupted')
-        expect(r.stderr).toContain('--retry')
+        // The way out repeats the command as typed, with its flags (issue 19 §7).
+        expect(r.stderr).toContain(`re-run \`mesh-migrate ${command.join(' ')} --kubeconfig ${kube}\` to finish it`)
         expect(hasStackTrace(r.stderr)).toBe(false)
         await expectPlanIntact()
         expect((await record(id))?.phase).toBe('Interrupted')
         expect(await leaseHolder()).toBeUndefined()
 
-        const blocked = await cli(['apply', NS, '--step', '--yes'], cwd, kube)
-        expect(blocked.code, blocked.stderr).toBe(1)
-        expect(blocked.stderr).toContain(`step ${id} is Interrupted`)
-
         cluster.controlPlane.configure({waypoint: {readyDelayMs: 200}})
-        const retry = await cli(['apply', NS, '--retry', '--yes', '--timeout', '60s'], cwd, kube)
-        expect(retry.code, retry.stderr).toBe(0)
+        const again = await cli(command, cwd, kube)
+        expect(again.code, again.stderr).toBe(0)
         expect((await record(id))?.phase).toBe('Applied')
+        await expectRecordMatchesFile()
       }, 60_000)
     }
   }
@@ -308,53 +386,55 @@ describe.skipIf(external)('apply and rollback killed in the middle of every writ
     expect(Object.values(now.dataPlanes).every((dp) => dp === 'ambient')).toBe(true)
   }, 90_000)
 
-  it('rollback: SIGKILL while an undo (restoring the namespace labels of enable-ambient) is in flight; re-running it converges to the start', async () => {
-    // Undo order: delete-sidecar-policies, remove-sidecar-injection (1st namespace patch), restart-workloads,
-    // enable-ambient (2nd namespace patch), bind-waypoint…
-    const faultName = 'hold-undo-enable-ambient'
-    const fault = server().faults.add({match: namespacePatch, after: 1, times: 1, latencyMs: HOLD_MS, name: faultName})
-    try {
-      const run = spawnCli(['rollback', NS, '--confirm', NS, '--timeout', '60s'], cwd, kube)
-      const held = await waitForRequest(
-        server(),
-        (e) => e.fault === faultName,
-        'held for the undo of enable-ambient',
-        60_000,
-      )
-      run.child.kill('SIGKILL')
-      expect((await run.done).signal).toBe('SIGKILL')
-      await waitForCompletion(held)
-    } finally {
-      fault.remove()
-    }
-    await expectPlanIntact({viaCli: true})
-    // What the record says is true: the steps recorded RolledBack are undone (injection is back and every
-    // pod has its sidecar); the one being undone and those after it still say Applied.
-    const p = await phases()
-    for (const action of [
-      'delete-sidecar-policies',
-      'remove-sidecar-injection',
-      'restart-workloads',
-      'verify-dataplane',
-    ])
-      expect(p[stepId(action)], action).toBe('RolledBack')
-    for (const action of ['enable-ambient', 'bind-waypoint', 'create-policies', 'create-waypoint'])
-      expect(p[stepId(action)], action).toBe('Applied')
-    const mid = await observe(cluster.client, NS)
-    expect(mid.labels['istio-injection']).toBe('enabled')
-    expect(Object.values(mid.dataPlanes).every((dp) => dp === 'sidecar')).toBe(true)
-    expect(mid.policies.has('ratings-get-only')).toBe(true)
+  for (const point of UNDO_CRASH_POINTS) {
+    it(`rollback --step of ${point.action}: SIGKILL ${point.where}; the same command converges`, async () => {
+      await rollBackUpTo(point.action)
+      const id = stepId(point.action)
+      expect((await phases())[id]).toBe('Applied')
+      const command = ['rollback', NS, '--step', '--confirm', NS, '--timeout', '60s']
+      const faultName = `hold-undo-${point.action}`
+      const fault = server().faults.add({
+        match: point.match,
+        after: point.after ?? 0,
+        times: 1,
+        latencyMs: HOLD_MS,
+        name: faultName,
+      })
+      try {
+        const run = spawnCli(command, cwd, kube)
+        const held = await waitForRequest(
+          server(),
+          (e) => e.fault === faultName,
+          `held for the undo of ${point.action}`,
+        )
+        run.child.kill('SIGKILL')
+        expect((await run.done).signal).toBe('SIGKILL')
+        await waitForCompletion(held)
+      } finally {
+        fault.remove()
+      }
+      await expectPlanIntact({viaCli: point === UNDO_CRASH_POINTS[0]})
+      // The step being undone still says Applied (its undo is idempotent); the Lease of the dead process remains.
+      expect((await phases())[id]).toBe('Applied')
+      expect(await leaseHolder()).toBeDefined()
+      const again = await cli(command, cwd, kube)
+      expect(again.code, again.stderr).toBe(0)
+      expect(hasStackTrace(again.stderr)).toBe(false)
+      expect((await phases())[id]).toBe('RolledBack')
+      expect(await leaseHolder()).toBeUndefined()
+      await expectRecordMatchesFile()
+      await cluster.waitForIdle()
+    }, 90_000)
+  }
 
-    // The killed rollback ran on this host and its process is gone: the re-run takes its lock over at once
-    // (issue 10 point 17), naming the dead holder.
-    expect(await leaseHolder()).toBeDefined()
-    const again = await cli(['rollback', NS, '--confirm', NS, '--timeout', '60s'], cwd, kube)
-    expect(again.code, again.stderr).toBe(0)
-    expect(again.stderr).toContain(`rollback ${PLAN_FILE}`)
+  it('the rest of the rollback: the namespace is as before the plan, the record and the file agree', async () => {
+    const rest = await cli(['rollback', NS, '--confirm', NS, '--timeout', '60s'], cwd, kube)
+    expect(rest.code, rest.stderr).toBe(0)
     await cluster.waitForIdle()
     expect(await namespaceState(cluster.client, NS)).toEqual(startState)
     expect((await observe(cluster.client, NS)).dataPlanes).toEqual(start.dataPlanes)
     expect(Object.values(await phases()).every((ph) => ph === 'RolledBack')).toBe(true)
     expect(await leaseHolder()).toBeUndefined()
+    await expectRecordMatchesFile()
   }, 90_000)
 })

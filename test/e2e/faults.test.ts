@@ -289,7 +289,10 @@ describeWithRealApiServer('API faults during apply', () => {
         expect(hasStackTrace(r.stderr)).toBe(false)
         expect(r.stderr).toContain(`patch namespaces/${NS} failed: 403 Forbidden`)
         expect(r.stderr).toContain('Grant "patch" on namespaces')
-        expect(r.stderr).toContain(`Then \`mesh-migrate apply plans/${NS}.yaml --retry\``)
+        // The way out repeats the command as typed, with its flags (issue 19 §7).
+        expect(r.stderr).toContain(
+          `Then \`mesh-migrate apply ${NS} --step --yes --timeout 60s --kubeconfig ${kube} --retry\``,
+        )
         // A 403 is not transient: one attempt, no retries.
         expect(outcomes(requests(namespacePatch, from))).toEqual([403])
         const rec = await record('enable-ambient')

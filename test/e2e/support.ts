@@ -80,7 +80,13 @@ export async function waitForRequest(
   for (;;) {
     const found = server.requests.find(match)
     if (found) return found
-    if (Date.now() > deadline) throw new Error(`no request ${what} within ${timeoutMs / 1000}s`)
+    if (Date.now() > deadline) {
+      // The last requests seen, so a miss says what happened instead.
+      const last = server.requests
+        .slice(-12)
+        .map((e) => `${e.verb} ${e.kind ?? e.resource ?? ''}${e.name ? `/${e.name}` : ''} → ${e.status ?? '…'}`)
+      throw new Error(`no request ${what} within ${timeoutMs / 1000}s; the last ones: ${last.join(', ')}`)
+    }
     await new Promise((r) => setTimeout(r, 10))
   }
 }

@@ -7,6 +7,7 @@ import path from 'node:path'
 import {beforeEach, describe, expect, it} from 'vitest'
 
 import {stepsToApply} from '../../src/executor/engine.js'
+import {clearInvocation, recordInvocation} from '../../src/invocation.js'
 import {PlanState} from '../../src/executor/plan-state.js'
 import type {StepPhase} from '../../src/planner/plan-types.js'
 import {REPO_ROOT} from '../support/shared.js'
@@ -121,5 +122,34 @@ describe('stepsToApply', () => {
       }),
     )
     expect(stepsToApply(state, {kind: 'next'}, false).map((s) => s.id)).toEqual(['remove-sidecar-injection'])
+  })
+
+  // Issue 19 §7: once nobody holds the namespace (the lock is ours), the same command resumes what a dead or
+  // interrupted apply left; only a Failed step (its cause may remain) needs --retry.
+  it('a step left Running or Interrupted: refused while another apply may hold it; resumed when resumable', () => {
+    for (const phase of ['Running', 'Interrupted'] as const) {
+      phases(appliedUpTo('create-waypoint', {'wait-waypoint': phase}))
+      expect(() => stepsToApply(state, {kind: 'next'}, false)).toThrow(`step wait-waypoint is ${phase}`)
+      expect(stepsToApply(state, {kind: 'next'}, false, true).map((s) => s.id)).toEqual(['wait-waypoint'])
+      expect(stepsToApply(state, {kind: 'all'}, false, true)[0]!.id).toBe('wait-waypoint')
+    }
+  })
+
+  it('a Failed step still needs --retry when resumable, and the way out repeats the command as typed', () => {
+    phases(appliedUpTo('create-waypoint', {'wait-waypoint': 'Failed'}))
+    recordInvocation('mesh-migrate', ['apply', 'bookinfo', '--all', '--yes', '--timeout', '2m'])
+    try {
+      let error: (Error & {suggestion?: string}) | undefined
+      try {
+        stepsToApply(state, {kind: 'all'}, false, true)
+      } catch (e) {
+        error = e as Error
+      }
+      expect(error?.message).toContain('step wait-waypoint is Failed')
+      expect(error?.suggestion).toContain('`mesh-migrate apply bookinfo --all --yes --timeout 2m --retry` re-runs it')
+      expect(stepsToApply(state, {kind: 'all'}, true, true)[0]!.id).toBe('wait-waypoint')
+    } finally {
+      clearInvocation()
+    }
   })
 })
