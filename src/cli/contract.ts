@@ -47,6 +47,12 @@ export interface StatusStep {
   /** Does the cluster still show what the step did? `unknown`: the cluster could not be read. Absent when not checked (--offline). */
   drift?: 'in-sync' | 'drifted' | 'n/a' | 'unknown'
   driftDetail?: string
+  /**
+   * A step stopped part-way (Interrupted, Failed, or Running with no live holder): each of its operations it
+   * completed and has not (`restart Deployment ns/name`), from its record; the windows this leaves open are in
+   * the plan's `openWindows`.
+   */
+  progress?: {done: string[]; notDone: string[]}
 }
 
 export interface PlanStatus {
@@ -66,6 +72,11 @@ export interface PlanStatus {
   progressFrom: 'cluster' | 'file'
   /** Why the cluster was not read (status exits 1 then, unless --offline). */
   clusterUnread?: string
+  /**
+   * The plan file's problems when its spec was edited after the first apply: its progress is still shown (from the
+   * record in the cluster, else the file's status), it cannot be applied, and status exits 4.
+   */
+  invalid?: string[]
   /** Hazard windows the plan is stopped inside (policies degraded until a later step is applied). */
   openWindows: string[]
   /** Set when the current context is not the plan's cluster (no drift is reported then). */

@@ -14,7 +14,7 @@ import {ClusterRecord} from '../executor/record-store.js'
 import {LockHeldError, UserError} from '../errors.js'
 import {namespaceMismatch} from '../executor/plan-store.js'
 import {specDigest} from '../plan/planfile.js'
-import {mergeRecord} from '../plan/record.js'
+import {type MigrationRecord, mergeRecord, recordedPlan, reviewedDigest} from '../plan/record.js'
 import {InterruptedError} from '../executor/verify.js'
 import type {KubeClient} from '../kube/types.js'
 import {ExitCode} from '../exit-codes.js'
@@ -91,10 +91,12 @@ export class PlanSession {
   /** Resolve PLAN (a path, a namespace, or the one plan under plans/ that fits) and load it. */
   static async open(
     planArg: string | undefined,
-    opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void},
+    opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void; allowEdited?: boolean},
   ): Promise<PlanSession> {
     const file = await resolvePlanFile(planArg, {unfinishedOnly: opts.unfinishedOnly})
-    const session = await PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note)
+    const session = await PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note, {
+      allowEdited: opts.allowEdited ?? false,
+    })
     session.checkNamespace(planArg)
     return session
   }
@@ -109,9 +111,23 @@ export class PlanSession {
       })
   }
 
-  /** A plan file already chosen, sharing a connection with other plans' sessions (status lists several). */
-  static async load(file: string, cluster: ClusterConnection, note: (message: string) => void): Promise<PlanSession> {
-    return new PlanSession(file, await PlanState.load(file), cluster, note)
+  /**
+   * A plan file already chosen, sharing a connection with other plans' sessions (status lists several).
+   * `allowEdited`: a plan whose spec was edited after its first apply is loaded (its problems said as a warning) for
+   * what works from the cluster's record: status, rollback (issue 19 §5).
+   */
+  static async load(
+    file: string,
+    cluster: ClusterConnection,
+    note: (message: string) => void,
+    opts: {allowEdited?: boolean} = {},
+  ): Promise<PlanSession> {
+    const state = await PlanState.load(file, opts)
+    if (state.edited)
+      note(
+        `Warning: ${file} is not a valid plan: ${state.edited.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('; ')}. Its progress is read from the record in the cluster (or its status); it cannot be applied.`,
+      )
+    return new PlanSession(file, state, cluster, note)
   }
 
   get namespace(): string {
@@ -140,11 +156,17 @@ export class PlanSession {
   /**
    * Read the plan's record in the cluster and make it the plan's status (src/plan/record.ts, mergeRecord): the
    * cluster is the truth, the file's status a copy. Says where they disagreed; another plan's record is refused
-   * (exit 5). From here on every step transition is written to the cluster first (unless `readOnly`).
+   * (exit 5). From here on every step transition is written to the cluster first (unless `readOnly`). A plan edited
+   * after its first apply takes the steps that ran from the record, or is refused (exit 4) unless only its progress
+   * is wanted (`progressOnly`: status).
    */
-  async adoptRecord(client: KubeClient, opts: {readOnly?: boolean} = {}): Promise<void> {
+  async adoptRecord(client: KubeClient, opts: {readOnly?: boolean; progressOnly?: boolean} = {}): Promise<void> {
     const store = ClusterRecord.of(client, this.state.plan)
-    const merged = mergeRecord(this.state.plan, specDigest(this.state.plan), await store.read())
+    const record = await store.read()
+    if (this.state.edited && record?.plan.specDigest === this.state.plan.status?.specDigest)
+      return this.adoptEditedRecord(store, record!, opts)
+    if (this.state.edited && !opts.progressOnly) refuseEditedWithoutRecord(this.state, store.ref, record)
+    const merged = mergeRecord(this.state.plan, reviewedDigest(this.state.plan), record)
     if (merged.use === 'other-plan') {
       const {plan, updated} = merged.record
       if (path.normalize(plan.file) === path.normalize(this.file))
@@ -166,6 +188,39 @@ export class PlanSession {
         )
       this.state.plan.status = merged.status
     } else if (merged.use === 'file' && merged.note) this.noteOnce(`${this.file}: ${merged.note}.`)
+    if (!opts.readOnly) this.state.cluster = store
+  }
+
+  /**
+   * A plan edited after its first apply, whose reviewed spec the cluster's record is of (issue 19 §5): the steps that
+   * ran are the record's (`appliedSteps`, with the undo data each step observed), its progress the record's; the
+   * file keeps its edited spec (only its status is rewritten). Without those steps in the record a rollback is
+   * refused (exit 4); status still shows the record's progress.
+   */
+  private adoptEditedRecord(
+    store: ClusterRecord,
+    record: MigrationRecord,
+    opts: {readOnly?: boolean; progressOnly?: boolean},
+  ): void {
+    const {plan, problems} = recordedPlan(this.state.plan, record)
+    if (problems.length > 0 && !opts.progressOnly)
+      throw new UserError(
+        `${this.file} was edited after its first apply, and its rollback cannot be taken from the record in the cluster (ConfigMap ${store.ref.namespace}/${store.ref.name}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+        {
+          exitCode: ExitCode.Invalid,
+          suggestion: `Restore the reviewed plan (\`git checkout -- ${this.file}\`), then \`mesh-migrate rollback ${this.file} --confirm ${this.namespace}\`.`,
+        },
+      )
+    if (problems.length > 0) {
+      this.noteOnce(`${this.file}: the record in the cluster is used for progress only: ${problems.join('; ')}`)
+      this.state.plan.status = {...this.state.plan.status!, steps: record.steps}
+      return
+    }
+    this.noteOnce(
+      `${this.file}: using the record in the cluster (ConfigMap ${store.ref.namespace}/${store.ref.name}, last written by ${record.updated.by} at ${record.updated.at}): its progress, and each step as it ran.`,
+    )
+    this.state.fileSpec ??= this.state.plan.spec
+    this.state.plan = plan
     if (!opts.readOnly) this.state.cluster = store
   }
 
@@ -233,4 +288,22 @@ export class PlanSession {
       onTakeover: (holder) => this.note(`Taking over an expired lock left by ${holder}.`),
     })
   }
+}
+
+/** Rollback of a plan edited after its first apply needs the cluster's record of the reviewed plan (exit 4). */
+function refuseEditedWithoutRecord(
+  state: PlanState,
+  ref: {namespace?: string; name: string},
+  record?: MigrationRecord,
+): void {
+  const why = record
+    ? `the record in the cluster (ConfigMap ${ref.namespace}/${ref.name}) is of another plan (${record.plan.file}, digest ${record.plan.specDigest.slice(0, 19)}…)`
+    : `there is no record of it in the cluster (ConfigMap ${ref.namespace}/${ref.name})`
+  throw new UserError(
+    `${state.file} was edited after its first apply, and ${why}: what its steps did cannot be undone from an edited spec`,
+    {
+      exitCode: ExitCode.Invalid,
+      suggestion: `Restore the reviewed plan (\`git checkout -- ${state.file}\`), then \`mesh-migrate rollback ${state.file} --confirm ${state.namespace}\`.`,
+    },
+  )
 }

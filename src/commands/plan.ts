@@ -6,7 +6,8 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
 import {LockHeldError, UsageError, UserError} from '../errors.js'
-import {asRolledBack, carryProgressOrRefuse, progressToKeep} from '../executor/keep-progress.js'
+import {asRolledBack, carryProgressOrRefuse, progressToKeep, progressWithRecord} from '../executor/keep-progress.js'
+import {readRecord} from '../executor/record-store.js'
 import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
 import {KubeApiError} from '../kube/errors.js'
 import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
@@ -14,7 +15,7 @@ import {buildInventory} from '../planner/inventory.js'
 import {buildPlan} from '../plan/plan-builder.js'
 import type {FleetPlan} from '../plan/fleet.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
-import {parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../plan/planfile.js'
+import {checkPlanText, parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../plan/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {trustDomainProblem} from '../planner/mesh-config.js'
 import type {SourceSnapshot} from '../planner/model.js'
@@ -227,9 +228,17 @@ ${EXIT_CODES_HELP}`
   }
 
   /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
-  private async build({namespace, out, flags, inProgress, previousText}: PlanOneOptions) {
+  private async build({namespace, out, flags, inProgress: inFile, previousText}: PlanOneOptions) {
     const source = await openSource(flags)
-    if (inProgress && source instanceof ClusterSource) await refuseWhileWriting(source, namespace)
+    // --keep-progress: the progress is the cluster's record of the plan at `out` (issue 19 §5), even of an edited file.
+    const record =
+      flags['keep-progress'] && previousText !== undefined && source instanceof ClusterSource
+        ? await readRecord(source.client, namespace, namespace)
+        : undefined
+    const inProgress = flags['keep-progress']
+      ? progressWithRecord(inFile ?? validPlan(previousText), record, out)
+      : undefined
+    if ((inProgress || record) && source instanceof ClusterSource) await refuseWhileWriting(source, namespace)
     const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
     // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
     const snapshot = inProgress ? asRolledBack(read, inProgress) : read
@@ -371,6 +380,12 @@ function replacing(fresh: MigrationPlan, previousText: string | undefined): Migr
   const digest = specDigest(fresh)
   if (typeof old !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(old) || old === digest) return fresh
   return {...fresh, status: {specDigest: digest, replaces: old, steps: []}}
+}
+
+/** The plan file's plan when it is valid (a teammate's reviewed copy, no progress of its own). */
+function validPlan(text: string | undefined): MigrationPlan | undefined {
+  const checked = text === undefined ? undefined : checkPlanText(text)
+  return checked?.plan && checked.problems.length === 0 ? checked.plan : undefined
 }
 
 /** The namespaces named: the arguments, or -n (which names one, and must agree with a single argument). */

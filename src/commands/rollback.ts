@@ -95,6 +95,7 @@ ${EXIT_CODES_HELP}
       unfinishedOnly: false,
       cluster: flags,
       note: (m) => this.note(m),
+      allowEdited: true,
     })
     const lock = lockOptions('rollback', session.file, flags)
     return {

@@ -10,6 +10,8 @@ import type {GitOpsOptions} from '../plan/gitops-fleet.js'
 import {checkFleetText, FLEET_FILE} from '../plan/fleet-file.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {checkPlanText} from '../plan/planfile.js'
+import {isEditedAfterApply} from '../plan/record.js'
+import {ExitCode} from '../exit-codes.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderPlan, renderPlanMarkdown} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
@@ -74,8 +76,12 @@ ${EXIT_CODES_HELP}`
     if (o.fleet) return this.showFleet(o.planArg, o.output)
     const file = await resolvePlanArg(o.planArg!)
     const checked = checkPlanText(await readTextFile(file, 'plan file'))
-    if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
-    const plan = checked.plan
+    // A plan edited after its first apply is still shown, with its progress (issue 19 §5), and exits 4.
+    if (checked.problems.length > 0 && isEditedAfterApply(checked.plan)) {
+      this.note(`Warning: ${new InvalidPlanError(file, checked.problems).message}`)
+      process.exitCode = ExitCode.Invalid
+    } else if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
+    const plan = checked.plan!
     if (o.timeline) return this.showTimeline(file, plan, o.output)
     if (o.output === 'patches') return this.showPatches(file, plan)
     if (o.output === 'markdown' && !this.jsonEnabled()) {

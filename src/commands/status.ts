@@ -17,6 +17,7 @@ import type {KubeClient} from '../kube/types.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
+import {partialProgress} from '../plan/interrupted.js'
 import {ExitCode} from '../exit-codes.js'
 
 type StepRow = StatusStep
@@ -115,6 +116,8 @@ ${EXIT_CODES_HELP}`
       )
       process.exitCode = ExitCode.Failure
     }
+    // An edited plan's progress is shown, but the plan is invalid: never "in sync" (docs/contract.md).
+    if (results.some((r) => r.invalid)) process.exitCode = ExitCode.Invalid
     if (unreadable.length > 0) {
       this.note(`${unreadable.length} of ${options.files.length} plan(s) could not be read (see above).`)
       process.exitCode = unreadable[0]!.exitCode
@@ -181,7 +184,7 @@ ${EXIT_CODES_HELP}`
   ): Promise<PlanStatus | UserError> {
     let session: PlanSession
     try {
-      session = await PlanSession.load(file, o.cluster, (m) => this.note(m))
+      session = await PlanSession.load(file, o.cluster, (m) => this.note(m), {allowEdited: true})
       if (o.onePlan) session.checkNamespace(o.planArg)
     } catch (error) {
       // Listing every plan: one that cannot be read is reported and the others are still listed.
@@ -193,8 +196,10 @@ ${EXIT_CODES_HELP}`
     const live = client ? await this.liveState(client, session) : {}
     const unread = typeof connection === 'string' ? connection : live.unread
     const state = session.state
+    const partial = state.plan.spec.steps.flatMap((s) => partialProgress(state.plan, s, state.status(s.id)) ?? [])
     const rows: StepRow[] = state.plan.spec.steps.map((s) => {
       const st = state.status(s.id)
+      const part = partial.find((p) => p.step === s.id)
       return {
         id: s.id,
         action: s.action,
@@ -202,6 +207,7 @@ ${EXIT_CODES_HELP}`
         ...(st?.at ? {at: st.at} : {}),
         ...(st?.by ? {by: st.by} : {}),
         ...(st?.message ? {message: st.message} : {}),
+        ...(part ? {progress: {done: part.done, notDone: part.notDone}} : {}),
       }
     })
     if (client && !unread && !live.otherCluster) await this.drift(client, session, rows)
@@ -215,7 +221,11 @@ ${EXIT_CODES_HELP}`
       drifted: checked ? rows.filter((r) => r.drift === 'drifted').length : live.otherCluster ? 0 : null,
       progressFrom: live.fromCluster ? 'cluster' : 'file',
       ...(unread ? {clusterUnread: unread} : {}),
-      openWindows: openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
+      ...(state.edited ? {invalid: state.edited.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`)} : {}),
+      openWindows: [
+        ...openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending').map(describeWindow),
+        ...partial.flatMap((p) => p.hazards),
+      ],
       ...(live.otherCluster ? {otherCluster: live.otherCluster} : {}),
       ...(live.lock ? {lock: live.lock} : {}),
       steps: rows,
@@ -244,7 +254,7 @@ ${EXIT_CODES_HELP}`
       const elsewhere = await otherCluster(client, session.state)
       if (elsewhere) return {otherCluster: elsewhere}
       const live: {lock?: string; fromCluster?: boolean} = {}
-      await session.adoptRecord(client, {readOnly: true})
+      await session.adoptRecord(client, {readOnly: true, progressOnly: true})
       live.fromCluster = true
       const lease = await client.get(lockRef(session.namespace))
       if (lease?.spec?.holderIdentity)
@@ -308,7 +318,20 @@ function renderStatus(results: PlanStatus[]): string {
         r.openWindows.length > 0
           ? `\n${p.paint('yellow', `Stopped inside ${r.openWindows.length} hazard window(s):`)}\n${r.openWindows.map((w) => `  - ${w}`).join('\n')}`
           : ''
-      return `${head}\n${table}${windows}`
+      const parts = r.steps
+        .filter((s) => s.progress)
+        .map(
+          (s) =>
+            `\n${p.paint('yellow', `Step ${s.id} is ${s.phase} after ${s.progress!.done.length} of ${s.progress!.done.length + s.progress!.notDone.length} operation(s):`)}\n${[
+              ...s.progress!.done.map((d) => `  done:     ${d}`),
+              ...s.progress!.notDone.map((d) => `  not done: ${d}`),
+            ].join('\n')}`,
+        )
+        .join('')
+      const invalid = r.invalid
+        ? `\n${p.paint('red', `Invalid plan (it cannot be applied): ${r.invalid.join('; ')}`)}`
+        : ''
+      return `${head}\n${table}${parts}${windows}${invalid}`
     })
     .join('\n\n')
 }

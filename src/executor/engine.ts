@@ -31,6 +31,7 @@ import {replanCommand} from './plan-store.js'
 import {InterruptedError, type PreflightRunner, runCheck, waitUntil} from './verify.js'
 import {checkUndoPreconditions, type UndoCheckContext} from './undo-checks.js'
 import {undoGuardsOf} from '../plan/undo-guards.js'
+import {doneEntry} from '../plan/status-checks.js'
 import {podTemplateOf} from '../planner/vocab.js'
 import {isRecord} from '../planner/json.js'
 import {sameCommand} from '../invocation.js'
@@ -388,16 +389,24 @@ export async function applyStep(
   await state.record(step.id, {phase: 'Running', by: ctx.who, observed, attempts: (previous?.attempts ?? 0) + 1})
   try {
     const before: Record<string, unknown> = (observed.before as Record<string, unknown>) ?? {}
+    // Per-operation progress (issue 19 §6): an interrupted step shows which of its writes happened (which rollouts).
+    const done = new Set(Array.isArray(observed.done) ? (observed.done as string[]) : [])
     for (const op of step.operations) {
       if (ctx.signal.aborted) throw new InterruptedError()
       ctx.lock?.assertHeld()
       const key = refKey(operationRef(op))
-      if (await effectPresent(ctx.client, op, state.plan.metadata.name, restartStamp)) continue
+      if (await effectPresent(ctx.client, op, state.plan.metadata.name, restartStamp)) {
+        done.add(doneEntry(op))
+        observed.done = [...done]
+        continue
+      }
       const result = await performOperation(ctx.client, op, {
         planName: state.plan.metadata.name,
         dryRun: false,
         restartStamp,
       })
+      done.add(doneEntry(op))
+      observed.done = [...done]
       // Keep the first observation: a retry must not overwrite what was there before the first write.
       // A step may write an object's labels and its annotations (two operations): both observations are kept.
       if (isRecord(result.before)) before[key] = {...result.before, ...(isRecord(before[key]) ? before[key] : {})}

@@ -16,8 +16,15 @@ import type {MigrationPlan, Operation, PlanStep, StepStatus} from '../planner/pl
 import {canonicalize} from '../planner/canonical.js'
 import {checkPlanText, specDigest, textMayHaveWritten} from '../plan/planfile.js'
 import {ExitCode} from '../exit-codes.js'
-import {InvalidPlanError, UserError} from '../errors.js'
-import {phaseOf, rollbackSequence} from '../plan/rollback.js'
+import {InvalidPlanError, LockHeldError, UserError} from '../errors.js'
+import {mayHaveWritten, phaseOf, rollbackSequence} from '../plan/rollback.js'
+import {
+  isEditedAfterApply,
+  type MigrationRecord,
+  recordedPlan,
+  recordMayHaveWritten,
+  reviewedDigest,
+} from '../plan/record.js'
 import {formatRef, refKey, refOf} from '../planner/refs.js'
 import {isOurs, operationRef} from './operations.js'
 import {replanCommand} from './plan-store.js'
@@ -228,7 +235,8 @@ export function carryProgress(old: MigrationPlan, fresh: MigrationPlan): Carried
   const order = fresh.spec.steps.map((s) => s.id)
   kept.sort((x, y) => order.indexOf(x.id) - order.indexOf(y.id))
   const digest = specDigest(fresh)
-  const replaces = specDigest(old)
+  // The reviewed plan's digest (the record's): an old plan taken from the record may hold an edited spec.
+  const replaces = old.status?.specDigest ?? specDigest(old)
   // status.replaces: the first write of the new plan takes over the old one's record in the cluster (record.ts).
   const plan: MigrationPlan =
     kept.length > 0
@@ -283,10 +291,61 @@ export function progressToKeep(
 ): MigrationPlan | undefined {
   if (previousText === undefined || !textMayHaveWritten(previousText)) return undefined
   const checked = checkPlanText(previousText)
+  // An edited spec is the thing being replaced: the steps that ran and their progress come from the cluster's
+  // record (progressWithRecord), judged there.
+  if (checked.problems.length > 0 && isEditedAfterApply(checked.plan)) return checked.plan!
   if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
   const refusals = keepProgressRefusals(checked.plan, file)
   if (refusals.length > 0) refuseKeep(file, namespace, refusals)
   return checked.plan
+}
+
+/**
+ * `plan NS --keep-progress` with the cluster's record (issue 19 §5): the progress to keep is the record's when it is
+ * of the plan in the file (the reviewed digest: status.specDigest once applied, whatever the spec says now), with
+ * each step as it ran; the file's status only when there is no record. The file read here may be `inFile` (a plan
+ * with progress, possibly edited) or, for a teammate's copy without status, just `previous`. Refused: an edited file
+ * with no record of it (exit 4), another plan's record that may have written (exit 5), or progress that cannot be
+ * carried (refuseKeep).
+ */
+export function progressWithRecord(
+  previous: MigrationPlan | undefined,
+  record: MigrationRecord | undefined,
+  file: string,
+): MigrationPlan | undefined {
+  if (!previous) return undefined
+  const namespace = previous.metadata.namespace
+  const edited = isEditedAfterApply(previous)
+  const digest = reviewedDigest(previous)
+  if (record && record.plan.specDigest === digest) {
+    const {plan, problems} = recordedPlan(previous, record)
+    if (problems.length > 0)
+      throw new UserError(
+        `cannot keep the progress of ${file} from the record in the cluster:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+        {
+          exitCode: ExitCode.Invalid,
+          suggestion: `Restore the reviewed plan (\`git checkout -- ${file}\`) and re-run \`${replanCommand(namespace, file, '--keep-progress')}\`.`,
+        },
+      )
+    if (!recordMayHaveWritten(record)) return undefined
+    const refusals = keepProgressRefusals(plan, file)
+    if (refusals.length > 0) refuseKeep(file, namespace, refusals)
+    return plan
+  }
+  if (record && recordMayHaveWritten(record) && previous.status?.replaces !== record.plan.specDigest)
+    throw new LockHeldError(
+      `namespace ${namespace} is being migrated by another plan: ${record.plan.file} (its record in the cluster: digest ${record.plan.specDigest.slice(0, 19)}…, last written by ${record.updated.by} at ${record.updated.at}); ${file} is a different plan (digest ${digest.slice(0, 19)}…)`,
+      `Re-plan from the reviewed copy of that plan: put it at ${file} (e.g. \`git checkout -- ${file}\`) and re-run \`${replanCommand(namespace, file, '--keep-progress')}\`; or finish or undo it from there first.`,
+    )
+  if (edited)
+    throw new UserError(
+      `${file} was edited after its first apply and the cluster holds no record of it: the steps that ran cannot be taken from an edited spec`,
+      {
+        exitCode: ExitCode.Invalid,
+        suggestion: `Restore the reviewed plan (\`git checkout -- ${file}\`) and re-run \`${replanCommand(namespace, file, '--keep-progress')}\` (or plan from manifests with the reviewed file in place).`,
+      },
+    )
+  return previous.status && previous.status.steps.some((s) => mayHaveWritten(s.phase)) ? previous : undefined
 }
 
 /** carryProgress, refused with what to do instead. */

@@ -26,8 +26,9 @@ export interface PlanOwner {
 }
 
 function planDigest(state: PlanState): string {
-  // Loading checks the spec against status.specDigest once the plan has written, so this is stable.
-  return specDigest(state.plan)
+  // Loading checks the spec against status.specDigest once the plan has written, so this is stable. A plan edited
+  // after its first apply (loaded for its rollback from the record, issue 19 §5) is the reviewed plan it was.
+  return state.edited && state.plan.status ? state.plan.status.specDigest : specDigest(state.plan)
 }
 
 export function readOwner(ns: KubeObject | undefined): PlanOwner | undefined {

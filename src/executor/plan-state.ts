@@ -1,8 +1,16 @@
 // The plan file as the record of execution: load and check it, and write each state change
 // atomically (status only; spec is never rewritten by apply/rollback).
 import {InvalidPlanError, UserError} from '../errors.js'
-import type {FleetOrderOverride, MigrationPlan, PlanStep, StepPhase, StepStatus} from '../planner/plan-types.js'
+import type {
+  FleetOrderOverride,
+  MigrationPlan,
+  PlanProblem,
+  PlanStep,
+  StepPhase,
+  StepStatus,
+} from '../planner/plan-types.js'
 import {checkPlanText, renderPlanFile, specDigest} from '../plan/planfile.js'
+import {isEditedAfterApply} from '../plan/record.js'
 import {readTextFile, writeFileAtomic} from './plan-store.js'
 
 export class PlanState {
@@ -14,15 +22,29 @@ export class PlanState {
    */
   cluster?: {write(plan: MigrationPlan, file: string, by: string): Promise<void>}
 
+  /**
+   * The spec the plan file holds when it is not the spec that runs (a plan edited after its first apply, rolled back
+   * from the cluster's record): the file keeps it, only its status is rewritten.
+   */
+  fileSpec?: MigrationPlan['spec']
+
   private constructor(
     readonly file: string,
     public plan: MigrationPlan,
+    /** `allowEdited`: the file's problems when its spec was edited after the first apply (issue 19 §5). */
+    readonly edited?: PlanProblem[],
   ) {}
 
-  /** Read and check a plan (schema, safety, digest): anything wrong is exit 4 before any write. */
-  static async load(file: string): Promise<PlanState> {
+  /**
+   * Read and check a plan (schema, safety, digest): anything wrong is exit 4 before any write. `allowEdited`: a plan
+   * whose spec was edited after its first apply is still loaded (status, show, rollback and plan --keep-progress work
+   * from the cluster's record), its problems kept in `edited`.
+   */
+  static async load(file: string, opts: {allowEdited?: boolean} = {}): Promise<PlanState> {
     const text = await readTextFile(file, 'plan file')
     const checked = checkPlanText(text)
+    if (opts.allowEdited && checked.problems.length > 0 && isEditedAfterApply(checked.plan))
+      return new PlanState(file, checked.plan!, checked.problems)
     if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
     return new PlanState(file, checked.plan)
   }
@@ -95,7 +117,8 @@ export class PlanState {
 
   async save(): Promise<void> {
     try {
-      await writeFileAtomic(this.file, renderPlanFile(this.plan))
+      const plan = this.fileSpec ? {...this.plan, spec: this.fileSpec} : this.plan
+      await writeFileAtomic(this.file, renderPlanFile(plan))
     } catch (error) {
       throw new UserError(`cannot write ${this.file}: ${(error as Error).message}`, {
         suggestion:

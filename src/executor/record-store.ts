@@ -51,6 +51,15 @@ export function recordFromObject(obj: KubeObject | undefined, ref: ObjectRef): M
   )
 }
 
+/** The record of plan `planName` in `namespace` (plan --keep-progress reads it before any plan is loaded). */
+export function readRecord(
+  client: KubeClient,
+  namespace: string,
+  planName: string,
+): Promise<MigrationRecord | undefined> {
+  return new ClusterRecord(client, recordRef(namespace, planName)).read()
+}
+
 export class ClusterRecord {
   private resourceVersion: string | undefined
 

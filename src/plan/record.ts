@@ -10,10 +10,18 @@
 //
 // Pure: the document's format, its schema, and the merge rules between the file's `status` and the record.
 import {stepStatus} from '../planner/plan-schema.js'
-import type {MigrationPlan, PlanStatus, StepStatus} from '../planner/plan-types.js'
+import type {MigrationPlan, PlanProblem, PlanStatus, PlanStep, StepStatus} from '../planner/plan-types.js'
+import {digestProblems, safetyProblems, specDigest} from './planfile.js'
 import {mayHaveWritten} from './rollback.js'
+import {statusProblems} from './status-checks.js'
 
-export const RECORD_API_VERSION = 'mesh-migrate.io/v1alpha1'
+/**
+ * v1alpha2 (issue 19 §5, §6) adds `appliedSteps`: each step that ran, as it ran (its operations and its undo, with
+ * the objects it deleted), so that a rollback needs no plan file; and `observed.done` in a step's record: the
+ * operations it completed, in order (per-workload progress of an interrupted restart). v1alpha1 is still read.
+ */
+export const RECORD_API_VERSION = 'mesh-migrate.io/v1alpha2'
+export const RECORD_V1ALPHA1 = 'mesh-migrate.io/v1alpha1'
 export const RECORD_KIND = 'MigrationRecord'
 /** The key of the ConfigMap's `data` holding the record (JSON). */
 export const RECORD_DATA_KEY = 'record.json'
@@ -26,7 +34,7 @@ export function recordName(planName: string): string {
 }
 
 export interface MigrationRecord {
-  apiVersion: typeof RECORD_API_VERSION
+  apiVersion: typeof RECORD_API_VERSION | typeof RECORD_V1ALPHA1
   kind: typeof RECORD_KIND
   plan: {
     name: string
@@ -40,11 +48,16 @@ export interface MigrationRecord {
   updated: {at: string; by: string}
   /** Every step that ran, in plan order, as the plan file's status.steps holds them. */
   steps: StepStatus[]
+  /**
+   * v1alpha2: the spec of every step in `steps` as it ran (id, action, operations, undo with the objects it deleted):
+   * the undo data of a rollback when the plan file is edited or lost. Absent in a v1alpha1 record.
+   */
+  appliedSteps?: PlanStep[]
 }
 
 /** JSON Schema (draft-07) of the record document (schemas/migration-record.json). */
 export const RECORD_SCHEMA = {
-  $id: 'https://mesh-migrate.io/schemas/migration-record-v1alpha1.json',
+  $id: 'https://mesh-migrate.io/schemas/migration-record-v1alpha2.json',
   $schema: 'http://json-schema.org/draft-07/schema#',
   title: 'MigrationRecord',
   description:
@@ -53,7 +66,7 @@ export const RECORD_SCHEMA = {
   additionalProperties: false,
   required: ['apiVersion', 'kind', 'plan', 'updated', 'steps'],
   properties: {
-    apiVersion: {const: RECORD_API_VERSION},
+    apiVersion: {enum: [RECORD_API_VERSION, RECORD_V1ALPHA1]},
     kind: {const: RECORD_KIND},
     plan: {
       type: 'object',
@@ -73,17 +86,38 @@ export const RECORD_SCHEMA = {
       properties: {at: {type: 'string'}, by: {type: 'string'}},
     },
     steps: {type: 'array', items: stepStatus},
+    appliedSteps: {
+      description:
+        "The spec of each recorded step as it ran: what rollback undoes when the plan file is edited or lost (its writes are checked against the step kinds' write rules before use).",
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'action', 'operations', 'undo'],
+        properties: {
+          id: {type: 'string', minLength: 1},
+          action: {type: 'string'},
+          operations: {type: 'array', items: {type: 'object'}},
+          undo: {
+            type: 'object',
+            required: ['operations'],
+            properties: {operations: {type: 'array', items: {type: 'object'}}},
+          },
+        },
+      },
+    },
   },
 } as const
 
 /** The record of `plan` as it stands (its status), written by `by`. */
 export function recordOf(plan: MigrationPlan, file: string, digest: string, by: string): MigrationRecord {
+  const steps = plan.status?.steps ?? []
   return {
     apiVersion: RECORD_API_VERSION,
     kind: RECORD_KIND,
     plan: {name: plan.metadata.name, namespace: plan.metadata.namespace, specDigest: digest, file},
     updated: {at: new Date().toISOString(), by},
-    steps: plan.status?.steps ?? [],
+    steps,
+    appliedSteps: plan.spec.steps.filter((s) => steps.some((r) => r.id === s.id)),
   }
 }
 
@@ -157,12 +191,62 @@ export function parseRecordText(
     return {problems: [`it is not JSON: ${(error as Error).message}`]}
   }
   const version = (data as {apiVersion?: unknown} | null)?.apiVersion
-  if (version !== RECORD_API_VERSION)
+  if (version !== RECORD_API_VERSION && version !== RECORD_V1ALPHA1)
     return {
       problems: [
-        `apiVersion ${JSON.stringify(version)} is not ${RECORD_API_VERSION} (a record written by another version of mesh-migrate?)`,
+        `apiVersion ${JSON.stringify(version)} is not ${RECORD_API_VERSION} (or ${RECORD_V1ALPHA1}) (a record written by another version of mesh-migrate?)`,
       ],
     }
   const problems = validate(data)
   return problems.length > 0 ? {problems} : {record: data as MigrationRecord, problems: []}
+}
+
+/**
+ * A plan file whose spec was edited after its first apply (issue 19 §5): the one problem that still lets `status`,
+ * `show`, `rollback` and `plan --keep-progress` read it (they take the steps that ran from the cluster's record).
+ * Its other problems are reported with it.
+ */
+export function isEditedAfterApply(plan: MigrationPlan | undefined): boolean {
+  return plan !== undefined && digestProblems(plan).length > 0
+}
+
+/**
+ * The plan as the cluster's record says it ran: the record's steps as its status (digest: the reviewed spec's), and
+ * each recorded step's spec as it ran in place of the file's (a step the file no longer has is kept, after the
+ * others). `problems`: why it cannot be undone from the record — a step that may have written with no spec in it
+ * (a v1alpha1 record), or a recorded write outside the step kinds' write rules (the record is not trusted blindly).
+ */
+export function recordedPlan(plan: MigrationPlan, record: MigrationRecord): {plan: MigrationPlan; problems: string[]} {
+  const ran = new Map((record.appliedSteps ?? []).map((s) => [s.id, s] as const))
+  const problems: string[] = []
+  for (const s of record.steps)
+    if (mayHaveWritten(s.phase) && !ran.has(s.id))
+      problems.push(
+        `the record (${record.apiVersion}) does not hold the spec of step ${s.id} as it ran, which its undo needs`,
+      )
+  const inFile = new Set(plan.spec.steps.map((s) => s.id))
+  const steps = [
+    ...plan.spec.steps.map((s) => ran.get(s.id) ?? s),
+    ...[...ran.values()].filter((s) => !inFile.has(s.id)),
+  ]
+  const recorded: MigrationPlan = {
+    ...plan,
+    spec: {...plan.spec, steps},
+    status: {specDigest: record.plan.specDigest, steps: record.steps},
+  }
+  const unsafe: PlanProblem[] =
+    problems.length > 0
+      ? []
+      : safetyProblems({...recorded, spec: {...recorded.spec, steps: [...ran.values()]}}).filter((p) =>
+          p.path.startsWith('spec.steps'),
+        )
+  // What the record says each step saw before it wrote is checked as the file's status is (status-checks.ts).
+  const tampered = problems.length > 0 || unsafe.length > 0 ? [] : statusProblems(recorded)
+  problems.push(...[...unsafe, ...tampered].map((p) => `the record's ${p.path.replace(/^spec\./, '')}: ${p.message}`))
+  return {plan: recorded, problems}
+}
+
+/** The digest the file's progress belongs to: the reviewed spec's (status.specDigest) once a step was applied. */
+export function reviewedDigest(plan: MigrationPlan): string {
+  return isEditedAfterApply(plan) ? plan.status!.specDigest : specDigest(plan)
 }

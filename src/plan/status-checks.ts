@@ -11,7 +11,12 @@ import {isRecord} from '../planner/json.js'
 import {groupOf} from '../planner/refs.js'
 
 /** What apply records in a step's `observed` (engine.ts applyStep): nothing else is ever written there. */
-const OBSERVED_KEYS = new Set(['before', 'restartedAt'])
+const OBSERVED_KEYS = new Set(['before', 'restartedAt', 'done'])
+
+/** How `observed.done` names an operation the step completed (per-workload progress, issue 19 §6). */
+export function doneEntry(op: Operation): string {
+  return `${op.op} ${refKey(operationRefOf(op))}`
+}
 
 function operationRefOf(op: Operation) {
   return op.op === 'apply'
@@ -102,6 +107,15 @@ function stepRecordProblems(step: PlanStep, observed: unknown, base: string): Pl
       problems.push({path: `${base}.observed.restartedAt`, message: `step ${step.id} restarts nothing`})
     else if (typeof restartedAt !== 'string' || Number.isNaN(Date.parse(restartedAt)))
       problems.push({path: `${base}.observed.restartedAt`, message: 'must be a timestamp'})
+  }
+  const done = observed.done
+  if (done !== undefined) {
+    const entries = new Set(step.operations.map(doneEntry))
+    if (!Array.isArray(done) || done.some((d) => typeof d !== 'string' || !entries.has(d)))
+      problems.push({
+        path: `${base}.observed.done`,
+        message: `must list operations of step ${step.id} ("<op> <object>", as apply records them)`,
+      })
   }
   const before = observed.before
   if (before === undefined) return problems
