@@ -44,7 +44,7 @@ function restartHazards(plan: MigrationPlan, step: PlanStep, done: Operation[], 
   const total = new Set(step.operations.map(workloadOf)).size
   const stepAfter = plan.spec.steps[plan.spec.steps.indexOf(step) + 1]?.id
   const lines = [
-    `${rolled.size} of ${total} workloads restarted (${[...rolled].join(', ') || 'none'}) run without sidecars, in ambient mode, while ${notDone.length === 0 ? 'their rollouts finish' : `${new Set(notDone.map(workloadOf)).size} (${[...new Set(notDone.map(workloadOf))].join(', ')}) still run with sidecars`} in a namespace no longer injected: callers that still have sidecars bypass the waypoint, so the L7 policies carried to it do not apply to them (istio/istio#51445), and a pod of those that restarts for any reason comes back without its sidecar — until step ${step.id} is finished (\`apply --retry\`) or rolled back`,
+    `${rolled.size} of ${total} workloads restarted (${[...rolled].join(', ') || 'none'}) run without sidecars, in ambient mode, while ${notDone.length === 0 ? 'their rollouts finish' : `${new Set(notDone.map(workloadOf)).size} (${[...new Set(notDone.map(workloadOf))].join(', ')}) still run with sidecars`} in a namespace no longer injected: callers that still have sidecars bypass the waypoint, so the L7 policies carried to it do not apply to them (istio/istio#51445), and a pod of those that restarts for any reason comes back without its sidecar — until step ${step.id} is finished (re-run the same apply) or rolled back`,
   ]
   // What the plan says this step opens, for the workloads already restarted.
   for (const h of plan.spec.hazards)
