@@ -98,7 +98,12 @@ async function podDrift(client: KubeClient, step: PlanStep): Promise<string[]> {
   for (const check of checks) {
     for (const ref of check.refs) {
       const pods = byWorkload.get(refKey(ref)) ?? []
-      const bad = check.check === 'pods-without-sidecar' ? pods.filter(hasSidecar) : pods.filter((p) => !p.captured)
+      // A pod still Pending (being scheduled or started, e.g. a scale-up) gets its redirection when its sandbox is
+      // set up: not captured *yet* is a passing state, not drift. Its sidecar, injected at admission, is known at once.
+      const bad =
+        check.check === 'pods-without-sidecar'
+          ? pods.filter(hasSidecar)
+          : pods.filter((p) => !p.captured && p.pod.status?.phase !== 'Pending')
       if (bad.length === 0) continue
       const what =
         check.check === 'pods-without-sidecar'

@@ -3,7 +3,7 @@
 // cluster work and keeps the plan file's record true at every moment.
 import {ExitCode} from '../exit-codes.js'
 import {StalePlanError, UsageError, UserError} from '../errors.js'
-import {KubeApiError, KubeConnectionError} from '../kube/errors.js'
+import {forbiddenSummary, KubeApiError, KubeConnectionError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase, Verification} from '../planner/plan-types.js'
@@ -28,7 +28,14 @@ import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCl
 import {keepProgressRefusals} from './keep-progress.js'
 import type {PlanState} from './plan-state.js'
 import {replanCommand} from './plan-store.js'
-import {InterruptedError, type PreflightRunner, runCheck, waitUntil} from './verify.js'
+import {
+  type CheckResult,
+  InterruptedError,
+  type PreflightRunner,
+  runCheck,
+  type VerifyContext,
+  waitUntil,
+} from './verify.js'
 import {checkUndoPreconditions, type UndoCheckContext} from './undo-checks.js'
 import {undoGuardsOf} from '../plan/undo-guards.js'
 import {doneEntry} from '../plan/status-checks.js'
@@ -37,12 +44,14 @@ import {isRecord} from '../planner/json.js'
 import {sameCommand} from '../invocation.js'
 
 export class StepFailedError extends UserError {
-  constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean} = {}) {
+  /** `advice`: how to fix the cause, when known (a 403's grant), before the command that continues. */
+  constructor(step: PlanStep, detail: string, file: string, opts: {rollback?: boolean; advice?: string} = {}) {
+    const fix = opts.advice ? `${opts.advice} Then` : 'Fix the cause, then'
     super(opts.rollback ? `the rollback of step ${step.id} failed: ${detail}` : `step ${step.id} failed: ${detail}`, {
       exitCode: ExitCode.Failure,
       suggestion: opts.rollback
-        ? `Fix the cause, then re-run \`mesh-migrate rollback ${file}\` (the step is recorded Failed; its undo is idempotent).`
-        : `Fix the cause, then \`${sameCommand('apply', `mesh-migrate apply ${file}`, {add: ['--retry']})}\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
+        ? `${fix} re-run \`mesh-migrate rollback ${file}\` (the step is recorded Failed; its undo is idempotent).`
+        : `${fix} \`${sameCommand('apply', `mesh-migrate apply ${file}`, {add: ['--retry']})}\`; or undo what was applied with \`mesh-migrate rollback ${file}\`.`,
     })
   }
 }
@@ -228,7 +237,16 @@ export async function checkStep(
   const {checks, skipped} = ctx.projection
     ? projectablePreconditions(step, ctx.projection)
     : {checks: step.preconditions, skipped: []}
-  const stale = await stalePreconditions(client, checks, {...preconditionContext(ctx), ...ownWrites(step)})
+  const readiness = {
+    timeoutMs: ctx.timeoutMs,
+    signal: ctx.signal,
+    onProgress: (d: string) => ctx.onProgress?.(`waiting for the waypoint: ${d}`),
+  }
+  const stale = await stalePreconditions(client, checks, {
+    ...preconditionContext(ctx),
+    ...ownWrites(step),
+    ...(ctx.dryRun || ctx.projection ? {} : {readiness}),
+  })
   return {alreadyDone, stale, notChecked: skipped}
 }
 
@@ -331,22 +349,41 @@ async function dryRunStep(
   return {skippedWrites: check.alreadyDone, details}
 }
 
+/**
+ * Wait for one verification within the step's timeout. A read refused with 403 fails the step at once, naming the
+ * verb and resource: waiting cannot grant a permission (passing faults are ridden out inside waitUntil).
+ */
+async function waitForCheck(
+  ctx: ExecutionContext,
+  step: PlanStep,
+  v: Verification,
+  verify: VerifyContext,
+  opts: {rollback?: boolean} = {},
+): Promise<CheckResult> {
+  try {
+    return await waitUntil(() => runCheck(v, verify), {
+      timeoutMs: ctx.timeoutMs,
+      signal: ctx.signal,
+      onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`),
+    })
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.status === 403)) throw error
+    const detail = `${forbiddenSummary(error)}, so ${v.check} cannot be checked (${error.message})`
+    throw new StepFailedError(step, detail, ctx.state.file, {
+      ...opts,
+      ...(error.suggestion ? {advice: error.suggestion} : {}),
+    })
+  }
+}
+
 async function verifyStep(ctx: ExecutionContext, step: PlanStep): Promise<string[]> {
   const details: string[] = []
   for (const v of step.verify) {
-    const result = await waitUntil(
-      () =>
-        runCheck(v, {
-          client: ctx.client,
-          namespace: ctx.state.namespace,
-          ...(ctx.preflight ? {preflight: ctx.preflight} : {}),
-        }),
-      {
-        timeoutMs: ctx.timeoutMs,
-        signal: ctx.signal,
-        onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`),
-      },
-    )
+    const result = await waitForCheck(ctx, step, v, {
+      client: ctx.client,
+      namespace: ctx.state.namespace,
+      ...(ctx.preflight ? {preflight: ctx.preflight} : {}),
+    })
     if (!result.ok)
       throw new StepFailedError(
         step,
@@ -778,13 +815,8 @@ async function verifyUndo(
   details: string[],
 ): Promise<void> {
   const {client, state} = ctx
-  const progress = {
-    timeoutMs: ctx.timeoutMs,
-    signal: ctx.signal,
-    onProgress: (d: string) => ctx.onProgress?.(`waiting: ${d}`),
-  }
   for (const v of verify) {
-    const result = await waitUntil(() => runCheck(v, {client, namespace: state.namespace}), progress)
+    const result = await waitForCheck(ctx, step, v, {client, namespace: state.namespace}, {rollback: true})
     if (!result.ok)
       throw new StepFailedError(step, `${v.check} did not hold: ${result.detail}`, state.file, {rollback: true})
     if (v.check !== 'rollouts-complete') details.push(result.detail)

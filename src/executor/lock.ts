@@ -6,6 +6,7 @@ import os from 'node:os'
 
 import {LockHeldError, UserError} from '../errors.js'
 import {KubeApiError, writeMayHaveApplied} from '../kube/errors.js'
+import {retryWithin} from '../kube/http-client.js'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../planner/plan-types.js'
@@ -14,6 +15,8 @@ export const LOCK_NAME = 'mesh-migrate-lock'
 export const LOCK_INFO_ANNOTATION = 'mesh-migrate.io/lock-info'
 const LEASE_SECONDS = 60
 const RENEW_EVERY_MS = 15_000
+/** Creates of the Lease sent after failures that left it unmade (a dropped connection, a 5xx) before giving up. */
+const CREATE_TRIES = 5
 /**
  * renewTime is written with the holder's clock and read with ours: a Lease only counts as expired once it
  * is older than its duration plus this margin, so two operators' clocks may disagree by this much.
@@ -159,7 +162,7 @@ export class NamespaceLock {
     private readonly client: KubeClient,
     private readonly namespace: string,
     readonly info: LockInfo,
-    private readonly timing: LockTiming,
+    readonly timing: LockTiming,
   ) {}
 
   static async acquire(
@@ -189,7 +192,11 @@ export class NamespaceLock {
     const deadline = Date.now() + opts.timeoutMs
     let waited = false
     for (;;) {
-      const holder = await lock.tryAcquire(opts.onTakeover)
+      // The Lease's create and reads ride out passing faults (an API server restart) as long as a lease lasts: the
+      // same patience its renewals have. A 403 still fails at once (lockError).
+      const holder = await retryWithin({deadline: Date.now() + lock.timing.leaseSeconds * 1000}, () =>
+        lock.tryAcquire(opts.onTakeover),
+      )
       if (holder === undefined) {
         lock.startRenewing()
         return lock
@@ -206,8 +213,8 @@ export class NamespaceLock {
     }
   }
 
-  /** undefined when acquired, else a description of the current holder. */
-  private async tryAcquire(onTakeover?: (holder: string) => void): Promise<string | undefined> {
+  /** undefined when acquired, else a description of the current holder. `tries`: creates sent so far. */
+  private async tryAcquire(onTakeover?: (holder: string) => void, tries = 1): Promise<string | undefined> {
     const ref = lockRef(this.namespace)
     const now = microTime()
     // Sent now: if this write makes us the holder, the lease runs from here at the latest.
@@ -234,12 +241,14 @@ export class NamespaceLock {
       return undefined
     } catch (error) {
       // The client does not resend a create after a dropped connection or a 5xx: the server may have made
-      // the Lease anyway, so read it back.
-      if (writeMayHaveApplied(error) && (await this.ownLease().catch(() => undefined))) return undefined
-      if (!(error instanceof KubeApiError && error.status === 409)) throw lockError(error, this.namespace)
+      // the Lease anyway, so read it back (that read rides out the fault); no Lease yet means it was not made.
+      const unknown = writeMayHaveApplied(error)
+      if (unknown && (await this.ownLease().catch(() => undefined))) return undefined
+      if (!unknown && !(error instanceof KubeApiError && error.status === 409)) throw lockError(error, this.namespace)
+      if (unknown && tries >= CREATE_TRIES) throw lockError(error, this.namespace)
     }
     const current = await this.client.get(ref)
-    if (!current) return this.tryAcquire(onTakeover)
+    if (!current) return this.tryAcquire(onTakeover, tries + 1)
     // AlreadyExists for our own Lease: an earlier send of this create was applied (resent by a proxy or after
     // an ambiguous failure). It is ours.
     if (current.spec?.holderIdentity === this.info.holder) {
@@ -289,11 +298,15 @@ export class NamespaceLock {
     if (this.lost || this.renewing) return
     this.renewing = true
     const sentAt = performance.now()
+    // A renewal rides out passing faults until the lease it renews would run out (then checkRenewed gives it up).
+    const left = this.timing.leaseSeconds * 1000 - (sentAt - this.heldSince)
     try {
-      const updated = await this.client.mergePatch(lockRef(this.namespace), {
-        metadata: {resourceVersion: this.resourceVersion},
-        spec: {renewTime: microTime(), holderIdentity: this.info.holder},
-      })
+      const updated = await retryWithin({deadline: Date.now() + left}, () =>
+        this.client.mergePatch(lockRef(this.namespace), {
+          metadata: {resourceVersion: this.resourceVersion},
+          spec: {renewTime: microTime(), holderIdentity: this.info.holder},
+        }),
+      )
       if (updated.spec?.holderIdentity === this.info.holder) {
         this.resourceVersion = updated.metadata.resourceVersion
         this.heldSince = sentAt

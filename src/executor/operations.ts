@@ -131,7 +131,15 @@ export interface PreconditionContext {
   targetLabels: Record<string, string | null>
   /** Objects this step deletes: their absence means the step already ran. */
   deletes: Set<string>
+  /** How to wait out a readiness blip before calling it a change (a real apply; a dry run judges at once). */
+  readiness?: {timeoutMs: number; signal?: AbortSignal; onProgress?: (detail: string) => void}
 }
+
+/**
+ * How long a waypoint that exists but is not ready is waited for before the step stops (capped by --timeout):
+ * a blip passes in seconds, and wait-waypoint already waited the full timeout for it to become ready.
+ */
+const READINESS_BLIP_MS = 30_000
 
 /** What no longer matches the plan, one line per difference; empty when the step may run. */
 export async function stalePreconditions(
@@ -186,10 +194,19 @@ export async function stalePreconditions(
         break
       }
       case 'waypoint-ready': {
-        // The readiness gate of DOMAIN §4.2: a bound waypoint that is not ready is bypassed silently.
-        const {runCheck} = await import('./verify.js')
-        const ready = await runCheck({check: 'waypoint-ready', ref: p.ref}, {client, namespace: ctx.namespace})
-        if (!ready.ok) problems.push(`the waypoint is not ready: ${ready.detail}`)
+        // The readiness gate of DOMAIN §4.2: a bound waypoint that is not ready is bypassed silently. A waypoint
+        // that exists but is not ready at this instant (its proxy restarting, its status catching up after an
+        // API server restart) is waited for a while (ctx.readiness) before it counts as a change.
+        const {runCheck, waitUntil} = await import('./verify.js')
+        const check = () => runCheck({check: 'waypoint-ready', ref: p.ref}, {client, namespace: ctx.namespace})
+        const waitFor = ctx.readiness && (await client.get(p.ref)) ? ctx.readiness : undefined
+        const ready = waitFor
+          ? await waitUntil(check, {...waitFor, timeoutMs: Math.min(waitFor.timeoutMs, READINESS_BLIP_MS)})
+          : await check()
+        if (!ready.ok)
+          problems.push(
+            `the waypoint is not ready${waitFor ? ` (waited ${Math.round(Math.min(waitFor.timeoutMs, READINESS_BLIP_MS) / 1000)}s)` : ''}: ${ready.detail}`,
+          )
         break
       }
     }

@@ -12,6 +12,7 @@ import type {KubeClient} from '../kube/types.js'
 import type {KubeObject} from '../planner/model.js'
 import {specDigest} from '../plan/planfile.js'
 import {mayHaveWritten} from '../plan/rollback.js'
+import {guardedMergePatch} from './operations.js'
 import type {PlanState} from './plan-state.js'
 
 export const OWNER_ANNOTATION = 'mesh-migrate.io/owner-plan'
@@ -107,14 +108,26 @@ export async function claimNamespace(
   }
 }
 
+/** The Namespace's owner is this plan (or the plan taken over): rollback may give it up. */
+function isReleasable(owner: PlanOwner | undefined, state: PlanState, takeOver: boolean): boolean {
+  return owner !== undefined && (ownedBy(owner, state) || takeOver)
+}
+
 /** After a rollback: a plan with no step that may still have written gives the namespace up. */
 export async function releaseIfRolledBack(client: KubeClient, state: PlanState, takeOver = false): Promise<boolean> {
   if (state.plan.spec.steps.some((s) => mayHaveWritten(state.phase(s)))) return false
   const ns = await client.get(nsRef(state.namespace))
   const owner = readOwner(ns)
-  if (!ns || !owner || !(ownedBy(owner, state) || takeOver)) return false
-  await client.mergePatch(nsRef(state.namespace), {
-    metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: null}},
-  })
+  if (!ns || !isReleasable(owner, state, takeOver)) return false
+  // Guarded by the resourceVersion just read; a 409 is read again: this patch's own earlier send (applied before the
+  // connection dropped, then resent) has already removed the annotation, and an unrelated write to the Namespace
+  // (a label) is re-applied over while the plan still owns it.
+  await guardedMergePatch(
+    client,
+    nsRef(state.namespace),
+    {metadata: {resourceVersion: ns.metadata.resourceVersion, annotations: {[OWNER_ANNOTATION]: null}}},
+    (live) => live?.metadata.annotations?.[OWNER_ANNOTATION] === undefined,
+    {dryRun: false, unchanged: (live) => isReleasable(readOwner(live), state, takeOver)},
+  )
   return true
 }

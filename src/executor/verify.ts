@@ -2,6 +2,7 @@
 // why not; `waitUntil` polls a check until it holds, the timeout passes, or the user interrupts.
 import {ExitCode} from '../exit-codes.js'
 import {UserError} from '../errors.js'
+import {retryWithin} from '../kube/http-client.js'
 import type {KubeClient} from '../kube/types.js'
 import type {ObjectRef} from '../planner/model.js'
 import type {Verification} from '../planner/plan-types.js'
@@ -59,17 +60,24 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', onAbort, {once: true})
   })
 
-/** Poll `check` until it holds or `timeoutMs` passes. */
+/** Poll `check` until it holds or `timeoutMs` passes (its API reads retried on passing faults meanwhile). */
 export async function waitUntil(
   check: () => Promise<CheckResult>,
   opts: {timeoutMs: number; intervalMs?: number; signal?: AbortSignal; onProgress?: (detail: string) => void},
 ): Promise<CheckResult> {
   const start = Date.now()
   const deadline = start + opts.timeoutMs
+  // The check's reads ride out passing faults (an API server restart, 5xx, 429) until the wait's own deadline,
+  // saying so on the progress line; a 403 or another answer still fails at once.
+  const budget = {
+    deadline,
+    ...(opts.signal ? {signal: opts.signal} : {}),
+    onRetry: (m: string) => opts.onProgress?.(`${m} (${formatElapsed(Date.now() - start)})`),
+  }
   let last: CheckResult
   for (;;) {
     if (opts.signal?.aborted) throw new InterruptedError()
-    last = await check()
+    last = await retryWithin(budget, check)
     if (last.ok) return last
     opts.onProgress?.(waitLine(last, Date.now() - start))
     if (Date.now() >= deadline) return last

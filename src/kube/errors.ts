@@ -37,7 +37,7 @@ function credentialsRejected(context: string): string {
 }
 
 /** The RBAC verb and resource a 403 was about: the server's own words when it gives them. */
-function forbiddenWhat(body: StatusBody | undefined, attempt: Attempt): {verb: string; resource: string} {
+export function forbiddenWhat(body: StatusBody | undefined, attempt: Attempt): {verb: string; resource: string} {
   const m = /cannot (\S+) resource "([^"]+)"/.exec(body?.message ?? '')
   // Server-side apply is authorized as patch (and create for an object that does not exist yet).
   const verb = m?.[1] ?? ({apply: 'patch', discover: 'get'} as Record<string, string>)[attempt.verb] ?? attempt.verb
@@ -115,6 +115,8 @@ export class KubeApiError extends UserError {
   readonly reason?: string
   readonly body?: StatusBody
   readonly attempt: Attempt
+  /** The server's Retry-After (seconds) on a 429 or 503: when to come back. */
+  retryAfterSeconds?: number
 
   constructor(
     status: number,
@@ -187,6 +189,68 @@ export class KubeConfigError extends UserError {
   constructor(message: string, suggestion: string) {
     super(message, {exitCode: ExitCode.Failure, suggestion})
   }
+}
+
+/** "forbidden: cannot list services in namespace shop": what a 403 refused, in RBAC terms. */
+export function forbiddenSummary(error: KubeApiError): string {
+  const {verb, resource} = forbiddenWhat(error.body, error.attempt)
+  const ns = error.attempt.namespace
+  return `forbidden: cannot ${verb} ${resource}${ns ? ` in namespace ${ns}` : ' (cluster-wide)'}`
+}
+
+/**
+ * Connection failures after which the request never reached the server (refused, no route, a DNS answer that
+ * will come): resending is safe whatever the method.
+ */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'])
+/**
+ * Connections that dropped, maybe after the server got the request ("socket hang up" is ECONNRESET): resent only
+ * when resending does no harm. Other connection failures (TLS verification, an unknown host name, a server that
+ * let the connection time out) are not passing: retrying them only delays the error.
+ */
+const DROPPED_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UND_ERR_SOCKET',
+])
+/** HTTP statuses of a passing fault: 429 (API priority and fairness: not processed) and the gateway/server 5xx. */
+const PASSING_STATUS = new Set([429, 500, 502, 503, 504])
+
+/** The errno-style code of an error or of the errors it wraps (node-fetch's FetchError, an AbortError's cause). */
+function errorCode(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (typeof code === 'string') return code
+    if (/socket hang up/i.test(e.message)) return 'ECONNRESET'
+  }
+  return undefined
+}
+
+/**
+ * Whether a failed request is a passing fault worth sending again (a restarting or overloaded API server), and
+ * when: `retryAfterMs` is the server's Retry-After. `resendable`: resending cannot do harm (reads, apply, merge
+ * patches of absolute values, deletes, reviews); a create that may have been applied is left to its caller, who
+ * reads it back (writeMayHaveApplied). 401, 403, 404, 409, 422 and the like are answers, never retried here.
+ */
+export function passingFault(error: unknown, resendable: boolean): {retryAfterMs?: number} | undefined {
+  if (error instanceof KubeApiError) {
+    if (!PASSING_STATUS.has(error.status)) return undefined
+    // 429 means the request was not processed: resending is always safe. A 5xx may come after a write was applied.
+    if (error.status !== 429 && !resendable) return undefined
+    return error.retryAfterSeconds ? {retryAfterMs: error.retryAfterSeconds * 1000} : {}
+  }
+  if (!(error instanceof KubeConnectionError)) return undefined
+  const cause = error.cause
+  if (cause instanceof Error && cause.name === 'ConnectTimeoutError') return undefined
+  const code = errorCode(cause)
+  if (code !== undefined && NOT_SENT_CODES.has(code)) return {}
+  if (!resendable) return undefined
+  // --request-timeout passed without an answer: a slow server, asked again when asking again is harmless.
+  const timedOut = cause instanceof Error && (cause.name === 'AbortError' || cause.name === 'TimeoutError')
+  return timedOut || (code !== undefined && DROPPED_CODES.has(code)) ? {} : undefined
 }
 
 /**

@@ -3,12 +3,22 @@
 // over node-fetch. We build every request ourselves, which gives exact control over URLs, content
 // types, dryRun, pagination, timeouts and error bodies.
 import type {KubeConfig} from '@kubernetes/client-node'
-import pRetry, {AbortError} from 'p-retry'
+import {AsyncLocalStorage} from 'node:async_hooks'
+import {setTimeout as delay} from 'node:timers/promises'
+
+import pRetry from 'p-retry'
 
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {FIELD_MANAGER} from '../planner/plan-types.js'
 import {groupOf, versionOf} from '../planner/refs.js'
-import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, type StatusBody} from './errors.js'
+import {
+  apiNotServed,
+  type Attempt,
+  KubeApiError,
+  KubeConnectionError,
+  passingFault,
+  type StatusBody,
+} from './errors.js'
 import type {KubeConfigOptions} from './config.js'
 import {loadLightKubeConfig} from './light-config.js'
 import {
@@ -31,6 +41,15 @@ import type {
 } from './types.js'
 
 const PAGE_SIZE = 500
+
+/** Kinds whose "create" only asks a question (who am I, may I): nothing is stored, so resending is harmless. */
+const REVIEW_KINDS = new Set([
+  'SelfSubjectReview',
+  'SelfSubjectAccessReview',
+  'SelfSubjectRulesReview',
+  'SubjectAccessReview',
+  'TokenReview',
+])
 
 const AGGREGATED_DISCOVERY_ACCEPT = [
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
@@ -88,8 +107,43 @@ function aggregatedDiscovery(documents: AggregatedDiscovery[]): Discovery {
   }
   return {groupVersions, resources}
 }
-/** Server errors resent for idempotent requests (500 included: an apiserver panic or a webhook timeout). */
-const RETRIED_5XX = new Set([500, 502, 503, 504])
+/** The pause before a retry: backoff from RETRY_MIN_MS doubling up to RETRY_MAX_MS; a Retry-After up to RETRY_AFTER_MAX_MS. */
+const RETRY_MIN_MS = 200
+const RETRY_MAX_MS = 2000
+const RETRY_AFTER_MAX_MS = 30_000
+
+/** Time as the retries see it; tests pass their own to check the pauses without waiting them. */
+export interface RetryClock {
+  now(): number
+  /** Resolves after `ms`; rejects when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+const SYSTEM_CLOCK: RetryClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => delay(ms, undefined, signal ? {signal} : {}),
+}
+
+/** Until when the requests made inside retryWithin() ride out passing faults. */
+export interface RetryBudget {
+  /** Epoch ms (the client clock's now()): no retry is started that would pause past it. */
+  deadline: number
+  /** Ctrl+C: stops the pause at once. */
+  signal?: AbortSignal
+  /** Told before each retry, what failed and that it is sent again (the wait's progress line). */
+  onRetry?: (message: string) => void
+}
+
+const retryBudget = new AsyncLocalStorage<RetryBudget>()
+
+/**
+ * Run `fn` with every API request it makes (through any wrapper of the client: the fenced client, the preflight
+ * checks' reads) retried on passing faults until `budget.deadline`, instead of a few times: a wait of minutes rides
+ * out an API server restart. 403 and the other answers still fail at once.
+ */
+export function retryWithin<T>(budget: RetryBudget, fn: () => Promise<T>): Promise<T> {
+  return retryBudget.run(budget, fn)
+}
 
 interface RequestSpec {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -122,6 +176,8 @@ export interface HttpKubeClientOptions {
    * the request), so that a silent server is never a silent hang; the command writes it to stderr.
    */
   onWaiting?: (message: string) => void
+  /** The clock of the retries' pauses (default: the real one). */
+  clock?: RetryClock
 }
 
 /** After this long without an answer, a request says what it is waiting for (options.onWaiting). */
@@ -188,14 +244,9 @@ export class HttpKubeClient implements KubeClient {
         this.waitingNoticed = false
         return {response, transport}
       } catch (error) {
-        // A credential plugin that failed is not an unreachable server, and retrying it would only run it again.
-        if (error instanceof CredentialPluginError) throw new AbortError(error)
-        const failure = new KubeConnectionError(spec.attempt, this.server, error)
-        // A request that may have been applied before the connection dropped is only resent when
-        // resending cannot do harm; a server that let a connection time out is not asked again.
-        if (!spec.idempotent || (error instanceof Error && error.name === 'ConnectTimeoutError'))
-          throw new AbortError(failure)
-        throw failure
+        // A credential plugin that failed is not an unreachable server (and is never retried: passingFault).
+        if (error instanceof CredentialPluginError) throw error
+        throw new KubeConnectionError(spec.attempt, this.server, error)
       } finally {
         clearTimeout(waiting)
       }
@@ -224,18 +275,9 @@ export class HttpKubeClient implements KubeClient {
           credentialsReloaded,
           ...(this.transport.userName ? {user: this.transport.userName} : {}),
         })
-        // 429 (API priority and fairness) means the request was not processed: resending is always safe.
-        // A 5xx may come after the write was applied (a timeout, a proxy in front of the API server): only
-        // requests that can be resent without harm are; a create is left to the caller, who may read back.
-        const transient = response.status === 429 || (spec.idempotent && RETRIED_5XX.has(response.status))
-        if (transient) {
-          // API priority and fairness says when to come back; honour it (bounded) before the retry.
-          const retryAfter = Number(response.headers.get('retry-after'))
-          if (Number.isFinite(retryAfter) && retryAfter > 0)
-            await new Promise((r) => setTimeout(r, Math.min(retryAfter, 30) * 1000))
-          throw error
-        }
-        throw new AbortError(error)
+        const retryAfter = Number(response.headers.get('retry-after'))
+        if (Number.isFinite(retryAfter) && retryAfter > 0) error.retryAfterSeconds = retryAfter
+        throw error
       }
       const responseHeaders: Record<string, string> = {}
       response.headers.forEach((v, k) => {
@@ -243,7 +285,39 @@ export class HttpKubeClient implements KubeClient {
       })
       return {status: response.status, body: parsed as T, headers: responseHeaders}
     }
-    return pRetry(attemptOnce, {retries: this.options.retries ?? 3, minTimeout: 200, maxTimeout: 2000, factor: 2})
+    const budget = retryBudget.getStore()
+    // p-retry runs the attempts; the pause before each retry is ours (minTimeout 0), on the client's clock, so that
+    // the server's Retry-After counts and a retry budget's deadline is kept.
+    return pRetry(attemptOnce, {
+      retries: budget ? Number.POSITIVE_INFINITY : (this.options.retries ?? 3),
+      minTimeout: 0,
+      ...(budget?.signal ? {signal: budget.signal} : {}),
+      shouldRetry: ({error, attemptNumber}) => this.pauseBeforeRetry(error, spec, attemptNumber, budget),
+    })
+  }
+
+  /**
+   * Whether to send a failed request again (a passing fault: kube/errors.ts passingFault), after pausing: backoff
+   * from 200 ms to 2 s, or longer when the server's Retry-After says so (at most 30 s). Within a retry budget
+   * (retryWithin) the request is sent again until the budget's deadline, else a few times (options.retries).
+   */
+  private async pauseBeforeRetry(
+    error: Error,
+    spec: RequestSpec,
+    attemptNumber: number,
+    budget: RetryBudget | undefined,
+  ): Promise<boolean> {
+    const fault = passingFault(error, spec.idempotent)
+    if (!fault) return false
+    const clock = this.options.clock ?? SYSTEM_CLOCK
+    const backoff = Math.min(RETRY_MIN_MS * 2 ** (attemptNumber - 1), RETRY_MAX_MS)
+    const pause = Math.max(backoff, Math.min(fault.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS))
+    if (budget) {
+      if (clock.now() + pause >= budget.deadline) return false
+      budget.onRetry?.(`${spec.attempt.what}: ${error.message.replace(/^.* failed: /, '')}; retrying`)
+    }
+    await clock.sleep(pause, budget?.signal)
+    return true
   }
 
   private basePath(apiVersion: string): string {
@@ -417,7 +491,7 @@ export class HttpKubeClient implements KubeClient {
       query: {fieldManager: FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined},
       body: atServedVersion(obj, res),
       attempt: this.attempt('create', res, obj.metadata.namespace, obj.metadata.name, 'POST'),
-      idempotent: false,
+      idempotent: REVIEW_KINDS.has(obj.kind),
     })
     return body
   }
