@@ -12,7 +12,7 @@ import {StalePlanError, UserError} from '../../src/errors.js'
 import {applyStep, checkRollback, type ExecutionContext, StepFailedError, undoStep} from '../../src/executor/engine.js'
 import {performOperation, stalePreconditions} from '../../src/executor/operations.js'
 import {PlanState} from '../../src/executor/plan-state.js'
-import {OWNER_ANNOTATION} from '../../src/executor/ownership.js'
+import {OWNER_ANNOTATION, releaseIfRolledBack} from '../../src/executor/ownership.js'
 import {InterruptedError} from '../../src/executor/verify.js'
 import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import {MANAGED_BY_LABEL, type Operation, PLAN_ANNOTATION, type PlanStep} from '../../src/planner/plan-types.js'
@@ -417,6 +417,39 @@ describe('applyStep: verification polling', () => {
     expect(Number(/\((\d+)s\)$/.exec(progress.at(-1)!)?.[1])).toBeGreaterThanOrEqual(4)
     expect(state.status(s.id)?.message).toContain('waypoint-ready: Programmed, address 10.96.0.10')
   })
+
+  it('a 403 during the wait fails the step at once, naming verb and resource, not after its timeout (issue 19 §8)', async () => {
+    vi.useFakeTimers({toFake: ['setTimeout', 'clearTimeout', 'Date']})
+    const {kube, state, ctx, step} = await rig({timeoutMs: 300_000})
+    await applyStep(ctx, step('create-waypoint'))
+    const started = Date.now()
+    let gets = 0
+    // Someone removes this identity's read of Gateways while the wait polls (its third read is refused).
+    kube.onRequest((req) => {
+      if (req.verb === 'get' && req.kind === 'Gateway' && ++gets === 3)
+        kube.forbid('get', 'gateway.networking.k8s.io', 'gateways', NS)
+    })
+    const s = step('wait-waypoint')
+    let done = false
+    const running = applyStep(ctx, s)
+      .catch((e: unknown) => e as Error)
+      .finally(() => (done = true))
+    while (!done) {
+      if (vi.getTimerCount() > 0) await vi.advanceTimersToNextTimerAsync()
+      else await new Promise((r) => setImmediate(r))
+    }
+    const error = (await running) as UserError
+    expect(error).toBeInstanceOf(StepFailedError)
+    expect(error.exitCode).toBe(1)
+    expect(error.message).toContain(
+      'step wait-waypoint failed: forbidden: cannot get gateways.gateway.networking.k8s.io in namespace bookinfo, so waypoint-ready cannot be checked',
+    )
+    expect(error.suggestion).toContain('Grant "get" on gateways.gateway.networking.k8s.io in namespace bookinfo')
+    expect(error.suggestion).toContain(`Then \`mesh-migrate apply ${state.file} --retry\``)
+    expect(gets).toBe(3)
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(state.phase(s)).toBe('Failed')
+  })
 })
 
 describe('undoStep', () => {
@@ -599,5 +632,39 @@ describe('performOperation and stalePreconditions', () => {
     ])
     kube.remove(nsRef)
     expect(await stalePreconditions(kube, [checks[0]!], ctx)).toEqual(['namespace bookinfo does not exist'])
+  })
+})
+
+describe("releaseIfRolledBack: rollback's final write, the owner annotation (issue 19 §8)", () => {
+  it('a 409 caused by its own earlier send (applied, the answer lost, resent): done, not a failure', async () => {
+    const {kube, state} = await rig()
+    kube.failNext({verb: 'patch', kind: 'Namespace', status: 409, reason: 'Conflict', afterWrite: true})
+    await expect(releaseIfRolledBack(kube, state)).resolves.toBe(true)
+    expect(kube.peek(nsRef)?.metadata.annotations?.[OWNER_ANNOTATION]).toBeUndefined()
+  })
+
+  it('a 409 from an unrelated write to the Namespace: read again and re-applied while the plan still owns it', async () => {
+    const {kube, state} = await rig()
+    kube.failNext({verb: 'patch', kind: 'Namespace', status: 409, reason: 'Conflict'})
+    await expect(releaseIfRolledBack(kube, state)).resolves.toBe(true)
+    expect(kube.peek(nsRef)?.metadata.annotations?.[OWNER_ANNOTATION]).toBeUndefined()
+    expect(kube.writes().filter((w) => w.kind === 'Namespace')).toHaveLength(1)
+  })
+
+  it('a 409 because another plan claimed the namespace meanwhile: its claim is left alone and the conflict reported', async () => {
+    const {kube, state} = await rig()
+    const other = {plan: 'plans/other.yaml', digest: 'sha256:other', by: 'someone', since: '2026-12-04T00:00:00.000Z'}
+    const stop = kube.onRequest((req) => {
+      if (req.verb !== 'patch' || req.kind !== 'Namespace') return
+      stop()
+      kube.edit(nsRef, (o) => {
+        o.metadata.annotations = {...o.metadata.annotations, [OWNER_ANNOTATION]: JSON.stringify(other)}
+      })
+    })
+    const error = (await failure(releaseIfRolledBack(kube, state))) as UserError
+    expect(error.message).toContain('409')
+    expect(JSON.parse(kube.peek(nsRef)?.metadata.annotations?.[OWNER_ANNOTATION] ?? '{}')).toMatchObject({
+      plan: 'plans/other.yaml',
+    })
   })
 })
