@@ -68,6 +68,12 @@ export interface EnvtestInfo {
 export interface Envtest extends EnvtestInfo {
   kubeconfig(user?: EnvtestUser, opts?: {context?: string}): string
   writeKubeconfig(file: string, user?: EnvtestUser, opts?: {context?: string}): Promise<void>
+  /**
+   * Stops the kube-apiserver this call started (SIGTERM, by PID), keeps it down for `downMs` (connections to its port
+   * are refused meanwhile; `onDown` is called once it is gone), then starts it again on the same port with the same
+   * etcd data and certificate; resolves once /readyz answers 200 again.
+   */
+  restartApiServer(opts: {downMs: number; onDown?: () => void}): Promise<void>
   /** Kills the etcd and kube-apiserver this call started (by PID) and removes their folder. */
   stop(): Promise<void>
 }
@@ -321,41 +327,45 @@ async function startOnce(assets: string, dir: string, opts: EnvtestOptions): Pro
   }
   try {
     await waitUntil('etcd', async () => (await fetch(`${etcdUrl}/health`)).ok, etcd, 30_000)
-    apiserver = startProcess(
-      path.join(assets, 'kube-apiserver'),
-      [
-        '--bind-address=127.0.0.1',
-        `--secure-port=${apiPort}`,
-        '--advertise-address=127.0.0.1',
-        `--etcd-servers=${etcdUrl}`,
-        `--cert-dir=${path.join(dir, 'certs')}`,
-        `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
-        '--authorization-mode=RBAC',
-        '--service-account-issuer=https://kubernetes.default.svc',
-        `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
-        '--service-cluster-ip-range=10.96.0.0/16',
-        '--allow-privileged=true',
-        `--disable-admission-plugins=${['MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', ...(opts.disableAdmission ?? [])].join(',')}`,
-      ],
-      path.join(dir, 'kube-apiserver.log'),
-    )
     const url = `https://127.0.0.1:${apiPort}`
     const certFile = path.join(dir, 'certs', 'apiserver.crt')
     let caPem = ''
-    const proc = apiserver
-    await waitUntil(
-      'kube-apiserver',
-      async () => {
-        if (!caPem) {
-          if (!existsSync(certFile)) return false
-          caPem = await readFile(certFile, 'utf8')
-        }
-        return (await serverRequest({url, caPem}, tokens.admin, 'GET', '/readyz')).status === 200
-      },
-      proc,
-      60_000,
-    )
+    // The same arguments on every start: the same port, etcd (its data) and certificates (kept in --cert-dir, so a
+    // restarted server presents the certificate kubeconfigs already trust).
+    const launch = async () => {
+      apiserver = startProcess(
+        path.join(assets, 'kube-apiserver'),
+        [
+          '--bind-address=127.0.0.1',
+          `--secure-port=${apiPort}`,
+          '--advertise-address=127.0.0.1',
+          `--etcd-servers=${etcdUrl}`,
+          `--cert-dir=${path.join(dir, 'certs')}`,
+          `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+          '--authorization-mode=RBAC',
+          '--service-account-issuer=https://kubernetes.default.svc',
+          `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
+          `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+          '--service-cluster-ip-range=10.96.0.0/16',
+          '--allow-privileged=true',
+          `--disable-admission-plugins=${['MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', ...(opts.disableAdmission ?? [])].join(',')}`,
+        ],
+        path.join(dir, 'kube-apiserver.log'),
+      )
+      await waitUntil(
+        'kube-apiserver',
+        async () => {
+          if (!caPem) {
+            if (!existsSync(certFile)) return false
+            caPem = await readFile(certFile, 'utf8')
+          }
+          return (await serverRequest({url, caPem}, tokens.admin, 'GET', '/readyz')).status === 200
+        },
+        apiserver,
+        60_000,
+      )
+    }
+    await launch()
     const version = JSON.parse((await serverRequest({url, caPem}, tokens.admin, 'GET', '/version')).body)
       .gitVersion as string
     const info: EnvtestInfo = {url, version, caPem, tokens}
@@ -364,6 +374,12 @@ async function startOnce(assets: string, dir: string, opts: EnvtestOptions): Pro
       ...info,
       kubeconfig: (user, opts) => envtestKubeconfig(info, user, opts),
       writeKubeconfig: (file, user, opts) => writeFile(file, envtestKubeconfig(info, user, opts)),
+      restartApiServer: async ({downMs, onDown}) => {
+        if (apiserver) await stopProcess(apiserver)
+        onDown?.()
+        await new Promise((r) => setTimeout(r, downMs))
+        await launch()
+      },
       stop,
     }
   } catch (error) {

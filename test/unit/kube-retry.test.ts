@@ -311,7 +311,7 @@ describe('the wait loop leaks no listeners (MaxListenersExceededWarning)', () =>
       async () => {
         polls++
         const cm = await client.get(CM_REF)
-        return {ok: polls >= 300, detail: `ready=${String(cm?.data?.ready)}`}
+        return {ok: polls >= 300, detail: `ready=${String((cm?.data as {ready?: string} | undefined)?.ready)}`}
       },
       {timeoutMs: 600_000, intervalMs: 0, signal: controller.signal},
     )
