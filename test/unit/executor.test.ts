@@ -9,7 +9,14 @@ import path from 'node:path'
 import {afterEach, beforeAll, describe, expect, it, vi} from 'vitest'
 
 import {StalePlanError, UserError} from '../../src/errors.js'
-import {applyStep, checkRollback, type ExecutionContext, StepFailedError, undoStep} from '../../src/executor/engine.js'
+import {
+  applyStep,
+  checkRollback,
+  checkStep,
+  type ExecutionContext,
+  StepFailedError,
+  undoStep,
+} from '../../src/executor/engine.js'
 import {performOperation, stalePreconditions} from '../../src/executor/operations.js'
 import {PlanState} from '../../src/executor/plan-state.js'
 import {OWNER_ANNOTATION, releaseIfRolledBack} from '../../src/executor/ownership.js'
@@ -666,5 +673,54 @@ describe("releaseIfRolledBack: rollback's final write, the owner annotation (iss
     expect(JSON.parse(kube.peek(nsRef)?.metadata.annotations?.[OWNER_ANNOTATION] ?? '{}')).toMatchObject({
       plan: 'plans/other.yaml',
     })
+  })
+})
+
+describe('checkStep: a readiness blip of the waypoint is not "the cluster changed" (issue 19 §8)', () => {
+  /** Run `promise` while advancing the fake clock whenever only timers are left. */
+  async function driven<T>(promise: Promise<T>): Promise<T> {
+    let done = false
+    const running = promise.finally(() => (done = true))
+    while (!done) {
+      if (vi.getTimerCount() > 0) await vi.advanceTimersToNextTimerAsync()
+      else await new Promise((r) => setImmediate(r))
+    }
+    return running
+  }
+
+  it('bind-waypoint: a waypoint that is not ready for 5 s (its proxy restarting) is waited for, then the step may run', async () => {
+    vi.useFakeTimers({toFake: ['setTimeout', 'clearTimeout', 'Date']})
+    const progress: string[] = []
+    const {kube, ctx, step} = await rig({timeoutMs: 300_000, onProgress: (m) => progress.push(m)})
+    await applyStep(ctx, step('create-waypoint'))
+    const started = Date.now()
+    kube.onRequest((req) => {
+      if (req.verb === 'get' && req.kind === 'Gateway' && Date.now() - started >= 5_000) programWaypoint(kube)
+    })
+    const {stale} = await driven(checkStep(ctx, step('bind-waypoint')))
+    expect(stale).toEqual([])
+    expect(Date.now() - started).toBeGreaterThanOrEqual(5_000)
+    expect(progress[0]).toContain('waiting for the waypoint: Gateway bookinfo/waypoint is not Programmed')
+  })
+
+  it('one that stays not ready is a problem after 30 s (not the whole --timeout), saying it waited', async () => {
+    vi.useFakeTimers({toFake: ['setTimeout', 'clearTimeout', 'Date']})
+    const {ctx, step} = await rig({timeoutMs: 300_000})
+    await applyStep(ctx, step('create-waypoint'))
+    const started = Date.now()
+    const {stale} = await driven(checkStep(ctx, step('bind-waypoint')))
+    expect(stale).toEqual([
+      expect.stringContaining('the waypoint is not ready (waited 30s): Gateway bookinfo/waypoint'),
+    ])
+    expect(Date.now() - started).toBeLessThan(32_000)
+  })
+
+  it('a waypoint that does not exist is a change at once (no wait)', async () => {
+    vi.useFakeTimers({toFake: ['setTimeout', 'clearTimeout', 'Date']})
+    const {ctx, step} = await rig({timeoutMs: 300_000})
+    const started = Date.now()
+    const {stale} = await driven(checkStep(ctx, step('bind-waypoint')))
+    expect(stale).toEqual([expect.stringContaining('does not exist')])
+    expect(Date.now() - started).toBeLessThan(1_000)
   })
 })
