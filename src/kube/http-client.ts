@@ -11,14 +11,7 @@ import pRetry from 'p-retry'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {FIELD_MANAGER} from '../planner/plan-types.js'
 import {groupOf, versionOf} from '../planner/refs.js'
-import {
-  apiNotServed,
-  type Attempt,
-  KubeApiError,
-  KubeConnectionError,
-  passingFault,
-  type StatusBody,
-} from './errors.js'
+import {apiNotServed, type Attempt, KubeApiError, KubeConnectionError, passingFault, type StatusBody} from './errors.js'
 import type {KubeConfigOptions} from './config.js'
 import {loadLightKubeConfig} from './light-config.js'
 import {

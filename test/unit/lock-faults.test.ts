@@ -54,7 +54,7 @@ describe('NamespaceLock.acquire: a create whose answer was lost', () => {
   it('a 403 fails at once, naming the permission', async () => {
     const kube = new MemoryKube().seed(namespace)
     kube.forbid('create', 'coordination.k8s.io', 'leases', NS)
-    const error = await acquire(kube).catch((e: unknown) => e as Error)
+    const error = (await acquire(kube).catch((e: unknown) => e)) as Error
     expect(error).not.toBeInstanceOf(LockHeldError)
     expect(error.message).toContain(`cannot take the lock on namespace ${NS}`)
     expect(kube.requests.filter((r) => r.verb === 'create' && r.kind === 'Lease')).toHaveLength(1)
