@@ -71,3 +71,34 @@ describe("restart-workloads drift is the pods' proxy state", () => {
     ])
   })
 })
+
+describe('enable-ambient drift: pods not captured by ztunnel (issue 19 §8: a readiness blip is not drift)', () => {
+  const captured: PlanStep = {
+    ...restart,
+    id: 'enable-ambient',
+    verify: [{check: 'pods-captured', refs: [deployment]}],
+  }
+  const withRedirection = (p: KubeObject, phase: string, on: boolean): KubeObject => ({
+    ...p,
+    metadata: {...p.metadata, annotations: on ? {'ambient.istio.io/redirection': 'enabled'} : {}},
+    status: {phase},
+  })
+
+  it('a Pending pod (a scale-up, its sandbox not set up yet) without redirection is not drift', async () => {
+    const kube = cluster(
+      withRedirection(pod('cart-a', false), 'Running', true),
+      withRedirection(pod('cart-b', false), 'Pending', false),
+    )
+    expect(await stepDrift(kube, captured, NS)).toEqual([])
+  })
+
+  it('a Running pod without redirection is drift', async () => {
+    const kube = cluster(
+      withRedirection(pod('cart-a', false), 'Running', true),
+      withRedirection(pod('cart-b', false), 'Running', false),
+    )
+    expect(await stepDrift(kube, captured, NS)).toEqual([
+      expect.stringContaining(`Deployment ${NS}/cart: 1 of 2 pod(s) are not captured by ztunnel`),
+    ])
+  })
+})
