@@ -58,7 +58,8 @@ export const clusterFlags = {
 /** `-n NAMESPACE`, as kubectl: accepted wherever a command takes a namespace (or a plan named by its namespace). */
 export const namespaceFlag = Flags.string({
   char: 'n',
-  description: 'The namespace (the same as the NAMESPACE or PLAN argument).',
+  description:
+    "The namespace (the same as the NAMESPACE or PLAN argument). Without either: the kubeconfig context's namespace, said on stderr.",
 })
 
 /**
@@ -98,6 +99,25 @@ export interface NamespaceSource {
   context?: string
 }
 
+/** The kubeconfig context's namespace (read from the files, no cluster contacted); without one, why not. */
+async function contextNamespace(
+  source: NamespaceSource,
+): Promise<{namespace: string; context: string} | {namespace?: undefined; why: string}> {
+  const {readKubeconfigContexts} = await import('../kube/light-config.js')
+  const kubeconfig = readKubeconfigContexts(source.kubeconfig ? {kubeconfig: source.kubeconfig} : {})
+  if (!kubeconfig) return {why: 'no kubeconfig was read'}
+  const context = source.context ?? kubeconfig.current
+  if (context === undefined) return {why: 'the kubeconfig has no current context'}
+  const known = kubeconfig.contexts.get(context)
+  if (!known) return {why: `context ${context} is not in the kubeconfig`}
+  return known.namespace === undefined
+    ? {why: `context ${context} has no namespace`}
+    : {namespace: known.namespace, context}
+}
+
+/** How to give a namespace when the context has none: kubectl's own way of setting it included. */
+const GIVE_NAMESPACE = "or set the context's (kubectl config set-context --current --namespace NAMESPACE)"
+
 /**
  * The namespace from the argument or -n; without either, the kubeconfig context's namespace, as kubectl, helm and
  * istioctl take it — said on `stderr`, since a migration must never pick its namespace silently. Undefined when
@@ -108,15 +128,15 @@ export async function namespaceOrContext(
   flag: string | undefined,
   source: NamespaceSource,
   stderr: NodeJS.WritableStream = process.stderr,
+  what = 'NAMESPACE',
 ): Promise<string | undefined> {
-  const given = namespaceOf(arg, flag)
+  const given = namespaceOf(arg, flag, what)
   if (given !== undefined || (source.manifests?.length ?? 0) > 0) return given
-  const {readKubeconfigContexts} = await import('../kube/light-config.js')
-  const kubeconfig = readKubeconfigContexts(source.kubeconfig ? {kubeconfig: source.kubeconfig} : {})
-  const context = source.context ?? kubeconfig?.current
-  const namespace = context === undefined ? undefined : kubeconfig?.contexts.get(context)?.namespace
-  if (namespace !== undefined) stderr.write(`namespace ${namespace} (from context ${context})\n`)
-  return namespace
+  const taken = await contextNamespace(source)
+  // The kubeconfig's namespace becomes a path (plans/<namespace>.yaml) and requests: checked as one given here.
+  if (taken.namespace !== undefined) checkNamespaceName(taken.namespace, `the namespace of context ${taken.context}`)
+  if (taken.namespace !== undefined) stderr.write(`namespace ${taken.namespace} (from context ${taken.context})\n`)
+  return taken.namespace
 }
 
 /** namespaceOrContext, required: none anywhere is a usage error saying where a namespace can come from. */
@@ -127,14 +147,57 @@ export async function requireNamespaceOrContext(
   stderr: NodeJS.WritableStream = process.stderr,
 ): Promise<string> {
   const ns = await namespaceOrContext(arg, flag, source, stderr)
-  if (ns === undefined)
-    throw new UsageError(
-      'missing the namespace',
-      source.manifests?.length
-        ? 'Pass it as the argument or with -n NAMESPACE.'
-        : "Pass it as the argument or with -n NAMESPACE, or set the context's (kubectl config set-context --current --namespace NAMESPACE).",
-    )
-  return ns
+  if (ns !== undefined) return ns
+  if (source.manifests?.length)
+    throw new UsageError('missing the namespace', 'Pass it as the argument or with -n NAMESPACE.')
+  throw new UsageError(
+    `missing the namespace: ${(await noNamespaceInContext(source)).why}`,
+    `Pass it as the argument or with -n NAMESPACE, ${GIVE_NAMESPACE}.`,
+  )
+}
+
+/**
+ * PLAN — a plan file, or a namespace meaning plans/<namespace>.yaml — from the argument or -n; without either, the
+ * context's namespace, said on `stderr` (namespaceOrContext). Undefined when the context has none either: the
+ * command then does what it does without PLAN, and says why in its errors (noNamespaceInContext).
+ */
+export function planOrContext(
+  arg: string | undefined,
+  flag: string | undefined,
+  source: NamespaceSource,
+  stderr: NodeJS.WritableStream = process.stderr,
+): Promise<string | undefined> {
+  return namespaceOrContext(arg, flag, {...source, manifests: []}, stderr, 'PLAN')
+}
+
+/**
+ * For a command left without PLAN (planOrContext gave none): why the context gave no namespace, and what to pass,
+ * for its error message and Next.
+ */
+export async function noNamespaceInContext(source: NamespaceSource): Promise<{why: string; suggestion: string}> {
+  const taken = await contextNamespace(source)
+  return {
+    why: taken.namespace === undefined ? taken.why : `context ${taken.context} has a namespace`,
+    suggestion: `pass PLAN (a plan file, or a namespace for plans/<namespace>.yaml) or -n NAMESPACE, ${GIVE_NAMESPACE}.`,
+  }
+}
+
+/** planOrContext, required: none anywhere is a usage error (`missing`) saying why the context gave none. */
+export async function requirePlanOrContext(
+  arg: string | undefined,
+  flag: string | undefined,
+  source: NamespaceSource,
+  missing: string,
+  stderr: NodeJS.WritableStream = process.stderr,
+): Promise<string> {
+  const plan = await planOrContext(arg, flag, source, stderr)
+  if (plan !== undefined) return plan
+  const none = await noNamespaceInContext(source)
+  throw new UsageError(`${missing}: no PLAN, no -n, and ${none.why}`, upperFirst(none.suggestion))
+}
+
+function upperFirst(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1)
 }
 
 // Kubernetes label selector syntax (k8s.io/apimachinery/pkg/labels): key, !key, key=v, key==v, key!=v,

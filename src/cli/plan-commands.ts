@@ -10,11 +10,18 @@ import {mayHaveWritten} from '../plan/rollback.js'
 import {ExitCode} from '../exit-codes.js'
 
 /**
- * SPEC §2: PLAN is a path or a namespace (plans/<ns>.yaml); omitted, the one unfinished plan under
- * plans/ (several or none is an error that lists the candidates).
+ * SPEC §2: PLAN is a path or a namespace (plans/<ns>.yaml); omitted (and the context without a namespace:
+ * `noNamespace` says why, in the errors), the one unfinished plan under plans/ (several or none is an error that
+ * lists the candidates).
  */
-export async function resolvePlanFile(arg: string | undefined, opts: {unfinishedOnly: boolean}): Promise<string> {
+export async function resolvePlanFile(
+  arg: string | undefined,
+  opts: {unfinishedOnly: boolean; noNamespace?: {why: string; suggestion: string}},
+): Promise<string> {
   if (arg) return resolvePlanArg(arg)
+  // Without PLAN, -n or a namespace in the context: the errors say so, and what to pass.
+  const none = opts.noNamespace
+  const pass = none ? ` No PLAN, no -n, and ${none.why}: ${none.suggestion}` : ''
   const files = await listPlanFiles()
   const candidates: string[] = []
   // A plan that does not pass the checks may be the one meant: choosing among the others would be a guess.
@@ -43,19 +50,21 @@ export async function resolvePlanFile(arg: string | undefined, opts: {unfinished
   if (invalid.length > 0) {
     throw new PlanFilesInvalidError(
       `cannot choose a plan under ${PLANS_DIR}/: ${invalid.length} plan file${invalid.length === 1 ? ' is' : 's are'} not valid:\n${invalid.map((i) => `  - ${i}`).join('\n')}`,
-      `Name the plan to use (a path or a namespace), or fix or remove the invalid file${invalid.length === 1 ? '' : 's'} (\`mesh-migrate validate ${PLANS_DIR}/*.yaml\` lists every problem).`,
+      `Name the plan to use (a path or a namespace), or fix or remove the invalid file${invalid.length === 1 ? '' : 's'} (\`mesh-migrate validate ${PLANS_DIR}/*.yaml\` lists every problem).${pass}`,
     )
   }
   if (candidates.length === 1) return candidates[0]!
   if (candidates.length === 0) {
     throw new UsageError(
       `no ${opts.unfinishedOnly ? 'unfinished' : 'applied'} plan under ${PLANS_DIR}/`,
-      files.length > 0 ? `Name one: ${files.join(', ')}` : 'Create one with `mesh-migrate plan NAMESPACE`.',
+      files.length > 0
+        ? `Name one: ${files.join(', ')}.${pass}`
+        : `Create one with \`mesh-migrate plan NAMESPACE\`.${pass}`,
     )
   }
   throw new UsageError(
     `several plans under ${PLANS_DIR}/ could be meant: ${candidates.join(', ')}`,
-    'Name the plan (a path or a namespace).',
+    `Name the plan (a path or a namespace).${pass}`,
   )
 }
 

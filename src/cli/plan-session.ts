@@ -26,6 +26,7 @@ import {
   parseDuration,
   resolvePlanFile,
 } from './plan-commands.js'
+import {noNamespaceInContext} from './flags.js'
 
 /** One connection to the current context's cluster, made when first needed. */
 export class ClusterConnection {
@@ -88,12 +89,18 @@ export class PlanSession {
     private readonly note: (message: string) => void,
   ) {}
 
-  /** Resolve PLAN (a path, a namespace, or the one plan under plans/ that fits) and load it. */
+  /**
+   * Resolve PLAN (a path, a namespace, or the one plan under plans/ that fits) and load it. `planArg` comes from
+   * planOrContext: the argument, -n, or the context's namespace.
+   */
   static async open(
     planArg: string | undefined,
     opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void; allowEdited?: boolean},
   ): Promise<PlanSession> {
-    const file = await resolvePlanFile(planArg, {unfinishedOnly: opts.unfinishedOnly})
+    const file = await resolvePlanFile(planArg, {
+      unfinishedOnly: opts.unfinishedOnly,
+      ...(planArg === undefined ? {noNamespace: await noNamespaceInContext(opts.cluster)} : {}),
+    })
     const session = await PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note, {
       allowEdited: opts.allowEdited ?? false,
     })

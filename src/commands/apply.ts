@@ -4,7 +4,7 @@ import type {Interfaces} from '@oclif/core'
 
 import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../actions/apply.js'
 import {type ApplyResult, type FleetApplyResult, type StepOutcome, typed} from '../cli/contract.js'
-import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
+import {clusterFlags, durationFlag, namespaceFlag, planOrContext, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {UsageError} from '../errors.js'
@@ -17,7 +17,7 @@ import {describeWindow, openWindows} from '../planner/windows.js'
 
 export default class ApplyCommand extends BaseCommand {
   static override summary = 'Apply the next step of a plan (or several), verify it, and record it in the plan file.'
-  static override description = `PLAN is a plan file or a namespace (plans/<namespace>.yaml); omitted, the one unfinished plan under plans/.
+  static override description = `PLAN is a plan file or a namespace (plans/<namespace>.yaml); omitted, the plan of the kubeconfig context's namespace, or (the context without one) the one unfinished plan under plans/.
 
 Each step's outcome, the summary and the next command go to stdout (\`apply … | tee change.log\` keeps them); what will change, the questions and the progress go to stderr. -o json prints one ApplyResult document (docs/contract.md), as --json.
 
@@ -127,7 +127,7 @@ ${EXIT_CODES_HELP}
   private async complete(args: ApplyArgs, flags: ApplyFlags): Promise<ApplyCommandOptions> {
     for (const flag of ['wave', 'to-wave'] as const)
       if (flags[flag] !== undefined) throw new UsageError(`--${flag} is for --fleet`, 'Add --fleet, or leave it out.')
-    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {
+    const session = await PlanSession.open(await planOrContext(args.plan, flags.namespace, flags), {
       unfinishedOnly: true,
       cluster: flags,
       note: (m) => this.note(m),

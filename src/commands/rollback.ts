@@ -3,7 +3,7 @@ import * as Flags from '@oclif/core/flags'
 import type {Interfaces} from '@oclif/core'
 
 import {type FleetApplyResult, type RollbackResult, typed} from '../cli/contract.js'
-import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
+import {clusterFlags, durationFlag, namespaceFlag, planOrContext, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
@@ -91,7 +91,7 @@ ${EXIT_CODES_HELP}
     flags: RollbackFlags,
   ): Promise<Omit<RollbackCommandOptions, 'selection'>> {
     if (flags.wave !== undefined) throw new UsageError('--wave is for --fleet', 'Add --fleet, or leave it out.')
-    const session = await PlanSession.open(namespaceOf(args.plan, flags.namespace, 'PLAN'), {
+    const session = await PlanSession.open(await planOrContext(args.plan, flags.namespace, flags), {
       unfinishedOnly: false,
       cluster: flags,
       note: (m) => this.note(m),

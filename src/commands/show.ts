@@ -16,7 +16,7 @@ import {stdoutPainter} from '../ui/color.js'
 import {renderPlan, renderPlanMarkdown} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
 import {type ManifestChanges, type Timeline, typed} from '../cli/contract.js'
-import {namespaceFlag, namespaceOf} from '../cli/flags.js'
+import {namespaceFlag, requirePlanOrContext} from '../cli/flags.js'
 
 export default class ShowCommand extends BaseCommand {
   static override summary = 'Render a plan for people: steps with their state, blockers and findings.'
@@ -97,7 +97,14 @@ ${EXIT_CODES_HELP}`
     const {args, flags} = await this.parse(ShowCommand)
     return {
       fleet: flags.fleet,
-      planArg: flags.fleet ? args.plan : namespaceOf(args.plan, flags.namespace, 'PLAN'),
+      planArg: flags.fleet
+        ? args.plan
+        : await requirePlanOrContext(
+            args.plan,
+            flags.namespace,
+            {},
+            'which plan? Name a plan file or a namespace (or pass --fleet)',
+          ),
       output: flags.output,
       timeline: flags.timeline,
       gitops: {

@@ -3,7 +3,7 @@ import * as Flags from '@oclif/core/flags'
 import type {Interfaces} from '@oclif/core'
 
 import {type PlanStatus, type StatusReport, type StatusStep, typed} from '../cli/contract.js'
-import {clusterFlags, namespaceFlag, namespaceOf} from '../cli/flags.js'
+import {clusterFlags, namespaceFlag, planOrContext} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {checkTargetCluster} from '../cli/plan-commands.js'
 import {ClusterConnection, PlanSession} from '../cli/plan-session.js'
@@ -61,7 +61,7 @@ async function otherCluster(client: KubeClient, state: PlanState): Promise<strin
 
 export default class StatusCommand extends BaseCommand {
   static override summary = 'Plan progress (step, phase, when, by whom) and live drift.'
-  static override description = `Without PLAN: every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside. --fleet [FLEET_FILE] (default plans/fleet.yaml): the plans of the fleet, one line each by wave — progress, drift, lock holder. Progress comes from the plan's record in the cluster (ConfigMap mesh-migrate-record-<namespace>), which wins over the file's status: a teammate's copy of the reviewed plan shows the true progress. When the cluster cannot be read, status exits 1 (drift unknown); --offline shows the file only. A plan whose spec was edited after its first apply still shows its progress (from the record) with its problems as a warning, and exits 4. A step stopped part-way (Ctrl+C) is listed with the operations it did and did not complete (which rollouts happened) and the hazard window that leaves.
+  static override description = `Without PLAN: the plan of the kubeconfig context's namespace (plans/<namespace>.yaml) when the context has one, else every plan under plans/, each with its state (blocked, not-started, in-progress, applied, failed, interrupted, rolled-back). With a cluster (the current context, or --context), each applied step is compared with the cluster: does it still show what the step did? Drift names the object and the label key or field. A plan made for another cluster is reported as such, without drift. The lock holder is shown, marked dead when it ran on this host and its process is gone; so are hazard windows the plan is stopped inside. --fleet [FLEET_FILE] (default plans/fleet.yaml): the plans of the fleet, one line each by wave — progress, drift, lock holder. Progress comes from the plan's record in the cluster (ConfigMap mesh-migrate-record-<namespace>), which wins over the file's status: a teammate's copy of the reviewed plan shows the true progress. When the cluster cannot be read, status exits 1 (drift unknown); --offline shows the file only. A plan whose spec was edited after its first apply still shows its progress (from the record) with its problems as a warning, and exits 4. A step stopped part-way (Ctrl+C) is listed with the operations it did and did not complete (which rollouts happened) and the hazard window that leaves.
 
 EXIT CODES
 ${EXIT_CODES_HELP}`
@@ -141,7 +141,7 @@ ${EXIT_CODES_HELP}`
       )
       return {...this.options(flags, [...waves.keys()], undefined), fleet: loaded.file, waves}
     }
-    const planArg = namespaceOf(args.plan, flags.namespace, 'PLAN')
+    const planArg = await planOrContext(args.plan, flags.namespace, flags)
     const files = planArg ? [await resolvePlanArg(planArg)] : await listPlanFiles()
     return this.options(flags, files, planArg)
   }

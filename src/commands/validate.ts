@@ -11,7 +11,7 @@ import {ClusterConnection} from '../cli/plan-session.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
 import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
-import {checkNamespaceName, clusterFlags, namespaceFlag} from '../cli/flags.js'
+import {checkNamespaceName, clusterFlags, namespaceFlag, requirePlanOrContext} from '../cli/flags.js'
 import {ExitCode} from '../exit-codes.js'
 
 function verdict(r: FileValidation): string {
@@ -74,8 +74,10 @@ ${EXIT_CODES_HELP}`
   /** Flags → options: the plan files and namespaces named (arguments, then -n). */
   private async complete(): Promise<ValidateOptions> {
     const {argv, flags} = await this.parse(ValidateCommand)
+    const named = [...(argv as string[]), ...(flags.namespace ? [checkNamespaceName(flags.namespace, '-n')] : [])]
     return {
-      names: [...(argv as string[]), ...(flags.namespace ? [checkNamespaceName(flags.namespace, '-n')] : [])],
+      names:
+        named.length > 0 ? named : [await requirePlanOrContext(undefined, undefined, flags, 'no plan to validate')],
       output: flags.output,
       ...(flags.cluster ? {cluster: new ClusterConnection(flags)} : {}),
     }

@@ -168,15 +168,19 @@ export class KubeConnectionError extends UserError {
     const timedOut = cause instanceof Error && (cause.name === 'AbortError' || cause.name === 'TimeoutError')
     // The server accepted the connection (or did not) but never completed it: kubectl's "TLS handshake timeout".
     const notConnected = cause instanceof Error && cause.name === 'ConnectTimeoutError'
+    // Through a kubeconfig's proxy-url, the proxy that never opened the tunnel (ConnectTimeoutError.proxy).
+    const proxy = notConnected ? (cause as {proxy?: string}).proxy : undefined
     super(
-      `${attempt.what} failed: ${timedOut ? 'the request timed out' : notConnected ? `${server} did not answer` : `no answer from ${server}`} (${detail})`,
+      `${attempt.what} failed: ${timedOut ? 'the request timed out' : proxy ? `the proxy ${proxy} did not answer` : notConnected ? `${server} did not answer` : `no answer from ${server}`} (${detail})`,
       {
         exitCode: ExitCode.Failure,
-        suggestion: notConnected
-          ? "Check the kubeconfig's server URL and port (something listens there but is not answering as an API server), the VPN or proxy in between, and the API server's health; then retry."
-          : timedOut
-            ? "Raise --request-timeout, or check the API server's health."
-            : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
+        suggestion: proxy
+          ? `Check the kubeconfig's proxy-url (something listens at ${proxy} but does not answer as an HTTP proxy) and that the proxy is running; then retry.`
+          : notConnected
+            ? "Check the kubeconfig's server URL and port (something listens there but is not answering as an API server), the VPN or proxy in between, and the API server's health; then retry."
+            : timedOut
+              ? "Raise --request-timeout, or check the API server's health."
+              : 'Check that the cluster is reachable (VPN, kubeconfig server URL) and retry; commands that write are safe to re-run.',
         cause,
       },
     )

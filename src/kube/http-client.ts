@@ -1,7 +1,7 @@
-// KubeClient over a Transport (src/kube/transport.ts): the light kubeconfig over node:https when the
-// kubeconfig needs nothing more, else client-node's KubeConfig (exec plugins, auth providers, proxies)
-// over node-fetch. We build every request ourselves, which gives exact control over URLs, content
-// types, dryRun, pagination, timeouts and error bodies.
+// KubeClient over a Transport (src/kube/transport.ts): the light kubeconfig when the kubeconfig needs
+// nothing more, else client-node's KubeConfig (exec plugins, auth providers, proxies), both over node:https.
+// We build every request ourselves, which gives exact control over URLs, content types, dryRun, pagination,
+// timeouts and error bodies.
 import type {KubeConfig} from '@kubernetes/client-node'
 import {AsyncLocalStorage} from 'node:async_hooks'
 import {setTimeout as delay} from 'node:timers/promises'

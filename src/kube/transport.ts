@@ -1,7 +1,8 @@
-// How HttpKubeClient's requests reach the API server: with the credentials and TLS of client-node's
-// KubeConfig (exec plugins, auth providers, proxies: everything a kubeconfig can say) over node-fetch, or
-// with the light kubeconfig (src/kube/light-config.ts: tokens, client certificates, CAs) over node:https,
-// which spares the inventory path client-node's import.
+// How HttpKubeClient's requests reach the API server: with the credentials and agent of client-node's
+// KubeConfig (exec plugins, auth providers, proxies: everything a kubeconfig can say), or with the light
+// kubeconfig (src/kube/light-config.ts: tokens, client certificates, CAs), which spares the inventory path
+// client-node's import. Both send over node:https (node:http for a plain-http server) with the same
+// connect and TLS handshake timeouts (sendRequest).
 import http from 'node:http'
 import https from 'node:https'
 import type {Socket} from 'node:net'
@@ -9,7 +10,6 @@ import {TLSSocket} from 'node:tls'
 import {gunzipSync} from 'node:zlib'
 
 import type {KubeConfig} from '@kubernetes/client-node'
-import type {RequestInit} from 'node-fetch'
 
 import {ExitCode} from '../exit-codes.js'
 import {UserError} from '../errors.js'
@@ -47,46 +47,114 @@ export interface Transport {
  */
 export const CONNECT_TIMEOUT_MS = 10_000
 
-/** A connection that was not established, or whose TLS handshake did not complete, in time. */
+type ConnectPhase = 'connect' | 'TLS handshake' | 'proxy CONNECT'
+
+/**
+ * A connection that was not established, or whose TLS handshake did not complete, in time; with a proxy, the
+ * proxy that did not open the tunnel (`proxy`: its host:port).
+ */
 export class ConnectTimeoutError extends Error {
   override readonly name = 'ConnectTimeoutError'
   constructor(
-    readonly phase: 'connect' | 'TLS handshake',
+    readonly phase: ConnectPhase,
     readonly address: string,
     readonly timeoutMs: number,
+    readonly proxy?: string,
   ) {
-    super(
-      `${phase === 'connect' ? 'connecting to' : 'TLS handshake with'} ${address} timed out after ${timeoutMs / 1000}s`,
-    )
+    const what =
+      phase === 'proxy CONNECT'
+        ? `CONNECT to ${address} through the proxy ${proxy}`
+        : phase === 'connect'
+          ? `connecting to ${address}`
+          : `TLS handshake with ${address}`
+    super(`${what} timed out after ${timeoutMs / 1000}s`)
   }
 }
 
 /**
- * Bound a new socket's connect and TLS handshake (a reused keep-alive socket is already both). Destroys
- * `request` with a ConnectTimeoutError when a phase takes longer than `timeoutMs`.
+ * Bound a new socket's connect and TLS handshake (a reused keep-alive socket is already both): when a phase
+ * takes longer than `timeoutMs`, `fail` is called with a ConnectTimeoutError and `request` destroyed with it.
+ * Through a proxy (`proxy`: its host:port) the agent hands out the socket only once the proxy has opened the
+ * tunnel, so that wait is bounded from the start of the request (a request destroyed before it has a socket
+ * reports nothing: hence `fail`); the TLS handshake with the server then runs inside the tunnel.
  */
 export function limitConnect(
   request: http.ClientRequest,
-  socket: Socket,
   address: string,
-  timeoutMs = CONNECT_TIMEOUT_MS,
+  {timeoutMs = CONNECT_TIMEOUT_MS, proxy, fail}: {timeoutMs?: number; proxy?: string; fail?: (e: Error) => void} = {},
 ): void {
-  if (request.reusedSocket) return
-  const tls = socket instanceof TLSSocket
   let timer: NodeJS.Timeout | undefined
-  const arm = (phase: 'connect' | 'TLS handshake') => {
+  const arm = (phase: ConnectPhase) => {
     clearTimeout(timer)
-    timer = setTimeout(() => request.destroy(new ConnectTimeoutError(phase, address, timeoutMs)), timeoutMs)
+    timer = setTimeout(() => {
+      const error = new ConnectTimeoutError(phase, address, timeoutMs, proxy)
+      fail?.(error)
+      request.destroy(error)
+    }, timeoutMs)
   }
   const done = () => clearTimeout(timer)
-  if (socket.connecting) {
-    arm('connect')
-    socket.once('connect', () => (tls ? arm('TLS handshake') : done()))
-  } else if (tls) arm('TLS handshake')
-  else return
-  if (tls) socket.once('secureConnect', done)
-  socket.once('close', done)
   request.once('close', done)
+  if (proxy) arm('proxy CONNECT')
+  request.once('socket', (socket: Socket) => {
+    if (request.reusedSocket) return done()
+    const tls = socket instanceof TLSSocket
+    if (socket.connecting) {
+      arm('connect')
+      socket.once('connect', () => (tls ? arm('TLS handshake') : done()))
+    } else if (tls) arm('TLS handshake')
+    else return done()
+    if (tls) socket.once('secureConnect', done)
+    socket.once('close', done)
+  })
+}
+
+/** What sendRequest sends with: the agent (TLS settings, proxy), the credentials' headers, the proxy's URL. */
+interface Connection {
+  agent: http.Agent
+  headers: Record<string, string>
+  proxy?: string
+}
+
+/** One request over node:https (node:http for a plain-http server), its connect and TLS handshake bounded. */
+function sendRequest(url: string, init: SendInit, connection: Connection): Promise<ResponseLike> {
+  const headers: Record<string, string> = {'Accept-Encoding': 'gzip', ...init.headers, ...connection.headers}
+  if (init.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(init.body))
+  const proxy = connection.proxy ? hostOf(connection.proxy) : undefined
+  return new Promise((resolve, reject) => {
+    const request = (url.startsWith('http://') ? http : https).request(
+      url,
+      {
+        method: init.method,
+        headers,
+        agent: connection.agent,
+        ...(init.signal ? {signal: init.signal} : {}),
+      },
+      (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('error', reject)
+        response.on('end', () => {
+          try {
+            const raw = Buffer.concat(chunks)
+            const text = (response.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')
+            resolve(responseLike(response.statusCode ?? 0, response.headers, text))
+          } catch (error) {
+            reject(error)
+          }
+        })
+      },
+    )
+    limitConnect(request, hostOf(url), {fail: reject, ...(proxy ? {proxy} : {})})
+    request.on('error', reject)
+    request.end(init.body)
+  })
+}
+
+/** host:port of a URL, the port spelled out (as a proxy's CONNECT names it). */
+function hostOf(url: string): string {
+  const u = new URL(url)
+  const port = u.port || (u.protocol === 'http:' ? '80' : u.protocol === 'https:' ? '443' : '')
+  return port ? `${u.hostname}:${port}` : u.hostname
 }
 
 // Credentials from exec plugins are re-minted on every applyToFetchOptions call when the plugin sets no
@@ -105,7 +173,7 @@ export class ClientNodeTransport implements Transport {
   readonly context: string
   readonly server: string
   readonly userName?: string
-  private auth?: {at: number; init: Promise<RequestInit>}
+  private auth?: {at: number; connection: Promise<Connection>}
 
   /** `reloadConfig` loads the same files and context again; without it the loaded config is copied. */
   constructor(
@@ -118,18 +186,33 @@ export class ClientNodeTransport implements Transport {
     if (user) this.userName = user
   }
 
-  private init(): Promise<RequestInit> {
+  private connection(): Promise<Connection> {
     if (!this.auth || Date.now() - this.auth.at >= AUTH_REUSE_MS) {
-      const init = (this.kc.applyToFetchOptions({}) as unknown as Promise<RequestInit>).catch((error: unknown) => {
+      const connection = this.credentials().catch((error: unknown) => {
         throw this.credentialFailure(error)
       })
-      const state = {at: Date.now(), init}
+      const state = {at: Date.now(), connection}
       this.auth = state
-      init.catch(() => {
+      connection.catch(() => {
         if (this.auth === state) this.auth = undefined
       })
     }
-    return this.auth.init
+    return this.auth.connection
+  }
+
+  /** client-node's headers (token, exec plugin, basic auth) and agent (TLS settings, proxy) for the current user. */
+  private async credentials(): Promise<Connection> {
+    // The agent's socket timeout: idle keep-alive sockets are closed after it, and a proxy agent (hpagent) gives
+    // up its CONNECT request after it, whose open socket would otherwise keep the process alive after
+    // limitConnect's failure. A socket in use only emits 'timeout', which nothing here listens to.
+    const options: https.RequestOptions = {timeout: CONNECT_TIMEOUT_MS}
+    await this.kc.applyToHTTPSOptions(options)
+    const headers: Record<string, string> = {}
+    for (const [k, v] of Object.entries(options.headers ?? {}))
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : String(v)
+    if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`
+    const proxy = this.kc.getCurrentCluster()?.proxyUrl
+    return {agent: options.agent as http.Agent, headers, ...(proxy ? {proxy} : {})}
   }
 
   /**
@@ -150,18 +233,7 @@ export class ClientNodeTransport implements Transport {
   }
 
   async send(url: string, init: SendInit): Promise<ResponseLike> {
-    const [base, {default: fetch}] = await Promise.all([this.init(), import('node-fetch')])
-    const headers = {...init.headers}
-    ;(base.headers as unknown as {forEach(cb: (v: string, k: string) => void): void} | undefined)?.forEach?.((v, k) => {
-      headers[k] = v
-    })
-    return fetch(url, {
-      method: init.method,
-      headers,
-      ...(init.body === undefined ? {} : {body: init.body}),
-      agent: base.agent,
-      ...(init.signal ? {signal: init.signal as never} : {}),
-    })
+    return sendRequest(url, init, await this.connection())
   }
 
   async reload(): Promise<Transport> {
@@ -202,35 +274,8 @@ export class LightTransport implements Transport {
   }
 
   send(url: string, init: SendInit): Promise<ResponseLike> {
-    const headers: Record<string, string> = {
-      'Accept-Encoding': 'gzip',
-      ...init.headers,
-      ...(this.config.token ? {Authorization: `Bearer ${this.config.token}`} : {}),
-    }
-    if (init.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(init.body))
-    return new Promise((resolve, reject) => {
-      const request = (url.startsWith('http://') ? http : https).request(
-        url,
-        {method: init.method, headers, agent: this.config.agent, ...(init.signal ? {signal: init.signal} : {})},
-        (response) => {
-          const chunks: Buffer[] = []
-          response.on('data', (chunk: Buffer) => chunks.push(chunk))
-          response.on('error', reject)
-          response.on('end', () => {
-            try {
-              const raw = Buffer.concat(chunks)
-              const text = (response.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')
-              resolve(responseLike(response.statusCode ?? 0, response.headers, text))
-            } catch (error) {
-              reject(error)
-            }
-          })
-        },
-      )
-      request.on('socket', (socket) => limitConnect(request, socket, new URL(url).host))
-      request.on('error', reject)
-      request.end(init.body)
-    })
+    const headers: Record<string, string> = this.config.token ? {Authorization: `Bearer ${this.config.token}`} : {}
+    return sendRequest(url, init, {agent: this.config.agent, headers})
   }
 
   reload(): Promise<Transport> {
