@@ -1,6 +1,7 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3): decides what all steps share
 // once (the waypoint, what happens to every policy, opt-outs, restarts, the binding), folds over the step kinds
 // (src/steps/index.ts), then judges the result (accepted losses, the simulation's hazards, accepted blockers).
+import {findingIdSpellings} from '../planner/findings/catalogue.js'
 import {guardedUndo} from './undo-guards.js'
 import {isGroupedLostFinding} from '../planner/lost-routing.js'
 import {cleanObject, digestOf, objectFingerprint} from '../planner/canonical.js'
@@ -139,13 +140,14 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
 }
 
 /** Blocker codes --accept-hazard can accept besides the simulation's hazards. */
-const ACCEPTABLE_BLOCKERS = new Set(['IST0118'])
+const ACCEPTABLE_BLOCKERS = new Set(['PortNameNoProtocol'])
 
 /**
  * What --accept-lost / --accept-hazard name: exact ids, or patterns where `*` stands for any text
  * (`E11/DestinationRule/*` accepts every lost client-side DestinationRule) — a mesh can have hundreds.
  */
-export function idMatcher(patterns: string[]): (id: string) => boolean {
+export function idMatcher(given: string[]): (id: string) => boolean {
+  const patterns = given.flatMap(findingIdSpellings)
   const exact = new Set(patterns.filter((p) => !p.includes('*')))
   const globs = patterns
     .filter((p) => p.includes('*'))

@@ -156,7 +156,7 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
   if (enabledByDefault) {
     findings.push({
       id: 'E3/injection-enabled-by-default',
-      code: 'E3',
+      code: 'InjectionEnabledByDefault',
       severity: 'warning',
       message:
         `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
@@ -230,7 +230,7 @@ function readInjectorConfigs(
     } catch (error) {
       findings.push({
         id: `injector-config-unreadable/${source}`,
-        code: 'injector-config-unreadable',
+        code: 'InjectorConfigUnreadable',
         severity: 'info',
         message: `${source} could not be read (${(error as Error).message.split('\n')[0]}); injection is predicted without its policy and selectors.`,
         ref: refOf(obj),
@@ -402,7 +402,7 @@ function namespaceMissing({name, namespaceObject, ref}: NamespaceFacts): Finding
   return [
     {
       id: `namespace-missing/${name}`,
-      code: 'namespace-missing',
+      code: 'NamespaceMissing',
       severity: 'warning',
       message: `No Namespace object for ${name} in the source: it is treated as having no labels (no sidecar injection, not ambient).`,
       ref,
@@ -416,7 +416,7 @@ function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, 
   return [
     {
       id: `IST0123/${name}`,
-      code: 'IST0123',
+      code: 'ConflictingInjectionLabels',
       severity: 'warning',
       message:
         `The namespace has more than one type of injection labels [${ist0123Labels.join(' ')}] (istioctl analyze IST0123).` +
@@ -434,7 +434,7 @@ function injectionAndRevisionLabels({name, labels, revision, ref}: NamespaceFact
   return [
     {
       id: `E2/${name}`,
-      code: 'E2',
+      code: 'InjectionAndRevisionLabels',
       severity: 'warning',
       message:
         `Namespace ${name} has both ${INJECTION_LABEL}=${labels[INJECTION_LABEL]} and ${REVISION_LABEL}=${revision}: ` +
@@ -452,7 +452,7 @@ function revisionLabel({name, labels, revision, injection, webhooks, ref}: Names
     return [
       {
         id: `E1/${name}/empty`,
-        code: 'E1',
+        code: 'RevisionLabelIssue',
         severity: 'warning',
         message: `Namespace ${name} has an empty ${REVISION_LABEL} label: it matches no injection webhook and blocks the default ones.`,
         ref,
@@ -465,7 +465,7 @@ function revisionLabel({name, labels, revision, injection, webhooks, ref}: Names
   const findings: Finding[] = [
     {
       id: `E1/${name}`,
-      code: 'E1',
+      code: 'RevisionLabelIssue',
       severity: 'info',
       message:
         `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
@@ -477,7 +477,7 @@ function revisionLabel({name, labels, revision, injection, webhooks, ref}: Names
   if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
     findings.push({
       id: `E1/${name}/unknown-revision`,
-      code: 'E1',
+      code: 'RevisionLabelIssue',
       severity: 'warning',
       message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
       ref,
@@ -498,7 +498,7 @@ function injectedByDefault({name, labels, revision, injection, webhooks, ambient
   return [
     {
       id: `E3/${name}`,
-      code: 'E3',
+      code: 'InjectionEnabledByDefault',
       severity: 'warning',
       message:
         `Namespace ${name} has no injection label but is injected because injection is enabled by default ` +
@@ -516,7 +516,7 @@ function namespaceGitOps({name, namespaceObject, ref}: NamespaceFacts): Finding[
   return [
     {
       id: `E23/Namespace/${name}`,
-      code: 'E23',
+      code: 'GitOpsManaged',
       severity: 'warning',
       message: `Namespace ${name} is managed by ${manager}: label changes made by the migration are reverted by the next sync.`,
       ref,
@@ -530,7 +530,7 @@ function dataplaneModeLabel({name, dataplaneMode, sidecar, ref}: NamespaceFacts)
     return [
       {
         id: `dataplane-none-with-injection/${name}`,
-        code: 'dataplane-none-with-injection',
+        code: 'DataplaneNoneWithInjection',
         severity: 'info',
         message:
           `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
@@ -544,7 +544,7 @@ function dataplaneModeLabel({name, dataplaneMode, sidecar, ref}: NamespaceFacts)
   return [
     {
       id: `dataplane-mode-unknown/${name}`,
-      code: 'dataplane-mode-unknown',
+      code: 'DataplaneModeUnknown',
       severity: 'warning',
       message: `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=${dataplaneMode}; only "ambient" and "none" mean anything (sidecar mode is set with ${INJECTION_LABEL}).`,
       ref,

@@ -592,7 +592,7 @@ class Context {
     if (this.nativeUnknown) {
       out.push({
         id: `native-sidecar-unknown/${this.ns.name}`,
-        code: 'native-sidecar-unknown',
+        code: 'NativeSidecarUnknown',
         severity: 'info',
         message:
           'Whether newly injected sidecars are native (an istio-proxy init container) or classic cannot be told from the ' +
@@ -794,7 +794,7 @@ class Context {
       // IST0146 (controllers, warning) / IST0147 (pods, error).
       say({
         id: `${bare ? 'IST0147' : 'IST0146'}/${ref.kind}/${ref.name}`,
-        code: bare ? 'IST0147' : 'IST0146',
+        code: bare ? 'GatewayPodImageAutoNotInjected' : 'GatewayImageAutoNotInjected',
         severity: bare ? 'error' : 'warning',
         message: `${ref.kind} ${ref.name} contains \`image: auto\` but does not match any Istio injection webhook selectors: its pods cannot start.`,
         fix: `Let the gateway be injected: label its pods ${SIDECAR_INJECT}=true in a namespace without ${INJECTION_LABEL}/${REVISION_LABEL}, or inject the namespace.`,
@@ -807,7 +807,7 @@ class Context {
       : "NOT injected once the namespace's sidecar labels are removed (its `image: auto` pods would fail to start)"
     say({
       id: `E7/${ref.kind}/${ref.name}`,
-      code: 'E7',
+      code: 'InjectedGateway',
       severity: after.injected && !moves ? 'info' : 'warning',
       message:
         `${label} is an injected Istio gateway (inject.istio.io/templates=gateway / image: auto). It keeps its proxy in ambient and ` +
@@ -869,7 +869,7 @@ function ownerInferred({ref, inferred}: WorkloadFacts): WorkloadFinding[] {
   return [
     {
       id: `owner-inferred/${ref.kind}/${ref.name}`,
-      code: 'owner-inferred',
+      code: 'OwnerInferred',
       severity: 'info',
       message: `${shown}${notes.length > 3 ? `; and ${notes.length - 3} more` : ''}.`,
     },
@@ -891,7 +891,7 @@ function enrolsWithoutRestart(f: WorkloadFacts): WorkloadFinding[] {
     return [
       {
         id: `E8/${ref.kind}/${ref.name}`,
-        code: 'E8',
+        code: 'GatewayApiGatewayCaptured',
         severity: 'warning',
         message:
           `${label} runs a Gateway API gateway of class istio: its pods have ${SIDECAR_INJECT}=false but no ${DATAPLANE_MODE_LABEL}=none, ` +
@@ -909,7 +909,7 @@ function enrolsWithoutRestart(f: WorkloadFacts): WorkloadFinding[] {
   return [
     {
       id: `E5/${ref.kind}/${ref.name}`,
-      code: 'E5',
+      code: 'OptedOutWorkloadCaptured',
       severity: 'warning',
       message:
         `${label} ${why}: ztunnel captures its pods the moment ${DATAPLANE_MODE_LABEL}=ambient is set on the namespace, without a ` +
@@ -935,7 +935,7 @@ function podsWithoutProxy(f: WorkloadFacts): WorkloadFinding[] {
   return [
     {
       id: `IST0103/${ref.kind}/${ref.name}`,
-      code: 'IST0103',
+      code: 'PodsWithoutProxy',
       severity: 'warning',
       message:
         `${missing} of ${observations.length} pod(s) of ${label} run without the Istio proxy although the namespace injects sidecars ` +
@@ -951,7 +951,7 @@ function podsPendingEnrolment({ref, label, observations}: WorkloadFacts): Worklo
   return [
     {
       id: `ambient-pending/${ref.kind}/${ref.name}`,
-      code: 'ambient-pending',
+      code: 'AmbientRedirectionPending',
       severity: 'warning',
       message: `${pending} pod(s) of ${label} have ${AMBIENT_REDIRECTION}=pending: partially enrolled, they pass no traffic until ztunnel proxies them.`,
       fix: 'Check the ztunnel and istio-cni pods on their nodes.',
@@ -964,7 +964,7 @@ function mixedProxyStates({ref, label, observations, pods}: WorkloadFacts): Work
   return [
     {
       id: `mixed-proxy/${ref.kind}/${ref.name}`,
-      code: 'mixed-proxy',
+      code: 'MixedProxyPods',
       severity: 'info',
       message: `Pods of ${label} differ: ${pods.sidecar} with a sidecar, ${pods.ambient} captured by ztunnel, ${pods.none} outside the mesh (a rollout in progress, or pods created under different labels).`,
     },
@@ -977,7 +977,7 @@ function sidecarsWithoutHbone(f: WorkloadFacts): WorkloadFinding[] {
   return [
     {
       id: `HBONE/${ref.kind}/${ref.name}`,
-      code: 'hbone',
+      code: 'SidecarsNotHboneCapable',
       severity: 'warning',
       message:
         `The sidecars of ${label} are not HBONE-capable (no ${TUNNEL_LABEL}=http label, no ISTIO_META_ENABLE_HBONE=true): ambient clients ` +
@@ -1000,7 +1000,7 @@ function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
     const injectionLabel = ns.labels[INJECTION_LABEL]
     findings.push({
       id: `E4/${ref.kind}/${ref.name}`,
-      code: 'E4',
+      code: 'PodLevelInjection',
       severity: 'info',
       message:
         `The pod template of ${label} opts in to sidecars (${how}), but no injection webhook matches its pods` +
@@ -1013,7 +1013,7 @@ function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
   if (traits.has('pod-opt-in')) {
     findings.push({
       id: `E4/${ref.kind}/${ref.name}`,
-      code: 'E4',
+      code: 'PodLevelInjection',
       severity: 'warning',
       message: `The pod template of ${label} opts in to sidecars (${how}): removing the namespace injection labels does not stop its injection.`,
       fix: 'Remove the opt-in from the pod template in the same step that removes the namespace labels (or mark the workload manual).',
@@ -1022,7 +1022,7 @@ function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
   if (traits.has('manual-injection')) {
     findings.push({
       id: `E4/manual/${ref.kind}/${ref.name}`,
-      code: 'E4',
+      code: 'PodLevelInjection',
       severity: 'warning',
       message: `The pod template of ${label} already contains an injected istio-proxy (istioctl kube-inject): namespace label changes do not remove it.`,
       fix: 'Re-generate the manifest without kube-inject (remove istio-proxy, istio-init/istio-validation, the injected volumes and the sidecar.istio.io/status annotation).',
@@ -1036,7 +1036,7 @@ function usesHostNetwork({ref, label, hostNetwork}: WorkloadFacts): WorkloadFind
   return [
     {
       id: `E6/${ref.kind}/${ref.name}`,
-      code: 'E6',
+      code: 'HostNetworkWorkload',
       severity: 'info',
       message: `${label} uses hostNetwork: never injected and never captured by ztunnel; it is left out of restarts and data-plane checks.`,
     },
@@ -1048,7 +1048,7 @@ function dataplaneNone({ref, label, traits}: WorkloadFacts): WorkloadFinding[] {
   return [
     {
       id: `dataplane-none/${ref.kind}/${ref.name}`,
-      code: 'dataplane-none',
+      code: 'DataplaneModeNone',
       severity: 'info',
       message: `${label} has ${DATAPLANE_MODE_LABEL}=none: it stays outside ambient (without a sidecar after the restart it is outside the mesh; STRICT peers reject it).`,
     },
@@ -1058,7 +1058,9 @@ function dataplaneNone({ref, label, traits}: WorkloadFacts): WorkloadFinding[] {
 function restartLimits({ref, traits, partition, hasSidecar, gateway}: WorkloadFacts): WorkloadFinding[] {
   if (!hasSidecar || gateway) return []
   const restart = restartLimitFinding(ref, traits, partition)
-  return restart ? [{id: `${restart.code === 'E9' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart}] : []
+  return restart
+    ? [{id: `${restart.code === 'StatefulRestartLimits' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart}]
+    : []
 }
 
 function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding[] {
@@ -1066,7 +1068,7 @@ function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding
   return [
     {
       id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
-      code: 'E10',
+      code: 'NotRestartable',
       severity: 'warning',
       message:
         `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
@@ -1081,7 +1083,7 @@ function gitOpsManaged({ref, label, manager}: WorkloadFacts): WorkloadFinding[] 
   return [
     {
       id: `E23/${ref.kind}/${ref.name}`,
-      code: 'E23',
+      code: 'GitOpsManaged',
       severity: 'warning',
       message: `${label} is managed by ${manager}: template changes and restart annotations made by the migration may be reverted by the next sync.`,
       fix: 'Make template changes in the source repository (`mesh-migrate show PLAN -o patches` prints them per step); restarts are safe to repeat.',
@@ -1095,7 +1097,7 @@ function trafficExclusions({ref, label, item, gateway, template}: WorkloadFacts)
   return [
     {
       id: `traffic-exclusions/${ref.kind}/${ref.name}`,
-      code: 'traffic-exclusions',
+      code: 'TrafficExclusionsLost',
       severity: 'warning',
       message: `${label} excludes traffic from the sidecar (${exclusions.map((a) => a.key).join(', ')}): ambient has no per-port/CIDR exclusion, so that traffic goes through ztunnel after the migration.`,
       fix: 'Check that the excluded traffic works through ztunnel (mTLS, policies); ambient.istio.io/bypass-inbound-capture="true" only approximates inbound exclusions.',

@@ -171,7 +171,7 @@ export async function loadManifestFiles(
         byKey.delete(key)
         findings.push({
           id: `manifest-duplicate/${key}`,
-          code: 'manifest-duplicate',
+          code: 'ManifestDuplicate',
           severity: 'warning',
           message:
             `${describe(obj)} is defined twice: in ${earlier.file} (${earlier.object.apiVersion}) and in ${file} ` +
@@ -315,7 +315,7 @@ function unparsable(
   if (TEMPLATE_MARKER.test(text)) {
     const finding: Finding = {
       id: `manifest-skipped/${file}`,
-      code: 'manifest-template',
+      code: 'ManifestTemplate',
       severity: 'warning',
       message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
       fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
@@ -449,7 +449,7 @@ function whyNotAnObject(value: unknown): string | undefined {
 function templateFinding(file: string, index: number, line: number, candidate: Candidate): Finding {
   return {
     id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`,
-    code: 'manifest-template',
+    code: 'ManifestTemplate',
     severity: 'warning',
     message: `${file} document ${index + 1} (line ${line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.`,
     fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.',
@@ -460,7 +460,7 @@ function skippedFinding(file: string, index: number, line: number, candidate: Ca
   const where = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
   const value = candidate.value
   const id = `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`
-  const base = {id, code: 'manifest-skipped' as const}
+  const base = {id, code: 'ManifestSkipped' as const}
   if (isRecord(value)) {
     const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : ''
     if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/')) {

@@ -1,14 +1,12 @@
-// The catalogue of finding codes (issue 12, like istioctl's messages.yaml): every code the planner, the
-// sources and preflight emit, with its one PascalCase name, the DOMAIN edge case (E-number) and the
-// istioctl analyzer code (IST…) it corresponds to, its severities, and message/fix templates ({…} are
-// the parts filled in per object). `Finding.code` and `PreflightDiagnostic.code` are typed as
-// `FindingCode`, so a code that is not catalogued does not compile; docs/findings.md is generated from
-// this file (test/unit/finding-catalogue.test.ts keeps it in step).
+// The catalogue of findings (issue 12, like istioctl's messages.yaml; issue 23 §3): every finding the planner,
+// the sources, the steps and preflight emit, built from here by `finding()` / `diagnostic()`
+// (src/planner/findings/finding.ts): its severities, its message and fix templates (`{arg}` is filled in per
+// object from typed arguments), the DOMAIN edge case (E-number) and the istioctl analyzer code (IST…) it
+// corresponds to. docs/findings.md is generated from this file (`npm run findings-doc`).
 //
-// Stability: the key is the code users already see (finding JSON, plan files, tests, scripts). Codes
-// named in an older style (E-numbers, IST numbers, kebab-case) keep being emitted unchanged; `name` is
-// their one-style name, documented next to them. Finding ids — what --accept-lost/--accept-hazard name
-// — are not codes and do not change.
+// One naming style: a code is PascalCase (the key). Codes of the older styles (E-numbers, IST numbers,
+// kebab-case) are kept as `alias`: plan files that carry them still load (`canonicalFindingCode`), and finding
+// ids — what --accept-lost / --accept-hazard name — keep their prefixes (see docs/findings.md).
 /** How serious a finding is (the catalogue gives every code its severities). */
 export type Severity = 'info' | 'warning' | 'error' | 'blocker'
 
@@ -17,63 +15,86 @@ export type FindingArea =
 
 export type CatalogueSeverity = Severity | 'ok'
 
-export interface FindingSpec {
-  /** PascalCase name (the one naming style); equal to the code for codes already in that style. */
-  name: string
-  area: FindingArea
-  /** DOMAIN.md edge case(s), e.g. "E11". */
-  edgeCase?: string
-  /** The istioctl analyzer message it corresponds to, e.g. "IST0118". */
-  istio?: string
-  /** The severities it is emitted with. */
-  severity: readonly CatalogueSeverity[]
-  /** Message template: "{x}" marks what is filled in per object. */
+/** One wording of a finding: a code has one, or several `variants` (the cases it distinguishes). */
+export interface FindingText {
+  /** Message template: "{arg}" marks what is filled in per object. */
   message: string
   /** Fix template (absent when there is nothing for a person to do: ok/info diagnostics). */
   fix?: string
 }
 
-type Spec = Omit<FindingSpec, 'name'> & {name?: string}
+export interface FindingSpec extends Partial<FindingText> {
+  /** The code of the older naming style this code replaced (still read from plan files). */
+  alias?: string
+  area: FindingArea
+  /** DOMAIN.md edge case(s), e.g. "E11". */
+  edgeCase?: string
+  /** The istioctl analyzer message it corresponds to, e.g. "IST0118". */
+  istio?: string
+  /** The severities it is emitted with (the first is the default). */
+  severity: readonly CatalogueSeverity[]
+  /** Named wordings, for a code whose cases read differently; then there is no top-level message. */
+  variants?: Readonly<Record<string, FindingText>>
+}
 
 // prettier-ignore
 const SPECS = {
   // ── namespace (src/planner/namespace.ts) ──
-  E1: {name: 'RevisionLabelIssue', area: 'namespace', edgeCase: 'E1', severity: ['info', 'warning'], message: 'Namespace {ns} has an empty istio.io/rev, a revision or tag no webhook serves, or a revision tag that waypoints follow.', fix: 'Set istio.io/rev to an installed revision or tag (or remove it), or pin waypoints with their own istio.io/rev.'},
-  E2: {name: 'InjectionAndRevisionLabels', area: 'namespace', edgeCase: 'E2', severity: ['warning'], message: 'Namespace {ns} has both istio-injection and istio.io/rev: istio-injection wins for injection.', fix: 'Remove both in the injection step (the plan does); keep one label if you stay on sidecars.'},
-  E3: {name: 'InjectionEnabledByDefault', area: 'namespace', edgeCase: 'E3', istio: 'IST0148', severity: ['warning'], message: 'Sidecar injection is enabled by default for namespaces without an injection label ({evidence}): removing the labels does not stop injection.', fix: 'Label the namespace istio-injection=disabled in the injection step, or turn off enableNamespacesByDefault.'},
-  E23: {name: 'GitOpsManaged', area: 'namespace', edgeCase: 'E23', severity: ['info', 'warning'], message: '{object} is managed by {manager}: label, template and restart changes made by the migration may be reverted by the next sync.', fix: 'Make the changes in the source repository (mesh-migrate show PLAN -o patches prints them per step).'},
-  IST0123: {name: 'ConflictingInjectionLabels', area: 'namespace', edgeCase: 'E2', istio: 'IST0123', severity: ['warning'], message: 'The namespace has more than one type of injection labels [{labels}] (istioctl analyze IST0123).', fix: 'Keep one injection label.'},
-  'namespace-missing': {name: 'NamespaceMissing', area: 'namespace', severity: ['warning'], message: 'No Namespace object for {ns} in the source: it is treated as having no labels.', fix: 'Add the Namespace manifest to the source.'},
-  'injector-config-unreadable': {name: 'InjectorConfigUnreadable', area: 'namespace', severity: ['info'], message: '{source} could not be read: injection is predicted without its policy and selectors.'},
-  'dataplane-none-with-injection': {name: 'DataplaneNoneWithInjection', area: 'namespace', severity: ['info'], message: 'Namespace {ns} has istio.io/dataplane-mode=none next to sidecar injection: pods keep sidecars and the namespace is excluded from ambient.', fix: 'Remove istio.io/dataplane-mode=none before enabling ambient.'},
-  'dataplane-mode-unknown': {name: 'DataplaneModeUnknown', area: 'namespace', severity: ['warning'], message: 'Namespace {ns} has istio.io/dataplane-mode={value}; only "ambient" and "none" mean anything.', fix: 'Remove the label or set it to ambient/none.'},
+  RevisionLabelIssue: {alias: 'E1', area: 'namespace', edgeCase: 'E1', severity: ['info', 'warning'], message: 'Namespace {ns} has an empty istio.io/rev, a revision or tag no webhook serves, or a revision tag that waypoints follow.', fix: 'Set istio.io/rev to an installed revision or tag (or remove it), or pin waypoints with their own istio.io/rev.'},
+  InjectionAndRevisionLabels: {alias: 'E2', area: 'namespace', edgeCase: 'E2', severity: ['warning'], message: 'Namespace {ns} has both istio-injection and istio.io/rev: istio-injection wins for injection.', fix: 'Remove both in the injection step (the plan does); keep one label if you stay on sidecars.'},
+  InjectionEnabledByDefault: {alias: 'E3', area: 'namespace', edgeCase: 'E3', istio: 'IST0148', severity: ['warning'], message: 'Sidecar injection is enabled by default for namespaces without an injection label ({evidence}): removing the labels does not stop injection.', fix: 'Label the namespace istio-injection=disabled in the injection step, or turn off enableNamespacesByDefault.'},
+  GitOpsManaged: {alias: 'E23', area: 'namespace', edgeCase: 'E23', severity: ['info', 'warning'], message: '{object} is managed by {manager}: label, template and restart changes made by the migration may be reverted by the next sync.', fix: 'Make the changes in the source repository (mesh-migrate show PLAN -o patches prints them per step).'},
+  ConflictingInjectionLabels: {alias: 'IST0123', area: 'namespace', edgeCase: 'E2', istio: 'IST0123', severity: ['warning'], message: 'The namespace has more than one type of injection labels [{labels}] (istioctl analyze IST0123).', fix: 'Keep one injection label.'},
+  NamespaceMissing: {alias: 'namespace-missing', area: 'namespace', severity: ['warning'], message: 'No Namespace object for {ns} in the source: it is treated as having no labels.', fix: 'Add the Namespace manifest to the source.'},
+  InjectorConfigUnreadable: {alias: 'injector-config-unreadable', area: 'namespace', severity: ['info'], message: '{source} could not be read: injection is predicted without its policy and selectors.'},
+  DataplaneNoneWithInjection: {alias: 'dataplane-none-with-injection', area: 'namespace', severity: ['info'], message: 'Namespace {ns} has istio.io/dataplane-mode=none next to sidecar injection: pods keep sidecars and the namespace is excluded from ambient.', fix: 'Remove istio.io/dataplane-mode=none before enabling ambient.'},
+  DataplaneModeUnknown: {alias: 'dataplane-mode-unknown', area: 'namespace', severity: ['warning'], message: 'Namespace {ns} has istio.io/dataplane-mode={value}; only "ambient" and "none" mean anything.', fix: 'Remove the label or set it to ambient/none.'},
 
   // ── workloads (src/planner/workloads.ts) ──
-  E4: {name: 'PodLevelInjection', area: 'workload', edgeCase: 'E4', severity: ['info', 'warning'], message: 'The pod template of {workload} opts in to sidecars ({how}) or carries a kube-injected istio-proxy: namespace label changes do not remove it.', fix: 'Remove the opt-in (or re-generate without kube-inject) in the step that removes the namespace labels.'},
-  E5: {name: 'OptedOutWorkloadCaptured', area: 'workload', edgeCase: 'E5', severity: ['warning'], message: '{workload} runs without a sidecar: ztunnel captures its pods the moment istio.io/dataplane-mode=ambient is set on the namespace.', fix: 'Label its pod template istio.io/dataplane-mode=none to keep it out, or accept the enrolment.'},
-  E6: {name: 'HostNetworkWorkload', area: 'workload', edgeCase: 'E6', severity: ['info'], message: '{workload} uses hostNetwork: never injected and never captured by ztunnel; left out of restarts and data-plane checks.'},
-  E7: {name: 'InjectedGateway', area: 'workload', edgeCase: 'E7', severity: ['info', 'warning'], message: '{workload} is an injected Istio gateway: it keeps its proxy in ambient; {whether it is still injected after the labels change}.', fix: 'Pin its injection (label the pods sidecar.istio.io/inject=true and istio.io/rev) before the labels are removed.'},
-  E8: {name: 'GatewayApiGatewayCaptured', area: 'workload', edgeCase: 'E8', severity: ['warning'], message: '{workload} runs a Gateway API gateway of class istio without istio.io/dataplane-mode=none: ztunnel captures it when the namespace becomes ambient.', fix: 'Label the Gateway istio.io/dataplane-mode=none before enabling ambient, unless the capture is intended.'},
-  E9: {name: 'StatefulRestartLimits', area: 'workload', edgeCase: 'E9', severity: ['warning'], message: '{workload} is a StatefulSet whose restart replaces not every pod (OnDelete, partition), or a headless Service a service waypoint never sees.', fix: 'Delete the pods explicitly (or lower the partition); for headless Services use a workload waypoint.'},
-  E10: {name: 'NotRestartable', area: 'workload', edgeCase: 'E10', severity: ['warning'], message: '{workload} cannot be rollout-restarted (Job, CronJob, bare Pod, ReplicaSet, Argo Rollout, custom controller) or calls the sidecar lifecycle endpoints.', fix: 'Restart it through its own mechanism after the injection label is removed; drop calls to 15020/15000 quitquitquit.'},
-  IST0103: {name: 'PodsWithoutProxy', area: 'workload', istio: 'IST0103', severity: ['warning'], message: '{n} of {total} pod(s) of {workload} run without the Istio proxy although the namespace injects sidecars.', fix: 'Restart them so they are injected, or opt them out explicitly.'},
-  IST0146: {name: 'GatewayImageAutoNotInjected', area: 'workload', edgeCase: 'E7', istio: 'IST0146', severity: ['warning'], message: '{kind} {name} contains `image: auto` but does not match any Istio injection webhook selectors: its pods cannot start.', fix: 'Let the gateway be injected (sidecar.istio.io/inject=true in a namespace without injection labels), or inject the namespace.'},
-  IST0147: {name: 'GatewayPodImageAutoNotInjected', area: 'workload', edgeCase: 'E7', istio: 'IST0147', severity: ['error'], message: 'Pod {name} contains `image: auto` but does not match any Istio injection webhook selectors: it cannot start.', fix: 'Let the gateway be injected (sidecar.istio.io/inject=true in a namespace without injection labels), or inject the namespace.'},
-  'ambient-pending': {name: 'AmbientRedirectionPending', area: 'workload', severity: ['warning'], message: '{n} pod(s) of {workload} have ambient.istio.io/redirection=pending: partially enrolled, they pass no traffic until ztunnel proxies them.', fix: 'Check ztunnel and istio-cni on their nodes.'},
-  'mixed-proxy': {name: 'MixedProxyPods', area: 'workload', severity: ['info', 'warning'], message: 'Pods of {workload} differ: {sidecar} with a sidecar, {ambient} captured by ztunnel, {none} outside the mesh.', fix: 'Let the rollout finish (or restart the workload) before migrating.'},
-  hbone: {name: 'SidecarsNotHboneCapable', area: 'workload', severity: ['warning'], message: 'The sidecars of {workload} are not HBONE-capable: ambient clients reach them through the waypoint only with plain mTLS.', fix: 'Restart the workload on an Istio version whose sidecars speak HBONE (1.22+ with ISTIO_META_ENABLE_HBONE).'},
-  'dataplane-none': {name: 'DataplaneModeNone', area: 'workload', severity: ['info', 'warning'], message: '{workload} has istio.io/dataplane-mode=none: it stays outside ambient.'},
-  'traffic-exclusions': {name: 'TrafficExclusionsLost', area: 'workload', severity: ['warning'], message: '{workload} excludes traffic from the sidecar ({annotations}): ambient has no per-port/CIDR exclusion, so that traffic is captured by ztunnel.', fix: 'Check that the excluded traffic works through ztunnel, or keep the workload out with istio.io/dataplane-mode=none.'},
-  'native-sidecar-unknown': {name: 'NativeSidecarUnknown', area: 'workload', severity: ['info'], message: 'Whether newly injected sidecars are native or classic cannot be told from the pod templates: predicted sidecars are shown as "sidecar".', fix: 'Set sidecar.istio.io/nativeSidecar on the pod template, or read the live cluster.'},
-  'owner-inferred': {name: 'OwnerInferred', area: 'workload', severity: ['info'], message: 'The owner of some pods was inferred ({notes}).'},
+  PodLevelInjection: {alias: 'E4', area: 'workload', edgeCase: 'E4', severity: ['info', 'warning'], message: 'The pod template of {workload} opts in to sidecars ({how}) or carries a kube-injected istio-proxy: namespace label changes do not remove it.', fix: 'Remove the opt-in (or re-generate without kube-inject) in the step that removes the namespace labels.'},
+  OptedOutWorkloadCaptured: {alias: 'E5', area: 'workload', edgeCase: 'E5', severity: ['warning'], message: '{workload} runs without a sidecar: ztunnel captures its pods the moment istio.io/dataplane-mode=ambient is set on the namespace.', fix: 'Label its pod template istio.io/dataplane-mode=none to keep it out, or accept the enrolment.'},
+  HostNetworkWorkload: {alias: 'E6', area: 'workload', edgeCase: 'E6', severity: ['info'], message: '{workload} uses hostNetwork: never injected and never captured by ztunnel; left out of restarts and data-plane checks.'},
+  InjectedGateway: {alias: 'E7', area: 'workload', edgeCase: 'E7', severity: ['info', 'warning'], message: '{workload} is an injected Istio gateway: it keeps its proxy in ambient; {whether it is still injected after the labels change}.', fix: 'Pin its injection (label the pods sidecar.istio.io/inject=true and istio.io/rev) before the labels are removed.'},
+  GatewayApiGatewayCaptured: {alias: 'E8', area: 'workload', edgeCase: 'E8', severity: ['warning'], message: '{workload} runs a Gateway API gateway of class istio without istio.io/dataplane-mode=none: ztunnel captures it when the namespace becomes ambient.', fix: 'Label the Gateway istio.io/dataplane-mode=none before enabling ambient, unless the capture is intended.'},
+  StatefulRestartLimits: {alias: 'E9', area: 'workload', edgeCase: 'E9', severity: ['warning'], variants: {
+    onDelete: {message: '{workload} uses updateStrategy OnDelete: a rollout restart replaces no pod, so its sidecars stay until pods are deleted.', fix: 'Delete its pods one at a time (the controller re-creates them without a sidecar).'},
+    partitioned: {message: '{workload} has rollingUpdate.partition={partition}: pods with an ordinal below {partition} are not restarted and keep their sidecars.', fix: 'Lower the partition to 0 for the restart, or delete those pods explicitly.'},
+    headlessService: {message: 'Service {service} is headless: clients reach its pods by IP, which a service waypoint never sees, so Service-targeted L7 policies and routes do not protect that traffic (ztunnel L4 policies still apply).', fix: 'Accept L4-only protection for it, or bind its pods to a waypoint-for workload/all waypoint (mind server-first ports).'},
+  }},
+  NotRestartable: {alias: 'E10', area: 'workload', edgeCase: 'E10', severity: ['warning'], variants: {
+    job: {message: '{workload} cannot be rollout-restarted: its running pods keep their sidecars until they complete.', fix: 'Wait for the Job to finish (or re-create it) after the injection label is removed.'},
+    cronJob: {message: '{workload} cannot be rollout-restarted: its next scheduled Job starts without a sidecar; running Jobs keep theirs until they complete.', fix: 'Wait for the next schedule (or trigger a Job manually) after the injection label is removed.'},
+    barePod: {message: '{workload} is a bare Pod: nothing restarts it, so it keeps its sidecar until it is deleted and re-created.', fix: 'Have its owner (a script, an operator, a person) delete and re-create it after the injection label is removed.'},
+    replicaSet: {message: '{workload} has no Deployment: rollout restart does not apply to a ReplicaSet.', fix: 'Delete its pods (the ReplicaSet re-creates them) after the injection label is removed.'},
+    rollout: {message: '{workload} is an Argo Rollout: kubectl rollout restart does not apply.', fix: 'Restart it with `kubectl argo rollouts restart` after the injection label is removed.'},
+    customController: {message: '{workload} is not a built-in controller: the plan cannot restart it.', fix: 'Restart its pods through {kind}\'s own mechanism after the injection label is removed.'},
+    lifecycleCallers: {message: 'Container(s) {containers} of {workload} call the sidecar\'s lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit or 15021/healthz/ready): without a sidecar these calls fail or wait forever.', fix: 'Remove the wrapper (e.g. scuttle) or make it optional before the workload loses its sidecar.'},
+  }},
+  PodsWithoutProxy: {alias: 'IST0103', area: 'workload', istio: 'IST0103', severity: ['warning'], message: '{n} of {total} pod(s) of {workload} run without the Istio proxy although the namespace injects sidecars.', fix: 'Restart them so they are injected, or opt them out explicitly.'},
+  GatewayImageAutoNotInjected: {alias: 'IST0146', area: 'workload', edgeCase: 'E7', istio: 'IST0146', severity: ['warning'], message: '{kind} {name} contains `image: auto` but does not match any Istio injection webhook selectors: its pods cannot start.', fix: 'Let the gateway be injected (sidecar.istio.io/inject=true in a namespace without injection labels), or inject the namespace.'},
+  GatewayPodImageAutoNotInjected: {alias: 'IST0147', area: 'workload', edgeCase: 'E7', istio: 'IST0147', severity: ['error'], message: 'Pod {name} contains `image: auto` but does not match any Istio injection webhook selectors: it cannot start.', fix: 'Let the gateway be injected (sidecar.istio.io/inject=true in a namespace without injection labels), or inject the namespace.'},
+  AmbientRedirectionPending: {alias: 'ambient-pending', area: 'workload', severity: ['warning'], message: '{n} pod(s) of {workload} have ambient.istio.io/redirection=pending: partially enrolled, they pass no traffic until ztunnel proxies them.', fix: 'Check ztunnel and istio-cni on their nodes.'},
+  MixedProxyPods: {alias: 'mixed-proxy', area: 'workload', severity: ['info', 'warning'], message: 'Pods of {workload} differ: {sidecar} with a sidecar, {ambient} captured by ztunnel, {none} outside the mesh.', fix: 'Let the rollout finish (or restart the workload) before migrating.'},
+  SidecarsNotHboneCapable: {alias: 'hbone', area: 'workload', severity: ['warning'], message: 'The sidecars of {workload} are not HBONE-capable: ambient clients reach them through the waypoint only with plain mTLS.', fix: 'Restart the workload on an Istio version whose sidecars speak HBONE (1.22+ with ISTIO_META_ENABLE_HBONE).'},
+  DataplaneModeNone: {alias: 'dataplane-none', area: 'workload', severity: ['info', 'warning'], message: '{workload} has istio.io/dataplane-mode=none: it stays outside ambient.'},
+  TrafficExclusionsLost: {alias: 'traffic-exclusions', area: 'workload', severity: ['warning'], message: '{workload} excludes traffic from the sidecar ({annotations}): ambient has no per-port/CIDR exclusion, so that traffic is captured by ztunnel.', fix: 'Check that the excluded traffic works through ztunnel, or keep the workload out with istio.io/dataplane-mode=none.'},
+  NativeSidecarUnknown: {alias: 'native-sidecar-unknown', area: 'workload', severity: ['info'], message: 'Whether newly injected sidecars are native or classic cannot be told from the pod templates: predicted sidecars are shown as "sidecar".', fix: 'Set sidecar.istio.io/nativeSidecar on the pod template, or read the live cluster.'},
+  OwnerInferred: {alias: 'owner-inferred', area: 'workload', severity: ['info'], message: 'The owner of some pods was inferred ({notes}).'},
 
   // ── services (src/planner/services.ts) ──
-  E27: {name: 'PerConnectionBalancing', area: 'service', edgeCase: 'E27', severity: ['info', 'warning'], message: 'Service {service} speaks HTTP/2/gRPC on {ports}: without a waypoint ztunnel balances per connection, not per request.', fix: 'Plan a waypoint for the Service (--waypoint-for service) if per-request balancing matters.'},
-  IST0118: {name: 'PortNameNoProtocol', area: 'service', edgeCase: 'E19', istio: 'IST0118', severity: ['warning', 'blocker'], message: 'Port {port} of Service {service} is {protocol}: behind a waypoint routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP.', fix: 'Name the port <protocol>[-<suffix>] or set appProtocol, then re-plan; or --accept-hazard IST0118/{service}/{port}.'},
-  IST0150: {name: 'ExternalNamePortNameNoProtocol', area: 'service', edgeCase: 'E19', istio: 'IST0150', severity: ['warning'], message: 'Port {port} of ExternalName Service {service} is named without a protocol: proxies may not forward TCP traffic to it correctly.', fix: 'Name the port with its protocol (tcp-…, http-…) or set appProtocol.'},
-  'waypoint-sniffing': {name: 'WaypointSniffsProtocol', area: 'service', edgeCase: 'E19', severity: ['info', 'warning'], message: 'Port {port} of Service {service} is {protocol}: a waypoint that also serves workload traffic sniffs it.', fix: 'Name the port with its protocol or set appProtocol.'},
-  'udp-port': {name: 'UdpPort', area: 'service', severity: ['info'], message: 'Service {service} has UDP port(s) {ports}: neither ztunnel nor waypoints proxy UDP, so that traffic leaves the mesh.'},
-  'service-no-workloads': {name: 'ServiceWithoutWorkloads', area: 'service', severity: ['info'], message: 'Service {service} selects no workload of the namespace (selector {selector}).'},
+  PerConnectionBalancing: {alias: 'E27', area: 'service', edgeCase: 'E27', severity: ['info', 'warning'], variants: {
+    waypoint: {message: 'Service {service} speaks HTTP/2 on {ports}: the waypoint balances requests again, but client → waypoint connections are balanced per connection by ztunnel.', fix: 'Watch the waypoint’s load distribution; scale it with the traffic.'},
+    ztunnel: {message: 'Service {service} speaks HTTP/2 on {ports}: sidecars balanced it per request, ztunnel balances per connection, so long-lived (gRPC) connections stick to one backend.', fix: 'Put a waypoint in front of the Service if per-request balancing matters, or make clients reconnect periodically.'},
+  }},
+  PortNameNoProtocol: {alias: 'IST0118', area: 'service', edgeCase: 'E19', istio: 'IST0118', severity: ['blocker', 'info'], variants: {
+    blocker: {message: 'Port {port} of Service {service} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP (IST0118).', fix: 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol, then re-plan; to let the waypoint sniff it anyway, re-plan with --accept-hazard {id}.'},
+    blockerPodTraffic: {message: 'Port {port} of Service {service} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP (IST0118). With waypoint-for workload/all the HTTP inspector also stays on for ports whose protocol is declared.', fix: 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol, then re-plan; to let the waypoint sniff it anyway, re-plan with --accept-hazard {id}.'},
+    noWaypoint: {message: 'Port {port} of Service {service} declares no protocol (name prefix or appProtocol). ztunnel does not sniff, so this only matters once a waypoint serves the Service (IST0118).', fix: 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.'},
+  }},
+  ExternalNamePortNameNoProtocol: {alias: 'IST0150', area: 'service', edgeCase: 'E19', istio: 'IST0150', severity: ['warning'], message: 'Port {port} of ExternalName Service {service} is named {naming}: proxies may not forward TCP traffic for it correctly (istioctl analyze IST0150).', fix: 'Name the port after its protocol (e.g. https, tls-…, http-…) or set appProtocol.'},
+  WaypointSniffsProtocol: {alias: 'waypoint-sniffing', area: 'service', edgeCase: 'E19', severity: ['info', 'warning'], message: 'Port {port} of Service {service} is {protocol}, but a waypoint that also serves workload traffic (waypoint-for workload/all) keeps the HTTP inspector on every port: a server-first protocol here waits for the detection timeout.', fix: 'Use waypoint-for: service for Services with server-first protocols, or keep them off the waypoint.'},
+  UdpPort: {alias: 'udp-port', area: 'service', severity: ['info'], message: 'Service {service} has UDP port(s) {ports}: neither ztunnel nor waypoints proxy UDP (DNS capture aside), so this traffic gets no mTLS or policy in ambient — as with sidecars, which did not capture UDP either.'},
+  ServiceWithoutWorkloads: {alias: 'service-no-workloads', area: 'service', severity: ['info'], message: 'Service {service} selects no workload of the namespace (selector {selector}).'},
 
   // ── policies (src/planner/classify) ──
   RootNamespaceL7Policy: {area: 'policy', edgeCase: 'E14', severity: ['blocker'], message: '{policy} is a mesh-wide or root-namespace selector policy with attributes ztunnel cannot enforce; {consequence}.', fix: 'Split the L7 part into a waypoint policy, or accept the loss with --accept-lost.'},
@@ -165,9 +186,9 @@ const SPECS = {
   NamespaceNotFound: {area: 'source', severity: ['error', 'info'], message: 'Namespace {ns} does not exist in context {context}.', fix: 'Check the namespace name and the --context.'},
   ClusterUnidentified: {area: 'source', severity: ['info', 'error'], message: 'Namespace kube-system could not be read, so the plan records no cluster uid.', fix: 'Grant get on namespace kube-system.'},
   PartialList: {area: 'source', severity: ['warning'], message: '{kind} could not be listed cluster-wide (forbidden); only namespaces {namespaces} were read.', fix: 'Grant cluster-wide list on {kind}.'},
-  'manifest-duplicate': {name: 'ManifestDuplicate', area: 'source', severity: ['warning'], message: '{object} is defined twice: in {file} and in {file}; the later one is used.', fix: 'Remove one of them.'},
-  'manifest-template': {name: 'ManifestTemplate', area: 'source', severity: ['warning'], message: '{file} is an unrendered Helm/Go template and not valid YAML; it was skipped.', fix: 'Render it (helm template) and point --manifests at the output.'},
-  'manifest-skipped': {name: 'ManifestSkipped', area: 'source', severity: ['info'], message: '{file} document {n} is not a Kubernetes manifest (a kustomization, Helm chart metadata, values) or not a valid object; it was skipped.', fix: 'Render it (kustomize build, helm template) and pass the output with --manifests, or fix the object.'},
+  ManifestDuplicate: {alias: 'manifest-duplicate', area: 'source', severity: ['warning'], message: '{object} is defined twice: in {file} and in {file}; the later one is used.', fix: 'Remove one of them.'},
+  ManifestTemplate: {alias: 'manifest-template', area: 'source', severity: ['warning'], message: '{file} is an unrendered Helm/Go template and not valid YAML; it was skipped.', fix: 'Render it (helm template) and point --manifests at the output.'},
+  ManifestSkipped: {alias: 'manifest-skipped', area: 'source', severity: ['info'], message: '{file} document {n} is not a Kubernetes manifest (a kustomization, Helm chart metadata, values) or not a valid object; it was skipped.', fix: 'Render it (kustomize build, helm template) and pass the output with --manifests, or fix the object.'},
 
   // ── preflight (src/preflight) ──
   UnknownCheck: {area: 'preflight', severity: ['error'], message: 'Unknown preflight check "{check}".', fix: 'Use one of the known checks.'},
@@ -233,22 +254,42 @@ const SPECS = {
   PlanKindNotServed: {area: 'preflight', severity: ['error'], message: 'The plan writes or reads kinds this cluster does not serve: {kinds}.', fix: 'Install the missing CRDs.'},
   RbacDenied: {area: 'preflight', severity: ['error'], message: 'Not allowed to {verbs} {resource} {scope}; needed by {steps}.', fix: 'Grant the permission.'},
   RbacAllowed: {area: 'preflight', severity: ['ok'], message: 'All {n} permission(s) the plan needs are granted.'},
-} as const satisfies Record<string, Spec>
+} as const satisfies Record<string, FindingSpec>
 
 /** Every finding/diagnostic code: `Finding.code` and `PreflightDiagnostic.code` only take these. */
 export type FindingCode = keyof typeof SPECS
 
-/** The catalogue, code → spec (name filled in for codes already in PascalCase). */
-export const FINDING_CATALOGUE: Readonly<Record<FindingCode, FindingSpec>> = Object.fromEntries(
-  Object.entries(SPECS).map(([code, spec]) => [code, {name: code, ...spec} as FindingSpec]),
-) as Record<FindingCode, FindingSpec>
+/** The catalogue's entry of each code, with its literal templates (what `FindingArgs` reads the arguments from). */
+export type CatalogueEntry<C extends FindingCode> = (typeof SPECS)[C]
+
+/** The catalogue, code → spec. */
+export const FINDING_CATALOGUE: Readonly<Record<FindingCode, FindingSpec>> = SPECS
 
 export function isFindingCode(code: string): code is FindingCode {
   return Object.hasOwn(SPECS, code)
 }
 
-/** The code of a one-style name or a code ("PodLevelInjection" → "E4"): documented aliases for readers and scripts. */
-export function codeForName(nameOrCode: string): FindingCode | undefined {
-  if (isFindingCode(nameOrCode)) return nameOrCode
-  return (Object.keys(FINDING_CATALOGUE) as FindingCode[]).find((c) => FINDING_CATALOGUE[c].name === nameOrCode)
+const BY_ALIAS: ReadonlyMap<string, FindingCode> = new Map(
+  (Object.keys(SPECS) as FindingCode[]).flatMap((code) => {
+    const alias = FINDING_CATALOGUE[code].alias
+    return alias ? [[alias, code] as const] : []
+  }),
+)
+
+/** The code for a code or an old-style alias ("E4" → "PodLevelInjection"); undefined when neither. */
+export function canonicalFindingCode(codeOrAlias: string): FindingCode | undefined {
+  return isFindingCode(codeOrAlias) ? codeOrAlias : BY_ALIAS.get(codeOrAlias)
+}
+
+/**
+ * The spellings of a finding id (or --accept-* pattern) that name the same findings. Ids keep the prefixes they
+ * had before codes took one style (`IST0118/web/8080`, `E4/Deployment/x`): a plan's accepted ids and scripts
+ * go on matching. Where an id starts with an old code, the code's one-style name is accepted in its place
+ * (`PortNameNoProtocol/web/8080`), so either spelling accepts the finding.
+ */
+export function findingIdSpellings(idOrPattern: string): string[] {
+  const slash = idOrPattern.indexOf('/')
+  const head = slash < 0 ? idOrPattern : idOrPattern.slice(0, slash)
+  const alias = isFindingCode(head) ? FINDING_CATALOGUE[head].alias : undefined
+  return alias ? [idOrPattern, alias + idOrPattern.slice(head.length)] : [idOrPattern]
 }
