@@ -1,5 +1,6 @@
 // The offline source (`--manifests PATH`, repeatable): Kubernetes objects read from files and
 // directories, e.g. a GitOps repository. Produces the same SourceSnapshot as the cluster source.
+import {finding} from '../planner/findings/finding.js'
 import {readdirSync, realpathSync, statSync} from 'node:fs'
 import path from 'node:path'
 import {Composer, type Document, LineCounter, Parser} from 'yaml'
@@ -169,16 +170,20 @@ export async function loadManifestFiles(
       if (earlier) {
         // Delete first so that the surviving object takes the later position, as if read last.
         byKey.delete(key)
-        findings.push({
-          id: `manifest-duplicate/${key}`,
-          code: 'ManifestDuplicate',
-          severity: 'warning',
-          message:
-            `${describe(obj)} is defined twice: in ${earlier.file} (${earlier.object.apiVersion}) and in ${file} ` +
-            `(${obj.apiVersion}); the one in ${file} is used.`,
-          ref: refOf(obj),
-          fix: 'Keep one definition of the object (Istio serves the same object at every API version, so they are the same object).',
-        })
+        findings.push(
+          finding(
+            'ManifestDuplicate',
+            refOf(obj),
+            {
+              describe: describe(obj),
+              file: earlier.file,
+              apiVersion: earlier.object.apiVersion,
+              file2: file,
+              apiVersion2: obj.apiVersion,
+            },
+            {id: `manifest-duplicate/${key}`, severity: 'warning'},
+          ),
+        )
       }
       byKey.set(key, {object: obj, file})
     }

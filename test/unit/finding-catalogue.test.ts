@@ -95,7 +95,7 @@ describe('finding catalogue', () => {
     expect(f.code).toBe('PortNameNoProtocol')
     expect(f.message).toContain('Port 8080 of Service web')
     expect(f.fix).toContain('--accept-hazard IST0118/web/8080')
-    expect(() => renderFinding('IstioTooOld', {istiod: 'x', version: '1.23'}, 'warning' as 'error')).toThrow(
+    expect(() => renderFinding('IstioTooOld', {who: 'istiod', v: '1.23'}, 'warning' as 'error')).toThrow(
       /severity warning is not catalogued/,
     )
   })

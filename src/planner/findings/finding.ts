@@ -16,7 +16,7 @@ import {
 type Placeholders<T> = T extends `${string}{${infer P}}${infer Rest}` ? P | Placeholders<Rest> : never
 
 /** What fills a placeholder: lists are joined with ", ". */
-export type FindingArg = string | number | readonly string[]
+export type FindingArg = string | number | readonly (string | number)[]
 
 type TextArgs<T> = {
   readonly [
