@@ -339,7 +339,11 @@ function noServiceBlocker(
 }
 
 /** RetargetNoService: the inventory's, and the plan's for what only the plan carries (root-namespace DENY copies). */
-export function retargetNoServiceFinding(ref: ObjectRef, why: string, severity: 'warning' | 'error' | 'blocker'): Finding {
+export function retargetNoServiceFinding(
+  ref: ObjectRef,
+  why: string,
+  severity: 'warning' | 'error' | 'blocker',
+): Finding {
   return finding(
     'RetargetNoService',
     ref,
