@@ -14,6 +14,9 @@ import {
 } from '../../src/planner/findings/catalogue.js'
 import {finding, renderFinding} from '../../src/planner/findings/finding.js'
 import {idMatcher} from '../../src/plan/plan-builder.js'
+import {gitOpsManagedObjects} from '../../src/plan/gitops.js'
+import type {Finding} from '../../src/planner/model.js'
+import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {renderFindingsDoc} from '../../src/planner/findings/doc.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -83,6 +86,21 @@ describe('finding catalogue', () => {
     expect(accepts('IST0118/api/8080')).toBe(false)
     expect(accepts('E11/DestinationRule/shop/reviews')).toBe(true)
     expect(idMatcher(['IST0118/web/8080'])('IST0118/web/8080')).toBe(true)
+  })
+
+  it('reads a plan written with the old codes through their aliases (show -o patches and E23)', () => {
+    const ref = {apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'shop', name: 'web'}
+    const old = {
+      id: 'E23/Deployment/web',
+      code: 'E23',
+      severity: 'warning',
+      message: 'Deployment shop/web is managed by Argo CD (app shop): label changes are reverted by the next sync.',
+      ref,
+    } as unknown as Finding
+    const plan = {spec: {blockers: [], findings: [old]}} as unknown as MigrationPlan
+    expect([...gitOpsManagedObjects(plan).values()]).toEqual(['Argo CD (app shop)'])
+    const unrelated = {spec: {blockers: [], findings: [{...old, code: 'E22'}]}} as unknown as MigrationPlan
+    expect(gitOpsManagedObjects(unrelated).size).toBe(0)
   })
 
   it('renders a finding from its template, and refuses a severity the catalogue does not list', () => {
