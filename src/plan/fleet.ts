@@ -1,6 +1,7 @@
 // Fleet planning (issue 11 §4): the plans of many namespaces from one read of the cluster, and the
 // fleet overview (plans/fleet.yaml) ordering them into migration waves from the cross-namespace
 // dependencies the inventory sees. Pure: snapshots in, plans and the overview out.
+import {finding} from '../planner/findings/finding.js'
 import {hostServiceNamespace, resolveHost} from '../planner/classify/hosts.js'
 import {isRecord} from '../planner/json.js'
 import {list} from '../planner/classify/results.js'
@@ -341,13 +342,14 @@ function orderFindings(
   const before = edges.filter((e) => e.to === namespace && wave.get(e.from)! < mine)
   for (const from of [...new Set(before.map((e) => e.from))]) {
     const reasons = before.filter((e) => e.from === from).map((e) => e.reason)
-    out.push({
-      id: `fleet-order/${from}`,
-      code: 'FleetOrder',
-      severity: 'warning',
-      message: `This plan counts on namespace ${from} being migrated first (wave ${wave.get(from)} of the fleet plan; this namespace is in wave ${mine}): ${reasons.join(' ')}`,
-      fix: `Apply plans/${from}.yaml before this one (mesh-migrate show --fleet).`,
-    })
+    out.push(
+      finding(
+        'FleetOrder',
+        undefined,
+        {from, wave: wave.get(from)!, mine, reasons: reasons.join(' ')},
+        {id: `fleet-order/${from}`, severity: 'warning'},
+      ),
+    )
   }
   const cycle = cycles.find((c) => c.namespaces.includes(namespace))
   if (cycle) {

@@ -3,6 +3,7 @@
 // step order, as Kustomize strategic-merge patches: a label set to null is removed, `$patch: delete`
 // removes an object, and objects the plan creates are given in full to add to the repository.
 // Pure: from the plan alone.
+import {canonicalFindingCode} from '../planner/findings/catalogue.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import {
   MANAGED_BY_LABEL,
@@ -36,13 +37,14 @@ export interface StepManifestChanges {
 }
 
 /** Finding codes that name a GitOps-managed object in their ref. */
-const GITOPS_CODES = new Set(['E23', 'RetargetGitOpsManaged'])
+const GITOPS_CODES = new Set(['GitOpsManaged', 'RetargetGitOpsManaged'])
 
 /** Which objects of the plan a GitOps tool manages, and which tool (as the finding says it). */
 export function gitOpsManagedObjects(plan: MigrationPlan): Map<string, string> {
   const managed = new Map<string, string>()
   for (const finding of [...plan.spec.blockers, ...plan.spec.findings]) {
-    if (!GITOPS_CODES.has(finding.code) || !finding.ref) continue
+    // A plan file written before issue 23 carries the old code (E23): read through the alias.
+    if (!GITOPS_CODES.has(canonicalFindingCode(finding.code) ?? finding.code) || !finding.ref) continue
     const manager = /managed by (.+?)(?: \(E23\))?:/.exec(finding.message)?.[1] ?? 'a GitOps tool'
     managed.set(refKey(finding.ref), manager)
   }

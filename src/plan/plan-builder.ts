@@ -1,6 +1,8 @@
 // Turns an inventory into an ordered, reversible plan (SPEC §5, §6; DOMAIN §4.2–§4.3): decides what all steps share
 // once (the waypoint, what happens to every policy, opt-outs, restarts, the binding), folds over the step kinds
 // (src/steps/index.ts), then judges the result (accepted losses, the simulation's hazards, accepted blockers).
+import {finding} from '../planner/findings/finding.js'
+import {findingIdSpellings} from '../planner/findings/catalogue.js'
 import {guardedUndo} from './undo-guards.js'
 import {isGroupedLostFinding} from '../planner/lost-routing.js'
 import {cleanObject, digestOf, objectFingerprint} from '../planner/canonical.js'
@@ -139,13 +141,14 @@ export function timelinePolicies(namespace: string, decisions: PolicyDecision[])
 }
 
 /** Blocker codes --accept-hazard can accept besides the simulation's hazards. */
-const ACCEPTABLE_BLOCKERS = new Set(['IST0118'])
+const ACCEPTABLE_BLOCKERS = new Set(['PortNameNoProtocol'])
 
 /**
  * What --accept-lost / --accept-hazard name: exact ids, or patterns where `*` stands for any text
  * (`E11/DestinationRule/*` accepts every lost client-side DestinationRule) — a mesh can have hundreds.
  */
-export function idMatcher(patterns: string[]): (id: string) => boolean {
+export function idMatcher(given: string[]): (id: string) => boolean {
+  const patterns = given.flatMap(findingIdSpellings)
   const exact = new Set(patterns.filter((p) => !p.includes('*')))
   const globs = patterns
     .filter((p) => p.includes('*'))
@@ -199,14 +202,20 @@ function existingWaypointFindings(
   const fromClass = gatewayClass?.metadata.labels?.[WAYPOINT_FOR_LABEL]
   const effective = own ?? fromClass ?? 'service'
   if (effective !== 'service' && effective !== 'all') {
-    findings.push({
-      id: `existing-waypoint/waypoint-for/${ns}/${name}`,
-      code: 'ExistingWaypointTrafficType',
-      severity: 'blocker',
-      ref,
-      message: `The plan reuses waypoint ${ns}/${name}, which is istio.io/waypoint-for=${effective}${own === undefined ? ` (from GatewayClass ${gatewayClass?.metadata.name})` : ''}: Services are not bound to it (UnsupportedTrafficType), so binding the namespace would bind no Service and the policies carried to it would never apply.`,
-      fix: `kubectl label gateway ${name} -n ${ns} ${WAYPOINT_FOR_LABEL}=service --overwrite (or all), or plan with another --waypoint-name; then re-run plan.`,
-    })
+    findings.push(
+      finding(
+        'ExistingWaypointTrafficType',
+        ref,
+        {
+          variant: 'existingWaypointFindings',
+          ns,
+          name,
+          effective,
+          detail: own === undefined ? ` (from GatewayClass ${gatewayClass?.metadata.name})` : '',
+        },
+        {id: `existing-waypoint/waypoint-for/${ns}/${name}`, severity: 'blocker'},
+      ),
+    )
   }
   const revision = waypointRevision(nsState)
   const gatewayRevision = existing.metadata.labels?.[REVISION_LABEL]
@@ -373,14 +382,12 @@ function stepContext(input: BuildPlanInput, findings: Finding[]): StepContext {
  * stop the injected gateways' own proxy. No label change drops the sidecars of the others.
  */
 function injectionByDefaultBlocker(ns: string, injectedGateways: WorkloadItem[]): Finding {
-  return {
-    id: `E3-E7/${ns}`,
-    code: 'InjectionByDefaultWithInjectedGateway',
-    severity: 'blocker',
-    ref: namespaceRef(ns),
-    message: `Injection is enabled by default for namespaces without an injection label (E3) and ${ns} runs injected gateway(s) ${injectedGateways.map((w) => formatRef(w.ref)).join(', ')} (E7): istio-injection=disabled would leave their \`image: auto\` pods without a proxy (IST0146/IST0147), and without it the auto webhook re-injects every restarted pod, so no namespace label can remove the sidecars.`,
-    fix: `Move the injected gateways to a namespace of their own (then istio-injection=disabled can stop injection in ${ns}), or turn off sidecarInjectorWebhook.enableNamespacesByDefault and label the namespaces that need sidecars; then re-run plan.`,
-  }
+  return finding(
+    'InjectionByDefaultWithInjectedGateway',
+    namespaceRef(ns),
+    {ns, injectedGateways: injectedGateways.map((w) => formatRef(w.ref))},
+    {id: `E3-E7/${ns}`, severity: 'blocker'},
+  )
 }
 
 /** The waypoint the plan uses: generated, and reused when the namespace already has a waypoint of that name. */
@@ -403,14 +410,14 @@ function planWaypoint(
     (o) => o.metadata.namespace === ns && o.kind === 'Gateway' && o.metadata.name === options.waypointName,
   )
   if (existing && !isWaypointGateway(existing)) {
-    findings.push({
-      id: `waypoint-name-taken/${ns}/${options.waypointName}`,
-      code: 'WaypointNameTaken',
-      severity: 'blocker',
-      ref: refOf(existing),
-      message: `Gateway ${ns}/${options.waypointName} exists and is not a waypoint (class ${existing.spec?.gatewayClassName}).`,
-      fix: 'Choose another name with --waypoint-name.',
-    })
+    findings.push(
+      finding(
+        'WaypointNameTaken',
+        refOf(existing),
+        {ns, waypointName: options.waypointName, gatewayClassName: existing.spec?.gatewayClassName},
+        {id: `waypoint-name-taken/${ns}/${options.waypointName}`, severity: 'blocker'},
+      ),
+    )
   }
   if (existing && isWaypointGateway(existing)) findings.push(...existingWaypointFindings(existing, snapshot, nsState))
   const object = markManaged(
@@ -531,13 +538,20 @@ function simulatedHazards(
     const accepted = unexpected.has(h.id) && acceptHazards(h.id)
     hazards.push({...h, ...(accepted ? {accepted: true} : {})})
     if (unexpected.has(h.id) && !accepted) {
-      findings.push({
-        id: `hazard/${h.id}`,
-        code: 'UnexpectedHazard',
-        severity: 'blocker',
-        message: `${h.phase === 'apply' ? 'During apply' : 'During rollback'}, from ${h.from} until ${h.until}: ${h.message}. No documented window covers this.`,
-        fix: `Change what causes it (see the step descriptions), or accept it with --accept-hazard ${h.id}.`,
-      })
+      findings.push(
+        finding(
+          'UnexpectedHazard',
+          undefined,
+          {
+            detail: h.phase === 'apply' ? 'During apply' : 'During rollback',
+            from: h.from,
+            until: h.until,
+            message: h.message,
+            idText: h.id,
+          },
+          {id: `hazard/${h.id}`, severity: 'blocker'},
+        ),
+      )
     }
   }
   return hazards

@@ -1,4 +1,5 @@
 // Assembles the inventory of one namespace from a source snapshot (SPEC §4). Pure.
+import {finding} from './findings/finding.js'
 import {analyzeAuthorizationPolicy} from './classify/authz.js'
 import {classifyObjects} from './classify/index.js'
 import {uncarriableBlockers} from './classify/waypoints.js'
@@ -90,14 +91,14 @@ function blockerFindings(items: InventoryItem[], findings: Finding[]): Finding[]
         (i.verdict === 'blocker' || i.action === 'blocker') &&
         !covered.has(`${i.ref.kind}/${i.ref.namespace}/${i.ref.name}`),
     )
-    .map((i) => ({
-      id: `blocker/${i.ref.kind}/${i.ref.namespace ?? ''}/${i.ref.name}`,
-      code: 'BlockerObject',
-      severity: 'blocker' as const,
-      ref: i.ref,
-      message: `${formatRef(i.ref)} blocks the migration: ${i.reasons[0] ?? 'see its reasons'}`,
-      fix: 'Resolve it by hand (see the reasons in the inventory), then re-run plan.',
-    }))
+    .map((i) =>
+      finding(
+        'BlockerObject',
+        i.ref,
+        {ref: formatRef(i.ref), value: i.reasons[0] ?? 'see its reasons'},
+        {id: `blocker/${i.ref.kind}/${i.ref.namespace ?? ''}/${i.ref.name}`, severity: 'blocker' as const},
+      ),
+    )
 }
 
 export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptions): Inventory {

@@ -3,6 +3,7 @@
 // They are grouped by destination namespace — one finding each, listing the hosts — because what saves
 // them is the destination namespace's waypoint: migrate that namespace first (fleet waves), move the
 // routing there, or accept the loss. Pure.
+import {finding} from './findings/finding.js'
 import {hostServiceNamespace, resolveHost} from './classify/hosts.js'
 import {isRecord} from './json.js'
 import {list} from './classify/results.js'
@@ -59,14 +60,12 @@ export function groupLostRouting(namespace: string, findings: Finding[], objects
   const grouped: Finding[] = [...groups.entries()].map(([dest, g]) => {
     const refs = [...g.refs].sort()
     const id = `${GROUPED_LOST_PREFIX}${dest}`
-    return {
-      id,
-      code: 'ClientSideRoutingLost',
-      severity: 'error',
-      ref: {apiVersion: 'v1', kind: 'Namespace', name: dest},
-      message: `Routing for namespace ${dest}'s hosts (${[...g.hosts].sort().join(', ')}) from ${refs.length} object(s) outside ${namespace} (${refs.join(', ')}) is applied client-side by ${namespace}'s sidecars today; once ${namespace}'s pods are ambient it no longer applies to their traffic unless a waypoint of ${dest} applies it (it applies only those defined in ${dest} for its own Services).`,
-      fix: `Migrate ${dest} first with a waypoint that applies it (mesh-migrate plan -A orders namespaces into waves; an earlier wave's waypoint keeps the routing), move the routing into ${dest}, or accept the loss.`,
-    }
+    return finding(
+      'ClientSideRoutingLost',
+      {apiVersion: 'v1', kind: 'Namespace', name: dest},
+      {variant: 'groupLostRouting', dest, hosts: [...g.hosts].sort(), refsLength: refs.length, namespace, refs},
+      {id: id, severity: 'error'},
+    )
   })
   return [...findings.filter((f) => !isForeignE11(f)), ...grouped]
 }

@@ -1,6 +1,7 @@
 // The waypoint a plan works with when the namespace is bound already to a waypoint of another namespace, the
 // identity every created policy names it by, and the trust domain that identity is in (issue 21 points 2 and 8).
 // Pure.
+import {finding} from './findings/finding.js'
 import {isRecord} from './json.js'
 import {DEFAULT_TRUST_DOMAIN, type TrustDomain} from './mesh-config.js'
 import type {Finding, KubeObject, SourceSnapshot} from './model.js'
@@ -105,24 +106,31 @@ export function remoteWaypointFindings(
   if (!gateway) return findings
   const waypointFor = effectiveWaypointFor(gateway, snapshot.objects)
   if (waypointFor.value !== 'service' && waypointFor.value !== 'all') {
-    findings.push({
-      id: id('waypoint-for'),
-      code: 'ExistingWaypointTrafficType',
-      severity: 'blocker',
-      ref: refOf(gateway),
-      message: `The plan relies on waypoint ${wp}, which is ${WAYPOINT_FOR_LABEL}=${waypointFor.value}${waypointFor.fromClass ? ` (from GatewayClass ${waypointFor.fromClass})` : ''}: Services are not bound to it (UnsupportedTrafficType, waypoints.go fetchWaypointForService), so the policies carried to it would never apply.`,
-      fix: `Ask the owners of ${identity.namespace} to label it ${WAYPOINT_FOR_LABEL}=service (or all), or bind ${ns} to another waypoint; then re-run plan.`,
-    })
+    findings.push(
+      finding(
+        'ExistingWaypointTrafficType',
+        refOf(gateway),
+        {
+          variant: 'remoteWaypointFindings',
+          wp,
+          value: waypointFor.value,
+          detail: waypointFor.fromClass ? ` (from GatewayClass ${waypointFor.fromClass})` : '',
+          namespace: identity.namespace,
+          ns,
+        },
+        {id: id('waypoint-for'), severity: 'blocker'},
+      ),
+    )
   }
   if (!admitsNamespace(gateway, ns, nsLabels)) {
-    findings.push({
-      id: id('attachment'),
-      code: 'WaypointAttachmentDenied',
-      severity: 'blocker',
-      ref: refOf(gateway),
-      message: `Waypoint ${wp} does not admit namespace ${ns}: the allowedRoutes of its HBONE listener (port 15008) are "Same" (the default) or select other namespaces, so istiod binds none of ${ns}'s Services to it (AttachmentDenied, waypoints.go AllowsAttachmentFromNamespace) and the policies carried to it would never apply.`,
-      fix: `Ask the owners of ${identity.namespace} to admit ${ns} in ${formatRef(refOf(gateway))} spec.listeners[HBONE].allowedRoutes.namespaces (from: All, or a Selector matching ${ns}); then re-run plan.`,
-    })
+    findings.push(
+      finding(
+        'WaypointAttachmentDenied',
+        refOf(gateway),
+        {wp, ns, namespace: identity.namespace, refOf: formatRef(refOf(gateway))},
+        {id: id('attachment'), severity: 'blocker'},
+      ),
+    )
   }
   return findings
 }

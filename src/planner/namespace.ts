@@ -1,5 +1,6 @@
 // The namespace's data-plane labels and the injection machinery they talk to (DOMAIN §2.1–§2.3,
 // §2.5, §7 E1–E3). Pure: reads objects, returns state and findings.
+import {finding} from './findings/finding.js'
 import {parse as parseYaml} from 'yaml'
 import type {Finding, KubeObject, NamespaceLabel, NamespaceState, ObjectRef} from './model.js'
 import {groupOf, refOf} from './refs.js'
@@ -154,15 +155,14 @@ export function analyzeInjectionWebhooks(objects: KubeObject[]): {webhooks: Inje
     )
   }
   if (enabledByDefault) {
-    findings.push({
-      id: 'E3/injection-enabled-by-default',
-      code: 'E3',
-      severity: 'warning',
-      message:
-        `Sidecar injection is enabled by default for namespaces without an injection label (${evidence.join('; ')}; ` +
-        'istioctl analyze IST0148). Removing istio-injection / istio.io/rev from a namespace does not stop injection.',
-      fix: 'Set istio-injection=disabled on the namespace instead of removing the label (it matches no injection webhook), unless injected gateways live there (E7).',
-    })
+    findings.push(
+      finding(
+        'InjectionEnabledByDefault',
+        undefined,
+        {variant: 'injectionEnabledByDefault', evidence: evidence.join('; ')},
+        {id: 'E3/injection-enabled-by-default', severity: 'warning'},
+      ),
+    )
   }
 
   return {webhooks: {webhooks, enabledByDefault, enabledByDefaultEvidence: evidence, tags, injectorConfigs}, findings}
@@ -228,13 +228,14 @@ function readInjectorConfigs(
     try {
       readInjectorConfigData(isRecord(obj.data) ? obj.data : {}, config)
     } catch (error) {
-      findings.push({
-        id: `injector-config-unreadable/${source}`,
-        code: 'injector-config-unreadable',
-        severity: 'info',
-        message: `${source} could not be read (${(error as Error).message.split('\n')[0]}); injection is predicted without its policy and selectors.`,
-        ref: refOf(obj),
-      })
+      findings.push(
+        finding(
+          'InjectorConfigUnreadable',
+          refOf(obj),
+          {source, message: (error as Error).message.split('\n')[0]},
+          {id: `injector-config-unreadable/${source}`, severity: 'info'},
+        ),
+      )
     }
     injectorConfigs[revision] = config
     if (config.enableNamespacesByDefault && revision === 'default') {
@@ -399,16 +400,7 @@ function namespaceFacts(
 
 function namespaceMissing({name, namespaceObject, ref}: NamespaceFacts): Finding[] {
   if (namespaceObject) return []
-  return [
-    {
-      id: `namespace-missing/${name}`,
-      code: 'namespace-missing',
-      severity: 'warning',
-      message: `No Namespace object for ${name} in the source: it is treated as having no labels (no sidecar injection, not ambient).`,
-      ref,
-      fix: `Add the Namespace manifest to --manifests (or check the namespace name) so its labels are known.`,
-    },
-  ]
+  return [finding('NamespaceMissing', ref, {name}, {id: `namespace-missing/${name}`, severity: 'warning'})]
 }
 
 function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, ref}: NamespaceFacts): Finding[] {
@@ -416,7 +408,7 @@ function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, 
   return [
     {
       id: `IST0123/${name}`,
-      code: 'IST0123',
+      code: 'ConflictingInjectionLabels',
       severity: 'warning',
       message:
         `The namespace has more than one type of injection labels [${ist0123Labels.join(' ')}] (istioctl analyze IST0123).` +
@@ -432,16 +424,12 @@ function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, 
 function injectionAndRevisionLabels({name, labels, revision, ref}: NamespaceFacts): Finding[] {
   if (labels[INJECTION_LABEL] === undefined || revision === undefined) return []
   return [
-    {
-      id: `E2/${name}`,
-      code: 'E2',
-      severity: 'warning',
-      message:
-        `Namespace ${name} has both ${INJECTION_LABEL}=${labels[INJECTION_LABEL]} and ${REVISION_LABEL}=${revision}: ` +
-        `${INJECTION_LABEL} wins for injection, so ${REVISION_LABEL} is inert for sidecars, but it still decides which control plane owns waypoints in this namespace.`,
+    finding(
+      'InjectionAndRevisionLabels',
       ref,
-      fix: `Remove both labels when sidecars go (the plan records both values for rollback); stamp ${REVISION_LABEL}=${revision} on generated waypoints first.`,
-    },
+      {name, labels: labels[INJECTION_LABEL], revision},
+      {id: `E2/${name}`, severity: 'warning'},
+    ),
   ]
 }
 
@@ -449,40 +437,27 @@ function injectionAndRevisionLabels({name, labels, revision, ref}: NamespaceFact
 function revisionLabel({name, labels, revision, injection, webhooks, ref}: NamespaceFacts): Finding[] {
   if (revision === undefined) return []
   if (revision === '') {
-    return [
-      {
-        id: `E1/${name}/empty`,
-        code: 'E1',
-        severity: 'warning',
-        message: `Namespace ${name} has an empty ${REVISION_LABEL} label: it matches no injection webhook and blocks the default ones.`,
-        ref,
-        fix: `Remove the empty ${REVISION_LABEL} label or set it to an installed revision.`,
-      },
-    ]
+    return [finding('RevisionLabelIssue', ref, {variant: 'empty', name}, {id: `E1/${name}/empty`, severity: 'warning'})]
   }
   const tagOf = webhooks.tags[revision]
   const kind = tagOf !== undefined ? `revision tag "${revision}" (→ revision ${tagOf})` : `revision "${revision}"`
   const findings: Finding[] = [
-    {
-      id: `E1/${name}`,
-      code: 'E1',
-      severity: 'info',
-      message:
-        `Namespace ${name} is ${REVISION_LABEL}=${revision}, a ${kind}. Waypoints without their own ${REVISION_LABEL} label are ` +
-        `managed by the namespace's revision (DOMAIN §1.8); removing the namespace label re-homes them.`,
+    finding(
+      'RevisionLabelIssue',
       ref,
-      fix: `Stamp ${REVISION_LABEL}=${revision} on generated waypoints before removing it from the namespace; check the revision still exists before a rollback.`,
-    },
+      {variant: 'revisionLabel', name, revision, kind},
+      {id: `E1/${name}`, severity: 'info'},
+    ),
   ]
   if (webhooks.webhooks.length > 0 && labels[INJECTION_LABEL] === undefined && injection !== 'enabled') {
-    findings.push({
-      id: `E1/${name}/unknown-revision`,
-      code: 'E1',
-      severity: 'warning',
-      message: `No installed injection webhook serves ${REVISION_LABEL}=${revision}: pods created in ${name} get no sidecar.`,
-      ref,
-      fix: 'Check the revision/tag name (`istioctl tag list`, `istioctl x revision list`).',
-    })
+    findings.push(
+      finding(
+        'RevisionLabelIssue',
+        ref,
+        {variant: 'unknownRevision', revision, name},
+        {id: `E1/${name}/unknown-revision`, severity: 'warning'},
+      ),
+    )
   }
   return findings
 }
@@ -496,17 +471,17 @@ function injectedByDefault({name, labels, revision, injection, webhooks, ambient
   )
     return []
   return [
-    {
-      id: `E3/${name}`,
-      code: 'E3',
-      severity: 'warning',
-      message:
-        `Namespace ${name} has no injection label but is injected because injection is enabled by default ` +
-        `(${webhooks.enabledByDefaultEvidence.join('; ')}; IST0148). ${ambient ? 'The sidecar wins over ambient for new pods. ' : ''}` +
-        'Removing labels does not stop injection here.',
+    finding(
+      'InjectionEnabledByDefault',
       ref,
-      fix: `Label the namespace ${INJECTION_LABEL}=disabled (matches no injection webhook; not counted by IST0123) unless injected gateways run here (E7).`,
-    },
+      {
+        variant: 'injectedByDefault',
+        name,
+        enabledByDefaultEvidence: webhooks.enabledByDefaultEvidence.join('; '),
+        detail: ambient ? 'The sidecar wins over ambient for new pods. ' : '',
+      },
+      {id: `E3/${name}`, severity: 'warning'},
+    ),
   ]
 }
 
@@ -514,42 +489,34 @@ function namespaceGitOps({name, namespaceObject, ref}: NamespaceFacts): Finding[
   const manager = namespaceObject ? gitOpsManager(namespaceObject.metadata) : undefined
   if (!manager) return []
   return [
-    {
-      id: `E23/Namespace/${name}`,
-      code: 'E23',
-      severity: 'warning',
-      message: `Namespace ${name} is managed by ${manager}: label changes made by the migration are reverted by the next sync.`,
+    finding(
+      'GitOpsManaged',
       ref,
-      fix: "Make the label changes in the source repository (or pause sync) at the step that applies them: `mesh-migrate show PLAN -o patches` prints each step's changes as manifest patches.",
-    },
+      {variant: 'namespaceGitOps', name, manager},
+      {id: `E23/Namespace/${name}`, severity: 'warning'},
+    ),
   ]
 }
 
 function dataplaneModeLabel({name, dataplaneMode, sidecar, ref}: NamespaceFacts): Finding[] {
   if (dataplaneMode === 'none' && sidecar) {
     return [
-      {
-        id: `dataplane-none-with-injection/${name}`,
-        code: 'dataplane-none-with-injection',
-        severity: 'info',
-        message:
-          `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=none next to sidecar injection: pods keep sidecars and the namespace is ` +
-          'explicitly opted out of ambient.',
+      finding(
+        'DataplaneNoneWithInjection',
         ref,
-        fix: `Migrating replaces ${DATAPLANE_MODE_LABEL}=none with ambient; make sure the opt-out was not deliberate.`,
-      },
+        {name},
+        {id: `dataplane-none-with-injection/${name}`, severity: 'info'},
+      ),
     ]
   }
   if (dataplaneMode === undefined || dataplaneMode === 'ambient' || dataplaneMode === 'none') return []
   return [
-    {
-      id: `dataplane-mode-unknown/${name}`,
-      code: 'dataplane-mode-unknown',
-      severity: 'warning',
-      message: `Namespace ${name} has ${DATAPLANE_MODE_LABEL}=${dataplaneMode}; only "ambient" and "none" mean anything (sidecar mode is set with ${INJECTION_LABEL}).`,
+    finding(
+      'DataplaneModeUnknown',
       ref,
-      fix: `Remove the label or set it to ambient.`,
-    },
+      {name, dataplaneMode},
+      {id: `dataplane-mode-unknown/${name}`, severity: 'warning'},
+    ),
   ]
 }
 

@@ -20,7 +20,8 @@
 //   so nothing changes; any explicit `retries` cannot be written in the standard channel → kept.
 // - Rule order: see precedence.ts; a VirtualService whose order Gateway API precedence would
 //   change for some request is kept.
-import {finding, list, reason} from './classify/results.js'
+import {finding, renderFinding} from './findings/finding.js'
+import {classifiedId, list, reason} from './classify/results.js'
 import {isRecord} from './json.js'
 import type {Finding, KubeObject, ObjectRef} from './model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from './plan-types.js'
@@ -84,11 +85,12 @@ function exportNote(spec: Record<string, unknown>, namespace: string): Note | un
   if (!exportTo || exportTo.includes('*')) return undefined
   const visible = exportTo.map((e) => (e === '.' ? namespace : e)).filter((e) => e !== '~')
   return {
-    code: 'HTTPRouteWiderAudience',
-    severity: 'warning',
     topic: 'spec.exportTo',
-    message: `spec.exportTo limits the VirtualService to ${visible.length > 0 ? `callers in ${visible.join(', ')}` : 'no namespace'}; an HTTPRoute with a Service parent applies to callers from every namespace.`,
-    fix: 'If other namespaces must not get this routing, keep the VirtualService or protect the Service with an AuthorizationPolicy.',
+    ...renderFinding(
+      'HTTPRouteWiderAudience',
+      {detail: visible.length > 0 ? `callers in ${visible.join(', ')}` : 'no namespace'},
+      'warning',
+    ),
   }
 }
 
@@ -160,11 +162,12 @@ function analyzeVirtualService(
       }
       if (r.partial) {
         ctx.notes.push({
-          code: 'HTTPRoutePartialHost',
-          severity: 'warning',
           topic: path,
-          message: `${path} ${h} is read as Service ${service.name}; Istio expands only dot-less short names, so the VirtualService applied only to callers addressing exactly ${h}, while the HTTPRoute applies to every caller of the Service.`,
-          fix: `Check that all callers of ${service.name} should get this routing.`,
+          ...renderFinding(
+            'HTTPRoutePartialHost',
+            {variant: 'analyzeVirtualService', path, h, serviceName: service.name},
+            'warning',
+          ),
         })
       }
     }
@@ -237,10 +240,12 @@ function versionNotes(uses: VersionServiceUse[]): Note[] {
     seen.add(use.name)
     if (use.existing) {
       notes.push({
-        code: 'HTTPRouteVersionServiceExists',
-        severity: 'info',
         topic: use.name,
-        message: `Service ${use.name} already selects ${use.base.name} subset ${use.subset}: the HTTPRoute uses it and none is created.`,
+        ...renderFinding(
+          'HTTPRouteVersionServiceExists',
+          {useName: use.name, baseName: use.base.name, subset: use.subset},
+          'info',
+        ),
       })
     }
   }
@@ -254,26 +259,35 @@ function trafficPolicyNotes(vs: KubeObject, uses: VersionServiceUse[]): Note[] {
     if (!use.trafficPolicyFrom || seen.has(use.name)) continue
     seen.add(use.name)
     notes.push({
-      code: 'HTTPRouteVersionServiceTrafficPolicy',
-      severity: 'warning',
       topic: use.name,
-      message: `${formatRef(refOf(use.trafficPolicyFrom))} gives ${use.base.name} subset ${use.subset} a traffic policy (load balancing, connection pool, outlier detection, TLS…); traffic routed to Service ${use.name} is for host ${use.name}, to which that DestinationRule does not apply (DOMAIN §3.5).`,
-      fix: `Add a DestinationRule for host ${use.name} with the same trafficPolicy (VirtualService ${vs.metadata.name} routes there).`,
+      ...renderFinding(
+        'HTTPRouteVersionServiceTrafficPolicy',
+        {
+          refOf: formatRef(refOf(use.trafficPolicyFrom)),
+          baseName: use.base.name,
+          subset: use.subset,
+          useName: use.name,
+          metadataName: vs.metadata.name,
+        },
+        'warning',
+      ),
     })
   }
   return notes
 }
 
 function toFinding(note: Note, ref: ObjectRef): Finding {
-  return finding({
-    prefix: note.code,
+  // The note was rendered from the catalogue (renderFinding); the finding names the VirtualService it is about.
+  const {code, severity, message, fix} = note
+  const f: Finding = {
+    id: classifiedId(code, ref, note.topic),
+    code,
+    severity,
+    message: `${formatRef(ref)}: ${message}`,
     ref,
-    code: note.code,
-    severity: note.severity,
-    message: `${formatRef(ref)}: ${note.message}`,
-    ...(note.fix ? {fix: note.fix} : {}),
-    topic: note.topic,
-  })
+  }
+  if (fix) f.fix = fix
+  return f
 }
 
 export function convertVirtualServices(input: RouteConversionInput): RouteConversion {
@@ -294,14 +308,17 @@ export function convertVirtualServices(input: RouteConversionInput): RouteConver
     if (!analysis.converted) {
       result.kept.push({ref, reasons: analysis.reasons})
       result.findings.push(
-        finding({
-          prefix: 'VirtualServiceKept',
+        finding(
+          'VirtualServiceKept',
           ref,
-          code: 'VirtualServiceKept',
-          severity: 'warning',
-          message: `${formatRef(ref)} stays a VirtualService (applied by the waypoint; VirtualService on waypoints is Alpha): ${analysis.reasons.length} part(s) have no HTTPRoute equivalent, e.g. ${analysis.reasons[0]}.`,
-          fix: 'Keep it, or rewrite the listed parts and plan again; never add an HTTPRoute for the same host while it exists (E26).',
-        }),
+          {
+            variant: 'convertVirtualServices',
+            ref: formatRef(ref),
+            length: analysis.reasons.length,
+            reasons: analysis.reasons[0],
+          },
+          {id: classifiedId('VirtualServiceKept', ref), severity: 'warning'},
+        ),
       )
       for (const note of analysis.notes) if (note.alsoWhenKept) result.findings.push(toFinding(note, ref))
       continue

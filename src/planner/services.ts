@@ -1,5 +1,6 @@
 // Services of the migrated namespace and their ports as Istio sees them (DOMAIN §5, §7 E9, E19, E27).
 // Pure: objects in, ServiceItems and findings out.
+import {finding} from './findings/finding.js'
 import type {Finding, KubeObject, ObjectRef, ServiceItem, ServicePortItem, WorkloadItem} from './model.js'
 import {INJECTION_IGNORED_NAMESPACES} from './namespace.js'
 import {compareRefs, groupOf, refOf} from './refs.js'
@@ -121,17 +122,15 @@ export function analyzeServices(
     if (entries.length > 0) item.entryWorkloads = [...new Set(entries)].sort()
     services.push(item)
     if (hasSelector && matched.length === 0 && entries.length === 0 && type !== 'ExternalName') {
-      findings.push({
-        id: `service-no-workloads/${namespace}/${obj.metadata.name}`,
-        code: 'service-no-workloads',
-        severity: 'info',
-        message: `Service ${namespace}/${obj.metadata.name} selects no workload of the namespace (selector ${Object.entries(
-          selector,
-        )
-          .map(([k, v]) => `${k}=${v}`)
-          .join(',')}).`,
-        ref: item.ref,
-      })
+      const labels = Object.entries(selector).map(([k, v]) => `${k}=${v}`)
+      findings.push(
+        finding(
+          'ServiceWithoutWorkloads',
+          item.ref,
+          {service: `${namespace}/${obj.metadata.name}`, selector: labels.join(',')},
+          {id: `service-no-workloads/${namespace}/${obj.metadata.name}`},
+        ),
+      )
     }
   }
   services.sort((a, b) => compareRefs(a.ref, b.ref))
@@ -202,16 +201,15 @@ function externalNamePorts({svc, name, ref}: ServicePortFacts): Finding[] {
   const findings: Finding[] = []
   for (const p of svc.ports) {
     if (p.istioProtocol !== SNIFFED && p.name !== 'tcp') continue
-    findings.push({
-      id: `IST0150/${name}/${p.port}`,
-      code: 'IST0150',
-      severity: 'warning',
-      message:
-        `Port ${portLabel(p)} of ExternalName Service ${name} is named ${p.name === 'tcp' ? '"tcp"' : 'without a protocol'}: ` +
-        'proxies may not forward TCP traffic for it correctly (istioctl analyze IST0150).',
-      ref,
-      fix: 'Name the port after its protocol (e.g. https, tls-…, http-…) or set appProtocol.',
-    })
+    const naming = p.name === 'tcp' ? '"tcp"' : 'without a protocol'
+    findings.push(
+      finding(
+        'ExternalNamePortNameNoProtocol',
+        ref,
+        {port: portLabel(p), service: name, naming},
+        {id: `IST0150/${name}/${p.port}`},
+      ),
+    )
   }
   return findings
 }
@@ -221,42 +219,34 @@ function portProtocols({svc, name, ref, opts, podTrafficToo}: ServicePortFacts):
   const findings: Finding[] = []
   for (const p of svc.ports) {
     if (p.istioProtocol === SNIFFED) {
-      const caveat = podTrafficToo
-        ? ' With waypoint-for workload/all the HTTP inspector also stays on for ports whose protocol is declared.'
-        : ''
-      findings.push({
-        id: `IST0118/${name}/${p.port}`,
-        code: 'IST0118',
-        // DOMAIN §5/E19: a port a waypoint would have to sniff must get an explicit protocol first (or be
-        // accepted as sniffed, --accept-hazard): server-first protocols stall behind the HTTP inspector.
-        severity: opts.waypointPlanned ? 'blocker' : 'info',
-        message: opts.waypointPlanned
-          ? `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol), so the waypoint sniffs it: ` +
-            'server-first protocols (MySQL, PostgreSQL, SMTP, …) wait for the detection timeout, TLS is handled as plain TCP, and HTTP ' +
-            `routes, L7 policies and per-request balancing apply only when sniffing recognises HTTP (IST0118).${caveat}`
-          : `Port ${portLabel(p)} of Service ${name} declares no protocol (name prefix or appProtocol). ztunnel does not sniff, so this ` +
-            'only matters once a waypoint serves the Service (IST0118).',
-        ref,
-        fix: opts.waypointPlanned
-          ? `Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol, then re-plan; to let the waypoint sniff it anyway, re-plan with --accept-hazard IST0118/${name}/${p.port}.`
-          : 'Name the port <protocol>[-<suffix>] (http, http2, grpc, tcp, tls, https, …) or set appProtocol before a waypoint serves it.',
-      })
+      // DOMAIN §5/E19: a port a waypoint would have to sniff must get an explicit protocol first (or be
+      // accepted as sniffed, --accept-hazard): server-first protocols stall behind the HTTP inspector.
+      const id = `IST0118/${name}/${p.port}`
+      const args = {port: portLabel(p), service: name}
+      findings.push(
+        opts.waypointPlanned
+          ? finding(
+              'PortNameNoProtocol',
+              ref,
+              {...args, id, variant: podTrafficToo ? 'blockerPodTraffic' : 'blocker'},
+              {id, severity: 'blocker'},
+            )
+          : finding('PortNameNoProtocol', ref, {...args, variant: 'noWaypoint'}, {id, severity: 'info'}),
+      )
     } else if (
       opts.waypointPlanned &&
       podTrafficToo &&
       !HTTP_FAMILY.has(p.istioProtocol) &&
       p.istioProtocol !== 'UDP'
     ) {
-      findings.push({
-        id: `waypoint-sniffing/${name}/${p.port}`,
-        code: 'waypoint-sniffing',
-        severity: p.istioProtocol === 'MySQL' ? 'warning' : 'info',
-        message:
-          `Port ${portLabel(p)} of Service ${name} is ${p.istioProtocol}, but a waypoint that also serves workload traffic ` +
-          '(waypoint-for workload/all) keeps the HTTP inspector on every port: a server-first protocol here waits for the detection timeout.',
-        ref,
-        fix: 'Use waypoint-for: service for Services with server-first protocols, or keep them off the waypoint.',
-      })
+      findings.push(
+        finding(
+          'WaypointSniffsProtocol',
+          ref,
+          {port: portLabel(p), service: name, protocol: p.istioProtocol},
+          {id: `waypoint-sniffing/${name}/${p.port}`, severity: p.istioProtocol === 'MySQL' ? 'warning' : 'info'},
+        ),
+      )
     }
   }
   return findings
@@ -267,15 +257,7 @@ function udpPorts({svc, name, ref}: ServicePortFacts): Finding[] {
   const findings: Finding[] = []
   const udp = svc.ports.filter((p) => p.istioProtocol === 'UDP')
   if (udp.length > 0) {
-    findings.push({
-      id: `udp/${name}`,
-      code: 'udp-port',
-      severity: 'info',
-      message:
-        `Service ${name} has UDP port(s) ${udp.map((p) => p.port).join(', ')}: neither ztunnel nor waypoints proxy UDP (DNS capture aside), ` +
-        'so this traffic gets no mTLS or policy in ambient — as with sidecars, which did not capture UDP either.',
-      ref,
-    })
+    findings.push(finding('UdpPort', ref, {service: name, ports: udp.map((p) => String(p.port))}, {id: `udp/${name}`}))
   }
   return findings
 }
@@ -286,18 +268,14 @@ function http2Ports({svc, name, ref, opts}: ServicePortFacts): Finding[] {
   const http2 = svc.ports.filter((p) => HTTP2_FAMILY.has(p.istioProtocol))
   if (http2.length > 0) {
     const ports = http2.map((p) => `${p.port} (${p.istioProtocol})`).join(', ')
-    findings.push({
-      id: `E27/${name}`,
-      code: 'E27',
-      severity: opts.waypointPlanned ? 'info' : 'warning',
-      message: opts.waypointPlanned
-        ? `Service ${name} speaks HTTP/2 on ${ports}: the waypoint balances requests again, but client → waypoint connections are balanced per connection by ztunnel.`
-        : `Service ${name} speaks HTTP/2 on ${ports}: sidecars balanced it per request, ztunnel balances per connection, so long-lived (gRPC) connections stick to one backend.`,
-      ref,
-      fix: opts.waypointPlanned
-        ? 'Watch the waypoint’s load distribution; scale it with the traffic.'
-        : 'Put a waypoint in front of the Service if per-request balancing matters, or make clients reconnect periodically.',
-    })
+    findings.push(
+      finding(
+        'PerConnectionBalancing',
+        ref,
+        {variant: opts.waypointPlanned ? 'waypoint' : 'ztunnel', service: name, ports},
+        {id: `E27/${name}`, severity: opts.waypointPlanned ? 'info' : 'warning'},
+      ),
+    )
   }
   return findings
 }
@@ -306,16 +284,9 @@ function http2Ports({svc, name, ref, opts}: ServicePortFacts): Finding[] {
 function headlessBehindServiceWaypoint({svc, name, ref, opts}: ServicePortFacts): Finding[] {
   const findings: Finding[] = []
   if (svc.headless && opts.waypointPlanned && opts.waypointFor === 'service') {
-    findings.push({
-      id: `E9/headless/${name}`,
-      code: 'E9',
-      severity: 'warning',
-      message:
-        `Service ${name} is headless: clients reach its pods by IP, which a service waypoint never sees, so Service-targeted L7 ` +
-        'policies and routes do not protect that traffic (ztunnel L4 policies still apply).',
-      ref,
-      fix: 'Accept L4-only protection for it, or bind its pods to a waypoint-for workload/all waypoint (mind server-first ports).',
-    })
+    findings.push(
+      finding('StatefulRestartLimits', ref, {variant: 'headlessService', service: name}, {id: `E9/headless/${name}`}),
+    )
   }
   return findings
 }

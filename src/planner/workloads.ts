@@ -1,5 +1,6 @@
 // Workloads of the migrated namespace and their data plane (DOMAIN §2.4, §2.6, §7 E4–E10, E23).
 // Pure: objects in, WorkloadItems and findings out.
+import {finding} from './findings/finding.js'
 import type {
   Finding,
   KubeObject,
@@ -590,15 +591,14 @@ class Context {
   findingsFor(workloads: WorkloadItem[]): Finding[] {
     const out = workloads.flatMap((w) => this.findingsByWorkload.get(w) ?? [])
     if (this.nativeUnknown) {
-      out.push({
-        id: `native-sidecar-unknown/${this.ns.name}`,
-        code: 'native-sidecar-unknown',
-        severity: 'info',
-        message:
-          'Whether newly injected sidecars are native (an istio-proxy init container) or classic cannot be told from the ' +
-          'pod templates (ENABLE_NATIVE_SIDECARS=auto follows the nodes’ Kubernetes version): predicted sidecars are shown as "sidecar".',
-        fix: 'Set sidecar.istio.io/nativeSidecar on the pod template to make it explicit, or read the live cluster.',
-      })
+      out.push(
+        finding(
+          'NativeSidecarUnknown',
+          undefined,
+          {},
+          {id: `native-sidecar-unknown/${this.ns.name}`, severity: 'info'},
+        ),
+      )
     }
     return out
   }
@@ -794,7 +794,7 @@ class Context {
       // IST0146 (controllers, warning) / IST0147 (pods, error).
       say({
         id: `${bare ? 'IST0147' : 'IST0146'}/${ref.kind}/${ref.name}`,
-        code: bare ? 'IST0147' : 'IST0146',
+        code: bare ? 'GatewayPodImageAutoNotInjected' : 'GatewayImageAutoNotInjected',
         severity: bare ? 'error' : 'warning',
         message: `${ref.kind} ${ref.name} contains \`image: auto\` but does not match any Istio injection webhook selectors: its pods cannot start.`,
         fix: `Let the gateway be injected: label its pods ${SIDECAR_INJECT}=true in a namespace without ${INJECTION_LABEL}/${REVISION_LABEL}, or inject the namespace.`,
@@ -805,17 +805,14 @@ class Context {
     const afterText = after.injected
       ? `still injected once the namespace's sidecar labels are removed (${after.reason}${moves})`
       : "NOT injected once the namespace's sidecar labels are removed (its `image: auto` pods would fail to start)"
-    say({
-      id: `E7/${ref.kind}/${ref.name}`,
-      code: 'E7',
-      severity: after.injected && !moves ? 'info' : 'warning',
-      message:
-        `${label} is an injected Istio gateway (inject.istio.io/templates=gateway / image: auto). It keeps its proxy in ambient and ` +
-        `is left out of restarts; it is ${afterText}.`,
-      fix:
-        `Never set ${INJECTION_LABEL}=disabled on this namespace (IST0146/IST0147); when removing ${REVISION_LABEL}, pin the gateway ` +
-        `with a pod-template ${REVISION_LABEL} label${this.ns.revision ? ` (${this.ns.revision})` : ''}.`,
-    })
+    say(
+      finding(
+        'InjectedGateway',
+        undefined,
+        {label, afterText, detail: this.ns.revision ? ` (${this.ns.revision})` : ''},
+        {id: `E7/${ref.kind}/${ref.name}`, severity: after.injected && !moves ? 'info' : 'warning'},
+      ),
+    )
     return findings
   }
 }
@@ -867,12 +864,12 @@ function ownerInferred({ref, inferred}: WorkloadFacts): WorkloadFinding[] {
   const notes = [...inferred].sort()
   const shown = notes.slice(0, 3).join('; ')
   return [
-    {
-      id: `owner-inferred/${ref.kind}/${ref.name}`,
-      code: 'owner-inferred',
-      severity: 'info',
-      message: `${shown}${notes.length > 3 ? `; and ${notes.length - 3} more` : ''}.`,
-    },
+    finding(
+      'OwnerInferred',
+      undefined,
+      {shown, detail: notes.length > 3 ? `; and ${notes.length - 3} more` : ''},
+      {id: `owner-inferred/${ref.kind}/${ref.name}`, severity: 'info'},
+    ),
   ]
 }
 
@@ -889,15 +886,7 @@ function enrolsWithoutRestart(f: WorkloadFacts): WorkloadFinding[] {
   if (!enrolsNow) return []
   if (traits.has('kube-gateway')) {
     return [
-      {
-        id: `E8/${ref.kind}/${ref.name}`,
-        code: 'E8',
-        severity: 'warning',
-        message:
-          `${label} runs a Gateway API gateway of class istio: its pods have ${SIDECAR_INJECT}=false but no ${DATAPLANE_MODE_LABEL}=none, ` +
-          'so ztunnel captures them the moment the namespace is labelled ambient (captured gateway replicas have been seen crash-looping).',
-        fix: `Label the Gateway ${DATAPLANE_MODE_LABEL}=none (it propagates to the pods) before enabling ambient, unless the capture is intended.`,
-      },
+      finding('GatewayApiGatewayCaptured', undefined, {label}, {id: `E8/${ref.kind}/${ref.name}`, severity: 'warning'}),
     ]
   }
   const why =
@@ -907,15 +896,12 @@ function enrolsWithoutRestart(f: WorkloadFacts): WorkloadFinding[] {
         ? `gets no sidecar (${prediction.reason})`
         : 'runs without a sidecar'
   return [
-    {
-      id: `E5/${ref.kind}/${ref.name}`,
-      code: 'E5',
-      severity: 'warning',
-      message:
-        `${label} ${why}: ztunnel captures its pods the moment ${DATAPLANE_MODE_LABEL}=ambient is set on the namespace, without a ` +
-        'restart; from then on ztunnel policies and STRICT mTLS apply to them.',
-      fix: `To keep it out of the mesh, add the label ${DATAPLANE_MODE_LABEL}: none to its pod template (and running pods) before enabling ambient; otherwise accept the enrolment and review the policies that select it.`,
-    },
+    finding(
+      'OptedOutWorkloadCaptured',
+      undefined,
+      {label, why},
+      {id: `E5/${ref.kind}/${ref.name}`, severity: 'warning'},
+    ),
   ]
 }
 
@@ -933,15 +919,12 @@ function podsWithoutProxy(f: WorkloadFacts): WorkloadFinding[] {
   )
     return []
   return [
-    {
-      id: `IST0103/${ref.kind}/${ref.name}`,
-      code: 'IST0103',
-      severity: 'warning',
-      message:
-        `${missing} of ${observations.length} pod(s) of ${label} run without the Istio proxy although the namespace injects sidecars ` +
-        '(istioctl analyze IST0103): they are outside the mesh now.',
-      fix: 'Restart the workload to inject it, or accept that it is captured by ztunnel when the namespace turns ambient.',
-    },
+    finding(
+      'PodsWithoutProxy',
+      undefined,
+      {missing, observationsLength: observations.length, label},
+      {id: `IST0103/${ref.kind}/${ref.name}`, severity: 'warning'},
+    ),
   ]
 }
 
@@ -949,25 +932,24 @@ function podsPendingEnrolment({ref, label, observations}: WorkloadFacts): Worklo
   const pending = observations.filter((o) => o.pending).length
   if (pending === 0) return []
   return [
-    {
-      id: `ambient-pending/${ref.kind}/${ref.name}`,
-      code: 'ambient-pending',
-      severity: 'warning',
-      message: `${pending} pod(s) of ${label} have ${AMBIENT_REDIRECTION}=pending: partially enrolled, they pass no traffic until ztunnel proxies them.`,
-      fix: 'Check the ztunnel and istio-cni pods on their nodes.',
-    },
+    finding(
+      'AmbientRedirectionPending',
+      undefined,
+      {pending, label},
+      {id: `ambient-pending/${ref.kind}/${ref.name}`, severity: 'warning'},
+    ),
   ]
 }
 
 function mixedProxyStates({ref, label, observations, pods}: WorkloadFacts): WorkloadFinding[] {
   if (new Set(observations.map((o) => o.state)).size <= 1) return []
   return [
-    {
-      id: `mixed-proxy/${ref.kind}/${ref.name}`,
-      code: 'mixed-proxy',
-      severity: 'info',
-      message: `Pods of ${label} differ: ${pods.sidecar} with a sidecar, ${pods.ambient} captured by ztunnel, ${pods.none} outside the mesh (a rollout in progress, or pods created under different labels).`,
-    },
+    finding(
+      'MixedProxyPods',
+      undefined,
+      {label, sidecar: pods.sidecar, ambient: pods.ambient, none: pods.none},
+      {id: `mixed-proxy/${ref.kind}/${ref.name}`, severity: 'info'},
+    ),
   ]
 }
 
@@ -975,15 +957,7 @@ function sidecarsWithoutHbone(f: WorkloadFacts): WorkloadFinding[] {
   const {ref, label} = f
   if (!f.hasSidecar || f.traits.has('hbone-capable') || f.gateway || (f.predicted && !f.manualInjection)) return []
   return [
-    {
-      id: `HBONE/${ref.kind}/${ref.name}`,
-      code: 'hbone',
-      severity: 'warning',
-      message:
-        `The sidecars of ${label} are not HBONE-capable (no ${TUNNEL_LABEL}=http label, no ISTIO_META_ENABLE_HBONE=true): ambient clients ` +
-        'and waypoints cannot tunnel to them until they are restarted under an ambient-enabled control plane (DOMAIN §4.1).',
-      fix: 'Restart the workload after installing ambient (meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=true) and before migrating its callers.',
-    },
+    finding('SidecarsNotHboneCapable', undefined, {label}, {id: `HBONE/${ref.kind}/${ref.name}`, severity: 'warning'}),
   ]
 }
 
@@ -1000,7 +974,7 @@ function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
     const injectionLabel = ns.labels[INJECTION_LABEL]
     findings.push({
       id: `E4/${ref.kind}/${ref.name}`,
-      code: 'E4',
+      code: 'PodLevelInjection',
       severity: 'info',
       message:
         `The pod template of ${label} opts in to sidecars (${how}), but no injection webhook matches its pods` +
@@ -1011,54 +985,46 @@ function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
     })
   }
   if (traits.has('pod-opt-in')) {
-    findings.push({
-      id: `E4/${ref.kind}/${ref.name}`,
-      code: 'E4',
-      severity: 'warning',
-      message: `The pod template of ${label} opts in to sidecars (${how}): removing the namespace injection labels does not stop its injection.`,
-      fix: 'Remove the opt-in from the pod template in the same step that removes the namespace labels (or mark the workload manual).',
-    })
+    findings.push(
+      finding(
+        'PodLevelInjection',
+        undefined,
+        {variant: 'templateInjection', label, how},
+        {id: `E4/${ref.kind}/${ref.name}`, severity: 'warning'},
+      ),
+    )
   }
   if (traits.has('manual-injection')) {
-    findings.push({
-      id: `E4/manual/${ref.kind}/${ref.name}`,
-      code: 'E4',
-      severity: 'warning',
-      message: `The pod template of ${label} already contains an injected istio-proxy (istioctl kube-inject): namespace label changes do not remove it.`,
-      fix: 'Re-generate the manifest without kube-inject (remove istio-proxy, istio-init/istio-validation, the injected volumes and the sidecar.istio.io/status annotation).',
-    })
+    findings.push(
+      finding(
+        'PodLevelInjection',
+        undefined,
+        {variant: 'templateInjection2', label},
+        {id: `E4/manual/${ref.kind}/${ref.name}`, severity: 'warning'},
+      ),
+    )
   }
   return findings
 }
 
 function usesHostNetwork({ref, label, hostNetwork}: WorkloadFacts): WorkloadFinding[] {
   if (!hostNetwork) return []
-  return [
-    {
-      id: `E6/${ref.kind}/${ref.name}`,
-      code: 'E6',
-      severity: 'info',
-      message: `${label} uses hostNetwork: never injected and never captured by ztunnel; it is left out of restarts and data-plane checks.`,
-    },
-  ]
+  return [finding('HostNetworkWorkload', undefined, {label}, {id: `E6/${ref.kind}/${ref.name}`, severity: 'info'})]
 }
 
 function dataplaneNone({ref, label, traits}: WorkloadFacts): WorkloadFinding[] {
   if (!traits.has('dataplane-none') || traits.has('waypoint')) return []
   return [
-    {
-      id: `dataplane-none/${ref.kind}/${ref.name}`,
-      code: 'dataplane-none',
-      severity: 'info',
-      message: `${label} has ${DATAPLANE_MODE_LABEL}=none: it stays outside ambient (without a sidecar after the restart it is outside the mesh; STRICT peers reject it).`,
-    },
+    finding('DataplaneModeNone', undefined, {label}, {id: `dataplane-none/${ref.kind}/${ref.name}`, severity: 'info'}),
   ]
 }
 
 function restartLimits({ref, traits, partition, hasSidecar, gateway}: WorkloadFacts): WorkloadFinding[] {
   if (!hasSidecar || gateway) return []
   const restart = restartLimitFinding(ref, traits, partition)
-  return restart ? [{id: `${restart.code === 'E9' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart}] : []
+  return restart
+    ? [{id: `${restart.code === 'StatefulRestartLimits' ? 'E9' : 'E10'}/${ref.kind}/${ref.name}`, ...restart}]
+    : []
 }
 
 function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding[] {
@@ -1066,7 +1032,7 @@ function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding
   return [
     {
       id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
-      code: 'E10',
+      code: 'NotRestartable',
       severity: 'warning',
       message:
         `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
@@ -1079,13 +1045,12 @@ function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding
 function gitOpsManaged({ref, label, manager}: WorkloadFacts): WorkloadFinding[] {
   if (!manager) return []
   return [
-    {
-      id: `E23/${ref.kind}/${ref.name}`,
-      code: 'E23',
-      severity: 'warning',
-      message: `${label} is managed by ${manager}: template changes and restart annotations made by the migration may be reverted by the next sync.`,
-      fix: 'Make template changes in the source repository (`mesh-migrate show PLAN -o patches` prints them per step); restarts are safe to repeat.',
-    },
+    finding(
+      'GitOpsManaged',
+      undefined,
+      {variant: 'gitOpsManaged', label, manager},
+      {id: `E23/${ref.kind}/${ref.name}`, severity: 'warning'},
+    ),
   ]
 }
 
@@ -1093,13 +1058,12 @@ function trafficExclusions({ref, label, item, gateway, template}: WorkloadFacts)
   const exclusions = item.lostAnnotations.filter((a) => isTrafficExclusion(a.key, template.metadata.annotations[a.key]))
   if (exclusions.length === 0 || gateway) return []
   return [
-    {
-      id: `traffic-exclusions/${ref.kind}/${ref.name}`,
-      code: 'traffic-exclusions',
-      severity: 'warning',
-      message: `${label} excludes traffic from the sidecar (${exclusions.map((a) => a.key).join(', ')}): ambient has no per-port/CIDR exclusion, so that traffic goes through ztunnel after the migration.`,
-      fix: 'Check that the excluded traffic works through ztunnel (mTLS, policies); ambient.istio.io/bypass-inbound-capture="true" only approximates inbound exclusions.',
-    },
+    finding(
+      'TrafficExclusionsLost',
+      undefined,
+      {label, exclusions: exclusions.map((a) => a.key)},
+      {id: `traffic-exclusions/${ref.kind}/${ref.name}`, severity: 'warning'},
+    ),
   ]
 }
 

@@ -1,5 +1,6 @@
 // The live-cluster source: discovery first, then one paginated LIST per kind (SPEC §3, §8).
 // Kinds the cluster does not serve become `missingKinds` (findings), never crashes.
+import {finding} from '../planner/findings/finding.js'
 import {UserError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {ApiResource, KubeClient} from '../kube/types.js'
@@ -117,13 +118,17 @@ export class ClusterSource implements ObjectSource {
               kind,
               objects: lists.flat(),
               findings: [
-                {
-                  id: `partial-list/${resource.apiVersion}/${kind.kind}`,
-                  code: 'PartialList',
-                  severity: 'warning',
-                  message: `${kind.kind} could not be listed cluster-wide (forbidden); only namespaces ${namespaces.join(' and ')} were read, so config that other namespaces export to this one is not in the inventory.`,
-                  fix: `Grant cluster-wide list on ${resource.plural}.${resource.group} to see it.`,
-                },
+                finding(
+                  'PartialList',
+                  undefined,
+                  {
+                    kind: kind.kind,
+                    namespaces: namespaces.join(' and '),
+                    plural: resource.plural,
+                    group: resource.group,
+                  },
+                  {id: `partial-list/${resource.apiVersion}/${kind.kind}`, severity: 'warning'},
+                ),
               ],
             }
           }
@@ -193,23 +198,25 @@ export class ClusterSource implements ObjectSource {
       if (ns) objects.push({...ns, apiVersion: 'v1', kind: 'Namespace'})
     }
     if (!objects.some((o) => o.kind === 'Namespace' && o.metadata.name === namespace)) {
-      findings.push({
-        id: `namespace-not-found/${namespace}`,
-        code: 'NamespaceNotFound',
-        severity: 'error',
-        message: `namespace "${namespace}" does not exist in context ${this.client.context}.`,
-        fix: 'Check the namespace name and the --context.',
-      })
+      findings.push(
+        finding(
+          'NamespaceNotFound',
+          undefined,
+          {variant: 'assemble', namespace, context: this.client.context},
+          {id: `namespace-not-found/${namespace}`, severity: 'error'},
+        ),
+      )
     }
 
     if ('clusterID' in this.target && !this.target.clusterID) {
-      findings.push({
-        id: 'cluster-unidentified',
-        code: 'ClusterUnidentified',
-        severity: 'info',
-        message: `namespace kube-system could not be read, so the plan records no cluster uid: apply and rollback will recognise the cluster by its API server URL (${this.target.server}) only.`,
-        fix: 'Grant get on namespaces/kube-system to pin plans to the cluster itself.',
-      })
+      findings.push(
+        finding(
+          'ClusterUnidentified',
+          undefined,
+          {server: this.target.server},
+          {id: 'cluster-unidentified', severity: 'info'},
+        ),
+      )
     }
 
     const istioVersion = this.istioVersion(objects, namespace, rootNamespace)

@@ -1,5 +1,6 @@
 // The offline source (`--manifests PATH`, repeatable): Kubernetes objects read from files and
 // directories, e.g. a GitOps repository. Produces the same SourceSnapshot as the cluster source.
+import {finding} from '../planner/findings/finding.js'
 import {readdirSync, realpathSync, statSync} from 'node:fs'
 import path from 'node:path'
 import {Composer, type Document, LineCounter, Parser} from 'yaml'
@@ -169,16 +170,20 @@ export async function loadManifestFiles(
       if (earlier) {
         // Delete first so that the surviving object takes the later position, as if read last.
         byKey.delete(key)
-        findings.push({
-          id: `manifest-duplicate/${key}`,
-          code: 'manifest-duplicate',
-          severity: 'warning',
-          message:
-            `${describe(obj)} is defined twice: in ${earlier.file} (${earlier.object.apiVersion}) and in ${file} ` +
-            `(${obj.apiVersion}); the one in ${file} is used.`,
-          ref: refOf(obj),
-          fix: 'Keep one definition of the object (Istio serves the same object at every API version, so they are the same object).',
-        })
+        findings.push(
+          finding(
+            'ManifestDuplicate',
+            refOf(obj),
+            {
+              describe: describe(obj),
+              file: earlier.file,
+              apiVersion: earlier.object.apiVersion,
+              file2: file,
+              apiVersion2: obj.apiVersion,
+            },
+            {id: `manifest-duplicate/${key}`, severity: 'warning'},
+          ),
+        )
       }
       byKey.set(key, {object: obj, file})
     }
@@ -315,7 +320,7 @@ function unparsable(
   if (TEMPLATE_MARKER.test(text)) {
     const finding: Finding = {
       id: `manifest-skipped/${file}`,
-      code: 'manifest-template',
+      code: 'ManifestTemplate',
       severity: 'warning',
       message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
       fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
@@ -449,7 +454,7 @@ function whyNotAnObject(value: unknown): string | undefined {
 function templateFinding(file: string, index: number, line: number, candidate: Candidate): Finding {
   return {
     id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`,
-    code: 'manifest-template',
+    code: 'ManifestTemplate',
     severity: 'warning',
     message: `${file} document ${index + 1} (line ${line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.`,
     fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.',
@@ -460,7 +465,7 @@ function skippedFinding(file: string, index: number, line: number, candidate: Ca
   const where = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
   const value = candidate.value
   const id = `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`
-  const base = {id, code: 'manifest-skipped' as const}
+  const base = {id, code: 'ManifestSkipped' as const}
   if (isRecord(value)) {
     const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : ''
     if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/')) {

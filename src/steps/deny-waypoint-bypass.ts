@@ -1,5 +1,6 @@
 // deny-waypoint-bypass: optional selector DENY (notPrincipals: the waypoint) so L7 policies on the waypoint cannot
 // be bypassed by addressing pods directly (DOMAIN §3.1 recipe). Only once every caller is ambient. Pure.
+import {finding} from '../planner/findings/finding.js'
 import type {Finding, Inventory, KubeObject} from '../planner/model.js'
 import type {Operation, PlanStep, Precondition} from '../planner/plan-types.js'
 import {refOf} from '../planner/refs.js'
@@ -31,13 +32,14 @@ function denyBypassStep(
   for (const svc of inventory.services) {
     if (!svc.selector || Object.keys(svc.selector).length === 0 || svc.labels?.['gateway.istio.io/managed']) continue
     if (svc.headless) {
-      findings.push({
-        id: `deny-bypass-headless/${ns}/${svc.ref.name}`,
-        code: 'BypassDenyHeadless',
-        severity: 'warning',
-        ref: svc.ref,
-        message: `No bypass-prevention DENY for headless Service ${svc.ref.name}: its pods are reached by pod IP (StatefulSet peers, scrapers), which never goes through a service waypoint, so the DENY would cut them off (E9).`,
-      })
+      findings.push(
+        finding(
+          'BypassDenyHeadless',
+          svc.ref,
+          {variant: 'denyBypassStep', refName: svc.ref.name},
+          {id: `deny-bypass-headless/${ns}/${svc.ref.name}`, severity: 'warning'},
+        ),
+      )
       continue
     }
     // The DENY selects pods, not a Service: pods that are also behind a headless Service (or StatefulSet pods,
@@ -53,13 +55,14 @@ function denyBypassStep(
         podAddressed.length > 0
           ? `headless Service ${podAddressed.sort().join(', ')}`
           : `StatefulSet ${statefulSets.sort().join(', ')}`
-      findings.push({
-        id: `deny-bypass-headless/${ns}/${svc.ref.name}`,
-        code: 'BypassDenyHeadless',
-        severity: 'warning',
-        ref: svc.ref,
-        message: `No bypass-prevention DENY for Service ${svc.ref.name}: its pods are also reached by pod IP (${why}), which never goes through a service waypoint; a DENY selecting them would cut that traffic off (E9).`,
-      })
+      findings.push(
+        finding(
+          'BypassDenyHeadless',
+          svc.ref,
+          {variant: 'denyBypassStep2', refName: svc.ref.name, why},
+          {id: `deny-bypass-headless/${ns}/${svc.ref.name}`, severity: 'warning'},
+        ),
+      )
       continue
     }
     policies.push({
@@ -75,13 +78,9 @@ function denyBypassStep(
   }
   const created = policies.map((p) => markManaged(p, planName))
   if (created.length === 0) return {findings}
-  findings.push({
-    id: `deny-bypass-callers/${ns}`,
-    code: 'BypassDenyCallers',
-    severity: 'warning',
-    message: `deny-waypoint-bypass denies every caller that does not come through the waypoint ${waypointName}: sidecar clients (they never use waypoints), out-of-mesh clients and pod-IP traffic. Apply it only once every caller is ambient.`,
-    fix: 'Leave the step pending until the callers of these Services are migrated (mesh-migrate census shows which namespaces still run sidecars).',
-  })
+  findings.push(
+    finding('BypassDenyCallers', undefined, {waypointName}, {id: `deny-bypass-callers/${ns}`, severity: 'warning'}),
+  )
   return {
     findings,
     step: {

@@ -1,5 +1,6 @@
 // opt-out-workloads: workloads outside the mesh today stay outside once the namespace is ambient, by
 // istio.io/dataplane-mode=none on their pods (E5), or on their Gateway for class-istio gateways (E8). Pure.
+import {finding} from '../planner/findings/finding.js'
 import type {Finding, Inventory, ObjectRef, SourceSnapshot, WorkloadItem} from '../planner/model.js'
 import type {Operation, PlanStep, Precondition} from '../planner/plan-types.js'
 import {formatRef, refOf} from '../planner/refs.js'
@@ -73,14 +74,14 @@ export function optOutStep(
       undo.push({op: 'template-labels', ref: w.ref, labels: {[DATAPLANE_MODE_LABEL]: null}})
       optedOut.push(w)
     } else {
-      findings.push({
-        id: `E5/opt-out-manual/${w.ref.kind}/${w.ref.name}`,
-        code: 'OptOutManual',
-        severity: 'warning',
-        ref: w.ref,
-        message: `${formatRef(w.ref)} is outside the mesh (sidecar.istio.io/inject=false) and will be captured by ztunnel when the namespace becomes ambient; its pod template cannot be patched by the tool (${w.ref.kind}).`,
-        fix: 'Add the label istio.io/dataplane-mode=none to its pods yourself before enable-ambient, or accept that it joins the mesh.',
-      })
+      findings.push(
+        finding(
+          'OptOutManual',
+          w.ref,
+          {ref: formatRef(w.ref), kind: w.ref.kind},
+          {id: `E5/opt-out-manual/${w.ref.kind}/${w.ref.name}`, severity: 'warning'},
+        ),
+      )
     }
   }
   if (ops.length === 0) return {optedOut, findings}

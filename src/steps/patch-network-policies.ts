@@ -1,5 +1,6 @@
 // patch-network-policies: additive NetworkPolicies that admit HBONE (15008) and kubelet probes (169.254.7.127) where
 // the existing ones would not once the namespace is ambient (E25). Pure.
+import {finding} from '../planner/findings/finding.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot} from '../planner/model.js'
 import {
   affectsIngress,
@@ -214,13 +215,14 @@ function waypointAllowances(
     details.push(
       `the waypoint ${waypointName} reaches ${reached.join(', ')} on TCP ${HBONE_PORT} from its own pods, which ${[...restricting].sort().join(', ')} do${restricting.size === 1 ? 'es' : ''} not admit`,
     )
-    findings.push({
-      id: `E25/waypoint-peer/${ns}`,
-      code: 'NetworkPolicySeesWaypoint',
-      severity: 'warning',
-      message: `For traffic through the waypoint, NetworkPolicy sees the waypoint's pods, not the caller: once ${[...restricting].sort().join(', ')} admit the waypoint on TCP ${HBONE_PORT}, they no longer tell apart the callers the waypoint forwards to ${reached.join(', ')}.`,
-      fix: "Restrict callers with AuthorizationPolicies (the waypoint enforces them with the caller's identity) where the NetworkPolicies did it.",
-    })
+    findings.push(
+      finding(
+        'NetworkPolicySeesWaypoint',
+        undefined,
+        {restricting: [...restricting].sort(), hBONEPORT: HBONE_PORT, reached},
+        {id: `E25/waypoint-peer/${ns}`, severity: 'warning'},
+      ),
+    )
   }
   const selectingWaypoint = policies
     .filter((p) => affectsIngress(p) && selectsPod(p, labels))

@@ -1,5 +1,6 @@
 // swap-routes: HTTPRoutes (and per-version Services) replace the VirtualServices in one step, never both for one
 // host (E26). Only with --routes httproute and a waypoint. Pure.
+import {finding} from '../planner/findings/finding.js'
 import {cleanObject, objectFingerprint} from '../planner/canonical.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot} from '../planner/model.js'
 import type {Operation, PlanStep, Precondition} from '../planner/plan-types.js'
@@ -40,13 +41,14 @@ function swapRoutesStep(
   })
   const findings = [...conversion.findings]
   for (const kept of conversion.kept) {
-    findings.push({
-      id: `routes-kept/${kept.ref.namespace}/${kept.ref.name}`,
-      code: 'VirtualServiceKept',
-      severity: 'info',
-      ref: kept.ref,
-      message: `VirtualService ${kept.ref.name} stays (the waypoint applies it; VirtualService on waypoints is Alpha): ${kept.reasons.join('; ')}`,
-    })
+    findings.push(
+      finding(
+        'VirtualServiceKept',
+        kept.ref,
+        {variant: 'swapRoutesStep', refName: kept.ref.name, reasons: kept.reasons.join('; ')},
+        {id: `routes-kept/${kept.ref.namespace}/${kept.ref.name}`, severity: 'info'},
+      ),
+    )
   }
   if (conversion.converted.length === 0) return {findings}
   const created = [...conversion.versionServices, ...conversion.httpRoutes].map((o) => markManaged(o, planName))

@@ -1,6 +1,7 @@
 // The upstream `istioctl analyze` inputs for injection labels and port names, run through the
 // manifest source and the namespace/workload/service analysis, compared with the analyzer's
 // expected messages (../shared/fixtures/upstream/corpus/analyzer-testdata/EXPECTED.json).
+import {canonicalFindingCode} from '../../src/planner/findings/catalogue.js'
 import {readFileSync} from 'node:fs'
 import path from 'node:path'
 import {expect, it} from 'vitest'
@@ -71,9 +72,11 @@ async function analyze(files: string[]): Promise<Analysis> {
 }
 
 /** Our findings of `code` as the analyzer names resources ("Kind ns/name", "Namespace name"). */
+/** Our findings of `code`, named by its code or by the old code it replaced (the IST/E numbers of this corpus). */
 function resources(a: Analysis, code: string, kind?: string): string[] {
+  const ours = canonicalFindingCode(code) ?? code
   return a.findings
-    .filter((f) => f.code === code && f.ref && (kind === undefined || f.ref.kind === kind))
+    .filter((f) => f.code === ours && f.ref && (kind === undefined || f.ref.kind === kind))
     .map((f) => formatRef(f.ref!))
     .sort()
 }

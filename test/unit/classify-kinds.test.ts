@@ -518,7 +518,7 @@ describe('remaining rules', () => {
   })
   it('a class istio Gateway already labelled dataplane-mode none gets no capture warning', () => {
     const r = run([kubeGateway('ingress', 'istio', 'bookinfo', {labels: {'istio.io/dataplane-mode': 'none'}})])
-    expect(r.get('Gateway', 'ingress')!.reasons.some((x) => x.includes('E8'))).toBe(false)
+    expect(r.get('Gateway', 'ingress')!.reasons.some((x) => x.includes('GatewayApiGatewayCaptured'))).toBe(false)
   })
   it('a mesh VirtualService naming an own Service and an external host is re-targeted; the external part is lost', () => {
     const r = run([

@@ -151,7 +151,7 @@ describe('E1 revision-labelled namespace (a revision tag)', () => {
       mode: 'sidecar',
       multipleInjectionLabels: false,
     })
-    expect(finding(plan, 'E1/bookinfo')).toMatchObject({code: 'E1', severity: 'info'})
+    expect(finding(plan, 'E1/bookinfo')).toMatchObject({code: 'RevisionLabelIssue', severity: 'info'})
     expect(finding(plan, 'E1/bookinfo').message).toContain('revision tag "prod-stable" (→ revision 1-28-1)')
     expect(findingIds(plan).filter((id) => /^(E2|E3|IST0123)\//.test(id))).toEqual([])
     expect(workload(plan, 'Deployment', 'reviews-v1').proxy).toBe('sidecar')
@@ -197,7 +197,7 @@ describe('E1 revision-labelled namespace (a revision tag)', () => {
       relabel(objects, 'Namespace', NS, {'istio.io/rev': 'prod-stable', 'istio.io/dataplane-mode': 'ambient'}),
     )
     expect(inventory.namespaceState).toMatchObject({mode: 'both', multipleInjectionLabels: true})
-    expect(finding(plan, 'IST0123/bookinfo')).toMatchObject({code: 'IST0123', severity: 'warning'})
+    expect(finding(plan, 'IST0123/bookinfo')).toMatchObject({code: 'ConflictingInjectionLabels', severity: 'warning'})
     expect(finding(plan, 'IST0123/bookinfo').message).toContain(
       '[istio.io/rev=prod-stable istio.io/dataplane-mode=ambient]',
     )
@@ -210,7 +210,10 @@ describe('E1 revision-labelled namespace (a revision tag)', () => {
   it('a revision no installed webhook serves injects nothing: reported, and there is nothing to migrate', () => {
     const {inventory, plan} = planOf(relabel(objects, 'Namespace', NS, {'istio.io/rev': '1-22-0'}))
     expect(inventory.namespaceState.injection).toBe('none')
-    expect(finding(plan, 'E1/bookinfo/unknown-revision')).toMatchObject({code: 'E1', severity: 'warning'})
+    expect(finding(plan, 'E1/bookinfo/unknown-revision')).toMatchObject({
+      code: 'RevisionLabelIssue',
+      severity: 'warning',
+    })
     expect(plan.spec.steps).toEqual([])
   })
 })
@@ -228,7 +231,7 @@ describe('E2 istio-injection and istio.io/rev on one namespace', () => {
       revision: 'canary',
       multipleInjectionLabels: true,
     })
-    expect(finding(plan, 'E2/bookinfo')).toMatchObject({code: 'E2', severity: 'warning'})
+    expect(finding(plan, 'E2/bookinfo')).toMatchObject({code: 'InjectionAndRevisionLabels', severity: 'warning'})
     expect(finding(plan, 'IST0123/bookinfo').message).toContain('[istio-injection=enabled istio.io/rev=canary]')
     expect(plan.spec.waypoints[0]!.metadata.labels?.['istio.io/rev']).toBe('canary')
     expect(stepIds(plan).indexOf('create-waypoint')).toBeLessThan(stepIds(plan).indexOf('remove-sidecar-injection'))
@@ -262,7 +265,7 @@ describe('E3 injection enabled by default', () => {
     const {inventory, plan} = planOf(objects)
     expect(inventory.injectionByDefault).toBe(true)
     expect(inventory.namespaceState).toMatchObject({injection: 'enabled', mode: 'sidecar', sidecarLabels: []})
-    expect(finding(plan, 'E3/bookinfo')).toMatchObject({code: 'E3', severity: 'warning'})
+    expect(finding(plan, 'E3/bookinfo')).toMatchObject({code: 'InjectionEnabledByDefault', severity: 'warning'})
     expect(finding(plan, 'E3/injection-enabled-by-default').message).toContain(
       'webhook auto.sidecar-injector.istio.io in MutatingWebhookConfiguration istio-sidecar-injector',
     )
@@ -329,7 +332,10 @@ describe('E4 pod-level opt-in and kube-inject templates', () => {
     })
     expect(finding(plan, 'E4/Deployment/ratings-v1').message).toContain('label sidecar.istio.io/inject=true')
     expect(finding(plan, 'E4/Deployment/reviews-v2').message).toContain('label istio.io/rev=canary')
-    expect(finding(plan, 'E4/manual/Deployment/details-v1')).toMatchObject({code: 'E4', severity: 'warning'})
+    expect(finding(plan, 'E4/manual/Deployment/details-v1')).toMatchObject({
+      code: 'PodLevelInjection',
+      severity: 'warning',
+    })
   })
 
   it('removes the opt-ins from the pod templates in restart-workloads (the change rolls them) and restores their exact values on undo', () => {
@@ -409,7 +415,7 @@ describe('E5 pods opted out with sidecar.istio.io/inject=false', () => {
   it('reports each one: ztunnel would capture it without a restart', () => {
     const {plan} = planOf(objects)
     for (const key of ['Deployment/loadgen', 'Pod/netshoot', 'Job/schema-migrate'])
-      expect(finding(plan, `E5/${key}`)).toMatchObject({code: 'E5', severity: 'warning'})
+      expect(finding(plan, `E5/${key}`)).toMatchObject({code: 'OptedOutWorkloadCaptured', severity: 'warning'})
     expect(workload(plan, 'Deployment', 'loadgen')).toMatchObject({proxy: 'none', traits: ['inject-opt-out']})
   })
 
@@ -476,7 +482,7 @@ describe('E6 hostNetwork pods', () => {
   it('are never injected or captured: left out of restarts, captures and data-plane checks', async () => {
     const {plan} = planOf(await fixture('E6-host-network.yaml'))
     expect(workload(plan, 'DaemonSet', 'node-exporter')).toMatchObject({proxy: 'none', traits: ['host-network']})
-    expect(finding(plan, 'E6/DaemonSet/node-exporter')).toMatchObject({code: 'E6', severity: 'info'})
+    expect(finding(plan, 'E6/DaemonSet/node-exporter')).toMatchObject({code: 'HostNetworkWorkload', severity: 'info'})
     expect(namedAnywhere(plan)).not.toContain('node-exporter')
     expect(step(plan, 'restart-workloads').operations).toEqual([{op: 'restart', ref: deployment('details-v1')}])
     expect(Object.values(dataPlanes(plan, 'DaemonSet/node-exporter'))).toEqual(Array(6).fill('outside'))
@@ -510,7 +516,10 @@ describe('E7 injected gateways in a revisioned namespace', () => {
     expect(remove.description).toMatch(
       /^Pin the injected gateway\(s\) Deployment bookinfo\/bookinfo-ingressgateway to revision canary/,
     )
-    expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway')).toMatchObject({code: 'E7', severity: 'warning'})
+    expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway')).toMatchObject({
+      code: 'InjectedGateway',
+      severity: 'warning',
+    })
     expect(finding(plan, 'E7/Deployment/bookinfo-ingressgateway').message).toContain(
       'by the default revision instead of canary',
     )
@@ -578,7 +587,10 @@ describe('E8 Gateway API gateways of class istio', () => {
       'Deployment/productpage-v1',
     ])
     expect(findingIds(plan)).not.toContain('E4/manual/Deployment/bookinfo-gateway-istio')
-    expect(finding(plan, 'E8/Deployment/bookinfo-gateway-istio')).toMatchObject({code: 'E8', severity: 'warning'})
+    expect(finding(plan, 'E8/Deployment/bookinfo-gateway-istio')).toMatchObject({
+      code: 'GatewayApiGatewayCaptured',
+      severity: 'warning',
+    })
   })
 
   it('keep-out (default): the Gateway is labelled istio.io/dataplane-mode=none before the namespace turns ambient, and stays outside', () => {
@@ -726,7 +738,7 @@ describe('E9 StatefulSets and headless Services', () => {
         reason: 'updateStrategy OnDelete: a rollout restart changes nothing; delete its pods one at a time',
       },
     ])
-    expect(finding(plan, 'E9/StatefulSet/mongo')).toMatchObject({code: 'E9', severity: 'warning'})
+    expect(finding(plan, 'E9/StatefulSet/mongo')).toMatchObject({code: 'StatefulRestartLimits', severity: 'warning'})
     expect(finding(plan, 'E9/StatefulSet/kafka').message).toContain('partition=2')
     // Nothing the plan restarts is expected to end up ambient; they keep their sidecars until a person acts.
     expect(step(plan, 'verify-dataplane').verify).toContainEqual({check: 'pods-without-sidecar', refs: []})
@@ -735,8 +747,14 @@ describe('E9 StatefulSets and headless Services', () => {
 
   it('headless Services are reported and left out of the waypoint-bound check; the carried L7 policy says it misses pod-addressed traffic', () => {
     const {plan} = planOf(objects)
-    expect(finding(plan, 'E9/headless/bookinfo/mongo')).toMatchObject({code: 'E9', severity: 'warning'})
-    expect(finding(plan, 'E9/headless/bookinfo/kafka-headless')).toMatchObject({code: 'E9', severity: 'warning'})
+    expect(finding(plan, 'E9/headless/bookinfo/mongo')).toMatchObject({
+      code: 'StatefulRestartLimits',
+      severity: 'warning',
+    })
+    expect(finding(plan, 'E9/headless/bookinfo/kafka-headless')).toMatchObject({
+      code: 'StatefulRestartLimits',
+      severity: 'warning',
+    })
     expect(finding(plan, 'retarget/AuthorizationPolicy/bookinfo/kafka-produce-only/pod-addressed')).toMatchObject({
       code: 'RetargetMissesPodTraffic',
       severity: 'warning',
@@ -833,7 +851,7 @@ describe('E10 Jobs, CronJobs, bare Pods, ReplicaSets and quitquitquit scripts', 
       'E10/Pod/ratings-debug',
       'E10/ReplicaSet/details-legacy',
     ]) {
-      expect(finding(plan, id)).toMatchObject({code: 'E10', severity: 'warning'})
+      expect(finding(plan, id)).toMatchObject({code: 'NotRestartable', severity: 'warning'})
     }
     // They keep their sidecars when the plan is done: still in the mesh, no hazard.
     expect(dataPlanes(plan, 'Pod/ratings-debug')['verify-dataplane']).toBe('sidecar')
@@ -844,7 +862,10 @@ describe('E10 Jobs, CronJobs, bare Pods, ReplicaSets and quitquitquit scripts', 
   it("flags the container that calls the sidecar's quitquitquit endpoint", () => {
     const {plan} = planOf(objects)
     expect(workload(plan, 'Job', 'ratings-import').traits).toEqual(['job', 'quitquitquit'])
-    expect(finding(plan, 'E10-quitquitquit/Job/ratings-import')).toMatchObject({code: 'E10', severity: 'warning'})
+    expect(finding(plan, 'E10-quitquitquit/Job/ratings-import')).toMatchObject({
+      code: 'NotRestartable',
+      severity: 'warning',
+    })
     expect(finding(plan, 'E10-quitquitquit/Job/ratings-import').message).toMatch(
       /^Container\(s\) import of Job ratings-import/,
     )
@@ -1315,11 +1336,17 @@ describe('E19 Service ports without a declared protocol behind a waypoint', () =
   it('block the plan once the namespace gets a waypoint (the waypoint would sniff them), until named or accepted; declared ports do not', () => {
     const {plan} = planOf(objects)
     expect(plan.spec.summary.waypointRequired).toBe(true)
-    expect(finding(plan, 'IST0118/bookinfo/reviews/9080')).toMatchObject({code: 'IST0118', severity: 'blocker'})
-    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432')).toMatchObject({code: 'IST0118', severity: 'blocker'})
+    expect(finding(plan, 'IST0118/bookinfo/reviews/9080')).toMatchObject({
+      code: 'PortNameNoProtocol',
+      severity: 'blocker',
+    })
+    expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432')).toMatchObject({
+      code: 'PortNameNoProtocol',
+      severity: 'blocker',
+    })
     const accepted = planOf(objects, {acceptHazards: ['IST0118/bookinfo/*']}).plan
     expect(finding(accepted, 'IST0118/bookinfo/reviews/9080')).toMatchObject({severity: 'warning'})
-    expect(accepted.spec.blockers.filter((b) => b.code === 'IST0118')).toEqual([])
+    expect(accepted.spec.blockers.filter((b) => b.code === 'PortNameNoProtocol')).toEqual([])
     expect(finding(plan, 'IST0118/bookinfo/reviews-db/5432').message).toContain('server-first protocols')
     expect(findingIds(plan).filter((id) => id.startsWith('IST0118/'))).toEqual([
       'IST0118/bookinfo/reviews-db/5432',
@@ -2089,7 +2116,10 @@ describe('E27 gRPC services relying on per-request balancing', () => {
   it('without a waypoint: a warning that ztunnel balances per connection (no waypoint is deployed for balancing alone)', () => {
     const {plan} = planOf(objects)
     expect(plan.spec.summary.waypointRequired).toBe(false)
-    expect(finding(plan, 'E27/bookinfo/ratings-grpc')).toMatchObject({code: 'E27', severity: 'warning'})
+    expect(finding(plan, 'E27/bookinfo/ratings-grpc')).toMatchObject({
+      code: 'PerConnectionBalancing',
+      severity: 'warning',
+    })
     expect(finding(plan, 'E27/bookinfo/ratings-grpc').message).toContain('9090 (GRPC)')
     expect(finding(plan, 'E27/bookinfo/ratings-grpc').message).not.toContain('9091')
   })

@@ -5,7 +5,18 @@ import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
-import {codeForName, FINDING_CATALOGUE, type FindingCode, isFindingCode} from '../../src/planner/findings/catalogue.js'
+import {
+  canonicalFindingCode,
+  FINDING_CATALOGUE,
+  findingIdSpellings,
+  type FindingCode,
+  isFindingCode,
+} from '../../src/planner/findings/catalogue.js'
+import {finding, renderFinding} from '../../src/planner/findings/finding.js'
+import {idMatcher} from '../../src/plan/plan-builder.js'
+import {gitOpsManagedObjects} from '../../src/plan/gitops.js'
+import type {Finding} from '../../src/planner/model.js'
+import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {renderFindingsDoc} from '../../src/planner/findings/doc.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -23,6 +34,9 @@ async function emittedCodes(): Promise<Map<string, string>> {
   for (const file of await sourceFiles(path.join(REPO_ROOT, 'src'))) {
     if (file.endsWith(path.join('findings', 'catalogue.ts'))) continue
     const text = await readFile(file, 'utf8')
+    // The catalogue's builders: finding('Code', ref, args, at) and renderFinding('Code', args).
+    for (const m of text.matchAll(/\b(?:finding|renderFinding)\(\s*'(\w+)',/g))
+      found.set(m[1]!, path.relative(REPO_ROOT, file))
     for (const m of text.matchAll(/\bcode: *([^,\n}]+)/g)) {
       const expr = m[1]!
       if (expr.startsWith('{')) continue // a JSON schema property, not an emitted code
@@ -48,26 +62,60 @@ describe('finding catalogue', () => {
     expect(stale).toEqual([])
   })
 
-  it('names every code in one style, once', () => {
-    const names = Object.values(FINDING_CATALOGUE).map((s) => s.name)
-    expect(names.filter((n) => !/^[A-Z][A-Za-z0-9]+$/.test(n))).toEqual([])
-    expect(new Set(names).size).toBe(names.length)
+  it('names every code in one style, and keeps the old codes as aliases', () => {
+    const codes = Object.keys(FINDING_CATALOGUE)
+    expect(codes.filter((c) => !/^[A-Z][A-Za-z0-9]+$/.test(c))).toEqual([])
+    const aliases = Object.values(FINDING_CATALOGUE).flatMap((s) => (s.alias ? [s.alias] : []))
+    expect(aliases.length).toBe(35)
+    expect(new Set([...codes, ...aliases]).size).toBe(codes.length + aliases.length)
+    expect(canonicalFindingCode('E5')).toBe('OptedOutWorkloadCaptured')
+    expect(canonicalFindingCode('mixed-proxy')).toBe('MixedProxyPods')
+    expect(canonicalFindingCode('IST0118')).toBe('PortNameNoProtocol')
+    expect(canonicalFindingCode('ClientSideRoutingLost')).toBe('ClientSideRoutingLost')
+    expect(canonicalFindingCode('NoSuchFinding')).toBeUndefined()
   })
 
-  it('keeps the codes users already see, and resolves one-style names to them', () => {
-    for (const code of [
-      'E5',
-      'IST0118',
-      'ServiceUsesOwnWaypoint',
-      'mixed-proxy',
-      'native-sidecar-unknown',
-      'ClientSideRoutingLost',
-    ] as const)
-      expect(isFindingCode(code)).toBe(true)
-    expect(codeForName('OptedOutWorkloadCaptured')).toBe('E5')
-    expect(codeForName('MixedProxyPods')).toBe('mixed-proxy')
-    expect(codeForName('ClientSideRoutingLost')).toBe('ClientSideRoutingLost')
-    expect(codeForName('NoSuchFinding')).toBeUndefined()
+  it('accepts an id under its old prefix and under the code that replaced it (--accept-lost/--accept-hazard)', () => {
+    expect(findingIdSpellings('PortNameNoProtocol/web/8080')).toEqual([
+      'PortNameNoProtocol/web/8080',
+      'IST0118/web/8080',
+    ])
+    expect(findingIdSpellings('retarget/AuthorizationPolicy/web/x')).toEqual(['retarget/AuthorizationPolicy/web/x'])
+    const accepts = idMatcher(['PortNameNoProtocol/web/*', 'E11/DestinationRule/shop/reviews'])
+    expect(accepts('IST0118/web/8080')).toBe(true)
+    expect(accepts('IST0118/api/8080')).toBe(false)
+    expect(accepts('E11/DestinationRule/shop/reviews')).toBe(true)
+    expect(idMatcher(['IST0118/web/8080'])('IST0118/web/8080')).toBe(true)
+  })
+
+  it('reads a plan written with the old codes through their aliases (show -o patches and E23)', () => {
+    const ref = {apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'shop', name: 'web'}
+    const old = {
+      id: 'E23/Deployment/web',
+      code: 'E23',
+      severity: 'warning',
+      message: 'Deployment shop/web is managed by Argo CD (app shop): label changes are reverted by the next sync.',
+      ref,
+    } as unknown as Finding
+    const plan = {spec: {blockers: [], findings: [old]}} as unknown as MigrationPlan
+    expect([...gitOpsManagedObjects(plan).values()]).toEqual(['Argo CD (app shop)'])
+    const unrelated = {spec: {blockers: [], findings: [{...old, code: 'E22'}]}} as unknown as MigrationPlan
+    expect(gitOpsManagedObjects(unrelated).size).toBe(0)
+  })
+
+  it('renders a finding from its template, and refuses a severity the catalogue does not list', () => {
+    const f = finding(
+      'PortNameNoProtocol',
+      {apiVersion: 'v1', kind: 'Service', namespace: 'shop', name: 'web'},
+      {variant: 'blocker', service: 'web', port: 8080, id: 'IST0118/web/8080'},
+      {id: 'IST0118/web/8080', severity: 'blocker'},
+    )
+    expect(f.code).toBe('PortNameNoProtocol')
+    expect(f.message).toContain('Port 8080 of Service web')
+    expect(f.fix).toContain('--accept-hazard IST0118/web/8080')
+    expect(() => renderFinding('IstioTooOld', {who: 'istiod', v: '1.23'}, 'warning' as 'error')).toThrow(
+      /severity warning is not catalogued/,
+    )
   })
 
   it('gives edge cases and Istio codes in their formats, and a fix for what a person must act on', () => {
@@ -77,7 +125,13 @@ describe('finding catalogue', () => {
     ][]) {
       if (s.edgeCase) expect(s.edgeCase, code).toMatch(/^E\d{1,2}(, E\d{1,2})*$/)
       if (s.istio) expect(s.istio, code).toMatch(/^IST\d{4}$/)
-      if (s.severity.includes('blocker')) expect(s.fix, `${code} is a blocker without a fix`).toBeTruthy()
+      const texts = s.variants ? Object.values(s.variants) : [s]
+      if (s.severity.includes('blocker'))
+        expect(
+          texts.some((t) => t.fix),
+          `${code} is a blocker without a fix`,
+        ).toBe(true)
+      for (const t of texts) expect(t.message, code).toBeTruthy()
       if (/^E\d+$/.test(code)) expect(s.edgeCase?.split(', '), code).toContain(code)
       if (/^IST\d+$/.test(code)) expect(s.istio, code).toBe(code)
     }

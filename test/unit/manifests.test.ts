@@ -187,7 +187,7 @@ metadata:
     const out = await loadManifestFiles([f])
     expect(out.objects).toEqual([])
     expect(out.findings).toHaveLength(1)
-    expect(out.findings[0]!.code).toBe('manifest-template')
+    expect(out.findings[0]!.code).toBe('ManifestTemplate')
     expect(out.findings[0]!.message).toContain(f)
     expect(out.findings[0]!.fix).toContain('helm template')
   })
@@ -198,7 +198,7 @@ metadata:
       't.yaml',
     )
     expect(out.objects).toEqual([])
-    expect(out.findings.map((f) => f.code)).toEqual(['manifest-template'])
+    expect(out.findings.map((f) => f.code)).toEqual(['ManifestTemplate'])
   })
 
   it('reads ConfigMaps whose data contains template text (the sidecar injector)', () => {
@@ -254,7 +254,7 @@ metadata:
     expect(out.objects[0]!.spec.hosts).toEqual(['new'])
     expect(out.findings).toHaveLength(1)
     const dup = out.findings[0]!
-    expect(dup).toMatchObject({code: 'manifest-duplicate', severity: 'warning'})
+    expect(dup).toMatchObject({code: 'ManifestDuplicate', severity: 'warning'})
     expect(dup.message).toContain(a)
     expect(dup.message).toContain(b)
     expect(dup.ref).toMatchObject({kind: 'VirtualService', namespace: 'shop', name: 'r'})
@@ -405,7 +405,7 @@ metadata: {name: other, namespace: elsewhere}
       'AuthorizationPolicy/istio-system/root',
       'Service/elsewhere/other',
     ])
-    expect(snap.findings.map((f) => f.code)).toEqual(['manifest-skipped'])
+    expect(snap.findings.map((f) => f.code)).toEqual(['ManifestSkipped'])
     // JSON-serialisable snapshot.
     expect(JSON.parse(JSON.stringify(snap))).toEqual(snap)
   })

@@ -170,12 +170,12 @@ describe('IST0123 counting rule (DOMAIN §0.1 finding 1)', () => {
     ).toEqual(['istio-injection=enabled', 'istio.io/dataplane-mode=ambient'])
     const sys = state('istio-system', {'istio-injection': 'enabled', 'istio.io/rev': 'x'})
     expect(sys.state.multipleInjectionLabels).toBe(false)
-    expect(sys.findings.map((f) => f.code)).not.toContain('IST0123')
+    expect(sys.findings.map((f) => f.code)).not.toContain('ConflictingInjectionLabels')
   })
 
   it('reports IST0123 as a warning naming the labels, and says the sidecar wins', () => {
     const {findings} = state('shop', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'ambient'})
-    const f = findings.find((x) => x.code === 'IST0123')!
+    const f = findings.find((x) => x.code === 'ConflictingInjectionLabels')!
     expect(f).toMatchObject({id: 'IST0123/shop', severity: 'warning', ref: {kind: 'Namespace', name: 'shop'}})
     expect(f.message).toContain('[istio-injection=enabled istio.io/dataplane-mode=ambient]')
     expect(f.message).toMatch(/sidecar wins/)
@@ -211,7 +211,7 @@ describe('analyzeNamespace state', () => {
       {key: 'istio-injection', value: 'disabled'},
       {key: 'istio.io/rev', value: 'canary'},
     ])
-    const e2 = findings.find((f) => f.code === 'E2')!
+    const e2 = findings.find((f) => f.code === 'InjectionAndRevisionLabels')!
     expect(e2.id).toBe('E2/shop')
     expect(e2.message).toMatch(/istio-injection wins/)
     expect(e2.message).toMatch(/owns waypoints/)
@@ -240,9 +240,11 @@ describe('analyzeNamespace state', () => {
 
   it('reports dataplane-mode=none next to injection, and unknown dataplane-mode values', () => {
     const none = state('a', {'istio-injection': 'enabled', 'istio.io/dataplane-mode': 'none'}).findings
-    expect(none.map((f) => f.code)).toEqual(expect.arrayContaining(['IST0123', 'dataplane-none-with-injection']))
+    expect(none.map((f) => f.code)).toEqual(
+      expect.arrayContaining(['ConflictingInjectionLabels', 'DataplaneNoneWithInjection']),
+    )
     const odd = state('a', {'istio.io/dataplane-mode': 'sidecar'}).findings
-    expect(odd.map((f) => f.code)).toContain('dataplane-mode-unknown')
+    expect(odd.map((f) => f.code)).toContain('DataplaneModeUnknown')
   })
 
   it('E1: a revision-labelled namespace gets an info finding naming the revision, or the tag and its revision', () => {
@@ -296,7 +298,11 @@ describe('injection webhooks', () => {
     const {webhooks, findings} = analyzeInjectionWebhooks([chartWebhooks({enableNamespacesByDefault: true})])
     expect(webhooks.enabledByDefault).toBe(true)
     expect(findings).toEqual([
-      expect.objectContaining({id: 'E3/injection-enabled-by-default', code: 'E3', severity: 'warning'}),
+      expect.objectContaining({
+        id: 'E3/injection-enabled-by-default',
+        code: 'InjectionEnabledByDefault',
+        severity: 'warning',
+      }),
     ])
     expect(findings[0]!.message).toContain('auto.sidecar-injector.istio.io')
     const bar = state('bar', {}, webhooks)
@@ -345,7 +351,7 @@ describe('injection webhooks', () => {
   it('an unreadable injector config is reported, not fatal', () => {
     const cm = injectorConfigMap({config: 'policy: [unclosed\n'})
     const {findings} = analyzeInjectionWebhooks([cm])
-    expect(findings.map((f) => f.code)).toEqual(['injector-config-unreadable'])
+    expect(findings.map((f) => f.code)).toEqual(['InjectorConfigUnreadable'])
   })
 
   it('ignores webhooks that are not Istio injectors', () => {

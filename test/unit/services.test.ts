@@ -167,7 +167,7 @@ describe('servicePortFindings', () => {
     expect(f[0]!.message).toMatch(/workload\/all/)
     const mysql = svc('db', {selector: {app: 'db'}, ports: [{name: 'mysql', port: 3307}]})
     expect(servicePortFindings([mysql], {waypointPlanned: true, waypointFor: 'workload'})[0]).toMatchObject({
-      code: 'waypoint-sniffing',
+      code: 'WaypointSniffsProtocol',
       severity: 'warning',
     })
     expect(servicePortFindings([mysql], {waypointPlanned: false, waypointFor: 'workload'})).toEqual([])
@@ -202,9 +202,9 @@ describe('servicePortFindings', () => {
       {waypointPlanned: false, waypointFor: 'service'},
     )
     expect(f.map((x) => [x.id, x.code, x.severity])).toEqual([
-      [`IST0150/${NS}/a/443`, 'IST0150', 'warning'],
-      [`IST0150/${NS}/b/443`, 'IST0150', 'warning'],
-      [`IST0150/${NS}/c/443`, 'IST0150', 'warning'],
+      [`IST0150/${NS}/a/443`, 'ExternalNamePortNameNoProtocol', 'warning'],
+      [`IST0150/${NS}/b/443`, 'ExternalNamePortNameNoProtocol', 'warning'],
+      [`IST0150/${NS}/c/443`, 'ExternalNamePortNameNoProtocol', 'warning'],
     ])
   })
 
@@ -216,7 +216,7 @@ describe('servicePortFindings', () => {
     expect(servicePortFindings([headless], {waypointPlanned: false, waypointFor: 'service'})).toEqual([])
     expect(
       servicePortFindings([headless], {waypointPlanned: true, waypointFor: 'workload'}).map((f) => f.code),
-    ).not.toContain('E9')
+    ).not.toContain('StatefulRestartLimits')
   })
 
   it('HTTP/2 and gRPC ports lose per-request balancing without a waypoint (E27)', () => {
@@ -229,11 +229,13 @@ describe('servicePortFindings', () => {
       ],
     })
     const without = servicePortFindings([grpc], {waypointPlanned: false, waypointFor: 'service'})
-    expect(without).toEqual([expect.objectContaining({id: `E27/${NS}/rpc`, code: 'E27', severity: 'warning'})])
+    expect(without).toEqual([
+      expect.objectContaining({id: `E27/${NS}/rpc`, code: 'PerConnectionBalancing', severity: 'warning'}),
+    ])
     expect(without[0]!.message).toContain('9000 (GRPC), 81 (HTTP2)')
     expect(without[0]!.message).toMatch(/per connection/)
     expect(servicePortFindings([grpc], {waypointPlanned: true, waypointFor: 'service'})[0]).toMatchObject({
-      code: 'E27',
+      code: 'PerConnectionBalancing',
       severity: 'info',
     })
   })

@@ -496,10 +496,10 @@ describe('Issue 21 §4-§7: client-side selectors, VMs and external endpoints, c
     const ap = item(accepted, 'AuthorizationPolicy', 'orders-db-clients')
     expect(ap).toMatchObject({verdict: 'inert', action: 'no-effect', services: ['orders-db']})
     expect(reasonsOf(ap)).toContain('only WorkloadEntry orders-db-1 (no serviceAccount and no tlsMode label: no proxy)')
-    expect(accepted.spec.findings.filter((f) => f.code === 'service-no-workloads')).toEqual([])
+    expect(accepted.spec.findings.filter((f) => f.code === 'ServiceWithoutWorkloads')).toEqual([])
     // §7: TPROXY is a capture mode, no traffic exclusion finding.
     const tproxy = accepted.spec.workloads.find((w) => w.ref.name === 'tproxy')!
     expect(tproxy.lostAnnotations[0]!.replacement).toMatch(/^TPROXY: a capture mode/)
-    expect(accepted.spec.findings.filter((f) => f.code === 'traffic-exclusions')).toEqual([])
+    expect(accepted.spec.findings.filter((f) => f.code === 'TrafficExclusionsLost')).toEqual([])
   })
 })

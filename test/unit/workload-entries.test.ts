@@ -143,7 +143,9 @@ describe('selectors match WorkloadEntries too (issue 21 §5; ambient/workloads.g
       workloads: [],
       entryWorkloads: ['WorkloadEntry/db-1'],
     })
-    expect(inv.findings.filter((f) => f.code === 'service-no-workloads').map((f) => f.ref?.name)).toEqual(['nothing'])
+    expect(inv.findings.filter((f) => f.code === 'ServiceWithoutWorkloads').map((f) => f.ref?.name)).toEqual([
+      'nothing',
+    ])
   })
 })
 

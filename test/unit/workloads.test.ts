@@ -120,7 +120,7 @@ describe('proxy state detection, in the order of DOMAIN §2.4', () => {
       'istio.io/dataplane-mode': 'ambient',
     })
     expect(one(r, 'b').proxy).toBe('none')
-    const f = r.findings.find((x) => x.code === 'ambient-pending')!
+    const f = r.findings.find((x) => x.code === 'AmbientRedirectionPending')!
     expect(f).toMatchObject({id: 'ambient-pending/Pod/b', severity: 'warning'})
     expect(f.message).toMatch(/pass no traffic/)
   })
@@ -157,8 +157,8 @@ describe('ownership and aggregation', () => {
       ref: {apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'web'},
     })
     expect(w.predicted).toBeUndefined()
-    expect(codes(r.findings, 'web')).toEqual(expect.arrayContaining(['IST0103', 'mixed-proxy']))
-    expect(r.findings.find((f) => f.code === 'IST0103')!.message).toMatch(/^1 of 3 pod/)
+    expect(codes(r.findings, 'web')).toEqual(expect.arrayContaining(['PodsWithoutProxy', 'MixedProxyPods']))
+    expect(r.findings.find((f) => f.code === 'PodsWithoutProxy')!.message).toMatch(/^1 of 3 pod/)
   })
 
   it('all-native sidecars make the workload sidecar-native; any classic one makes it sidecar', () => {
@@ -214,7 +214,7 @@ describe('ownership and aggregation', () => {
     ])
     expect(r.workloads.map((w) => w.ref.name)).toEqual(['web'])
     expect(one(r, 'web').pods?.total).toBe(1)
-    expect(r.findings.find((f) => f.code === 'owner-inferred')!.message).toMatch(/pod-template-hash/)
+    expect(r.findings.find((f) => f.code === 'OwnerInferred')!.message).toMatch(/pod-template-hash/)
   })
 
   it('an owner missing from the snapshot becomes the workload, described by its pods', () => {
@@ -224,7 +224,7 @@ describe('ownership and aggregation', () => {
     expect(w.proxy).toBe('sidecar')
     // The pod stands in for the missing template: injected, but not manual injection.
     expect(w.traits).not.toContain('manual-injection')
-    expect(codes(r.findings)).toContain('owner-inferred')
+    expect(codes(r.findings)).toContain('OwnerInferred')
   })
 
   it('a pod without ownerReferences but with controller labels is matched by selector', () => {
@@ -233,7 +233,7 @@ describe('ownership and aggregation', () => {
       sidecarPod('web-1', {labels: {app: 'web', 'pod-template-hash': 'abc'}}),
     ])
     expect(r.workloads.map((w) => w.ref.name)).toEqual(['web'])
-    expect(r.findings.find((f) => f.code === 'owner-inferred')!.message).toMatch(/no ownerReferences/)
+    expect(r.findings.find((f) => f.code === 'OwnerInferred')!.message).toMatch(/no ownerReferences/)
   })
 
   it('treats mirror pods (owned by a Node) as bare pods', () => {
@@ -279,7 +279,7 @@ describe('prediction from the pod template and the namespace labels', () => {
       ['sidecar', true],
       ['sidecar', true],
     ])
-    expect(r.findings.filter((f) => f.code === 'native-sidecar-unknown')).toEqual([
+    expect(r.findings.filter((f) => f.code === 'NativeSidecarUnknown')).toEqual([
       expect.objectContaining({id: `native-sidecar-unknown/${NS}`, severity: 'info'}),
     ])
     expect(one(r, 'a').pods).toBeUndefined()
@@ -297,7 +297,7 @@ describe('prediction from the pod template and the namespace labels', () => {
     )
     expect(one(r, 'n').proxy).toBe('sidecar-native')
     expect(one(r, 'c').proxy).toBe('sidecar')
-    expect(codes(r.findings)).not.toContain('native-sidecar-unknown')
+    expect(codes(r.findings)).not.toContain('NativeSidecarUnknown')
   })
 
   it('ambient namespace: predicted ambient; a pod-level dataplane-mode=ambient is captured anywhere', () => {
@@ -322,7 +322,7 @@ describe('prediction from the pod template and the namespace labels', () => {
     const w = one(r, 'legacy')
     expect(w).toMatchObject({proxy: 'none', predicted: true})
     expect(w.traits).toContain('inject-opt-out')
-    const e5 = r.findings.find((f) => f.code === 'E5')!
+    const e5 = r.findings.find((f) => f.code === 'OptedOutWorkloadCaptured')!
     expect(e5.id).toBe('E5/Deployment/legacy')
     expect(e5.message).toMatch(/sidecar\.istio\.io\/inject=false/)
     expect(e5.fix).toMatch(/istio\.io\/dataplane-mode: none/)
@@ -358,7 +358,7 @@ describe('prediction from the pod template and the namespace labels', () => {
           'istio.io/dataplane-mode': 'ambient',
         }).findings,
       ),
-    ).not.toContain('E5')
+    ).not.toContain('OptedOutWorkloadCaptured')
     const none = run(
       [
         controller('Deployment', 'a', {
@@ -367,14 +367,14 @@ describe('prediction from the pod template and the namespace labels', () => {
       ],
       {'istio-injection': 'enabled'},
     )
-    expect(codes(none.findings)).not.toContain('E5')
+    expect(codes(none.findings)).not.toContain('OptedOutWorkloadCaptured')
     expect(one(none, 'a').traits).toContain('dataplane-none')
-    expect(codes(none.findings)).toContain('dataplane-none')
+    expect(codes(none.findings)).toContain('DataplaneModeNone')
     const host = run([controller('DaemonSet', 'node-agent', {spec: {hostNetwork: true}})], {
       'istio-injection': 'enabled',
     })
     expect(one(host, 'node-agent')).toMatchObject({proxy: 'none', traits: ['host-network']})
-    expect(codes(host.findings)).toEqual(['E6'])
+    expect(codes(host.findings)).toEqual(['HostNetworkWorkload'])
   })
 
   it('plain workloads in an unlabelled namespace are captured at once too (E5)', () => {
@@ -388,10 +388,12 @@ describe('prediction from the pod template and the namespace labels', () => {
     const byLabel = run([controller('Deployment', 'a', {labels: {'sidecar.istio.io/inject': 'true'}})])
     expect(one(byLabel, 'a')).toMatchObject({proxy: 'sidecar', predicted: true})
     expect(one(byLabel, 'a').traits).toContain('pod-opt-in')
-    expect(byLabel.findings.find((f) => f.code === 'E4')!.message).toMatch(/label sidecar\.istio\.io\/inject=true/)
+    expect(byLabel.findings.find((f) => f.code === 'PodLevelInjection')!.message).toMatch(
+      /label sidecar\.istio\.io\/inject=true/,
+    )
     const byRev = run([controller('Deployment', 'b', {labels: {'istio.io/rev': 'canary'}})])
     expect(one(byRev, 'b').traits).toContain('pod-opt-in')
-    expect(byRev.findings.find((f) => f.code === 'E4')!.message).toMatch(/istio\.io\/rev=canary/)
+    expect(byRev.findings.find((f) => f.code === 'PodLevelInjection')!.message).toMatch(/istio\.io\/rev=canary/)
     const byAnnotation = run([controller('Deployment', 'c', {annotations: {'sidecar.istio.io/inject': 'true'}})])
     expect(one(byAnnotation, 'c').traits).not.toContain('pod-opt-in')
     expect(one(byAnnotation, 'c').proxy).toBe('none')
@@ -440,7 +442,7 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
       sidecarPod('a', {owners: [owner('Deployment', 'web')], labels: {'networking.istio.io/tunnel': 'http'}}),
     ])
     expect(one(ok, 'web').traits).toContain('hbone-capable')
-    expect(codes(ok.findings)).not.toContain('hbone')
+    expect(codes(ok.findings)).not.toContain('SidecarsNotHboneCapable')
     const env = run([
       d,
       pod('a', {
@@ -452,7 +454,7 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
     expect(one(env, 'web').traits).toContain('hbone-capable')
     const old = run([d, sidecarPod('a', {owners: [owner('Deployment', 'web')]})])
     expect(one(old, 'web').traits).not.toContain('hbone-capable')
-    const f = old.findings.find((x) => x.code === 'hbone')!
+    const f = old.findings.find((x) => x.code === 'SidecarsNotHboneCapable')!
     expect(f).toMatchObject({id: 'HBONE/Deployment/web', severity: 'warning'})
     expect(f.message).toMatch(/cannot tunnel/)
   })
@@ -470,31 +472,38 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
     expect(w.traits).toEqual(['injected-gateway'])
     expect(w.lostAnnotations).toEqual([])
     expect(w.proxy).toBe('sidecar')
-    const e7 = r.findings.find((f) => f.code === 'E7')!
+    const e7 = r.findings.find((f) => f.code === 'InjectedGateway')!
     expect(e7).toMatchObject({id: 'E7/Deployment/ingress', severity: 'info'})
     expect(e7.message).toMatch(/still injected/)
     expect(e7.fix).toMatch(/Never set istio-injection=disabled/)
-    expect(codes(r.findings)).not.toContain('E10')
+    expect(codes(r.findings)).not.toContain('NotRestartable')
   })
 
   it('E7 warns when removing istio.io/rev moves the gateway to the default revision, or stops its injection', () => {
-    const moved = run([gateway('ingress')], {'istio.io/rev': 'canary'}).findings.find((f) => f.code === 'E7')!
+    const moved = run([gateway('ingress')], {'istio.io/rev': 'canary'}).findings.find(
+      (f) => f.code === 'InjectedGateway',
+    )!
     expect(moved.severity).toBe('warning')
     expect(moved.message).toMatch(/default revision instead of canary/)
-    const lost = run([gateway('ingress', {})], {'istio-injection': 'enabled'}).findings.find((f) => f.code === 'E7')!
+    const lost = run([gateway('ingress', {})], {'istio-injection': 'enabled'}).findings.find(
+      (f) => f.code === 'InjectedGateway',
+    )!
     expect(lost.severity).toBe('warning')
     expect(lost.message).toMatch(/NOT injected/)
   })
 
   it('image: auto that no webhook injects: IST0146 for controllers, IST0147 (error) for pods', () => {
     const r = run([gateway('gw', {}), pod('raw', {spec: {containers: [{name: 'istio-proxy', image: 'auto'}]}})])
-    expect(r.findings.find((f) => f.code === 'IST0146')).toMatchObject({
+    expect(r.findings.find((f) => f.code === 'GatewayImageAutoNotInjected')).toMatchObject({
       id: 'IST0146/Deployment/gw',
       severity: 'warning',
     })
-    expect(r.findings.find((f) => f.code === 'IST0147')).toMatchObject({id: 'IST0147/Pod/raw', severity: 'error'})
+    expect(r.findings.find((f) => f.code === 'GatewayPodImageAutoNotInjected')).toMatchObject({
+      id: 'IST0147/Pod/raw',
+      severity: 'error',
+    })
     expect(one(r, 'raw').proxy).toBe('none')
-    expect(codes(run([gateway('gw')]).findings)).not.toContain('IST0146')
+    expect(codes(run([gateway('gw')]).findings)).not.toContain('GatewayImageAutoNotInjected')
   })
 
   it('Gateway-API gateways of class istio are captured at once (E8), not E5', () => {
@@ -504,7 +513,7 @@ describe('manual injection, HBONE, gateways, waypoints', () => {
     })
     const r = run([d], {'istio-injection': 'enabled'})
     expect(one(r, 'gateway-istio').traits).toEqual(['inject-opt-out', 'kube-gateway'])
-    expect(codes(r.findings)).toEqual(['E8'])
+    expect(codes(r.findings)).toEqual(['GatewayApiGatewayCaptured'])
     expect(r.findings[0]!.fix).toMatch(/Label the Gateway istio\.io\/dataplane-mode=none/)
   })
 
@@ -545,14 +554,14 @@ describe('restarts and lifecycle (E9, E10), GitOps (E23)', () => {
     expect(one(r, 'j').traits).toContain('job')
     expect(one(r, 'c').traits).toContain('job')
     expect(one(r, 'p').traits).toContain('bare-pod')
-    expect(r.findings.filter((f) => f.code === 'E10').map((f) => f.id)).toEqual([
+    expect(r.findings.filter((f) => f.code === 'NotRestartable').map((f) => f.id)).toEqual([
       'E10/CronJob/c',
       'E10/Job/j',
       'E10/Pod/p',
     ])
-    expect(codes(run([pod('q')], injected).findings)).not.toContain('E10')
-    expect(codes(run([controller('ReplicaSet', 'rs')], injected).findings)).toContain('E10')
-    expect(codes(run([controller('Deployment', 'd')], injected).findings)).not.toContain('E10')
+    expect(codes(run([pod('q')], injected).findings)).not.toContain('NotRestartable')
+    expect(codes(run([controller('ReplicaSet', 'rs')], injected).findings)).toContain('NotRestartable')
+    expect(codes(run([controller('Deployment', 'd')], injected).findings)).not.toContain('NotRestartable')
   })
 
   it('OnDelete and partitioned StatefulSets/DaemonSets (E9)', () => {
@@ -573,7 +582,7 @@ describe('restarts and lifecycle (E9, E10), GitOps (E23)', () => {
     expect(one(r, 'part').traits).toEqual(['partitioned'])
     expect(one(r, 'zero').traits).toEqual([])
     expect(one(r, 'ds').traits).toEqual(['on-delete'])
-    expect(r.findings.filter((f) => f.code === 'E9').map((f) => f.id)).toEqual([
+    expect(r.findings.filter((f) => f.code === 'StatefulRestartLimits').map((f) => f.id)).toEqual([
       'E9/DaemonSet/ds',
       'E9/StatefulSet/ondelete',
       'E9/StatefulSet/part',
@@ -654,16 +663,16 @@ describe('IST0103 (pods outside the mesh in an injected namespace)', () => {
     ]
     expect(
       run(pods, {'istio-injection': 'enabled'})
-        .findings.filter((f) => f.code === 'IST0103')
+        .findings.filter((f) => f.code === 'PodsWithoutProxy')
         .map((f) => f.id),
     ).toEqual(['IST0103/Pod/plain'])
     expect(
       run(pods, {'istio.io/rev': 'canary'})
-        .findings.filter((f) => f.code === 'IST0103')
+        .findings.filter((f) => f.code === 'PodsWithoutProxy')
         .map((f) => f.id),
     ).toEqual(['IST0103/Pod/plain'])
-    expect(codes(run(pods, {'istio-injection': 'disabled'}).findings)).not.toContain('IST0103')
-    expect(codes(run(pods, {}).findings)).not.toContain('IST0103')
+    expect(codes(run(pods, {'istio-injection': 'disabled'}).findings)).not.toContain('PodsWithoutProxy')
+    expect(codes(run(pods, {}).findings)).not.toContain('PodsWithoutProxy')
   })
 })
 
@@ -717,7 +726,7 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
     expect(text('proxy.istio.io/config')).toMatch(/DNS capture is on by default/)
     expect(text('sidecar.istio.io/nativeSidecar')).toMatch(/Irrelevant/)
     expect(text('readiness.status.sidecar.istio.io/initialDelaySeconds')).toMatch(/probes/)
-    const f = r.findings.find((x) => x.code === 'traffic-exclusions')!
+    const f = r.findings.find((x) => x.code === 'TrafficExclusionsLost')!
     expect(f.id).toBe('traffic-exclusions/Deployment/web')
     expect(f.message).toContain('traffic.sidecar.istio.io/excludeOutboundIPRanges')
   })
@@ -743,14 +752,14 @@ describe('lost sidecar annotations (DOMAIN §2.6)', () => {
       expect(lost[0]!.replacement).toMatch(/capture mode .*not a traffic exclusion\. Inert in ambient/)
       expect(lost[0]!.replacement).toMatch(/ztunnel's in-pod capture/)
       expect(lost[0]!.replacement).not.toMatch(/No per-port\/CIDR equivalent/)
-      expect(r.findings.filter((f) => f.code === 'traffic-exclusions')).toEqual([])
+      expect(r.findings.filter((f) => f.code === 'TrafficExclusionsLost')).toEqual([])
     }
   })
 
   it('interceptionMode NONE excludes all traffic from the sidecar: ztunnel captures it, a traffic exclusion lost', () => {
     const r = run([controller('Deployment', 'd', {annotations: {'sidecar.istio.io/interceptionMode': 'NONE'}})])
     expect(one(r, 'd').lostAnnotations[0]!.replacement).toMatch(/captures nothing today; ztunnel captures all TCP/)
-    expect(r.findings.find((f) => f.code === 'traffic-exclusions')!.message).toContain(
+    expect(r.findings.find((f) => f.code === 'TrafficExclusionsLost')!.message).toContain(
       'sidecar.istio.io/interceptionMode',
     )
   })

@@ -11,6 +11,7 @@
 //   matches and its rule never fires;
 // - trustDomains/notTrustDomains are neither converted nor flagged (silently dropped);
 // - ports that are not numbers in 0-65535 are dropped.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, KubeObject, ObjectRef, Verdict, ZtunnelEffect} from '../model.js'
 import type {
@@ -28,7 +29,7 @@ import {
   type Classified,
   type KindClassifier,
   entriesOnlySelector,
-  finding,
+  classifiedId,
   istioMinor,
   item,
   list,
@@ -1066,25 +1067,34 @@ function rootPolicyBeyondZtunnel({a, ctx, ref, name, root}: AuthzFindingFacts): 
   const out: Finding[] = []
   if (carriedRootDeny(a) && !a.dryRun) {
     out.push(
-      finding({
-        prefix: 'E14',
+      finding(
+        ROOT_DENY_CODE,
         ref,
-        code: ROOT_DENY_CODE,
-        severity: 'error',
-        message: `${name} is a mesh-wide DENY with attributes ztunnel cannot enforce; ${a.consequence}. This hits every namespace whose pods become ambient, not only ${ctx.namespace}. Inside ${ctx.namespace} the plan ${rootDenyCarry(a, ctx)}.`,
-        fix: `The mesh administrator should carry it to every waypoint (targetRefs GatewayClass istio-waypoint in ${ctx.rootNamespace}, see finding retarget-root/${ref.kind}/${ref.namespace}/${ref.name}), which closes the gap for callers that bypass this namespace's waypoint only where they pass another waypoint; the ztunnel gap stays until the DENY is L4-only.`,
-      }),
+        {
+          name,
+          consequence: a.consequence,
+          namespace: ctx.namespace,
+          carry: rootDenyCarry(a, ctx),
+          rootNamespace: ctx.rootNamespace,
+          rootFinding: `retarget-root/${ref.kind}/${ref.namespace}/${ref.name}`,
+        },
+        {id: classifiedId('E14', ref), severity: 'error'},
+      ),
     )
   } else if (root && a.needsWaypoint && !(a.dryRun && a.dryRunAtZtunnel === 'not-sent')) {
     out.push(
-      finding({
-        prefix: 'E14',
+      finding(
+        'RootNamespaceL7Policy',
         ref,
-        code: 'RootNamespaceL7Policy',
-        severity: 'blocker',
-        message: `${name} is a ${a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector'} policy with attributes ztunnel cannot enforce; ${a.consequence}. This hits every namespace whose pods become ambient, not only ${ctx.namespace}.`,
-        fix: `Split it: keep an L4-only version for ztunnel and move the L7 part to the waypoints (targetRefs GatewayClass istio-waypoint in ${ctx.rootNamespace}, or Service/Gateway targetRefs in ${ctx.namespace}). Needs the mesh administrator.`,
-      }),
+        {
+          name,
+          detail: a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector',
+          consequence: a.consequence,
+          namespace: ctx.namespace,
+          rootNamespace: ctx.rootNamespace,
+        },
+        {id: classifiedId('E14', ref), severity: 'blocker'},
+      ),
     )
   }
   return out
@@ -1096,23 +1106,17 @@ function dryRunAtZtunnel({a, ctx, ref, name}: AuthzFindingFacts): Finding[] {
   if (a.dryRunAtZtunnel) {
     const sev = a.dryRunAtZtunnel === 'not-sent' ? 'warning' : 'blocker'
     out.push(
-      finding({
-        prefix: 'E16',
+      finding(
+        'DryRunPolicyAtZtunnel',
         ref,
-        topic: 'dry-run',
-        code: 'DryRunPolicyAtZtunnel',
-        severity: sev,
-        message:
-          a.dryRunAtZtunnel === 'enforced'
-            ? `${name} is a dry-run policy, but ztunnel on Istio ${ctx.istioVersion} ignores istio.io/dry-run and enforces it (${a.consequence}).`
-            : a.dryRunAtZtunnel === 'not-sent'
-              ? `${name} is a dry-run policy: on Istio ${ctx.istioVersion} it is not sent to ztunnel unless AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY=true, so its dry-run evaluation stops for ambient pods.`
-              : `${name} is a dry-run policy and the Istio version is unknown: ztunnel enforces dry-run policies on <= 1.28 (${a.consequence}) and does not receive them on >= 1.29.`,
-        fix:
-          a.dryRunAtZtunnel === 'not-sent'
-            ? 'Enable AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY on istiod (ztunnel >= 1.29) or carry it to the waypoint with targetRefs (waypoints honour dry-run).'
-            : 'Delete the dry-run policy (or make it a targetRefs policy, which the waypoint evaluates in dry-run) before the namespace goes ambient; pass --istio-version if unknown.',
-      }),
+        {
+          variant: a.dryRunAtZtunnel,
+          name,
+          istioVersion: ctx.istioVersion ?? 'unknown',
+          consequence: a.consequence,
+        },
+        {id: classifiedId('E16', ref, 'dry-run'), severity: sev},
+      ),
     )
   }
   return out
@@ -1123,29 +1127,16 @@ function notSentToZtunnel({a, ref, name, root}: AuthzFindingFacts): Finding[] {
   const out: Finding[] = []
   if (!a.sentToZtunnel && a.action === 'CUSTOM') {
     out.push(
-      finding({
-        prefix: 'E16',
+      finding(
+        'CustomAuthorizationStops',
         ref,
-        topic: 'custom',
-        code: 'CustomAuthorizationStops',
-        severity: root ? 'blocker' : 'error',
-        message: `${name} delegates authorization to ext_authz${a.provider ? ` provider ${a.provider}` : ''} (action CUSTOM). ztunnel does not receive CUSTOM policies: once the pods are ambient the external authorizer is silently bypassed.`,
-        fix: 'Create a targetRefs copy on the waypoint before the pods restart, and check that the extensionProviders service is reachable from the waypoint.',
-      }),
+        {name, detail: a.provider ? ` provider ${a.provider}` : ''},
+        {id: classifiedId('E16', ref, 'custom'), severity: root ? 'blocker' : 'error'},
+      ),
     )
   }
   if (!a.sentToZtunnel && a.action === 'AUDIT') {
-    out.push(
-      finding({
-        prefix: 'E16',
-        ref,
-        topic: 'audit',
-        code: 'AuditPolicyStops',
-        severity: 'warning',
-        message: `${name} (action AUDIT) is not sent to ztunnel: audit logging of these requests stops once the pods are ambient.`,
-        fix: 'Create a targetRefs copy on the waypoint.',
-      }),
-    )
+    out.push(finding('AuditPolicyStops', ref, {name}, {id: classifiedId('E16', ref, 'audit'), severity: 'warning'}))
   }
   return out
 }
@@ -1155,17 +1146,17 @@ function identityBehindWaypoint({a, ctx, verdict, ref, name}: AuthzFindingFacts)
   const out: Finding[] = []
   if (verdict === 'L4' && ctx.waypointPlanned && (a.identityKeyed || a.peerIpKeyed)) {
     out.push(
-      finding({
-        prefix: 'E21',
+      finding(
+        'IdentityPolicyBehindWaypoint',
         ref,
-        code: 'IdentityPolicyBehindWaypoint',
-        severity: 'warning',
-        message: `${name} ${a.action === 'ALLOW' ? 'allows' : 'denies'} by ${a.identityFields.map((f) => f.field).join(', ')}. Once a waypoint fronts ${a.services.length > 0 ? a.services.join(', ') : 'these workloads'}, the destination ztunnel sees the waypoint's identity and IP for proxied traffic, not the caller's.`,
-        fix:
-          a.action === 'ALLOW'
-            ? "Move the identity rule to the waypoint (targetRefs copy) and keep at ztunnel an ALLOW for the waypoint's principal (cluster.local/ns/<waypoint namespace>/sa/<waypoint name>), or add that principal to this policy."
-            : 'Check that the DENY still means what it should when the caller is the waypoint; move caller-specific rules to the waypoint with targetRefs.',
-      }),
+        {
+          variant: a.action === 'ALLOW' ? 'allow' : 'deny',
+          name,
+          fields: a.identityFields.map((f) => f.field),
+          services: a.services.length > 0 ? a.services : 'these workloads',
+        },
+        {id: classifiedId('E21', ref)},
+      ),
     )
   }
   return out
@@ -1178,18 +1169,14 @@ function serviceAccountCondition({a, ctx, ref, name}: AuthzFindingFacts): Findin
   if (saConditions.length > 0) {
     const minor = istioMinor(ctx)
     out.push(
-      finding({
-        prefix: 'E22',
+      finding(
+        'ServiceAccountConditionNeedsWaypoint',
         ref,
-        topic: 'source-service-account',
-        code: 'ServiceAccountConditionNeedsWaypoint',
-        severity: 'warning',
-        message: `${name} uses when: source.serviceAccount (${saConditions.map((f) => f.path).join(', ')}), which ztunnel does not support; the rule is treated as an HTTP attribute.`,
-        fix:
-          minor !== undefined && minor < 25
-            ? `On Istio 1.${minor} ztunnel has no service-account match: use from.source.principals (cluster.local/ns/<ns>/sa/<sa>) or enforce it at a waypoint.`
-            : 'Rewrite the condition as from.source.serviceAccounts (enforced by ztunnel since Istio 1.25) so that the policy stays L4.',
-      }),
+        minor !== undefined && minor < 25
+          ? {variant: 'beforeIstio125', name, paths: saConditions.map((f) => f.path), minor}
+          : {variant: 'rewritable', name, paths: saConditions.map((f) => f.path)},
+        {id: classifiedId('E22', ref, 'source-service-account')},
+      ),
     )
   }
   return out
@@ -1201,15 +1188,17 @@ function trustDomainsIgnored({a, ref, name}: AuthzFindingFacts): Finding[] {
   const trustDomainFields = a.ignoredFields.filter((f) => f.field === 'trustDomains' || f.field === 'notTrustDomains')
   if (trustDomainFields.length > 0) {
     out.push(
-      finding({
-        prefix: 'E22',
+      finding(
+        'TrustDomainsIgnoredAtZtunnel',
         ref,
-        topic: 'trust-domains',
-        code: 'TrustDomainsIgnoredAtZtunnel',
-        severity: 'warning',
-        message: `${name} uses ${uniqSorted(trustDomainFields.map((f) => f.field)).join('/')} (${trustDomainFields.map((f) => f.path).join(', ')}). ztunnel silently ignores these fields (no status message): ${a.consequence}.`,
-        fix: 'Express the constraint with principals (trust domain prefix), or enforce the policy at a waypoint with targetRefs.',
-      }),
+        {
+          name,
+          trustDomainFields: uniqSorted(trustDomainFields.map((f) => f.field)).join('/'),
+          trustDomainFields2: trustDomainFields.map((f) => f.path),
+          consequence: a.consequence,
+        },
+        {id: classifiedId('E22', ref, 'trust-domains'), severity: 'warning'},
+      ),
     )
   }
   return out

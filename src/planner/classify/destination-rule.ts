@@ -6,6 +6,7 @@
 // proxyProtocol, portLevelSettings, tunnel, retryBudget; subsets are reachable only through VirtualService
 // `subset`. ISTIO_MUTUAL is ignored (HBONE is mTLS anyway) and DISABLE no longer disables mesh mTLS.
 // `workloadSelector` DRs apply only to matching sidecars of their own namespace: never to waypoints.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {DestinationRuleSpec, TrafficPolicy, VirtualServiceSpec} from '../istio-types.js'
@@ -14,7 +15,7 @@ import {stableJson} from '../canonical.js'
 import {
   type Classified,
   type KindClassifier,
-  finding,
+  classifiedId,
   item,
   list,
   reason,
@@ -399,14 +400,17 @@ function ownServicesRule(obj: KubeObject, f: DestinationRuleFacts, ctx: Classify
   }
   if (used.length === 0 && (applied.length > 0 || uses.length > 0)) {
     findings.push(
-      finding({
-        prefix: 'E13',
+      finding(
+        'DestinationRuleNotUsedByWaypoint',
         ref,
-        code: 'DestinationRuleNotUsedByWaypoint',
-        severity: 'error',
-        message: `${name} sets traffic policy for ${target.ownServices.join(', ')}, but the waypoint of ${ctx.namespace} will not use it (${shadowed.map((s) => `${s.service}: ${s.by}`).join('; ')}); ambient callers lose it.`,
-        fix: `Move (or copy) the policy into a DestinationRule in ${ctx.namespace}.`,
-      }),
+        {
+          name,
+          ownServices: target.ownServices,
+          namespace: ctx.namespace,
+          shadowed: shadowed.map((s) => `${s.service}: ${s.by}`).join('; '),
+        },
+        {id: classifiedId('E13', ref), severity: 'error'},
+      ),
     )
     return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services}), findings}
   }
@@ -471,14 +475,28 @@ function externalHostRule(obj: KubeObject, f: DestinationRuleFacts, ctx: Classif
   }
   if (wp) return {item: item(ref, 'unaffected', 'keep', reasons, {scope: 'client-side', services: []}), findings}
   findings.push(
-    finding({
-      prefix: 'E11',
+    finding(
+      'ClientSideTrafficPolicyLost',
       ref,
-      code: 'ClientSideTrafficPolicyLost',
-      severity: 'error',
-      message: `${name}${local ? '' : ` (in ${ns})`} sets client-side traffic policy for ${host} (${[applied.length > 0 ? `${applied.length} traffic setting(s)` : '', uses.length > 0 ? `subsets used by ${uniqSorted(uses.map((u) => u.by)).join(', ')}` : ''].filter(Boolean).join('; ')}${spec.trafficPolicy?.tls?.mode === 'SIMPLE' || spec.trafficPolicy?.tls?.mode === 'MUTUAL' ? ', including TLS origination' : ''}); once ${ctx.namespace}'s pods are ambient it no longer applies to their outbound traffic${egress ? ` (${egress.why})` : ''}.`,
-      fix: "Have the destination's waypoint (DestinationRule in the destination's namespace) or an egress waypoint apply it; or accept the loss.",
-    }),
+      {
+        name,
+        detail: local ? '' : ` (in ${ns})`,
+        host,
+        detail2: [
+          applied.length > 0 ? `${applied.length} traffic setting(s)` : '',
+          uses.length > 0 ? `subsets used by ${uniqSorted(uses.map((u) => u.by)).join(', ')}` : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
+        detail3:
+          spec.trafficPolicy?.tls?.mode === 'SIMPLE' || spec.trafficPolicy?.tls?.mode === 'MUTUAL'
+            ? ', including TLS origination'
+            : '',
+        namespace: ctx.namespace,
+        detail4: egress ? ` (${egress.why})` : '',
+      },
+      {id: classifiedId('E11', ref), severity: 'error'},
+    ),
   )
   return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: []}), findings}
 }
@@ -544,14 +562,12 @@ function selectorRule(
   return {
     item: item(ref, 'L7', 'lost-client-side', reasons, extra),
     findings: [
-      finding({
-        prefix: 'E11',
+      finding(
+        'SelectorDestinationRuleLost',
         ref,
-        code: 'SelectorDestinationRuleLost',
-        severity: 'error',
-        message: `${name} applies client-side traffic policy for ${target.host} (${what.filter(Boolean).join('; ')}) to the outbound traffic of ${clients} only (workloadSelector); once they are ambient nothing applies it: ztunnel ignores DestinationRules and waypoints never use one with a workloadSelector. ${destination.need}`,
-        fix: `Carry the settings to the destination's waypoint as described (a DestinationRule without workloadSelector), or accept the loss.`,
-      }),
+        {name, host: target.host, what: what.filter(Boolean).join('; '), clients, need: destination.need},
+        {id: classifiedId('E11', ref), severity: 'error'},
+      ),
     ],
   }
 }

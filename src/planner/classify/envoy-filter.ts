@@ -1,11 +1,12 @@
 // EnvoyFilter (DOMAIN §3.9, §8): raw Envoy patches have no ztunnel equivalent, sidecar-selected and
 // selector-less/root EnvoyFilters are not applied to waypoints, and the migrate guide calls EnvoyFilter on
 // waypoints unsupported (code attaches targetRefs ones; Alpha). Never auto-translated: a person decides.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {KubeObject} from '../model.js'
 import type {EnvoyFilterSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, reason, uniqSorted, workloadNames} from './results.js'
+import {type Classified, type KindClassifier, classifiedId, item, reason, uniqSorted, workloadNames} from './results.js'
 import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {analyzeTargetRefs, targetRefsOf} from './waypoints.js'
 import {isRecord} from '../json.js'
@@ -84,14 +85,18 @@ export function classifyEnvoyFilter(obj: KubeObject, ctx: ClassifyContext): Clas
 
   const name = formatRef(ref)
   const findings = [
-    finding({
-      prefix: 'envoyfilter',
+    finding(
+      'EnvoyFilterNotCarried',
       ref,
-      code: 'EnvoyFilterNotCarried',
-      severity: 'blocker',
-      message: `${name} patches the sidecars of ${selector ? workloadNames(cov.workloads) : `namespace ${local ? ctx.namespace : `${ref.namespace} (mesh-wide)`}`}; its effect disappears once ${ctx.namespace}'s pods are ambient (no Envoy in the pod, not applied to waypoints).`,
-      fix: 'Re-implement the behaviour with supported APIs (HTTPRoute filters, targetRefs AuthorizationPolicy/WasmPlugin/Telemetry on the waypoint), or accept its loss, then delete or narrow the EnvoyFilter and re-run plan.',
-    }),
+      {
+        name,
+        detail: selector
+          ? workloadNames(cov.workloads)
+          : `namespace ${local ? ctx.namespace : `${ref.namespace} (mesh-wide)`}`,
+        namespace: ctx.namespace,
+      },
+      {id: classifiedId('envoyfilter', ref), severity: 'blocker'},
+    ),
   ]
   return {item: item(ref, 'blocker', local ? 'blocker' : 'manual', reasons, {scope, services}), findings}
 }

@@ -6,11 +6,12 @@
 //   (ResolvedWaypoints; until then client sidecars execute it); a waypoint Gateway parent: keep; an ingress
 //   Gateway parent: unaffected. "Consumer" routes in a namespace other than the Service's are converted in
 //   the route's namespace and never applied by the destination's waypoint.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Action, Finding, KubeObject, ObjectRef, Verdict} from '../model.js'
 import type {GatewayListener, IstioGatewaySpec, KubeGatewaySpec, ParentReference, RouteSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, reason, uniqSorted} from './results.js'
+import {type Classified, type KindClassifier, classifiedId, item, reason, uniqSorted} from './results.js'
 import {allServices, matchesLabelSelector} from './selection.js'
 import {findObject, itemRef, objectsOfKind, namespaceLabels, namespaceOf} from './objects.js'
 import {hostTarget} from './hosts.js'
@@ -136,14 +137,12 @@ export function classifyKubeGateway(obj: KubeObject, ctx: ClassifyContext): Clas
         ),
       )
       findings.push(
-        finding({
-          prefix: 'E1',
+        finding(
+          'WaypointWithoutRevision',
           ref,
-          code: 'WaypointWithoutRevision',
-          severity: 'warning',
-          message: `${formatRef(ref)} has no ${REVISION_LABEL} label; its control-plane revision comes from the namespace's ${REVISION_LABEL}=${ctx.namespaceState.revision}, which the migration removes.`,
-          fix: `Label the waypoint ${REVISION_LABEL}=${ctx.namespaceState.revision} before the sidecar-injection labels are removed.`,
-        }),
+          {ref: formatRef(ref), revision: ctx.namespaceState.revision},
+          {id: classifiedId('E1', ref), severity: 'warning'},
+        ),
       )
     }
     return {item: item(ref, 'L7', 'keep', reasons), findings}
@@ -153,14 +152,12 @@ export function classifyKubeGateway(obj: KubeObject, ctx: ClassifyContext): Clas
   reasons.push(reason('spec.listeners', `shared waypoint used by ${ctx.namespace}: ${admits.why}`))
   if (!admits.admitted) {
     findings.push(
-      finding({
-        prefix: 'waypoint-attach',
+      finding(
+        'SharedWaypointDeniesNamespace',
         ref,
-        code: 'SharedWaypointDeniesNamespace',
-        severity: 'blocker',
-        message: `${ctx.namespace} is labelled to use waypoint ${formatRef(ref)}, but it does not admit the namespace (${admits.why}): binding fails with AttachmentDenied and no waypoint is used.`,
-        fix: `Add allowedRoutes.namespaces (from: All, or a Selector matching ${ctx.namespace}) to the waypoint's HBONE listener, or use a waypoint in ${ctx.namespace}.`,
-      }),
+        {namespace: ctx.namespace, ref: formatRef(ref), why: admits.why},
+        {id: classifiedId('waypoint-attach', ref), severity: 'blocker'},
+      ),
     )
     return {item: item(ref, 'blocker', 'blocker', reasons), findings}
   }
@@ -334,15 +331,12 @@ function serviceParent(
     )
     contributions.push({verdict: 'L7', action: 'lost-client-side'})
     findings.push(
-      finding({
-        prefix: 'E11',
+      finding(
+        'ClientSideRoutingLost',
         ref,
-        topic: `parent-${i}`,
-        code: 'ClientSideRoutingLost',
-        severity: 'error',
-        message: `${name} routes ${pns}/${pname} for ${ctx.namespace}'s callers; ambient callers no longer apply it.`,
-        fix: `Create the route in ${pns} (producer route) so that its waypoint applies it, or accept the loss.`,
-      }),
+        {variant: 'serviceParent', name, pns, pname, namespace: ctx.namespace},
+        {id: classifiedId('E11', ref, `parent-${i}`), severity: 'error'},
+      ),
     )
   } else if (pns === ctx.namespace) {
     acc.scope = acc.scope ?? 'client-side'
@@ -355,15 +349,12 @@ function serviceParent(
     )
     contributions.push({verdict: 'L7', action: 'lost-client-side'})
     findings.push(
-      finding({
-        prefix: 'E12',
+      finding(
+        'ClientSideRoutingLost',
         ref,
-        topic: `parent-${i}`,
-        code: 'ClientSideRoutingLost',
-        severity: 'error',
-        message: `${name} (in ${ns}) routes ${ctx.namespace}/${pname}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose it.`,
-        fix: `Create an equivalent producer route in ${ctx.namespace}.`,
-      }),
+        {variant: 'serviceParent2', name, ns, namespace: ctx.namespace, pname},
+        {id: classifiedId('E12', ref, `parent-${i}`), severity: 'error'},
+      ),
     )
   } else {
     reasons.push(reason(path, `Service ${pns}/${pname}: route of another namespace, unaffected by this migration`))
@@ -445,14 +436,12 @@ function vsClash(spec: RouteSpec, f: RouteFacts, ctx: ClassifyContext, acc: Rout
       ),
     )
     findings.push(
-      finding({
-        prefix: 'E26',
+      finding(
+        'VirtualServiceAndRouteForSameHost',
         ref,
-        code: 'VirtualServiceAndRouteForSameHost',
-        severity: 'warning',
-        message: `${name} and ${clashing.map((v) => formatRef(v)).join(', ')} route the same Service(s) ${own.join(', ')}; mixing them is undefined behaviour (an HTTPRoute naming a Service wins over the VirtualService on waypoints).`,
-        fix: 'Keep one of them: delete the VirtualService in the same step that relies on the route.',
-      }),
+        {name, clashing: clashing.map((v) => formatRef(v)), own},
+        {id: classifiedId('E26', ref), severity: 'warning'},
+      ),
     )
   }
 }

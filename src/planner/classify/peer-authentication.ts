@@ -4,11 +4,20 @@
 // root namespace); UNSET inherits. STRICT becomes a static "deny plaintext" policy; PERMISSIVE accepts both;
 // DISABLE cannot turn mTLS off between ambient pods (HBONE) and the docs treat it as a hard blocker.
 // portLevelMtls is honoured only for workload-selector policies outside the root namespace.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, reason, workloadNames} from './results.js'
+import {
+  type Classified,
+  type KindClassifier,
+  classifiedId,
+  item,
+  reason,
+  workloadNames,
+  textFinding,
+} from './results.js'
 import {allServices, hasLabels, labelsSubset, noPodSelected, selectorCoverage, servicesCovering} from './selection.js'
 import {compareAge, itemRef, kindKey, memo, namespaceOf, objectsOfKind} from './objects.js'
 import {isRecord} from '../json.js'
@@ -171,18 +180,14 @@ export function classifyPeerAuthentication(obj: KubeObject, ctx: ClassifyContext
   const blocked = (mode === 'DISABLE' && effective) || portDisable.length > 0
   if (blocked) {
     findings.push(
-      finding({
-        prefix: 'E18',
+      finding(
+        'PeerAuthenticationDisable',
         ref,
-        topic: 'disable',
-        code: 'PeerAuthenticationDisable',
-        severity: 'blocker',
-        message:
-          mode === 'DISABLE' && effective
-            ? `${name} sets mTLS mode DISABLE for ${decidedText}. Ambient mode cannot disable mTLS (HBONE); the policy would only accept plaintext like PERMISSIVE.`
-            : `${name} disables mTLS on port(s) ${portDisable.join(', ')}. Ambient mode cannot disable mTLS (HBONE); ztunnel only accepts plaintext there.`,
-        fix: 'Replace DISABLE with PERMISSIVE (or STRICT) once you have checked why mTLS was disabled (e.g. a client that must send plaintext, or an app terminating its own mTLS), then re-run plan.',
-      }),
+        mode === 'DISABLE' && effective
+          ? {variant: 'mode', name, workloads: decidedText}
+          : {variant: 'ports', name, ports: portDisable},
+        {id: classifiedId('E18', ref, 'disable')},
+      ),
     )
     return {item: item(ref, 'blocker', 'blocker', reasons, {scope, services}), findings}
   }
@@ -229,15 +234,12 @@ function rootSelectorPolicy(
       ),
     )
     findings.push(
-      finding({
-        prefix: 'E18',
+      finding(
+        'RootPortLevelMtlsIgnored',
         ref,
-        topic: 'root-port-level',
-        code: 'RootPortLevelMtlsIgnored',
-        severity: 'warning',
-        message: `${name} sets portLevelMtls with a selector in the root namespace; ztunnel ignores it for ${ctx.namespace}'s pods (${workloadNames(cov.workloads)}), so those ports get the namespace/mesh mode.`,
-        fix: `Create a workload-selector PeerAuthentication with the same portLevelMtls in ${ctx.namespace}.`,
-      }),
+        {name, namespace: ctx.namespace, workloads: workloadNames(cov.workloads)},
+        {id: classifiedId('E18', ref, 'root-port-level'), severity: 'warning'},
+      ),
     )
   }
   return {item: item(ref, 'inert', 'keep', reasons, {scope, services: cov.services}), findings}
@@ -320,7 +322,7 @@ function strictFinding(obj: KubeObject, ctx: ClassifyContext, workloads: Workloa
     .map((o) => `${o.workload.ref.name} port(s) ${o.ports.join(', ')} (PeerAuthentication ${o.policy})`)
     .join('; ')
   const everyWorkloadOpen = open.length === workloads.length && workloads.length > 0
-  return finding({
+  return textFinding({
     prefix: 'E18',
     ref,
     topic: 'strict',

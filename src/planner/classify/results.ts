@@ -89,26 +89,9 @@ export function item(
   return out
 }
 
-/** A finding with a stable id `<prefix>/<Kind>/<namespace>/<name>[/<topic>]`. */
-export function finding(opts: {
-  prefix: string
-  ref: ObjectRef
-  code: FindingCode
-  severity: Severity
-  message: string
-  fix?: string
-  topic?: string
-}): Finding {
-  const id = [
-    opts.prefix,
-    opts.ref.kind,
-    opts.ref.namespace ?? '',
-    opts.ref.name,
-    ...(opts.topic ? [opts.topic] : []),
-  ].join('/')
-  const f: Finding = {id, code: opts.code, severity: opts.severity, message: opts.message, ref: opts.ref}
-  if (opts.fix) f.fix = opts.fix
-  return f
+/** The stable id of a classifier's finding: `<prefix>/<Kind>/<namespace>/<name>[/<topic>]`. */
+export function classifiedId(prefix: string, ref: ObjectRef, topic?: string): string {
+  return [prefix, ref.kind, ref.namespace ?? '', ref.name, ...(topic ? [topic] : [])].join('/')
 }
 
 export function uniqSorted(values: Iterable<string>): string[] {
@@ -139,4 +122,29 @@ export function istioMinor(ctx: Pick<ClassifyContext, 'istioVersion'>): number |
 
 export function workloadNames(workloads: WorkloadItem[]): string {
   return uniqSorted(workloads.map((w) => w.ref.name)).join(', ')
+}
+
+/**
+ * A classifier finding whose message and fix are still composed at the emission site: the few wordings not yet
+ * moved into the catalogue's templates (issue 23 §3, see test/unit/finding-catalogue.test.ts). Code and
+ * severity still come from the catalogue's types.
+ */
+export function textFinding(opts: {
+  prefix: string
+  ref: ObjectRef
+  code: FindingCode
+  severity: Severity
+  message: string
+  fix?: string
+  topic?: string
+}): Finding {
+  const f: Finding = {
+    id: classifiedId(opts.prefix, opts.ref, opts.topic),
+    code: opts.code,
+    severity: opts.severity,
+    message: opts.message,
+    ref: opts.ref,
+  }
+  if (opts.fix) f.fix = opts.fix
+  return f
 }

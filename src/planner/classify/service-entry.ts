@@ -4,6 +4,7 @@
 // except DYNAMIC_DNS + MESH_EXTERNAL bound to an (egress) waypoint. VM workloads (a WorkloadEntry with a sidecar
 // identity, WorkloadGroups) cannot join an ambient mesh: hard blocker; a WorkloadEntry without a proxy is an
 // endpoint ztunnel reaches as sidecars did (issue 21 §6).
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {ServiceEntrySpec} from '../istio-types.js'
@@ -11,12 +12,13 @@ import {formatRef} from '../refs.js'
 import {
   type Classified,
   type KindClassifier,
-  finding,
+  classifiedId,
   istioMinor,
   item,
   list,
   reason,
   workloadNames,
+  textFinding,
 } from './results.js'
 import {exportedTo} from './hosts.js'
 import {hasLabels, labelsSubset, selectorCoverage} from './selection.js'
@@ -194,14 +196,12 @@ export function classifyServiceEntry(obj: KubeObject, ctx: ClassifyContext): Cla
       ),
     )
     findings.push(
-      finding({
-        prefix: 'E11',
+      finding(
+        'WildcardServiceEntryNeedsEgressWaypoint',
         ref,
-        code: 'WildcardServiceEntryNeedsEgressWaypoint',
-        severity: 'error',
-        message: `${formatRef(ref)} has wildcard host(s) ${wildcards.join(', ')}; ambient clients of ${ctx.namespace} do not get its routing/policy (unsupported without an egress waypoint).`,
-        fix: 'Make it DYNAMIC_DNS + MESH_EXTERNAL and bind it to an egress waypoint (istio.io/use-waypoint), or list the hosts explicitly; or accept the loss.',
-      }),
+        {ref: formatRef(ref), wildcards, namespace: ctx.namespace},
+        {id: classifiedId('E11', ref), severity: 'error'},
+      ),
     )
     return {item: item(ref, 'L7', 'lost-client-side', reasons, scope ? {scope} : {}), findings}
   }
@@ -298,7 +298,7 @@ export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Cl
 function vmBlocker(ref: ObjectRef, reasons: string[], message: string, fix: string): Classified {
   return {
     item: item(ref, 'blocker', 'blocker', reasons),
-    findings: [finding({prefix: 'vm', ref, code: 'VmWorkloadUnsupported', severity: 'blocker', message, fix})],
+    findings: [textFinding({prefix: 'vm', ref, code: 'VmWorkloadUnsupported', severity: 'blocker', message, fix})],
   }
 }
 

@@ -1,11 +1,12 @@
 // Sidecar (networking.istio.io) (DOMAIN §3.8, §7 E24, §8): no effect in ambient — ztunnel ignores it and
 // waypoints always use the default scope (IST0167). What is lost: egress host isolation, per-workload
 // REGISTRY_ONLY, inbound port/bind settings. ztunnel implements no outboundTrafficPolicy at all.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject} from '../model.js'
 import type {SidecarSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, list, reason, workloadNames} from './results.js'
+import {type Classified, type KindClassifier, classifiedId, item, list, reason, workloadNames} from './results.js'
 import {allServices, hasLabels, noPodSelected, selectorCoverage} from './selection.js'
 import {isRecord} from '../json.js'
 import {itemRef, namespaceOf} from './objects.js'
@@ -89,14 +90,16 @@ export function classifySidecar(obj: KubeObject, ctx: ClassifyContext): Classifi
   const restrictive = lost.filter((l) => l !== 'inbound listener settings')
   if (restrictive.length > 0) {
     findings.push(
-      finding({
-        prefix: 'E24',
+      finding(
+        'SidecarEgressControlLost',
         ref,
-        code: 'SidecarEgressControlLost',
-        severity: 'warning',
-        message: `${formatRef(ref)} restricts outbound traffic (${[...new Set(restrictive)].join(', ')}) for ${selector ? workloadNames(cov.workloads) : `every workload of ${local ? ctx.namespace : 'the mesh'}`}; ambient pods are not restricted this way.`,
-        fix: 'Replace it with an egress waypoint + ServiceEntries + AuthorizationPolicy, or with Kubernetes NetworkPolicy egress rules, before migrating; or accept the loss.',
-      }),
+        {
+          ref: formatRef(ref),
+          restrictive: [...new Set(restrictive)],
+          detail: selector ? workloadNames(cov.workloads) : `every workload of ${local ? ctx.namespace : 'the mesh'}`,
+        },
+        {id: classifiedId('E24', ref), severity: 'warning'},
+      ),
     )
   }
   return {item: item(ref, 'inert', action, reasons, {scope, services}), findings}

@@ -4,11 +4,21 @@
 // waypoint's namespace and names the Service in `hosts` (Alpha; HTTPRoute preferred). On waypoints
 // `match[].sourceLabels` matches are dropped and `match[].sourceNamespace` is compared with the waypoint's
 // namespace. Gateway-only VirtualServices keep working on their gateways.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {Destination, HttpRoute, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {type Classified, type KindClassifier, finding, item, list, reason, uniqSorted} from './results.js'
+import {
+  type Classified,
+  type KindClassifier,
+  classifiedId,
+  item,
+  list,
+  reason,
+  uniqSorted,
+  textFinding,
+} from './results.js'
 import {type HostTarget, exportedTo, hostTarget} from './hosts.js'
 import {destinationWaypoint} from './waypoints.js'
 import {isRecord} from '../json.js'
@@ -304,14 +314,12 @@ function ownServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classi
     )
   if (features.sourceLabels.length > 0) {
     findings.push(
-      finding({
-        prefix: 'vs-source-labels',
+      finding(
+        'VirtualServiceSourceLabelsDropped',
         ref,
-        code: 'VirtualServiceSourceLabelsDropped',
-        severity: 'warning',
-        message: `${name} matches on sourceLabels (${features.sourceLabels.join(', ')}); waypoints drop these matches, so the routes would apply to different callers than intended.`,
-        fix: 'Rewrite the routing without source labels (e.g. headers set by the caller, or a separate Service per caller group), then convert it to an HTTPRoute.',
-      }),
+        {name, sourceLabels: features.sourceLabels},
+        {id: classifiedId('vs-source-labels', ref), severity: 'warning'},
+      ),
     )
     return {item: item(ref, 'L7', 'manual', reasons, {scope: 'mesh-routing', services: ownHostServices}), findings}
   }
@@ -414,7 +422,7 @@ export function rewriteAdvice(spec: VirtualServiceSpec): string {
 }
 
 function lostFinding(prefix: string, ref: ObjectRef, message: string, fix: string): Finding {
-  return finding({prefix, ref, code: 'ClientSideRoutingLost', severity: 'error', message, fix})
+  return textFinding({prefix, ref, code: 'ClientSideRoutingLost', severity: 'error', message, fix})
 }
 
 /** HTTPRoute/GRPCRoute names of the migrated namespace whose parent is one of the given Services. */

@@ -1,4 +1,5 @@
 // Waypoint bindings (istio.io/use-waypoint) and how targetRefs policies attach to waypoints.
+import {finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {PolicyTargetReference} from '../istio-types.js'
@@ -6,7 +7,6 @@ import {formatRef, groupOf} from '../refs.js'
 import {isRetargetable} from '../retarget/objects.js'
 import {optedOutServices, optedOutWhy, planTargets} from '../retarget/targets.js'
 import {remoteNamespaceWaypoint} from '../namespace-waypoint.js'
-import type {Severity} from '../findings/catalogue.js'
 import {isRecord} from '../json.js'
 import {
   DRY_RUN_ANNOTATION,
@@ -303,14 +303,12 @@ function optedOutBlocker(
   return {
     action: 'blocker',
     why,
-    finding: {
-      id: `retarget/${i.ref.kind}/${i.ref.namespace}/${i.ref.name}/service-opted-out`,
-      code: 'RetargetServiceOptedOut',
-      severity: 'blocker',
-      ref: i.ref,
-      message: `${formatRef(i.ref)} needs the waypoint, but ${why}: after the migration its L7 rules would not be enforced for that traffic.`,
-      fix: `Remove the label (kubectl label service ${optedOut[0]} -n ${ctx.namespace} ${USE_WAYPOINT_LABEL}-) so the namespace's waypoint serves it, or rewrite the policy with L4 fields only (ztunnel enforces those); then re-run plan.`,
-    },
+    finding: finding(
+      'RetargetServiceOptedOut',
+      i.ref,
+      {ref: formatRef(i.ref), why, optedOut: optedOut[0], namespace: ctx.namespace},
+      {id: `retarget/${i.ref.kind}/${i.ref.namespace}/${i.ref.name}/service-opted-out`, severity: 'blocker'},
+    ),
   }
 }
 
@@ -341,13 +339,15 @@ function noServiceBlocker(
 }
 
 /** RetargetNoService: the inventory's, and the plan's for what only the plan carries (root-namespace DENY copies). */
-export function retargetNoServiceFinding(ref: ObjectRef, why: string, severity: Severity): Finding {
-  return {
-    id: `no-service/${ref.kind}/${ref.namespace}/${ref.name}`,
-    code: 'RetargetNoService',
-    severity,
+export function retargetNoServiceFinding(
+  ref: ObjectRef,
+  why: string,
+  severity: 'warning' | 'error' | 'blocker',
+): Finding {
+  return finding(
+    'RetargetNoService',
     ref,
-    message: `${formatRef(ref)} needs the waypoint, but ${why}: a service waypoint never sees traffic to those pods, so the policy cannot be carried over.`,
-    fix: 'Put a Service (with a cluster IP) in front of those pods and re-run plan, or rewrite the policy with L4 fields only.',
-  }
+    {ref: formatRef(ref), why},
+    {id: `no-service/${ref.kind}/${ref.namespace}/${ref.name}`, severity},
+  )
 }

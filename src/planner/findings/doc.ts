@@ -18,18 +18,35 @@ function cell(text: string | undefined): string {
   return (text ?? '').replaceAll('|', '\\|')
 }
 
+function rows(code: FindingCode): string[] {
+  const s = FINDING_CATALOGUE[code]
+  const head = `| \`${code}\` | ${s.alias ? `\`${s.alias}\`` : ''} | ${s.edgeCase ?? ''} | ${s.istio ?? ''} | ${s.severity.join(', ')}`
+  if (!s.variants) return [`${head} | ${cell(s.message)} | ${cell(s.fix)} |`]
+  return Object.entries(s.variants).map(
+    ([variant, text], i) =>
+      `${i === 0 ? head : '| | | | |'} | *${variant}*: ${cell(text.message)} | ${cell(text.fix)} |`,
+  )
+}
+
 export function renderFindingsDoc(): string {
   const lines = [
     '# Finding codes',
     '',
     '<!-- Generated from src/planner/findings/catalogue.ts by `npm run findings-doc`; do not edit by hand. -->',
     '',
-    'Every finding (inventory, plan, `-o json`) and preflight diagnostic carries one of these codes in `code`.',
-    'The **code** is what the tool writes and keeps writing (plans, JSON and scripts depend on it); codes from',
-    'before the catalogue that are not in PascalCase (E-numbers, IST numbers, kebab-case) are kept as they were,',
-    'and **name** is their one-style name. `--accept-lost` and `--accept-hazard` name finding **ids**, not codes',
-    '(see docs/contract.md), so they are unaffected. **Edge case** is the DOMAIN.md edge case, **Istio** the',
-    '`istioctl analyze` message it corresponds to. In messages, `{…}` is filled in per object.',
+    'Every finding (inventory, plan, `-o json`) and preflight diagnostic carries one of these codes in `code`, and',
+    'its severity, message and fix are rendered from this catalogue (`finding()` in src/planner/findings/finding.ts);',
+    'in the templates, `{arg}` is filled in per object. A code with several cases has one wording per **variant**.',
+    '',
+    '**Naming.** A code is PascalCase: a noun phrase saying what was found (`PortNameNoProtocol`,',
+    '`RetargetNoService`). Codes of the older styles (E-numbers, IST numbers, kebab-case) are its **alias**:',
+    'plan files written with them still load and are read through the alias. **Edge case** is the DOMAIN.md edge',
+    'case, **Istio** the `istioctl analyze` message it corresponds to.',
+    '',
+    '**Finding ids** (what `--accept-lost` and `--accept-hazard` name, and what plans record as accepted) keep the',
+    'prefixes they always had, so accepted ids and scripts go on matching: `IST0118/web/8080`, `E4/Deployment/x`.',
+    "Where an id starts with an alias, the code's name is accepted in its place: `--accept-hazard",
+    'PortNameNoProtocol/web/8080` accepts the finding `IST0118/web/8080`.',
     '',
   ]
   const codes = Object.keys(FINDING_CATALOGUE) as FindingCode[]
@@ -39,16 +56,10 @@ export function renderFindingsDoc(): string {
     lines.push(
       `## ${AREA_TITLES[area]}`,
       '',
-      '| code | name | edge case | Istio | severity | message | fix |',
+      '| code | alias | edge case | Istio | severity | message | fix |',
       '|---|---|---|---|---|---|---|',
     )
-    for (const code of inArea) {
-      const s = FINDING_CATALOGUE[code]
-      const name = s.name === code ? '' : s.name
-      lines.push(
-        `| \`${code}\` | ${name} | ${s.edgeCase ?? ''} | ${s.istio ?? ''} | ${s.severity.join(', ')} | ${cell(s.message)} | ${cell(s.fix)} |`,
-      )
-    }
+    for (const code of inArea) lines.push(...rows(code))
     lines.push('')
   }
   return lines.join('\n')

@@ -10,6 +10,7 @@
 // So every policy ends up as up to three objects: a targetRefs copy with the full rules (waypoint), an ALLOW
 // admitting the waypoint at the destination (so what the waypoint authorised passes), and the part the
 // destination can enforce for bypassing callers.
+import {finding} from '../findings/finding.js'
 import {cleanObject, digestOf, toCanonicalYaml} from '../canonical.js'
 import {
   analyzeAuthorizationPolicy,
@@ -23,7 +24,6 @@ import {groupBy, isRecord} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
-import type {FindingCode} from '../findings/catalogue.js'
 import {gitOpsManager} from '../namespace.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION} from '../plan-types.js'
 import {compareRefs, formatRef, groupOf, refKey} from '../refs.js'
@@ -331,14 +331,35 @@ function decision(
 
 // --- findings ------------------------------------------------------------------------------------
 
-function finding(
+/** RetargetL4PartAllowsAll: the L4 part left at ztunnel of an ALLOW whose every rule had L7 content. */
+function reportL4PartAllowsAll(
   run: Run,
-  f: {id: string; code: FindingCode; severity: Severity; ref?: ObjectRef; message: string; fix?: string},
-): string {
-  const out: Finding = {id: f.id, code: f.code, severity: f.severity, message: f.message}
-  if (f.ref) out.ref = f.ref
-  if (f.fix) out.fix = f.fix
-  run.findings.push(out)
+  ref: ObjectRef,
+  p: {dropped: string[]; l4: string; selected: string[]; others: string[]},
+): void {
+  const others = p.others
+  report(
+    run,
+    finding(
+      'RetargetL4PartAllowsAll',
+      ref,
+      {
+        ref: formatRef(ref),
+        dropped: list(p.dropped),
+        l4: p.l4,
+        names: list(p.selected),
+        detail: others.length > 0 ? `, which also lifts ${list(others)} for them` : '',
+        detail2:
+          others.length > 0 ? `limited to what ${list(others)} allow` : 'all denied (only the waypoint is admitted)',
+      },
+      {id: idFor(ref, 'l4-part-allows-all'), severity: 'error'},
+    ),
+  )
+}
+
+/** Records a finding of the run; returns its id. */
+function report(run: Run, f: Finding): string {
+  run.findings.push(f)
   return f.id
 }
 
@@ -357,7 +378,12 @@ function dedupe(findings: Finding[]): Finding[] {
 }
 
 /** RetargetNoService, unless the inventory already made the item a blocker/manual with it (uncarriableBlockers). */
-function noServiceFinding(run: Run, item: InventoryItem, why: string, severity: Severity = 'blocker'): void {
+function noServiceFinding(
+  run: Run,
+  item: InventoryItem,
+  why: string,
+  severity: 'warning' | 'blocker' = 'blocker',
+): void {
   if (item.action === 'retarget') run.findings.push(retargetNoServiceFinding(item.ref, why, severity))
 }
 
@@ -373,14 +399,15 @@ function coverageFindings(
 ): void {
   const name = formatRef(ref)
   if (t.via === 'gateway' && !namespaceWide) {
-    finding(run, {
-      id: idFor(ref, 'gateway-target'),
-      code: 'RetargetTooManyServices',
-      severity: 'warning',
-      ref,
-      message: `${name} covers pods behind ${t.covering.length} Services, more than the 16 targetRefs an object may list: its copy targets the waypoint Gateway and so applies to every Service bound to it (${list(t.services)}).`,
-      fix: 'Split the policy per group of Services if the other Services must not be affected.',
-    })
+    report(
+      run,
+      finding(
+        'RetargetTooManyServices',
+        ref,
+        {name, length: t.covering.length, services: list(t.services)},
+        {id: idFor(ref, 'gateway-target'), severity: 'warning'},
+      ),
+    )
   }
   for (const p of t.partial) {
     let severity: Severity = 'warning'
@@ -408,34 +435,43 @@ function coverageFindings(
       severity = 'info'
       effect = `its telemetry settings also apply to ${list(p.uncovered)}`
     }
-    finding(run, {
-      id: idFor(ref, `partial-coverage/${p.service}`),
-      code: 'RetargetWidensToService',
-      severity,
-      ref,
-      message: `${name} selects only some of the pods behind Service ${p.service}; its copy targets the whole Service: ${effect}.`,
-      fix: `Give the selected pods a Service of their own (e.g. per version) and re-run plan, or accept that the policy applies to all of ${p.service}.`,
-    })
+    report(
+      run,
+      finding(
+        'RetargetWidensToService',
+        ref,
+        {name, service: p.service, effect},
+        {id: idFor(ref, `partial-coverage/${p.service}`), severity: severity},
+      ),
+    )
   }
   if (t.podAddressed.length > 0 && !podPathsEnforcedAtZtunnel) {
     const security = kind === AP && (action === 'DENY' || action === 'CUSTOM')
-    finding(run, {
-      id: idFor(ref, 'pod-addressed'),
-      code: 'RetargetMissesPodTraffic',
-      severity: security ? 'error' : kind === TELEMETRY ? 'info' : 'warning',
-      ref,
-      message: `${name} applied to traffic addressed to the pods of ${t.podAddressed.map((p) => `${p.workload} (${p.why})`).join(', ')} as well; a service waypoint never sees that traffic (E9), so after the migration only ztunnel's L4 view protects it${kind === AP && action === 'ALLOW' ? ' (the L4 part of the policy)' : ''}${security ? `: the ${action} no longer applies to it` : ''}.`,
-      fix: 'Accept L4-only enforcement for pod-addressed traffic, or bind these pods to a waypoint with istio.io/waypoint-for: workload or all (beware server-first protocols, DOMAIN §5).',
-    })
+    report(
+      run,
+      finding(
+        'RetargetMissesPodTraffic',
+        ref,
+        {
+          name,
+          podAddressed: t.podAddressed.map((p) => `${p.workload} (${p.why})`),
+          detail: kind === AP && action === 'ALLOW' ? ' (the L4 part of the policy)' : '',
+          detail2: security ? `: the ${action} no longer applies to it` : '',
+        },
+        {id: idFor(ref, 'pod-addressed'), severity: security ? 'error' : kind === TELEMETRY ? 'info' : 'warning'},
+      ),
+    )
   }
   if (t.via === 'services' && t.services.length > 1) {
-    finding(run, {
-      id: idFor(ref, 'several-services'),
-      code: 'RetargetSeveralServices',
-      severity: 'info',
-      ref,
-      message: `${name} selects pods behind ${t.services.length} Services (${list(t.services)}): its copy lists one targetRef per Service.`,
-    })
+    report(
+      run,
+      finding(
+        'RetargetSeveralServices',
+        ref,
+        {name, length: t.services.length, services: list(t.services)},
+        {id: idFor(ref, 'several-services'), severity: 'info'},
+      ),
+    )
   }
 }
 
@@ -549,14 +585,15 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
     const triggers = [...new Set(hitNames.flatMap((svc) => allowed.get(svc) ?? []))].sort()
     const name = formatRef(d.ref)
     if (hit.length > MAX_TARGET_REFS) {
-      finding(run, {
-        id: idFor(d.ref, 'waypoint-allow-set'),
-        code: 'WaypointAllowSetIncomplete',
-        severity: 'blocker',
-        ref: d.ref,
-        message: `${name} allows requests to pods behind ${hit.length} Services for which the waypoint enforces other ALLOW policies (${list(triggers)}); a copy would need more than the ${MAX_TARGET_REFS} targetRefs an object may list, so the waypoint would deny what only ${name} allows.`,
-        fix: 'Split the policy per group of Services, then re-run plan.',
-      })
+      report(
+        run,
+        finding(
+          'WaypointAllowSetIncomplete',
+          d.ref,
+          {name, hitLength: hit.length, triggers: list(triggers), mAXTARGETREFS: MAX_TARGET_REFS},
+          {id: idFor(d.ref, 'waypoint-allow-set'), severity: 'blocker'},
+        ),
+      )
       continue
     }
     const obj = run.objects.get(refKey(d.ref))!
@@ -578,13 +615,15 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
     d.why = `${d.why}; the waypoint enforces ALLOW ${list(triggers)} for Service ${list(hitNames)}, so it denies requests no ALLOW attached to it matches: ${copy.ref.name} attaches this ALLOW there too`
     // The original keeps applying at the destination, so pod-addressed traffic is covered as before.
     coverageFindings(run, d.ref, AP, a.action, t, namespaceWide, true)
-    finding(run, {
-      id: idFor(d.ref, 'waypoint-allow-set'),
-      code: 'WaypointAllowSetCopy',
-      severity: 'info',
-      ref: d.ref,
-      message: `Once the waypoint is bound it enforces ALLOW ${list(triggers)} for Service ${list(hitNames)} and denies every request to them that no ALLOW attached to it matches. ${name} also allows requests to those pods, so the plan copies it to the waypoint (${copy.ref.name}, targetRefs Service ${list(hitNames)}); the original stays at the destination.`,
-    })
+    report(
+      run,
+      finding(
+        'WaypointAllowSetCopy',
+        d.ref,
+        {triggers: list(triggers), hitNames: list(hitNames), name, refName: copy.ref.name},
+        {id: idFor(d.ref, 'waypoint-allow-set'), severity: 'info'},
+      ),
+    )
   }
 }
 
@@ -605,45 +644,61 @@ function requestAuthenticationFindings(run: Run, decisions: PolicyDecision[]): v
     if (paths.length === 0) continue
     const missing = copy.services.filter((s) => !covered.has(s))
     if (missing.length === 0) continue
-    finding(run, {
-      id: idFor(d.ref, 'request-authentication'),
-      code: 'RetargetNeedsRequestAuthentication',
-      severity: 'error',
-      ref: d.ref,
-      message: `${formatRef(d.ref)} reads the JWT (${list(paths)}), but no RequestAuthentication will apply at the waypoint for ${list(missing)}: without one the request principal and claims are empty there, so ${d.original.action === 'DENY' ? 'a DENY on notRequestPrincipals denies every request and one on requestPrincipals never fires' : 'its JWT rules never match'}.`,
-      fix: `Give ${list(missing)} a RequestAuthentication with targetRefs (a selector RequestAuthentication in ${run.ns} is carried by the plan; one in another namespace is not).`,
-    })
+    report(
+      run,
+      finding(
+        'RetargetNeedsRequestAuthentication',
+        d.ref,
+        {
+          ref: formatRef(d.ref),
+          paths: list(paths),
+          missing: list(missing),
+          detail:
+            d.original.action === 'DENY'
+              ? 'a DENY on notRequestPrincipals denies every request and one on requestPrincipals never fires'
+              : 'its JWT rules never match',
+          ns: run.ns,
+        },
+        {id: idFor(d.ref, 'request-authentication'), severity: 'error'},
+      ),
+    )
   }
 }
 
 function namespaceFindings(run: Run): void {
   if (run.carriedL7.length > 0) {
-    finding(run, {
-      id: `retarget/${run.ns}/sidecar-callers`,
-      code: 'WaypointBypassedBySidecarCallers',
-      severity: 'warning',
-      message: `Sidecar callers (namespaces not migrated yet) and ingress gateways without istio.io/ingress-use-waypoint do not go through waypoints: for them the L7 rules of ${list(run.carriedL7)} are no longer enforced once ${run.ns} is ambient — only the L4 part kept at ztunnel applies.`,
-      fix: 'Migrate the calling namespaces first, label the Services (or namespace) istio.io/ingress-use-waypoint=true for ingress traffic, and once every caller is ambient add the bypass-prevention DENY (selector, notPrincipals: the waypoint).',
-    })
+    report(
+      run,
+      finding(
+        'WaypointBypassedBySidecarCallers',
+        undefined,
+        {carriedL7: list(run.carriedL7), ns: run.ns},
+        {id: `retarget/${run.ns}/sidecar-callers`, severity: 'warning'},
+      ),
+    )
   }
   const waypointFor = run.input.waypointFor ?? 'service'
   const serviceCopies = run.serviceTargeted
   if (waypointFor === 'workload' && serviceCopies.length > 0) {
-    finding(run, {
-      id: `retarget/${run.ns}/waypoint-for-workload`,
-      code: 'RetargetNeedsServiceWaypoint',
-      severity: 'blocker',
-      message: `The waypoint is istio.io/waypoint-for=workload: Services are not bound to it (UnsupportedTrafficType), so the Service-targeted copies of ${list(serviceCopies)} would never apply.`,
-      fix: 'Plan with --waypoint-for service (or all).',
-    })
+    report(
+      run,
+      finding(
+        'RetargetNeedsServiceWaypoint',
+        undefined,
+        {serviceCopies: list(serviceCopies)},
+        {id: `retarget/${run.ns}/waypoint-for-workload`, severity: 'blocker'},
+      ),
+    )
   } else if (waypointFor === 'all' && run.principalUsed) {
-    finding(run, {
-      id: `retarget/${run.ns}/waypoint-for-all`,
-      code: 'RetargetPodTrafficThroughWaypoint',
-      severity: 'warning',
-      message: `The waypoint is istio.io/waypoint-for=all: traffic addressed to pod IPs goes through it too, but the copies attach to Services (service-addressed traffic), while the companions admit everything the waypoint forwards at the destination. Pod-addressed requests are then checked by neither.`,
-      fix: 'Prefer --waypoint-for service, or review the copies (a Gateway targetRef applies to all traffic of the waypoint).',
-    })
+    report(
+      run,
+      finding(
+        'RetargetPodTrafficThroughWaypoint',
+        undefined,
+        {},
+        {id: `retarget/${run.ns}/waypoint-for-all`, severity: 'warning'},
+      ),
+    )
   }
 }
 
@@ -659,14 +714,21 @@ function nameFindings(run: Run, decisions: PolicyDecision[]): void {
         existing.metadata.annotations?.[PLAN_ANNOTATION] === run.input.planName
       const clash = seen.get(key)
       if ((existing && !ours) || clash) {
-        finding(run, {
-          id: idFor(d.ref, `name-taken/${c.ref.name}`),
-          code: 'RetargetNameTaken',
-          severity: 'blocker',
-          ref: d.ref,
-          message: `The plan would create ${formatRef(c.ref)} for ${formatRef(d.ref)}, but ${clash ? `it also creates that object for ${formatRef(clash)}` : 'an object of that name exists and was not created by this plan'}.`,
-          fix: 'Rename one of the policies, then re-run plan.',
-        })
+        report(
+          run,
+          finding(
+            'RetargetNameTaken',
+            d.ref,
+            {
+              ref: formatRef(c.ref),
+              ref2: formatRef(d.ref),
+              detail: clash
+                ? `it also creates that object for ${formatRef(clash)}`
+                : 'an object of that name exists and was not created by this plan',
+            },
+            {id: idFor(d.ref, `name-taken/${c.ref.name}`), severity: 'blocker'},
+          ),
+        )
       }
       seen.set(key, d.ref)
     }
@@ -678,14 +740,15 @@ function gitOpsFindings(run: Run, decisions: PolicyDecision[]): void {
     if (d.original.deletedIn !== 'delete-sidecar-policies') continue
     const manager = gitOpsManager(run.objects.get(refKey(d.ref))?.metadata ?? {})
     if (!manager) continue
-    finding(run, {
-      id: idFor(d.ref, 'gitops'),
-      code: 'RetargetGitOpsManaged',
-      severity: 'warning',
-      ref: d.ref,
-      message: `${formatRef(d.ref)} is managed by ${manager} (E23): the plan deletes it after the restart and creates ${list(d.created.map((c) => c.ref.name))}, which the next sync would undo.`,
-      fix: 'Make the same change in the source repository (remove the original, add the created objects) before or right after applying delete-sidecar-policies.',
-    })
+    report(
+      run,
+      finding(
+        'RetargetGitOpsManaged',
+        d.ref,
+        {ref: formatRef(d.ref), manager, created: list(d.created.map((c) => c.ref.name))},
+        {id: idFor(d.ref, 'gitops'), severity: 'warning'},
+      ),
+    )
   }
 }
 
@@ -749,13 +812,15 @@ function reuseExistingCopies(run: Run, decisions: PolicyDecision[]): void {
         description: `${same.metadata.name} (exists already): the waypoint copy of ${d.ref.name}, same targets and rules — used as it is`,
       }
       delete reused.createdIn
-      finding(run, {
-        id: idFor(d.ref, `copy-reused/${same.metadata.name}`),
-        code: 'WaypointCopyReused',
-        severity: 'info',
-        ref: d.ref,
-        message: `${formatRef(reused.ref)} exists already and is the waypoint copy of ${formatRef(d.ref)} (same targetRefs and rules, as the istio.io migration guide's "migrate policies" step creates it): the plan uses it instead of creating ${c.ref.name}. It is not the plan's, so rollback leaves it.`,
-      })
+      report(
+        run,
+        finding(
+          'WaypointCopyReused',
+          d.ref,
+          {ref: formatRef(reused.ref), ref2: formatRef(d.ref), refName: c.ref.name},
+          {id: idFor(d.ref, `copy-reused/${same.metadata.name}`), severity: 'info'},
+        ),
+      )
       return reused
     })
   }
@@ -866,13 +931,15 @@ function planAuthorizationPolicy(run: Run, item: InventoryItem, obj: KubeObject)
   ) {
     const rewrite = rewriteServiceAccountConditions(rules ?? [], run.ns)
     if (rewrite.ok) return planServiceAccountRewrite(run, item, obj, a, original, rewrite.rules, selected, targetsFor)
-    finding(run, {
-      id: idFor(ref, 'e22-not-rewritten'),
-      code: 'ServiceAccountConditionNotRewritten',
-      severity: 'info',
-      ref,
-      message: `${formatRef(ref)}: when: source.serviceAccount cannot be rewritten as from.source.serviceAccounts (${rewrite.why}); it is carried to the waypoint instead.`,
-    })
+    report(
+      run,
+      finding(
+        'ServiceAccountConditionNotRewritten',
+        ref,
+        {ref: formatRef(ref), why: rewrite.why},
+        {id: idFor(ref, 'e22-not-rewritten'), severity: 'info'},
+      ),
+    )
   }
 
   if (a.needsWaypoint) {
@@ -1011,14 +1078,7 @@ function planWaypointPolicy(
       if (projection.matchAll) {
         const l4 = l4PartName(obj.metadata.name)
         const others = otherAllowPolicies(run, ref, selected)
-        finding(run, {
-          id: idFor(ref, 'l4-part-allows-all'),
-          code: 'RetargetL4PartAllowsAll',
-          severity: 'error',
-          ref,
-          message: `${formatRef(ref)} has a rule with no L4 constraint (${list(projection.dropped)} are all L7): for callers that bypass the waypoint (sidecar callers, ingress gateways, pod-IP traffic) ztunnel can only allow all of its requests or none. The plan keeps them working: ${l4} allows every request to ${list(names(selected))}${others.length > 0 ? `, which also lifts ${list(others)} for them` : ''} — the policy no longer restricts them.`,
-          fix: `To fail closed instead, remove ${l4} from delete-sidecar-policies before the first apply: bypassing callers are then ${others.length > 0 ? `limited to what ${list(others)} allow` : 'all denied (only the waypoint is admitted)'}. Or replace its rules with the principals/namespaces that may call (ztunnel enforces those), or migrate the callers first.`,
-        })
+        reportL4PartAllowsAll(run, ref, {dropped: projection.dropped, l4, selected: names(selected), others})
       }
       why = `L7 ALLOW (${a.ztunnelEffect} at ztunnel): full rules on the waypoint; a companion admits the waypoint at the destination before it is bound; after the restart the original is deleted and ${projection.matchAll ? 'its L4 part allows every request (no rule has an L4 constraint)' : 'its L4 part keeps restricting callers that bypass the waypoint'}`
       break
@@ -1044,25 +1104,33 @@ function planWaypointPolicy(
       break
     }
     case 'CUSTOM':
-      finding(run, {
-        id: idFor(ref, 'custom-provider'),
-        code: 'RetargetCustomProvider',
-        severity: 'warning',
-        ref,
-        message: `${formatRef(ref)} delegates to ext_authz provider ${a.provider ?? '(none)'}: on the waypoint the check is made by the waypoint, so the provider's service (meshConfig.extensionProviders) must be reachable from ${run.waypointNs}/${run.input.waypointName}. Between bind-waypoint and the restart, proxied requests are checked twice (waypoint and destination sidecar), the second time with the waypoint as the peer.`,
-        fix: 'Check NetworkPolicies, ServiceEntries/exportTo and the provider configuration for the waypoint before applying bind-waypoint.',
-      })
+      report(
+        run,
+        finding(
+          'RetargetCustomProvider',
+          ref,
+          {
+            ref: formatRef(ref),
+            value: a.provider ?? '(none)',
+            waypointNs: run.waypointNs,
+            waypointName: run.input.waypointName,
+          },
+          {id: idFor(ref, 'custom-provider'), severity: 'warning'},
+        ),
+      )
       why =
         'CUSTOM is not sent to ztunnel (ext_authz would silently stop): copy on the waypoint, original deleted after the restart'
       break
     default:
-      finding(run, {
-        id: idFor(ref, 'audit-provider'),
-        code: 'RetargetAuditProvider',
-        severity: 'info',
-        ref,
-        message: `${formatRef(ref)} (AUDIT) only logs when an audit-capable extension provider is configured; check that it is configured for the waypoint too.`,
-      })
+      report(
+        run,
+        finding(
+          'RetargetAuditProvider',
+          ref,
+          {ref: formatRef(ref)},
+          {id: idFor(ref, 'audit-provider'), severity: 'info'},
+        ),
+      )
       why = 'AUDIT is not sent to ztunnel: copy on the waypoint, original deleted after the restart'
   }
   coverageFindings(run, ref, AP, a.action, t, namespaceWide, false)
@@ -1139,14 +1207,15 @@ function planServiceAccountRewrite(
   original.deletedIn = 'delete-sidecar-policies'
   const out = [l4]
   if (run.minor === undefined) {
-    finding(run, {
-      id: idFor(ref, 'e22-version'),
-      code: 'ServiceAccountRewriteAssumesVersion',
-      severity: 'warning',
-      ref,
-      message: `${formatRef(ref)} is rewritten with from.source.serviceAccounts, assuming Istio >= 1.25 (the Istio version is unknown). Older CRDs do not have that field: the rewritten policy would lose the constraint.`,
-      fix: 'Pass --istio-version (or plan against the cluster); on < 1.25 the policy needs the waypoint instead.',
-    })
+    report(
+      run,
+      finding(
+        'ServiceAccountRewriteAssumesVersion',
+        ref,
+        {ref: formatRef(ref)},
+        {id: idFor(ref, 'e22-version'), severity: 'warning'},
+      ),
+    )
   }
   let why =
     'E22: when source.serviceAccount rewritten as from.source.serviceAccounts (enforced by ztunnel since 1.25); the rewrite is created before the switch, the original deleted after the restart'
@@ -1198,7 +1267,7 @@ function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, enforced:
     },
   }
   run.principalUsed = true
-  finding(run, {
+  report(run, {
     id: idFor(ref, 'deny-matches-waypoint'),
     code: 'DenyMatchesWaypoint',
     severity: match === 'yes' ? 'blocker' : 'warning',
@@ -1215,14 +1284,15 @@ function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, enforced:
 function windowDenyCheck(run: Run, ref: ObjectRef, rules: AuthorizationRule[]): void {
   const match = rulesMatchPeer(rules, run.peer, ref.namespace ?? run.ns)
   if (match === 'no') return
-  finding(run, {
-    id: idFor(ref, 'deny-window'),
-    code: 'DenyMatchesWaypointDuringSwitch',
-    severity: 'warning',
-    ref,
-    message: `${formatRef(ref)} is keyed on the caller's identity or IP and ${match === 'yes' ? 'matches' : 'may match'} the waypoint: from bind-waypoint until delete-sidecar-policies, destination sidecars (and ztunnel, for its L4 part) see the waypoint as the peer and deny the matching requests it forwards (callers from ambient namespaces; all callers after the restart).`,
-    fix: 'Keep the time between bind-waypoint and delete-sidecar-policies short, or exclude the waypoint principal from the policy beforehand.',
-  })
+  report(
+    run,
+    finding(
+      'DenyMatchesWaypointDuringSwitch',
+      ref,
+      {ref: formatRef(ref), detail: match === 'yes' ? 'matches' : 'may match'},
+      {id: idFor(ref, 'deny-window'), severity: 'warning'},
+    ),
+  )
 }
 
 /**
@@ -1326,15 +1396,25 @@ function rootBlocker(
     }
     how = `a GatewayClass ${WAYPOINT_CLASS} copy would apply to every waypoint's traffic, not only to the selected pods; carry it per namespace instead${t.via !== 'none' ? ` (for ${run.ns}: the Service-targeted copy below)` : ''} and make the root policy L4-only`
   }
-  finding(run, {
-    id: `retarget-root/${ref.kind}/${ref.namespace}/${ref.name}`,
-    code: 'RootPolicyNeedsWaypointCopy',
-    // Carried into this namespace: the mesh administrator's part is advice here; what remains is the E14 finding.
-    severity: carriedHere ? 'warning' : 'blocker',
-    ref,
-    message: `${formatRef(ref)} is a ${a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector'} ${a.action} policy with attributes ztunnel cannot enforce (E14) and waypoints never apply it. Carrying it means writing in ${run.rootNs}, outside this plan's namespace, so the plan cannot do it${carriedHere ? ` for the mesh; for ${run.ns} it creates ${copyName(obj.metadata.name)} on the namespace's waypoint` : ''}.`,
-    fix: `The mesh administrator should ${how}:\n${manifests.map((m) => toCanonicalYaml(m)).join('---\n')}`,
-  })
+  report(
+    run,
+    finding(
+      'RootPolicyNeedsWaypointCopy',
+      ref,
+      {
+        ref: formatRef(ref),
+        detail: a.scope === 'mesh' ? 'mesh-wide' : 'root-namespace selector',
+        action: a.action,
+        rootNs: run.rootNs,
+        detail2: carriedHere
+          ? ` for the mesh; for ${run.ns} it creates ${copyName(obj.metadata.name)} on the namespace's waypoint`
+          : '',
+        how,
+        manifests: manifests.map((m) => toCanonicalYaml(m)).join('---\n'),
+      },
+      {id: `retarget-root/${ref.kind}/${ref.namespace}/${ref.name}`, severity: carriedHere ? 'warning' : 'blocker'},
+    ),
+  )
 }
 
 // --- RequestAuthentication, WasmPlugin, Telemetry ------------------------------------------------

@@ -1,4 +1,5 @@
 // HTTPRoute rules for one parent Service, from the analysed `http[]` entries of a VirtualService.
+import {renderFinding} from '../findings/finding.js'
 import {reason} from '../classify/results.js'
 import {stableJson} from '../canonical.js'
 import {
@@ -303,10 +304,8 @@ export function routesForParent(
     for (const m of d.matches ?? []) {
       if (m.port !== undefined && !httpPorts.includes(m.port)) {
         ctx.notes.push({
-          code: 'HTTPRouteMatchNeverApplied',
-          severity: 'info',
           topic: `${m.path}.port`,
-          message: `${m.path}.port ${m.port} is not an HTTP port of Service ${parent.name}: the match never applied and is not carried over.`,
+          ...renderFinding('HTTPRouteMatchNeverApplied', {path: m.path, port: m.port, parentName: parent.name}, 'info'),
         })
       }
     }
@@ -324,10 +323,8 @@ export function routesForParent(
   if (withRules.length === perPort.length && perPort.every((p) => stableJson(p.rules) === first))
     return [{rules: perPort[0]!.rules}]
   ctx.notes.push({
-    code: 'HTTPRoutePerPort',
-    severity: 'info',
     topic: `${hostPath}/ports`,
-    message: `Service ${parent.name} has several HTTP ports and the routing differs between them (port matches, or destinations following the request's port): one HTTPRoute per port (${withRules.map((p) => p.port).join(', ')}).`,
+    ...renderFinding('HTTPRoutePerPort', {parentName: parent.name, withRules: withRules.map((p) => p.port)}, 'info'),
   })
   return withRules.map((p) => ({port: p.port, rules: p.rules}))
 }

@@ -1,6 +1,7 @@
 // One VirtualService `http[]` entry read into what an HTTPRoute rule can carry, with a reason for
 // every field that has no (exact) Gateway API v1.6.1 standard-channel equivalent
 // (istio/api networking/v1 HTTPRoute; Gateway API config/crd/standard HTTPRoute).
+import {renderFinding} from '../findings/finding.js'
 import type {FindingCode} from '../findings/catalogue.js'
 import {isRecord} from '../json.js'
 import {reason} from '../classify/results.js'
@@ -272,10 +273,12 @@ function convertValueMatches(
       }
       out.push({name, type: 'RegularExpression', value: regex})
       ctx.notes.push({
-        code: 'HTTPRouteHeaderPrefixAsRegex',
-        severity: 'info',
         topic: p,
-        message: `${p}: Gateway API has no header prefix match; prefix ${JSON.stringify(sm.value)} becomes RegularExpression ${JSON.stringify(regex)} (full match, same requests).`,
+        ...renderFinding(
+          'HTTPRouteHeaderPrefixAsRegex',
+          {p, stringify: JSON.stringify(sm.value), stringify2: JSON.stringify(regex)},
+          'info',
+        ),
       })
     }
   }
@@ -480,11 +483,12 @@ function target(dest: unknown, where: string, ctx: AnalysisContext): TargetDraft
   }
   if (resolved.partial) {
     ctx.notes.push({
-      code: 'HTTPRoutePartialHost',
-      severity: 'warning',
       topic: `${where}.host`,
-      message: `${where}.host ${dest.host} is read as Service ${service.name}; Istio itself expands only dot-less short names, so this destination may not have resolved to the Service before.`,
-      fix: `Check that ${dest.host} meant Service ${service.name}.`,
+      ...renderFinding(
+        'HTTPRoutePartialHost',
+        {variant: 'host', where, host: dest.host, serviceName: service.name},
+        'warning',
+      ),
     })
   }
   const out: TargetDraft = {path: where, service}

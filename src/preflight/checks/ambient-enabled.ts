@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). ambient-enabled: istiod runs with ambient on; waypoint authorization flags, install side effects, multicluster.
+import {renderFinding} from '../../planner/findings/finding.js'
 import {parse as parseYaml} from 'yaml'
 
 import type {KubeObject} from '../../planner/model.js'
@@ -16,26 +17,22 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
   const out: Diag[] = []
   const ambient = envValue(mainContainer(istiod, 'discovery'), 'PILOT_ENABLE_AMBIENT')
   if (ambient.fromRef) {
-    out.push({
-      severity: 'warning',
-      code: 'AmbientSettingUnreadable',
-      message: `${istiod.metadata.name} takes PILOT_ENABLE_AMBIENT from a reference (valueFrom); cannot tell whether ambient is enabled.`,
-      fix: 'Check `kubectl -n istio-system exec deploy/istiod -- env | grep PILOT_ENABLE_AMBIENT`.',
-    })
+    out.push(renderFinding('AmbientSettingUnreadable', {metadataName: istiod.metadata.name}, 'warning'))
   } else if ((ambient.value ?? '').toLowerCase() !== 'true') {
-    out.push({
-      severity: 'error',
-      code: 'AmbientNotEnabled',
-      message: `${istiod.metadata.name} in ${ctx.input.rootNamespace} does not run with PILOT_ENABLE_AMBIENT=true (${ambient.value === undefined ? 'not set' : `set to "${ambient.value}"`}): it pushes no configuration to ztunnel and runs no waypoints.`,
-      fix: 'Upgrade the control plane with the ambient profile (`istioctl upgrade --set profile=ambient`, or `helm upgrade istiod istio/istiod --set profile=ambient`); beware that the istioctl ambient profile removes istio-ingressgateway unless you keep it explicitly (components.ingressGateways[name=istio-ingressgateway].enabled=true).',
-    })
+    out.push(
+      renderFinding(
+        'AmbientNotEnabled',
+        {
+          metadataName: istiod.metadata.name,
+          rootNamespace: ctx.input.rootNamespace,
+          detail: ambient.value === undefined ? 'not set' : `set to "${ambient.value}"`,
+        },
+        'error',
+      ),
+    )
     out.push(...(await installSideEffects(ctx)))
   } else {
-    out.push({
-      severity: 'ok',
-      code: 'AmbientEnabled',
-      message: `${istiod.metadata.name} runs with PILOT_ENABLE_AMBIENT=true.`,
-    })
+    out.push(renderFinding('AmbientEnabled', {metadataName: istiod.metadata.name}, 'ok'))
   }
 
   // The ambient profile also sets meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE so
@@ -54,12 +51,13 @@ export async function checkAmbientEnabled(ctx: CheckContext): Promise<Diag[]> {
       hbone = undefined
     }
     if (String(hbone).toLowerCase() !== 'true') {
-      out.push({
-        severity: 'warning',
-        code: 'HboneMetadataMissing',
-        message: `Mesh config ConfigMap ${ctx.input.rootNamespace}/${meshConfig!.metadata.name} does not set defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE="true": sidecars injected from now on cannot receive HBONE from waypoints and ambient clients.`,
-        fix: 'Install with the ambient profile (it sets this), then restart sidecar workloads mesh-wide.',
-      })
+      out.push(
+        renderFinding(
+          'HboneMetadataMissing',
+          {rootNamespace: ctx.input.rootNamespace, metadataName: meshConfig!.metadata.name},
+          'warning',
+        ),
+      )
     }
   }
   out.push(...(await multiclusterDiagnostics(ctx, istiod)))
@@ -88,20 +86,24 @@ async function waypointAuthorizationFlags(ctx: CheckContext, istiod: KubeObject)
         .map((p) => p.metadata.namespace!),
     )
     const known = mesh !== undefined
-    out.push({
-      severity: !known || callers.size > 0 ? 'error' : 'warning',
-      code: 'AutoAllowWaypointPolicy',
-      message: `${istiod.metadata.name} runs with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=true: from bind-waypoint on, every bound workload of ${ctx.input.namespace} only admits traffic through the waypoint unless another ALLOW policy admits it, and sidecar clients never use waypoints — ${known ? (callers.size > 0 ? `sidecar pods run in ${callers.size} other namespace(s) (${listNames([...callers].sort(), 5)}) and would be denied` : 'no sidecar pod runs in another namespace now, but any that appears is denied') : 'whether sidecar clients run elsewhere could not be read (pods are not listable cluster-wide)'}.`,
-      fix: 'Migrate the calling namespaces first, or add ALLOW policies that admit their identities at ztunnel, or run istiod with PILOT_AUTO_ALLOW_WAYPOINT_POLICY=false (the default) while migrating.',
-    })
+    out.push(
+      renderFinding(
+        'AutoAllowWaypointPolicy',
+        {
+          metadataName: istiod.metadata.name,
+          namespace: ctx.input.namespace,
+          detail: known
+            ? callers.size > 0
+              ? `sidecar pods run in ${callers.size} other namespace(s) (${listNames([...callers].sort(), 5)}) and would be denied`
+              : 'no sidecar pod runs in another namespace now, but any that appears is denied'
+            : 'whether sidecar clients run elsewhere could not be read (pods are not listable cluster-wide)',
+        },
+        !known || callers.size > 0 ? 'error' : 'warning',
+      ),
+    )
   }
   if (on('ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES')) {
-    out.push({
-      severity: 'warning',
-      code: 'LayeredWaypointAuthorization',
-      message: `${istiod.metadata.name} runs with ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES=true: selector-based policies of bound workloads are also enforced, as L4 policies, in front of the waypoint. The plan's step-by-step simulation (show --timeline) assumes the default (false), so between bind-waypoint and delete-sidecar-policies the selector originals may restrict waypoint traffic in ways it does not show.`,
-      fix: 'Run istiod with the default (false) while migrating, or run bind-waypoint through delete-sidecar-policies in one sitting and watch for denied requests.',
-    })
+    out.push(renderFinding('LayeredWaypointAuthorization', {metadataName: istiod.metadata.name}, 'warning'))
   }
   return out
 }

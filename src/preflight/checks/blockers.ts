@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). blockers: the plan's blockers, and the ones the cluster shows now (same planner rules).
+import {renderFinding} from '../../planner/findings/finding.js'
 import type {Finding} from '../../planner/model.js'
 import {formatRef} from '../../planner/refs.js'
 import {type CheckContext, type Diag} from './context.js'
@@ -6,12 +7,11 @@ import {type CheckContext, type Diag} from './context.js'
 export async function checkBlockers(ctx: CheckContext): Promise<Diag[]> {
   if (!(await ctx.reads.namespaceObject())) {
     return [
-      {
-        severity: 'error',
-        code: 'NamespaceNotFound',
-        message: `Namespace ${ctx.input.namespace} does not exist in context ${ctx.input.client.context}.`,
-        fix: 'Check the namespace name and the --context.',
-      },
+      renderFinding(
+        'NamespaceNotFound',
+        {variant: 'checkBlockers', namespace: ctx.input.namespace, context: ctx.input.client.context},
+        'error',
+      ),
     ]
   }
   const planned: Finding[] = ctx.input.plan?.spec.blockers ?? []
@@ -36,11 +36,6 @@ export async function checkBlockers(ctx: CheckContext): Promise<Diag[]> {
       ...(f.fix ? {fix: f.fix} : {}),
     })
   }
-  if (diags.length === 0)
-    diags.push({
-      severity: 'ok',
-      code: 'NoBlockers',
-      message: `No blockers (VM workloads/WorkloadEntries, PeerAuthentication DISABLE, EnvoyFilters, L7 root policies…) for ${ctx.input.namespace}.`,
-    })
+  if (diags.length === 0) diags.push(renderFinding('NoBlockers', {namespace: ctx.input.namespace}, 'ok'))
   return diags
 }

@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). The ztunnel and istio-cni DaemonSets: found, scheduled on every eligible node, ready, not rolling out.
+import {renderFinding} from '../../planner/findings/finding.js'
 import type {KubeObject} from '../../planner/model.js'
 import {daemonSetCoverage} from '../daemonset.js'
 import {type CheckContext, type Diag, listNames, soft} from './context.js'
@@ -99,12 +100,7 @@ export async function daemonSetDiagnostics(
     })
   }
   if (!nodes) {
-    diags.push({
-      severity: 'warning',
-      code: 'NodesUnreadable',
-      message: `Nodes could not be listed (forbidden): cannot tell whether ${where} covers every node; only its status counts were checked.`,
-      fix: 'Grant list on nodes to check node coverage.',
-    })
+    diags.push(renderFinding('NodesUnreadable', {where}, 'warning'))
   } else {
     if (cov.excludedNodes.length > 0) {
       diags.push({

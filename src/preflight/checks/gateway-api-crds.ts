@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). gateway-api-crds: the Gateway API CRDs waypoints and routes need, at a version istiod processes.
+import {renderFinding} from '../../planner/findings/finding.js'
 import {GATEWAY_API_GROUP} from '../../planner/vocab.js'
 import {type CheckContext, type Diag, isForbidden} from './context.js'
 
@@ -81,19 +82,18 @@ export async function checkGatewayApiCrds(ctx: CheckContext): Promise<Diag[]> {
       resources.some((r) => r.group === GATEWAY_API_GROUP && r.kind === kind && (!version || r.version === version))
     const missing = GATEWAY_API_CRDS.filter((r) => r.required && !served(r.kind, 'v1'))
     if (missing.length > 0) {
-      diags.push({
-        severity: missingSeverity,
-        code: 'GatewayApiMissing',
-        message: `The cluster does not serve ${missing.map((m) => `${m.kind} (${GATEWAY_API_GROUP}/v1)`).join(', ')}${needed ? ': the waypoint cannot be created' : ''}.`,
-        fix: 'Install the Gateway API standard-channel CRDs (standard-install.yaml of a gateway-api release ≥ v1.4.0).',
-      })
+      diags.push(
+        renderFinding(
+          'GatewayApiMissing',
+          {
+            missing: missing.map((m) => `${m.kind} (${GATEWAY_API_GROUP}/v1)`),
+            detail: needed ? ': the waypoint cannot be created' : '',
+          },
+          missingSeverity,
+        ),
+      )
     }
-    diags.push({
-      severity: 'warning',
-      code: 'GatewayApiVersionUnchecked',
-      message: `Reading CustomResourceDefinitions is forbidden: the Gateway API kinds ${missing.length > 0 ? 'present ' : ''}were found by discovery, but their bundle versions (gateway.networking.k8s.io/bundle-version) could not be checked against Istio's minimums.`,
-      fix: 'Grant get on customresourcedefinitions.apiextensions.k8s.io to check the versions, or check them yourself (kubectl get crd -o custom-columns=NAME:.metadata.name,VERSION:.metadata.annotations.gateway\\.networking\\.k8s\\.io/bundle-version).',
-    })
+    diags.push(renderFinding('GatewayApiVersionUnchecked', {detail: missing.length > 0 ? 'present ' : ''}, 'warning'))
     return diags
   }
 
@@ -103,19 +103,21 @@ export async function checkGatewayApiCrds(ctx: CheckContext): Promise<Diag[]> {
     const name = `${req.plural}.${GATEWAY_API_GROUP}`
     if (!crd) {
       if (req.required)
-        diags.push({
-          severity: missingSeverity,
-          code: 'GatewayApiCrdMissing',
-          message: `CRD ${name} is not installed${needed ? ': waypoints and routes need it' : ''}.`,
-          fix: 'Install the Gateway API standard-channel CRDs (kubectl apply --server-side -f standard-install.yaml of a gateway-api release ≥ v1.4.0).',
-        })
+        diags.push(
+          renderFinding(
+            'GatewayApiCrdMissing',
+            {variant: 'checkGatewayApiCrds', name, detail: needed ? ': waypoints and routes need it' : ''},
+            missingSeverity,
+          ),
+        )
       else if (inUse.has(req.kind))
-        diags.push({
-          severity: 'error',
-          code: 'GatewayApiCrdMissing',
-          message: `CRD ${name} is not installed, yet the plan's inventory has ${req.kind} objects.`,
-          fix: `Install a gateway-api release ≥ ${req.minimum}.`,
-        })
+        diags.push(
+          renderFinding(
+            'GatewayApiCrdMissing',
+            {variant: 'checkGatewayApiCrds2', name, kind: req.kind, minimum: String(req.minimum)},
+            'error',
+          ),
+        )
       return
     }
     const bundle = crd.metadata.annotations?.[BUNDLE_VERSION]
@@ -124,31 +126,27 @@ export async function checkGatewayApiCrds(ctx: CheckContext): Promise<Diag[]> {
       crd.spec.versions.some((v: {name?: string; served?: boolean}) => v.name === 'v1' && v.served)
     present.push(`${req.kind} ${bundle ?? '(no bundle version)'}`)
     if (req.required && !servesV1) {
-      diags.push({
-        severity: missingSeverity,
-        code: 'GatewayApiV1NotServed',
-        message: `CRD ${name} (bundle ${bundle ?? 'unknown'}) does not serve ${GATEWAY_API_GROUP}/v1, which istiod and waypoints use.`,
-        fix: 'Upgrade the Gateway API CRDs to a release ≥ v1.4.0.',
-      })
+      diags.push(renderFinding('GatewayApiV1NotServed', {name, value: bundle ?? 'unknown'}, missingSeverity))
     }
     if (!bundle) {
-      diags.push({
-        severity: 'warning',
-        code: 'GatewayApiVersionUnknown',
-        message: `CRD ${name} has no ${BUNDLE_VERSION} annotation: its version cannot be checked.`,
-        fix: 'Install the CRDs from an official gateway-api release.',
-      })
+      diags.push(renderFinding('GatewayApiVersionUnknown', {name, bUNDLEVERSION: BUNDLE_VERSION}, 'warning'))
     } else if (req.minimum && compareBundleVersions(bundle, req.minimum) < 0) {
       const used = inUse.has(req.kind)
-      diags.push({
-        severity: used ? 'error' : 'warning',
-        code: 'GatewayApiCrdBelowMinimum',
-        message: `CRD ${name} is at ${bundle}, below Istio's minimum ${req.minimum}: istiod does not process ${req.kind} objects (istioctl analyze IST0176)${used ? ", and the plan's inventory has some" : ''}.`,
-        fix: `Upgrade the Gateway API CRDs to ≥ ${req.minimum}.`,
-      })
+      diags.push(
+        renderFinding(
+          'GatewayApiCrdBelowMinimum',
+          {
+            name,
+            bundle,
+            minimum: req.minimum,
+            kind: req.kind,
+            detail: used ? ", and the plan's inventory has some" : '',
+          },
+          used ? 'error' : 'warning',
+        ),
+      )
     }
   })
-  if (!diags.some((d) => d.severity === 'error'))
-    diags.unshift({severity: 'ok', code: 'GatewayApiCrds', message: `Gateway API CRDs present: ${present.join(', ')}.`})
+  if (!diags.some((d) => d.severity === 'error')) diags.unshift(renderFinding('GatewayApiCrds', {present}, 'ok'))
   return diags
 }

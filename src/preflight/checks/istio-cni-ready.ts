@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). istio-cni-ready: the istio-cni DaemonSet is ready everywhere and captures for ambient.
+import {renderFinding} from '../../planner/findings/finding.js'
 import {type CheckContext, type Diag, soft} from './context.js'
 import {ISTIO_CNI, daemonSetDiagnostics} from './daemonset-ready.js'
 import {type Container, mainContainer} from './istiod.js'
@@ -42,24 +43,14 @@ export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
       fix: 'Install istio-cni with the ambient profile (cni.ambient.enabled=true).',
     })
   } else if (env.AMBIENT_ENABLED.toLowerCase() !== 'true') {
-    diags.push({
-      severity: 'error',
-      code: 'IstioCniAmbientDisabled',
-      message: `${where} runs with AMBIENT_ENABLED=${env.AMBIENT_ENABLED}: istio-cni will not capture pods for ztunnel.`,
-      fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).',
-    })
+    diags.push(renderFinding('IstioCniAmbientDisabled', {where, aMBIENTENABLED: env.AMBIENT_ENABLED}, 'error'))
   }
   const excluded = (env.EXCLUDED_NAMESPACES ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
   if (excluded.includes(ctx.input.namespace)) {
-    diags.push({
-      severity: 'error',
-      code: 'NamespaceExcludedByCni',
-      message: `istio-cni excludes namespace ${ctx.input.namespace} (cni.excludeNamespaces: ${excluded.join(', ')}): its pods are never captured, whatever its labels say.`,
-      fix: `Remove ${ctx.input.namespace} from istio-cni's excludeNamespaces, or do not migrate it.`,
-    })
+    diags.push(renderFinding('NamespaceExcludedByCni', {namespace: ctx.input.namespace, excluded}, 'error'))
   }
   const okIndex = diags.findIndex((d) => d.severity === 'ok')
   if (okIndex !== -1 && diags.some((d) => d.severity === 'error')) diags.splice(okIndex, 1)

@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). Which istiod serves the namespace, and reading its containers and environment.
+import {renderFinding} from '../../planner/findings/finding.js'
 import type {KubeObject} from '../../planner/model.js'
 import {analyzeInjectionWebhooks} from '../../planner/namespace.js'
 import {REVISION_LABEL} from '../../planner/vocab.js'
@@ -93,19 +94,19 @@ export async function servingIstiod(ctx: CheckContext): Promise<IstiodChoice> {
 export function noIstiod(ctx: CheckContext, choice: IstiodChoice): Diag {
   const root = ctx.input.rootNamespace
   if (choice.candidates.length === 0) {
-    return {
-      severity: 'error',
-      code: 'IstiodNotFound',
-      message: `No istiod Deployment in the root namespace ${root}: Istio is not installed there.`,
-      fix: `Install Istio with the ambient profile, or pass --root-namespace if the control plane lives elsewhere.`,
-    }
+    return renderFinding('IstiodNotFound', {root}, 'error')
   }
-  return {
-    severity: 'error',
-    code: 'IstiodRevisionNotFound',
-    message: `Namespace ${ctx.input.namespace} is served by ${choice.why}, but no istiod of revision "${choice.revision}" runs in ${root} (found: ${choice.candidates.map((d) => `${d.metadata.name} (revision ${istiodRevision(d)})`).join(', ')}).`,
-    fix: 'Install that revision, or point the namespace at an installed one (istio.io/rev); `istioctl tag list` shows the tags.',
-  }
+  return renderFinding(
+    'IstiodRevisionNotFound',
+    {
+      namespace: ctx.input.namespace,
+      why: choice.why,
+      revision: choice.revision,
+      root,
+      candidates: choice.candidates.map((d) => `${d.metadata.name} (revision ${istiodRevision(d)})`),
+    },
+    'error',
+  )
 }
 
 export function envValue(container: Container | undefined, name: string): {value?: string; fromRef?: boolean} {

@@ -16,6 +16,7 @@
 //   istio-sidecar-injector ConfigMap's `values` (templates/istiod-injector-configmap.yaml);
 // - multi-network: topology.istio.io/network on the root namespace, east-west gateways
 //   (samples/multicluster/gen-eastwest-gateway.sh: label istio=eastwestgateway, or a Gateway of class istio-east-west).
+import {renderFinding} from '../../planner/findings/finding.js'
 import type {KubeObject} from '../../planner/model.js'
 import {type CheckContext, type Diag, listNames, soft} from './context.js'
 import {envValue, mainContainer} from './istiod.js'
@@ -98,12 +99,11 @@ async function multiNetworkEvidence(ctx: CheckContext, root: KubeObject | undefi
 }
 
 function primaryRemote(ns: string, evidence: string[]): Diag {
-  return {
-    severity: 'error',
-    code: 'AmbientPrimaryRemote',
-    message: `This cluster is part of a primary-remote install: ${evidence.join('; ')}. Upstream does not support ambient there: "Primary remote configuration is not currently supported … configurations with one or more remote clusters will not work correctly" (${MULTICLUSTER_DOCS}); the istio.io migration guide lists primary-remote among its blockers. ${ns} cannot be migrated to ambient in this mesh.`,
-    fix: `Make every cluster of the mesh a primary (multi-primary, multi-network: ${MULTICLUSTER_DOCS}multi-primary_multi-network/) before migrating; until then keep ${ns} on sidecars.`,
-  }
+  return renderFinding(
+    'AmbientPrimaryRemote',
+    {evidence: evidence.join('; '), mULTICLUSTERDOCS: MULTICLUSTER_DOCS, ns},
+    'error',
+  )
 }
 
 /**
@@ -141,32 +141,39 @@ export async function multiclusterDiagnostics(ctx: CheckContext, istiod: KubeObj
   const networks = await multiNetworkEvidence(ctx, root)
   if (strong.length > 0) {
     return [
-      {
-        severity: 'error',
-        code: 'AmbientMulticluster',
-        message: `Namespace ${ns} is set up for ambient multicluster: ${[...strong, ...named, ...networks].join('; ')}. Upstream supports ambient multicluster only as multi-primary multi-network (beta since Istio 1.29; single-network is untested): only Services labelled ${GLOBAL_SERVICE_LABEL}=true are reachable across clusters, waypoints must exist with the same name in every cluster and L7 policy is enforced in the destination cluster. A plan made from one cluster cannot keep the other clusters consistent.`,
-        fix: `Migrate this namespace by hand, in every cluster together, following istio.io's ambient multicluster guide (${MULTICLUSTER_DOCS}); mesh-migrate refuses multicluster namespaces.`,
-      },
+      renderFinding(
+        'AmbientMulticluster',
+        {
+          ns,
+          strong: [...strong, ...named, ...networks].join('; '),
+          gLOBALSERVICELABEL: GLOBAL_SERVICE_LABEL,
+          mULTICLUSTERDOCS: MULTICLUSTER_DOCS,
+        },
+        'error',
+      ),
     ]
   }
   if (networks.length > 0) {
     return [
-      {
-        severity: 'warning',
-        code: 'MultiNetworkMesh',
-        message: `This mesh spans networks: ${[...named, ...networks].join('; ')}. Upstream supports ambient here only with every cluster a primary (multi-network multicluster, beta since Istio 1.29): waypoints must exist with identical names in every cluster, their configuration synchronised by hand; only Services labelled ${GLOBAL_SERVICE_LABEL}=true are reachable across clusters (sidecars merge every Service's endpoints); L7 policy is enforced in the destination cluster. Migrating ${ns} in this cluster alone cuts its cross-cluster traffic.`,
-        fix: `If other clusters share ${ns}: migrate it in every cluster together with the same waypoint name (--waypoint-name), enable AMBIENT_ENABLE_MULTI_NETWORK on every istiod and label the Services that must stay reachable ${GLOBAL_SERVICE_LABEL}=true (${MULTICLUSTER_DOCS}). If none does, ignore this.`,
-      },
+      renderFinding(
+        'MultiNetworkMesh',
+        {
+          named: [...named, ...networks].join('; '),
+          gLOBALSERVICELABEL: GLOBAL_SERVICE_LABEL,
+          ns,
+          mULTICLUSTERDOCS: MULTICLUSTER_DOCS,
+        },
+        'warning',
+      ),
     ]
   }
   if (named.length > 0) {
     return [
-      {
-        severity: 'warning',
-        code: 'PossiblyMulticluster',
-        message: `This mesh may span several clusters: ${named.join('; ')}. In sidecar multicluster every Service's endpoints are merged across clusters by default; in ambient only Services labelled ${GLOBAL_SERVICE_LABEL}=true are, primary-remote is not supported, and multicluster ambient is multi-network only: migrating ${ns} in one cluster would cut its cross-cluster traffic.`,
-        fix: "Run `istioctl remote-clusters` (or look for Secrets labelled istio/multiCluster=true): if no other cluster shares the mesh, ignore this; otherwise do not migrate with mesh-migrate, follow istio.io's ambient multicluster guide.",
-      },
+      renderFinding(
+        'PossiblyMulticluster',
+        {named: named.join('; '), gLOBALSERVICELABEL: GLOBAL_SERVICE_LABEL, ns},
+        'warning',
+      ),
     ]
   }
   return []

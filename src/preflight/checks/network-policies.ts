@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). network-policies: NetworkPolicies admit HBONE (TCP 15008) and kubelet probes once ambient (DOMAIN §3.14, E25).
+import {renderFinding} from '../../planner/findings/finding.js'
 import {formatRef} from '../../planner/refs.js'
 import {WAYPOINT_CONTROLLER} from '../../planner/workloads.js'
 import {
@@ -67,8 +68,7 @@ async function ambientEndpoints(ctx: CheckContext): Promise<PodEndpoint[]> {
 export async function checkNetworkPolicies(ctx: CheckContext): Promise<Diag[]> {
   const ns = ctx.input.namespace
   const policies = await ctx.reads.networkPolicies()
-  if (policies.length === 0)
-    return [{severity: 'ok', code: 'NoNetworkPolicies', message: `No NetworkPolicies in ${ns}.`}]
+  if (policies.length === 0) return [renderFinding('NoNetworkPolicies', {ns}, 'ok')]
   const endpoints = await ambientEndpoints(ctx)
   const issues = analyzeNetworkPolicies(policies, endpoints)
   const diags: Diag[] = issues.map((issue): Diag =>
@@ -87,11 +87,20 @@ export async function checkNetworkPolicies(ctx: CheckContext): Promise<Diag[]> {
         },
   )
   if (diags.length === 0) {
-    diags.push({
-      severity: 'ok',
-      code: 'NetworkPoliciesAdmitHbone',
-      message: `${policies.length} NetworkPolic${policies.length === 1 ? 'y' : 'ies'} in ${ns}: none blocks TCP ${HBONE_PORT} or kubelet probes from ${PROBE_SOURCE_V4} for the ${endpoints.length} pod(s) checked.`,
-    })
+    diags.push(
+      renderFinding(
+        'NetworkPoliciesAdmitHbone',
+        {
+          policiesLength: policies.length,
+          detail: policies.length === 1 ? 'y' : 'ies',
+          ns,
+          hBONEPORT: HBONE_PORT,
+          pROBESOURCEV4: PROBE_SOURCE_V4,
+          endpointsLength: endpoints.length,
+        },
+        'ok',
+      ),
+    )
   }
   return diags
 }

@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). rbac: a SelfSubjectAccessReview for every permission the plan needs.
+import {renderFinding} from '../../planner/findings/finding.js'
 import {mapLimit} from '../../sources/cluster.js'
 import {planAccessNeeds} from '../rbac.js'
 import {type CheckContext, type Diag, listNames} from './context.js'
@@ -8,14 +9,7 @@ const SSAR_CONCURRENCY = 8
 export async function checkRbac(ctx: CheckContext): Promise<Diag[]> {
   const plan = ctx.input.plan
   if (!plan) {
-    return [
-      {
-        severity: 'warning',
-        code: 'RbacWithoutPlan',
-        message: 'No plan to derive permissions from: RBAC was not checked.',
-        fix: 'Pass --plan PLAN (or let preflight build the plan from the cluster).',
-      },
-    ]
+    return [renderFinding('RbacWithoutPlan', {}, 'warning')]
   }
   const needs = planAccessNeeds(plan)
   const resolved = await Promise.all(
@@ -40,12 +34,7 @@ export async function checkRbac(ctx: CheckContext): Promise<Diag[]> {
   const diags: Diag[] = []
   const unservedKinds = [...new Set(unserved.map((u) => `${u.need.kind} (${u.need.apiVersion})`))]
   if (unservedKinds.length > 0) {
-    diags.push({
-      severity: 'error',
-      code: 'PlanKindNotServed',
-      message: `The plan writes or reads kinds this cluster does not serve: ${unservedKinds.join(', ')}.`,
-      fix: 'Install the missing CRDs (see gateway-api-crds), or re-plan against this cluster.',
-    })
+    diags.push(renderFinding('PlanKindNotServed', {unservedKinds}, 'error'))
   }
   // Group denials per resource and namespace: one diagnostic, one Role rule to add.
   const denied = new Map<
@@ -83,11 +72,6 @@ export async function checkRbac(ctx: CheckContext): Promise<Diag[]> {
       fix,
     })
   }
-  if (diags.length === 0)
-    diags.push({
-      severity: 'ok',
-      code: 'RbacAllowed',
-      message: `All ${reviews.length} permission(s) the plan needs (its steps, their undo, the namespace lock and the reads of verification) are granted.`,
-    })
+  if (diags.length === 0) diags.push(renderFinding('RbacAllowed', {reviewsLength: reviews.length}, 'ok'))
   return diags
 }

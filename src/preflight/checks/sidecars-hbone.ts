@@ -1,4 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). sidecars-hbone: sidecars of the namespace (and of the mesh) are HBONE-capable (DOMAIN §2.3 caveat, §2.4, §4.1 step A, §4.2 (d)).
+import {renderFinding} from '../../planner/findings/finding.js'
 import type {KubeObject} from '../../planner/model.js'
 import {ISTIO_PROXY, podProxyState} from '../../planner/workloads.js'
 import {GATEWAY_MANAGED, TLS_MODE_LABEL, TUNNEL_LABEL, isSidecar} from '../../planner/vocab.js'
@@ -41,22 +42,17 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
     .map((p) => p.metadata.name)
     .sort()
   if (local.length > 0) {
-    diags.push({
-      severity: 'error',
-      code: 'SidecarsNotHbone',
-      message: `${local.length} of ${pods.length} sidecar pod(s) in ${ns} are not HBONE-capable (no ${TUNNEL_LABEL}=http, no ISTIO_META_ENABLE_HBONE): until they are restarted without sidecars, the waypoint and ambient clients cannot reach them: ${listNames(local)}.`,
-      fix: `After the ambient profile is installed, restart them once (kubectl -n ${ns} rollout restart deployment …) so the injector adds HBONE support, then re-run preflight.`,
-    })
+    diags.push(
+      renderFinding(
+        'SidecarsNotHbone',
+        {localLength: local.length, podsLength: pods.length, ns, listNames: listNames(local)},
+        'error',
+      ),
+    )
   }
   const mesh = await soft(ctx.reads.meshSidecarPods())
   if (!mesh) {
-    diags.push({
-      severity: 'warning',
-      code: 'MeshSidecarsUnchecked',
-      message:
-        'Pods could not be listed cluster-wide (forbidden): sidecars of other namespaces were not checked for HBONE support.',
-      fix: 'Grant cluster-wide list on pods, or check with `kubectl get pods -A -l security.istio.io/tlsMode=istio -L networking.istio.io/tunnel`.',
-    })
+    diags.push(renderFinding('MeshSidecarsUnchecked', {}, 'warning'))
   } else {
     const others = mesh.filter((p) => p.metadata.namespace !== ns && isLive(p) && hasSidecar(p) && !isHboneCapable(p))
     if (others.length > 0) {
@@ -66,12 +62,13 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
       const parts = [...byNs.entries()]
         .sort(([a], [b]) => byCodePoint(a, b))
         .map(([n, names]) => `${n} (${names.length}: ${listNames(names.sort(), 3)})`)
-      diags.push({
-        severity: 'warning',
-        code: 'MeshSidecarsNotHbone',
-        message: `${others.length} sidecar pod(s) in ${byNs.size} other namespace(s) are not HBONE-capable: once ${ns}'s pods are ambient they cannot reach those as servers through ztunnel/waypoints: ${listNames(parts, 5)}.`,
-        fix: 'Restart those workloads once now that the ambient profile is installed: the injector then adds HBONE support (networking.istio.io/tunnel=http); migrate callers only after their servers accept HBONE.',
-      })
+      diags.push(
+        renderFinding(
+          'MeshSidecarsNotHbone',
+          {othersLength: others.length, size: byNs.size, ns, listNames: listNames(parts, 5)},
+          'warning',
+        ),
+      )
     }
   }
   if (diags.every((d) => d.severity !== 'error')) {
