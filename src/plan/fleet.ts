@@ -10,6 +10,7 @@ import {buildInventory, type InventoryOptions} from '../planner/inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from '../planner/namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
+import {visibleSnapshots} from './fleet-visibility.js'
 import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from '../planner/plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
 import {
@@ -384,7 +385,8 @@ export interface FleetResult {
 }
 
 export function planFleet(input: FleetInput): FleetResult {
-  const snapshots = [...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1))
+  // Each namespace sees only what can bear on it: planning stays linear in the fleet's size (issue 22 §5).
+  const snapshots = visibleSnapshots([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
   const members: Member[] = snapshots.map((snapshot) => {
     const inventory = buildInventory(snapshot, input.inventory)
     return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
