@@ -43,7 +43,8 @@ function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFac
     }
   const byNamespace = new Map<string, NamespaceFacts>()
   for (const obj of distinct) {
-    const ns = obj.metadata?.namespace
+    // A Namespace's labels (istio.io/use-waypoint-namespace …) are its namespace's own.
+    const ns = obj.kind === 'Namespace' && obj.apiVersion === 'v1' ? obj.metadata?.name : obj.metadata?.namespace
     if (ns === undefined) continue
     let facts = byNamespace.get(ns)
     if (!facts) byNamespace.set(ns, (facts = {names: new Set(), everywhere: false}))
