@@ -172,11 +172,6 @@ ${EXIT_CODES_HELP}
       flags['to-wave'] !== undefined && '--to-wave',
     ].filter(Boolean)
     if (choices.length > 1) throw new UsageError(`${choices.join(' and ')} choose the waves differently: give one`)
-    if (flags['dry-run'] !== 'none')
-      throw new UsageError(
-        '--dry-run with --fleet is not supported: a later wave is judged on the earlier ones really applied',
-        'Dry-run each plan of the wave: mesh-migrate apply NS --all --dry-run=server',
-      )
     const {applyFleet, fleetApplyOptions} = await import('../actions/fleet-apply.js')
     const options = await fleetApplyOptions(file, flags, (m) => this.note(m))
     const result = await applyFleet(options)

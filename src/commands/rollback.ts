@@ -154,11 +154,6 @@ ${EXIT_CODES_HELP}
   private async runFleet(file: string | undefined, flags: RollbackFlags): Promise<FleetApplyResult | undefined> {
     if (flags.step || flags.namespace !== undefined)
       throw new UsageError(`--${flags.step ? 'step' : 'namespace'} is for one plan, not --fleet`)
-    if (flags['dry-run'] !== 'none')
-      throw new UsageError(
-        '--dry-run with --fleet is not supported',
-        'Dry-run each plan: mesh-migrate rollback NS --dry-run=server',
-      )
     const {fleetRollbackOptions, rollbackFleet} = await import('../actions/fleet-rollback.js')
     const result = await rollbackFleet(await fleetRollbackOptions(file, flags, (m) => this.note(m)))
     const {fleetExitCode, fleetRunNotes, renderFleetRun} = await import('../cli/fleet-run-view.js')
