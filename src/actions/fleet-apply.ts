@@ -14,6 +14,7 @@ import {CancelledError, UsageError} from '../errors.js'
 import type {StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
 import {FLEET_FILE} from '../plan/fleet-file.js'
+import {DRY_RUN_MARK} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {
   fullyApplied,
@@ -185,7 +186,9 @@ function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: s
   const io: ApplyIO & {current?: string} = {
     note: warningsTo(control, run.namespace),
     result: () => undefined,
-    runStep: async (id, work) => {
+    runStep: async (title, work) => {
+      // A dry run's title is the step id marked as such; the fleet's progress line is marked already.
+      const id = title.startsWith(`${DRY_RUN_MARK} `) ? title.slice(DRY_RUN_MARK.length + 1) : title
       const label = stepLabel(session, id)
       io.current = id
       update(`${label}: running`)
