@@ -22,7 +22,7 @@ Each undone step and the summary go to stdout; the order, the question and the p
 
 Destructive: asks you to type the namespace, or pass --confirm NAMESPACE.
 
-FLEET: rolling back a namespace of plans/fleet.yaml whose dependants of later waves are still (partly) applied warns with the edges that tie them: they count on it staying ambient. --fleet [FLEET_FILE] (default plans/fleet.yaml) rolls the waves back in reverse order, the namespaces of a wave at most --parallel at a time, each exactly as \`rollback NS\`; a wave starts only when nothing of the later one is left applied. Confirmed with --confirm fleet. -o json prints a FleetApplyResult document.
+FLEET: rolling back a namespace of plans/fleet.yaml whose dependants of later waves are still (partly) applied warns with the edges that tie them: they count on it staying ambient. --fleet [FLEET_FILE] (default plans/fleet.yaml) rolls the waves back in reverse order, the namespaces of a wave at most --parallel at a time, each exactly as \`rollback NS\`; a wave starts only when nothing of the later one is left applied; the first failure stops the others after the undo in progress. Confirmed with --confirm fleet; with --dry-run=server every undo is sent as a dry run. -o json prints a FleetApplyResult document.
 
 EXIT CODES
 ${EXIT_CODES_HELP}
