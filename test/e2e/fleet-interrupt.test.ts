@@ -119,7 +119,8 @@ describe('apply --fleet: --dry-run=server, Ctrl+C, resume; rollback --fleet --dr
     const result = JSON.parse(r.stdout) as FleetApplyResult
     expect(schemaProblems(r.stdout, 'FleetApplyResult')).toEqual([])
     expect(result.result).toBe('interrupted')
-    expect(result.next).toContain('mesh-migrate apply --fleet plans/fleet.yaml --all --yes')
+    // Next: the same command, as typed.
+    expect(result.next).toContain('mesh-migrate apply --fleet --all --yes --parallel 2 --timeout 120s')
     expect(result.namespaces.map((n) => `${n.namespace} ${n.state}`)).toEqual([
       `${N.catalog} interrupted`,
       `${N.frontend} not-started`,
