@@ -168,4 +168,38 @@ describe('apply --fleet: --dry-run=server, Ctrl+C, resume; rollback --fleet --dr
     expect(await planTexts()).toEqual(texts)
     for (const ns of Object.values(N)) expect(await namespaceState(cluster.client, ns), ns).toBe(states[ns])
   }, 300_000)
+  it('rollback --fleet: the first failure stops the other running namespace after its step (stopped, not failed); the same command then finishes', async () => {
+    // pay's undo cannot write its Namespace (403); shop, in the same wave, is rolling back at the same time.
+    const fault = cluster.recorder!.faults.add({
+      match: {resource: 'namespaces', name: N.pay, verb: 'patch', user: USERS.tool},
+      status: 403,
+      name: 'pay-forbidden',
+    })
+    const args = ['rollback', '--fleet', '--confirm', 'fleet', '--parallel', '2']
+    const r = await cli([...args, '-o', 'json'], cwdOf.cwd, kube)
+    fault.remove()
+    expect(hasStackTrace(r.stderr)).toBe(false)
+    expect(schemaProblems(r.stdout, 'FleetApplyResult')).toEqual([])
+    const result = JSON.parse(r.stdout) as FleetApplyResult
+    expect(r.code, r.stderr).not.toBe(0)
+    expect(result.result).toBe('failed')
+    const by = Object.fromEntries(result.namespaces.map((n) => [n.namespace, n]))
+    expect(by[N.pay]!.state).toBe('failed')
+    expect(by[N.pay]!.error!.step).toBeDefined()
+    expect(r.stderr).toContain(`Error: ${N.pay} at step ${by[N.pay]!.error!.step}`)
+    // shop stopped after the undo it was running, with undos left: not failed, not finished.
+    expect(by[N.shop]!.state).toBe('stopped')
+    expect(by[N.shop]!.error).toBeUndefined()
+    const shop = await readPlan(cwdOf.cwd, N.shop)
+    expect((shop.status?.steps ?? []).filter((st) => st.phase === 'Applied').length).toBeGreaterThan(0)
+    // Nothing of the earlier waves was started.
+    expect([by[N.frontend]!.state, by[N.catalog]!.state]).toEqual(['not-started', 'not-started'])
+    expect(result.next).toContain('mesh-migrate rollback --fleet')
+
+    const again = await cli([...args, '-o', 'json'], cwdOf.cwd, kube)
+    expect(again.code, again.stderr).toBe(0)
+    const done = JSON.parse(again.stdout) as FleetApplyResult
+    expect(done.result).toBe('complete')
+    for (const ns of Object.values(N)) expect(await namespaceState(cluster.client, ns), ns).toBe(before[ns])
+  }, 400_000)
 })
