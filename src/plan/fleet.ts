@@ -406,14 +406,16 @@ export function planFleet(input: FleetInput): FleetResult {
     const earlier = Object.fromEntries(
       [...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]),
     )
-    const snapshot: SourceSnapshot = {
-      ...m.snapshot,
-      findings: [...m.snapshot.findings, ...orderFindings(m.namespace, edges, wave, cycles)],
-    }
-    const inventory = buildInventory(snapshot, {
-      ...input.inventory,
-      ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {}),
-    })
+    const order = orderFindings(m.namespace, edges, wave, cycles)
+    const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
+    // Nothing of the fleet bears on it: the inventory already built is the one (buildInventory is pure).
+    const inventory =
+      Object.keys(earlier).length === 0 && order.length === 0
+        ? m.inventory
+        : buildInventory(snapshot, {
+            ...input.inventory,
+            ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {}),
+          })
     const plan = buildPlan({
       inventory,
       snapshot,
