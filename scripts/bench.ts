@@ -12,7 +12,7 @@
 //                   against 10 namespaces — on a real kube-apiserver when KUBEBUILDER_ASSETS (or
 //                   ../shared/tools/envtest) is there, else on the in-repo test API server (request counts);
 //   fleet           (issue 22 §5, real kube-apiserver) plan -A of 300 namespaces of 3 services against `kubectl get`
-//                   of the same kinds -A; apply --fleet of 6 namespaces in 2 waves (--parallel 3) against one
+//                   of the same kinds -A, for fleets of several shapes (BENCH_FLEET_SHAPES=local,mixed,exported); apply --fleet of 6 namespaces in 2 waves (--parallel 3) against one
 //                   namespace's apply --all (with the fake control plane; each rolled back, untimed, between runs).
 // Wall times are medians of whole-process runs, interleaved with their baselines so that load from other
 // processes hits both alike. BENCH_RUNS (default 5) sets the number of runs.
@@ -26,7 +26,13 @@ import {stringify} from 'yaml'
 
 import {startTestCluster} from '../test/support/cluster.js'
 import {startEnvtest} from '../test/support/envtest.js'
-import {generatedNamespace, generatedNamespaceYaml, variedNamespace} from '../test/support/generated-namespace.js'
+import {
+  type FleetShape,
+  generatedFleet,
+  generatedNamespace,
+  generatedNamespaceYaml,
+  variedNamespace,
+} from '../test/support/generated-namespace.js'
 import {envtestAssets, startRealApiServer} from './bench-apiserver.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -445,48 +451,64 @@ async function servedKinds(server: Awaited<ReturnType<typeof startRealApiServer>
   )
 }
 
-/** plan -A of 300 namespaces of 3 services against kubectl get of the same kinds across all namespaces. */
+/**
+ * plan -A of 300 namespaces of 3 services against kubectl get of the same kinds across all namespaces, for each shape
+ * of the fleet (test/support/generated-namespace.ts generatedFleet): routing kept local by exportTo, mixed (exported to
+ * one other namespace, cross-namespace routes, policies and waypoints, wildcard hosts, every fifth namespace exported
+ * to all) — and, for the record, routing exported to every namespace (Istio's default), where every plan names every
+ * other namespace's routing, so that the plans themselves grow with the square of the fleet (not a bound).
+ */
 async function fleetPlanRow(assets: string, tmp: string): Promise<void> {
-  const server = await startRealApiServer(assets)
-  try {
-    process.stderr.write(`  kube-apiserver ${server.version}: 300 namespaces of 3 services…\n`)
-    const kube = ['--kubeconfig', server.kubeconfigPath]
-    const crds = path.resolve(ROOT, '../shared/fixtures/upstream/crds')
-    const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard')))
-      .filter((f) => f.startsWith('gateway.networking.k8s.io_'))
-      .flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
-    check(
-      await run(server.kubectl, [
-        ...kube,
-        'apply',
-        '--server-side',
-        '-f',
-        path.join(crds, 'istio-crds.yaml'),
-        ...gatewayCrds,
-      ]),
-      'CRDs',
-    )
-    check(
-      await run(server.kubectl, [...kube, 'wait', '--for=condition=Established', 'crd', '--all']),
-      'CRDs established',
-    )
-    const objects = Array.from({length: 300}, (_, i) => generatedNamespace(3, `fleet-${i}`)).flat()
-    await kubectlCreate(server.kubectl, server.kubeconfigPath, objects, tmp)
-    const kinds = await servedKinds(server)
-    const cwd = await mkdtemp(path.join(tmp, 'fleet-plan-'))
-    const [kubectlGet, plan] = await interleaved(`plan -A of 300 namespaces vs kubectl get ${kinds.length} kinds -A`, [
-      () => run(server.kubectl, [...kube, 'get', kinds.join(','), '-A', '-o', 'json']).then((r) => check(r, 'kubectl')),
-      () => cli(['plan', '-A', ...kube], {cwd}).then((r) => check(r, 'plan -A', [0, 1, 10])),
-    ])
-    row(
-      `plan -A 300 namespaces × 3 services / kubectl get ${kinds.length} kinds -A -o json (${server.version})`,
-      `${s(plan!)} / ${s(kubectlGet!)}`,
-      plan! / kubectlGet!,
-      1.5,
-    )
-  } finally {
-    await server.stop()
+  const shapes = (process.env.BENCH_FLEET_SHAPES ?? 'local,mixed').split(',') as FleetShape[]
+  for (const shape of shapes) {
+    const server = await startRealApiServer(assets)
+    try {
+      process.stderr.write(`  kube-apiserver ${server.version}: 300 namespaces of 3 services (${shape})…\n`)
+      const kube = ['--kubeconfig', server.kubeconfigPath]
+      await loadIstioCrds(server)
+      await kubectlCreate(server.kubectl, server.kubeconfigPath, generatedFleet(300, shape), tmp)
+      const kinds = await servedKinds(server)
+      const cwd = await mkdtemp(path.join(tmp, `fleet-plan-${shape}-`))
+      const [kubectlGet, plan] = await interleaved(
+        `plan -A of 300 namespaces (${shape}) vs kubectl get ${kinds.length} kinds -A`,
+        [
+          () =>
+            run(server.kubectl, [...kube, 'get', kinds.join(','), '-A', '-o', 'json']).then((r) => check(r, 'kubectl')),
+          () => cli(['plan', '-A', ...kube], {cwd}).then((r) => check(r, 'plan -A', [0, 1, 10])),
+        ],
+        shape === 'exported' ? 1 : RUNS,
+      )
+      row(
+        `plan -A 300 namespaces × 3 services (${shape}) / kubectl get ${kinds.length} kinds -A -o json (${server.version})`,
+        `${s(plan!)} / ${s(kubectlGet!)}`,
+        plan! / kubectlGet!,
+        shape === 'exported' ? Infinity : 1.5,
+      )
+    } finally {
+      await server.stop()
+    }
   }
+}
+
+/** Istio's and the Gateway API's CRDs, installed and established. */
+async function loadIstioCrds(server: Awaited<ReturnType<typeof startRealApiServer>>): Promise<void> {
+  const kube = ['--kubeconfig', server.kubeconfigPath]
+  const crds = path.resolve(ROOT, '../shared/fixtures/upstream/crds')
+  const gatewayCrds = (await readdir(path.join(crds, 'gateway-api-standard')))
+    .filter((f) => f.startsWith('gateway.networking.k8s.io_'))
+    .flatMap((f) => ['-f', path.join(crds, 'gateway-api-standard', f)])
+  check(
+    await run(server.kubectl, [
+      ...kube,
+      'apply',
+      '--server-side',
+      '-f',
+      path.join(crds, 'istio-crds.yaml'),
+      ...gatewayCrds,
+    ]),
+    'CRDs',
+  )
+  check(await run(server.kubectl, [...kube, 'wait', '--for=condition=Established', 'crd', '--all']), 'CRDs established')
 }
 
 /** examples/fleet's catalog (wave 1) and frontend (wave 2) under the names of copy `copy`. */

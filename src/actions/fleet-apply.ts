@@ -14,6 +14,7 @@ import {CancelledError, UsageError} from '../errors.js'
 import type {StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
 import {FLEET_FILE} from '../plan/fleet-file.js'
+import {DRY_RUN_MARK} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import {
   fullyApplied,
@@ -32,6 +33,8 @@ export interface FleetApplyOptions {
   parallel: number
   retry: boolean
   allowOtherCluster: boolean
+  /** --dry-run=server: every namespace's steps sent with dryRun=All, nothing persisted or recorded. */
+  dryRun: boolean
   write: WriteFlags
   connection: ClusterConnection
   note: (message: string) => void
@@ -95,14 +98,22 @@ export async function fleetApplyOptions(
         : flags.all
           ? all
           : unfinished.slice(0, 1)
-  if (!flags.yes && waves.length > 0) await confirmFleet(loaded, waves)
+  const dryRun = flags['dry-run'] !== 'none'
+  // A dry run writes nothing: nothing to confirm (as apply NS --dry-run).
+  if (!flags.yes && !dryRun && waves.length > 0) await confirmFleet(loaded, waves)
   return {
     loaded,
     waves,
     parallel: flags.parallel,
     retry: flags.retry,
     allowOtherCluster: flags['allow-other-cluster'],
-    write: {'dry-run': 'none', timeout: flags.timeout, 'lock-timeout': flags['lock-timeout'], 'take-over': false},
+    dryRun,
+    write: {
+      'dry-run': flags['dry-run'],
+      timeout: flags.timeout,
+      'lock-timeout': flags['lock-timeout'],
+      'take-over': false,
+    },
     connection: new ClusterConnection(flags),
     note,
   }
@@ -141,19 +152,33 @@ export function wavePasses(loaded: LoadedFleet, wave: number): WavePass[] {
 export function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
   return runFleet({
     operation: 'apply',
+    dryRun: o.dryRun,
     loaded: o.loaded,
     waves: o.waves,
     parallel: o.parallel,
     note: o.note,
-    passes: (wave) => wavePasses(o.loaded, wave),
+    // A dry run records nothing, so a cycle's second pass would start again from the first step: one pass.
+    passes: (wave) =>
+      o.dryRun ? [{selection: {kind: 'all'}, namespaces: membersOf(o.loaded, wave)}] : wavePasses(o.loaded, wave),
     runOne: (run, pass, update, control) => applyNamespace(o, run, pass.selection, update, control),
+    // A dry run leaves every plan as it was: each wave is judged against the cluster as it is, not gated.
     gate: async (run) => {
+      if (o.dryRun) return undefined
       const member = await readFleetMember(o.loaded, run.namespace)
       return member.plan && fullyApplied(member.plan) ? undefined : (member.problem ?? 'has steps not applied')
     },
     // The command as the user typed it (their --parallel, --timeout…), or the one that runs every wave.
-    rerun: sameCommand('apply', `mesh-migrate apply --fleet ${o.loaded.file} --all --yes${o.retry ? ' --retry' : ''}`),
+    rerun: sameCommand(
+      'apply',
+      `mesh-migrate apply --fleet ${o.loaded.file} --all --yes${o.retry ? ' --retry' : ''}${o.dryRun ? ' --dry-run=server' : ''}`,
+    ),
   })
+}
+
+/** The steps a dry run did not get through (stopped early), with the steps the record had left before it. */
+function dryRunRemaining(session: PlanSession, run: string[]): string[] {
+  const done = new Set(run)
+  return remainingSteps(session).filter((id) => !done.has(id))
 }
 
 /** The apply action's streams for a namespace of the fleet: its steps on its progress line, its warnings kept. */
@@ -161,7 +186,9 @@ function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: s
   const io: ApplyIO & {current?: string} = {
     note: warningsTo(control, run.namespace),
     result: () => undefined,
-    runStep: async (id, work) => {
+    runStep: async (title, work) => {
+      // A dry run's title is the step id marked as such; the fleet's progress line is marked already.
+      const id = title.startsWith(`${DRY_RUN_MARK} `) ? title.slice(DRY_RUN_MARK.length + 1) : title
       const label = stepLabel(session, id)
       io.current = id
       update(`${label}: running`)
@@ -194,7 +221,7 @@ async function applyNamespace(
       session,
       selection,
       lock: lockOptions('apply', run.plan, o.write),
-      dryRun: false,
+      dryRun: o.dryRun,
       yes: true,
       diff: false,
       // A step left Running (a killed run) or Interrupted is resumed as `apply NS` does; a Failed one needs --retry.
@@ -206,12 +233,14 @@ async function applyNamespace(
     io = namespaceIo
     const steps = await validateApply(options, (m) => namespaceIo.note(m))
     const applied = steps === 'up-to-date' ? [] : await applyPlanSteps(options, io, steps)
-    run.remaining = remainingSteps(session)
     run.finishedAt = new Date().toISOString()
     if (applied === undefined) {
+      run.remaining = remainingSteps(session)
       run.state = 'interrupted'
-      return `interrupted at ${io.current ?? 'the start'} (recorded)`
+      return `interrupted at ${io.current ?? 'the start'}${o.dryRun ? '' : ' (recorded)'}`
     }
+    // A dry run records nothing: what is left is what it did not get through.
+    run.remaining = o.dryRun ? dryRunRemaining(session, run.steps) : remainingSteps(session)
     run.state =
       run.remaining.length === 0
         ? run.steps.length === 0 && steps === 'up-to-date'

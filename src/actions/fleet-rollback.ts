@@ -19,6 +19,8 @@ export interface FleetRollbackOptions {
   waves: number[]
   parallel: number
   allowOtherCluster: boolean
+  /** --dry-run=server: every undo sent with dryRun=All, nothing persisted or recorded. */
+  dryRun: boolean
   write: WriteFlags
   connection: ClusterConnection
   note: (message: string) => void
@@ -57,7 +59,13 @@ export async function fleetRollbackOptions(
     waves: flags.wave !== undefined ? [flags.wave] : [...all].sort((a, b) => b - a),
     parallel: flags.parallel,
     allowOtherCluster: flags['allow-other-cluster'],
-    write: {'dry-run': 'none', timeout: flags.timeout, 'lock-timeout': flags['lock-timeout'], 'take-over': false},
+    dryRun: flags['dry-run'] !== 'none',
+    write: {
+      'dry-run': flags['dry-run'],
+      timeout: flags.timeout,
+      'lock-timeout': flags['lock-timeout'],
+      'take-over': false,
+    },
     connection: new ClusterConnection(flags),
     note,
   }
@@ -66,19 +74,25 @@ export async function fleetRollbackOptions(
 export function rollbackFleet(o: FleetRollbackOptions): Promise<FleetApplyResult> {
   return runFleet({
     operation: 'rollback',
+    dryRun: o.dryRun,
     loaded: o.loaded,
     waves: o.waves,
     parallel: o.parallel,
     note: o.note,
     passes: (wave) => [{selection: {kind: 'all'}, namespaces: membersOf(o.loaded, wave)}],
     runOne: (run, _pass, update, control) => rollBackNamespace(o, run, update, control),
+    // A dry run leaves every plan as it was: the waves are not gated on it.
     gate: async (run) => {
+      if (o.dryRun) return undefined
       const {plan, problem} = await readFleetMember(o.loaded, run.namespace)
       if (!plan) return problem
       const left = plan.spec.steps.filter((s) => mayHaveWritten(phaseOf(plan, s))).map((s) => s.id)
       return left.length === 0 ? undefined : `still has steps that may have written: ${left.join(', ')}`
     },
-    rerun: sameCommand('rollback', `mesh-migrate rollback --fleet ${o.loaded.file} --confirm fleet`),
+    rerun: sameCommand(
+      'rollback',
+      `mesh-migrate rollback --fleet ${o.loaded.file} --confirm fleet${o.dryRun ? ' --dry-run=server' : ''}`,
+    ),
   })
 }
 
@@ -99,7 +113,7 @@ async function rollBackNamespace(
         session,
         lastOnly: false,
         lock: lockOptions('rollback', run.plan, o.write),
-        dryRun: false,
+        dryRun: o.dryRun,
         allowOtherCluster: o.allowOtherCluster,
       },
       () => undefined,
@@ -110,8 +124,14 @@ async function rollBackNamespace(
       return 'nothing to roll back'
     }
     const s = session
+    let stopped = false
     const runSteps = async (tasks: ProgressTask[], steps: PlanStep[]) => {
       for (const [i, task] of tasks.entries()) {
+        // Another namespace failed (or Ctrl+C): this one stops after the step it was running.
+        if (control.stop) {
+          stopped = true
+          break
+        }
         const id = steps[i]!.id
         const label = `undo ${stepLabel(s, id)}`
         current = id
@@ -123,13 +143,14 @@ async function rollBackNamespace(
     }
     const lock = lockOptions('rollback', run.plan, o.write)
     const undone = await rollBackPlan(
-      {session, lastOnly: false, selection, lock, dryRun: false, allowOtherCluster: o.allowOtherCluster},
+      {session, lastOnly: false, selection, lock, dryRun: o.dryRun, allowOtherCluster: o.allowOtherCluster},
       {note: warningsTo(control, run.namespace), runSteps, signal: control.signal},
     )
     run.remaining = remainingSteps(session)
     run.finishedAt = new Date().toISOString()
-    run.state = undone === undefined ? 'interrupted' : 'rolled-back'
-    return undone === undefined ? `interrupted at ${current ?? 'the start'}` : `rolled back ${undone.length} step(s)`
+    run.state = undone === undefined ? 'interrupted' : stopped ? 'stopped' : 'rolled-back'
+    if (undone === undefined) return `interrupted at ${current ?? 'the start'}`
+    return `${stopped ? 'stopped after rolling back' : 'rolled back'} ${undone.length} step(s)`
   } catch (error) {
     return failed(run, session, current, error, control)
   }

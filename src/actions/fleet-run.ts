@@ -9,6 +9,7 @@ import {interruptHandler} from '../cli/plan-commands.js'
 import type {PlanSession} from '../cli/plan-session.js'
 import {UserError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
+import {markIfDryRun as mark} from '../ui/dry-run.js'
 import {runTasks} from '../ui/progress.js'
 import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf} from '../executor/fleet-order.js'
 
@@ -29,6 +30,8 @@ export interface WavePass {
 
 export interface FleetRunSpec {
   operation: FleetApplyResult['operation']
+  /** --dry-run=server: every write sent with dryRun=All, nothing persisted or recorded. */
+  dryRun: boolean
   loaded: LoadedFleet
   /** The waves to run, in the order to run them. */
   waves: number[]
@@ -79,7 +82,12 @@ export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
                       control.interrupted ? 'not started (interrupted)' : 'not started (an earlier failure)',
                     )
                   : // Each line names its namespace: in a log, the lines of the namespaces running at once interleave.
-                    spec.runOne(run, pass, (m) => update(`wave ${wave} ${run.namespace}: ${m}`), control),
+                    spec.runOne(
+                      run,
+                      pass,
+                      (m) => update(mark(spec.dryRun, `wave ${wave} ${run.namespace}: ${m}`)),
+                      control,
+                    ),
           })),
           {concurrency: spec.parallel},
         )
@@ -181,6 +189,7 @@ function fleetResult(spec: FleetRunSpec, runs: FleetNamespaceRun[], control: Run
   return typed('FleetApplyResult', {
     fleet: file,
     operation: spec.operation,
+    dryRun: spec.dryRun,
     waves: spec.waves,
     parallel: spec.parallel,
     result,

@@ -179,6 +179,8 @@ export interface FleetNamespaceRun {
 export interface FleetApplyResult extends Typed<'FleetApplyResult'> {
   fleet: string
   operation: 'apply' | 'rollback'
+  /** --dry-run=server: every write was sent with dryRun=All; nothing was persisted or recorded. */
+  dryRun: boolean
   /** The waves this run covered, in the order it ran them. */
   waves: number[]
   parallel: number

@@ -39,13 +39,22 @@ export function renderFleetRun(result: FleetApplyResult): string {
         ? `${verb} ${waves} of ${result.fleet}; later waves remain.`
         : `${result.result === 'failed' ? 'Failed' : 'Interrupted'} in wave ${stoppedWave(result)} of ${result.fleet}.`
   const failed = result.namespaces.find((n) => n.state === 'failed' && n.error)
-  const lines = [table, '', p.paint('bold', head)]
+  const lines = [table, '', p.paint('bold', result.dryRun ? dryRunHead(result, waves) : head)]
   if (failed)
     lines.push(
       `${failed.namespace} failed${failed.error!.step ? ` at step ${failed.error!.step}` : ''}: ${failed.error!.message}`,
     )
   if (result.next) lines.push(`Next: ${result.next}`)
   return lines.join('\n')
+}
+
+/** --dry-run=server: what was sent, and that nothing of it stayed. */
+function dryRunHead(result: FleetApplyResult, waves: string): string {
+  const outcome =
+    result.result === 'complete' || result.result === 'incomplete'
+      ? 'every step was accepted by the server'
+      : `${result.result} in wave ${stoppedWave(result)}`
+  return `Server dry run of ${waves} of ${result.fleet}: ${outcome}. Nothing was persisted or recorded; each wave was judged against the cluster as it is, not after the waves before it.`
 }
 
 /** The exit code of a fleet run: the first failure's, 130 when interrupted, 0 otherwise. */

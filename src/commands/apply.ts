@@ -25,7 +25,7 @@ For each step: check the plan (schema, digest, safety), take the namespace's loc
 
 One plan per namespace: the first write records the plan as the namespace's owner (annotation mesh-migrate.io/owner-plan, removed when the plan is fully rolled back); another plan file for the namespace is refused with exit 5, naming the owner.
 
-FLEET: a plan listed in plans/fleet.yaml (plan -A / -l / NS1 NS2) is applied only once every namespace of an earlier wave it depends on is fully applied: otherwise apply refuses before writing (exit 5), naming the wave, the namespaces and the edges; --ignore-fleet-order applies anyway and records who overrode the order in the plan's status. --fleet [FLEET_FILE] (default plans/fleet.yaml) runs the waves in order, each namespace as \`apply NS --all\` does (its own plan, lock and verification), at most --parallel at a time; a wave starts only when every plan of the one before is applied and verified; namespaces in a cycle are first applied up to bind-waypoint, then to the end. Without --all, --wave or --to-wave it runs the next unfinished wave. The first failure stops new starts (running namespaces finish the step in progress) and names the namespace, the step and what to run; re-running resumes (a step left Running or Interrupted is re-run, each is idempotent; a Failed one needs --retry).
+FLEET: a plan listed in plans/fleet.yaml (plan -A / -l / NS1 NS2) is applied only once every namespace of an earlier wave it depends on is fully applied: otherwise apply refuses before writing (exit 5), naming the wave, the namespaces and the edges; --ignore-fleet-order applies anyway and records who overrode the order in the plan's status. --fleet [FLEET_FILE] (default plans/fleet.yaml) runs the waves in order, each namespace as \`apply NS --all\` does (its own plan, lock and verification), at most --parallel at a time; a wave starts only when every plan of the one before is applied and verified; namespaces in a cycle are first applied up to bind-waypoint, then to the end. Without --all, --wave or --to-wave it runs the next unfinished wave. The first failure stops new starts (running namespaces finish the step in progress) and names the namespace, the step and what to run; re-running resumes (a step left Running or Interrupted is re-run, each is idempotent; a Failed one needs --retry). With --dry-run=server each namespace's steps are sent as dry runs, wave by wave, asking nobody: nothing is persisted or recorded, so each wave is judged against the cluster as it is.
 
 --dry-run=server sends every write with dryRun=All and marks every line "[server dry run]"; each step's preconditions see the dry-run writes of the steps before it, so --all gets through every step. What cannot be judged without really applying (the readiness of a waypoint created in the same run) is named; read-only steps send nothing.
 
@@ -172,11 +172,6 @@ ${EXIT_CODES_HELP}
       flags['to-wave'] !== undefined && '--to-wave',
     ].filter(Boolean)
     if (choices.length > 1) throw new UsageError(`${choices.join(' and ')} choose the waves differently: give one`)
-    if (flags['dry-run'] !== 'none')
-      throw new UsageError(
-        '--dry-run with --fleet is not supported: a later wave is judged on the earlier ones really applied',
-        'Dry-run each plan of the wave: mesh-migrate apply NS --all --dry-run=server',
-      )
     const {applyFleet, fleetApplyOptions} = await import('../actions/fleet-apply.js')
     const options = await fleetApplyOptions(file, flags, (m) => this.note(m))
     const result = await applyFleet(options)

@@ -22,7 +22,7 @@ Each undone step and the summary go to stdout; the order, the question and the p
 
 Destructive: asks you to type the namespace, or pass --confirm NAMESPACE.
 
-FLEET: rolling back a namespace of plans/fleet.yaml whose dependants of later waves are still (partly) applied warns with the edges that tie them: they count on it staying ambient. --fleet [FLEET_FILE] (default plans/fleet.yaml) rolls the waves back in reverse order, the namespaces of a wave at most --parallel at a time, each exactly as \`rollback NS\`; a wave starts only when nothing of the later one is left applied. Confirmed with --confirm fleet. -o json prints a FleetApplyResult document.
+FLEET: rolling back a namespace of plans/fleet.yaml whose dependants of later waves are still (partly) applied warns with the edges that tie them: they count on it staying ambient. --fleet [FLEET_FILE] (default plans/fleet.yaml) rolls the waves back in reverse order, the namespaces of a wave at most --parallel at a time, each exactly as \`rollback NS\`; a wave starts only when nothing of the later one is left applied; the first failure stops the others after the undo in progress. Confirmed with --confirm fleet; with --dry-run=server every undo is sent as a dry run. -o json prints a FleetApplyResult document.
 
 EXIT CODES
 ${EXIT_CODES_HELP}
@@ -154,11 +154,6 @@ ${EXIT_CODES_HELP}
   private async runFleet(file: string | undefined, flags: RollbackFlags): Promise<FleetApplyResult | undefined> {
     if (flags.step || flags.namespace !== undefined)
       throw new UsageError(`--${flags.step ? 'step' : 'namespace'} is for one plan, not --fleet`)
-    if (flags['dry-run'] !== 'none')
-      throw new UsageError(
-        '--dry-run with --fleet is not supported',
-        'Dry-run each plan: mesh-migrate rollback NS --dry-run=server',
-      )
     const {fleetRollbackOptions, rollbackFleet} = await import('../actions/fleet-rollback.js')
     const result = await rollbackFleet(await fleetRollbackOptions(file, flags, (m) => this.note(m)))
     const {fleetExitCode, fleetRunNotes, renderFleetRun} = await import('../cli/fleet-run-view.js')

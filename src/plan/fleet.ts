@@ -11,6 +11,7 @@ import {buildInventory, type InventoryOptions} from '../planner/inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from '../planner/namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
+import {visibleSnapshots} from './fleet-visibility.js'
 import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from '../planner/plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
 import {
@@ -386,7 +387,8 @@ export interface FleetResult {
 }
 
 export function planFleet(input: FleetInput): FleetResult {
-  const snapshots = [...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1))
+  // Each namespace sees only what can bear on it: planning stays linear in the fleet's size (issue 22 §5).
+  const snapshots = visibleSnapshots([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
   const members: Member[] = snapshots.map((snapshot) => {
     const inventory = buildInventory(snapshot, input.inventory)
     return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
@@ -406,14 +408,16 @@ export function planFleet(input: FleetInput): FleetResult {
     const earlier = Object.fromEntries(
       [...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]),
     )
-    const snapshot: SourceSnapshot = {
-      ...m.snapshot,
-      findings: [...m.snapshot.findings, ...orderFindings(m.namespace, edges, wave, cycles)],
-    }
-    const inventory = buildInventory(snapshot, {
-      ...input.inventory,
-      ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {}),
-    })
+    const order = orderFindings(m.namespace, edges, wave, cycles)
+    const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
+    // Nothing of the fleet bears on it: the inventory already built is the one (buildInventory is pure).
+    const inventory =
+      Object.keys(earlier).length === 0 && order.length === 0
+        ? m.inventory
+        : buildInventory(snapshot, {
+            ...input.inventory,
+            ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {}),
+          })
     const plan = buildPlan({
       inventory,
       snapshot,

@@ -58,8 +58,11 @@ describe('fleet runs, offline', () => {
     const notFleet = await runCli(['apply', 'catalog', '--wave', '1', '--yes'], {cwd, env: NO_CLUSTER})
     expect(notFleet.code).toBe(2)
     expect(notFleet.stderr).toContain('--wave is for --fleet')
-    const dry = await runCli(['apply', '--fleet', '--all', '--yes', '--dry-run=server'], {cwd, env: NO_CLUSTER})
-    expect(dry.code).toBe(2)
+    // A dry run writes nothing: it asks nobody (no --yes needed) and goes to the cluster — here none.
+    const dry = await runCli(['apply', '--fleet', '--all', '--dry-run=server'], {cwd, env: NO_CLUSTER})
+    expect(dry.code, dry.stderr).toBe(1)
+    expect(dry.stdout).toContain('Server dry run of wave(s) 1, 2, 3 of plans/fleet.yaml: failed in wave 1.')
+    expect(dry.stdout).toContain('catalog failed: none of the files in $KUBECONFIG exist')
   })
 
   it('rollback --fleet is confirmed with the word fleet', async () => {

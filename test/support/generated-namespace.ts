@@ -215,3 +215,45 @@ function variedService(i: number, n: number, namespace: string): Record<string, 
     })
   return docs
 }
+
+/** How the namespaces of a generated fleet share their routing (issue 22 §5's bench and its unit test). */
+export type FleetShape = 'exported' | 'local' | 'mixed'
+
+/**
+ * `n` generated namespaces (fleet-0 …) of `services` services each. `exported`: as generated (VirtualServices and
+ * DestinationRules without exportTo, so visible in every namespace); `local`: every one with `exportTo: ['.']`;
+ * `mixed`: namespaces in turn as generated, local, exported to the next namespace only, local with a route to the
+ * previous namespace's Service and a policy naming a principal of another namespace, and local with a wildcard host
+ * over another namespace's Services and a waypoint of another namespace (istio.io/use-waypoint-namespace).
+ */
+export function generatedFleet(n: number, shape: FleetShape, services = 3): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = []
+  for (let i = 0; i < n; i++) {
+    const kind = shape === 'mixed' ? (['exported', 'local', 'next', 'cross', 'wild'] as const)[i % 5] : shape
+    for (const o of generatedNamespace(services, `fleet-${i}`) as GeneratedObject[]) {
+      shapeObject(o, kind, i, n)
+      out.push(o)
+    }
+  }
+  return out
+}
+
+type GeneratedObject = {kind: string; metadata: {name: string; labels?: Record<string, string>}; spec: any} // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function shapeObject(o: GeneratedObject, kind: string, i: number, n: number): void {
+  const routing = o.kind === 'VirtualService' || o.kind === 'DestinationRule'
+  const other = (k: number) => `fleet-${(i + k) % n}`
+  if (routing && kind !== 'exported') o.spec.exportTo = kind === 'next' ? ['.', other(1)] : ['.']
+  if (kind === 'cross' && o.kind === 'VirtualService')
+    o.spec.http[1].route[0].destination = {host: `svc-0.${other(n - 1)}.svc.cluster.local`}
+  if (kind === 'cross' && o.kind === 'AuthorizationPolicy')
+    o.spec.rules[0].from[0].source.principals.push(`cluster.local/ns/${other(4)}/sa/svc-1`)
+  if (kind === 'wild' && o.kind === 'VirtualService' && o.metadata.name === 'svc-0')
+    o.spec.hosts = [`*.${other(2)}.svc.cluster.local`]
+  if (kind === 'wild' && o.kind === 'Namespace')
+    o.metadata.labels = {
+      ...o.metadata.labels,
+      'istio.io/use-waypoint': 'waypoint',
+      'istio.io/use-waypoint-namespace': other(3),
+    }
+}
