@@ -238,19 +238,19 @@ class TextSink {
     readonly flowWidth: number,
   ) {}
 
-  private current = ''
+  /** Parts not yet joined: joined into one flat string every few thousand, without a string per character. */
+  private parts: string[] = []
 
   push(...parts: string[]): void {
-    for (const p of parts) this.current += p
-    if (this.current.length >= 65_536) {
-      // Flatten the concatenation now, while it is small.
-      this.chunks.push(this.current.split('').join(''))
-      this.current = ''
+    for (const p of parts) this.parts.push(p)
+    if (this.parts.length >= 8192) {
+      this.chunks.push(this.parts.join(''))
+      this.parts = []
     }
   }
 
   text(): string {
-    return this.chunks.join('') + this.current
+    return this.chunks.join('') + this.parts.join('')
   }
 }
 
@@ -329,15 +329,34 @@ function emitValue(value: unknown, indent: string, out: TextSink, inSequence: bo
 
 /** JSON with recursively sorted keys: the input of every digest. */
 export function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((v) => stableJson(v)).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
-    return `{${entries.join(',')}}`
+  const parts: string[] = []
+  appendStableJson(value, parts)
+  return parts.join('')
+}
+
+/** stableJson into one list of parts: a digest of a plan's every object builds no string per nested value. */
+function appendStableJson(value: unknown, parts: string[]): void {
+  if (Array.isArray(value)) {
+    parts.push('[')
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) parts.push(',')
+      appendStableJson(value[i], parts)
+    }
+    parts.push(']')
+  } else if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>
+    parts.push('{')
+    let first = true
+    for (const key of Object.keys(record).sort()) {
+      if (record[key] === undefined) continue
+      parts.push(first ? '' : ',', JSON.stringify(key), ':')
+      appendStableJson(record[key], parts)
+      first = false
+    }
+    parts.push('}')
+  } else {
+    parts.push(JSON.stringify(value) ?? 'null')
   }
-  return JSON.stringify(value) ?? 'null'
 }
 
 export function sha256(text: string): string {
@@ -390,7 +409,7 @@ function meaningful(map: Record<string, string> | undefined): Record<string, str
  * object changed since the plan was made.
  */
 export function objectFingerprint(obj: KubeObject): string {
-  const clean = cleanObject(obj)
-  const {apiVersion: _apiVersion, metadata, ...content} = clean
+  // What cleanObject would keep of it, without copying the object: everything but apiVersion, metadata and status.
+  const {apiVersion: _apiVersion, metadata, status: _status, ...content} = obj
   return digestOf({labels: meaningful(metadata.labels), annotations: meaningful(metadata.annotations), content})
 }

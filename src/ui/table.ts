@@ -241,15 +241,19 @@ export function renderTable(
     widths[last]!,
     ...cells.map((c) => Math.max(0, ...lines(c[last]!).map((l) => stringWidth(l)))),
   )
+  const headLines = head.map((h, i) =>
+    wrapHeader(h, widths[i]!)
+      .map((l) => painter.paint('bold', l))
+      .join('\n'),
+  )
+  const colWidths = widths.map((w, i) => (i === last ? lastWidth : w))
+  const drawn = drawRows([headLines, ...cells], colWidths, gap)
+  if (drawn !== undefined) return drawn
   const table = new Table({
-    head: head.map((h, i) =>
-      wrapHeader(h, widths[i]!)
-        .map((l) => painter.paint('bold', l))
-        .join('\n'),
-    ),
+    head: headLines,
     style: {head: [], border: [], 'padding-left': 0, 'padding-right': gap},
     chars: NO_BORDERS,
-    colWidths: widths.map((w, i) => (i === last ? lastWidth : w) + gap),
+    colWidths: colWidths.map((w) => w + gap),
     wordWrap: false,
   })
   table.push(...cells)
@@ -259,6 +263,31 @@ export function renderTable(
     .split('\n')
     .map((l) => l.replace(/\s+$/, ''))
     .join('\n')
+}
+
+/**
+ * Rows as borderless cli-table3 draws them (each cell's lines padded to its column, `gap` spaces apart, trailing
+ * blanks trimmed), drawn here: cli-table3 checks every cell against every cell of the rows above it for spans,
+ * which grows with the square of the rows (a plan's findings table has one per object) and measures each cell
+ * with the full Unicode width. undefined when a line is wider than its column, which cli-table3 cuts (with …).
+ */
+function drawRows(rows: string[][], widths: number[], gap: number): string | undefined {
+  const out: string[] = []
+  for (const row of rows) {
+    const cellLines = row.map(lines)
+    const height = Math.max(1, ...cellLines.map((l) => l.length))
+    for (let n = 0; n < height; n++) {
+      let line = ''
+      for (const [i, width] of widths.entries()) {
+        const text = cellLines[i]?.[n] ?? ''
+        const used = stringWidth(text)
+        if (used > width) return undefined
+        line += text + ' '.repeat(width - used + gap)
+      }
+      out.push(line.replace(/\s+$/, ''))
+    }
+  }
+  return out.join('\n')
 }
 
 /**
