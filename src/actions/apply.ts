@@ -23,6 +23,7 @@ import {stderrPainter} from '../ui/color.js'
 import {dryRunLines, markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import type {PlanStep} from '../planner/plan-types.js'
+import {changesDataPlane} from '../steps/index.js'
 import {ExitCode} from '../exit-codes.js'
 
 export const OUTCOME_TEXT: Record<StepOutcome['outcome'], string> = {
@@ -161,13 +162,42 @@ export async function applyPlanSteps(
     }
     const {preflightRunner} = await import('../preflight/runner.js')
     ctx.preflight = preflightRunner(client, ctx.state.plan)
+    const refresh = inventoryRefresh(o, ctx, steps)
+    await refresh.before(undefined)
     for (const step of steps) {
       if (io.stopRequested?.()) break
+      await refresh.before(step)
       applied.push(await applyOneStep(o, io, ctx, step, applied))
     }
   }
   const finished = await session.holding(client, o.lock, interrupted, body, io.signal)
   return finished ? applied : undefined
+}
+
+/**
+ * Issue 19 §1: the namespace's inventory is read again and compared with the plan's before the first step of the run
+ * that changes the data plane — once before the run writes anything, and again right before that step when steps of
+ * the run wrote before it. Not in a dry run (it writes nothing), nor for --repair (it re-runs an applied step).
+ */
+function inventoryRefresh(
+  o: ApplyOptions,
+  ctx: ExecutionContext,
+  steps: PlanStep[],
+): {before: (step: PlanStep | undefined) => Promise<void>} {
+  const firstSwitch = o.dryRun || o.repair !== undefined ? undefined : steps.find(changesDataPlane)
+  let wrote = false
+  const check = async () => {
+    const {refuseInventoryChanges} = await import('../executor/inventory-refresh.js')
+    await refuseInventoryChanges(ctx.client, ctx.state.plan, ctx.state.file, firstSwitch!.id)
+  }
+  return {
+    before: async (step) => {
+      if (!firstSwitch) return
+      if (step === undefined) await check()
+      else if (step === firstSwitch && wrote) await check()
+      else if (step.operations.length > 0 && steps.indexOf(step) < steps.indexOf(firstSwitch)) wrote = true
+    },
+  }
 }
 
 /** --ignore-fleet-order: the earlier waves still pending are warned about and recorded with who overrode them. */

@@ -235,9 +235,11 @@ export function carryProgress(old: MigrationPlan, fresh: MigrationPlan): Carried
   const order = fresh.spec.steps.map((s) => s.id)
   kept.sort((x, y) => order.indexOf(x.id) - order.indexOf(y.id))
   const digest = specDigest(fresh)
-  // The reviewed plan's digest (the record's): an old plan taken from the record may hold an edited spec.
-  const replaces = old.status?.specDigest ?? specDigest(old)
-  // status.replaces: the first write of the new plan takes over the old one's record in the cluster (record.ts).
+  // status.replaces: the first write of the new plan takes over the old one's record in the cluster (record.ts). The
+  // reviewed plan's digest (the record's): an old plan taken from the record may hold an edited spec. An old plan that
+  // is itself a re-plan not applied since (its status still says what it replaces) never took the record over: the new
+  // plan replaces what the old one would have.
+  const replaces = old.status?.replaces ?? old.status?.specDigest ?? specDigest(old)
   const plan: MigrationPlan =
     kept.length > 0
       ? {...fresh, status: {specDigest: digest, ...(replaces !== digest ? {replaces} : {}), steps: kept}}

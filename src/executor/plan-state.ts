@@ -103,6 +103,9 @@ export class PlanState {
     }
     // The cluster first: a crash between the two leaves the file behind the record, and the record wins.
     await this.cluster?.write(this.plan, this.file, update.by)
+    // The record in the cluster is now this plan's: the plan it replaced (plan --keep-progress) is no longer there to
+    // take over, and a further re-plan must replace this one (keep-progress.ts carryProgress).
+    if (this.cluster && this.plan.status.replaces !== undefined) delete this.plan.status.replaces
     await this.save()
     return next
   }

@@ -10,9 +10,11 @@ import {markHandledFindings} from '../planner/finding-handling.js'
 import type {
   Finding,
   Inventory,
+  InventoryItem,
   KubeObject,
   ServiceItem,
   SourceSnapshot,
+  Verdict,
   WorkloadItem,
   ZtunnelEffect,
 } from '../planner/model.js'
@@ -96,6 +98,23 @@ export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnaps
     .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0))
   const pods = inventory.workloads.map((w) => [refKey(w.ref), w.proxy, w.pods ?? null])
   return digestOf({namespaceLabels: inventory.namespaceState.labels, inputs, pods})
+}
+
+/** Verdicts that leave an object as it is, whatever the migration does: a new or changed one needs no new plan. */
+const SETTLED: ReadonlySet<Verdict> = new Set(['unaffected', 'inert'])
+
+/** An inventory object whose verdict is neither unaffected nor inert: a change to it may need another plan. */
+export const matters = (item: InventoryItem) => !SETTLED.has(item.verdict)
+
+/** objectFingerprint of each inventory object that matters (not unaffected, not inert), by refKey. */
+export function observedObjects(inventory: Inventory, snapshot: SourceSnapshot): Record<string, string> {
+  const keys = new Set(inventory.objects.filter(matters).map((i) => refKey(i.ref)))
+  const out: Record<string, string> = {}
+  for (const o of snapshot.objects) {
+    const key = refKey(refOf(o))
+    if (keys.has(key)) out[key] = objectFingerprint(o)
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 }
 
 /** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
@@ -279,6 +298,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       observed: {
         namespaceLabels: {...ctx.labels},
         fingerprint: inventoryFingerprint(inventory, snapshot),
+        objects: observedObjects(inventory, snapshot),
         ...(ctx.waypointIdentity ? {trustDomain: trustDomainRecord(ctx.waypointIdentity.trustDomain)} : {}),
         ...(ctx.waypointIdentity && ctx.waypoint
           ? {waypointPrincipals: admittedPrincipals(input, ctx.waypointIdentity, ctx.waypoint)}

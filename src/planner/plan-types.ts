@@ -229,6 +229,12 @@ export interface PlanSpec {
      * it (issue 20 point 5). Present when the plan needs a waypoint.
      */
     waypointPrincipals?: string[]
+    /**
+     * objectFingerprint of each inventory object whose verdict is neither unaffected nor inert, by refKey: before
+     * the first step that changes the data plane, apply re-reads the inventory and stops on an object that is not
+     * here or whose fingerprint differs (issue 19 §1, src/plan/inventory-drift.ts).
+     */
+    objects?: Record<string, string>
   }
   summary: PlanSummary
   blockers: Finding[]

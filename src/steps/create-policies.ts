@@ -11,6 +11,7 @@ import type {StepKind} from './types.js'
 export const createPolicies: StepKind = {
   action: 'create-policies',
   summary: 'Create waypoint copies, ztunnel companions and L4 parts of policies (inert until bound)',
+  preparesOnly: true,
   writes: {apply: [...POLICY_KINDS, '/Service']},
   plan: ({migrating, policies}) => {
     const toCreate = policies.createBeforeBind

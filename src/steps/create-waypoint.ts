@@ -5,6 +5,7 @@ import type {StepKind} from './types.js'
 export const createWaypoint: StepKind = {
   action: 'create-waypoint',
   summary: 'Create the waypoint Gateway (nothing bound to it yet)',
+  preparesOnly: true,
   writes: {apply: ['gateway.networking.k8s.io/Gateway']},
   simulation: {
     // Deleting the waypoint makes it not ready, unless wait-waypoint is still in place.

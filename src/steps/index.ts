@@ -81,6 +81,11 @@ export const WRITE_RULES = Object.fromEntries(STEP_KINDS.map((k) => [k.action, k
   WriteRule
 >
 
+/** Whether applying this step changes the data plane: it writes, and not only to prepare (StepKind.preparesOnly). */
+export function changesDataPlane(step: {action: StepAction; operations: readonly unknown[]}): boolean {
+  return step.operations.length > 0 && !stepKind(step.action).preparesOnly
+}
+
 /** The undo order by action. */
 export const UNDO_ORDER: StepAction[] = UNDO_KINDS.map((k) => k.action)
 

@@ -29,6 +29,7 @@ import {byCodePoint} from '../planner/order.js'
 export const patchNetworkPolicies: StepKind = {
   action: 'patch-network-policies',
   summary: 'Add NetworkPolicies admitting HBONE 15008 and kubelet probes (E25)',
+  preparesOnly: true,
   writes: {apply: ['networking.k8s.io/NetworkPolicy']},
   plan: ({migrating, inventory, snapshot, ns, waypointRequired, options}) =>
     migrating ? networkPolicyStep(inventory, snapshot, ns, waypointRequired ? options.waypointName : undefined) : {},

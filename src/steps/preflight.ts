@@ -12,6 +12,7 @@ import type {StepKind} from './types.js'
 export const preflight: StepKind = {
   action: 'preflight',
   summary: 'Read-only: ambient installed and ready, RBAC, blockers',
+  preparesOnly: true,
   writes: {},
   plan: ({migrating, labels}) => {
     if (!migrating) return {}

@@ -114,6 +114,12 @@ export interface StepKind {
   writes: WriteRule
   /** Steps sharing a unit are undone together even with `rollback --step`. */
   undoUnit?: string
+  /**
+   * Its writes move no traffic: they prepare what a later step switches on (a waypoint nothing is bound to, policy
+   * copies inert until bound, NetworkPolicy allowances for HBONE). Every other step that writes changes the data
+   * plane: apply re-reads the namespace's inventory before the first of them (issue 19 §1).
+   */
+  preparesOnly?: true
   simulation?: StepSimulation
   plan(ctx: StepContext): Planned
 }

@@ -6,6 +6,7 @@ import type {StepKind} from './types.js'
 export const waitWaypoint: StepKind = {
   action: 'wait-waypoint',
   summary: 'Wait until the waypoint is Programmed and has a ready replica',
+  preparesOnly: true,
   writes: {},
   simulation: {
     // Undoing it stands for the waypoint no longer being ready, although it wrote nothing.
