@@ -279,15 +279,7 @@ export const ROLLING_BACK = 'rolling back'
  */
 async function checkAppliedSteps(ctx: ExecutionContext, step: PlanStep): Promise<void> {
   const {state} = ctx
-  const steps = state.plan.spec.steps
-  const applied = steps
-    .slice(0, steps.indexOf(step))
-    .filter((s) => state.phase(s) === 'Applied' && state.status(s.id)?.message !== ROLLING_BACK)
-  const found: {step: PlanStep; drift: string[]}[] = []
-  for (const s of applied) {
-    const drift = await stepDrift(ctx.client, s, state.plan.metadata.name, applied.slice(applied.indexOf(s) + 1))
-    if (drift.length > 0) found.push({step: s, drift})
-  }
+  const found = await appliedStepsDrift(ctx, step)
   if (found.length === 0) return
   throw new StalePlanError(
     `the cluster no longer shows what applied steps did, so apply stops before step ${step.id} (nothing was written by it):\n${found
@@ -295,6 +287,53 @@ async function checkAppliedSteps(ctx: ExecutionContext, step: PlanStep): Promise
       .join('\n')}`,
     driftSuggestion(state, found[0]!.step),
   )
+}
+
+type StepDrift = {step: PlanStep; drift: string[]}
+
+/** What the cluster no longer shows of the steps applied before `step` (drift.ts), per step. */
+async function appliedStepsDrift(ctx: ExecutionContext, step: PlanStep): Promise<StepDrift[]> {
+  const {state} = ctx
+  const steps = state.plan.spec.steps
+  const applied = steps
+    .slice(0, steps.indexOf(step))
+    .filter((s) => state.phase(s) === 'Applied' && state.status(s.id)?.message !== ROLLING_BACK)
+  const found: StepDrift[] = []
+  for (const s of applied) {
+    const drift = await stepDrift(ctx.client, s, state.plan.metadata.name, applied.slice(applied.indexOf(s) + 1))
+    if (drift.length > 0) found.push({step: s, drift})
+  }
+  return found
+}
+
+/** How often a wait that is not met yet looks for drift that would keep it from ever being met. */
+const WAIT_DRIFT_INTERVAL_MS = 10_000
+
+/**
+ * Issue 19 §1: a wait that cannot succeed because of drift says so by name instead of waiting out its timeout. While
+ * the step's verification is not met (first at once, then every WAIT_DRIFT_INTERVAL_MS), the step's own writes and
+ * the steps applied before it are checked as before a write: a namespace unbound by hand while bind-waypoint or
+ * verify-dataplane waits for "Services bound" stops the wait (exit 3), naming the label, the object and old → new.
+ * The step's own pods are not judged: they are what it is waiting for.
+ */
+function driftDuringWait(ctx: ExecutionContext, step: PlanStep): (unmet: CheckResult) => Promise<void> {
+  let last = -Infinity
+  return async (unmet) => {
+    if (Date.now() - last < WAIT_DRIFT_INTERVAL_MS) return
+    last = Date.now()
+    const own = await stepDrift(ctx.client, {...step, verify: []}, ctx.state.plan.metadata.name)
+    const found = [...(await appliedStepsDrift(ctx, step)), ...(own.length > 0 ? [{step, drift: own}] : [])]
+    if (found.length === 0) return
+    const {state} = ctx
+    throw new StalePlanError(
+      `step ${step.id} cannot pass its verification (it is waiting: ${unmet.detail}), and the cluster no longer shows what was applied:\n${found
+        .flatMap(({step: s, drift}) => drift.map((d) => `  - step ${s.id}: ${d}`))
+        .join('\n')}`,
+      own.length > 0 && found.length === 1
+        ? `Put back what the step wrote with \`mesh-migrate apply ${state.file} --retry\` (re-runs it: it writes only what is missing), or undo the applied steps with \`mesh-migrate rollback ${state.file} --confirm ${state.namespace}\`.`
+        : driftSuggestion(state, found[0]!.step),
+    )
+  }
 }
 
 /** What to do about drift in an applied step: put it back (re-apply the step with --repair), or roll back. */
@@ -358,10 +397,17 @@ async function waitForCheck(
   step: PlanStep,
   v: Verification,
   verify: VerifyContext,
-  opts: {rollback?: boolean} = {},
+  opts: {rollback?: boolean; onUnmet?: (unmet: CheckResult) => Promise<void>} = {},
 ): Promise<CheckResult> {
+  const {onUnmet, ...failure} = opts
+  const check = async () => {
+    const checked = await runCheck(v, verify)
+    // Issue 19 §1: drift that keeps the check from ever passing ends the wait (driftDuringWait).
+    if (!checked.ok) await onUnmet?.(checked)
+    return checked
+  }
   try {
-    return await waitUntil(() => runCheck(v, verify), {
+    return await waitUntil(check, {
       timeoutMs: ctx.timeoutMs,
       signal: ctx.signal,
       onProgress: (d) => ctx.onProgress?.(`waiting: ${d}`),
@@ -370,7 +416,7 @@ async function waitForCheck(
     if (!(error instanceof KubeApiError && error.status === 403)) throw error
     const detail = `${forbiddenSummary(error)}, so ${v.check} cannot be checked (${error.message})`
     throw new StepFailedError(step, detail, ctx.state.file, {
-      ...opts,
+      ...failure,
       ...(error.suggestion ? {advice: error.suggestion} : {}),
     })
   }
@@ -378,12 +424,19 @@ async function waitForCheck(
 
 async function verifyStep(ctx: ExecutionContext, step: PlanStep): Promise<string[]> {
   const details: string[] = []
+  const refuseDrift = driftDuringWait(ctx, step)
   for (const v of step.verify) {
-    const result = await waitForCheck(ctx, step, v, {
-      client: ctx.client,
-      namespace: ctx.state.namespace,
-      ...(ctx.preflight ? {preflight: ctx.preflight} : {}),
-    })
+    const result = await waitForCheck(
+      ctx,
+      step,
+      v,
+      {
+        client: ctx.client,
+        namespace: ctx.state.namespace,
+        ...(ctx.preflight ? {preflight: ctx.preflight} : {}),
+      },
+      {onUnmet: refuseDrift},
+    )
     if (!result.ok)
       throw new StepFailedError(
         step,

@@ -459,6 +459,41 @@ describe('applyStep: verification polling', () => {
   })
 })
 
+describe('applyStep: a wait that drift keeps from passing (issue 19 §1)', () => {
+  it('bind-waypoint waits on "Services bound" while someone removes istio.io/use-waypoint: exit 3 at once, naming the label, old → new', async () => {
+    const {kube, state, ctx, step} = await rig({timeoutMs: 300_000})
+    await applyStep(ctx, step('create-waypoint'))
+    programWaypoint(kube)
+    // Someone unbinds the namespace right after the step labels it: the Services can never be bound.
+    kube.onWrite((obj) => {
+      if (obj.kind === 'Namespace' && obj.metadata.labels?.['istio.io/use-waypoint'] === 'waypoint')
+        kube.edit(nsRef, (o) => delete o.metadata.labels!['istio.io/use-waypoint'])
+    })
+    const s = step('bind-waypoint')
+    const started = Date.now()
+    const error = await failure(applyStep(ctx, s))
+    // Not the 300 s timeout: the first unmet poll looks for drift.
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(error).toBeInstanceOf(StalePlanError)
+    expect((error as UserError).exitCode).toBe(3)
+    expect(error.message).toContain(`step ${s.id} cannot pass its verification (it is waiting: `)
+    expect(error.message).toContain(
+      `step ${s.id}: Namespace ${NS}: label istio.io/use-waypoint changed since the step set it: "waypoint" → absent`,
+    )
+    expect((error as UserError).suggestion).toContain('--retry')
+    expect(state.phase(s)).toBe('Failed')
+  })
+
+  it('a wait not met without drift keeps waiting until its timeout (the drift check does not end it)', async () => {
+    const {kube, ctx, step} = await rig({timeoutMs: 1_500})
+    await applyStep(ctx, step('create-waypoint'))
+    programWaypoint(kube)
+    const error = await failure(applyStep(ctx, step('bind-waypoint')))
+    expect(error).toBeInstanceOf(StepFailedError)
+    expect(error.message).toContain('verification waypoint-bound did not pass within 2s')
+  })
+})
+
 describe('undoStep', () => {
   it("deletes exactly what the step created, each with its uid as precondition; leaves an object no longer marked as this plan's", async () => {
     const {kube, state, ctx, step} = await rig()
