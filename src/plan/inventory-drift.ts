@@ -4,12 +4,14 @@
 // object whose verdict is neither unaffected nor inert (an L7 policy, a route, a Telemetry, a ServiceEntry) that the
 // plan did not see, or saw with other content. The plan records what it saw in `spec.observed`: one fingerprint
 // over every input (the fast path: equal, nothing changed) and one fingerprint per object that matters (`objects`).
+// The objects the plan acts on are checked by its steps' own preconditions (a sharper message, naming the step).
 // Pure.
 import {objectFingerprint} from '../planner/canonical.js'
 import type {Action, Inventory, ObjectRef, SourceSnapshot, Verdict} from '../planner/model.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {refKey, refOf} from '../planner/refs.js'
 import {inventoryFingerprint, matters} from './plan-builder.js'
+import {phaseOf} from './rollback.js'
 
 /** An object the plan does not handle as it is now. */
 export interface InventoryChange {
@@ -46,10 +48,12 @@ export function compareInventory(
   const objects = new Map(snapshot.objects.map((o) => [refKey(refOf(o)), o] as const))
   const changes: InventoryChange[] = []
   const seen = new Set<string>()
+  const checked = checkedByPendingSteps(plan)
   for (const item of inventory.objects) {
     if (!matters(item)) continue
     const key = refKey(item.ref)
     seen.add(key)
+    if (checked.has(key)) continue
     const before = planned.get(key)
     let change: InventoryChange['change'] | undefined
     if (recorded) {
@@ -74,6 +78,19 @@ export function compareInventory(
       return item ? [item.ref] : []
     })
   return {unchanged: false, changes, removed}
+}
+
+/**
+ * The objects a step not yet applied checks itself (object-unchanged: the originals the plan copies or deletes). A
+ * change to one of them is the step's stale precondition, reported before any write with the step that needs it
+ * (engine.ts checkLaterSteps), and a re-plan cannot keep the progress of the steps that copied it: not ours to name.
+ */
+function checkedByPendingSteps(plan: MigrationPlan): Set<string> {
+  return new Set(
+    plan.spec.steps
+      .filter((s) => phaseOf(plan, s) !== 'Applied')
+      .flatMap((s) => s.preconditions.flatMap((p) => (p.check === 'object-unchanged' ? [refKey(p.ref)] : []))),
+  )
 }
 
 const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i])

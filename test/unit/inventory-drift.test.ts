@@ -94,11 +94,21 @@ describe('compareInventory', () => {
     expect(changes(compare([...objects, vs]))).toEqual(['new VirtualService/details-chaos L7'])
   })
 
-  it('an object the plan saw, edited since (one more L7 rule), is changed', () => {
+  it('an object the plan saw, edited since (fault injection added to a route), is changed', () => {
+    const edited = structuredClone(named('ratings', 'VirtualService'))
+    ;(edited.spec!.http as Record<string, unknown>[])[0]!.fault = {delay: {fixedDelay: '5s', percentage: {value: 50}}}
+    const r = compare([...without('ratings', 'VirtualService'), edited])
+    expect(changes(r)).toEqual(['changed VirtualService/ratings L7'])
+  })
+
+  it("an edited policy a pending step checks itself (object-unchanged) is left to that step's precondition", () => {
     const edited = structuredClone(named('details-no-delete'))
     ;(edited.spec!.rules as unknown[]).push({to: [{operation: {methods: ['PUT']}}]})
+    const checks = plan.spec.steps.flatMap((s) => s.preconditions)
+    expect(checks.some((p) => p.check === 'object-unchanged' && p.ref.name === 'details-no-delete')).toBe(true)
     const r = compare([...without('details-no-delete'), edited])
-    expect(changes(r)).toEqual(['changed AuthorizationPolicy/details-no-delete L7'])
+    expect(r.unchanged).toBe(false)
+    expect(r.changes).toEqual([])
   })
 
   it('metadata the planner does not read (a GitOps label) is no change', () => {
