@@ -23,6 +23,7 @@ import {
   stalePreconditions,
 } from './operations.js'
 import {stepDrift} from './drift.js'
+import {checkCopiesOfKeptOriginals} from './copy-checks.js'
 import {claimNamespace} from './ownership.js'
 import {laterStepProblems, ownWrites, projectablePreconditions, type ProjectedCluster} from './projection.js'
 import {keepProgressRefusals} from './keep-progress.js'
@@ -467,6 +468,8 @@ export async function applyStep(
   if (ctx.dryRun) return dryRunStep(ctx, step, check)
   if (step.operations.length > 0) {
     await checkLaterSteps(ctx, step)
+    // Issue 20 §5: a policy derived from an original the plan keeps is judged against the live original.
+    await checkCopiesOfKeptOriginals(ctx.client, state.plan, step, state.file)
     // Right before the plan's first write: it becomes the namespace's owner (no write when it already is).
     await claimNamespace(ctx.client, state, ctx.who, ctx.takeOver)
   }

@@ -5,11 +5,13 @@
 // - the L4 part (`-l4`): projectAllowRules of an ALLOW, denyRulesSafeAtZtunnel of a DENY (with the waypoint
 //   exempted), or the E22 rewrite (rewriteServiceAccountConditions), on the original's selector;
 // - the companion (`-ztunnel`): one ALLOW rule admitting only the waypoint's principals, on the original's selector.
-// Originals the plan keeps are not stored (only a fingerprint that covers labels and annotations): for their copies
-// the structure is checked (targetRefs only, a companion admitting only the waypoint), not the rules.
+// Originals the plan keeps are not stored: the plan records the fingerprint of their rules (spec.observed.keptRules,
+// the spec without selector/targetRef), which a waypoint copy's spec without targetRefs must hash to; an L4 part of a
+// kept original is derived at apply time from the live original (executor/copy-checks.ts), whose rules must still
+// hash to the recorded fingerprint.
 // Pure.
 import {analyzeAuthorizationPolicy} from '../planner/classify/authz.js'
-import {canonicalize} from '../planner/canonical.js'
+import {canonicalize, digestOf} from '../planner/canonical.js'
 import type {ClassifyContext} from '../planner/context.js'
 import type {AuthorizationRule} from '../planner/istio-types.js'
 import {isRecord} from '../planner/json.js'
@@ -24,7 +26,13 @@ import {
   projectAllowRules,
   rewriteServiceAccountConditions,
 } from '../planner/retarget/authz-rules.js'
-import {companionName, copyName, COPIED_FROM_ANNOTATION, l4PartName} from '../planner/retarget/objects.js'
+import {
+  companionName,
+  copyName,
+  COPIED_FROM_ANNOTATION,
+  isRetargetable,
+  l4PartName,
+} from '../planner/retarget/objects.js'
 import {GATEWAY_SERVICE_ACCOUNT_ANNOTATION, waypointPrincipal} from '../planner/waypoint.js'
 
 const same = (a: unknown, b: unknown) => JSON.stringify(canonicalize(a)) === JSON.stringify(canonicalize(b))
@@ -43,6 +51,8 @@ export interface DerivationContext {
   peers: PeerIdentity[]
   /** One context per Istio version the analysis tells apart (the plan does not record the version). */
   contexts: ClassifyContext[]
+  /** The fingerprints of the rules of the originals the plan keeps (spec.observed.keptRules), by copied-from value. */
+  keptRules: Record<string, string>
 }
 
 /** `<trust domain>/ns/<namespace>/sa/<name>` as the peer exemptPeer excludes; undefined for another form. */
@@ -90,7 +100,13 @@ export function derivationContext(plan: MigrationPlan): DerivationContext {
     objects: [],
     waypointPlanned: true,
   }
-  return {namespace, waypointPrincipals, peers, contexts: [ctx, {...ctx, istioVersion: '1.24'}]}
+  return {
+    namespace,
+    waypointPrincipals,
+    peers,
+    contexts: [ctx, {...ctx, istioVersion: '1.24'}],
+    keptRules: plan.spec.observed.keptRules ?? {},
+  }
 }
 
 /** The spec keys of a copy that may differ from the original's: only how it attaches. */
@@ -99,18 +115,51 @@ function withoutAttachment(spec: unknown): Record<string, unknown> {
   return rest
 }
 
+/** What a waypoint copy carries of its original: the spec without how it attaches (an AuthorizationPolicy's action explicit). */
+function copiedRules(original: KubeObject): Record<string, unknown> {
+  const expected = withoutAttachment(original.spec)
+  if (isAuthz(original)) {
+    // apSpec writes the action explicitly, and the provider only for CUSTOM.
+    expected.action = actionOf(original)
+    if (expected.action !== 'CUSTOM') delete expected.provider
+  }
+  return expected
+}
+
+/**
+ * The fingerprint of an original's rules (its spec without selector/targetRef(s)), as a waypoint copy of it must carry
+ * them: recorded in the plan for the originals it keeps (spec.observed.keptRules), which it does not store in full.
+ */
+export function rulesFingerprint(original: KubeObject): string {
+  return digestOf(copiedRules(original))
+}
+
+/** The copy-from value (the copied-from annotation) → the fingerprint of the rules of each original the plan keeps. */
+export function keptOriginalRules(
+  created: KubeObject[],
+  stored: ReadonlySet<string>,
+  objects: readonly KubeObject[],
+  namespace: string,
+): Record<string, string> {
+  const byRef = new Map(objects.map((o) => [`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, o] as const))
+  const out: Record<string, string> = {}
+  for (const object of created) {
+    const from = object.metadata.annotations?.[COPIED_FROM_ANNOTATION]
+    if (from === undefined || stored.has(from) || !isRetargetable(object)) continue
+    const [ns, name] = from.includes('/') ? from.split('/', 2) : [namespace, from]
+    const original = byRef.get(`${object.kind}/${ns}/${name}`)
+    if (original) out[from] = rulesFingerprint(original)
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+}
+
 /** A waypoint copy: the original's spec, attached with targetRefs instead of a selector. */
 function waypointCopyProblem(object: KubeObject, original: KubeObject): string | undefined {
   const name = `${object.kind} "${object.metadata.name}"`
   if (!Array.isArray(object.spec?.targetRefs) || object.spec.selector !== undefined)
     return `${name} is a waypoint copy, but it is not attached with targetRefs only`
   const copy = withoutAttachment(object.spec)
-  const expected = withoutAttachment(original.spec)
-  if (isAuthz(object)) {
-    // apSpec writes the action explicitly, and the provider only for CUSTOM.
-    expected.action = actionOf(original)
-    if (expected.action !== 'CUSTOM') delete expected.provider
-  }
+  const expected = copiedRules(original)
   if (same(copy, expected)) return undefined
   const keys = [...new Set([...Object.keys(copy), ...Object.keys(expected)])].filter((k) => !same(copy[k], expected[k]))
   return `${name} is not ${original.metadata.name} retargeted: ${keys.map((k) => `spec.${k} is ${brief(copy[k])}, the original's is ${brief(expected[k])}`).join('; ')}`
@@ -203,14 +252,21 @@ export function derivationProblem(
   const name = object.metadata.name
   if (original && (original.kind !== object.kind || groupOf(original.apiVersion) !== groupOf(object.apiVersion)))
     return `${object.kind} "${name}" says it is copied from ${from}, which is a ${original.kind}`
+  // An original the plan keeps is not stored: only the fingerprint of its rules (spec.observed.keptRules).
+  const kept = original ? undefined : d.keptRules[from]
+  const unrecorded = `${object.kind} "${name}" is derived from ${from}, which the plan keeps without recording the fingerprint of its rules (spec.observed.keptRules): it cannot be checked`
   if (name === copyName(base)) {
     if (original) return waypointCopyProblem(object, original)
-    return Array.isArray(object.spec?.targetRefs) && object.spec.selector === undefined
+    if (!Array.isArray(object.spec?.targetRefs) || object.spec.selector !== undefined)
+      return `${object.kind} "${name}" is a waypoint copy, but it is not attached with targetRefs only`
+    if (kept === undefined) return unrecorded
+    return digestOf(withoutAttachment(object.spec)) === kept
       ? undefined
-      : `${object.kind} "${name}" is a waypoint copy, but it is not attached with targetRefs only`
+      : `${object.kind} "${name}" is not ${from} retargeted: its spec (without targetRefs) is not the rules of the original the plan recorded (spec.observed.keptRules["${from}"]): a copy carries the original's rules, nothing wider`
   }
   if (isAuthz(object) && name === companionName(base)) return companionProblem(object, original, d)
   if (isAuthz(object) && name === l4PartName(base) && original) return l4PartProblem(object, original, d)
-  if (isAuthz(object) && name === l4PartName(base)) return undefined
+  // The L4 part of a kept original is derived from its rules at apply time, against the live original (copy-checks.ts).
+  if (isAuthz(object) && name === l4PartName(base)) return kept === undefined ? unrecorded : undefined
   return `${object.kind} "${name}" says it is copied from ${from}, but the planner derives only ${copyName(base)}${isAuthz(object) ? `, ${companionName(base)} and ${l4PartName(base)}` : ''} from it`
 }

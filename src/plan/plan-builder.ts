@@ -69,6 +69,7 @@ import {optOutStep} from '../steps/opt-out-workloads.js'
 import {decideRestarts, podOptInOperations} from '../steps/restart-workloads.js'
 import {namespaceRef} from '../steps/shared.js'
 import {byCodePoint} from '../planner/order.js'
+import {keptOriginalRules} from './derived-checks.js'
 
 /** The preflight checks a plan asks for (defined in vocab.ts; the preflight step declares them). */
 export {PREFLIGHT_CHECKS}
@@ -115,6 +116,15 @@ export function observedObjects(inventory: Inventory, snapshot: SourceSnapshot):
     if (keys.has(key)) out[key] = objectFingerprint(o)
   }
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+}
+
+/** spec.observed.keptRules: the rules' fingerprint of each original a step derives from but no step deletes (stores). */
+function keptRulesOf(steps: PlanStep[], snapshot: SourceSnapshot, ns: string): {keptRules?: Record<string, string>} {
+  const ops = steps.flatMap((s) => s.operations)
+  const stored = new Set(ops.flatMap((op) => (op.op === 'delete' && op.object ? [op.ref.name] : [])))
+  const created = ops.flatMap((op) => (op.op === 'apply' ? [op.object] : []))
+  const keptRules = keptOriginalRules(created, stored, snapshot.objects, ns)
+  return Object.keys(keptRules).length > 0 ? {keptRules} : {}
 }
 
 /** What the simulation needs to know about each policy decision (recorded in the plan for show --timeline). */
@@ -299,6 +309,7 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
         namespaceLabels: {...ctx.labels},
         fingerprint: inventoryFingerprint(inventory, snapshot),
         objects: observedObjects(inventory, snapshot),
+        ...keptRulesOf(steps, snapshot, ctx.ns),
         ...(ctx.waypointIdentity ? {trustDomain: trustDomainRecord(ctx.waypointIdentity.trustDomain)} : {}),
         ...(ctx.waypointIdentity && ctx.waypoint
           ? {waypointPrincipals: admittedPrincipals(input, ctx.waypointIdentity, ctx.waypoint)}

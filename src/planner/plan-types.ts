@@ -235,6 +235,12 @@ export interface PlanSpec {
      * here or whose fingerprint differs (issue 19 §1, src/plan/inventory-drift.ts).
      */
     objects?: Record<string, string>
+    /**
+     * For each original the plan keeps and derives a policy from (a waypoint copy, an L4 part): the fingerprint of its
+     * rules (its spec without selector/targetRef), by the copies' copied-from value. validate checks a waypoint copy
+     * against it; apply checks the live original against it before creating a copy (issue 20 §5).
+     */
+    keptRules?: Record<string, string>
   }
   summary: PlanSummary
   blockers: Finding[]

@@ -25,6 +25,7 @@ import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import {MANAGED_BY_LABEL, type Operation, PLAN_ANNOTATION, type PlanStep} from '../../src/planner/plan-types.js'
 import {renderPlanFile, specDigest} from '../../src/plan/planfile.js'
 import {refKey} from '../../src/planner/refs.js'
+import {digestOf} from '../../src/planner/canonical.js'
 import {loadManifestFiles} from '../../src/sources/manifests.js'
 import {MemoryKube} from '../support/memory-kube.js'
 import {offlinePlan} from '../support/offline-plan.js'
@@ -456,6 +457,40 @@ describe('applyStep: verification polling', () => {
     expect(gets).toBe(3)
     expect(Date.now() - started).toBeLessThan(5_000)
     expect(state.phase(s)).toBe('Failed')
+  })
+})
+
+describe('applyStep: a copy of a kept policy is judged against the live original (issue 20 §5)', () => {
+  it('a copy widened together with the recorded fingerprint of its rules: exit 4 before any write, naming both', async () => {
+    const {kube, state, ctx, step} = await rig()
+    await applyStep(ctx, step('create-waypoint'))
+    programWaypoint(kube)
+    await applyStep(ctx, step('wait-waypoint'))
+    const s = step('create-policies')
+    const copy = applied(s).find((o) => o.metadata.name === 'reviews-from-productpage-waypoint')!
+    // An allow-all copy, and the fingerprint recomputed to match it: validate cannot tell; the live original can.
+    copy.spec = {...copy.spec, rules: [{}]}
+    const {targetRefs: _t, ...rules} = copy.spec as Record<string, unknown>
+    state.plan.spec.observed.keptRules!['reviews-from-productpage'] = digestOf(rules)
+    const before = kube.writes().length
+    const error = await failure(applyStep(ctx, s))
+    expect((error as UserError).exitCode).toBe(4)
+    expect(error.message).toContain(
+      'step create-policies would create a policy that is not what the planner derives from its original as the cluster has it (a copy is the original retargeted, nothing wider): AuthorizationPolicy "reviews-from-productpage-waypoint" is not reviews-from-productpage retargeted: spec.rules is [{}]',
+    )
+    expect(error.message).toContain('(compared with the live AuthorizationPolicy bookinfo/reviews-from-productpage)')
+    expect(kube.writes().length).toBe(before)
+    expect(state.phase(s)).toBe('Pending')
+  })
+
+  it('the copies as planned pass the check against the live originals', async () => {
+    const {kube, state, ctx, step} = await rig()
+    await applyStep(ctx, step('create-waypoint'))
+    programWaypoint(kube)
+    await applyStep(ctx, step('wait-waypoint'))
+    await applyStep(ctx, step('create-policies'))
+    expect(state.phase(step('create-policies'))).toBe('Applied')
+    expect(kube.peek(policy('reviews-from-productpage-waypoint'))).toBeDefined()
   })
 })
 

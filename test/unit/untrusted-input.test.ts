@@ -222,6 +222,45 @@ describe('validate checks what the writes mean (§5)', () => {
     )
   })
 
+  // reviews-from-productpage is an L4 ALLOW the plan keeps (ztunnel enforces it as written): it is not stored in the plan,
+  // only the fingerprint of its rules (spec.observed.keptRules), which its waypoint copy must hash to.
+  const KEPT_COPY = 'reviews-from-productpage-waypoint'
+  const keptRefusal = `AuthorizationPolicy "${KEPT_COPY}" is not reviews-from-productpage retargeted: its spec (without targetRefs) is not the rules of the original the plan recorded (spec.observed.keptRules["reviews-from-productpage"]): a copy carries the original's rules, nothing wider`
+
+  it('the copy of a kept policy as planned passes; the plan records the fingerprint of the original rules', () => {
+    const plan = clone()
+    expect(Object.keys(plan.spec.observed.keptRules ?? {})).toEqual([
+      'productpage-ingress-only',
+      'reviews-from-productpage',
+    ])
+    expect(problemsOf(plan)).toEqual([])
+  })
+
+  it('an allow-all copy of a kept policy is refused', () => {
+    const plan = clone()
+    created(plan, KEPT_COPY).spec!.rules = [{}]
+    expect(problemsOf(plan)).toContain(keptRefusal)
+  })
+
+  it('a copy of a kept policy with an extra rule, or an extra `from` in its rule, is refused', () => {
+    const plan = clone()
+    const copy = created(plan, KEPT_COPY)
+    copy.spec!.rules = [...(copy.spec!.rules as unknown[]), {from: [{source: {namespaces: ['evil']}}]}]
+    expect(problemsOf(plan)).toContain(keptRefusal)
+    const other = clone()
+    const rule = (created(other, KEPT_COPY).spec!.rules as {from: unknown[]}[])[0]!
+    rule.from.push({source: {namespaces: ['evil']}})
+    expect(problemsOf(other)).toContain(keptRefusal)
+  })
+
+  it('a copy of a kept policy without the fingerprint of its rules recorded is refused (it cannot be checked)', () => {
+    const plan = clone()
+    delete plan.spec.observed.keptRules!['reviews-from-productpage']
+    expect(problemsOf(plan)).toContain(
+      `AuthorizationPolicy "${KEPT_COPY}" is derived from reviews-from-productpage, which the plan keeps without recording the fingerprint of its rules (spec.observed.keptRules): it cannot be checked`,
+    )
+  })
+
   it('a policy naming an original it is not derived from is refused', () => {
     const plan = clone()
     const copy = created(plan, 'ratings-get-only-waypoint')
