@@ -52,7 +52,7 @@ export interface DerivationContext {
   /** One context per Istio version the analysis tells apart (the plan does not record the version). */
   contexts: ClassifyContext[]
   /** The fingerprints of the rules of the originals the plan keeps (spec.observed.keptRules), by copied-from value. */
-  keptRules: Record<string, string>
+  keptRules?: Record<string, string>
 }
 
 /** `<trust domain>/ns/<namespace>/sa/<name>` as the peer exemptPeer excludes; undefined for another form. */
@@ -105,7 +105,7 @@ export function derivationContext(plan: MigrationPlan): DerivationContext {
     waypointPrincipals,
     peers,
     contexts: [ctx, {...ctx, istioVersion: '1.24'}],
-    keptRules: plan.spec.observed.keptRules ?? {},
+    ...(plan.spec.observed.keptRules ? {keptRules: plan.spec.observed.keptRules} : {}),
   }
 }
 
@@ -253,13 +253,14 @@ export function derivationProblem(
   if (original && (original.kind !== object.kind || groupOf(original.apiVersion) !== groupOf(object.apiVersion)))
     return `${object.kind} "${name}" says it is copied from ${from}, which is a ${original.kind}`
   // An original the plan keeps is not stored: only the fingerprint of its rules (spec.observed.keptRules).
-  const kept = original ? undefined : d.keptRules[from]
+  const kept = original ? undefined : d.keptRules?.[from]
   const unrecorded = `${object.kind} "${name}" is derived from ${from}, which the plan keeps without recording the fingerprint of its rules (spec.observed.keptRules): it cannot be checked`
   if (name === copyName(base)) {
     if (original) return waypointCopyProblem(object, original)
     if (!Array.isArray(object.spec?.targetRefs) || object.spec.selector !== undefined)
       return `${object.kind} "${name}" is a waypoint copy, but it is not attached with targetRefs only`
-    if (kept === undefined) return unrecorded
+    // A plan written before keptRules (v1alpha2) has none: its copies are judged at apply time (copy-checks.ts).
+    if (kept === undefined) return d.keptRules ? unrecorded : undefined
     return digestOf(withoutAttachment(object.spec)) === kept
       ? undefined
       : `${object.kind} "${name}" is not ${from} retargeted: its spec (without targetRefs) is not the rules of the original the plan recorded (spec.observed.keptRules["${from}"]): a copy carries the original's rules, nothing wider`
@@ -267,6 +268,6 @@ export function derivationProblem(
   if (isAuthz(object) && name === companionName(base)) return companionProblem(object, original, d)
   if (isAuthz(object) && name === l4PartName(base) && original) return l4PartProblem(object, original, d)
   // The L4 part of a kept original is derived from its rules at apply time, against the live original (copy-checks.ts).
-  if (isAuthz(object) && name === l4PartName(base)) return kept === undefined ? unrecorded : undefined
+  if (isAuthz(object) && name === l4PartName(base)) return kept === undefined && d.keptRules ? unrecorded : undefined
   return `${object.kind} "${name}" says it is copied from ${from}, but the planner derives only ${copyName(base)}${isAuthz(object) ? `, ${companionName(base)} and ${l4PartName(base)}` : ''} from it`
 }

@@ -6,11 +6,10 @@
 // over every input (the fast path: equal, nothing changed) and one fingerprint per object that matters (`objects`).
 // The objects the plan acts on are checked by its steps' own preconditions (a sharper message, naming the step).
 // Pure.
-import {objectFingerprint} from '../planner/canonical.js'
 import type {Action, Inventory, ObjectRef, SourceSnapshot, Verdict} from '../planner/model.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {refKey, refOf} from '../planner/refs.js'
-import {inventoryFingerprint, matters} from './plan-builder.js'
+import {inventoryFingerprint, matters, shortFingerprint} from './plan-builder.js'
 import {phaseOf} from './rollback.js'
 
 /** An object the plan does not handle as it is now. */
@@ -59,7 +58,7 @@ export function compareInventory(
     if (recorded) {
       const object = objects.get(key)
       if (!(key in recorded)) change = before ? 'changed' : 'new'
-      else if (object && recorded[key] !== objectFingerprint(object)) change = 'changed'
+      else if (object && recorded[key] !== shortFingerprint(object)) change = 'changed'
     } else if (!before) change = 'new'
     // A plan without per-object fingerprints (written before them) tells a change only by its classification.
     else if (

@@ -615,7 +615,7 @@ function specHeaderSchemas() {
           },
         },
         waypointPrincipals: {type: 'array', items: {type: 'string', minLength: 1}},
-        objects: {type: 'object', additionalProperties: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
+        objects: {type: 'object', additionalProperties: {type: 'string', pattern: '^[0-9a-f]{16}$'}},
         keptRules: {type: 'object', additionalProperties: {type: 'string', pattern: '^sha256:[0-9a-f]{64}$'}},
       },
     },

@@ -230,7 +230,7 @@ export interface PlanSpec {
      */
     waypointPrincipals?: string[]
     /**
-     * objectFingerprint of each inventory object whose verdict is neither unaffected nor inert, by refKey: before
+     * The fingerprint (objectFingerprint, cut to 64 bits: plan-builder.ts shortFingerprint) of each inventory object whose verdict is neither unaffected nor inert, by refKey: before
      * the first step that changes the data plane, apply re-reads the inventory and stops on an object that is not
      * here or whose fingerprint differs (issue 19 §1, src/plan/inventory-drift.ts).
      */
