@@ -8,6 +8,7 @@ import {releaseIfRolledBack} from '../executor/ownership.js'
 import {rollbackSequence} from '../plan/rollback.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
+import type {Io} from '../ui/io.js'
 import type {ProgressTask} from '../ui/progress.js'
 
 export interface RollbackOptions {
@@ -21,6 +22,8 @@ export interface RollbackOptions {
 }
 
 export interface RollbackIO {
+  /** The process: terminal facts, Ctrl+C (unless `signal`), the exit code. */
+  io: Io
   note: (message: string) => void
   /** Runs the undo of each step (tasks[i] undoes steps[i]), in order, with a progress display. */
   runSteps: (tasks: ProgressTask[], steps: PlanStep[]) => Promise<void>
@@ -74,6 +77,6 @@ export async function rollBackPlan(
     if (!dryRun && (await releaseIfRolledBack(client, ctx.state, o.lock.takeOver)))
       io.note(`Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`)
   }
-  const finished = await session.holding(client, o.lock, interrupted, body, io.signal)
+  const finished = await session.holding(client, o.lock, interrupted, body, io)
   return finished ? rolledBack : undefined
 }

@@ -107,7 +107,7 @@ export async function namespaceOrContext(
   arg: string | undefined,
   flag: string | undefined,
   source: NamespaceSource,
-  stderr: NodeJS.WritableStream = process.stderr,
+  stderr: NodeJS.WritableStream,
 ): Promise<string | undefined> {
   const given = namespaceOf(arg, flag)
   if (given !== undefined || (source.manifests?.length ?? 0) > 0) return given
@@ -124,7 +124,7 @@ export async function requireNamespaceOrContext(
   arg: string | undefined,
   flag: string | undefined,
   source: NamespaceSource,
-  stderr: NodeJS.WritableStream = process.stderr,
+  stderr: NodeJS.WritableStream,
 ): Promise<string> {
   const ns = await namespaceOrContext(arg, flag, source, stderr)
   if (ns === undefined)
