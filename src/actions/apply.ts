@@ -23,6 +23,7 @@ import {stderrPainter} from '../ui/color.js'
 import {dryRunLines, markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
 import type {Io} from '../ui/io.js'
+import {runTasks} from '../ui/progress.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {ExitCode} from '../exit-codes.js'
 
@@ -64,6 +65,11 @@ export interface ApplyIO {
   signal?: AbortSignal
   /** Asked before each step: true stops there, after the step in progress (the fleet's first failure). */
   stopRequested?: () => boolean
+}
+
+/** One plan's apply at a terminal: notes and results where the command says, each step with a progress display on stderr. */
+export function terminalApplyIO(io: Io, say: Pick<ApplyIO, 'note' | 'result'>): ApplyIO {
+  return {io, note: say.note, result: say.result, runStep: (title, run) => runTasks(io, [{title, run}])}
 }
 
 /** What apply would run, or why it cannot: a live holder, a blocked plan, the fleet's order, nobody to ask. Nothing is written. */

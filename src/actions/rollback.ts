@@ -9,7 +9,7 @@ import {rollbackSequence} from '../plan/rollback.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import type {Io} from '../ui/io.js'
-import type {ProgressTask} from '../ui/progress.js'
+import {type ProgressTask, runTasks} from '../ui/progress.js'
 
 export interface RollbackOptions {
   session: PlanSession
@@ -29,6 +29,11 @@ export interface RollbackIO {
   runSteps: (tasks: ProgressTask[], steps: PlanStep[]) => Promise<void>
   /** The fleet's one Ctrl+C (absent: the session installs its own handler). */
   signal?: AbortSignal
+}
+
+/** One plan's rollback at a terminal: notes where the command says, the undos with a progress display on stderr. */
+export function terminalRollbackIO(io: Io, note: (message: string) => void): RollbackIO {
+  return {io, note, runSteps: (tasks) => runTasks(io, tasks)}
 }
 
 /**

@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type {Interfaces} from '@oclif/core'
 
-import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../actions/apply.js'
+import {applyPlanSteps, type ApplyIO, type ApplyOptions, terminalApplyIO, validateApply} from '../actions/apply.js'
 import {type ApplyResult, type FleetApplyResult, type StepOutcome, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, namespaceOf, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
@@ -11,7 +11,6 @@ import {UsageError} from '../errors.js'
 import type {StepSelection} from '../executor/engine.js'
 import type {PlanState} from '../executor/plan-state.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
-import {runTasks} from '../ui/progress.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
 
@@ -218,12 +217,7 @@ ${EXIT_CODES_HELP}
 
   /** One plan's apply writes to the terminal: notes on stderr, outcomes on stdout, each step with a progress display. */
   private applyIO(): ApplyIO {
-    return {
-      io: this.io,
-      note: (m) => this.note(m),
-      result: (m) => this.result(m),
-      runStep: (title, run) => runTasks(this.io, [{title, run}]),
-    }
+    return terminalApplyIO(this.io, {note: (m) => this.note(m), result: (m) => this.result(m)})
   }
 
   /** What is left, the hazard windows stopped inside, and the next command. */

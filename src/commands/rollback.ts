@@ -8,12 +8,11 @@ import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cl
 import {ClusterConnection, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
 import {rollbackSequence} from '../plan/rollback.js'
-import {rollBackPlan, selectFromRecord, type RollbackOptions} from '../actions/rollback.js'
+import {rollBackPlan, selectFromRecord, type RollbackOptions, terminalRollbackIO} from '../actions/rollback.js'
 import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 import type {Io} from '../ui/io.js'
-import {runTasks} from '../ui/progress.js'
 
 export default class RollbackCommand extends BaseCommand {
   static override summary = 'Undo applied steps of a plan in the safe order (default: all of them).'
@@ -172,7 +171,10 @@ ${EXIT_CODES_HELP}
 
   /** Hold the namespace and undo the steps (src/actions/rollback.ts); undefined when interrupted (exit 130). */
   private rollBack(o: RollbackCommandOptions): Promise<RollbackResult['rolledBack'] | undefined> {
-    return rollBackPlan(o, {io: this.io, note: (m) => this.note(m), runSteps: (tasks) => runTasks(this.io, tasks)})
+    return rollBackPlan(
+      o,
+      terminalRollbackIO(this.io, (m) => this.note(m)),
+    )
   }
 
   private summary(
