@@ -30,7 +30,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<InventoryDocument | undefined> {
     const o = await this.validate(await this.complete())
-    const source = await openSource(o.flags)
+    const source = await openSource(o.flags, this.io.stderr)
     const snapshot = requireNamespace(await source.snapshot(o.namespace, {rootNamespace: o.flags['root-namespace']}))
     const inventory = typed(
       'Inventory',

@@ -232,7 +232,7 @@ ${EXIT_CODES_HELP}`
 
   /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
   private async build({namespace, out, flags, inProgress: inFile, previousText}: PlanOneOptions) {
-    const source = await openSource(flags)
+    const source = await openSource(flags, this.io.stderr)
     // --keep-progress: the progress is the cluster's record of the plan at `out` (issue 19 §5), even of an edited file.
     const record =
       flags['keep-progress'] && previousText !== undefined && source instanceof ClusterSource
