@@ -17,6 +17,7 @@ import {planStatuses, renderStatusReport, type StatusOptions} from '../../src/ac
 import {ClusterConnection, lockOptions, PlanSession} from '../../src/cli/plan-session.js'
 import {CancelledError, UsageError, UserError} from '../../src/errors.js'
 import {ExitCode} from '../../src/exit-codes.js'
+import {clearInvocation} from '../../src/invocation.js'
 import type {StepSelection} from '../../src/executor/engine.js'
 import type {KubeObject, ObjectRef} from '../../src/planner/model.js'
 import {renderPlanFile, specDigest} from '../../src/plan/planfile.js'
@@ -199,7 +200,7 @@ describe('apply through the action layer', () => {
     expect(io.exitCode).toBe(ExitCode.Interrupted)
     expect(io.stderr.text).toContain('Interrupting: finishing the request in flight')
     expect(io.stderr.text).toContain(
-      `Interrupted. The step is recorded as Interrupted in ${file}; re-run \`mesh-migrate apply ${file} --retry\``,
+      `Interrupted. The step is recorded as Interrupted in ${file}; re-run \`mesh-migrate apply ${file}\` to finish it or \`mesh-migrate rollback ${file}\` to undo.`,
     )
     const reread = await openSession(file, kube, io)
     expect(reread.state.phase(session.state.plan.spec.steps.find((s) => s.id === 'create-policies')!)).toBe(
@@ -233,7 +234,12 @@ describe('a command over a fake io', () => {
     const command = new ApplyCommand([file, '--kubeconfig', path.join(path.dirname(file), 'none')], config)
     const io = new FakeIo()
     Object.assign(command, {io})
-    await (command as unknown as {_run(): Promise<unknown>})._run()
+    try {
+      await (command as unknown as {_run(): Promise<unknown>})._run()
+    } finally {
+      // The command recorded its command line for its Next: lines (src/invocation.ts): no state outlives the test.
+      clearInvocation()
+    }
     expect(io.exitCode).toBe(ExitCode.Usage)
     expect(io.stderr.text).toContain(
       'Error: apply asks before each step, but there is no terminal to ask on\nNext: Review the plan (mesh-migrate show), then pass --yes.\n',
