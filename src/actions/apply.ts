@@ -22,6 +22,8 @@ import {checkFleetOrder} from '../executor/fleet-order.js'
 import {stderrPainter} from '../ui/color.js'
 import {dryRunLines, markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirm, isCI} from '../ui/interactive.js'
+import type {Io} from '../ui/io.js'
+import {runTasks} from '../ui/progress.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {changesDataPlane} from '../steps/index.js'
 import {ExitCode} from '../exit-codes.js'
@@ -52,6 +54,8 @@ export interface ApplyOptions {
 
 /** Where an apply says things, and what else it is told by whoever runs it. */
 export interface ApplyIO {
+  /** The process: terminal facts, the prompt, Ctrl+C (unless `signal`), the exit code. */
+  io: Io
   /** Progress, questions' context, warnings: stderr for one plan, the namespace's progress line in a fleet. */
   note: (message: string) => void
   /** Each step's outcome and details: stdout for one plan, the namespace's result in a fleet. */
@@ -64,10 +68,15 @@ export interface ApplyIO {
   stopRequested?: () => boolean
 }
 
+/** One plan's apply at a terminal: notes and results where the command says, each step with a progress display on stderr. */
+export function terminalApplyIO(io: Io, say: Pick<ApplyIO, 'note' | 'result'>): ApplyIO {
+  return {io, note: say.note, result: say.result, runStep: (title, run) => runTasks(io, [{title, run}])}
+}
+
 /** What apply would run, or why it cannot: a live holder, a blocked plan, the fleet's order, nobody to ask. Nothing is written. */
 export async function validateApply(
   o: ApplyOptions,
-  note: (message: string) => void,
+  {io, note}: Pick<ApplyIO, 'io' | 'note'>,
 ): Promise<PlanStep[] | 'up-to-date'> {
   const {session, dryRun} = o
   const blockers = session.state.plan.spec.blockers
@@ -83,7 +92,7 @@ export async function validateApply(
   let refused = false
   const refuseEarly = async (namespace: string) => {
     refused = true
-    await refuseWithoutCluster(o, namespace)
+    await refuseWithoutCluster(o, io, namespace)
   }
   // A step the file records Running, Interrupted or Failed is judged under the lock (a dead holder's is taken over).
   const fileBlocked = o.retry ? undefined : blockingStep(session.state)
@@ -115,12 +124,12 @@ export async function validateApply(
 }
 
 /** The fleet's order (exit 5) and nobody to answer the per-step question (exit 2): nothing is asked or written. */
-async function refuseWithoutCluster(o: ApplyOptions, namespace: string): Promise<void> {
+async function refuseWithoutCluster(o: ApplyOptions, io: Io, namespace: string): Promise<void> {
   // A dry run writes nothing, so it is not held to the fleet's order.
   if (!o.dryRun) await checkFleetOrder(o.session.file, namespace, o.ignoreFleetOrder)
-  if (!o.yes && !o.dryRun && !canPrompt()) {
+  if (!o.yes && !o.dryRun && !canPrompt(io)) {
     throw new UsageError(
-      `apply asks before each step, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+      `apply asks before each step, but there is no terminal to ask on${isCI(io.env) ? ' (CI is set)' : ''}`,
       'Review the plan (mesh-migrate show), then pass --yes.',
     )
   }
@@ -170,7 +179,7 @@ export async function applyPlanSteps(
       applied.push(await applyOneStep(o, io, ctx, step, applied))
     }
   }
-  const finished = await session.holding(client, o.lock, interrupted, body, io.signal)
+  const finished = await session.holding(client, o.lock, interrupted, body, io)
   return finished ? applied : undefined
 }
 
@@ -207,12 +216,17 @@ async function recordFleetOrderOverride(o: ApplyOptions, io: ApplyIO, ctx: Execu
   if (!order) return
   const pending = order.pending.map((d) => `${d.namespace} (wave ${d.wave}: ${d.progress})`)
   io.note(
-    stderrPainter().paint(
+    stderrPainter(io.io).paint(
       'yellow',
       `Warning: applying ${ctx.state.namespace} ahead of the order of ${order.fleetFile} (--ignore-fleet-order, recorded in ${o.session.file} as overridden by ${ctx.who}); not fully applied: ${pending.join(', ')}.`,
     ),
   )
-  await ctx.state.recordFleetOrderOverride({at: new Date().toISOString(), by: ctx.who, fleet: order.fleetFile, pending})
+  await ctx.state.recordFleetOrderOverride({
+    at: io.io.now().toISOString(),
+    by: ctx.who,
+    fleet: order.fleetFile,
+    pending,
+  })
 }
 
 /** --diff: each write of the step against the live object (stdout, unless stdout carries a document). */
@@ -239,7 +253,7 @@ async function applyOneStep(
   // Wrapped at spaces to the terminal the prompt is on: a terminal would break the description mid-word.
   const {fitText, terminalWidth} = await import('../ui/table.js')
   say(
-    `\n${fitText(`${stderrPainter().paint('bold', title)}: ${step.description}`, {width: terminalWidth(process.env, process.stderr)})}`,
+    `\n${fitText(`${stderrPainter(io.io).paint('bold', title)}: ${step.description}`, {width: terminalWidth(io.io.env, io.io.stderr)})}`,
   )
   for (const line of describeStepWrites(step)) say(`  will ${line}`)
   if (step.verify.length > 0) say(`  verify: ${step.verify.map((v) => v.check).join(', ')}`)
@@ -249,7 +263,7 @@ async function applyOneStep(
     !o.yes &&
     !dryRun &&
     (await checkStep(ctx, step)).stale.length === 0 &&
-    !(await confirm(`Apply step ${step.id}?`, '--yes'))
+    !(await confirm(io.io, `Apply step ${step.id}?`, '--yes'))
   ) {
     const earlier = before.length > 0 ? ` (${before.map((a) => a.id).join(', ')} applied before it)` : ''
     throw new CancelledError(

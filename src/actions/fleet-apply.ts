@@ -4,6 +4,7 @@
 // A wave starts only when every plan of the one before is Applied; a cycle's namespaces go up to bind-waypoint
 // first, then to the end (the protocol of the fleet file's cycles). The first failure stops new starts.
 import {sameCommand} from '../invocation.js'
+import type {Io} from '../ui/io.js'
 import path from 'node:path'
 
 import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from './apply.js'
@@ -37,6 +38,7 @@ export interface FleetApplyOptions {
   dryRun: boolean
   write: WriteFlags
   connection: ClusterConnection
+  io: Io
   note: (message: string) => void
 }
 
@@ -80,6 +82,7 @@ export async function fleetApplyOptions(
   file: string | undefined,
   flags: FleetFlags,
   note: (message: string) => void,
+  io: Io,
 ): Promise<FleetApplyOptions> {
   const loaded = await loadFleetFile(file)
   const all = loaded.fleet.spec.waves.map((w) => w.wave)
@@ -100,7 +103,7 @@ export async function fleetApplyOptions(
           : unfinished.slice(0, 1)
   const dryRun = flags['dry-run'] !== 'none'
   // A dry run writes nothing: nothing to confirm (as apply NS --dry-run).
-  if (!flags.yes && !dryRun && waves.length > 0) await confirmFleet(loaded, waves)
+  if (!flags.yes && !dryRun && waves.length > 0) await confirmFleet(io, loaded, waves)
   return {
     loaded,
     waves,
@@ -114,16 +117,17 @@ export async function fleetApplyOptions(
       'lock-timeout': flags['lock-timeout'],
       'take-over': false,
     },
-    connection: new ClusterConnection(flags),
+    connection: ClusterConnection.fromFlags(flags, io),
+    io,
     note,
   }
 }
 
 /** One question for the whole run: the namespaces of a fleet are applied without asking before each step. */
-async function confirmFleet(loaded: LoadedFleet, waves: number[]): Promise<void> {
-  if (!canPrompt())
+async function confirmFleet(io: Io, loaded: LoadedFleet, waves: number[]): Promise<void> {
+  if (!canPrompt(io))
     throw new UsageError(
-      `apply --fleet asks before it starts, but there is no terminal to ask on${isCI() ? ' (CI is set)' : ''}`,
+      `apply --fleet asks before it starts, but there is no terminal to ask on${isCI(io.env) ? ' (CI is set)' : ''}`,
       `Review the plans (mesh-migrate show --fleet ${loaded.file}), then pass --yes.`,
     )
   const count = loaded.fleet.spec.waves
@@ -131,6 +135,7 @@ async function confirmFleet(loaded: LoadedFleet, waves: number[]): Promise<void>
     .reduce((n, w) => n + w.namespaces.filter((ns) => hasPlan(loaded, ns)).length, 0)
   if (
     !(await confirm(
+      io,
       `Apply ${count} namespace(s) of wave(s) ${waves.join(', ')} of ${loaded.file}, every step?`,
       '--yes',
     ))
@@ -156,6 +161,7 @@ export function applyFleet(o: FleetApplyOptions): Promise<FleetApplyResult> {
     loaded: o.loaded,
     waves: o.waves,
     parallel: o.parallel,
+    io: o.io,
     note: o.note,
     // A dry run records nothing, so a cycle's second pass would start again from the first step: one pass.
     passes: (wave) =>
@@ -182,8 +188,15 @@ function dryRunRemaining(session: PlanSession, run: string[]): string[] {
 }
 
 /** The apply action's streams for a namespace of the fleet: its steps on its progress line, its warnings kept. */
-function namespaceIO(run: FleetNamespaceRun, session: PlanSession, update: (m: string) => void, control: RunControl) {
+function namespaceIO(
+  o: FleetApplyOptions,
+  run: FleetNamespaceRun,
+  session: PlanSession,
+  update: (m: string) => void,
+  control: RunControl,
+) {
   const io: ApplyIO & {current?: string} = {
+    io: o.io,
     note: warningsTo(control, run.namespace),
     result: () => undefined,
     runStep: async (title, work) => {
@@ -229,9 +242,8 @@ async function applyNamespace(
       allowOtherCluster: o.allowOtherCluster,
       ignoreFleetOrder: false,
     }
-    const namespaceIo = namespaceIO(run, session, update, control)
-    io = namespaceIo
-    const steps = await validateApply(options, (m) => namespaceIo.note(m))
+    io = namespaceIO(o, run, session, update, control)
+    const steps = await validateApply(options, io)
     const applied = steps === 'up-to-date' ? [] : await applyPlanSteps(options, io, steps)
     run.finishedAt = new Date().toISOString()
     if (applied === undefined) {

@@ -2,6 +2,7 @@
 // `parallel` at a time, each plan's undo exactly as `rollback NS` (src/cli/rollback-action.ts). A wave starts only
 // when nothing of the later one is left applied: a dependant goes back to sidecars before what it depends on.
 import {sameCommand} from '../invocation.js'
+import type {Io} from '../ui/io.js'
 import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
 import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
 import type {ClusterFlags} from '../cli/plan-commands.js'
@@ -23,6 +24,7 @@ export interface FleetRollbackOptions {
   dryRun: boolean
   write: WriteFlags
   connection: ClusterConnection
+  io: Io
   note: (message: string) => void
 }
 
@@ -41,6 +43,7 @@ export async function fleetRollbackOptions(
   file: string | undefined,
   flags: FleetRollbackFlags,
   note: (message: string) => void,
+  io: Io,
 ): Promise<FleetRollbackOptions> {
   const loaded = await loadFleetFile(file)
   const all = loaded.fleet.spec.waves.map((w) => w.wave)
@@ -66,7 +69,8 @@ export async function fleetRollbackOptions(
       'lock-timeout': flags['lock-timeout'],
       'take-over': false,
     },
-    connection: new ClusterConnection(flags),
+    connection: ClusterConnection.fromFlags(flags, io),
+    io,
     note,
   }
 }
@@ -78,6 +82,7 @@ export function rollbackFleet(o: FleetRollbackOptions): Promise<FleetApplyResult
     loaded: o.loaded,
     waves: o.waves,
     parallel: o.parallel,
+    io: o.io,
     note: o.note,
     passes: (wave) => [{selection: {kind: 'all'}, namespaces: membersOf(o.loaded, wave)}],
     runOne: (run, _pass, update, control) => rollBackNamespace(o, run, update, control),
@@ -144,7 +149,7 @@ async function rollBackNamespace(
     const lock = lockOptions('rollback', run.plan, o.write)
     const undone = await rollBackPlan(
       {session, lastOnly: false, selection, lock, dryRun: o.dryRun, allowOtherCluster: o.allowOtherCluster},
-      {note: warningsTo(control, run.namespace), runSteps, signal: control.signal},
+      {io: o.io, note: warningsTo(control, run.namespace), runSteps, signal: control.signal},
     )
     run.remaining = remainingSteps(session)
     run.finishedAt = new Date().toISOString()

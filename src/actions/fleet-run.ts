@@ -10,6 +10,7 @@ import type {PlanSession} from '../cli/plan-session.js'
 import {UserError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
+import type {Io} from '../ui/io.js'
 import {runTasks} from '../ui/progress.js'
 import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf} from '../executor/fleet-order.js'
 
@@ -36,6 +37,7 @@ export interface FleetRunSpec {
   /** The waves to run, in the order to run them. */
   waves: number[]
   parallel: number
+  io: Io
   note: (message: string) => void
   passes: (wave: number) => WavePass[]
   /** One namespace's pass; records its outcome in `run` and returns the end of its progress line. Never throws. */
@@ -48,7 +50,7 @@ export interface FleetRunSpec {
 
 /** A namespace the fleet file lists with a plan (one with nothing to migrate has none). */
 export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
-  const interrupt = interruptHandler(spec.note)
+  const interrupt = interruptHandler(spec.io, spec.note)
   // Every running namespace waits on this one signal (a few listeners each).
   setMaxListeners(Math.max(10, 4 * spec.parallel), interrupt.signal)
   const control: RunControl = {stop: false, signal: interrupt.signal, interrupted: false, warnings: []}
@@ -72,6 +74,7 @@ export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
         if (control.stop) break
         const passRuns = pass.namespaces.map((ns) => runs.find((r) => r.namespace === ns)!)
         await runTasks(
+          spec.io,
           passRuns.map((run) => ({
             title: `wave ${wave} ${run.namespace}`,
             run: (update) =>

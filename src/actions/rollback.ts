@@ -8,7 +8,8 @@ import {releaseIfRolledBack} from '../executor/ownership.js'
 import {rollbackSequence} from '../plan/rollback.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
-import type {ProgressTask} from '../ui/progress.js'
+import type {Io} from '../ui/io.js'
+import {type ProgressTask, runTasks} from '../ui/progress.js'
 
 export interface RollbackOptions {
   session: PlanSession
@@ -21,11 +22,18 @@ export interface RollbackOptions {
 }
 
 export interface RollbackIO {
+  /** The process: terminal facts, Ctrl+C (unless `signal`), the exit code. */
+  io: Io
   note: (message: string) => void
   /** Runs the undo of each step (tasks[i] undoes steps[i]), in order, with a progress display. */
   runSteps: (tasks: ProgressTask[], steps: PlanStep[]) => Promise<void>
   /** The fleet's one Ctrl+C (absent: the session installs its own handler). */
   signal?: AbortSignal
+}
+
+/** One plan's rollback at a terminal: notes where the command says, the undos with a progress display on stderr. */
+export function terminalRollbackIO(io: Io, note: (message: string) => void): RollbackIO {
+  return {io, note, runSteps: (tasks) => runTasks(io, tasks)}
 }
 
 /**
@@ -74,6 +82,6 @@ export async function rollBackPlan(
     if (!dryRun && (await releaseIfRolledBack(client, ctx.state, o.lock.takeOver)))
       io.note(`Every step of ${session.file} is rolled back: namespace ${session.namespace} is free for another plan.`)
   }
-  const finished = await session.holding(client, o.lock, interrupted, body, io.signal)
+  const finished = await session.holding(client, o.lock, interrupted, body, io)
   return finished ? rolledBack : undefined
 }

@@ -9,6 +9,8 @@ import * as Flags from '@oclif/core/flags'
 import {InvalidPlanError, UserError} from '../errors.js'
 import {recordInvocation} from '../invocation.js'
 import {stderrPainter} from '../ui/color.js'
+import {inquirerPrompter} from '../ui/interactive.js'
+import type {Io} from '../ui/io.js'
 import {type ErrorDocument, typed} from './contract.js'
 import {durationFlag} from './flags.js'
 import {ExitCode} from '../exit-codes.js'
@@ -78,8 +80,38 @@ export function outputInArgv(argv: string[]): string | undefined {
   return found
 }
 
+/**
+ * The running process as an Io: the one place where commands, hooks and actions meet `process` (issue 23 §2).
+ * Everything below takes the Io it is given; unit tests give a fake one (test/support/fake-io.ts).
+ */
+export function processIo(proc: NodeJS.Process = process): Io {
+  return {
+    stdout: proc.stdout,
+    stderr: proc.stderr,
+    stdin: proc.stdin,
+    env: proc.env,
+    prompt: inquirerPrompter(proc),
+    now: () => new Date(),
+    onInterrupt(handler) {
+      proc.on('SIGINT', handler)
+      proc.on('SIGTERM', handler)
+      return () => {
+        proc.off('SIGINT', handler)
+        proc.off('SIGTERM', handler)
+      }
+    },
+    setExitCode(code) {
+      proc.exitCode = code
+    },
+    exitNow: (code) => proc.exit(code),
+  }
+}
+
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
+
+  /** Where this command writes, what it knows of its terminal, its prompt, Ctrl+C and exit code. */
+  protected io: Io = processIo()
 
   /** A repeated -o takes the last value, as kubectl does (oclif refuses a repeated option flag). */
   public override async init(): Promise<void> {
@@ -101,7 +133,7 @@ export abstract class BaseCommand extends Command {
    */
   public override logJson(json: unknown): void {
     if (this.config.theme?.json) return super.logJson(json)
-    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`)
+    this.io.stdout.write(`${JSON.stringify(json, null, 2)}\n`)
   }
 
   /**
@@ -115,15 +147,15 @@ export abstract class BaseCommand extends Command {
   ): Promise<T | undefined> {
     if (this.jsonEnabled()) return data
     if (format === 'json') {
-      process.stdout.write(`${JSON.stringify(data, null, 2)}\n`)
+      this.io.stdout.write(`${JSON.stringify(data, null, 2)}\n`)
     } else if (format === 'yaml') {
-      process.stdout.write(yamlStringify(data, {lineWidth: 0}))
+      this.io.stdout.write(yamlStringify(data, {lineWidth: 0}))
     } else {
       // Lazily: the table stack (cli-table3, wrap-ansi, string-width) is only for people's output.
-      const {setTableLayout} = await import('../ui/table.js')
-      setTableLayout({wide: format === 'wide'})
+      const {setTableLayout, terminalWidth} = await import('../ui/table.js')
+      setTableLayout({wide: format === 'wide', width: terminalWidth(this.io.env, this.io.stdout)})
       const text = await human()
-      if (text) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+      if (text) this.io.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
     }
     return undefined
   }
@@ -132,7 +164,7 @@ export abstract class BaseCommand extends Command {
   protected result(message: string): void {
     const format = outputInArgv(this.argv)
     if (this.jsonEnabled() || format === 'json' || format === 'yaml') this.note(message)
-    else process.stdout.write(`${message}\n`)
+    else this.io.stdout.write(`${message}\n`)
   }
 
   /** The command line shape, for usage errors: `mesh-migrate show PLAN [flags]`. */
@@ -146,17 +178,17 @@ export abstract class BaseCommand extends Command {
   }
 
   private printError(doc: ErrorDocument['error'], usage?: string): void {
-    process.exitCode = doc.exitCode
-    const p = stderrPainter()
-    process.stderr.write(`${p.paint(['bold', 'red'], 'Error:')} ${doc.message}\n`)
-    if (doc.suggestion) process.stderr.write(`${p.paint('bold', 'Next:')} ${doc.suggestion}\n`)
-    if (usage) process.stderr.write(`${p.paint('bold', 'Usage:')} ${usage}\n`)
-    if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify(typed('Error', {error: doc}), null, 2)}\n`)
+    this.io.setExitCode(doc.exitCode)
+    const p = stderrPainter(this.io)
+    this.io.stderr.write(`${p.paint(['bold', 'red'], 'Error:')} ${doc.message}\n`)
+    if (doc.suggestion) this.io.stderr.write(`${p.paint('bold', 'Next:')} ${doc.suggestion}\n`)
+    if (usage) this.io.stderr.write(`${p.paint('bold', 'Usage:')} ${usage}\n`)
+    if (this.jsonEnabled()) this.io.stdout.write(`${JSON.stringify(typed('Error', {error: doc}), null, 2)}\n`)
   }
 
   /** A warning for people: stderr, never stdout. */
   protected note(message: string): void {
-    process.stderr.write(`${message}\n`)
+    this.io.stderr.write(`${message}\n`)
   }
 
   protected override async catch(
@@ -184,8 +216,8 @@ export abstract class BaseCommand extends Command {
       return undefined
     }
     if (err && (err as Error).name === 'ExitPromptError') {
-      process.exitCode = ExitCode.Interrupted
-      process.stderr.write('Interrupted.\n')
+      this.io.setExitCode(ExitCode.Interrupted)
+      this.io.stderr.write('Interrupted.\n')
       return undefined
     }
     // Usage errors (unknown flag, bad value, missing argument): one line saying what is wrong and the
@@ -205,7 +237,7 @@ export abstract class BaseCommand extends Command {
       return undefined
     }
     // oclif keeps a CLIError's exit code in err.oclif.exit; its own catch loses it under --json (ECOSYSTEM §5.1).
-    if (err?.oclif?.exit !== undefined) process.exitCode = err.oclif.exit
+    if (err?.oclif?.exit !== undefined) this.io.setExitCode(err.oclif.exit)
     return super.catch(err)
   }
 }

@@ -127,7 +127,7 @@ export async function namespaceOrContext(
   arg: string | undefined,
   flag: string | undefined,
   source: NamespaceSource,
-  stderr: NodeJS.WritableStream = process.stderr,
+  stderr: NodeJS.WritableStream,
   what = 'NAMESPACE',
 ): Promise<string | undefined> {
   const given = namespaceOf(arg, flag, what)
@@ -144,7 +144,7 @@ export async function requireNamespaceOrContext(
   arg: string | undefined,
   flag: string | undefined,
   source: NamespaceSource,
-  stderr: NodeJS.WritableStream = process.stderr,
+  stderr: NodeJS.WritableStream,
 ): Promise<string> {
   const ns = await namespaceOrContext(arg, flag, source, stderr)
   if (ns !== undefined) return ns
@@ -165,7 +165,7 @@ export function planOrContext(
   arg: string | undefined,
   flag: string | undefined,
   source: NamespaceSource,
-  stderr: NodeJS.WritableStream = process.stderr,
+  stderr: NodeJS.WritableStream,
 ): Promise<string | undefined> {
   return namespaceOrContext(arg, flag, {...source, manifests: []}, stderr, 'PLAN')
 }
@@ -188,7 +188,7 @@ export async function requirePlanOrContext(
   flag: string | undefined,
   source: NamespaceSource,
   missing: string,
-  stderr: NodeJS.WritableStream = process.stderr,
+  stderr: NodeJS.WritableStream,
 ): Promise<string> {
   const plan = await planOrContext(arg, flag, source, stderr)
   if (plan !== undefined) return plan

@@ -1,7 +1,7 @@
 // The result of `apply --fleet` / `rollback --fleet` for people: one row per namespace, then what failed and what next.
 import type {FleetApplyResult} from './contract.js'
 import {ExitCode} from '../exit-codes.js'
-import {stdoutPainter} from '../ui/color.js'
+import type {Painter} from '../ui/color.js'
 import {renderTable} from '../ui/table.js'
 
 const STATE_STYLE: Record<string, 'green' | 'red' | 'yellow' | 'gray'> = {
@@ -16,8 +16,7 @@ const STATE_STYLE: Record<string, 'green' | 'red' | 'yellow' | 'gray'> = {
   'no-plan': 'gray',
 }
 
-export function renderFleetRun(result: FleetApplyResult): string {
-  const p = stdoutPainter()
+export function renderFleetRun(result: FleetApplyResult, p: Painter): string {
   const verb = result.operation === 'apply' ? 'Applied' : 'Rolled back'
   const table = renderTable(
     ['WAVE', 'NAMESPACE', 'STATE', 'STEPS RUN', 'LEFT', 'PLAN'],

@@ -7,6 +7,7 @@ import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/types.js'
 import {checkPlanText} from '../plan/planfile.js'
 import {mayHaveWritten} from '../plan/rollback.js'
+import type {Io} from '../ui/io.js'
 import {ExitCode} from '../exit-codes.js'
 
 /**
@@ -74,10 +75,7 @@ export interface ClusterFlags {
   'request-timeout'?: string
 }
 
-export async function connectCluster(
-  flags: ClusterFlags,
-  stderr: NodeJS.WritableStream = process.stderr,
-): Promise<KubeClient> {
+export async function connectCluster(flags: ClusterFlags, stderr: NodeJS.WritableStream): Promise<KubeClient> {
   const {connect} = await import('../kube/http-client.js')
   return connect({
     ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
@@ -162,27 +160,19 @@ export async function checkTargetCluster(
  * Ctrl+C: the first press asks the running step to stop after the request in flight (the step is
  * recorded as Interrupted and the lock released, then exit 130); a second press exits at once.
  */
-export function interruptHandler(note: (m: string) => void): {signal: AbortSignal; dispose: () => void} {
+export function interruptHandler(io: Io, note: (m: string) => void): {signal: AbortSignal; dispose: () => void} {
   const controller = new AbortController()
   const onSignal = () => {
     if (controller.signal.aborted) {
-      process.stderr.write('\nInterrupted again: exiting now. Re-run the command to see what was recorded.\n')
-      process.exit(ExitCode.Interrupted)
+      io.stderr.write('\nInterrupted again: exiting now. Re-run the command to see what was recorded.\n')
+      io.exitNow(ExitCode.Interrupted)
     }
     note(
       '\nInterrupting: finishing the request in flight, recording the step as Interrupted, releasing the lock… (Ctrl+C again to exit now)',
     )
     controller.abort()
   }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
-    },
-  }
+  return {signal: controller.signal, dispose: io.onInterrupt(onSignal)}
 }
 
 /** kubectl-style durations for --timeout / --lock-timeout: 90s, 5m, 1h, 0. */

@@ -17,6 +17,7 @@ import {specDigest} from '../plan/planfile.js'
 import {type MigrationRecord, mergeRecord, recordedPlan, reviewedDigest} from '../plan/record.js'
 import {InterruptedError} from '../executor/verify.js'
 import type {KubeClient} from '../kube/types.js'
+import type {Io} from '../ui/io.js'
 import {ExitCode} from '../exit-codes.js'
 import {
   checkTargetCluster,
@@ -28,14 +29,31 @@ import {
 } from './plan-commands.js'
 import {noNamespaceInContext} from './flags.js'
 
-/** One connection to the current context's cluster, made when first needed. */
+/**
+ * The kube client a command works with, connected when first needed: to the current context's cluster (from the
+ * flags; "waiting" notes on `stderr`), or one given ready (a unit test's in-memory client).
+ */
 export class ClusterConnection {
   private client?: Promise<KubeClient>
 
-  constructor(private readonly flags: ClusterFlags) {}
+  private constructor(
+    private readonly open: () => Promise<KubeClient>,
+    /** The kubeconfig flags it was made from (none for a client given as it is): what a missing namespace is explained by. */
+    readonly flags?: ClusterFlags,
+  ) {}
+
+  /** The current context's cluster (or --kubeconfig/--context), with its "waiting" notes on `io`'s stderr. */
+  static fromFlags(flags: ClusterFlags, io: Pick<Io, 'stderr'>): ClusterConnection {
+    return new ClusterConnection(() => connectCluster(flags, io.stderr), flags)
+  }
+
+  /** A connection that is `client`, already made. */
+  static of(client: KubeClient): ClusterConnection {
+    return new ClusterConnection(() => Promise.resolve(client))
+  }
 
   connect(): Promise<KubeClient> {
-    this.client ??= connectCluster(this.flags)
+    this.client ??= this.open()
     return this.client
   }
 }
@@ -95,15 +113,15 @@ export class PlanSession {
    */
   static async open(
     planArg: string | undefined,
-    opts: {unfinishedOnly: boolean; cluster: ClusterFlags; note: (message: string) => void; allowEdited?: boolean},
+    opts: {unfinishedOnly: boolean; cluster: ClusterConnection; note: (message: string) => void; allowEdited?: boolean},
   ): Promise<PlanSession> {
     const file = await resolvePlanFile(planArg, {
       unfinishedOnly: opts.unfinishedOnly,
-      ...(planArg === undefined ? {noNamespace: await noNamespaceInContext(opts.cluster)} : {}),
+      ...(planArg === undefined && opts.cluster.flags
+        ? {noNamespace: await noNamespaceInContext(opts.cluster.flags)}
+        : {}),
     })
-    const session = await PlanSession.load(file, new ClusterConnection(opts.cluster), opts.note, {
-      allowEdited: opts.allowEdited ?? false,
-    })
+    const session = await PlanSession.load(file, opts.cluster, opts.note, {allowEdited: opts.allowEdited ?? false})
     session.checkNamespace(planArg)
     return session
   }
@@ -235,17 +253,17 @@ export class PlanSession {
    * Run `body` holding the namespace: Ctrl+C asks it to stop after the request in flight; the lock is taken (and
    * the plan file re-read when asked), another plan owning the namespace is refused before any write, and the
    * caller's identities are recorded. An interruption is reported with `interrupted` and exit 130 and returns
-   * false; the lock is released in every case. `signal`: a Ctrl+C handled by the caller (the fleet's one handler
-   * for every namespace it runs) instead of one of the session's own.
+   * false; the lock is released in every case. Ctrl+C comes from `io`, unless `signal` is given: a Ctrl+C handled by
+   * the caller (the fleet's one handler for every namespace it runs) instead of one of the session's own.
    */
   async holding(
     client: KubeClient,
     opts: LockOptions,
     interrupted: string,
     body: (ctx: ExecutionContext) => Promise<void>,
-    signal?: AbortSignal,
+    {io, signal}: {io: Io; signal?: AbortSignal | undefined},
   ): Promise<boolean> {
-    const interrupt = signal ? {signal, dispose: () => undefined} : interruptHandler(this.note)
+    const interrupt = signal ? {signal, dispose: () => undefined} : interruptHandler(io, this.note)
     let lock: NamespaceLock | undefined
     try {
       if (!opts.dryRun) {
@@ -275,7 +293,7 @@ export class PlanSession {
       if (!(error instanceof InterruptedError)) throw error
       await lock?.release().catch(() => undefined)
       lock = undefined
-      process.exitCode = ExitCode.Interrupted
+      io.setExitCode(ExitCode.Interrupted)
       this.note(interrupted)
       return false
     } finally {

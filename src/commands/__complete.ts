@@ -1,5 +1,6 @@
 import {Command} from '@oclif/core/command'
 
+import {processIo} from '../cli/base.js'
 import {completions, NO_FILE_COMPLETION} from '../cli/completion.js'
 import {PLANS_DIR} from '../executor/plan-store.js'
 
@@ -15,7 +16,7 @@ export default class CompleteCommand extends Command {
       contexts: contextsOf,
       namespaces: namespacesOf,
     })
-    process.stdout.write(`${[...found, `:${NO_FILE_COMPLETION}`].join('\n')}\n`)
+    processIo().stdout.write(`${[...found, `:${NO_FILE_COMPLETION}`].join('\n')}\n`)
   }
 }
 

@@ -2,16 +2,15 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type {Interfaces} from '@oclif/core'
 
-import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from '../actions/apply.js'
+import {applyPlanSteps, type ApplyIO, type ApplyOptions, terminalApplyIO, validateApply} from '../actions/apply.js'
 import {type ApplyResult, type FleetApplyResult, type StepOutcome, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, planOrContext, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
-import {lockOptions, PlanSession} from '../cli/plan-session.js'
+import {ClusterConnection, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {UsageError} from '../errors.js'
 import type {StepSelection} from '../executor/engine.js'
 import type {PlanState} from '../executor/plan-state.js'
-import {stderrPainter} from '../ui/color.js'
-import {runTasks} from '../ui/progress.js'
+import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import type {PlanStep} from '../planner/plan-types.js'
 import {describeWindow, openWindows} from '../planner/windows.js'
 
@@ -117,7 +116,7 @@ ${EXIT_CODES_HELP}
     const {args, flags} = await this.parse(ApplyCommand)
     if (flags.fleet) return this.runFleet(args.plan, flags)
     const options = await this.complete(args, flags)
-    const steps = await validateApply(options, (m) => this.note(m))
+    const steps = await validateApply(options, this.applyIO())
     if (steps === 'up-to-date') return this.upToDate(options)
     const applied = await this.applySteps(options, steps)
     return applied && this.summary(options, applied)
@@ -127,9 +126,9 @@ ${EXIT_CODES_HELP}
   private async complete(args: ApplyArgs, flags: ApplyFlags): Promise<ApplyCommandOptions> {
     for (const flag of ['wave', 'to-wave'] as const)
       if (flags[flag] !== undefined) throw new UsageError(`--${flag} is for --fleet`, 'Add --fleet, or leave it out.')
-    const session = await PlanSession.open(await planOrContext(args.plan, flags.namespace, flags), {
+    const session = await PlanSession.open(await planOrContext(args.plan, flags.namespace, flags, this.io.stderr), {
       unfinishedOnly: true,
-      cluster: flags,
+      cluster: ClusterConnection.fromFlags(flags, this.io),
       note: (m) => this.note(m),
     })
     const lock = lockOptions('apply', session.file, flags)
@@ -173,10 +172,10 @@ ${EXIT_CODES_HELP}
     ].filter(Boolean)
     if (choices.length > 1) throw new UsageError(`${choices.join(' and ')} choose the waves differently: give one`)
     const {applyFleet, fleetApplyOptions} = await import('../actions/fleet-apply.js')
-    const options = await fleetApplyOptions(file, flags, (m) => this.note(m))
+    const options = await fleetApplyOptions(file, flags, (m) => this.note(m), this.io)
     const result = await applyFleet(options)
     const {fleetExitCode, renderFleetRun} = await import('../cli/fleet-run-view.js')
-    process.exitCode = fleetExitCode(result)
+    this.io.setExitCode(fleetExitCode(result))
     const failed = result.namespaces.find((n) => n.error)
     // A document on stdout: the failure and the next command for people on stderr too.
     if (flags.output === 'json' || flags.output === 'yaml' || this.jsonEnabled()) {
@@ -186,7 +185,7 @@ ${EXIT_CODES_HELP}
         )
       if (result.next) this.note(`Next: ${result.next}`)
     }
-    return this.emit(result, flags.output, () => renderFleetRun(result))
+    return this.emit(result, flags.output, () => renderFleetRun(result, stdoutPainter(this.io)))
   }
 
   private upToDate(o: ApplyCommandOptions): Promise<ApplyResult | undefined> {
@@ -208,16 +207,12 @@ ${EXIT_CODES_HELP}
 
   /** Hold the namespace and apply the steps (src/actions/apply.ts); undefined when interrupted (exit 130). */
   private applySteps(o: ApplyCommandOptions, steps: PlanStep[]): Promise<StepOutcome[] | undefined> {
-    return applyPlanSteps(o, this.io(), steps)
+    return applyPlanSteps(o, this.applyIO(), steps)
   }
 
   /** One plan's apply writes to the terminal: notes on stderr, outcomes on stdout, each step with a progress display. */
-  private io(): ApplyIO {
-    return {
-      note: (m) => this.note(m),
-      result: (m) => this.result(m),
-      runStep: (title, run) => runTasks([{title, run}]),
-    }
+  private applyIO(): ApplyIO {
+    return terminalApplyIO(this.io, {note: (m) => this.note(m), result: (m) => this.result(m)})
   }
 
   /** What is left, the hazard windows stopped inside, and the next command. */
@@ -248,7 +243,7 @@ ${EXIT_CODES_HELP}
   private warnOpenWindows(state: PlanState): void {
     const windows = openWindows(state.plan, (id) => state.status(id)?.phase ?? 'Pending')
     if (windows.length === 0) return
-    const p = stderrPainter()
+    const p = stderrPainter(this.io)
     this.note(
       p.paint(['bold', 'yellow'], `\nWarning: stopped inside ${windows.length} hazard window(s); until they close:`),
     )

@@ -44,7 +44,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<CensusDocument | undefined> {
     const o = await this.validate(await this.complete())
-    const client = await connectCluster(o.flags)
+    const client = await connectCluster(o.flags, this.io.stderr)
     const {readCensusInput} = await import('../census/read.js')
     const {buildCensus} = await import('../census/census.js')
     const input = await readCensusInput(client, {
@@ -54,7 +54,7 @@ ${EXIT_CODES_HELP}`
     const report = typed('Census', buildCensus(input))
     for (const note of report.notes) this.note(`Note: ${note}`)
     const {renderCensus} = await import('../census/view.js')
-    return this.emit(report, o.flags.output, () => renderCensus(report, stdoutPainter()))
+    return this.emit(report, o.flags.output, () => renderCensus(report, stdoutPainter(this.io)))
   }
 
   /** Flags → options (the selector's syntax is checked as it is parsed: flags.ts). */

@@ -21,6 +21,6 @@ export default class CompletionCommand extends BaseCommand {
 
   async run(): Promise<void> {
     const {args} = await this.parse(CompletionCommand)
-    process.stdout.write(completionScript(args.shell as 'bash' | 'zsh' | 'fish', this.config.bin))
+    this.io.stdout.write(completionScript(args.shell as 'bash' | 'zsh' | 'fish', this.config.bin))
   }
 }

@@ -30,7 +30,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<InventoryDocument | undefined> {
     const o = await this.validate(await this.complete())
-    const source = await openSource(o.flags)
+    const source = await openSource(o.flags, this.io.stderr)
     const snapshot = requireNamespace(await source.snapshot(o.namespace, {rootNamespace: o.flags['root-namespace']}))
     const inventory = typed(
       'Inventory',
@@ -41,7 +41,7 @@ ${EXIT_CODES_HELP}`
     )
     // The table view is imported only when it is shown (its table stack costs start-up for -o json).
     return this.emit(inventory, o.flags.output, async () =>
-      (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter()),
+      (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter(this.io)),
     )
   }
 
@@ -53,7 +53,10 @@ ${EXIT_CODES_HELP}`
 
   /** The namespace is required (argument, -n, or the context's); the source flags oclif has checked already. */
   private async validate(o: InventoryInput): Promise<InventoryOptions> {
-    return {namespace: await requireNamespaceOrContext(o.namespaceArg, o.flags.namespace, o.flags), flags: o.flags}
+    return {
+      namespace: await requireNamespaceOrContext(o.namespaceArg, o.flags.namespace, o.flags, this.io.stderr),
+      flags: o.flags,
+    }
   }
 }
 

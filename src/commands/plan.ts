@@ -155,6 +155,9 @@ ${EXIT_CODES_HELP}`
     if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
       const {runPreflight} = await import('../preflight/runner.js')
       const {renderPreflight} = await import('../preflight/view.js')
+      // The preflight table goes to stderr: laid out for its terminal (emit lays stdout's result out for stdout's).
+      const {setTableLayout, terminalWidth} = await import('../ui/table.js')
+      setTableLayout({width: terminalWidth(this.io.env, this.io.stderr)})
       const diagnostics = await runPreflight(source.client, options.namespace, {
         plan,
         inventory,
@@ -162,12 +165,12 @@ ${EXIT_CODES_HELP}`
         rootNamespace: flags['root-namespace'],
       })
       this.note(
-        `\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter())}`,
+        `\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter(this.io))}`,
       )
     }
     this.setExitCode(options, plan)
     if (options.out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
-    return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter()))
+    return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter(this.io)))
   }
 
   /** Flags → the namespaces named (arguments or -n) and the checked flags. */
@@ -176,7 +179,7 @@ ${EXIT_CODES_HELP}`
     const names = withNamespaceFlag(argv as string[], flags.namespace)
     // Nothing named and no fleet asked for: the context's namespace, as kubectl takes it.
     if (names.length === 0 && !flags['all-namespaces'] && flags.selector === undefined) {
-      const fromContext = await namespaceOrContext(undefined, undefined, flags)
+      const fromContext = await namespaceOrContext(undefined, undefined, flags, this.io.stderr)
       if (fromContext !== undefined) names.push(fromContext)
     }
     const problem = waypointNameProblem(flags['waypoint-name'])
@@ -229,7 +232,7 @@ ${EXIT_CODES_HELP}`
 
   /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
   private async build({namespace, out, flags, inProgress: inFile, previousText}: PlanOneOptions) {
-    const source = await openSource(flags)
+    const source = await openSource(flags, this.io.stderr)
     // --keep-progress: the progress is the cluster's record of the plan at `out` (issue 19 §5), even of an edited file.
     const record =
       flags['keep-progress'] && previousText !== undefined && source instanceof ClusterSource
@@ -269,7 +272,7 @@ ${EXIT_CODES_HELP}`
 
     const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
     if (out === '-') {
-      if (!this.jsonEnabled() && flags.output === 'table') process.stdout.write(text)
+      if (!this.jsonEnabled() && flags.output === 'table') this.io.stdout.write(text)
     } else if (nothingToDo) {
       // A plan without steps would only be a file to review and merge for nothing.
       this.note(
@@ -287,12 +290,12 @@ ${EXIT_CODES_HELP}`
   private setExitCode({namespace, out, flags}: PlanOneOptions, plan: MigrationPlan): void {
     const blockers = plan.spec.summary.blockers
     if (blockers > 0) {
-      process.exitCode = ExitCode.Failure
+      this.io.setExitCode(ExitCode.Failure)
       this.note(
         `The plan has ${blockers} blocker(s); it cannot be applied until they are resolved (mesh-migrate show ${out === '-' ? namespace : out}).`,
       )
     } else if (flags['detailed-exitcode']) {
-      process.exitCode = plan.spec.steps.length > 0 ? ExitCode.ChangesPending : ExitCode.Ok
+      this.io.setExitCode(plan.spec.steps.length > 0 ? ExitCode.ChangesPending : ExitCode.Ok)
     }
   }
 
@@ -345,15 +348,15 @@ ${EXIT_CODES_HELP}`
       note: (m) => this.note(m),
     })
     if (fleet.spec.summary.blocked > 0) {
-      process.exitCode = ExitCode.Failure
+      this.io.setExitCode(ExitCode.Failure)
       this.note(
         `${fleet.spec.summary.blocked} plan(s) have blockers; they cannot be applied until resolved (mesh-migrate show --fleet).`,
       )
     } else if (flags['detailed-exitcode']) {
-      process.exitCode = fleet.spec.namespaces.some((n) => n.steps > 0) ? ExitCode.ChangesPending : ExitCode.Ok
+      this.io.setExitCode(fleet.spec.namespaces.some((n) => n.steps > 0) ? ExitCode.ChangesPending : ExitCode.Ok)
     }
     const {renderFleet} = await import('../ui/fleet-view.js')
-    return this.emit(fleet, flags.output, () => renderFleet(fleet, stdoutPainter()))
+    return this.emit(fleet, flags.output, () => renderFleet(fleet, stdoutPainter(this.io)))
   }
 }
 

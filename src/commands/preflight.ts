@@ -70,7 +70,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<PreflightReport | undefined> {
     const o = await this.validate(await this.complete())
-    const client = await connectCluster(o.flags)
+    const client = await connectCluster(o.flags, this.io.stderr)
     const {runPreflight} = await import('../preflight/runner.js')
     const {plan, inventory, planSource, rootNamespace} = o.given ?? (await this.planFromCluster(o, client))
     const diagnostics = await runPreflight(client, o.namespace, {
@@ -80,7 +80,7 @@ ${EXIT_CODES_HELP}`
       ...(o.flags.check ? {checks: o.flags.check} : {}),
     })
     const ok = !diagnostics.some((d) => d.severity === 'error')
-    if (!ok) process.exitCode = ExitCode.Failure
+    if (!ok) this.io.setExitCode(ExitCode.Failure)
     const result = typed('PreflightReport', {
       namespace: o.namespace,
       context: client.context,
@@ -89,7 +89,7 @@ ${EXIT_CODES_HELP}`
       diagnostics,
     })
     const {renderPreflight} = await import('../preflight/view.js')
-    return this.emit(result, o.flags.output, () => renderPreflight(diagnostics, stdoutPainter()))
+    return this.emit(result, o.flags.output, () => renderPreflight(diagnostics, stdoutPainter(this.io)))
   }
 
   /** Flags → options. */
@@ -100,7 +100,7 @@ ${EXIT_CODES_HELP}`
 
   /** The namespace is required; a plan given with --plan is loaded (checked) and must be that namespace's. */
   private async validate({namespaceArg, flags}: PreflightInput): Promise<PreflightOptions> {
-    const namespace = await requireNamespaceOrContext(namespaceArg, flags.namespace, flags)
+    const namespace = await requireNamespaceOrContext(namespaceArg, flags.namespace, flags, this.io.stderr)
     if (!flags.plan) return {namespace, flags}
     const {resolvePlanArg} = await import('../executor/plan-store.js')
     const {PlanState} = await import('../executor/plan-state.js')

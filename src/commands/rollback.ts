@@ -5,14 +5,14 @@ import type {Interfaces} from '@oclif/core'
 import {type FleetApplyResult, type RollbackResult, typed} from '../cli/contract.js'
 import {clusterFlags, durationFlag, namespaceFlag, planOrContext, takeOverFlag} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
-import {lockOptions, PlanSession} from '../cli/plan-session.js'
+import {ClusterConnection, lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
 import {rollbackSequence} from '../plan/rollback.js'
-import {rollBackPlan, selectFromRecord, type RollbackOptions} from '../actions/rollback.js'
-import {stderrPainter} from '../ui/color.js'
+import {rollBackPlan, selectFromRecord, type RollbackOptions, terminalRollbackIO} from '../actions/rollback.js'
+import {stderrPainter, stdoutPainter} from '../ui/color.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import {canPrompt, confirmByTyping} from '../ui/interactive.js'
-import {runTasks} from '../ui/progress.js'
+import type {Io} from '../ui/io.js'
 
 export default class RollbackCommand extends BaseCommand {
   static override summary = 'Undo applied steps of a plan in the safe order (default: all of them).'
@@ -77,10 +77,10 @@ ${EXIT_CODES_HELP}
     const completed = await this.complete(args, flags)
     // What needs no cluster is refused before it is contacted, when the file says something was applied.
     if (rollbackSequence(completed.session.state.plan, {lastOnly: completed.lastOnly}).steps.length > 0)
-      refuseUnconfirmed(completed)
+      refuseUnconfirmed(completed, this.io)
     const options = {...completed, selection: await selectFromRecord(completed, (m) => this.note(m))}
     if (options.selection.steps.length === 0) return this.nothingToUndo(options)
-    await this.validate(options)
+    await this.confirmRollback(options)
     const rolledBack = await this.rollBack(options)
     return rolledBack && this.summary(options, rolledBack)
   }
@@ -91,9 +91,9 @@ ${EXIT_CODES_HELP}
     flags: RollbackFlags,
   ): Promise<Omit<RollbackCommandOptions, 'selection'>> {
     if (flags.wave !== undefined) throw new UsageError('--wave is for --fleet', 'Add --fleet, or leave it out.')
-    const session = await PlanSession.open(await planOrContext(args.plan, flags.namespace, flags), {
+    const session = await PlanSession.open(await planOrContext(args.plan, flags.namespace, flags, this.io.stderr), {
       unfinishedOnly: false,
-      cluster: flags,
+      cluster: ClusterConnection.fromFlags(flags, this.io),
       note: (m) => this.note(m),
       allowEdited: true,
     })
@@ -119,19 +119,20 @@ ${EXIT_CODES_HELP}
   }
 
   /** Say what will be undone, in which order, and have the namespace confirmed (typed, or --confirm). */
-  private async validate(o: RollbackCommandOptions): Promise<void> {
+  private async confirmRollback(o: RollbackCommandOptions): Promise<void> {
     const {session, selection, dryRun} = o
+    const io = this.io
     const ns = session.namespace
     const say = (m: string) => this.note(mark(dryRun, m))
     say(`Rolling back ${selection.steps.length} step(s) of ${session.file}, in this order:`)
     for (const step of selection.steps) say(`  - ${step.id}: ${step.undo.description}`)
-    if (selection.note) say(stderrPainter().paint('yellow', `Note: ${selection.note}.`))
+    if (selection.note) say(stderrPainter(io).paint('yellow', `Note: ${selection.note}.`))
     await this.warnDependants(o)
     if (dryRun) return
-    refuseUnconfirmed(o)
+    refuseUnconfirmed(o, io)
     if (
       o.confirm === undefined &&
-      !(await confirmByTyping(ns, `Roll back the migration of namespace ${ns}`, '--confirm'))
+      !(await confirmByTyping(io, ns, `Roll back the migration of namespace ${ns}`, '--confirm'))
     )
       throw new CancelledError('the namespace typed does not match: nothing was rolled back')
   }
@@ -143,7 +144,7 @@ ${EXIT_CODES_HELP}
     const dependants = loaded ? await startedDependants(loaded, o.session.namespace) : []
     if (dependants.length === 0) return
     this.note(
-      stderrPainter().paint(
+      stderrPainter(this.io).paint(
         'yellow',
         `Warning: namespace(s) of a later wave of ${loaded!.file} that depend on ${o.session.namespace} are still (partly) applied; rolling it back first undoes what they count on:\n${describeDependencies(dependants)}\nRoll them back first (mesh-migrate rollback --fleet --confirm fleet rolls the waves back in reverse order).`,
       ),
@@ -155,17 +156,20 @@ ${EXIT_CODES_HELP}
     if (flags.step || flags.namespace !== undefined)
       throw new UsageError(`--${flags.step ? 'step' : 'namespace'} is for one plan, not --fleet`)
     const {fleetRollbackOptions, rollbackFleet} = await import('../actions/fleet-rollback.js')
-    const result = await rollbackFleet(await fleetRollbackOptions(file, flags, (m) => this.note(m)))
+    const result = await rollbackFleet(await fleetRollbackOptions(file, flags, (m) => this.note(m), this.io))
     const {fleetExitCode, fleetRunNotes, renderFleetRun} = await import('../cli/fleet-run-view.js')
-    process.exitCode = fleetExitCode(result)
+    this.io.setExitCode(fleetExitCode(result))
     if (flags.output === 'json' || flags.output === 'yaml' || this.jsonEnabled())
       for (const line of fleetRunNotes(result)) this.note(line)
-    return this.emit(result, flags.output, () => renderFleetRun(result))
+    return this.emit(result, flags.output, () => renderFleetRun(result, stdoutPainter(this.io)))
   }
 
   /** Hold the namespace and undo the steps (src/actions/rollback.ts); undefined when interrupted (exit 130). */
   private rollBack(o: RollbackCommandOptions): Promise<RollbackResult['rolledBack'] | undefined> {
-    return rollBackPlan(o, {note: (m) => this.note(m), runSteps: (tasks) => runTasks(tasks)})
+    return rollBackPlan(
+      o,
+      terminalRollbackIO(this.io, (m) => this.note(m)),
+    )
   }
 
   private summary(
@@ -188,12 +192,12 @@ ${EXIT_CODES_HELP}
 }
 
 /** --confirm naming another namespace, or no --confirm and no terminal to type it on (exit 2); a dry run needs none. */
-function refuseUnconfirmed(o: Pick<RollbackCommandOptions, 'session' | 'confirm' | 'dryRun'>): void {
+function refuseUnconfirmed(o: Pick<RollbackCommandOptions, 'session' | 'confirm' | 'dryRun'>, io: Io): void {
   const ns = o.session.namespace
   if (o.dryRun) return
   if (o.confirm !== undefined && o.confirm !== ns)
     throw new UsageError(`--confirm ${o.confirm} does not match the plan's namespace ${ns}`, `Pass --confirm ${ns}.`)
-  if (o.confirm === undefined && !canPrompt())
+  if (o.confirm === undefined && !canPrompt(io))
     throw new UsageError(
       `rollback of namespace ${ns} needs confirmation, and there is no terminal to ask on`,
       `Pass --confirm ${ns}.`,

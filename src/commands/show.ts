@@ -79,17 +79,17 @@ ${EXIT_CODES_HELP}`
     // A plan edited after its first apply is still shown, with its progress (issue 19 §5), and exits 4.
     if (checked.problems.length > 0 && isEditedAfterApply(checked.plan)) {
       this.note(`Warning: ${new InvalidPlanError(file, checked.problems).message}`)
-      process.exitCode = ExitCode.Invalid
+      this.io.setExitCode(ExitCode.Invalid)
     } else if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
     const plan = checked.plan!
     if (o.timeline) return this.showTimeline(file, plan, o.output)
     if (o.output === 'patches') return this.showPatches(file, plan)
     if (o.output === 'markdown' && !this.jsonEnabled()) {
-      process.stdout.write(`${renderPlanMarkdown(plan)}\n`)
+      this.io.stdout.write(`${renderPlanMarkdown(plan)}\n`)
       return undefined
     }
     const format = o.output === 'markdown' ? 'table' : (o.output as DocumentOutput)
-    return this.emit(plan, format, () => renderPlan(plan, stdoutPainter()))
+    return this.emit(plan, format, () => renderPlan(plan, stdoutPainter(this.io)))
   }
 
   /** Flags → options: which plan (a file, a namespace or, with --fleet, the fleet file) and how to show it. */
@@ -104,6 +104,7 @@ ${EXIT_CODES_HELP}`
             flags.namespace,
             {},
             'which plan? Name a plan file or a namespace (or pass --fleet)',
+            this.io.stderr,
           ),
       output: flags.output,
       timeline: flags.timeline,
@@ -143,7 +144,7 @@ ${EXIT_CODES_HELP}`
     return this.emit(
       timeline,
       output === 'markdown' || output === 'patches' ? 'table' : (output as DocumentOutput),
-      () => renderTimeline(plan, stdoutPainter()),
+      () => renderTimeline(plan, stdoutPainter(this.io)),
     )
   }
 
@@ -153,7 +154,7 @@ ${EXIT_CODES_HELP}`
     if (this.jsonEnabled())
       return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
     const {renderManifestPatches} = await import('../ui/patches-view.js')
-    process.stdout.write(renderManifestPatches(plan))
+    this.io.stdout.write(renderManifestPatches(plan))
     return undefined
   }
 
@@ -162,7 +163,7 @@ ${EXIT_CODES_HELP}`
     const {loadFleetFile} = await import('../actions/fleet-apply.js')
     const {fleetGitOps} = await import('../cli/fleet-gitops.js')
     const engine = o.output as 'argocd' | 'flux'
-    process.stdout.write(await fleetGitOps(await loadFleetFile(o.planArg), engine, o.gitops, (m) => this.note(m)))
+    this.io.stdout.write(await fleetGitOps(await loadFleetFile(o.planArg), engine, o.gitops, (m) => this.note(m)))
     return undefined
   }
 
@@ -181,11 +182,11 @@ ${EXIT_CODES_HELP}`
     const fleet = checked.fleet
     const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
     if (output === 'markdown' && !this.jsonEnabled()) {
-      process.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
+      this.io.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
       return undefined
     }
     return this.emit(fleet, output === 'markdown' ? 'table' : (output as DocumentOutput), () =>
-      renderFleet(fleet, stdoutPainter()),
+      renderFleet(fleet, stdoutPainter(this.io)),
     )
   }
 }

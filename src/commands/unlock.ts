@@ -57,8 +57,8 @@ ${EXIT_CODES_HELP}`
   private async complete(): Promise<UnlockOptions> {
     const {args, flags} = await this.parse(UnlockCommand)
     return {
-      namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags),
-      cluster: new ClusterConnection(flags),
+      namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags, this.io.stderr),
+      cluster: ClusterConnection.fromFlags(flags, this.io),
       confirm: flags.confirm,
       force: flags.force,
       output: flags.output,
@@ -78,12 +78,12 @@ ${EXIT_CODES_HELP}`
   private async validate(o: UnlockOptions, holder: string): Promise<void> {
     if (o.confirm !== undefined) {
       if (o.confirm !== o.namespace) throw new UsageError(`--confirm ${o.confirm} does not match ${o.namespace}`)
-    } else if (!canPrompt()) {
+    } else if (!canPrompt(this.io)) {
       throw new UsageError(
         `breaking the lock on ${o.namespace} needs confirmation, and there is no terminal to ask on`,
         `Pass --confirm ${o.namespace}.`,
       )
-    } else if (!(await confirmByTyping(o.namespace, `Break the lock held by ${holder}`, '--confirm'))) {
+    } else if (!(await confirmByTyping(this.io, o.namespace, `Break the lock held by ${holder}`, '--confirm'))) {
       throw new CancelledError('the namespace typed does not match: the lock was left in place')
     }
   }

@@ -2,6 +2,7 @@ import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
+import type {Io} from '../ui/io.js'
 import {InvalidPlanError, UsageError, UserError} from '../errors.js'
 import {fileNameMismatch, namespaceMismatch, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
 import {checkFleetText} from '../plan/fleet-file.js'
@@ -52,7 +53,7 @@ ${EXIT_CODES_HELP}`
   async run(): Promise<ValidationReport | undefined> {
     const o = this.validate(await this.complete())
     const results: FileValidation[] = []
-    for (const name of o.names) results.push(await validateFile(name))
+    for (const name of o.names) results.push(await validateFile(name, this.io))
     if (o.cluster) await checkOwners(results, o.cluster)
     else if (await anyInProgress(results))
       this.note(
@@ -60,11 +61,11 @@ ${EXIT_CODES_HELP}`
       )
     const invalid = results.filter((r) => !r.valid)
     if (invalid.length > 0) {
-      process.exitCode = ExitCode.Invalid
-      reportInvalid(invalid)
+      this.io.setExitCode(ExitCode.Invalid)
+      reportInvalid(invalid, this.io)
     }
     return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), o.output, () => {
-      const painter = stdoutPainter()
+      const painter = stdoutPainter(this.io)
       return results
         .map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`)
         .join('\n')
@@ -77,9 +78,11 @@ ${EXIT_CODES_HELP}`
     const named = [...(argv as string[]), ...(flags.namespace ? [checkNamespaceName(flags.namespace, '-n')] : [])]
     return {
       names:
-        named.length > 0 ? named : [await requirePlanOrContext(undefined, undefined, flags, 'no plan to validate')],
+        named.length > 0
+          ? named
+          : [await requirePlanOrContext(undefined, undefined, flags, 'no plan to validate', this.io.stderr)],
       output: flags.output,
-      ...(flags.cluster ? {cluster: new ClusterConnection(flags)} : {}),
+      ...(flags.cluster ? {cluster: ClusterConnection.fromFlags(flags, this.io)} : {}),
     }
   }
 
@@ -98,7 +101,7 @@ interface ValidateOptions {
 }
 
 /** One plan file (or namespace) checked: its problems, and its blockers (a blocked plan does not pass the gate). */
-async function validateFile(name: string): Promise<FileValidation> {
+async function validateFile(name: string, io: Io): Promise<FileValidation> {
   let problems: PlanProblem[]
   let blockers: string[] = []
   let file = name
@@ -116,7 +119,7 @@ async function validateFile(name: string): Promise<FileValidation> {
       const other = ns === undefined ? undefined : namespaceMismatch(name, file, ns)
       if (other) problems = [...problems, {path: 'metadata.namespace', message: other}]
       const misnamed = ns === undefined || other ? undefined : fileNameMismatch(file, ns)
-      if (misnamed) process.stderr.write(`${stderrPainter().paint('yellow', 'warning')} ${misnamed}\n`)
+      if (misnamed) io.stderr.write(`${stderrPainter(io).paint('yellow', 'warning')} ${misnamed}\n`)
     }
   } catch (error) {
     if (!(error instanceof UserError)) throw error
@@ -150,17 +153,17 @@ async function checkOwners(results: FileValidation[], cluster: ClusterConnection
 }
 
 /** Every problem and blocker on stderr, one a line, `file:line` first so editors and CI logs link to it. */
-function reportInvalid(invalid: FileValidation[]): void {
-  const p = stderrPainter()
+function reportInvalid(invalid: FileValidation[], io: Io): void {
+  const p = stderrPainter(io)
   for (const r of invalid) {
     for (const problem of r.problems) {
       const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
-      process.stderr.write(
+      io.stderr.write(
         `${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`,
       )
     }
     for (const id of r.blockers)
-      process.stderr.write(
+      io.stderr.write(
         `${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`,
       )
   }

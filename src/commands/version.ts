@@ -1,5 +1,6 @@
 import type {Interfaces} from '@oclif/core'
 
+import type {Io} from '../ui/io.js'
 import {BaseCommand, outputFlag, sourceFlags} from '../cli/base.js'
 import {typed, type VersionDocument} from '../cli/contract.js'
 import {connectCluster} from '../cli/plan-commands.js'
@@ -28,7 +29,7 @@ export default class VersionCommand extends BaseCommand {
     const doc = typed('Version', {
       client: {version: this.config.version},
       node: {version: process.version},
-      cluster: await readCluster(flags),
+      cluster: await readCluster(flags, this.io),
     })
     if (doc.cluster.error) this.note(`Note: no cluster version: ${doc.cluster.error}`)
     return this.emit(doc, flags.output, () => renderVersion(doc))
@@ -38,10 +39,10 @@ export default class VersionCommand extends BaseCommand {
 type VersionFlags = Interfaces.InferredFlags<typeof VersionCommand.flags>
 
 /** The cluster's versions, or why there are none (no kubeconfig, unreachable, forbidden). */
-async function readCluster(flags: VersionFlags): Promise<VersionDocument['cluster']> {
+async function readCluster(flags: VersionFlags, io: Io): Promise<VersionDocument['cluster']> {
   let client: KubeClient
   try {
-    client = await connectCluster(flags)
+    client = await connectCluster(flags, io.stderr)
   } catch (error) {
     if (error instanceof UserError) return {error: error.message}
     throw error

@@ -3,6 +3,7 @@
 // must be typed again. Exit 2: a usage error, like an unknown flag.
 import type {Hook} from '@oclif/core'
 
+import {processIo} from '../cli/base.js'
 import {stderrPainter} from '../ui/color.js'
 import {ExitCode} from '../exit-codes.js'
 
@@ -39,13 +40,14 @@ const hook: Hook<'command_not_found'> = async function (opts) {
   // With a space as topic separator oclif joins the arguments into the id ("aply:bookinfo"): the command is the first word.
   const typed = opts.id.split(':')[0]!
   const suggestions = suggestCommands(typed, commands)
-  const p = stderrPainter()
+  const io = processIo()
+  const p = stderrPainter(io)
   const bin = opts.config.bin
-  process.stderr.write(
+  io.stderr.write(
     `${p.paint(['bold', 'red'], 'Error:')} "${typed}" is not a ${bin} command.${suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => p.paint('bold', s)).join(' or ')}?` : ''}\n`,
   )
-  process.stderr.write(`${p.paint('bold', 'Next:')} Run '${bin} --help' for the list of commands.\n`)
-  process.exit(ExitCode.Usage)
+  io.stderr.write(`${p.paint('bold', 'Next:')} Run '${bin} --help' for the list of commands.\n`)
+  io.exitNow(ExitCode.Usage)
 }
 
 export default hook

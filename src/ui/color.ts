@@ -1,8 +1,9 @@
 // Colour only where a person reads it: a TTY, no NO_COLOR (https://no-color.org), no TERM=dumb.
 // FORCE_COLOR turns it on regardless (useful for CI logs that render ANSI).
 
-function enabledFor(stream: NodeJS.WriteStream): boolean {
-  const env = process.env
+import type {Io, IoOutput} from './io.js'
+
+function enabledFor(stream: IoOutput, env: Io['env']): boolean {
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false
   if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false') return true
   if (env.TERM === 'dumb') return false
@@ -26,8 +27,8 @@ export interface Painter {
   paint(style: Style | Style[], text: string): string
 }
 
-export function painterFor(stream: NodeJS.WriteStream): Painter {
-  const enabled = enabledFor(stream)
+export function painterFor(stream: IoOutput, env: Io['env']): Painter {
+  const enabled = enabledFor(stream, env)
   return {
     enabled,
     paint(style, text) {
@@ -38,5 +39,5 @@ export function painterFor(stream: NodeJS.WriteStream): Painter {
   }
 }
 
-export const stdoutPainter = (): Painter => painterFor(process.stdout)
-export const stderrPainter = (): Painter => painterFor(process.stderr)
+export const stdoutPainter = (io: Io): Painter => painterFor(io.stdout, io.env)
+export const stderrPainter = (io: Io): Painter => painterFor(io.stderr, io.env)

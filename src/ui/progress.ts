@@ -5,6 +5,7 @@
 import cliTruncate from 'cli-truncate'
 
 import {isCI} from './interactive.js'
+import type {Io} from './io.js'
 
 export interface ProgressTask {
   title: string
@@ -12,24 +13,25 @@ export interface ProgressTask {
   run: (update: (message: string) => void) => Promise<string | void>
 }
 
-function plainOutput(): boolean {
-  return process.stderr.isTTY !== true || isCI() || process.env.TERM === 'dumb'
+function plainOutput(io: Io): boolean {
+  return io.stderr.isTTY !== true || isCI(io.env) || io.env.TERM === 'dumb'
 }
 
 /**
  * A log gets a progress line only when it says something new (the elapsed time aside) or every 30 s;
  * a terminal gets every update, cut to its width (issue 13 §10: no 600-character line repeated).
  */
-function throttled(show: (message: string) => void): (message: string) => void {
-  const plain = plainOutput()
+function throttled(io: Io, show: (message: string) => void): (message: string) => void {
+  const plain = plainOutput(io)
   let lastKey: string | undefined
   let lastAt = 0
   return (message) => {
     const key = message.replace(/\b\d+(?:m\d{2})?s\b/g, '')
-    if (plain && key === lastKey && Date.now() - lastAt < 30_000) return
+    const now = io.now().getTime()
+    if (plain && key === lastKey && now - lastAt < 30_000) return
     lastKey = key
-    lastAt = Date.now()
-    show(plain ? message : cliTruncate(message, Math.max(20, (process.stderr.columns ?? 80) - 4)))
+    lastAt = now
+    show(plain ? message : cliTruncate(message, Math.max(20, (io.stderr.columns ?? 80) - 4)))
   }
 }
 
@@ -37,16 +39,17 @@ function throttled(show: (message: string) => void): (message: string) => void {
  * Runs the tasks one after the other (the first error stops them), or with `concurrency` that many at a time, one
  * line each (apply --fleet: its tasks report their own failures, so none stops the others here).
  */
-export async function runTasks(tasks: ProgressTask[], opts: {concurrency?: number} = {}): Promise<void> {
+export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency?: number} = {}): Promise<void> {
   const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
-  const output = new ProcessOutput(process.stderr, process.stderr)
-  const noColor = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ''
+  const stderr = io.stderr as NodeJS.WriteStream
+  const output = new ProcessOutput(stderr, stderr)
+  const noColor = io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== ''
   const listr = new Listr(
     tasks.map((t) => ({
       title: t.title,
       task: async (_ctx: unknown, task: {output: string; title: string}) => {
         const summary = await t.run(
-          throttled((message) => {
+          throttled(io, (message) => {
             task.output = message
           }),
         )
@@ -65,7 +68,7 @@ export async function runTasks(tasks: ProgressTask[], opts: {concurrency?: numbe
       },
       fallbackRenderer: 'simple',
       fallbackRendererOptions: {logger: new ListrLogger({processOutput: output, useIcons: !noColor})},
-      fallbackRendererCondition: plainOutput,
+      fallbackRendererCondition: () => plainOutput(io),
       forceColor: false,
     } as never,
   )

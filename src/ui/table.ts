@@ -14,6 +14,7 @@ import fullStringWidth from 'string-width'
 import wrapAnsi from 'wrap-ansi'
 
 import type {Painter} from './color.js'
+import type {Io, IoOutput} from './io.js'
 
 const NO_BORDERS = {
   top: '',
@@ -49,18 +50,15 @@ export interface TableLayout {
 }
 
 /** COLUMNS (as set by a shell or a test) wins; then the terminal's width; piped: unlimited. */
-export function terminalWidth(
-  env: NodeJS.ProcessEnv = process.env,
-  stream: NodeJS.WriteStream = process.stdout,
-): number {
+export function terminalWidth(env: Io['env'], stream: IoOutput): number {
   const fromEnv = Number(env.COLUMNS)
   if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv
   return stream.isTTY && stream.columns ? stream.columns : Number.POSITIVE_INFINITY
 }
 
-let layout: TableLayout = {width: terminalWidth(), wide: false}
+let layout: TableLayout = {width: Number.POSITIVE_INFINITY, wide: false}
 
-/** Set once per command from its -o flag (src/cli/base.ts); views read it through tableLayout(). */
+/** Set once per command from its -o flag and its io's stdout (src/cli/base.ts); views read it through tableLayout(). */
 export function setTableLayout(next: Partial<TableLayout>): void {
   layout = {...layout, ...next}
 }

@@ -10,7 +10,7 @@ import path from 'node:path'
 import stringWidth from 'string-width'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {BIN, hasStackTrace, runCli} from '../support/cli.js'
+import {BIN, cliEnv, hasStackTrace, runCli} from '../support/cli.js'
 import {bashCompletions, BIN_DIR, kubectlPluginCompletions} from '../support/completion.js'
 import {parseGantt} from '../support/mermaid.js'
 import {schemaProblems} from '../support/schemas.js'
@@ -174,7 +174,7 @@ function runTimed(args: string[], env: NodeJS.ProcessEnv, marker: string) {
   return new Promise<{code: number | null; stdout: string; stderr: string; markerAt?: number; endedAt: number}>(
     (resolve, reject) => {
       const started = Date.now()
-      const child = spawn(process.execPath, [BIN, ...args], {env: {...process.env, NO_COLOR: '1', ...env}})
+      const child = spawn(process.execPath, [BIN, ...args], {env: cliEnv({CI: undefined, ...env})})
       let stdout = ''
       let stderr = ''
       let markerAt: number | undefined
@@ -397,7 +397,7 @@ describe.each(WIDTHS)('completion in bash at %s columns', (columns) => {
       execFile(
         'kubectl-mesh_migrate',
         ['--help'],
-        {env: {...process.env, PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH}`}},
+        {env: cliEnv({PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH}`})},
         (e, o) => (e ? reject(e) : resolve(o)),
       ),
     )

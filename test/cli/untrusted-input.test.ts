@@ -61,7 +61,7 @@ describe('untrusted names and files', () => {
     await writeFile(path.join(cwd, 'big.yaml'), `# ${'x'.repeat(2000)}\n`)
     const r = await runCli(['plan', 'bookinfo', '--manifests', 'big.yaml'], {
       cwd,
-      env: {...process.env, MESH_MIGRATE_MAX_INPUT_BYTES: '1000'},
+      env: {MESH_MIGRATE_MAX_INPUT_BYTES: '1000'},
     })
     expect(r.code, r.stderr).toBe(2)
     expect(r.stderr).toContain('over the input limit of 1000 bytes (set MESH_MIGRATE_MAX_INPUT_BYTES to raise it)')
@@ -71,7 +71,7 @@ describe('untrusted names and files', () => {
     const cwd = await tmp()
     await mkdir(path.join(cwd, 'plans'))
     await copyFile('plans/examples/bookinfo.yaml', path.join(cwd, 'plans', 'bookinfo.yaml'))
-    const env = {...process.env, MESH_MIGRATE_MAX_INPUT_BYTES: '1000', KUBECONFIG: '/nonexistent/kubeconfig'}
+    const env = {MESH_MIGRATE_MAX_INPUT_BYTES: '1000', KUBECONFIG: '/nonexistent/kubeconfig'}
     for (const args of [
       ['apply', 'bookinfo', '--step', '--yes'],
       ['rollback', 'bookinfo', '--confirm', 'bookinfo'],

@@ -13,7 +13,7 @@ import stringWidth from 'string-width'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {generateSchemas, SCHEMA_DIR} from '../../scripts/generate-schemas.js'
-import {hasStackTrace, runCli} from '../support/cli.js'
+import {cliEnv, hasStackTrace, runCli} from '../support/cli.js'
 import {schemaProblems} from '../support/schemas.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -262,11 +262,11 @@ describe('show -o markdown', () => {
 
 describe('installs like a kubectl plugin', () => {
   it('kubectl-mesh_migrate runs the same CLI and its help says "kubectl mesh-migrate"', async () => {
-    const {stdout} = await promisify(execFile)(process.execPath, [
-      path.join(REPO_ROOT, 'bin/kubectl-mesh_migrate.js'),
-      'plan',
-      '--help',
-    ])
+    const {stdout} = await promisify(execFile)(
+      process.execPath,
+      [path.join(REPO_ROOT, 'bin/kubectl-mesh_migrate.js'), 'plan', '--help'],
+      {env: cliEnv()},
+    )
     expect(stdout).toContain('$ kubectl mesh-migrate plan [NAMESPACE...]')
     const pkg = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8'))
     expect(pkg.bin).toEqual({

@@ -5,6 +5,7 @@ import {execFile} from 'node:child_process'
 import path from 'node:path'
 import {promisify} from 'node:util'
 
+import {cliEnv} from './cli.js'
 import {REPO_ROOT} from './shared.js'
 
 const run = promisify(execFile)
@@ -22,7 +23,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"
 `
   const {stdout} = await run('bash', ['-c', script], {
     cwd: opts.cwd,
-    env: {...process.env, NO_COLOR: '1', ...opts.env, PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH ?? ''}`},
+    env: {...cliEnv({CI: undefined, ...opts.env}), PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH ?? ''}`},
   })
   return stdout.split('\n').filter((l) => l !== '')
 }
@@ -34,7 +35,7 @@ export async function kubectlPluginCompletions(
 ): Promise<string[]> {
   const {stdout} = await run('kubectl_complete-mesh_migrate', words, {
     cwd: opts.cwd,
-    env: {...process.env, NO_COLOR: '1', ...opts.env, PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH ?? ''}`},
+    env: {...cliEnv({CI: undefined, ...opts.env}), PATH: `${BIN_DIR}${path.delimiter}${process.env.PATH ?? ''}`},
   })
   return stdout.split('\n').filter((l) => l !== '')
 }

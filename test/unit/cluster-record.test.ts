@@ -162,7 +162,7 @@ async function rig(text = renderPlanFile(plan)) {
     o.metadata.annotations = {...o.metadata.annotations, [OWNER_ANNOTATION]: JSON.stringify(owner)}
   })
   const notes: string[] = []
-  const session = await PlanSession.load(file, new ClusterConnection({}), (m) => notes.push(m))
+  const session = await PlanSession.load(file, ClusterConnection.of(kube), (m) => notes.push(m))
   return {dir, file, kube, session, notes}
 }
 
@@ -239,7 +239,7 @@ describe('refusals', () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-record-teammate-'))
     await writeFile(path.join(dir, 'bookinfo.yaml'), renderPlanFile(plan))
     const notes: string[] = []
-    const teammate = await PlanSession.load(path.join(dir, 'bookinfo.yaml'), new ClusterConnection({}), (m) =>
+    const teammate = await PlanSession.load(path.join(dir, 'bookinfo.yaml'), ClusterConnection.of(first.kube), (m) =>
       notes.push(m),
     )
     expect(teammate.state.phase(step)).toBe('Pending')

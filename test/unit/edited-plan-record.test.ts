@@ -135,7 +135,7 @@ async function appliedThenEdited(actions: string[]) {
   await writeFile(file, renderPlanFile(plan))
   const kube = new MemoryKube().seed(...manifests)
   const start = labelsOf(kube)
-  const first = await PlanSession.load(file, new ClusterConnection({}), () => undefined)
+  const first = await PlanSession.load(file, ClusterConnection.of(kube), () => undefined)
   await first.adoptRecord(kube)
   for (const action of actions) {
     // Without a control plane the Services are never bound: bind-waypoint wrote its labels, then is recorded Failed
@@ -186,7 +186,7 @@ describe('loading and adopting an edited plan', () => {
   it('rollback: undone from the record to the exact prior labels and objects; the file keeps its edit', async () => {
     const {file, kube, start} = await appliedThenEdited(['create-waypoint', 'bind-waypoint'])
     const notes: string[] = []
-    const session = await PlanSession.load(file, new ClusterConnection({}), (m) => notes.push(m), {allowEdited: true})
+    const session = await PlanSession.load(file, ClusterConnection.of(kube), (m) => notes.push(m), {allowEdited: true})
     expect(notes[0]).toContain(`Warning: ${file} is not a valid plan`)
     await session.adoptRecord(kube)
     expect(notes.join('\n')).toContain('using the record in the cluster')
@@ -205,7 +205,7 @@ describe('loading and adopting an edited plan', () => {
   it('rollback without a record of the reviewed plan: exit 4 with git checkout as the way out; status still reads it', async () => {
     const {file, kube} = await appliedThenEdited(['create-waypoint'])
     kube.remove(recordRef(NS, NS))
-    const session = await PlanSession.load(file, new ClusterConnection({}), () => undefined, {allowEdited: true})
+    const session = await PlanSession.load(file, ClusterConnection.of(kube), () => undefined, {allowEdited: true})
     const error = (await session.adoptRecord(kube).catch((e: unknown) => e)) as UserError
     expect(error.exitCode).toBe(ExitCode.Invalid)
     expect(error.message).toContain('there is no record of it in the cluster')
@@ -218,7 +218,7 @@ describe('loading and adopting an edited plan', () => {
     const {file, kube} = await appliedThenEdited(['create-waypoint'])
     const owner = JSON.parse(kube.peek(nsRef)!.metadata.annotations![OWNER_ANNOTATION]!) as {digest: string}
     expect(owner.digest).toBe(digest)
-    const session = await PlanSession.load(file, new ClusterConnection({}), () => undefined, {allowEdited: true})
+    const session = await PlanSession.load(file, ClusterConnection.of(kube), () => undefined, {allowEdited: true})
     await session.adoptRecord(kube)
     await undoStep(testExecution(kube, session.state), step('create-waypoint'), () => undefined)
   })
@@ -255,7 +255,7 @@ describe('per-operation progress of a step stopped part-way (§6)', () => {
     const {kube} = await appliedThenEdited([])
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-done-'))
     await writeFile(path.join(dir, 'b.yaml'), renderPlanFile(plan))
-    const session = await PlanSession.load(path.join(dir, 'b.yaml'), new ClusterConnection({}), () => undefined)
+    const session = await PlanSession.load(path.join(dir, 'b.yaml'), ClusterConnection.of(kube), () => undefined)
     await session.adoptRecord(kube)
     const create = step('create-policies')
     await applyStep(testExecution(kube, session.state), step('create-waypoint'))
