@@ -95,6 +95,7 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
     ...(request.istioVersion ? {istioVersion: request.istioVersion} : {}),
     ...(request.trustDomain ? {trustDomain: request.trustDomain} : {}),
     planPath: (ns) => defaultPlanPath(ns),
+    fleetPath: path.join(PLANS_DIR, FLEET_FILE),
     keepEmpty: 'namespaces' in request.selection,
   })
 

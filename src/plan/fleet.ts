@@ -5,7 +5,7 @@ import {finding} from '../planner/findings/finding.js'
 import {hostServiceNamespace, resolveHost} from '../planner/classify/hosts.js'
 import {isRecord} from '../planner/json.js'
 import {list} from '../planner/classify/results.js'
-import {type FleetCycle, type FleetEdge, computeWaves, waveIndex} from '../planner/fleet-waves.js'
+import {type FleetCycle, type FleetEdge, computeWaves, cycleSuggestionFor, waveIndex} from '../planner/fleet-waves.js'
 import type {AuthorizationPolicySpec} from '../planner/istio-types.js'
 import {buildInventory, type InventoryOptions} from '../planner/inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
@@ -74,6 +74,8 @@ export interface FleetInput {
   trustDomain?: string
   /** Where the plan of a namespace is written (for the overview). */
   planPath: (namespace: string) => string
+  /** Where the fleet overview is written (the plans point to it for what is listed once: a cycle's edges). */
+  fleetPath: string
   /** Write plans of namespaces with nothing to migrate too (explicitly named namespaces). */
   keepEmpty: boolean
 }
@@ -331,18 +333,46 @@ export function fleetEdges(members: Member[], input: FleetInput): FleetEdge[] {
 // ---------------------------------------------------------------------------------------------
 // Plans and the overview
 
-/** What the plan of `namespace` counts on: the namespaces before it, and the cycle it is part of. */
-function orderFindings(
-  namespace: string,
+/** The fleet's facts as one namespace's plan states them: only what touches it (a plan's size must not grow with the fleet). */
+interface OrderContext {
+  wave: Map<string, number>
+  /** namespace → the edges from or to it. */
+  touching: Map<string, FleetEdge[]>
+  /** namespace → its cycle and the cycle's index in the fleet file. */
+  cycleOf: Map<string, {cycle: FleetCycle; index: number}>
+  fleetFile: string
+}
+
+function orderContext(
   edges: FleetEdge[],
   wave: Map<string, number>,
   cycles: FleetCycle[],
-): Finding[] {
+  fleetFile: string,
+): OrderContext {
+  const touching = new Map<string, FleetEdge[]>()
+  const add = (ns: string, e: FleetEdge) => {
+    const list = touching.get(ns) ?? []
+    list.push(e)
+    touching.set(ns, list)
+  }
+  for (const e of edges) {
+    add(e.from, e)
+    if (e.to !== e.from) add(e.to, e)
+  }
+  const cycleOf = new Map(cycles.flatMap((cycle, index) => cycle.namespaces.map((ns) => [ns, {cycle, index}] as const)))
+  return {wave, touching, cycleOf, fleetFile}
+}
+
+/** What the plan of `namespace` counts on: the namespaces before it, and the cycle it is part of. */
+function orderFindings(namespace: string, context: OrderContext): Finding[] {
+  const {wave} = context
   const out: Finding[] = []
   const mine = wave.get(namespace)!
-  const before = edges.filter((e) => e.to === namespace && wave.get(e.from)! < mine)
-  for (const from of [...new Set(before.map((e) => e.from))]) {
-    const reasons = before.filter((e) => e.from === from).map((e) => e.reason)
+  const own = context.touching.get(namespace) ?? []
+  const before = own.filter((e) => e.to === namespace && wave.get(e.from)! < mine)
+  const reasonsFrom = new Map<string, string[]>()
+  for (const e of before) reasonsFrom.set(e.from, [...(reasonsFrom.get(e.from) ?? []), e.reason])
+  for (const [from, reasons] of reasonsFrom) {
     out.push(
       finding(
         'FleetOrder',
@@ -352,17 +382,44 @@ function orderFindings(
       ),
     )
   }
-  const cycle = cycles.find((c) => c.namespaces.includes(namespace))
-  if (cycle) {
-    out.push({
-      id: `fleet-cycle/${cycle.namespaces.join('+')}`,
-      code: 'FleetCycle',
-      severity: 'warning',
-      message: `Namespaces ${cycle.namespaces.join(', ')} depend on each other (${cycle.edges.map((e) => `${e.from} → ${e.to}: ${e.kind}`).join('; ')}), so they share wave ${mine}.`,
-      fix: cycle.suggestion,
-    })
-  }
+  const inCycle = context.cycleOf.get(namespace)
+  if (inCycle) out.push(cycleFinding(namespace, own, mine, inCycle, context.fleetFile))
   return out
+}
+
+/**
+ * The cycle as the plan of `namespace` states it: its own edges in the cycle, how many namespaces and edges
+ * the cycle has, and where the whole cycle is listed once. Named by the cycle's first namespace (cycles are disjoint).
+ */
+function cycleFinding(
+  namespace: string,
+  own: FleetEdge[],
+  wave: number,
+  {cycle, index}: {cycle: FleetCycle; index: number},
+  fleetFile: string,
+): Finding {
+  const members = new Set(cycle.namespaces)
+  const inside = own.filter((e) => e.from !== e.to && members.has(e.from) && members.has(e.to))
+  const others = cycle.namespaces.length - 1
+  return finding(
+    'FleetCycle',
+    undefined,
+    {
+      others,
+      wave,
+      edges: inside.map((e) => `${e.from} → ${e.to} (${e.kind})`),
+      cycleEdges: cycle.edges.length,
+      fleetFile,
+      index,
+      suggestion: cycleSuggestionFor(
+        namespace,
+        `this namespace and the ${others} other namespace(s) of its cycle (${fleetFile}, spec.cycles[${index}])`,
+        cycle,
+        inside,
+      ),
+    },
+    {id: `fleet-cycle/${cycle.namespaces[0]}`},
+  )
 }
 
 function fleetNamespace(plan: MigrationPlan, wave: number, file: string | undefined): FleetNamespace {
@@ -399,6 +456,7 @@ export function planFleet(input: FleetInput): FleetResult {
     edges,
   )
   const wave = waveIndex(waves)
+  const context = orderContext(edges, wave, cycles, input.fleetPath)
   const waypointNs = new Set(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => m.namespace))
 
   const plans: MigrationPlan[] = []
@@ -408,7 +466,7 @@ export function planFleet(input: FleetInput): FleetResult {
     const earlier = Object.fromEntries(
       [...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]),
     )
-    const order = orderFindings(m.namespace, edges, wave, cycles)
+    const order = orderFindings(m.namespace, context)
     const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
     // Nothing of the fleet bears on it: the inventory already built is the one (buildInventory is pure).
     const inventory =

@@ -73,12 +73,28 @@ function components(nodes: string[], next: Map<string, string[]>): string[][] {
   return out
 }
 
-/** What to do about a cycle, from the kinds of edges that form it. */
+/** What to do about a cycle, from the kinds of edges that form it (the whole cycle: plans/fleet.yaml). */
 export function cycleSuggestion(namespaces: string[], edges: FleetEdge[]): string {
-  const list = namespaces.join(', ')
+  return suggestion(namespaces.join(', '), edges, edges)
+}
+
+/**
+ * What to do about a cycle, as the plan of `namespace` says it: the same protocol, naming only this namespace's
+ * own edges (a plan's size must not grow with the cycle: issue 22 §5). `members` says which namespaces.
+ */
+export function cycleSuggestionFor(namespace: string, members: string, cycle: FleetCycle, own: FleetEdge[]): string {
+  return suggestion(
+    members,
+    own.filter((e) => e.to === namespace),
+    cycle.edges,
+  )
+}
+
+/** `routing`: the edges whose exported routing is lost to callers; `all`: the edges deciding the L7 sentence. */
+function suggestion(members: string, edges: FleetEdge[], all: FleetEdge[]): string {
   const routing = edges.filter((e) => e.kind === 'routing')
   const parts = [
-    `Migrate ${list} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`,
+    `Migrate ${members} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`,
   ]
   if (routing.length > 0) {
     const destinations = [...new Set(routing.map((e) => e.from))].sort(byName)
@@ -86,7 +102,7 @@ export function cycleSuggestion(namespaces: string[], edges: FleetEdge[]): strin
       `Their exported routing stays a blocker in the callers' plans until accepted (--accept-lost ${destinations.map((d) => `E11/destination/${d}`).join(' ')}) or moved to an HTTPRoute in the destination namespace.`,
     )
   }
-  if (edges.some((e) => e.kind === 'waypoint-bypass' || e.kind === 'authorization')) {
+  if (all.some((e) => e.kind === 'waypoint-bypass' || e.kind === 'authorization')) {
     parts.push(
       'L7 policies enforced by their waypoints do not apply to the remaining sidecar callers until those restart: accept that window, or break the cycle (e.g. drop the L7 part of the policies naming the other namespaces).',
     )
@@ -102,8 +118,10 @@ export function computeWaves(namespaces: string[], edges: FleetEdge[]): FleetWav
   const nodes = [...new Set(namespaces)].sort(byName)
   const known = new Set(nodes)
   const relevant = edges.filter((e) => e.from !== e.to && known.has(e.from) && known.has(e.to))
-  const next = new Map<string, string[]>()
-  for (const e of relevant) next.set(e.from, [...new Set([...(next.get(e.from) ?? []), e.to])].sort(byName))
+  // Sets first, sorted once: re-sorting per edge is quadratic in a namespace's edges (routing exported to all).
+  const targets = new Map<string, Set<string>>()
+  for (const e of relevant) targets.set(e.from, (targets.get(e.from) ?? new Set()).add(e.to))
+  const next = new Map([...targets].map(([from, to]) => [from, [...to].sort(byName)]))
 
   const comps = components(nodes, next)
   const compOf = new Map<string, number>()
@@ -124,13 +142,18 @@ export function computeWaves(namespaces: string[], edges: FleetEdge[]): FleetWav
     waves[k] = [...(waves[k] ?? []), ...c].sort(byName)
   })
 
+  const inside = new Map<number, FleetEdge[]>()
+  for (const e of relevant) {
+    const i = compOf.get(e.from)!
+    if (i !== compOf.get(e.to)) continue
+    const edges = inside.get(i) ?? []
+    edges.push(e)
+    inside.set(i, edges)
+  }
   const cycles: FleetCycle[] = comps
-    .filter((c) => c.length > 1)
-    .map((c) => {
-      const members = new Set(c)
-      const inside = relevant.filter((e) => members.has(e.from) && members.has(e.to))
-      return {namespaces: c, edges: inside, suggestion: cycleSuggestion(c, inside)}
-    })
+    .map((c, i) => ({c, edges: inside.get(i) ?? []}))
+    .filter(({c}) => c.length > 1)
+    .map(({c, edges}) => ({namespaces: c, edges, suggestion: cycleSuggestion(c, edges)}))
     .sort((a, b) => byName(a.namespaces[0]!, b.namespaces[0]!))
   return {waves: waves.filter((w) => w !== undefined), cycles}
 }

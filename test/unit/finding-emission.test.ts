@@ -34,7 +34,6 @@ const COMPOSED_AT_SITE = new Set<FindingCode>([
   'WaypointInAnotherNamespace',
   'HTTPRoutePathPrefixSemantics',
   'VirtualServiceSubsetUnknown',
-  'FleetCycle',
   'ExistingWaypointRevision',
   'ServiceUsesOwnWaypoint',
   'ManifestTemplate',

@@ -75,6 +75,7 @@ describe('plan -A of a generated fleet: the cut of each snapshot', () => {
       inventory: {waypointFor: 'service'},
       generator: 'mesh-migrate/test',
       planPath: (ns) => `plans/${ns}.yaml`,
+      fleetPath: 'plans/fleet.yaml',
       keepEmpty: true,
     }
     const {fleet, plans} = planFleet(input)
@@ -92,5 +93,60 @@ describe('plan -A of a generated fleet: the cut of each snapshot', () => {
       expect(renderPlanFile(plans.find((p) => p.metadata.namespace === ns.name)!)).toEqual(
         plan(full.find((s) => s.namespace === ns.name)!),
       )
+  })
+})
+
+describe('plan -A of a generated fleet: what each plan says of the fleet', () => {
+  /** Each plan's FleetCycle text and how many edges of its cycle touch its namespace, for a mixed fleet of n. */
+  function cycleTexts(n: number) {
+    const objects = generatedFleet(n, 'mixed') as unknown as KubeObject[]
+    const {fleet, plans} = planFleet({
+      snapshots: fleetSnapshots(objects, n),
+      selection: {allNamespaces: true},
+      options: OPTIONS,
+      inventory: {waypointFor: 'service'},
+      generator: 'mesh-migrate/test',
+      planPath: (ns) => `plans/${ns}.yaml`,
+      fleetPath: 'plans/fleet.yaml',
+      keepEmpty: true,
+    })
+    const texts = plans.flatMap((p) => {
+      const ns = p.metadata.namespace
+      const cycle = fleet.spec.cycles.find((c) => c.namespaces.includes(ns))
+      const f = p.spec.findings.find((x) => x.code === 'FleetCycle')
+      if (!cycle || !f) return []
+      const own = cycle.edges.filter((e) => e.from === ns || e.to === ns).length
+      return [{ns, own, cycleEdges: cycle.edges.length, size: f.message.length + (f.fix ?? '').length, finding: f}]
+    })
+    return {fleet, texts}
+  }
+
+  it("names only the namespace's own edges of a cycle, however many edges the cycle has", () => {
+    const small = cycleTexts(20)
+    const large = cycleTexts(40)
+    // The cycles do grow with the fleet (the exported namespaces reach each other; next/cross chain round it) …
+    const most = (t: typeof small.texts) => Math.max(...t.map((x) => x.cycleEdges))
+    expect(most(large.texts)).toBeGreaterThan(2 * most(small.texts))
+    expect(small.texts.length).toBeGreaterThan(4)
+    // … but a plan's text is a constant plus its own edges, at 20 as at 40 namespaces.
+    // (Every edge of the cycle in every plan, as before, fails this already at 20 namespaces: 1,299 characters for 3 edges.)
+    for (const {texts} of [small, large]) for (const x of texts) expect(x.size).toBeLessThan(900 + 60 * x.own)
+    // A namespace with the same own edges says as much in either fleet (only the counts differ).
+    const sameOwn = small.texts.filter((s) => large.texts.some((l) => l.ns === s.ns && l.own === s.own))
+    expect(sameOwn.length).toBeGreaterThan(0)
+    for (const s of sameOwn) {
+      const l = large.texts.find((x) => x.ns === s.ns)!
+      expect(Math.abs(l.size - s.size)).toBeLessThan(20)
+    }
+    // Readable on its own: what the cycle means for this namespace, and where the whole cycle is listed once.
+    const {finding: f, ns} = large.texts.find((x) => !x.finding.message.includes('fleet-0 '))!
+    expect(f.message).toMatch(/^This namespace and \d+ other namespace\(s\) depend on each other in a cycle/)
+    expect(f.message).toContain('listed once, in plans/fleet.yaml (spec.cycles[')
+    expect(f.message).toContain(ns)
+    expect(f.fix).toContain('mesh-migrate apply NS --to bind-waypoint')
+    // The fleet file lists every cycle's namespaces and edges, once.
+    const index = Number(/spec\.cycles\[(\d+)\]/.exec(f.message)![1])
+    expect(large.fleet.spec.cycles[index]!.namespaces).toContain(ns)
+    expect(f.id).toBe(`fleet-cycle/${large.fleet.spec.cycles[index]!.namespaces[0]}`)
   })
 })

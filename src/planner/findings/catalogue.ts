@@ -222,7 +222,7 @@ const SPECS = {
 
   // ── fleet (src/plan/fleet.ts) ──
   FleetOrder: {area: 'fleet', severity: ['warning'], message: 'This plan counts on namespace {from} being migrated first (wave {wave} of the fleet plan; this namespace is in wave {mine}): {reasons}', fix: 'Apply plans/{from}.yaml before this one (mesh-migrate show --fleet).'},
-  FleetCycle: {area: 'fleet', severity: ['warning'], message: 'Namespaces {namespaces} depend on each other, so they share wave {wave}.', fix: '{suggestion}'},
+  FleetCycle: {area: 'fleet', severity: ['warning'], message: 'This namespace and {others} other namespace(s) depend on each other in a cycle, so they share wave {wave}; its own edges in the cycle: {edges}. The cycle\'s {cycleEdges} edge(s) and namespaces are listed once, in {fleetFile} (spec.cycles[{index}]).', fix: '{suggestion}'},
 
   // ── sources (src/sources) ──
   NamespaceNotFound: {area: 'source', severity: ['error', 'info'], variants: {
