@@ -12,7 +12,7 @@
 //                   against 10 namespaces — on a real kube-apiserver when KUBEBUILDER_ASSETS (or
 //                   ../shared/tools/envtest) is there, else on the in-repo test API server (request counts);
 //   fleet           (issue 22 §5, real kube-apiserver) plan -A of 300 namespaces of 3 services against `kubectl get`
-//                   of the same kinds -A, for fleets of several shapes (BENCH_FLEET_SHAPES=local,mixed,exported); apply --fleet of 6 namespaces in 2 waves (--parallel 3) against one
+//                   of the same kinds -A, for fleets of several shapes (BENCH_FLEET_SHAPES=local,mixed,exported; BENCH_FLEET_NAMESPACES=300 the count); apply --fleet of 6 namespaces in 2 waves (--parallel 3) against one
 //                   namespace's apply --all (with the fake control plane; each rolled back, untimed, between runs).
 // Wall times are medians of whole-process runs, interleaved with their baselines so that load from other
 // processes hits both alike. BENCH_RUNS (default 5) sets the number of runs.
@@ -460,17 +460,19 @@ async function servedKinds(server: Awaited<ReturnType<typeof startRealApiServer>
  */
 async function fleetPlanRow(assets: string, tmp: string): Promise<void> {
   const shapes = (process.env.BENCH_FLEET_SHAPES ?? 'local,mixed').split(',') as FleetShape[]
+  // Smaller fleets (e.g. 60 and 120) show how the cost grows without the minutes of 300.
+  const n = Number(process.env.BENCH_FLEET_NAMESPACES ?? 300)
   for (const shape of shapes) {
     const server = await startRealApiServer(assets)
     try {
-      process.stderr.write(`  kube-apiserver ${server.version}: 300 namespaces of 3 services (${shape})…\n`)
+      process.stderr.write(`  kube-apiserver ${server.version}: ${n} namespaces of 3 services (${shape})…\n`)
       const kube = ['--kubeconfig', server.kubeconfigPath]
       await loadIstioCrds(server)
-      await kubectlCreate(server.kubectl, server.kubeconfigPath, generatedFleet(300, shape), tmp)
+      await kubectlCreate(server.kubectl, server.kubeconfigPath, generatedFleet(n, shape), tmp)
       const kinds = await servedKinds(server)
       const cwd = await mkdtemp(path.join(tmp, `fleet-plan-${shape}-`))
       const [kubectlGet, plan] = await interleaved(
-        `plan -A of 300 namespaces (${shape}) vs kubectl get ${kinds.length} kinds -A`,
+        `plan -A of ${n} namespaces (${shape}) vs kubectl get ${kinds.length} kinds -A`,
         [
           () =>
             run(server.kubectl, [...kube, 'get', kinds.join(','), '-A', '-o', 'json']).then((r) => check(r, 'kubectl')),
@@ -479,10 +481,18 @@ async function fleetPlanRow(assets: string, tmp: string): Promise<void> {
         shape === 'exported' ? 1 : RUNS,
       )
       row(
-        `plan -A 300 namespaces × 3 services (${shape}) / kubectl get ${kinds.length} kinds -A -o json (${server.version})`,
+        `plan -A ${n} namespaces × 3 services (${shape}) / kubectl get ${kinds.length} kinds -A -o json (${server.version})`,
         `${s(plan!)} / ${s(kubectlGet!)}`,
         plan! / kubectlGet!,
         shape === 'exported' ? Infinity : 1.5,
+      )
+      // What the plans weigh: the other half of "grows linearly" (a plan must not repeat the fleet).
+      const plansDir = path.join(cwd, 'plans')
+      const files = (await readdir(plansDir)).filter((f) => f !== 'fleet.yaml')
+      const bytes = await Promise.all(files.map(async (f) => (await stat(path.join(plansDir, f))).size))
+      const fleetBytes = (await stat(path.join(plansDir, 'fleet.yaml'))).size
+      process.stderr.write(
+        `  ${files.length} plan(s): ${bytes.reduce((a, b) => a + b, 0)} bytes (largest ${Math.max(...bytes)}); fleet.yaml ${fleetBytes} bytes\n`,
       )
     } finally {
       await server.stop()
