@@ -354,13 +354,15 @@ function orderFindings(
   }
   const cycle = cycles.find((c) => c.namespaces.includes(namespace))
   if (cycle) {
-    out.push({
-      id: `fleet-cycle/${cycle.namespaces.join('+')}`,
-      code: 'FleetCycle',
-      severity: 'warning',
-      message: `Namespaces ${cycle.namespaces.join(', ')} depend on each other (${cycle.edges.map((e) => `${e.from} → ${e.to}: ${e.kind}`).join('; ')}), so they share wave ${mine}.`,
-      fix: cycle.suggestion,
-    })
+    const dependencies = cycle.edges.map((e) => `${e.from} → ${e.to}: ${e.kind}`).join('; ')
+    out.push(
+      finding(
+        'FleetCycle',
+        undefined,
+        {namespaces: cycle.namespaces, dependencies, wave: mine, suggestion: cycle.suggestion},
+        {id: `fleet-cycle/${cycle.namespaces.join('+')}`},
+      ),
+    )
   }
   return out
 }
