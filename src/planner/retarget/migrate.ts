@@ -590,7 +590,7 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
         finding(
           'WaypointAllowSetIncomplete',
           d.ref,
-          {name, hitLength: hit.length, triggers: list(triggers), mAXTARGETREFS: MAX_TARGET_REFS},
+          {name, serviceCount: hit.length, triggers: list(triggers), maxTargetRefs: MAX_TARGET_REFS},
           {id: idFor(d.ref, 'waypoint-allow-set'), severity: 'blocker'},
         ),
       )
