@@ -290,9 +290,15 @@ const SPECS = {
   ManifestSkipped: {alias: 'manifest-skipped', area: 'source', severity: ['info', 'warning'], message: '{file} document {n} is not a Kubernetes manifest (a kustomization, Helm chart metadata, values) or not a valid object; it was skipped.', fix: 'Render it (kustomize build, helm template) and pass the output with --manifests, or fix the object.'},
 
   // ── preflight (src/preflight) ──
-  UnknownCheck: {area: 'preflight', severity: ['error'], message: 'Unknown preflight check "{check}".', fix: 'Use one of the known checks.'},
-  CheckForbidden: {area: 'preflight', severity: ['warning'], message: 'Could not be checked: {error}.', fix: 'Grant the read it needs.'},
-  CheckFailed: {area: 'preflight', severity: ['error'], message: 'The check failed: {error}.'},
+  UnknownCheck: {area: 'preflight', severity: ['error'], message: 'Unknown preflight check "{check}".', fix: 'Known checks: {checks}.'},
+  CheckForbidden: {area: 'preflight', severity: ['warning'], variants: {
+    plain: {message: 'Could not be checked: {error}'},
+    suggested: {message: 'Could not be checked: {error}', fix: '{suggestion}'},
+  }},
+  CheckFailed: {area: 'preflight', severity: ['error'], variants: {
+    plain: {message: 'The check failed: {error}'},
+    suggested: {message: 'The check failed: {error}', fix: '{suggestion}'},
+  }},
   IstiodNotFound: {area: 'preflight', severity: ['error'], message: 'No istiod Deployment in the root namespace {root}: Istio is not installed there.', fix: 'Install Istio with the ambient profile, or pass --root-namespace if the control plane lives elsewhere.'},
   IstiodRevisionNotFound: {area: 'preflight', edgeCase: 'E1', severity: ['error'], message: 'Namespace {namespace} is served by {why}, but no istiod of revision "{revision}" runs in {root} (found: {candidates}).', fix: 'Install that revision, or point the namespace at an installed one (istio.io/rev); `istioctl tag list` shows the tags.'},
   IstioVersionUnknown: {area: 'preflight', severity: ['warning', 'error'], message: 'Cannot tell the Istio version of {who} from its image {value}.', fix: 'Check it with `istioctl version`; ambient needs Istio 1.24 or later (1.25+ recommended). Pass --istio-version to plan so classification uses it.'},
@@ -357,7 +363,12 @@ const SPECS = {
   NetworkPoliciesAdmitHbone: {area: 'preflight', edgeCase: 'E25', severity: ['ok'], message: '{policiesLength} NetworkPolic{detail} in {ns}: none blocks TCP {hBONEPORT} or kubelet probes from {pROBESOURCEV4} for the {endpointsLength} pod(s) checked.'},
   RbacWithoutPlan: {area: 'preflight', severity: ['warning'], message: 'No plan to derive permissions from: RBAC was not checked.', fix: 'Pass --plan PLAN (or let preflight build the plan from the cluster).'},
   PlanKindNotServed: {area: 'preflight', severity: ['error'], message: 'The plan writes or reads kinds this cluster does not serve: {unservedKinds}.', fix: 'Install the missing CRDs (see gateway-api-crds), or re-plan against this cluster.'},
-  RbacDenied: {area: 'preflight', severity: ['error'], message: 'Not allowed to {verbs} {resource} {scope}; needed by {steps}.', fix: 'Grant the permission.'},
+  RbacDenied: {area: 'preflight', severity: ['error'], variants: {
+    inNamespace: {message: 'Not allowed to {verbs} {resource} in namespace {namespace}; needed by {steps}.', fix: 'kubectl create role mesh-migrate -n {namespace} --verb={verbList} --resource={resource} (plus a rolebinding to this identity), or an equivalent rule in an existing Role.'},
+    inNamespaceNamed: {message: 'Not allowed to {verbs} {resource} in namespace {namespace} ({names}); needed by {steps}.', fix: 'kubectl create role mesh-migrate -n {namespace} --verb={verbList} --resource={resource} (plus a rolebinding to this identity), or an equivalent rule in an existing Role.'},
+    clusterWide: {message: 'Not allowed to {verbs} {resource} cluster-wide; needed by {steps}.', fix: 'kubectl create clusterrole mesh-migrate-{resourcePlural} --verb={verbList} --resource={resource} (plus a clusterrolebinding to this identity).'},
+    clusterWideNamed: {message: 'Not allowed to {verbs} {resource} cluster-wide ({names}); needed by {steps}.', fix: 'kubectl create clusterrole mesh-migrate-{resourcePlural} --verb={verbList} --resource={resource} {resourceNameFlags} (plus a clusterrolebinding to this identity).'},
+  }},
   RbacAllowed: {area: 'preflight', severity: ['ok'], message: 'All {reviewsLength} permission(s) the plan needs (its steps, their undo, the namespace lock and the reads of verification) are granted.'},
 } as const satisfies Record<string, FindingSpec>
 
