@@ -335,8 +335,11 @@ const SPECS = {
   IstioCniFewerThanNodes: {area: 'preflight', severity: ['warning'], message: '{daemonSet} is scheduled on fewer nodes than match its constraints.'},
   IstioCniRolloutInProgress: {area: 'preflight', severity: ['warning'], message: '{daemonSet} is rolling out.', fix: 'Wait for kubectl rollout status.'},
   IstioCniReady: {area: 'preflight', severity: ['ok'], message: '{daemonSet} is ready on {n} node(s).'},
-  IstioCniAmbientDisabled: {area: 'preflight', severity: ['error'], message: '{where} runs with AMBIENT_ENABLED={aMBIENTENABLED}: istio-cni will not capture pods for ztunnel.', fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).'},
-  IstioCniConfigUnreadable: {area: 'preflight', severity: ['warning'], message: 'Cannot read the istio-cni configuration: whether it has ambient enabled is unknown.'},
+  IstioCniAmbientDisabled: {area: 'preflight', severity: ['error'], variants: {
+    disabled: {message: '{where} runs with AMBIENT_ENABLED={ambientEnabled}: istio-cni will not capture pods for ztunnel.', fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).'},
+    unset: {message: '{where} has no AMBIENT_ENABLED setting: istio-cni runs without ambient support and will not capture pods.', fix: 'Install istio-cni with the ambient profile (cni.ambient.enabled=true).'},
+  }},
+  IstioCniConfigUnreadable: {area: 'preflight', severity: ['warning'], message: 'Cannot read {sources} (the {where} configuration): whether istio-cni has ambient enabled is unknown.', fix: 'Install istio-cni with the ambient profile (cni.ambient.enabled=true).'},
   NamespaceExcludedByCni: {area: 'preflight', severity: ['error'], message: 'istio-cni excludes namespace {namespace} (cni.excludeNamespaces: {excluded}): its pods are never captured, whatever its labels say.', fix: 'Remove {namespace} from istio-cni\'s excludeNamespaces, or do not migrate it.'},
   GatewayApiMissing: {area: 'preflight', severity: ['warning', 'error'], message: 'The cluster does not serve {missing}{detail}.', fix: 'Install the Gateway API standard-channel CRDs (standard-install.yaml of a gateway-api release ≥ v1.4.0).'},
   GatewayApiVersionUnchecked: {area: 'preflight', severity: ['warning'], message: 'Reading CustomResourceDefinitions is forbidden: the Gateway API kinds {detail}were found by discovery, but their bundle versions (gateway.networking.k8s.io/bundle-version) could not be checked against Istio\'s minimums.', fix: 'Grant get on customresourcedefinitions.apiextensions.k8s.io to check the versions, or check them yourself (kubectl get crd -o custom-columns=NAME:.metadata.name,VERSION:.metadata.annotations.gateway\\.networking\\.k8s\\.io/bundle-version).'},
