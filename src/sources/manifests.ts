@@ -318,14 +318,10 @@ function unparsable(
   lineCounter: LineCounter,
 ): {objects: KubeObject[]; findings: Finding[]} {
   if (TEMPLATE_MARKER.test(text)) {
-    const finding: Finding = {
-      id: `manifest-skipped/${file}`,
-      code: 'ManifestTemplate',
-      severity: 'warning',
-      message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
-      fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
+    return {
+      objects: [],
+      findings: [finding('ManifestTemplate', undefined, {variant: 'file', file}, {id: `manifest-skipped/${file}`})],
     }
-    return {objects: [], findings: [finding]}
   }
   const error = doc.errors[0]!
   // yaml reports a stack overflow in its composer as an error of the document.
@@ -452,13 +448,12 @@ function whyNotAnObject(value: unknown): string | undefined {
 }
 
 function templateFinding(file: string, index: number, line: number, candidate: Candidate): Finding {
-  return {
-    id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`,
-    code: 'ManifestTemplate',
-    severity: 'warning',
-    message: `${file} document ${index + 1} (line ${line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.`,
-    fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.',
-  }
+  return finding(
+    'ManifestTemplate',
+    undefined,
+    {variant: 'document', file, document: index + 1, line},
+    {id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`},
+  )
 }
 
 function skippedFinding(file: string, index: number, line: number, candidate: Candidate, problem: string): Finding {
@@ -526,16 +521,19 @@ function namespaceNotInManifests(namespace: string, objects: KubeObject[], paths
   if (found.has(namespace)) return []
   const names = [...found].sort()
   return [
-    {
-      id: `namespace-not-found/${namespace}`,
-      code: 'NamespaceNotFound',
-      severity: 'error',
-      message: `namespace "${namespace}" is not in the manifests (${paths.join(', ')}): ${names.length > 0 ? `they contain namespace${names.length === 1 ? '' : 's'} ${names.join(', ')}` : 'they contain no namespaced object'}.`,
-      fix:
-        names.length > 0
-          ? `Check the name (one of: ${names.join(', ')}) or pass the manifests that hold ${namespace}.`
-          : `Pass the manifests that hold namespace ${namespace}.`,
-    },
+    finding(
+      'NamespaceNotFound',
+      undefined,
+      names.length === 0
+        ? {variant: 'notInManifests', namespace, paths}
+        : {
+            variant: names.length === 1 ? 'otherNamespaceInManifests' : 'otherNamespacesInManifests',
+            namespace,
+            paths,
+            namespaces: names,
+          },
+      {id: `namespace-not-found/${namespace}`, severity: 'error'},
+    ),
   ]
 }
 

@@ -282,11 +282,17 @@ const SPECS = {
   NamespaceNotFound: {area: 'source', severity: ['error', 'info'], variants: {
     checkBlockers: {message: 'Namespace {namespace} does not exist in context {context}.', fix: 'Check the namespace name and the --context.'},
     assemble: {message: 'namespace "{namespace}" does not exist in context {context}.', fix: 'Check the namespace name and the --context.'},
+    notInManifests: {message: 'namespace "{namespace}" is not in the manifests ({paths}): they contain no namespaced object.', fix: 'Pass the manifests that hold namespace {namespace}.'},
+    otherNamespaceInManifests: {message: 'namespace "{namespace}" is not in the manifests ({paths}): they contain namespace {namespaces}.', fix: 'Check the name (one of: {namespaces}) or pass the manifests that hold {namespace}.'},
+    otherNamespacesInManifests: {message: 'namespace "{namespace}" is not in the manifests ({paths}): they contain namespaces {namespaces}.', fix: 'Check the name (one of: {namespaces}) or pass the manifests that hold {namespace}.'},
   }},
   ClusterUnidentified: {area: 'source', severity: ['info', 'error'], message: 'namespace kube-system could not be read, so the plan records no cluster uid: apply and rollback will recognise the cluster by its API server URL ({server}) only.', fix: 'Grant get on namespaces/kube-system to pin plans to the cluster itself.'},
   PartialList: {area: 'source', severity: ['warning'], message: '{kind} could not be listed cluster-wide (forbidden); only namespaces {namespaces} were read, so config that other namespaces export to this one is not in the inventory.', fix: 'Grant cluster-wide list on {plural}.{group} to see it.'},
   ManifestDuplicate: {alias: 'manifest-duplicate', area: 'source', severity: ['warning'], message: '{describe} is defined twice: in {file} ({apiVersion}) and in {file2} ({apiVersion2}); the one in {file2} is used.', fix: 'Keep one definition of the object (Istio serves the same object at every API version, so they are the same object).'},
-  ManifestTemplate: {alias: 'manifest-template', area: 'source', severity: ['warning'], message: '{file} is an unrendered Helm/Go template and not valid YAML; it was skipped.', fix: 'Render it (helm template) and point --manifests at the output.'},
+  ManifestTemplate: {alias: 'manifest-template', area: 'source', severity: ['warning'], variants: {
+    file: {message: '{file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.', fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.'},
+    document: {message: '{file} document {document} (line {line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.', fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.'},
+  }},
   ManifestSkipped: {alias: 'manifest-skipped', area: 'source', severity: ['info', 'warning'], message: '{file} document {n} is not a Kubernetes manifest (a kustomization, Helm chart metadata, values) or not a valid object; it was skipped.', fix: 'Render it (kustomize build, helm template) and pass the output with --manifests, or fix the object.'},
 
   // ── preflight (src/preflight) ──
