@@ -457,48 +457,25 @@ function templateFinding(file: string, index: number, line: number, candidate: C
 }
 
 function skippedFinding(file: string, index: number, line: number, candidate: Candidate, problem: string): Finding {
-  const where = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
+  const document = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
   const value = candidate.value
   const id = `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`
-  const base = {id, code: 'ManifestSkipped' as const}
+  const skipped = (variant: 'kustomization' | 'helmChart' | 'notAnObject') =>
+    finding('ManifestSkipped', undefined, {variant, document}, {id, severity: 'info'})
   if (isRecord(value)) {
     const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : ''
-    if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/')) {
-      return {
-        ...base,
-        severity: 'info',
-        message: `${where} is a Kustomize kustomization, not a manifest; it was skipped.`,
-        fix: 'Run `kustomize build <dir>` (or `kubectl kustomize <dir>`) and pass the output with --manifests.',
-      }
-    }
+    if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/'))
+      return skipped('kustomization')
     if (
       (apiVersion === 'v1' || apiVersion === 'v2') &&
       typeof value.name === 'string' &&
       'version' in value &&
       !('kind' in value)
-    ) {
-      return {
-        ...base,
-        severity: 'info',
-        message: `${where} is Helm chart metadata (Chart.yaml), not a manifest; it was skipped.`,
-        fix: 'Run `helm template <release> <chart> -n <namespace>` and pass the rendered output with --manifests.',
-      }
-    }
-    if (value.apiVersion === undefined && value.kind === undefined) {
-      return {
-        ...base,
-        severity: 'info',
-        message: `${where} is not a Kubernetes object (no apiVersion and no kind; e.g. Helm values or tool configuration); it was skipped.`,
-        fix: 'Nothing to do if the file is not a manifest; otherwise add apiVersion, kind and metadata.name.',
-      }
-    }
+    )
+      return skipped('helmChart')
+    if (value.apiVersion === undefined && value.kind === undefined) return skipped('notAnObject')
   }
-  return {
-    ...base,
-    severity: 'warning',
-    message: `${where} was skipped: ${problem}.`,
-    fix: 'Complete the object (apiVersion, kind, metadata.name) or remove it; Helm/Kustomize sources must be rendered first.',
-  }
+  return finding('ManifestSkipped', undefined, {variant: 'invalidObject', document, problem}, {id, severity: 'warning'})
 }
 
 function firstLine(message: string): string {

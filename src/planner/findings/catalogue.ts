@@ -293,7 +293,12 @@ const SPECS = {
     file: {message: '{file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.', fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.'},
     document: {message: '{file} document {document} (line {line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.', fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.'},
   }},
-  ManifestSkipped: {alias: 'manifest-skipped', area: 'source', severity: ['info', 'warning'], message: '{file} document {n} is not a Kubernetes manifest (a kustomization, Helm chart metadata, values) or not a valid object; it was skipped.', fix: 'Render it (kustomize build, helm template) and pass the output with --manifests, or fix the object.'},
+  ManifestSkipped: {alias: 'manifest-skipped', area: 'source', severity: ['info', 'warning'], variants: {
+    kustomization: {message: '{document} is a Kustomize kustomization, not a manifest; it was skipped.', fix: 'Run `kustomize build <dir>` (or `kubectl kustomize <dir>`) and pass the output with --manifests.'},
+    helmChart: {message: '{document} is Helm chart metadata (Chart.yaml), not a manifest; it was skipped.', fix: 'Run `helm template <release> <chart> -n <namespace>` and pass the rendered output with --manifests.'},
+    notAnObject: {message: '{document} is not a Kubernetes object (no apiVersion and no kind; e.g. Helm values or tool configuration); it was skipped.', fix: 'Nothing to do if the file is not a manifest; otherwise add apiVersion, kind and metadata.name.'},
+    invalidObject: {message: '{document} was skipped: {problem}.', fix: 'Complete the object (apiVersion, kind, metadata.name) or remove it; Helm/Kustomize sources must be rendered first.'},
+  }},
 
   // ── preflight (src/preflight) ──
   UnknownCheck: {area: 'preflight', severity: ['error'], message: 'Unknown preflight check "{check}".', fix: 'Known checks: {checks}.'},
