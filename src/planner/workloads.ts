@@ -1028,15 +1028,12 @@ function restartLimits({ref, traits, partition, hasSidecar, gateway}: WorkloadFa
 function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding[] {
   if (callers.length === 0) return []
   return [
-    {
-      id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
-      code: 'NotRestartable',
-      severity: 'warning',
-      message:
-        `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
-        'or 15021/healthz/ready): without a sidecar these calls fail or wait forever.',
-      fix: 'Remove the wrapper (e.g. scuttle) or make it optional before the workload loses its sidecar.',
-    },
+    finding(
+      'NotRestartable',
+      undefined,
+      {variant: 'lifecycleCallers', containers: callers, workload: label},
+      {id: `E10-quitquitquit/${ref.kind}/${ref.name}`},
+    ),
   ]
 }
 
