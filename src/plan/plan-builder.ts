@@ -257,17 +257,17 @@ function existingWaypointFindings(
   const revision = waypointRevision(nsState)
   const gatewayRevision = existing.metadata.labels?.[REVISION_LABEL]
   if (revision && gatewayRevision !== revision) {
-    findings.push({
-      id: `existing-waypoint/revision/${ns}/${name}`,
-      code: 'ExistingWaypointRevision',
-      severity: 'blocker',
-      ref,
-      message:
+    const args = {namespace: ns, name, revision}
+    findings.push(
+      finding(
+        'ExistingWaypointRevision',
+        ref,
         gatewayRevision === undefined
-          ? `The plan reuses waypoint ${ns}/${name}, which has no istio.io/rev: istiod takes the owner from the namespace's istio.io/rev=${revision}, which remove-sidecar-injection removes, so the waypoint would move to the default revision or be left unmanaged (DOMAIN §1.8).`
-          : `The plan reuses waypoint ${ns}/${name}, labelled istio.io/rev=${gatewayRevision}, but the namespace's revision is ${revision}: another control plane revision manages it.`,
-      fix: `kubectl label gateway ${name} -n ${ns} ${REVISION_LABEL}=${revision} --overwrite, wait until it is Programmed again, then re-run plan.`,
-    })
+          ? {...args, variant: 'unlabelled'}
+          : {...args, variant: 'otherRevision', gatewayRevision},
+        {id: `existing-waypoint/revision/${ns}/${name}`},
+      ),
+    )
   }
   return findings
 }

@@ -131,19 +131,14 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
   if (waypointRequired)
     classified = uncarriableBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))
 
-  const missingKindFindings: Finding[] = snapshot.missingKinds.map((m) => ({
-    id: `missing-kind/${m.apiVersion}/${m.kind}`,
-    code: 'MissingKind',
-    severity: 'warning',
-    message:
-      m.reason === 'forbidden'
-        ? `${m.kind} (${m.apiVersion}) could not be listed: permission denied. Objects of this kind are not in the inventory.`
-        : `${m.kind} (${m.apiVersion}) is not served by this cluster (CRD not installed). Objects of this kind cannot exist and are not in the inventory.`,
-    fix:
-      m.reason === 'forbidden'
-        ? `Grant list on ${m.kind} to the identity running mesh-migrate.`
-        : 'Install the CRD if you expected such objects.',
-  }))
+  const missingKindFindings: Finding[] = snapshot.missingKinds.map((m) =>
+    finding(
+      'MissingKind',
+      undefined,
+      {variant: m.reason === 'forbidden' ? 'forbidden' : 'notServed', kind: m.kind, apiVersion: m.apiVersion},
+      {id: `missing-kind/${m.apiVersion}/${m.kind}`},
+    ),
+  )
 
   const findings = [
     ...snapshot.findings,

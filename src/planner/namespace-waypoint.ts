@@ -3,7 +3,7 @@
 // Pure.
 import {finding} from './findings/finding.js'
 import {isRecord} from './json.js'
-import {DEFAULT_TRUST_DOMAIN, type TrustDomain} from './mesh-config.js'
+import type {TrustDomain} from './mesh-config.js'
 import type {Finding, KubeObject, SourceSnapshot} from './model.js'
 import {formatRef, refOf} from './refs.js'
 import {matchesLabelSelector} from './classify/selection.js'
@@ -86,23 +86,29 @@ export function remoteWaypointFindings(
   const findings: Finding[] = []
   const manager =
     gateway?.metadata.labels?.[MANAGED_BY_LABEL] ?? gateway?.metadata.labels?.['app.kubernetes.io/managed-by']
-  findings.push({
-    id: id('owner'),
-    code: 'WaypointInAnotherNamespace',
-    severity: gateway ? 'info' : 'warning',
-    ...(gateway ? {ref: refOf(gateway)} : {}),
-    message:
-      `Namespace ${ns} is bound to waypoint ${wp} (${USE_WAYPOINT_LABEL}=${identity.name}, ${USE_WAYPOINT_NAMESPACE_LABEL}=${identity.namespace}): ` +
-      `the plan creates no waypoint and binds nothing new; it carries the policies to that waypoint with Service targetRefs in ${ns}, which the waypoint of another namespace applies (pilot/pkg/model/policyattachment.go), ` +
-      `and the ztunnel companions admit its identity ${identity.principals.join(', ')} (ServiceAccount from ${identity.serviceAccountFrom}). ` +
-      `That waypoint belongs to namespace ${identity.namespace}${manager ? ` (managed by ${manager})` : ''}, not to this plan: its owners keep it Programmed and admitting ${ns}; rollback leaves it as it is.` +
-      (gateway
-        ? ''
-        : ` It is not in what was read (${'manifests' in snapshot.target ? 'add its Gateway to the manifests' : 'the Gateway is missing'}), so its traffic type, allowedRoutes and ServiceAccount were not checked; wait-waypoint checks that it is ready.`),
-    fix: gateway
-      ? `Agree with the owners of namespace ${identity.namespace} that ${wp} stays Programmed and admitting ${ns} through the migration (no removal, no change of its ServiceAccount before ${ns} is done).`
-      : `Check that Gateway ${wp} exists, serves Service traffic and admits ${ns}, then re-run plan (offline: include it in --manifests).`,
-  })
+  const owner = {
+    ns,
+    waypoint: wp,
+    name: identity.name,
+    namespace: identity.namespace,
+    principals: identity.principals,
+    serviceAccountFrom: identity.serviceAccountFrom,
+  }
+  findings.push(
+    gateway
+      ? finding(
+          'WaypointInAnotherNamespace',
+          refOf(gateway),
+          manager ? {...owner, variant: 'readManaged', manager} : {...owner, variant: 'read'},
+          {id: id('owner'), severity: 'info'},
+        )
+      : finding(
+          'WaypointInAnotherNamespace',
+          undefined,
+          {...owner, variant: 'manifests' in snapshot.target ? 'notInManifests' : 'notInCluster'},
+          {id: id('owner'), severity: 'warning'},
+        ),
+  )
   if (!gateway) return findings
   const waypointFor = effectiveWaypointFor(gateway, snapshot.objects)
   if (waypointFor.value !== 'service' && waypointFor.value !== 'all') {
@@ -142,22 +148,15 @@ export function trustDomainFindings(
 ): Finding[] {
   if (trustDomain.source !== 'default') return []
   const cluster = !('manifests' in snapshot.target)
-  return [
-    {
-      id: `trust-domain/${snapshot.namespace}`,
-      code: 'TrustDomainAssumed',
-      severity: trustDomain.problem || cluster ? 'warning' : 'info',
-      message:
-        `The policies this plan creates name the waypoint in trust domain ${DEFAULT_TRUST_DOMAIN}: ` +
-        (trustDomain.problem
-          ? trustDomain.problem
-          : cluster
-            ? `no mesh ConfigMap (istio, or istio-<revision>) was found in ${snapshot.rootNamespace}`
-            : 'the manifests have no mesh ConfigMap (istio, or istio-<revision>) of the root namespace and --trust-domain was not given') +
-        '. ztunnel compares principals literally, so in a mesh with another trust domain every request through the waypoint would be denied from bind-waypoint on.',
-      fix: cluster
-        ? `Re-run plan with --trust-domain <meshConfig.trustDomain> (or --root-namespace, if istiod's ConfigMap lives elsewhere).`
-        : 'Re-run plan with --trust-domain <meshConfig.trustDomain>, or include the mesh ConfigMap in --manifests.',
-    },
-  ]
+  const at = {
+    id: `trust-domain/${snapshot.namespace}`,
+    severity: trustDomain.problem || cluster ? 'warning' : 'info',
+  } as const
+  const {problem} = trustDomain
+  const args = problem
+    ? ({variant: cluster ? 'unusableInCluster' : 'unusableInManifests', problem} as const)
+    : cluster
+      ? ({variant: 'noMeshConfigInCluster', rootNamespace: snapshot.rootNamespace} as const)
+      : ({variant: 'noMeshConfigInManifests'} as const)
+  return [finding('TrustDomainAssumed', undefined, args, at)]
 }

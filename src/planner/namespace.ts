@@ -406,18 +406,12 @@ function namespaceMissing({name, namespaceObject, ref}: NamespaceFacts): Finding
 function multipleInjectionLabels({name, state, ist0123Labels, ambient, sidecar, ref}: NamespaceFacts): Finding[] {
   if (!state.multipleInjectionLabels) return []
   return [
-    {
-      id: `IST0123/${name}`,
-      code: 'ConflictingInjectionLabels',
-      severity: 'warning',
-      message:
-        `The namespace has more than one type of injection labels [${ist0123Labels.join(' ')}] (istioctl analyze IST0123).` +
-        (ambient && sidecar
-          ? ' The sidecar wins: new pods are still injected and pods with a sidecar are not captured by ztunnel (DOMAIN §2.3).'
-          : ''),
+    finding(
+      'ConflictingInjectionLabels',
       ref,
-      fix: 'Expected only between the enable-ambient and remove-sidecar-injection steps of a migration; otherwise keep one of the labels.',
-    },
+      {variant: ambient && sidecar ? 'sidecarWins' : 'labels', labels: ist0123Labels.join(' ')},
+      {id: `IST0123/${name}`},
+    ),
   ]
 }
 

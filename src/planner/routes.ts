@@ -165,7 +165,7 @@ function analyzeVirtualService(
           topic: path,
           ...renderFinding(
             'HTTPRoutePartialHost',
-            {variant: 'analyzeVirtualService', path, h, serviceName: service.name},
+            {variant: 'analyzeVirtualService', path, host: h, serviceName: service.name},
             'warning',
           ),
         })
@@ -243,7 +243,7 @@ function versionNotes(uses: VersionServiceUse[]): Note[] {
         topic: use.name,
         ...renderFinding(
           'HTTPRouteVersionServiceExists',
-          {useName: use.name, baseName: use.base.name, subset: use.subset},
+          {versionService: use.name, baseName: use.base.name, subset: use.subset},
           'info',
         ),
       })
@@ -266,7 +266,7 @@ function trafficPolicyNotes(vs: KubeObject, uses: VersionServiceUse[]): Note[] {
           refOf: formatRef(refOf(use.trafficPolicyFrom)),
           baseName: use.base.name,
           subset: use.subset,
-          useName: use.name,
+          versionService: use.name,
           metadataName: vs.metadata.name,
         },
         'warning',

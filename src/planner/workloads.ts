@@ -792,13 +792,12 @@ class Context {
     const placeholder = proxyPlacement(template.spec).placeholder !== undefined
     if (bare ? observations.some((o) => o.placeholder) : placeholder && !now.injected) {
       // IST0146 (controllers, warning) / IST0147 (pods, error).
-      say({
-        id: `${bare ? 'IST0147' : 'IST0146'}/${ref.kind}/${ref.name}`,
-        code: bare ? 'GatewayPodImageAutoNotInjected' : 'GatewayImageAutoNotInjected',
-        severity: bare ? 'error' : 'warning',
-        message: `${ref.kind} ${ref.name} contains \`image: auto\` but does not match any Istio injection webhook selectors: its pods cannot start.`,
-        fix: `Let the gateway be injected: label its pods ${SIDECAR_INJECT}=true in a namespace without ${INJECTION_LABEL}/${REVISION_LABEL}, or inject the namespace.`,
-      })
+      const args = {kind: ref.kind, name: ref.name}
+      say(
+        bare
+          ? finding('GatewayPodImageAutoNotInjected', undefined, args, {id: `IST0147/${ref.kind}/${ref.name}`})
+          : finding('GatewayImageAutoNotInjected', undefined, args, {id: `IST0146/${ref.kind}/${ref.name}`}),
+      )
     }
     const pinned = template.metadata.labels[REVISION_LABEL] !== undefined
     const moves = this.ns.revision && !pinned ? `, but by the default revision instead of ${this.ns.revision}` : ''
@@ -972,17 +971,16 @@ function templateInjection(f: WorkloadFacts): WorkloadFinding[] {
   const findings: WorkloadFinding[] = []
   if (f.optInBlocked) {
     const injectionLabel = ns.labels[INJECTION_LABEL]
-    findings.push({
-      id: `E4/${ref.kind}/${ref.name}`,
-      code: 'PodLevelInjection',
-      severity: 'info',
-      message:
-        `The pod template of ${label} opts in to sidecars (${how}), but no injection webhook matches its pods` +
-        (injectionLabel !== undefined
-          ? `: namespace ${ns.name} is labelled ${INJECTION_LABEL}=${injectionLabel}, which blocks pod opt-ins too, so the opt-in gives no sidecar. The plan keeps that label; removing it would start injecting these pods.`
-          : ', so the opt-in gives no sidecar.'),
-      fix: `Nothing to do for the migration. Remove the opt-in from the template if ${label} should never get a sidecar.`,
-    })
+    findings.push(
+      finding(
+        'PodLevelInjection',
+        undefined,
+        injectionLabel === undefined
+          ? {variant: 'optInBlocked', label, how}
+          : {variant: 'optInBlockedByNamespace', label, how, namespace: ns.name, injectionLabel},
+        {id: `E4/${ref.kind}/${ref.name}`, severity: 'info'},
+      ),
+    )
   }
   if (traits.has('pod-opt-in')) {
     findings.push(
@@ -1030,15 +1028,12 @@ function restartLimits({ref, traits, partition, hasSidecar, gateway}: WorkloadFa
 function lifecycleCallers({ref, label, callers}: WorkloadFacts): WorkloadFinding[] {
   if (callers.length === 0) return []
   return [
-    {
-      id: `E10-quitquitquit/${ref.kind}/${ref.name}`,
-      code: 'NotRestartable',
-      severity: 'warning',
-      message:
-        `Container(s) ${callers.join(', ')} of ${label} call the sidecar's lifecycle endpoints (15020/quitquitquit, 15000/quitquitquit ` +
-        'or 15021/healthz/ready): without a sidecar these calls fail or wait forever.',
-      fix: 'Remove the wrapper (e.g. scuttle) or make it optional before the workload loses its sidecar.',
-    },
+    finding(
+      'NotRestartable',
+      undefined,
+      {variant: 'lifecycleCallers', containers: callers, workload: label},
+      {id: `E10-quitquitquit/${ref.kind}/${ref.name}`},
+    ),
   ]
 }
 

@@ -5,6 +5,7 @@ import type {KubeClient} from '../kube/types.js'
 import type {PreflightRunner} from '../executor/verify.js'
 import type {Inventory, SourceSnapshot} from '../planner/model.js'
 import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
+import {renderFinding} from '../planner/findings/finding.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {CHECKS, type CheckContext, ClusterReads, type PreflightInput} from './checks/index.js'
 import {isPreflightCheck, type PreflightDiagnostic} from './types.js'
@@ -45,26 +46,21 @@ export async function runPreflight(
   const out: PreflightDiagnostic[] = []
   for (const check of requested) {
     if (!isPreflightCheck(check)) {
-      out.push({
-        check,
-        severity: 'error',
-        code: 'UnknownCheck',
-        message: `Unknown preflight check "${check}".`,
-        fix: `Known checks: ${PREFLIGHT_CHECKS.join(', ')}.`,
-      })
+      out.push({check, ...renderFinding('UnknownCheck', {check, checks: PREFLIGHT_CHECKS}, 'error')})
       continue
     }
     try {
       for (const d of await CHECKS[check](ctx)) out.push({check, ...d})
     } catch (error) {
       if (!(error instanceof KubeApiError)) throw error
-      const forbidden = error.status === 403
+      const args = error.suggestion
+        ? ({variant: 'suggested', error: error.message, suggestion: error.suggestion} as const)
+        : ({variant: 'plain', error: error.message} as const)
       out.push({
         check,
-        severity: forbidden ? 'warning' : 'error',
-        code: forbidden ? 'CheckForbidden' : 'CheckFailed',
-        message: forbidden ? `Could not be checked: ${error.message}` : `The check failed: ${error.message}`,
-        ...(error.suggestion ? {fix: error.suggestion} : {}),
+        ...(error.status === 403
+          ? renderFinding('CheckForbidden', args, 'warning')
+          : renderFinding('CheckFailed', args, 'error')),
       })
     }
   }

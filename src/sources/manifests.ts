@@ -318,14 +318,10 @@ function unparsable(
   lineCounter: LineCounter,
 ): {objects: KubeObject[]; findings: Finding[]} {
   if (TEMPLATE_MARKER.test(text)) {
-    const finding: Finding = {
-      id: `manifest-skipped/${file}`,
-      code: 'ManifestTemplate',
-      severity: 'warning',
-      message: `${file} is an unrendered Helm/Go template ({{ … }}) and not valid YAML; it was skipped.`,
-      fix: 'Render it first (`helm template …` or `kustomize build …`) and pass the rendered output with --manifests.',
+    return {
+      objects: [],
+      findings: [finding('ManifestTemplate', undefined, {variant: 'file', file}, {id: `manifest-skipped/${file}`})],
     }
-    return {objects: [], findings: [finding]}
   }
   const error = doc.errors[0]!
   // yaml reports a stack overflow in its composer as an error of the document.
@@ -452,58 +448,34 @@ function whyNotAnObject(value: unknown): string | undefined {
 }
 
 function templateFinding(file: string, index: number, line: number, candidate: Candidate): Finding {
-  return {
-    id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`,
-    code: 'ManifestTemplate',
-    severity: 'warning',
-    message: `${file} document ${index + 1} (line ${line}) is an unrendered Helm/Go template ({{ … }}); it was skipped.`,
-    fix: 'Render it first (`helm template …`) and pass the rendered output with --manifests.',
-  }
+  return finding(
+    'ManifestTemplate',
+    undefined,
+    {variant: 'document', file, document: index + 1, line},
+    {id: `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`},
+  )
 }
 
 function skippedFinding(file: string, index: number, line: number, candidate: Candidate, problem: string): Finding {
-  const where = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
+  const document = `${file} document ${index + 1} (line ${line})${candidate.at ? ` ${candidate.at}` : ''}`
   const value = candidate.value
   const id = `manifest-skipped/${file}#${index + 1}${candidate.at ? `/${candidate.at}` : ''}`
-  const base = {id, code: 'ManifestSkipped' as const}
+  const skipped = (variant: 'kustomization' | 'helmChart' | 'notAnObject') =>
+    finding('ManifestSkipped', undefined, {variant, document}, {id, severity: 'info'})
   if (isRecord(value)) {
     const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : ''
-    if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/')) {
-      return {
-        ...base,
-        severity: 'info',
-        message: `${where} is a Kustomize kustomization, not a manifest; it was skipped.`,
-        fix: 'Run `kustomize build <dir>` (or `kubectl kustomize <dir>`) and pass the output with --manifests.',
-      }
-    }
+    if (value.kind === 'Kustomization' && apiVersion.startsWith('kustomize.config.k8s.io/'))
+      return skipped('kustomization')
     if (
       (apiVersion === 'v1' || apiVersion === 'v2') &&
       typeof value.name === 'string' &&
       'version' in value &&
       !('kind' in value)
-    ) {
-      return {
-        ...base,
-        severity: 'info',
-        message: `${where} is Helm chart metadata (Chart.yaml), not a manifest; it was skipped.`,
-        fix: 'Run `helm template <release> <chart> -n <namespace>` and pass the rendered output with --manifests.',
-      }
-    }
-    if (value.apiVersion === undefined && value.kind === undefined) {
-      return {
-        ...base,
-        severity: 'info',
-        message: `${where} is not a Kubernetes object (no apiVersion and no kind; e.g. Helm values or tool configuration); it was skipped.`,
-        fix: 'Nothing to do if the file is not a manifest; otherwise add apiVersion, kind and metadata.name.',
-      }
-    }
+    )
+      return skipped('helmChart')
+    if (value.apiVersion === undefined && value.kind === undefined) return skipped('notAnObject')
   }
-  return {
-    ...base,
-    severity: 'warning',
-    message: `${where} was skipped: ${problem}.`,
-    fix: 'Complete the object (apiVersion, kind, metadata.name) or remove it; Helm/Kustomize sources must be rendered first.',
-  }
+  return finding('ManifestSkipped', undefined, {variant: 'invalidObject', document, problem}, {id, severity: 'warning'})
 }
 
 function firstLine(message: string): string {
@@ -526,16 +498,19 @@ function namespaceNotInManifests(namespace: string, objects: KubeObject[], paths
   if (found.has(namespace)) return []
   const names = [...found].sort()
   return [
-    {
-      id: `namespace-not-found/${namespace}`,
-      code: 'NamespaceNotFound',
-      severity: 'error',
-      message: `namespace "${namespace}" is not in the manifests (${paths.join(', ')}): ${names.length > 0 ? `they contain namespace${names.length === 1 ? '' : 's'} ${names.join(', ')}` : 'they contain no namespaced object'}.`,
-      fix:
-        names.length > 0
-          ? `Check the name (one of: ${names.join(', ')}) or pass the manifests that hold ${namespace}.`
-          : `Pass the manifests that hold namespace ${namespace}.`,
-    },
+    finding(
+      'NamespaceNotFound',
+      undefined,
+      names.length === 0
+        ? {variant: 'notInManifests', namespace, paths}
+        : {
+            variant: names.length === 1 ? 'otherNamespaceInManifests' : 'otherNamespacesInManifests',
+            namespace,
+            paths,
+            namespaces: names,
+          },
+      {id: `namespace-not-found/${namespace}`, severity: 'error'},
+    ),
   ]
 }
 

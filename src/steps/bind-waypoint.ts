@@ -2,6 +2,8 @@
 // ServiceEntries ztunnel has a VIP for) are bound to it (DOMAIN §1.5, §4.2). Pure.
 import {serviceEntryVip} from '../planner/classify/service-entry.js'
 import type {Finding} from '../planner/model.js'
+import type {CatalogueEntry} from '../planner/findings/catalogue.js'
+import {finding} from '../planner/findings/finding.js'
 import {formatRef} from '../planner/refs.js'
 import {findWaypointGateway} from '../planner/namespace-waypoint.js'
 import {labelPrecondition} from './shared.js'
@@ -127,6 +129,8 @@ function canaryWeights({options, labels, ns, waypoint}: StepContext): number[] {
   return options.waypointCanary ?? []
 }
 
+type ServiceUsesOwnWaypointVariant = keyof CatalogueEntry<'ServiceUsesOwnWaypoint'>['variants']
+
 /** Services with an istio.io/use-waypoint of their own keep it: a Service label beats the namespace label (DOMAIN §1.5). */
 function ownLabelFindings({binding, policies, ns, waypoint, snapshot}: StepContext): Finding[] {
   const copiesTo = (svc: string, via: 'Gateway' | 'Service') =>
@@ -154,26 +158,26 @@ function ownLabelFindings({binding, policies, ns, waypoint, snapshot}: StepConte
     const lost = [...gatewayCopies, ...(missing ? serviceCopies : [])]
     const applied = missing ? [] : serviceCopies
     const own = `${USE_WAYPOINT_LABEL}=${service.labels?.[USE_WAYPOINT_LABEL]}${service.labels?.[USE_WAYPOINT_NAMESPACE_LABEL] ? ` (${USE_WAYPOINT_NAMESPACE_LABEL}=${service.labels[USE_WAYPOINT_NAMESPACE_LABEL]})` : ''}`
-    const stays =
-      target === 'none'
-        ? 'it uses no waypoint'
-        : `it stays on ${target}, which namespace ${targetNs} owns, not this plan${missing ? `; no such waypoint Gateway was found, and istiod binds nothing to a waypoint that does not exist` : ''}`
-    return {
-      id: `bind-waypoint/service-label/${ns}/${service.ref.name}`,
-      code: 'ServiceUsesOwnWaypoint',
-      severity: lost.length > 0 ? 'blocker' : 'warning',
-      ref: service.ref,
-      message:
-        `Service ${service.ref.name} is labelled ${own}: its own label beats the namespace's, so bind-waypoint does not bind it to ${formatRef(waypoint!.ref)} (${stays})` +
-        (lost.length > 0 ? `, and ${lost.join(', ')} attached to it would never apply` : '') +
-        (applied.length > 0
-          ? `; ${applied.join(', ')} target${applied.length === 1 ? 's' : ''} the Service itself, so ${target} applies ${applied.length === 1 ? 'it' : 'them'}, and the companions admit that waypoint's identity too`
-          : '') +
-        '.',
-      fix:
-        lost.length > 0
-          ? `Remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) so the namespace label binds it, or carry its policies to ${target === 'none' ? 'a waypoint it uses' : target} yourself; then re-run plan.`
-          : `Nothing to do if that is intended; otherwise remove the label (kubectl label service ${service.ref.name} -n ${ns} ${USE_WAYPOINT_LABEL}-) and re-run plan.`,
+    // A Service opted out with `none` gets no copies, and copies for a missing waypoint are all lost.
+    const stays = target === 'none' ? 'noWaypoint' : missing ? 'missingWaypoint' : 'otherWaypoint'
+    const lostPart = lost.length > 0 ? 'PoliciesLost' : ''
+    const appliedPart =
+      stays !== 'otherWaypoint' || applied.length === 0 ? '' : applied.length === 1 ? 'OneApplied' : 'SomeApplied'
+    const variant = `${stays}${lostPart}${appliedPart}` as ServiceUsesOwnWaypointVariant
+    const args = {
+      variant,
+      service: service.ref.name,
+      label: own,
+      waypoint: formatRef(waypoint!.ref),
+      target,
+      targetNamespace: targetNs,
+      lostPolicies: lost,
+      appliedPolicies: applied,
+      namespace: ns,
     }
+    return finding('ServiceUsesOwnWaypoint', service.ref, args, {
+      id: `bind-waypoint/service-label/${ns}/${service.ref.name}`,
+      severity: lost.length > 0 ? 'blocker' : 'warning',
+    })
   })
 }

@@ -42,8 +42,8 @@ async function emittedCodes(): Promise<Map<string, string>> {
       if (expr.startsWith('{')) continue // a JSON schema property, not an emitted code
       for (const lit of expr.matchAll(/'([A-Za-z0-9-]+)'/g)) found.set(lit[1]!, path.relative(REPO_ROOT, file))
     }
-    // The DaemonSet checks name their codes `${spec.codePrefix}NotReady` for ztunnel and istio-cni.
-    for (const m of text.matchAll(/\bcode: *`\$\{spec\.codePrefix\}(\w+)`/g)) {
+    // The DaemonSet checks name their codes componentDiag(spec, 'NotReady', …): ZtunnelNotReady and IstioCniNotReady.
+    for (const m of text.matchAll(/\bcomponentDiag\(\s*spec,\s*'(\w+)'/g)) {
       for (const prefix of ['Ztunnel', 'IstioCni']) found.set(`${prefix}${m[1]}`, path.relative(REPO_ROOT, file))
     }
   }

@@ -9,15 +9,7 @@ import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef, WorkloadItem} from '../model.js'
 import type {MtlsMode, PeerAuthenticationSpec} from '../istio-types.js'
 import {formatRef, objectKey} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  classifiedId,
-  item,
-  reason,
-  workloadNames,
-  textFinding,
-} from './results.js'
+import {type Classified, type KindClassifier, classifiedId, item, reason, workloadNames} from './results.js'
 import {allServices, hasLabels, labelsSubset, noPodSelected, selectorCoverage, servicesCovering} from './selection.js'
 import {compareAge, itemRef, kindKey, memo, namespaceOf, objectsOfKind} from './objects.js'
 import {isRecord} from '../json.js'
@@ -316,28 +308,44 @@ function strictFinding(obj: KubeObject, ctx: ClassifyContext, workloads: Workloa
   const name = formatRef(ref)
   const scraped = workloads.filter((w) => templateAnnotations(ctx, w)['prometheus.io/scrape'] === 'true')
   const open = plaintextPorts(ctx, workloads)
-  const callers =
-    'plaintext callers outside the mesh (a Prometheus that is not in the mesh — sidecar mode served merged metrics on 15020 —, pods of non-mesh namespaces, node agents)'
   const openText = open
     .map((o) => `${o.workload.ref.name} port(s) ${o.ports.join(', ')} (PeerAuthentication ${o.policy})`)
     .join('; ')
   const everyWorkloadOpen = open.length === workloads.length && workloads.length > 0
-  return textFinding({
-    prefix: 'E18',
+  const at = {id: classifiedId('E18', ref, 'strict')}
+  const base = {policy: name, workloads: decidedText}
+  const scrapedNames = workloadNames(scraped)
+  if (open.length === 0)
+    return finding(
+      'StrictRejectsOutOfMeshCallers',
+      ref,
+      scraped.length > 0
+        ? {...base, variant: 'noExceptionsScraped', scraped: scrapedNames}
+        : {...base, variant: 'noExceptions'},
+      at,
+    )
+  const excepted = {...base, exceptions: openText}
+  if (everyWorkloadOpen)
+    return finding(
+      'StrictRejectsOutOfMeshCallers',
+      ref,
+      scraped.length > 0
+        ? {...excepted, variant: 'everyWorkloadExceptedScraped', scraped: scrapedNames}
+        : {...excepted, variant: 'everyWorkloadExcepted'},
+      at,
+    )
+  const partial = {
+    ...excepted,
+    workloadsWithoutExceptions: workloadNames(workloads.filter((w) => !open.some((o) => o.workload === w))),
+  }
+  return finding(
+    'StrictRejectsOutOfMeshCallers',
     ref,
-    topic: 'strict',
-    code: 'StrictRejectsOutOfMeshCallers',
-    severity: 'warning',
-    message:
-      (open.length === 0
-        ? `${name} makes ${decidedText} STRICT: once ambient, ztunnel rejects every ${callers.replace('plaintext callers', 'plaintext caller')}.`
-        : `${name} makes ${decidedText} STRICT: once ambient, ztunnel rejects ${callers} on every port except the portLevelMtls PERMISSIVE exceptions it honours: ${openText}.`) +
-      (scraped.length > 0 ? ` Workloads annotated prometheus.io/scrape=true: ${workloadNames(scraped)}.` : ''),
-    fix:
-      open.length === 0
-        ? 'Enrol those callers in the mesh, or add a workload-selector PeerAuthentication with portLevelMtls {<port>: {mode: PERMISSIVE}} (honoured by ztunnel) for the ports they call. Keep the STRICT policy: removing it re-allows plaintext.'
-        : `The exceptions above keep working in ambient: nothing to add for those ports. For other ports that plaintext callers use${everyWorkloadOpen ? '' : ` (and for ${workloadNames(workloads.filter((w) => !open.some((o) => o.workload === w)))}, which have none)`}, enrol the callers in the mesh or add the port to a workload-selector portLevelMtls. Keep the STRICT policy: removing it re-allows plaintext.`,
-  })
+    scraped.length > 0
+      ? {...partial, variant: 'someWorkloadsExceptedScraped', scraped: scrapedNames}
+      : {...partial, variant: 'someWorkloadsExcepted'},
+    at,
+  )
 }
 
 /** Root-namespace PeerAuthentications: the mesh-wide one, and selector ones that match pods here (reported as ignored). */

@@ -1,7 +1,6 @@
 // What a classifier returns: inventory items, their reasons, and findings with stable ids; message helpers.
 import type {ClassifyContext} from '../context.js'
-import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, Severity, Verdict, WorkloadItem} from '../model.js'
-import type {FindingCode} from '../findings/catalogue.js'
+import type {Action, Finding, InventoryItem, KubeObject, ObjectRef, Verdict, WorkloadItem} from '../model.js'
 import {type EntryWorkload, entryNames} from '../workload-entries.js'
 
 /** The result of classifying one object. */
@@ -122,29 +121,4 @@ export function istioMinor(ctx: Pick<ClassifyContext, 'istioVersion'>): number |
 
 export function workloadNames(workloads: WorkloadItem[]): string {
   return uniqSorted(workloads.map((w) => w.ref.name)).join(', ')
-}
-
-/**
- * A classifier finding whose message and fix are still composed at the emission site: the few wordings not yet
- * moved into the catalogue's templates (issue 23 §3, see test/unit/finding-catalogue.test.ts). Code and
- * severity still come from the catalogue's types.
- */
-export function textFinding(opts: {
-  prefix: string
-  ref: ObjectRef
-  code: FindingCode
-  severity: Severity
-  message: string
-  fix?: string
-  topic?: string
-}): Finding {
-  const f: Finding = {
-    id: classifiedId(opts.prefix, opts.ref, opts.topic),
-    code: opts.code,
-    severity: opts.severity,
-    message: opts.message,
-    ref: opts.ref,
-  }
-  if (opts.fix) f.fix = opts.fix
-  return f
 }

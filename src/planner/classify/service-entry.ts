@@ -4,7 +4,7 @@
 // except DYNAMIC_DNS + MESH_EXTERNAL bound to an (egress) waypoint. VM workloads (a WorkloadEntry with a sidecar
 // identity, WorkloadGroups) cannot join an ambient mesh: hard blocker; a WorkloadEntry without a proxy is an
 // endpoint ztunnel reaches as sidecars did (issue 21 §6).
-import {finding} from '../findings/finding.js'
+import {type FindingArgs, finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {ServiceEntrySpec} from '../istio-types.js'
@@ -18,7 +18,6 @@ import {
   list,
   reason,
   workloadNames,
-  textFinding,
 } from './results.js'
 import {exportedTo} from './hosts.js'
 import {hasLabels, labelsSubset, selectorCoverage} from './selection.js'
@@ -286,19 +285,14 @@ export function classifyWorkloadEntry(obj: KubeObject, ctx: ClassifyContext): Cl
         `endpoint of ${of.join(', ')}${external.length > 0 ? ': a MESH_EXTERNAL entry does not make a VM with a sidecar an external endpoint' : ''}`,
       ),
     )
-  return vmBlocker(
-    ref,
-    reasons,
-    `${formatRef(ref)} is a VM workload (${address}); VM workloads are not supported in ambient mode (a hard blocker in the migration guide).`,
-    'Keep this namespace in sidecar mode while it serves VM workloads, or move the VM workload out of the mesh (or onto Kubernetes) first.',
-  )
+  return vmBlocker(ref, reasons, {variant: 'workloadEntry', object: formatRef(ref), address})
 }
 
 /** VM workloads cannot join an ambient mesh: the object is a blocker, with the finding that says so. */
-function vmBlocker(ref: ObjectRef, reasons: string[], message: string, fix: string): Classified {
+function vmBlocker(ref: ObjectRef, reasons: string[], args: FindingArgs<'VmWorkloadUnsupported'>): Classified {
   return {
     item: item(ref, 'blocker', 'blocker', reasons),
-    findings: [textFinding({prefix: 'vm', ref, code: 'VmWorkloadUnsupported', severity: 'blocker', message, fix})],
+    findings: [finding('VmWorkloadUnsupported', ref, args, {id: classifiedId('vm', ref)})],
   }
 }
 
@@ -310,12 +304,11 @@ export function classifyWorkloadGroup(obj: KubeObject, ctx: ClassifyContext): Cl
       'template for VM auto-registration (WorkloadEntries are created from it); VM workloads cannot join an ambient mesh',
     ),
   ]
-  return vmBlocker(
-    ref,
-    reasons,
-    `${formatRef(ref)} registers VM workloads in ${ref.namespace}; VM workloads are not supported in ambient mode.`,
-    'Keep this namespace in sidecar mode while it serves VM workloads, or move them out of the mesh first.',
-  )
+  return vmBlocker(ref, reasons, {
+    variant: 'workloadGroup',
+    object: formatRef(ref),
+    namespace: ref.namespace ?? ctx.namespace,
+  })
 }
 
 export const workloadEntryClassifier: KindClassifier = {

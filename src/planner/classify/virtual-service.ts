@@ -4,21 +4,12 @@
 // waypoint's namespace and names the Service in `hosts` (Alpha; HTTPRoute preferred). On waypoints
 // `match[].sourceLabels` matches are dropped and `match[].sourceNamespace` is compared with the waypoint's
 // namespace. Gateway-only VirtualServices keep working on their gateways.
-import {finding} from '../findings/finding.js'
+import {type FindingArgs, finding} from '../findings/finding.js'
 import type {ClassifyContext} from '../context.js'
 import type {Finding, KubeObject, ObjectRef} from '../model.js'
 import type {Destination, HttpRoute, VirtualServiceSpec} from '../istio-types.js'
 import {formatRef} from '../refs.js'
-import {
-  type Classified,
-  type KindClassifier,
-  classifiedId,
-  item,
-  list,
-  reason,
-  uniqSorted,
-  textFinding,
-} from './results.js'
+import {type Classified, type KindClassifier, classifiedId, item, list, reason, uniqSorted} from './results.js'
 import {type HostTarget, exportedTo, hostTarget} from './hosts.js'
 import {destinationWaypoint} from './waypoints.js'
 import {isRecord} from '../json.js'
@@ -278,12 +269,13 @@ function ownServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classi
     )
     reasons.push(...features.reasons)
     findings.push(
-      lostFinding(
-        'E12',
-        ref,
-        `${name} routes ${ownHostServices.join(', ')} but is not exported to the waypoint's namespace ${wns}; waypoints ignore it, so ambient callers lose this routing.`,
-        `Export it to ${wns} (exportTo: [".", ...]) or rewrite it as an HTTPRoute in ${ns}.`,
-      ),
+      lostFinding('E12', ref, {
+        variant: 'notExportedToWaypoint',
+        name,
+        services: ownHostServices,
+        waypointNamespace: wns,
+        ns,
+      }),
     )
     return {
       item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'mesh-routing', services: ownHostServices}),
@@ -340,12 +332,13 @@ function foreignServiceRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Cl
   )
   reasons.push(...features.reasons)
   findings.push(
-    lostFinding(
-      'E12',
-      ref,
-      `${name} (in ${ns}) routes ${ownHostServices.join(', ')} of ${ctx.namespace}; the waypoint of ${ctx.namespace} will not apply it, so ambient callers lose this routing.`,
-      `Move or copy it into ${ctx.namespace} (exported to the waypoint's namespace), or rewrite it as an HTTPRoute in ${ctx.namespace}.`,
-    ),
+    lostFinding('E12', ref, {
+      variant: 'foreignServiceRouting',
+      name,
+      ns,
+      services: ownHostServices,
+      namespace: ctx.namespace,
+    }),
   )
   return {
     item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: ownHostServices}),
@@ -394,12 +387,14 @@ function clientSideRouting(f: VirtualServiceFacts, ctx: ClassifyContext): Classi
     }
   }
   findings.push(
-    lostFinding(
-      'E11',
-      ref,
-      `${name}${local ? '' : ` (in ${ns})`} routes ${hostText} for ${ctx.namespace}'s callers (${features.reasons.length} routing feature(s)); once ${ctx.namespace}'s pods are ambient this client-side routing no longer applies to their outbound traffic.`,
-      "Put the equivalent routing on the destination's waypoint (HTTPRoute or VirtualService in the destination's namespace), or on an egress waypoint for external hosts; or accept the loss.",
-    ),
+    lostFinding('E11', ref, {
+      variant: local ? 'clientSide' : 'clientSideElsewhere',
+      name,
+      ns,
+      hosts: hostText,
+      namespace: ctx.namespace,
+      featureCount: features.reasons.length,
+    }),
   )
   return {item: item(ref, 'L7', 'lost-client-side', reasons, {scope: 'client-side', services: []}), findings}
 }
@@ -421,8 +416,8 @@ export function rewriteAdvice(spec: VirtualServiceSpec): string {
     : `rewrite as ${others} — or keep it a VirtualService on the waypoint`
 }
 
-function lostFinding(prefix: string, ref: ObjectRef, message: string, fix: string): Finding {
-  return textFinding({prefix, ref, code: 'ClientSideRoutingLost', severity: 'error', message, fix})
+function lostFinding(prefix: string, ref: ObjectRef, args: FindingArgs<'ClientSideRoutingLost'>): Finding {
+  return finding('ClientSideRoutingLost', ref, args, {id: classifiedId(prefix, ref), severity: 'error'})
 }
 
 /** HTTPRoute/GRPCRoute names of the migrated namespace whose parent is one of the given Services. */

@@ -14,8 +14,9 @@ const AREA_TITLES: Record<FindingArea, string> = {
   preflight: 'Preflight diagnostics (src/preflight)',
 }
 
+/** A table cell: a pipe would end the cell and a line break the row (DenyMatchesWaypoint's fix ends in YAML). */
 function cell(text: string | undefined): string {
-  return (text ?? '').replaceAll('|', '\\|')
+  return (text ?? '').replaceAll('|', '\\|').replaceAll('\n', '<br>')
 }
 
 function rows(code: FindingCode): string[] {

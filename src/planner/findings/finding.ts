@@ -12,8 +12,10 @@ import {
   type Severity,
 } from './catalogue.js'
 
-/** The `{name}` placeholders of a template literal type. */
-type Placeholders<T> = T extends `${string}{${infer P}}${infer Rest}` ? P | Placeholders<Rest> : never
+/** The `{name}` placeholders of a template literal type (braces around other text, e.g. YAML flow maps, are text). */
+type Placeholders<T> = T extends `${string}{${infer P}}${infer Rest}`
+  ? (P extends `${string}${' ' | ':' | '<' | '{'}${string}` ? never : P) | Placeholders<Rest>
+  : never
 
 /** What fills a placeholder: lists are joined with ", ". */
 export type FindingArg = string | number | readonly (string | number)[]

@@ -590,7 +590,7 @@ function completeWaypointAllowSets(run: Run, decisions: PolicyDecision[]): void 
         finding(
           'WaypointAllowSetIncomplete',
           d.ref,
-          {name, hitLength: hit.length, triggers: list(triggers), mAXTARGETREFS: MAX_TARGET_REFS},
+          {name, serviceCount: hit.length, triggers: list(triggers), maxTargetRefs: MAX_TARGET_REFS},
           {id: idFor(d.ref, 'waypoint-allow-set'), severity: 'blocker'},
         ),
       )
@@ -1267,17 +1267,30 @@ function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, enforced:
     },
   }
   run.principalUsed = true
-  report(run, {
-    id: idFor(ref, 'deny-matches-waypoint'),
-    code: 'DenyMatchesWaypoint',
-    severity: match === 'yes' ? 'blocker' : 'warning',
-    ref,
-    message:
-      match === 'yes'
-        ? `${name} stays at the destination and its DENY matches the waypoint's identity (${run.peer.principal}): once the waypoint is bound it would deny the requests the waypoint forwards.`
-        : `${name} stays at the destination and its DENY may match requests from the waypoint (it depends on the waypoint's pod IP or forwarded JWT, unknown to the plan).`,
-    fix: `Exclude the waypoint from it before applying the plan (the waypoint enforces the DENY itself with the caller's identity${ref.namespace !== run.ns ? `; ${ref.namespace} is outside the plan, so the mesh administrator applies it` : ''}):\n${toCanonicalYaml(exempted)}`,
-  })
+  const outside = ref.namespace !== run.ns
+  const args = {
+    name,
+    principal: run.peer.principal,
+    namespace: ref.namespace ?? run.ns,
+    exemptedPolicy: toCanonicalYaml(exempted),
+  }
+  const at = {id: idFor(ref, 'deny-matches-waypoint')}
+  report(
+    run,
+    match === 'yes'
+      ? finding(
+          'DenyMatchesWaypoint',
+          ref,
+          {...args, variant: outside ? 'matchesOutsidePlan' : 'matches'},
+          {...at, severity: 'blocker'},
+        )
+      : finding(
+          'DenyMatchesWaypoint',
+          ref,
+          {...args, variant: outside ? 'mayMatchOutsidePlan' : 'mayMatch'},
+          {...at, severity: 'warning'},
+        ),
+  )
 }
 
 /** Between bind-waypoint and the restart, destination sidecars evaluate the original with the waypoint as peer. */

@@ -182,15 +182,17 @@ function convertUri(
   if (sm.kind === 'exact') return {match: {path: {type: 'Exact', value: sm.value}}, uri: 'exact'}
   if (sm.value !== '/') {
     const trimmed = sm.value.endsWith('/') ? sm.value.slice(0, -1) : sm.value
-    ctx.notes.push({
-      code: 'HTTPRoutePathPrefixSemantics',
-      severity: 'warning',
-      topic: where,
-      message: sm.value.endsWith('/')
-        ? `${where}: Istio prefix ${JSON.stringify(sm.value)} becomes PathPrefix ${JSON.stringify(sm.value)}, which matches by path segment and also matches ${JSON.stringify(trimmed)} itself (the VirtualService did not).`
-        : `${where}: Istio prefix ${JSON.stringify(sm.value)} matched any path starting with those characters (e.g. ${JSON.stringify(`${sm.value}x`)}); PathPrefix ${JSON.stringify(sm.value)} matches whole path segments only (${JSON.stringify(sm.value)} and ${JSON.stringify(`${sm.value}/…`)}).`,
-      fix: 'Check that clients use no path the two semantics treat differently, or change the VirtualService match before converting.',
-    })
+    const prefix = JSON.stringify(sm.value)
+    const args = sm.value.endsWith('/')
+      ? ({variant: 'trailingSlash', path: where, prefix, prefixWithoutSlash: JSON.stringify(trimmed)} as const)
+      : ({
+          variant: 'characters',
+          path: where,
+          prefix,
+          longerPath: JSON.stringify(`${sm.value}x`),
+          subPaths: JSON.stringify(`${sm.value}/…`),
+        } as const)
+    ctx.notes.push({...renderFinding('HTTPRoutePathPrefixSemantics', args, 'warning'), topic: where})
   }
   return {match: {path: {type: 'PathPrefix', value: sm.value}}, uri: 'prefix'}
 }
@@ -515,11 +517,8 @@ function target(dest: unknown, where: string, ctx: AnalysisContext): TargetDraft
         ),
       )
       ctx.notes.push({
-        code: 'VirtualServiceSubsetUnknown',
-        severity: 'error',
+        ...renderFinding('VirtualServiceSubsetUnknown', {path: where, subset, service: service.name}, 'error'),
         topic: `${where}.subset`,
-        message: `${where}.subset: subset ${subset} of ${service.name} is defined by no DestinationRule in view; Istio answers requests routed to it with 503 (no healthy upstream).`,
-        fix: `Define subset ${subset} in the DestinationRule for ${service.name}, or route to an existing subset.`,
         alsoWhenKept: true,
       })
       return undefined

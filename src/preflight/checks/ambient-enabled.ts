@@ -119,12 +119,12 @@ async function installSideEffects(ctx: CheckContext): Promise<Diag[]> {
   )
   if (gateways.length === 0) return []
   const names = gateways.map((d) => d.metadata.name)
+  const args = {gateways: listNames(names), root: ctx.input.rootNamespace, firstGateway: names[0]!}
   return [
-    {
-      severity: 'warning',
-      code: 'AmbientProfilePrunesGateways',
-      message: `istioctl installed ${listNames(names)} in ${ctx.input.rootNamespace}: upgrading this install with \`--set profile=ambient\` removes ${names.length === 1 ? 'it' : 'them'} (the ambient profile has no ingress gateway), cutting ingress traffic.`,
-      fix: `Keep ${names.length === 1 ? 'it' : 'them'} explicitly in the IstioOperator you install with (components.ingressGateways: [{name: ${names[0]}, enabled: true}]), or move ${names.length === 1 ? 'it' : 'them'} to a separately managed gateway first; with Helm, note that the ambient profile also switches images to distroless (global.variant).`,
-    },
+    renderFinding(
+      'AmbientProfilePrunesGateways',
+      {...args, variant: names.length === 1 ? 'oneGateway' : 'gateways'},
+      'warning',
+    ),
   ]
 }

@@ -1,5 +1,5 @@
 // Preflight check module (SPEC §6 step 1, DOMAIN §4.4). The ztunnel and istio-cni DaemonSets: found, scheduled on every eligible node, ready, not rolling out.
-import {renderFinding} from '../../planner/findings/finding.js'
+import {type FindingArgs, renderFinding} from '../../planner/findings/finding.js'
 import type {KubeObject} from '../../planner/model.js'
 import {daemonSetCoverage} from '../daemonset.js'
 import {type CheckContext, type Diag, listNames, soft} from './context.js'
@@ -47,95 +47,76 @@ async function findDaemonSet(ctx: CheckContext, spec: DaemonSetSpec): Promise<Ku
   return all?.find((d) => d.metadata.name === spec.name) ?? all?.find((d) => matchesComponent(d, spec))
 }
 
+/**
+ * The diagnostic `<codePrefix><suffix>` of a component. Both components' catalogue entries have the same
+ * placeholders and variants (each with its own wording of why it matters), so the ztunnel code types the args.
+ */
+function componentDiag<S extends DiagSuffix>(
+  spec: DaemonSetSpec,
+  suffix: S,
+  args: FindingArgs<`Ztunnel${S}`>,
+  severity: 'ok' | 'warning' | 'error',
+): Diag {
+  return renderFinding(`${spec.codePrefix}${suffix}` as `Ztunnel${S}`, args as never, severity)
+}
+
+type DiagSuffix =
+  'NotFound' | 'NotScheduled' | 'NotReady' | 'NodesNotCovered' | 'FewerThanNodes' | 'RolloutInProgress' | 'Ready'
+
 export async function daemonSetDiagnostics(
   ctx: CheckContext,
   spec: DaemonSetSpec,
 ): Promise<{ds?: KubeObject; diags: Diag[]}> {
   const ds = await findDaemonSet(ctx, spec)
-  if (!ds) {
-    return {
-      diags: [
-        {
-          severity: 'error',
-          code: `${spec.codePrefix}NotFound`,
-          message: `No ${spec.title} DaemonSet (${spec.name}) in ${ctx.input.rootNamespace} or elsewhere: ambient components are not installed.`,
-          fix:
-            spec.check === 'ztunnel-ready'
-              ? 'Install ztunnel (`istioctl upgrade --set profile=ambient`, or `helm install ztunnel istio/ztunnel -n istio-system`).'
-              : 'Install istio-cni with ambient enabled (`istioctl upgrade --set profile=ambient`, or `helm upgrade --install istio-cni istio/cni -n istio-system --set profile=ambient`).',
-        },
-      ],
-    }
-  }
+  if (!ds) return {diags: [componentDiag(spec, 'NotFound', {root: ctx.input.rootNamespace}, 'error')]}
   const where = `DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}`
+  const at = {where, namespace: ds.metadata.namespace!, name: ds.metadata.name}
   const [nodes, pods] = await Promise.all([soft(ctx.reads.nodes()), soft(ctx.reads.pods(ds.metadata.namespace!))])
   const cov = daemonSetCoverage(ds, nodes ?? [], nodes ? pods : undefined)
   const diags: Diag[] = []
   if (cov.desired === 0) {
-    diags.push({
-      severity: 'error',
-      code: `${spec.codePrefix}NotScheduled`,
-      message: `${where} runs on no node (desiredNumberScheduled 0); ${spec.why}.`,
-      fix: `Check its nodeSelector, affinity and tolerations (kubectl -n ${ds.metadata.namespace} describe ds ${ds.metadata.name}).`,
-    })
+    diags.push(componentDiag(spec, 'NotScheduled', at, 'error'))
     return {ds, diags}
   }
+  const counts = {ready: cov.ready, available: cov.available, desired: cov.desired}
   if (cov.nodesWithoutReadyPod && cov.nodesWithoutReadyPod.length > 0) {
-    diags.push({
-      severity: 'error',
-      code: `${spec.codePrefix}NotReady`,
-      message: `${where} has no ready pod on node(s) ${listNames(cov.nodesWithoutReadyPod)} (${cov.ready}/${cov.desired} ready); ${spec.why}.`,
-      fix: `Find out why (kubectl -n ${ds.metadata.namespace} get pods -o wide -l ${Object.entries(
-        ds.spec?.selector?.matchLabels ?? spec.labels,
-      )
-        .map(([k, v]) => `${k}=${v}`)
-        .join(',')}) and wait until it is ready on every node.`,
-    })
+    const selector = Object.entries(ds.spec?.selector?.matchLabels ?? spec.labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')
+    const nodesText = listNames(cov.nodesWithoutReadyPod)
+    diags.push(
+      componentDiag(spec, 'NotReady', {...at, ...counts, variant: 'podsMissing', nodes: nodesText, selector}, 'error'),
+    )
   } else if (cov.ready < cov.desired || cov.available < cov.desired) {
-    diags.push({
-      severity: 'error',
-      code: `${spec.codePrefix}NotReady`,
-      message: `${where} is not ready on every node: ${cov.ready} ready and ${cov.available} available of ${cov.desired} scheduled; ${spec.why}.`,
-      fix: `Wait for it, or find the failing pods (kubectl -n ${ds.metadata.namespace} get pods -o wide).`,
-    })
+    diags.push(componentDiag(spec, 'NotReady', {...at, ...counts, variant: 'notAllReady'}, 'error'))
   }
   if (!nodes) {
     diags.push(renderFinding('NodesUnreadable', {where}, 'warning'))
   } else {
     if (cov.excludedNodes.length > 0) {
-      diags.push({
-        severity: 'warning',
-        code: `${spec.codePrefix}NodesNotCovered`,
-        message: `${where} will not run on ${cov.excludedNodes.length} Linux node(s): ${listNames(
-          cov.excludedNodes.map((e) => `${e.node} (${e.why})`),
-          5,
-        )}; ambient pods scheduled there would not work.`,
-        fix: "Add the missing tolerations/node selection to the DaemonSet, or keep the namespace's pods off those nodes.",
-      })
+      const excluded = listNames(
+        cov.excludedNodes.map((e) => `${e.node} (${e.why})`),
+        5,
+      )
+      const args = {where, nodeCount: cov.excludedNodes.length, nodes: excluded}
+      diags.push(componentDiag(spec, 'NodesNotCovered', args, 'warning'))
     }
     if (!cov.nodesWithoutReadyPod && cov.desired < cov.eligibleNodes.length) {
-      diags.push({
-        severity: 'warning',
-        code: `${spec.codePrefix}FewerThanNodes`,
-        message: `${where} is scheduled on ${cov.desired} node(s) but ${cov.eligibleNodes.length} node(s) match its scheduling constraints.`,
-        fix: `kubectl -n ${ds.metadata.namespace} describe ds ${ds.metadata.name}`,
-      })
+      const args = {...at, desired: cov.desired, eligible: cov.eligibleNodes.length}
+      diags.push(componentDiag(spec, 'FewerThanNodes', args, 'warning'))
     }
   }
   if (cov.updated < cov.desired || cov.statusStale) {
-    diags.push({
-      severity: 'warning',
-      code: `${spec.codePrefix}RolloutInProgress`,
-      message: `${where} is rolling out (${cov.updated}/${cov.desired} pods updated${cov.statusStale ? ', the controller has not observed the latest spec yet' : ''}).`,
-      fix: `Wait for \`kubectl -n ${ds.metadata.namespace} rollout status ds/${ds.metadata.name}\`.`,
-    })
+    const variant = cov.statusStale ? 'specNotObserved' : 'rollingOut'
+    diags.push(
+      componentDiag(spec, 'RolloutInProgress', {...at, variant, updated: cov.updated, desired: cov.desired}, 'warning'),
+    )
   }
   if (!diags.some((d) => d.severity === 'error')) {
-    diags.unshift({
-      severity: 'ok',
-      code: `${spec.codePrefix}Ready`,
-      message: `${where} is ready on ${cov.desired} node(s)${nodes ? ` (${cov.eligibleNodes.length} eligible node(s) checked)` : ''}.`,
-    })
+    const ready = nodes
+      ? ({variant: 'nodesChecked', where, desired: cov.desired, eligible: cov.eligibleNodes.length} as const)
+      : ({variant: 'nodesUnread', where, desired: cov.desired} as const)
+    diags.unshift(componentDiag(spec, 'Ready', ready, 'ok'))
   }
   return {ds, diags}
 }

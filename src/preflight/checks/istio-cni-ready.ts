@@ -33,17 +33,19 @@ export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
   const container = mainContainer(ds, 'install-cni')
   const {env, unreadable} = await containerEnvironment(ctx, ds.metadata.namespace!, container)
   if (env.AMBIENT_ENABLED === undefined) {
-    diags.push({
-      severity: unreadable.length > 0 ? 'warning' : 'error',
-      code: unreadable.length > 0 ? 'IstioCniConfigUnreadable' : 'IstioCniAmbientDisabled',
-      message:
-        unreadable.length > 0
-          ? `Cannot read ${unreadable.join(', ')} (the ${where} configuration): whether istio-cni has ambient enabled is unknown.`
-          : `${where} has no AMBIENT_ENABLED setting: istio-cni runs without ambient support and will not capture pods.`,
-      fix: 'Install istio-cni with the ambient profile (cni.ambient.enabled=true).',
-    })
+    diags.push(
+      unreadable.length > 0
+        ? renderFinding('IstioCniConfigUnreadable', {sources: unreadable, where}, 'warning')
+        : renderFinding('IstioCniAmbientDisabled', {variant: 'unset', where}, 'error'),
+    )
   } else if (env.AMBIENT_ENABLED.toLowerCase() !== 'true') {
-    diags.push(renderFinding('IstioCniAmbientDisabled', {where, aMBIENTENABLED: env.AMBIENT_ENABLED}, 'error'))
+    diags.push(
+      renderFinding(
+        'IstioCniAmbientDisabled',
+        {variant: 'disabled', where, ambientEnabled: env.AMBIENT_ENABLED},
+        'error',
+      ),
+    )
   }
   const excluded = (env.EXCLUDED_NAMESPACES ?? '')
     .split(',')

@@ -73,18 +73,18 @@ export async function checkNetworkPolicies(ctx: CheckContext): Promise<Diag[]> {
   const issues = analyzeNetworkPolicies(policies, endpoints)
   const diags: Diag[] = issues.map((issue): Diag =>
     issue.kind === 'hbone-blocked'
-      ? {
-          severity: 'error',
-          code: 'NetworkPolicyBlocksHbone',
-          message: `${issue.detail}: once ambient, its peers reach ${listNames(issue.pods, 5)} on TCP ${HBONE_PORT} (HBONE) and are dropped.`,
-          fix: `Add {port: ${HBONE_PORT}, protocol: TCP} to spec.ingress[${issue.rule}].ports of NetworkPolicy ${ns}/${issue.policies[0]} (same peers) before enabling ambient.`,
-        }
-      : {
-          severity: 'warning',
-          code: 'NetworkPolicyBlocksProbes',
-          message: `${issue.detail} (pods ${listNames(issue.pods, 5)}): on CNIs that do not exempt node-local traffic the probes fail and the pods turn unready.`,
-          fix: `Add an ingress rule with from: [{ipBlock: {cidr: ${PROBE_SOURCE_V4}/32}}] for the probe ports to one of those policies.`,
-        },
+      ? renderFinding(
+          'NetworkPolicyBlocksHbone',
+          {
+            policyRule: issue.detail,
+            pods: listNames(issue.pods, 5),
+            rule: issue.rule ?? 0,
+            namespace: ns,
+            policy: issue.policies[0] ?? '',
+          },
+          'error',
+        )
+      : renderFinding('NetworkPolicyBlocksProbes', {policies: issue.detail, pods: listNames(issue.pods, 5)}, 'warning'),
   )
   if (diags.length === 0) {
     diags.push(

@@ -60,17 +60,27 @@ export async function checkRbac(ctx: CheckContext): Promise<Diag[]> {
   for (const d of denied.values()) {
     const qualified = d.group ? `${d.resource}.${d.group}` : d.resource
     const verbs = [...d.verbs].sort()
-    const scope = d.namespace ? `in namespace ${d.namespace}` : 'cluster-wide'
     const names = [...d.names].sort()
-    const fix = d.namespace
-      ? `kubectl create role mesh-migrate -n ${d.namespace} --verb=${verbs.join(',')} --resource=${qualified} (plus a rolebinding to this identity), or an equivalent rule in an existing Role.`
-      : `kubectl create clusterrole mesh-migrate-${d.resource} --verb=${verbs.join(',')} --resource=${qualified}${names.length > 0 ? ` ${names.map((n) => `--resource-name=${n}`).join(' ')}` : ''} (plus a clusterrolebinding to this identity).`
-    diags.push({
-      severity: 'error',
-      code: 'RbacDenied',
-      message: `Not allowed to ${verbs.join(', ')} ${qualified} ${scope}${names.length > 0 ? ` (${listNames(names, 5)})` : ''}; needed by ${listNames([...d.why], 4)}.`,
-      fix,
-    })
+    const args = {verbs, verbList: verbs.join(','), resource: qualified, steps: listNames([...d.why], 4)}
+    const named = {names: listNames(names, 5), resourceNameFlags: names.map((n) => `--resource-name=${n}`).join(' ')}
+    const cluster = {...args, resourcePlural: d.resource}
+    diags.push(
+      d.namespace
+        ? renderFinding(
+            'RbacDenied',
+            names.length > 0
+              ? {...args, ...named, variant: 'inNamespaceNamed', namespace: d.namespace}
+              : {...args, variant: 'inNamespace', namespace: d.namespace},
+            'error',
+          )
+        : renderFinding(
+            'RbacDenied',
+            names.length > 0
+              ? {...cluster, ...named, variant: 'clusterWideNamed'}
+              : {...cluster, variant: 'clusterWide'},
+            'error',
+          ),
+    )
   }
   if (diags.length === 0) diags.push(renderFinding('RbacAllowed', {reviewsLength: reviews.length}, 'ok'))
   return diags

@@ -72,14 +72,13 @@ export async function checkSidecarsHbone(ctx: CheckContext): Promise<Diag[]> {
     }
   }
   if (diags.every((d) => d.severity !== 'error')) {
-    diags.unshift({
-      severity: 'ok',
-      code: 'SidecarsHbone',
-      message:
-        pods.length > 0
-          ? `${pods.length === 1 ? 'The sidecar pod' : `All ${pods.length} sidecar pods`} in ${ns} ${pods.length === 1 ? 'is' : 'are'} HBONE-capable.`
-          : `No sidecar pods running in ${ns}.`,
-    })
+    const args =
+      pods.length === 0
+        ? ({variant: 'noPods', ns} as const)
+        : pods.length === 1
+          ? ({variant: 'onePod', ns} as const)
+          : ({variant: 'pods', ns, podCount: pods.length} as const)
+    diags.unshift(renderFinding('SidecarsHbone', args, 'ok'))
   }
   return diags
 }
