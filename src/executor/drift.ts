@@ -2,10 +2,10 @@
 // naming the object and the label key or field, so an operator can see who undid what.
 import type {KubeClient} from '../kube/types.js'
 import type {Operation, PlanStep, Verification} from '../planner/plan-types.js'
-import {formatRef, refKey} from '../planner/refs.js'
+import {formatRef, operationRef, refKey} from '../planner/refs.js'
 import {podTemplateOf} from '../planner/vocab.js'
 import {hasSidecar, livePods, podsByWorkload} from './observe.js'
-import {firstDifference, isOurs, operationRef} from './operations.js'
+import {firstDifference, isOurs} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
 

@@ -7,7 +7,7 @@ import {forbiddenSummary, KubeApiError, KubeConnectionError} from '../kube/error
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, StepPhase, Verification} from '../planner/plan-types.js'
-import {formatRef, refKey} from '../planner/refs.js'
+import {formatRef, operationRef, refKey} from '../planner/refs.js'
 import {mayHaveWritten, rollbackSequence} from '../plan/rollback.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import type {NamespaceLock} from './lock.js'
@@ -17,7 +17,6 @@ import {
   isOurs,
   labelsMatch,
   labelsStill,
-  operationRef,
   performOperation,
   type PreconditionContext,
   stalePreconditions,

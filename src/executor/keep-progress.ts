@@ -25,8 +25,8 @@ import {
   recordMayHaveWritten,
   reviewedDigest,
 } from '../plan/record.js'
-import {formatRef, refKey, refOf} from '../planner/refs.js'
-import {isOurs, operationRef} from './operations.js'
+import {formatRef, operationRef, refKey, refOf} from '../planner/refs.js'
+import {isOurs} from './operations.js'
 import {replanCommand} from './plan-store.js'
 
 /** Operations that recreate pods: the pods a rollback would bring back cannot be laid over a snapshot. */

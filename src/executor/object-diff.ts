@@ -6,9 +6,9 @@ import {stringify as yamlStringify} from 'yaml'
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject} from '../planner/model.js'
 import type {Operation} from '../planner/plan-types.js'
-import {formatRef} from '../planner/refs.js'
+import {formatRef, operationRef} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
-import {operationRef, RESTARTED_AT} from './operations.js'
+import {RESTARTED_AT} from './operations.js'
 
 /** What the server keeps for itself, not what the write changes: kubectl diff leaves managedFields out too. */
 function comparable(obj: KubeObject | undefined): string {

@@ -353,14 +353,3 @@ export async function performOperation(
     }
   }
 }
-
-export function operationRef(op: Operation): ObjectRef {
-  return op.op === 'apply'
-    ? {
-        apiVersion: op.object.apiVersion,
-        kind: op.object.kind,
-        namespace: op.object.metadata.namespace,
-        name: op.object.metadata.name,
-      }
-    : op.ref
-}

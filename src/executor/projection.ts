@@ -6,9 +6,9 @@
 import type {KubeClient} from '../kube/types.js'
 import type {KubeObject, ObjectRef} from '../planner/model.js'
 import type {Operation, PlanStep, Precondition} from '../planner/plan-types.js'
-import {formatRef, refKey} from '../planner/refs.js'
+import {formatRef, operationRef, refKey} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
-import {operationRef, type PreconditionContext, stalePreconditions} from './operations.js'
+import {type PreconditionContext, stalePreconditions} from './operations.js'
 import {podTemplateOf} from '../planner/vocab.js'
 
 type Effect =

@@ -2,7 +2,7 @@
 // (issue 19 §6): which, from the record's `observed.done` (engine.ts applyStep records each operation as it completes),
 // and the hazard window that leaves, derived from the step's kind (its role in the simulation) and the hazards the
 // plan already names for the step. Pure.
-import {formatRef} from '../planner/refs.js'
+import {formatRef, operationRef} from '../planner/refs.js'
 import type {MigrationPlan, Operation, PlanStep, StepStatus} from '../planner/plan-types.js'
 import {stepKind} from '../steps/index.js'
 import {doneEntry} from './status-checks.js'
@@ -20,21 +20,10 @@ export interface PartialProgress {
   hazards: string[]
 }
 
-function operationRefOf(op: Operation) {
-  return op.op === 'apply'
-    ? {
-        apiVersion: op.object.apiVersion,
-        kind: op.object.kind,
-        namespace: op.object.metadata.namespace,
-        name: op.object.metadata.name,
-      }
-    : op.ref
-}
-
 const describeOp = (op: Operation) =>
-  `${op.op === 'template-labels' ? 'pod-template labels of' : op.op} ${formatRef(operationRefOf(op))}`
+  `${op.op === 'template-labels' ? 'pod-template labels of' : op.op} ${formatRef(operationRef(op))}`
 const workloadOf = (op: Operation) => {
-  const ref = operationRefOf(op)
+  const ref = operationRef(op)
   return `${ref.kind}/${ref.name}`
 }
 

@@ -4,7 +4,7 @@
 // pod-security.kubernetes.io/enforce=privileged). A record is only accepted when it is something the step could
 // have observed: the objects its operations name, the label keys they write, and — where the step's
 // preconditions fix them — the values those keys had before it wrote. Pure.
-import {formatRef, refKey} from '../planner/refs.js'
+import {formatRef, operationRef, refKey} from '../planner/refs.js'
 import type {Operation, PlanStep, MigrationPlan} from '../planner/plan-types.js'
 import type {PlanProblem} from '../planner/plan-types.js'
 import {isRecord} from '../planner/json.js'
@@ -15,18 +15,7 @@ const OBSERVED_KEYS = new Set(['before', 'restartedAt', 'done'])
 
 /** How `observed.done` names an operation the step completed (per-workload progress, issue 19 §6). */
 export function doneEntry(op: Operation): string {
-  return `${op.op} ${refKey(operationRefOf(op))}`
-}
-
-function operationRefOf(op: Operation) {
-  return op.op === 'apply'
-    ? {
-        apiVersion: op.object.apiVersion,
-        kind: op.object.kind,
-        name: op.object.metadata.name,
-        ...(op.object.metadata.namespace === undefined ? {} : {namespace: op.object.metadata.namespace}),
-      }
-    : op.ref
+  return `${op.op} ${refKey(operationRef(op))}`
 }
 
 /** The namespace label values the step's preconditions fix (what the step saw before its first write). */
@@ -55,7 +44,7 @@ function keyedProblems(step: PlanStep, ops: KeyedOp[], field: 'labels' | 'annota
     string,
     string | null
   >
-  const ref = operationRefOf(ops[0]!)
+  const ref = operationRef(ops[0]!)
   const isNamespace = groupOf(ref.apiVersion) === '' && ref.kind === 'Namespace'
   const fixed =
     isNamespace && field === 'labels' && ops.some((op) => op.op === 'label') ? expectedNamespaceLabels(step) : {}
@@ -122,7 +111,7 @@ function stepRecordProblems(step: PlanStep, observed: unknown, base: string): Pl
   if (!isRecord(before)) return [...problems, {path: `${base}.observed.before`, message: 'must be a mapping'}]
   const byKey = new Map<string, Operation[]>()
   for (const op of step.operations) {
-    const key = refKey(operationRefOf(op))
+    const key = refKey(operationRef(op))
     byKey.set(key, [...(byKey.get(key) ?? []), op])
   }
   for (const [key, value] of Object.entries(before)) {

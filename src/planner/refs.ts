@@ -1,4 +1,5 @@
 import type {KubeObject, ObjectRef} from './model.js'
+import type {Operation} from './plan-types.js'
 import {byCodePoint} from './order.js'
 
 /** The API group of an apiVersion ("" for the core group). */
@@ -16,6 +17,11 @@ export function refOf(obj: KubeObject): ObjectRef {
   const ref: ObjectRef = {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name}
   if (obj.metadata.namespace !== undefined) ref.namespace = obj.metadata.namespace
   return ref
+}
+
+/** The object an operation of a plan step acts on. */
+export function operationRef(op: Operation): ObjectRef {
+  return op.op === 'apply' ? refOf(op.object) : op.ref
 }
 
 /**
