@@ -9,8 +9,7 @@ import path from 'node:path'
 
 import {applyPlanSteps, type ApplyIO, type ApplyOptions, validateApply} from './apply.js'
 import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
-import type {ClusterFlags} from '../cli/plan-commands.js'
-import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
+import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {CancelledError, UsageError} from '../errors.js'
 import type {StepSelection} from '../executor/engine.js'
 import {PLANS_DIR, readTextFile} from '../executor/plan-store.js'
@@ -25,34 +24,32 @@ import {
   parseFleet,
   readFleetMember,
 } from '../executor/fleet-order.js'
-import {failed, remainingSteps, type RunControl, runFleet, stepLabel, type WavePass, warningsTo} from './fleet-run.js'
+import {
+  failed,
+  type FleetRunFlags,
+  type FleetRunOptions,
+  fleetRunOptions,
+  remainingSteps,
+  type RunControl,
+  runFleet,
+  stepLabel,
+  type WavePass,
+  warningsTo,
+} from './fleet-run.js'
 
-export interface FleetApplyOptions {
+export interface FleetApplyOptions extends FleetRunOptions {
   loaded: LoadedFleet
   /** The waves to run, in order. */
   waves: number[]
-  parallel: number
   retry: boolean
-  allowOtherCluster: boolean
-  /** --dry-run=server: every namespace's steps sent with dryRun=All, nothing persisted or recorded. */
-  dryRun: boolean
-  write: WriteFlags
-  connection: ClusterConnection
-  io: Io
-  note: (message: string) => void
 }
 
-export interface FleetFlags extends ClusterFlags {
+export interface FleetFlags extends FleetRunFlags {
   all: boolean
   yes: boolean
   retry: boolean
-  parallel: number
   wave?: number
   'to-wave'?: number
-  'allow-other-cluster': boolean
-  'dry-run': 'none' | 'server'
-  timeout: string
-  'lock-timeout': string
 }
 
 /** The fleet file (default plans/fleet.yaml) loaded and checked. */
@@ -101,26 +98,10 @@ export async function fleetApplyOptions(
         : flags.all
           ? all
           : unfinished.slice(0, 1)
-  const dryRun = flags['dry-run'] !== 'none'
+  const shared = fleetRunOptions(flags, io, note)
   // A dry run writes nothing: nothing to confirm (as apply NS --dry-run).
-  if (!flags.yes && !dryRun && waves.length > 0) await confirmFleet(io, loaded, waves)
-  return {
-    loaded,
-    waves,
-    parallel: flags.parallel,
-    retry: flags.retry,
-    allowOtherCluster: flags['allow-other-cluster'],
-    dryRun,
-    write: {
-      'dry-run': flags['dry-run'],
-      timeout: flags.timeout,
-      'lock-timeout': flags['lock-timeout'],
-      'take-over': false,
-    },
-    connection: ClusterConnection.fromFlags(flags, io),
-    io,
-    note,
-  }
+  if (!flags.yes && !shared.dryRun && waves.length > 0) await confirmFleet(io, loaded, waves)
+  return {...shared, loaded, waves, retry: flags.retry}
 }
 
 /** One question for the whole run: the namespaces of a fleet are applied without asking before each step. */

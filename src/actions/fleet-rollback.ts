@@ -4,8 +4,7 @@
 import {sameCommand} from '../invocation.js'
 import type {Io} from '../ui/io.js'
 import type {FleetApplyResult, FleetNamespaceRun} from '../cli/contract.js'
-import {ClusterConnection, lockOptions, PlanSession, type WriteFlags} from '../cli/plan-session.js'
-import type {ClusterFlags} from '../cli/plan-commands.js'
+import {lockOptions, PlanSession} from '../cli/plan-session.js'
 import {rollBackPlan, selectFromRecord} from './rollback.js'
 import {UsageError} from '../errors.js'
 import {mayHaveWritten, phaseOf} from '../plan/rollback.js'
@@ -13,29 +12,26 @@ import type {PlanStep} from '../planner/plan-types.js'
 import type {ProgressTask} from '../ui/progress.js'
 import {type LoadedFleet, membersOf, readFleetMember} from '../executor/fleet-order.js'
 import {loadFleetFile} from './fleet-apply.js'
-import {failed, remainingSteps, type RunControl, runFleet, stepLabel, warningsTo} from './fleet-run.js'
+import {
+  failed,
+  type FleetRunFlags,
+  type FleetRunOptions,
+  fleetRunOptions,
+  remainingSteps,
+  type RunControl,
+  runFleet,
+  stepLabel,
+  warningsTo,
+} from './fleet-run.js'
 
-export interface FleetRollbackOptions {
+export interface FleetRollbackOptions extends FleetRunOptions {
   loaded: LoadedFleet
   waves: number[]
-  parallel: number
-  allowOtherCluster: boolean
-  /** --dry-run=server: every undo sent with dryRun=All, nothing persisted or recorded. */
-  dryRun: boolean
-  write: WriteFlags
-  connection: ClusterConnection
-  io: Io
-  note: (message: string) => void
 }
 
-export interface FleetRollbackFlags extends ClusterFlags {
+export interface FleetRollbackFlags extends FleetRunFlags {
   confirm?: string
-  parallel: number
   wave?: number
-  'allow-other-cluster': boolean
-  'dry-run': 'none' | 'server'
-  timeout: string
-  'lock-timeout': string
 }
 
 /** Flags → options: every wave from the last to the first (or --wave N), confirmed by `--confirm fleet`. */
@@ -58,20 +54,9 @@ export async function fleetRollbackOptions(
       'Pass --confirm fleet.',
     )
   return {
+    ...fleetRunOptions(flags, io, note),
     loaded,
     waves: flags.wave !== undefined ? [flags.wave] : [...all].sort((a, b) => b - a),
-    parallel: flags.parallel,
-    allowOtherCluster: flags['allow-other-cluster'],
-    dryRun: flags['dry-run'] !== 'none',
-    write: {
-      'dry-run': flags['dry-run'],
-      timeout: flags.timeout,
-      'lock-timeout': flags['lock-timeout'],
-      'take-over': false,
-    },
-    connection: ClusterConnection.fromFlags(flags, io),
-    io,
-    note,
   }
 }
 

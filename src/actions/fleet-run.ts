@@ -6,7 +6,8 @@ import {setMaxListeners} from 'node:events'
 import {type FleetApplyResult, type FleetNamespaceRun, typed} from '../cli/contract.js'
 import {ExitCode} from '../exit-codes.js'
 import {interruptHandler} from '../cli/plan-commands.js'
-import type {PlanSession} from '../cli/plan-session.js'
+import type {ClusterFlags} from '../cli/plan-commands.js'
+import {ClusterConnection, type PlanSession, type WriteFlags} from '../cli/plan-session.js'
 import {UserError} from '../errors.js'
 import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
@@ -46,6 +47,44 @@ export interface FleetRunSpec {
   gate: (run: FleetNamespaceRun) => Promise<string | undefined>
   /** The command that runs the fleet again. */
   rerun: string
+}
+
+/** The flags `apply --fleet` and `rollback --fleet` share. */
+export interface FleetRunFlags extends ClusterFlags {
+  parallel: number
+  'allow-other-cluster': boolean
+  'dry-run': 'none' | 'server'
+  timeout: string
+  'lock-timeout': string
+}
+
+/** The options `apply --fleet` and `rollback --fleet` take alike from those flags. */
+export interface FleetRunOptions {
+  parallel: number
+  allowOtherCluster: boolean
+  /** --dry-run=server: every write sent with dryRun=All, nothing persisted or recorded. */
+  dryRun: boolean
+  write: WriteFlags
+  connection: ClusterConnection
+  io: Io
+  note: (message: string) => void
+}
+
+export function fleetRunOptions(flags: FleetRunFlags, io: Io, note: (message: string) => void): FleetRunOptions {
+  return {
+    parallel: flags.parallel,
+    allowOtherCluster: flags['allow-other-cluster'],
+    dryRun: flags['dry-run'] !== 'none',
+    write: {
+      'dry-run': flags['dry-run'],
+      timeout: flags.timeout,
+      'lock-timeout': flags['lock-timeout'],
+      'take-over': false,
+    },
+    connection: ClusterConnection.fromFlags(flags, io),
+    io,
+    note,
+  }
 }
 
 /** A namespace the fleet file lists with a plan (one with nothing to migrate has none). */
