@@ -363,6 +363,8 @@ const SPECS = {
   IstioCniReady: {area: 'preflight', severity: ['ok'], variants: {
     nodesChecked: {message: '{where} is ready on {desired} node(s) ({eligible} eligible node(s) checked).'},
     nodesUnread: {message: '{where} is ready on {desired} node(s).'},
+    nodesCheckedAmbient: {message: '{where} is ready on {desired} node(s) ({eligible} eligible node(s) checked). Ambient is enabled (AMBIENT_ENABLED=true) and {namespace} is not excluded.'},
+    nodesUnreadAmbient: {message: '{where} is ready on {desired} node(s). Ambient is enabled (AMBIENT_ENABLED=true) and {namespace} is not excluded.'},
   }},
   IstioCniAmbientDisabled: {area: 'preflight', severity: ['error'], variants: {
     disabled: {message: '{where} runs with AMBIENT_ENABLED={ambientEnabled}: istio-cni will not capture pods for ztunnel.', fix: 'Upgrade istio-cni with the ambient profile (cni.ambient.enabled=true).'},

@@ -60,13 +60,16 @@ function componentDiag<S extends DiagSuffix>(
   return renderFinding(`${spec.codePrefix}${suffix}` as `Ztunnel${S}`, args as never, severity)
 }
 
+/** The arguments of the component's Ready diagnostic (istio-cni-ready re-renders it once it knows more). */
+export type ReadyArgs = FindingArgs<'ZtunnelReady'>
+
 type DiagSuffix =
   'NotFound' | 'NotScheduled' | 'NotReady' | 'NodesNotCovered' | 'FewerThanNodes' | 'RolloutInProgress' | 'Ready'
 
 export async function daemonSetDiagnostics(
   ctx: CheckContext,
   spec: DaemonSetSpec,
-): Promise<{ds?: KubeObject; diags: Diag[]}> {
+): Promise<{ds?: KubeObject; diags: Diag[]; ready?: ReadyArgs}> {
   const ds = await findDaemonSet(ctx, spec)
   if (!ds) return {diags: [componentDiag(spec, 'NotFound', {root: ctx.input.rootNamespace}, 'error')]}
   const where = `DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}`
@@ -112,11 +115,10 @@ export async function daemonSetDiagnostics(
       componentDiag(spec, 'RolloutInProgress', {...at, variant, updated: cov.updated, desired: cov.desired}, 'warning'),
     )
   }
-  if (!diags.some((d) => d.severity === 'error')) {
-    const ready = nodes
-      ? ({variant: 'nodesChecked', where, desired: cov.desired, eligible: cov.eligibleNodes.length} as const)
-      : ({variant: 'nodesUnread', where, desired: cov.desired} as const)
-    diags.unshift(componentDiag(spec, 'Ready', ready, 'ok'))
-  }
-  return {ds, diags}
+  if (diags.some((d) => d.severity === 'error')) return {ds, diags}
+  const ready: ReadyArgs = nodes
+    ? {variant: 'nodesChecked', where, desired: cov.desired, eligible: cov.eligibleNodes.length}
+    : {variant: 'nodesUnread', where, desired: cov.desired}
+  diags.unshift(componentDiag(spec, 'Ready', ready, 'ok'))
+  return {ds, diags, ready}
 }

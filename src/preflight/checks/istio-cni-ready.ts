@@ -27,7 +27,7 @@ async function containerEnvironment(
 }
 
 export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
-  const {ds, diags} = await daemonSetDiagnostics(ctx, ISTIO_CNI)
+  const {ds, diags, ready} = await daemonSetDiagnostics(ctx, ISTIO_CNI)
   if (!ds) return diags
   const where = `DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}`
   const container = mainContainer(ds, 'install-cni')
@@ -56,10 +56,15 @@ export async function checkIstioCniReady(ctx: CheckContext): Promise<Diag[]> {
   }
   const okIndex = diags.findIndex((d) => d.severity === 'ok')
   if (okIndex !== -1 && diags.some((d) => d.severity === 'error')) diags.splice(okIndex, 1)
-  else if (okIndex !== -1 && env.AMBIENT_ENABLED?.toLowerCase() === 'true')
-    diags[okIndex] = {
-      ...diags[okIndex]!,
-      message: `${diags[okIndex]!.message} Ambient is enabled (AMBIENT_ENABLED=true) and ${ctx.input.namespace} is not excluded.`,
-    }
+  else if (okIndex !== -1 && ready && env.AMBIENT_ENABLED?.toLowerCase() === 'true') {
+    const namespace = ctx.input.namespace
+    diags[okIndex] = renderFinding(
+      'IstioCniReady',
+      ready.variant === 'nodesChecked'
+        ? {...ready, variant: 'nodesCheckedAmbient', namespace}
+        : {...ready, variant: 'nodesUnreadAmbient', namespace},
+      'ok',
+    )
+  }
   return diags
 }
