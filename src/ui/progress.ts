@@ -40,7 +40,12 @@ function throttled(io: Io, show: (message: string) => void): (message: string) =
  * line each (apply --fleet: its tasks report their own failures, so none stops the others here).
  */
 export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency?: number} = {}): Promise<void> {
-  const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
+  const {DefaultRenderer, Listr, ListrLogger, ProcessOutput} = await import('listr2')
+  // listr2 picks its in-place renderer only when process.stdout is a terminal; the progress goes to stderr, which
+  // plainOutput judges (`apply --fleet -o json > result.json` on a terminal still redraws its lines in place).
+  class StderrRenderer extends DefaultRenderer {
+    static override nonTTY = true
+  }
   const stderr = io.stderr as NodeJS.WriteStream
   const output = new ProcessOutput(stderr, stderr)
   const noColor = io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== ''
@@ -60,7 +65,7 @@ export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency
       concurrent: opts.concurrency ?? false,
       exitOnError: opts.concurrency === undefined,
       registerSignalListeners: false,
-      renderer: 'default',
+      renderer: StderrRenderer,
       rendererOptions: {
         logger: new ListrLogger({processOutput: output}),
         showErrorMessage: false,
