@@ -13,7 +13,8 @@ import {blockingStep, type StepSelection} from '../executor/engine.js'
 import {markIfDryRun as mark} from '../ui/dry-run.js'
 import type {Io} from '../ui/io.js'
 import {runTasks} from '../ui/progress.js'
-import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf} from '../executor/fleet-order.js'
+import {fleetPlanPath, hasPlan, type LoadedFleet, membersOf, readFleetMember} from '../executor/fleet-order.js'
+import {phaseOf} from '../plan/rollback.js'
 
 /** How the namespaces of one run share its fate: the first failure or Ctrl+C stops new starts. */
 export interface RunControl {
@@ -130,6 +131,7 @@ export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
                       (m) => update(mark(spec.dryRun, `wave ${wave} ${run.namespace}: ${m}`)),
                       control,
                     ),
+            failed: () => run.state === 'failed',
           })),
           {concurrency: spec.parallel},
         )
@@ -141,7 +143,16 @@ export async function runFleet(spec: FleetRunSpec): Promise<FleetApplyResult> {
   } finally {
     interrupt.dispose()
   }
+  await notStartedRemaining(spec.loaded, runs)
   return fleetResult(spec, runs, control)
+}
+
+/** A namespace the run did not start still has its steps left, as its plan file records them. */
+async function notStartedRemaining(loaded: LoadedFleet, runs: FleetNamespaceRun[]): Promise<void> {
+  for (const run of runs.filter((r) => r.state === 'not-started')) {
+    const {plan} = await readFleetMember(loaded, run.namespace)
+    if (plan) run.remaining = plan.spec.steps.filter((s) => phaseOf(plan, s) !== 'Applied').map((s) => s.id)
+  }
 }
 
 /** After a wave: every plan of it is where the operation leaves it (read from its file), or the run stops there. */

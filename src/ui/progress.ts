@@ -11,6 +11,8 @@ export interface ProgressTask {
   title: string
   /** Does the work; `update` shows a progress line; the returned text is appended to the title. */
   run: (update: (message: string) => void) => Promise<string | void>
+  /** After `run` returned: whether the line is shown as failed (apply --fleet: a namespace reports its own failure). */
+  failed?: () => boolean
 }
 
 function plainOutput(io: Io): boolean {
@@ -49,6 +51,7 @@ export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency
   const stderr = io.stderr as NodeJS.WriteStream
   const output = new ProcessOutput(stderr, stderr)
   const noColor = io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== ''
+  const plain = plainOutput(io)
   const listr = new Listr(
     tasks.map((t) => ({
       title: t.title,
@@ -58,7 +61,11 @@ export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency
             task.output = message
           }),
         )
+        // A failure reported as a result still gets the failed mark (✖), not the done one; a log's line carries the
+        // summary once, as listr2's [FAILED: …].
+        if (t.failed?.() && plain) throw new Error(summary || 'failed')
         if (summary) task.title = `${t.title} — ${summary}`
+        if (t.failed?.()) throw new Error(summary || 'failed')
       },
     })),
     {
@@ -73,7 +80,7 @@ export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency
       },
       fallbackRenderer: 'simple',
       fallbackRendererOptions: {logger: new ListrLogger({processOutput: output, useIcons: !noColor})},
-      fallbackRendererCondition: () => plainOutput(io),
+      fallbackRendererCondition: () => plain,
       forceColor: false,
     } as never,
   )

@@ -281,7 +281,20 @@ describe('apply --fleet: the first failure', () => {
     expect(nb.steps.at(-1)).toBe('restart-workloads')
     expect(nb.remaining).toEqual(['verify-dataplane'])
     expect((await readPlan(rig, 'nb')).status!.steps.find((s) => s.id === 'restart-workloads')?.phase).toBe('Applied')
-    for (const ns of ['nc', 'nd', 'ne']) expect(writesIn(rig, ns)).toEqual([])
+    for (const ns of ['nc', 'nd', 'ne']) {
+      expect(writesIn(rig, ns)).toEqual([])
+      // Not started: every step but the preflight recorded before is left.
+      expect(runOf(result, ns).remaining).toEqual([
+        'enable-ambient',
+        'remove-sidecar-injection',
+        'restart-workloads',
+        'verify-dataplane',
+      ])
+    }
+    // The progress: the failed namespace's line is marked failed, the others say why they stopped or never started.
+    expect(io.stderr.text).toContain('✖ wave 1 na [FAILED: failed at restart-workloads: ')
+    expect(io.stderr.text).toContain('✔ wave 1 nb — stopped (1 step(s) left)')
+    expect(io.stderr.text).toContain('wave 1 nc — not started (an earlier failure)')
     // What to run: the failed step needs --retry (the fleet command again, with it).
     expect(result.next).toContain(`mesh-migrate apply --fleet ${rig.fleetFile} --all --yes --retry`)
     const text = renderFleetRun(result, painterFor(io.stdout, {NO_COLOR: '1'}))
