@@ -164,7 +164,7 @@ export async function checkFleetOrder(
   const earliest = Math.min(...pending.map((d) => d.wave))
   throw new FleetOrderError(
     `${namespace} is in wave ${wave} of ${loaded.file}, and ${pending.length === 1 ? 'a namespace' : `${pending.length} namespaces`} of an earlier wave it depends on ${pending.length === 1 ? 'is' : 'are'} not fully applied; nothing was written:\n${describeDependencies(pending)}`,
-    `Apply the earlier wave(s) first: \`mesh-migrate apply --fleet ${loaded.file} --to-wave ${wave - 1} --all\` (or \`mesh-migrate apply ${pending[0]!.namespace} --all\`${earliest < wave - 1 ? ', wave by wave' : ''}); --ignore-fleet-order applies anyway and records who overrode the order in ${planFile}.`,
+    `Apply the earlier wave(s) first: \`mesh-migrate apply --fleet ${loaded.file} --to-wave ${wave - 1}\` (or \`mesh-migrate apply ${pending[0]!.namespace} --all\`${earliest < wave - 1 ? ', wave by wave' : ''}); --ignore-fleet-order applies anyway and records who overrode the order in ${planFile}.`,
   )
 }
 

@@ -38,7 +38,7 @@ describe('fleet runs, offline', () => {
     // The cycle's other member is in the same wave: not an earlier wave, not named.
     expect(r.stderr).not.toContain('pay (wave')
     expect(r.stderr).toContain(
-      'Next: Apply the earlier wave(s) first: `mesh-migrate apply --fleet plans/fleet.yaml --to-wave 2 --all`',
+      'Next: Apply the earlier wave(s) first: `mesh-migrate apply --fleet plans/fleet.yaml --to-wave 2`',
     )
     const json = await runCli(['apply', 'shop', '--all', '--yes', '-o', 'json'], {cwd, env: NO_CLUSTER})
     expect(json.code).toBe(5)

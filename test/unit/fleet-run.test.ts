@@ -431,6 +431,9 @@ describe('apply --fleet: which waves', () => {
     expect(failed.error?.exitCode).toBe(ExitCode.Locked)
     expect(failed.error?.message).toContain(`is in wave 3 of ${rig.fleetFile}`)
     expect(failed.error?.message).toMatch(/catalog → (pay|shop) \(routing\): /)
+    // Its way out is a command that runs (--to-wave with --all would be refused as a usage error).
+    expect(failed.error?.next).toContain(`\`mesh-migrate apply --fleet ${rig.fleetFile} --to-wave 2\``)
+    expect((await options(rig, new FakeIo(), {'to-wave': 2})).waves).toEqual([1, 2])
     for (const ns of ['catalog', 'frontend', 'pay', 'shop']) expect(writesIn(rig, ns)).toEqual([])
   }, 60_000)
 
