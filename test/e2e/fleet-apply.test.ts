@@ -287,4 +287,23 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
     },
     120_000,
   )
+
+  it('the verification gate Job of docs/gitops.md (image as a parameter) is accepted by the server under strict validation', async () => {
+    const doc = await readFile(path.join(REPO_ROOT, 'docs/gitops.md'), 'utf8')
+    const gate = doc.slice(doc.indexOf('### The verification gate'))
+    const block = /```yaml\n([\s\S]*?)```/.exec(gate)![1]!
+    const job = parse(
+      block.replaceAll('IMAGE', 'registry.example/mesh-migrate:1').replaceAll('NAMESPACE', N.catalog),
+    ) as KubeObject
+    expect(job.metadata.annotations!['argocd.argoproj.io/hook']).toBe('PostSync')
+    const container = job.spec.template.spec.containers[0]
+    // It runs `mesh-migrate status PLAN --detailed-exitcode` whatever the image's entrypoint is.
+    expect([...container.command, ...container.args]).toEqual([
+      'mesh-migrate',
+      'status',
+      `/plans/${N.catalog}.yaml`,
+      '--detailed-exitcode',
+    ])
+    await cluster.api.create({...job, metadata: {...job.metadata, namespace: N.catalog}}, {fieldValidation: 'Strict'})
+  }, 60_000)
 })
