@@ -15,6 +15,7 @@ import {applyFleet, type FleetFlags, fleetApplyOptions, loadFleetFile} from '../
 import {type FleetRollbackFlags, fleetRollbackOptions, rollbackFleet} from '../../src/actions/fleet-rollback.js'
 import type {FleetApplyResult} from '../../src/cli/contract.js'
 import {renderFleetRun} from '../../src/cli/fleet-run-view.js'
+import {planStatuses, renderStatusReport} from '../../src/actions/status.js'
 import {ClusterConnection} from '../../src/cli/plan-session.js'
 import {CancelledError, UsageError, UserError} from '../../src/errors.js'
 import {ExitCode} from '../../src/exit-codes.js'
@@ -591,4 +592,55 @@ describe('rollback --fleet', () => {
     }
     expect(rig.kube.requests).toEqual([])
   })
+})
+
+describe('status --fleet', () => {
+  it('one line per plan by wave: progress, drift and lock holder; --detailed-exitcode is 10 while anything is pending or drifted', async () => {
+    const rig = await fleetRig(EXAMPLE, ACCEPT)
+    expect((await apply(rig, new FakeIo(), [1, 2])).result).toBe('incomplete')
+    // Someone deletes catalog's waypoint (drift); someone else holds frontend's lock (a host's process, renewing).
+    rig.kube.remove({
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      namespace: 'catalog',
+      name: 'waypoint',
+    })
+    rig.kube.seed({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {name: 'mesh-migrate-lock', namespace: 'frontend'},
+      spec: {holderIdentity: 'bob@elsewhere/4242/abc', leaseDurationSeconds: 3600, renewTime: new Date().toISOString()},
+    })
+    const loaded = await loadFleetFile(rig.fleetFile)
+    const waves = new Map(loaded.fleet.spec.namespaces.map((n) => [rig.planFile(n.name), n.wave]))
+    const io = new FakeIo()
+    const report = await planStatuses(
+      {
+        files: [...waves.keys()],
+        fleet: rig.fleetFile,
+        waves,
+        onePlan: false,
+        cluster: ClusterConnection.of(rig.kube),
+        offline: false,
+        detailedExitcode: true,
+      },
+      io,
+    )
+    expect(io.exitCode).toBe(ExitCode.ChangesPending)
+    expect(schemaProblems(JSON.stringify(report), 'StatusReport')).toEqual([])
+    expect(
+      report.plans.map((p) => [p.wave, p.namespace, p.state, p.pending, (p.drifted ?? 0) > 0, p.lock ?? '-']),
+    ).toEqual([
+      [1, 'catalog', 'applied', 0, true, '-'],
+      [2, 'frontend', 'applied', 0, false, 'bob@elsewhere/4242/abc'],
+      // The rig records their preflight as passed: in progress, 9 steps pending.
+      [3, 'pay', 'in-progress', 9, false, '-'],
+      [3, 'shop', 'in-progress', 9, false, '-'],
+    ])
+    const lines = renderStatusReport(report, painterFor(io.stdout, {NO_COLOR: '1'}), io.now().getTime()).split('\n')
+    expect(lines[0]).toMatch(/^WAVE\s+NAMESPACE\s+STATE\s+APPLIED\s+DRIFTED\s+LOCK\s+PLAN$/)
+    expect(lines[1]).toMatch(/^1\s+catalog\s+applied\s+8\/8\s+[1-9]\d*\s+-\s+/)
+    expect(lines[2]).toMatch(/^2\s+frontend\s+applied\s+5\/5\s+0\s+bob@elsewhere\/4242\/abc\s+/)
+    expect(lines[3]).toMatch(/^3\s+pay\s+in-progress\s+1\/10\s+0\s+-\s+/)
+  }, 60_000)
 })
