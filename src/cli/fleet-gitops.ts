@@ -36,7 +36,7 @@ export async function fleetGitOps(
   for (const plan of plans) {
     for (const file of namespaceOverlay(plan, options)) {
       await mkdir(path.dirname(file.path), {recursive: true})
-      await writeFileAtomic(file.path, file.text)
+      await writeFileAtomic(file.path, file.text, note)
       files++
     }
   }

@@ -10,7 +10,7 @@ import {FLEET_FILE, type FleetInput, type FleetPlan, planFleet, selectNamespaces
 import {renderFleetFile} from '../plan/fleet-file.js'
 import {checkPlanText, hasStarted, renderPlanFile} from '../plan/planfile.js'
 import {mapLimit} from '../sources/cluster.js'
-import {openSource, type SourceFlags} from '../sources/open.js'
+import type {ObjectSource} from '../sources/source.js'
 
 /** Plan files written at once by plan -A. */
 const PLAN_WRITE_CONCURRENCY = 8
@@ -20,9 +20,11 @@ export interface FleetPlanRequest extends Pick<
   FleetInput,
   'selection' | 'options' | 'inventory' | 'generator' | 'istioVersion' | 'trustDomain'
 > {
-  source: SourceFlags
+  /** Opens the source the fleet is read from (manifests, or the context's cluster). */
+  openSource: () => Promise<ObjectSource>
   rootNamespace: string
   force: boolean
+  /** Progress and warnings: a line on the command's stderr. */
   note: (message: string) => void
 }
 
@@ -38,7 +40,7 @@ async function plansInProgress(files: string[]): Promise<string[]> {
 }
 
 async function selected(request: FleetPlanRequest) {
-  const source = await openSource(request.source)
+  const source = await request.openSource()
   const read = await source.fleet({rootNamespace: request.rootNamespace})
   let picked: ReturnType<typeof selectNamespaces>
   try {
@@ -106,12 +108,12 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
     const file = defaultPlanPath(plan.metadata.namespace)
     const text = renderPlanFile(plan)
     if ((await readTextFile(file).catch(() => undefined)) === text) return false
-    await writeFileAtomic(file, text)
+    await writeFileAtomic(file, text, request.note)
     return true
   })
   const written = changed.filter(Boolean).length
   const fleetFile = path.join(PLANS_DIR, FLEET_FILE)
-  await writeFileAtomic(fleetFile, renderFleetFile(fleet))
+  await writeFileAtomic(fleetFile, renderFleetFile(fleet), request.note)
   request.note(
     `Wrote ${fleetFile} and ${plans.length} plan(s) (${written} changed, ${plans.length - written} unchanged); ${fleet.spec.namespaces.length - plans.length} namespace(s) have nothing to migrate.`,
   )

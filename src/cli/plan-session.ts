@@ -147,7 +147,7 @@ export class PlanSession {
     note: (message: string) => void,
     opts: {allowEdited?: boolean} = {},
   ): Promise<PlanSession> {
-    const state = await PlanState.load(file, opts)
+    const state = await PlanState.load(file, {...opts, warn: note})
     if (state.edited)
       note(
         `Warning: ${file} is not a valid plan: ${state.edited.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('; ')}. Its progress is read from the record in the cluster (or its status); it cannot be applied.`,
@@ -268,7 +268,7 @@ export class PlanSession {
     try {
       if (!opts.dryRun) {
         lock = await this.acquire(client, opts)
-        if (opts.reload) this.state = await PlanState.load(this.file)
+        if (opts.reload) this.state = await PlanState.load(this.file, {warn: this.note})
       }
       // Under the lock: the record as the holder before us left it (a dry run only reads it).
       await this.adoptRecord(client, {readOnly: opts.dryRun})

@@ -1,28 +1,17 @@
-import {mkdir} from 'node:fs/promises'
-import path from 'node:path'
-
 import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
-import {LockHeldError, UsageError, UserError} from '../errors.js'
-import {asRolledBack, carryProgressOrRefuse, progressToKeep, progressWithRecord} from '../executor/keep-progress.js'
-import {readRecord} from '../executor/record-store.js'
-import {liveHolder, lockHeldSuggestion} from '../executor/lock.js'
-import {KubeApiError} from '../kube/errors.js'
-import {defaultPlanPath, readTextFile, replanCommand, writeFileAtomic} from '../executor/plan-store.js'
-import {buildInventory} from '../planner/inventory.js'
-import {buildPlan} from '../plan/plan-builder.js'
+import {type FleetSelection, planFleet, planNamespace, type PlanOneOptions, type PlanRun} from '../actions/plan.js'
+import {UsageError} from '../errors.js'
+import {defaultPlanPath} from '../executor/plan-store.js'
 import type {FleetPlan} from '../plan/fleet.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
-import {checkPlanText, parsePlanText, renderPlanFile, specDigest, textMayHaveWritten} from '../plan/planfile.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {trustDomainProblem} from '../planner/mesh-config.js'
-import type {SourceSnapshot} from '../planner/model.js'
-import {canaryWeightsProblem, waypointCanaryRefusal} from '../steps/canary-waypoint.js'
-import {openSource, requireNamespace} from '../sources/open.js'
-import {ClusterSource} from '../sources/cluster.js'
-import {stderrPainter, stdoutPainter} from '../ui/color.js'
+import {canaryWeightsProblem} from '../steps/canary-waypoint.js'
+import {openSource} from '../sources/open.js'
+import {stdoutPainter} from '../ui/color.js'
 import {renderPlan} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
 import {
@@ -34,19 +23,6 @@ import {
   waypointForFlag,
   waypointNameFlag,
 } from '../cli/flags.js'
-import {ExitCode} from '../exit-codes.js'
-
-/** Why a namespace needs no step, in the words of its data-plane mode. */
-function nothingToMigrateWhy(plan: MigrationPlan): string {
-  switch (plan.spec.summary.from) {
-    case 'ambient':
-      return 'it is already in ambient mode'
-    case 'none':
-      return 'none of its pods is in the mesh and nothing injects sidecars there (no istio-injection or istio.io/rev label)'
-    default:
-      return `its data-plane mode is ${plan.spec.summary.from} and no step applies`
-  }
-}
 
 export default class PlanCommand extends BaseCommand {
   static override summary =
@@ -146,34 +122,19 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<MigrationPlan | FleetPlan | undefined> {
-    const {names, flags} = await this.complete()
-    if (flags['all-namespaces'] || flags.selector !== undefined || names.length > 1) return this.runFleet(names, flags)
-    const options = await this.validate(names[0], flags)
-    const {plan, source, inventory, snapshot} = await this.build(options)
-    await this.write(options, plan)
-    // On a live cluster, show now what the preflight step will check at apply time.
-    if (source instanceof ClusterSource && plan.spec.steps.length > 0) {
-      const {runPreflight} = await import('../preflight/runner.js')
-      const {renderPreflight} = await import('../preflight/view.js')
-      // The preflight table goes to stderr: laid out for its terminal (emit lays stdout's result out for stdout's).
-      const {setTableLayout, terminalWidth} = await import('../ui/table.js')
-      setTableLayout({width: terminalWidth(this.io.env, this.io.stderr)})
-      const diagnostics = await runPreflight(source.client, options.namespace, {
-        plan,
-        inventory,
-        snapshot,
-        rootNamespace: flags['root-namespace'],
-      })
-      this.note(
-        `\nPreflight (re-checked by the preflight step when you apply):\n${renderPreflight(diagnostics, stderrPainter(this.io))}`,
-      )
+    const o = this.validate(await this.complete())
+    const open = () => openSource(o.flags, this.io.stderr)
+    if (o.fleet) {
+      const fleet = await planFleet(o.run, o.fleet, open, this.io)
+      const {renderFleet} = await import('../ui/fleet-view.js')
+      return this.emit(fleet, o.flags.output, () => renderFleet(fleet, stdoutPainter(this.io)))
     }
-    this.setExitCode(options, plan)
-    if (options.out === '-' && flags.output === 'table' && !this.jsonEnabled()) return undefined
-    return this.emit(plan, flags.output, () => renderPlan(plan, stdoutPainter(this.io)))
+    const plan = await planNamespace(o.one, open, this.io)
+    if (o.one.out === '-' && o.flags.output === 'table' && !this.jsonEnabled()) return undefined
+    return this.emit(plan, o.flags.output, () => renderPlan(plan, stdoutPainter(this.io)))
   }
 
-  /** Flags → the namespaces named (arguments or -n) and the checked flags. */
+  /** Flags → the namespaces named (arguments, -n, or the kubeconfig context's namespace) and the flags. */
   private async complete(): Promise<{names: string[]; flags: PlanFlags}> {
     const {argv, flags} = await this.parse(PlanCommand)
     const names = withNamespaceFlag(argv as string[], flags.namespace)
@@ -182,11 +143,17 @@ ${EXIT_CODES_HELP}`
       const fromContext = await namespaceOrContext(undefined, undefined, flags, this.io.stderr)
       if (fromContext !== undefined) names.push(fromContext)
     }
+    return {names, flags}
+  }
+
+  /** The flags checked (no file read, no connection): one namespace's plan options, or a fleet's. */
+  private validate({names, flags}: {names: string[]; flags: PlanFlags}): PlanCommandOptions {
     const problem = waypointNameProblem(flags['waypoint-name'])
     if (problem) throw new UsageError(`--waypoint-name "${flags['waypoint-name']}": ${problem}`)
     const trustDomain = flags['trust-domain']
     const tdProblem = trustDomain === undefined ? undefined : trustDomainProblem(trustDomain)
     if (tdProblem) throw new UsageError(`--trust-domain "${trustDomain}": ${tdProblem}`)
+    const fleet = flags['all-namespaces'] || flags.selector !== undefined || names.length > 1
     if (flags['waypoint-canary'] !== undefined) {
       const canary = canaryWeightsProblem(flags['waypoint-canary'])
       if (canary.problem)
@@ -194,201 +161,81 @@ ${EXIT_CODES_HELP}`
           `--waypoint-canary: ${canary.problem}`,
           'Pass increasing weights, e.g. --waypoint-canary 10,50.',
         )
-      if (names.length !== 1 || flags['all-namespaces'] || flags.selector !== undefined)
+      if (names.length !== 1 || fleet)
         throw new UsageError(
           '--waypoint-canary plans one namespace',
           'Name one namespace: mesh-migrate plan NAMESPACE --waypoint-canary 10,50.',
         )
     }
-    return {names, flags}
-  }
-
-  /** One namespace, and a plan file that may be (over)written: a plan in progress is not replaced without --force. */
-  private async validate(namespace: string | undefined, flags: PlanFlags): Promise<PlanOneOptions> {
+    const run = planRun(flags, `mesh-migrate/${this.config.version}`)
+    if (fleet) return {flags, run, fleet: fleetSelection(names, flags)}
+    const namespace = names[0]
     if (!namespace)
       throw new UsageError(
         'which namespace? Name one (or several, or -n NAMESPACE), or pass --all-namespaces / --selector',
         'mesh-migrate plan NAMESPACE, or mesh-migrate plan -A',
       )
-
     const out = flags.out ?? defaultPlanPath(namespace)
-    const previousText = out === '-' ? undefined : await readTextFile(out).catch(() => undefined)
     if (flags['keep-progress'] && out === '-')
       throw new UsageError(
         '--keep-progress keeps the record of the plan file it replaces; --out - writes none',
         'Leave out --out (or name the plan file).',
       )
-    const inProgress = flags['keep-progress'] ? progressToKeep(previousText, out, namespace) : undefined
-    if (previousText !== undefined && !flags.force && !flags['keep-progress']) {
-      // A fully rolled-back plan has nothing left to undo: it may be replaced.
-      if (textMayHaveWritten(previousText)) {
-        throw new UserError(`${out} has applied steps: refusing to overwrite a plan in progress`, {
-          suggestion: `Finish it with \`mesh-migrate apply ${out}\`, undo it with \`mesh-migrate rollback ${out} --confirm ${namespace}\` (then plan replaces it), or re-plan keeping the record of the applied steps the new plan leaves unchanged: \`${replanCommand(namespace, out, '--keep-progress')}\`; --force overwrites it now, losing its record of what was applied (rollback can then no longer undo those steps).`,
-        })
-      }
+    const one = {
+      ...run,
+      namespace,
+      out,
+      keepProgress: flags['keep-progress'],
+      planTextToStdout: !this.jsonEnabled() && flags.output === 'table',
     }
-    return {namespace, out, previousText, flags, inProgress}
-  }
-
-  /** Read the namespace (cluster or manifests), classify it and build the plan: pure from here on. */
-  private async build({namespace, out, flags, inProgress: inFile, previousText}: PlanOneOptions) {
-    const source = await openSource(flags, this.io.stderr)
-    // --keep-progress: the progress is the cluster's record of the plan at `out` (issue 19 §5), even of an edited file.
-    const record =
-      flags['keep-progress'] && previousText !== undefined && source instanceof ClusterSource
-        ? await readRecord(source.client, namespace, namespace)
-        : undefined
-    const inProgress = flags['keep-progress']
-      ? progressWithRecord(inFile ?? validPlan(previousText), record, out)
-      : undefined
-    if ((inProgress || record) && source instanceof ClusterSource) await refuseWhileWriting(source, namespace)
-    const read = requireNamespace(await source.snapshot(namespace, {rootNamespace: flags['root-namespace']}))
-    // The plan's own writes are not the user's state: plan from the namespace as its rollback would leave it.
-    const snapshot = inProgress ? asRolledBack(read, inProgress) : read
-    refuseCanary(flags, snapshot, namespace)
-    const inventory = buildInventory(snapshot, {
-      waypointFor: flags['waypoint-for'],
-      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
-    })
-    const fresh = buildPlan({
-      inventory,
-      snapshot,
-      options: planOptions(flags),
-      generator: `mesh-migrate/${this.config.version}`,
-      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
-      ...(flags['trust-domain'] ? {trustDomain: flags['trust-domain']} : {}),
-    })
-    const plan = inProgress
-      ? this.keepProgress(inProgress, fresh, out)
-      : flags.force
-        ? replacing(fresh, previousText)
-        : fresh
-    return {plan, source, inventory, snapshot}
-  }
-
-  /** The plan file (or stdout for --out -); none when there is nothing to migrate, untouched when unchanged. */
-  private async write({namespace, out, previousText, flags}: PlanOneOptions, plan: MigrationPlan): Promise<void> {
-    const text = renderPlanFile(plan)
-
-    const nothingToDo = plan.spec.steps.length === 0 && plan.spec.blockers.length === 0
-    if (out === '-') {
-      if (!this.jsonEnabled() && flags.output === 'table') this.io.stdout.write(text)
-    } else if (nothingToDo) {
-      // A plan without steps would only be a file to review and merge for nothing.
-      this.note(
-        `Nothing to migrate in namespace ${namespace}: ${nothingToMigrateWhy(plan)}. No plan file written${previousText !== undefined ? ` (${out} from an earlier plan is left as it is)` : ''}.`,
-      )
-    } else if (previousText === text) {
-      this.note(`${out} is up to date (unchanged).`)
-    } else {
-      await mkdir(path.dirname(out), {recursive: true})
-      await writeFileAtomic(out, text)
-      this.note(`Wrote ${out}.`)
-    }
-  }
-
-  private setExitCode({namespace, out, flags}: PlanOneOptions, plan: MigrationPlan): void {
-    const blockers = plan.spec.summary.blockers
-    if (blockers > 0) {
-      this.io.setExitCode(ExitCode.Failure)
-      this.note(
-        `The plan has ${blockers} blocker(s); it cannot be applied until they are resolved (mesh-migrate show ${out === '-' ? namespace : out}).`,
-      )
-    } else if (flags['detailed-exitcode']) {
-      this.io.setExitCode(plan.spec.steps.length > 0 ? ExitCode.ChangesPending : ExitCode.Ok)
-    }
-  }
-
-  /** The new plan with the kept records of the plan in progress, saying what was kept and what apply runs. */
-  private keepProgress(old: MigrationPlan, fresh: MigrationPlan, out: string): MigrationPlan {
-    const {plan, kept, toApply} = carryProgressOrRefuse(old, fresh, out)
-    this.note(
-      `Kept the record of ${kept.length} applied step(s) the new plan leaves unchanged: ${kept.join(', ') || 'none'}.`,
-    )
-    this.note(
-      toApply.length > 0
-        ? `To apply: ${toApply.join(', ')} (\`mesh-migrate apply ${out}\` continues from there).`
-        : 'Every step of the new plan is applied.',
-    )
-    return plan
-  }
-
-  private async runFleet(names: string[], flags: PlanFlags): Promise<FleetPlan | undefined> {
-    if (flags['keep-progress'])
-      throw new UsageError(
-        '--keep-progress re-plans one namespace',
-        'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.',
-      )
-    if (flags.out !== undefined)
-      throw new UsageError(
-        '--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml',
-        'Leave out --out.',
-      )
-    if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
-      throw new UsageError('name namespaces or select them (--all-namespaces, --selector), not both')
-    }
-    const {runFleetPlan} = await import('../cli/fleet-plan.js')
-    const fleet = await runFleetPlan({
-      source: flags,
-      rootNamespace: flags['root-namespace'],
-      selection: flags['all-namespaces']
-        ? {allNamespaces: true}
-        : flags.selector !== undefined
-          ? {selector: flags.selector}
-          : {namespaces: names},
-      options: planOptions(flags),
-      inventory: {
-        waypointFor: flags['waypoint-for'],
-        ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
-      },
-      generator: `mesh-migrate/${this.config.version}`,
-      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
-      ...(flags['trust-domain'] ? {trustDomain: flags['trust-domain']} : {}),
-      force: flags.force,
-      note: (m) => this.note(m),
-    })
-    if (fleet.spec.summary.blocked > 0) {
-      this.io.setExitCode(ExitCode.Failure)
-      this.note(
-        `${fleet.spec.summary.blocked} plan(s) have blockers; they cannot be applied until resolved (mesh-migrate show --fleet).`,
-      )
-    } else if (flags['detailed-exitcode']) {
-      this.io.setExitCode(fleet.spec.namespaces.some((n) => n.steps > 0) ? ExitCode.ChangesPending : ExitCode.Ok)
-    }
-    const {renderFleet} = await import('../ui/fleet-view.js')
-    return this.emit(fleet, flags.output, () => renderFleet(fleet, stdoutPainter(this.io)))
+    return {flags, run, one}
   }
 }
 
 type PlanFlags = Interfaces.InferredFlags<typeof PlanCommand.flags>
 
-/** The plan of one namespace: where it goes (a path, or - for stdout) and the file it replaces, if any. */
-interface PlanOneOptions {
-  namespace: string
-  out: string
-  previousText: string | undefined
-  flags: PlanFlags
-  /** --keep-progress: the plan in progress whose applied, unchanged steps keep their record. */
-  inProgress: MigrationPlan | undefined
+/** The checked flags: the plan of one namespace (`one`), or of a fleet (`fleet`: which namespaces). */
+type PlanCommandOptions = {flags: PlanFlags; run: PlanRun} & (
+  {one: PlanOneOptions; fleet?: undefined} | {fleet: FleetSelection; one?: undefined}
+)
+
+/** What every plan of the run is made with, from the flags. */
+function planRun(flags: PlanFlags, generator: string): PlanRun {
+  return {
+    options: planOptions(flags),
+    inventory: {
+      waypointFor: flags['waypoint-for'],
+      ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+    },
+    generator,
+    ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+    ...(flags['trust-domain'] ? {trustDomain: flags['trust-domain']} : {}),
+    rootNamespace: flags['root-namespace'],
+    force: flags.force,
+    detailedExitcode: flags['detailed-exitcode'],
+  }
 }
 
-/**
- * --force over a plan that has written: the new plan says it replaces it (status.replaces), so that its first write
- * takes over the old plan's record in the cluster instead of being refused as another plan's (src/plan/record.ts).
- * The old record is lost, as --force says.
- */
-function replacing(fresh: MigrationPlan, previousText: string | undefined): MigrationPlan {
-  if (previousText === undefined) return fresh
-  const old = (parsePlanText(previousText).data as {status?: {specDigest?: unknown}} | undefined)?.status?.specDigest
-  const digest = specDigest(fresh)
-  if (typeof old !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(old) || old === digest) return fresh
-  return {...fresh, status: {specDigest: digest, replaces: old, steps: []}}
-}
-
-/** The plan file's plan when it is valid (a teammate's reviewed copy, no progress of its own). */
-function validPlan(text: string | undefined): MigrationPlan | undefined {
-  const checked = text === undefined ? undefined : checkPlanText(text)
-  return checked?.plan && checked.problems.length === 0 ? checked.plan : undefined
+/** The namespaces of a fleet plan; --keep-progress and --out are for one namespace. */
+function fleetSelection(names: string[], flags: PlanFlags): FleetSelection {
+  if (flags['keep-progress'])
+    throw new UsageError(
+      '--keep-progress re-plans one namespace',
+      'Run `mesh-migrate plan NAMESPACE --keep-progress` for each namespace whose plan is in progress.',
+    )
+  if (flags.out !== undefined)
+    throw new UsageError(
+      '--out names one plan file; a fleet plan writes plans/<namespace>.yaml and plans/fleet.yaml',
+      'Leave out --out.',
+    )
+  if (names.length > 0 && (flags['all-namespaces'] || flags.selector !== undefined)) {
+    throw new UsageError('name namespaces or select them (--all-namespaces, --selector), not both')
+  }
+  return flags['all-namespaces']
+    ? {allNamespaces: true}
+    : flags.selector !== undefined
+      ? {selector: flags.selector}
+      : {namespaces: names}
 }
 
 /** The namespaces named: the arguments, or -n (which names one, and must agree with a single argument). */
@@ -418,35 +265,4 @@ function planOptions(flags: PlanFlags): PlanOptions {
     ...(flags['accept-lost']?.length ? {acceptLost: [...new Set(flags['accept-lost'])].sort()} : {}),
     ...(flags['accept-hazard']?.length ? {acceptHazards: [...new Set(flags['accept-hazard'])].sort()} : {}),
   }
-}
-
-/** --waypoint-canary needs Istio >= 1.31 and a primary waypoint the plan replaces (exit 2 otherwise, saying why). */
-function refuseCanary(flags: PlanFlags, snapshot: SourceSnapshot, namespace: string): void {
-  if (flags['waypoint-canary'] === undefined) return
-  const ns = snapshot.objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
-  const refusal = waypointCanaryRefusal({
-    labels: ns?.metadata.labels ?? {},
-    ns: namespace,
-    waypointName: flags['waypoint-name'],
-    istioVersion: flags['istio-version'] ?? snapshot.istioVersion,
-    versionSource: flags['istio-version'] ? '--istio-version' : 'the serving istiod',
-  })
-  if (refusal) throw new UsageError(refusal.message, refusal.suggestion)
-}
-
-/**
- * --keep-progress rewrites the record of a plan in progress: not while an apply or rollback holds the namespace's
- * lock (it writes that record). Read-only (plan needs no write permission): the Lease is read, not taken.
- */
-async function refuseWhileWriting(source: ClusterSource, namespace: string): Promise<void> {
-  // Without permission to read Leases there is nothing to tell: the re-plan goes on, as before this check.
-  const holder = await liveHolder(source.client, namespace).catch((error: unknown) => {
-    if (error instanceof KubeApiError && error.status === 403) return undefined
-    throw error
-  })
-  if (holder)
-    throw new LockHeldError(
-      `namespace ${namespace} is locked by ${holder}: it is writing the record --keep-progress would re-plan`,
-      lockHeldSuggestion(namespace),
-    )
 }

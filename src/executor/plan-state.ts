@@ -31,6 +31,8 @@ export class PlanState {
   private constructor(
     readonly file: string,
     public plan: MigrationPlan,
+    /** Warnings about the plan's folder when the file is written (the command's stderr). */
+    private readonly warn: (message: string) => void,
     /** `allowEdited`: the file's problems when its spec was edited after the first apply (issue 19 §5). */
     readonly edited?: PlanProblem[],
   ) {}
@@ -38,15 +40,20 @@ export class PlanState {
   /**
    * Read and check a plan (schema, safety, digest): anything wrong is exit 4 before any write. `allowEdited`: a plan
    * whose spec was edited after its first apply is still loaded (status, show, rollback and plan --keep-progress work
-   * from the cluster's record), its problems kept in `edited`.
+   * from the cluster's record), its problems kept in `edited`. `warn`: where a warning about the plan's folder goes
+   * when the state is saved (a state only read, by completion or preflight --plan, is never saved).
    */
-  static async load(file: string, opts: {allowEdited?: boolean} = {}): Promise<PlanState> {
+  static async load(
+    file: string,
+    opts: {allowEdited?: boolean; warn?: (message: string) => void} = {},
+  ): Promise<PlanState> {
+    const warn = opts.warn ?? (() => undefined)
     const text = await readTextFile(file, 'plan file')
     const checked = checkPlanText(text)
     if (opts.allowEdited && checked.problems.length > 0 && isEditedAfterApply(checked.plan))
-      return new PlanState(file, checked.plan!, checked.problems)
+      return new PlanState(file, checked.plan!, warn, checked.problems)
     if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
-    return new PlanState(file, checked.plan)
+    return new PlanState(file, checked.plan, warn)
   }
 
   get namespace(): string {
@@ -121,7 +128,7 @@ export class PlanState {
   async save(): Promise<void> {
     try {
       const plan = this.fileSpec ? {...this.plan, spec: this.fileSpec} : this.plan
-      await writeFileAtomic(this.file, renderPlanFile(plan))
+      await writeFileAtomic(this.file, renderPlanFile(plan), this.warn)
     } catch (error) {
       throw new UserError(`cannot write ${this.file}: ${(error as Error).message}`, {
         suggestion:

@@ -29,14 +29,14 @@ function processRuns(pid: number): boolean {
  * process is gone) are removed, and a folder anyone may write to is warned about — anyone could then replace a
  * reviewed plan between review and apply.
  */
-async function prepareFolder(dir: string): Promise<void> {
+async function prepareFolder(dir: string, warn: (message: string) => void): Promise<void> {
   if (prepared.has(dir)) return
   prepared.add(dir)
   const info = await stat(dir).catch(() => undefined)
   // World-writable without the sticky bit: anyone can replace (rename over) a plan in it.
   if (info && (info.mode & 0o002) !== 0 && (info.mode & 0o1000) === 0)
-    process.stderr.write(
-      `Warning: ${dir}/ is writable by every user of this machine: anyone can replace a plan in it between review and apply. Restrict it: chmod o-w ${dir}\n`,
+    warn(
+      `Warning: ${dir}/ is writable by every user of this machine: anyone can replace a plan in it between review and apply. Restrict it: chmod o-w ${dir}`,
     )
   const entries = await readdir(dir).catch(() => [] as string[])
   for (const name of entries) {
@@ -45,9 +45,10 @@ async function prepareFolder(dir: string): Promise<void> {
   }
 }
 
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
+/** `warn`: a line for the user (stderr), the first time a folder anyone may write to is written into. */
+export async function writeFileAtomic(file: string, text: string, warn: (message: string) => void): Promise<void> {
   const dir = path.dirname(file)
-  await prepareFolder(dir)
+  await prepareFolder(dir, warn)
   const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`)
   const handle = await open(tmp, 'w', 0o644)
   try {

@@ -11,10 +11,8 @@ export interface SourceFlags {
   'request-timeout'?: string
 }
 
-export async function openSource(
-  flags: SourceFlags,
-  stderr: NodeJS.WritableStream = process.stderr,
-): Promise<ObjectSource> {
+/** `stderr`: the command's, for the "waiting" notes of a slow connection. */
+export async function openSource(flags: SourceFlags, stderr: NodeJS.WritableStream): Promise<ObjectSource> {
   if (flags.manifests && flags.manifests.length > 0) {
     if (flags.kubeconfig || flags.context) {
       throw new UsageError(

@@ -328,8 +328,10 @@ describe('the plans folder (§8)', () => {
     const live = `.bookinfo.yaml.tmp-${process.ppid}-0123abcd`
     writeFileSync(path.join(dir, dead), 'half a plan')
     writeFileSync(path.join(dir, live), 'being written')
-    await writeFileAtomic(path.join(dir, 'bookinfo.yaml'), 'plan\n')
+    const warnings: string[] = []
+    await writeFileAtomic(path.join(dir, 'bookinfo.yaml'), 'plan\n', (m) => warnings.push(m))
     expect(readdirSync(dir).sort()).toEqual([live, 'bookinfo.yaml'].sort())
+    expect(warnings).toEqual([])
   })
 
   it('a plans folder every user may write to is warned about', async () => {
@@ -337,14 +339,11 @@ describe('the plans folder (§8)', () => {
     const {writeFileAtomic} = await import('../../src/executor/plan-store.js')
     const dir = mkdtempSync(path.join(os.tmpdir(), 'untrusted-plans-'))
     chmodSync(dir, 0o777)
+    // The warning goes where the caller says (the command's stderr), not to the process's stderr.
     const written: string[] = []
-    const write = process.stderr.write.bind(process.stderr)
-    process.stderr.write = ((chunk: string) => (written.push(String(chunk)), true)) as typeof process.stderr.write
-    try {
-      await writeFileAtomic(path.join(dir, 'a.yaml'), 'x\n')
-    } finally {
-      process.stderr.write = write
-    }
-    expect(written.join('')).toContain(`Warning: ${dir}/ is writable by every user of this machine`)
+    await writeFileAtomic(path.join(dir, 'a.yaml'), 'x\n', (m) => written.push(m))
+    expect(written).toEqual([
+      `Warning: ${dir}/ is writable by every user of this machine: anyone can replace a plan in it between review and apply. Restrict it: chmod o-w ${dir}`,
+    ])
   })
 })
