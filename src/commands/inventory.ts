@@ -1,11 +1,11 @@
 import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 
-import {buildInventory} from '../planner/inventory.js'
-import {openSource, requireNamespace} from '../sources/open.js'
+import {namespaceInventory, type InventoryRequest} from '../actions/inventory.js'
+import {openSource} from '../sources/open.js'
 import {stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
-import {type InventoryDocument, typed} from '../cli/contract.js'
+import type {InventoryDocument} from '../cli/contract.js'
 import {namespaceFlag, requireNamespaceOrContext, waypointForFlag} from '../cli/flags.js'
 
 export default class InventoryCommand extends BaseCommand {
@@ -29,43 +29,41 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<InventoryDocument | undefined> {
-    const o = await this.validate(await this.complete())
+    const o = this.validate(await this.complete())
     const source = await openSource(o.flags, this.io.stderr)
-    const snapshot = requireNamespace(await source.snapshot(o.namespace, {rootNamespace: o.flags['root-namespace']}))
-    const inventory = typed(
-      'Inventory',
-      buildInventory(snapshot, {
-        waypointFor: o.flags['waypoint-for'],
-        ...(o.flags['istio-version'] ? {istioVersion: o.flags['istio-version']} : {}),
-      }),
-    )
+    const inventory = await namespaceInventory(source, o.request)
     // The table view is imported only when it is shown (its table stack costs start-up for -o json).
     return this.emit(inventory, o.flags.output, async () =>
       (await import('../ui/inventory-view.js')).renderInventory(inventory, stdoutPainter(this.io)),
     )
   }
 
-  /** Flags → options. */
+  /** Flags → options: the namespace (argument, -n, or the kubeconfig context's: read from the file, no connection). */
   private async complete(): Promise<InventoryInput> {
     const {args, flags} = await this.parse(InventoryCommand)
-    return {namespaceArg: args.namespace, flags}
+    return {namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags, this.io.stderr), flags}
   }
 
-  /** The namespace is required (argument, -n, or the context's); the source flags oclif has checked already. */
-  private async validate(o: InventoryInput): Promise<InventoryOptions> {
+  /** What to read and classify (the source flags oclif has checked already). */
+  private validate({namespace, flags}: InventoryInput): InventoryOptions {
     return {
-      namespace: await requireNamespaceOrContext(o.namespaceArg, o.flags.namespace, o.flags, this.io.stderr),
-      flags: o.flags,
+      flags,
+      request: {
+        namespace,
+        rootNamespace: flags['root-namespace'],
+        waypointFor: flags['waypoint-for'],
+        ...(flags['istio-version'] ? {istioVersion: flags['istio-version']} : {}),
+      },
     }
   }
 }
 
 type InventoryFlags = Interfaces.InferredFlags<typeof InventoryCommand.flags>
 interface InventoryInput {
-  namespaceArg: string | undefined
+  namespace: string
   flags: InventoryFlags
 }
 interface InventoryOptions {
-  namespace: string
   flags: InventoryFlags
+  request: InventoryRequest
 }
