@@ -1,14 +1,11 @@
-import {stat} from 'node:fs/promises'
-
-import type {Interfaces} from '@oclif/core'
 import * as Flags from '@oclif/core/flags'
 
-import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
-import {type CensusDocument, typed} from '../cli/contract.js'
+import {census, type CensusOptions} from '../actions/census.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat, sourceFlags} from '../cli/base.js'
+import type {CensusDocument} from '../cli/contract.js'
 import {selectorFlag} from '../cli/flags.js'
-import {connectCluster} from '../cli/plan-commands.js'
+import {ClusterConnection} from '../cli/plan-session.js'
 import {stdoutPainter} from '../ui/color.js'
-import {UsageError} from '../errors.js'
 import {PLANS_DIR} from '../executor/plan-store.js'
 
 export default class CensusCommand extends BaseCommand {
@@ -43,41 +40,26 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<CensusDocument | undefined> {
-    const o = await this.validate(await this.complete())
-    const client = await connectCluster(o.flags, this.io.stderr)
-    const {readCensusInput} = await import('../census/read.js')
-    const {buildCensus} = await import('../census/census.js')
-    const input = await readCensusInput(client, {
-      ...(o.flags.selector ? {selector: o.flags.selector} : {}),
-      plansDir: o.plansDir,
-    })
-    const report = typed('Census', buildCensus(input))
-    for (const note of report.notes) this.note(`Note: ${note}`)
+    // Nothing to check before the action: the --plans-dir given must be a directory, which census() checks first.
+    const o = await this.complete()
+    const report = await census(o, this.io)
     const {renderCensus} = await import('../census/view.js')
-    return this.emit(report, o.flags.output, () => renderCensus(report, stdoutPainter(this.io)))
+    return this.emit(report, o.output, () => renderCensus(report, stdoutPainter(this.io)))
   }
 
   /** Flags → options (the selector's syntax is checked as it is parsed: flags.ts). */
-  private async complete(): Promise<CensusOptions> {
+  private async complete(): Promise<CensusCommandOptions> {
     const {flags} = await this.parse(CensusCommand)
-    return {flags, plansDir: flags['plans-dir'] ?? PLANS_DIR, plansDirGiven: flags['plans-dir'] !== undefined}
-  }
-
-  /** A --plans-dir that was asked for must be a directory; the default one may be missing (no plans yet). */
-  private async validate(o: CensusOptions): Promise<CensusOptions> {
-    if (!o.plansDirGiven) return o
-    const info = await stat(o.plansDir).catch(() => undefined)
-    if (!info?.isDirectory())
-      throw new UsageError(
-        `--plans-dir ${o.plansDir} ${info ? 'is not a directory' : 'does not exist'}`,
-        'Name the directory the plan files are in (plan --out wrote them), or leave --plans-dir out for plans/.',
-      )
-    return o
+    return {
+      cluster: ClusterConnection.fromFlags(flags, this.io),
+      ...(flags.selector ? {selector: flags.selector} : {}),
+      plansDir: flags['plans-dir'] ?? PLANS_DIR,
+      plansDirGiven: flags['plans-dir'] !== undefined,
+      output: flags.output,
+    }
   }
 }
 
-interface CensusOptions {
-  flags: Interfaces.InferredFlags<typeof CensusCommand.flags>
-  plansDir: string
-  plansDirGiven: boolean
+interface CensusCommandOptions extends CensusOptions {
+  output: OutputFormat
 }
