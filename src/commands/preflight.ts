@@ -1,19 +1,14 @@
-import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
-import {BaseCommand, EXIT_CODES_HELP, outputFlag, sourceFlags} from '../cli/base.js'
+import {preflight, type PreflightOptions} from '../actions/preflight.js'
+import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat, sourceFlags} from '../cli/base.js'
 import {waypointForFlag, waypointNameFlag} from '../cli/flags.js'
-import {type PreflightReport, typed} from '../cli/contract.js'
+import type {PreflightReport} from '../cli/contract.js'
 import {namespaceFlag, requireNamespaceOrContext} from '../cli/flags.js'
-import {connectCluster} from '../cli/plan-commands.js'
-import {UsageError} from '../errors.js'
+import {ClusterConnection} from '../cli/plan-session.js'
 import {PREFLIGHT_CHECKS} from '../planner/vocab.js'
 import {stdoutPainter} from '../ui/color.js'
-import {ExitCode} from '../exit-codes.js'
-import type {KubeClient} from '../kube/types.js'
-import type {Inventory} from '../planner/model.js'
-import type {MigrationPlan} from '../planner/plan-types.js'
 
 export default class PreflightCommand extends BaseCommand {
   static override summary =
@@ -69,89 +64,32 @@ ${EXIT_CODES_HELP}`
   }
 
   async run(): Promise<PreflightReport | undefined> {
-    const o = await this.validate(await this.complete())
-    const client = await connectCluster(o.flags, this.io.stderr)
-    const {runPreflight} = await import('../preflight/runner.js')
-    const {plan, inventory, planSource, rootNamespace} = o.given ?? (await this.planFromCluster(o, client))
-    const diagnostics = await runPreflight(client, o.namespace, {
-      plan,
-      rootNamespace,
-      ...(inventory ? {inventory} : {}),
-      ...(o.flags.check ? {checks: o.flags.check} : {}),
-    })
-    const ok = !diagnostics.some((d) => d.severity === 'error')
-    if (!ok) this.io.setExitCode(ExitCode.Failure)
-    const result = typed('PreflightReport', {
-      namespace: o.namespace,
-      context: client.context,
-      plan: planSource,
-      ok,
-      diagnostics,
-    })
+    const o = await this.complete()
+    const report = await preflight(o, this.io)
     const {renderPreflight} = await import('../preflight/view.js')
-    return this.emit(result, o.flags.output, () => renderPreflight(diagnostics, stdoutPainter(this.io)))
+    return this.emit(report, o.output, () => renderPreflight(report.diagnostics, stdoutPainter(this.io)))
   }
 
-  /** Flags → options. */
-  private async complete(): Promise<PreflightInput> {
+  /**
+   * Flags → options: the namespace (argument, -n, or the kubeconfig context's: read from the file, no connection).
+   * oclif has checked the flags' values; the plan given with --plan is checked by the action, before it connects.
+   */
+  private async complete(): Promise<PreflightCommandOptions> {
     const {args, flags} = await this.parse(PreflightCommand)
-    return {namespaceArg: args.namespace, flags}
-  }
-
-  /** The namespace is required; a plan given with --plan is loaded (checked) and must be that namespace's. */
-  private async validate({namespaceArg, flags}: PreflightInput): Promise<PreflightOptions> {
-    const namespace = await requireNamespaceOrContext(namespaceArg, flags.namespace, flags, this.io.stderr)
-    if (!flags.plan) return {namespace, flags}
-    const {resolvePlanArg} = await import('../executor/plan-store.js')
-    const {PlanState} = await import('../executor/plan-state.js')
-    const file = await resolvePlanArg(flags.plan)
-    const plan = (await PlanState.load(file)).plan
-    if (plan.metadata.namespace !== namespace) {
-      throw new UsageError(
-        `${file} is the plan of namespace ${plan.metadata.namespace}, not ${namespace}`,
-        `Run \`mesh-migrate preflight ${plan.metadata.namespace} --plan ${file}\`.`,
-      )
-    }
-    return {namespace, flags, given: {plan, planSource: file, rootNamespace: plan.spec.options.rootNamespace}}
-  }
-
-  /** Without --plan, the checks of the plan `plan NAMESPACE` would build from the cluster now. */
-  private async planFromCluster({namespace, flags}: PreflightOptions, client: KubeClient): Promise<PlanToCheck> {
-    const rootNamespace = flags['root-namespace']
-    const [{ClusterSource}, {buildInventory}, {buildPlan}] = await Promise.all([
-      import('../sources/cluster.js'),
-      import('../planner/inventory.js'),
-      import('../plan/plan-builder.js'),
-    ])
-    const source = await ClusterSource.open(client)
-    const snapshot = await source.snapshot(namespace, {rootNamespace})
-    const inventory = buildInventory(snapshot, {waypointFor: flags['waypoint-for']})
-    const plan = buildPlan({
-      inventory,
-      snapshot,
-      options: {rootNamespace, waypointName: flags['waypoint-name'], waypointFor: flags['waypoint-for']},
+    return {
+      namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags, this.io.stderr),
+      cluster: ClusterConnection.fromFlags(flags, this.io),
+      rootNamespace: flags['root-namespace'],
+      ...(flags.plan ? {plan: flags.plan} : {}),
+      ...(flags.check ? {checks: flags.check} : {}),
+      waypointName: flags['waypoint-name'],
+      waypointFor: flags['waypoint-for'],
       generator: `mesh-migrate/${this.config.version}`,
-    })
-    return {plan, inventory, planSource: '(built from the cluster)', rootNamespace}
+      output: flags.output,
+    }
   }
 }
 
-/** The plan whose checks run, where it came from, and (built from the cluster) the inventory it was built from. */
-interface PlanToCheck {
-  plan: MigrationPlan
-  inventory?: Inventory
-  planSource: string
-  rootNamespace: string
+interface PreflightCommandOptions extends PreflightOptions {
+  output: OutputFormat
 }
-interface PreflightInput {
-  namespaceArg: string | undefined
-  flags: PreflightFlags
-}
-interface PreflightOptions {
-  namespace: string
-  flags: PreflightFlags
-  /** The plan given with --plan. */
-  given?: PlanToCheck
-}
-
-type PreflightFlags = Interfaces.InferredFlags<typeof PreflightCommand.flags>
