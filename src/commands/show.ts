@@ -1,21 +1,22 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
-import path from 'node:path'
-
-import {InvalidPlanError, UsageError, UserError} from '../errors.js'
-import {PLANS_DIR, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
+import {
+  fleetGitOpsObjects,
+  planManifestChanges,
+  planTimeline,
+  readFleetOverview,
+  readShownPlan,
+  type ShownPlan,
+} from '../actions/show.js'
+import {UsageError} from '../errors.js'
 import type {FleetPlan} from '../plan/fleet.js'
 import type {GitOpsOptions} from '../plan/gitops-fleet.js'
-import {checkFleetText, FLEET_FILE} from '../plan/fleet-file.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
-import {checkPlanText} from '../plan/planfile.js'
-import {isEditedAfterApply} from '../plan/record.js'
-import {ExitCode} from '../exit-codes.js'
 import {stdoutPainter} from '../ui/color.js'
 import {renderPlan, renderPlanMarkdown} from '../ui/plan-view.js'
 import {BaseCommand, EXIT_CODES_HELP} from '../cli/base.js'
-import {type ManifestChanges, type Timeline, typed} from '../cli/contract.js'
+import type {ManifestChanges, Timeline} from '../cli/contract.js'
 import {namespaceFlag, requirePlanOrContext} from '../cli/flags.js'
 
 export default class ShowCommand extends BaseCommand {
@@ -72,18 +73,15 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<MigrationPlan | FleetPlan | Timeline | ManifestChanges | undefined> {
     const o = this.validate(await this.complete())
-    if (o.fleet && (o.output === 'argocd' || o.output === 'flux')) return this.showGitOps(o)
-    if (o.fleet) return this.showFleet(o.planArg, o.output)
-    const file = await resolvePlanArg(o.planArg!)
-    const checked = checkPlanText(await readTextFile(file, 'plan file'))
-    // A plan edited after its first apply is still shown, with its progress (issue 19 §5), and exits 4.
-    if (checked.problems.length > 0 && isEditedAfterApply(checked.plan)) {
-      this.note(`Warning: ${new InvalidPlanError(file, checked.problems).message}`)
-      this.io.setExitCode(ExitCode.Invalid)
-    } else if (!checked.plan || checked.problems.length > 0) throw new InvalidPlanError(file, checked.problems)
-    const plan = checked.plan!
-    if (o.timeline) return this.showTimeline(file, plan, o.output)
-    if (o.output === 'patches') return this.showPatches(file, plan)
+    if (o.fleet && (o.output === 'argocd' || o.output === 'flux')) {
+      this.io.stdout.write(await fleetGitOpsObjects(o.planArg, o.output, o.gitops, this.io))
+      return undefined
+    }
+    if (o.fleet) return this.showFleet(await readFleetOverview(o.planArg), o.output)
+    const shown = await readShownPlan(o.planArg!, this.io)
+    const plan = shown.plan
+    if (o.timeline) return this.showTimeline(shown, o.output)
+    if (o.output === 'patches') return this.showPatches(shown)
     if (o.output === 'markdown' && !this.jsonEnabled()) {
       this.io.stdout.write(`${renderPlanMarkdown(plan)}\n`)
       return undefined
@@ -131,55 +129,25 @@ ${EXIT_CODES_HELP}`
   }
 
   /** --timeline: the simulation at every step boundary (markdown and patches show it as the table). */
-  private async showTimeline(file: string, plan: MigrationPlan, output: ShowOutput): Promise<Timeline | undefined> {
-    const {renderTimeline, timelineOf} = await import('../ui/timeline-view.js')
-    const sim = timelineOf(plan)
-    const timeline = typed('Timeline', {
-      plan: file,
-      namespace: plan.metadata.namespace,
-      apply: sim.apply,
-      rollback: sim.rollback,
-      hazards: plan.spec.hazards,
-    })
+  private async showTimeline(shown: ShownPlan, output: ShowOutput): Promise<Timeline | undefined> {
+    const timeline = await planTimeline(shown)
+    const {renderTimeline} = await import('../ui/timeline-view.js')
     return this.emit(
       timeline,
       output === 'markdown' || output === 'patches' ? 'table' : (output as DocumentOutput),
-      () => renderTimeline(plan, stdoutPainter(this.io)),
+      () => renderTimeline(shown.plan, stdoutPainter(this.io)),
     )
   }
 
   /** -o patches: the plan's changes as manifests for Git (--json: the same as data). */
-  private async showPatches(file: string, plan: MigrationPlan): Promise<ManifestChanges | undefined> {
-    const {manifestChanges} = await import('../plan/gitops.js')
-    if (this.jsonEnabled())
-      return this.emit(typed('ManifestChanges', {plan: file, steps: manifestChanges(plan)}), 'json', () => '')
+  private async showPatches(shown: ShownPlan): Promise<ManifestChanges | undefined> {
+    if (this.jsonEnabled()) return this.emit(await planManifestChanges(shown), 'json', () => '')
     const {renderManifestPatches} = await import('../ui/patches-view.js')
-    this.io.stdout.write(renderManifestPatches(plan))
+    this.io.stdout.write(renderManifestPatches(shown.plan))
     return undefined
   }
 
-  /** -o argocd|flux: each namespace's overlay written under --overlay-dir, the engine's objects on stdout. */
-  private async showGitOps(o: ShowOptions): Promise<undefined> {
-    const {loadFleetFile} = await import('../actions/fleet-apply.js')
-    const {fleetGitOps} = await import('../cli/fleet-gitops.js')
-    const engine = o.output as 'argocd' | 'flux'
-    this.io.stdout.write(await fleetGitOps(await loadFleetFile(o.planArg), engine, o.gitops, (m) => this.note(m)))
-    return undefined
-  }
-
-  private async showFleet(arg: string | undefined, output: ShowOutput): Promise<FleetPlan | undefined> {
-    const file = arg ?? path.join(PLANS_DIR, FLEET_FILE)
-    const checked = checkFleetText(
-      await readTextFile(file, 'fleet file').catch((error: unknown) => {
-        if (error instanceof UserError && !arg)
-          throw new UserError(`${file} does not exist`, {
-            suggestion: 'Write it with mesh-migrate plan -A (or -l SELECTOR, or several namespaces).',
-          })
-        throw error
-      }),
-    )
-    if (!checked.fleet) throw new InvalidPlanError(file, checked.problems)
-    const fleet = checked.fleet
+  private async showFleet(fleet: FleetPlan, output: ShowOutput): Promise<FleetPlan | undefined> {
     const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
     if (output === 'markdown' && !this.jsonEnabled()) {
       this.io.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
