@@ -1,14 +1,11 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
+import {unlockNamespace, type UnlockOptions} from '../actions/unlock.js'
 import {typed, type UnlockResult} from '../cli/contract.js'
 import {clusterFlags, namespaceFlag, requireNamespaceOrContext} from '../cli/flags.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag, type OutputFormat} from '../cli/base.js'
 import {ClusterConnection} from '../cli/plan-session.js'
-import {CancelledError, LockHeldError, UsageError} from '../errors.js'
-import {breakLock, describeHolder, holderAlive, holderState, lockRef} from '../executor/lock.js'
-import type {KubeObject} from '../planner/model.js'
-import {canPrompt, confirmByTyping} from '../ui/interactive.js'
 
 export default class UnlockCommand extends BaseCommand {
   static override summary = 'Break the lock on a namespace left by an operator whose apply/rollback died.'
@@ -37,24 +34,19 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<UnlockResult | undefined> {
     const options = await this.complete()
-    const client = await options.cluster.connect()
-    const lease = await client.get(lockRef(options.namespace))
-    if (!lease) {
+    const {released} = await unlockNamespace(options, this.io)
+    if (released === undefined) {
       this.result(`Namespace ${options.namespace} is not locked.`)
       return this.emit(typed('UnlockResult', {namespace: options.namespace}), options.output, () => '')
     }
-    const holder = describeHolder(lease)
-    this.note(`Namespace ${options.namespace} is locked by ${holder} (${holderState(lease)}).`)
-    this.refuseLiveHolder(options, lease, holder)
-    await this.validate(options, holder)
-    await breakLock(client, options.namespace)
     this.result(
       `Lock on ${options.namespace} released. If the holder was still running, its next write stops with "lost the lock".`,
     )
-    return this.emit(typed('UnlockResult', {namespace: options.namespace, released: holder}), options.output, () => '')
+    return this.emit(typed('UnlockResult', {namespace: options.namespace, released}), options.output, () => '')
   }
 
-  private async complete(): Promise<UnlockOptions> {
+  /** Flags → options (nothing to check before the lock is read: --confirm is compared once there is one to break). */
+  private async complete(): Promise<UnlockCommandOptions> {
     const {args, flags} = await this.parse(UnlockCommand)
     return {
       namespace: await requireNamespaceOrContext(args.namespace, flags.namespace, flags, this.io.stderr),
@@ -64,35 +56,8 @@ ${EXIT_CODES_HELP}`
       output: flags.output,
     }
   }
-
-  /** A holder that renewed recently is running: breaking its lock lets a second operator in beside it. */
-  private refuseLiveHolder(o: UnlockOptions, lease: KubeObject, holder: string): void {
-    if (o.force || !holderAlive(lease)) return
-    throw new LockHeldError(
-      `the lock on ${o.namespace} is held by ${holder}, which renewed it at ${lease.spec?.renewTime ?? 'an unknown time'}: it looks alive, refusing to break it`,
-      `Wait for it to finish, or stop that process; if you are sure it is not writing, \`mesh-migrate unlock ${o.namespace} --force\` (the holder then stops before its next write).`,
-    )
-  }
-
-  /** Breaking a lock is confirmed by the namespace: typed at the prompt, or --confirm. */
-  private async validate(o: UnlockOptions, holder: string): Promise<void> {
-    if (o.confirm !== undefined) {
-      if (o.confirm !== o.namespace) throw new UsageError(`--confirm ${o.confirm} does not match ${o.namespace}`)
-    } else if (!canPrompt(this.io)) {
-      throw new UsageError(
-        `breaking the lock on ${o.namespace} needs confirmation, and there is no terminal to ask on`,
-        `Pass --confirm ${o.namespace}.`,
-      )
-    } else if (!(await confirmByTyping(this.io, o.namespace, `Break the lock held by ${holder}`, '--confirm'))) {
-      throw new CancelledError('the namespace typed does not match: the lock was left in place')
-    }
-  }
 }
 
-interface UnlockOptions {
-  namespace: string
-  cluster: ClusterConnection
-  confirm: string | undefined
-  force: boolean
+interface UnlockCommandOptions extends UnlockOptions {
   output: OutputFormat
 }

@@ -9,12 +9,13 @@ import path from 'node:path'
 import {beforeAll, describe, expect, it} from 'vitest'
 
 import {census} from '../../src/actions/census.js'
+import {unlockNamespace} from '../../src/actions/unlock.js'
 import {namespaceInventory} from '../../src/actions/inventory.js'
 import {planFleet, planNamespace, type PlanOneOptions, type PlanRun} from '../../src/actions/plan.js'
 import {preflight, type PreflightOptions} from '../../src/actions/preflight.js'
 import {planManifestChanges, planTimeline, readFleetOverview, readShownPlan} from '../../src/actions/show.js'
 import {ClusterConnection} from '../../src/cli/plan-session.js'
-import {InvalidPlanError, UsageError, UserError} from '../../src/errors.js'
+import {CancelledError, InvalidPlanError, LockHeldError, UsageError, UserError} from '../../src/errors.js'
 import {ExitCode} from '../../src/exit-codes.js'
 import type {KubeClient} from '../../src/kube/types.js'
 import type {KubeObject} from '../../src/planner/model.js'
@@ -395,5 +396,77 @@ describe('show through the action layer', () => {
     } finally {
       process.chdir(cwd)
     }
+  })
+})
+
+describe('unlock through the action layer', () => {
+  const leaseRef = {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: NS, name: 'mesh-migrate-lock'}
+  /** A namespace locked by bob on another host, who last renewed the lock at `renewTime`. */
+  function locked(renewTime: string) {
+    return new MemoryKube().seed({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {name: 'mesh-migrate-lock', namespace: NS},
+      spec: {holderIdentity: 'bob@elsewhere/4242/abc123', leaseDurationSeconds: 60, renewTime},
+    })
+  }
+  const expired = '2026-01-01T00:00:00.000000Z'
+  const unlock = (kube: MemoryKube, io: FakeIo, extra: {confirm?: string; force?: boolean} = {}) =>
+    unlockNamespace(
+      {namespace: NS, cluster: ClusterConnection.of(kube), confirm: extra.confirm, force: extra.force ?? false},
+      io,
+    )
+
+  it('not locked: nothing released, nothing said, nothing deleted', async () => {
+    const kube = new MemoryKube()
+    const io = new FakeIo()
+    expect(await unlock(kube, io)).toEqual({})
+    expect(io.stderr.text).toBe('')
+    expect(kube.requests.map((r) => r.verb)).toEqual(['get'])
+  })
+
+  it('an expired lock with --confirm: its holder said on stderr, the Lease deleted', async () => {
+    const kube = locked(expired)
+    const io = new FakeIo()
+    expect(await unlock(kube, io, {confirm: NS})).toEqual({released: 'bob@elsewhere/4242/abc123'})
+    expect(io.stderr.text).toBe(
+      `Namespace ${NS} is locked by bob@elsewhere/4242/abc123 (expired: the holder stopped renewing).\n`,
+    )
+    expect(kube.peek(leaseRef)).toBeUndefined()
+    expect(io.questions).toEqual([])
+  })
+
+  it('a holder that renews: exit 5 without --force; with --force the namespace typed at the prompt breaks it', async () => {
+    const kube = locked(new Date().toISOString())
+    const refused = await unlock(kube, new FakeIo(), {confirm: NS}).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(LockHeldError)
+    expect((refused as UserError).exitCode).toBe(ExitCode.Locked)
+    expect((refused as UserError).suggestion).toContain(`mesh-migrate unlock ${NS} --force`)
+    expect(kube.peek(leaseRef)).toBeDefined()
+
+    const wrong = new FakeIo({tty: true, answers: ['bookinf']})
+    const cancelled = await unlock(kube, wrong, {force: true}).catch((e: unknown) => e)
+    expect(cancelled).toBeInstanceOf(CancelledError)
+    expect(kube.peek(leaseRef)).toBeDefined()
+
+    const io = new FakeIo({tty: true, answers: [NS]})
+    expect(await unlock(kube, io, {force: true})).toEqual({released: 'bob@elsewhere/4242/abc123'})
+    expect(io.questions).toEqual([
+      `Break the lock held by bob@elsewhere/4242/abc123. Type the namespace name (${NS}) to confirm:`,
+    ])
+    expect(kube.peek(leaseRef)).toBeUndefined()
+  })
+
+  it('nobody to ask and no --confirm, or a --confirm of another namespace: exit 2, the lock left in place', async () => {
+    const kube = locked(expired)
+    const unasked = await unlock(kube, new FakeIo()).catch((e: unknown) => e)
+    expect(unasked).toBeInstanceOf(UsageError)
+    expect((unasked as UserError).message).toBe(
+      `breaking the lock on ${NS} needs confirmation, and there is no terminal to ask on`,
+    )
+    expect((unasked as UserError).suggestion).toBe(`Pass --confirm ${NS}.`)
+    const mismatch = await unlock(kube, new FakeIo(), {confirm: 'shop'}).catch((e: unknown) => e)
+    expect((mismatch as UserError).message).toBe(`--confirm shop does not match ${NS}`)
+    expect(kube.peek(leaseRef)).toBeDefined()
   })
 })
