@@ -2,18 +2,13 @@ import type {Interfaces} from '@oclif/core'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 
-import type {Io} from '../ui/io.js'
-import {InvalidPlanError, UsageError, UserError} from '../errors.js'
-import {fileNameMismatch, namespaceMismatch, readTextFile, resolvePlanArg} from '../executor/plan-store.js'
-import {checkFleetText} from '../plan/fleet-file.js'
-import {checkPlanText, type PlanProblem, specDigest, textMayHaveWritten} from '../plan/planfile.js'
-import {readOwner} from '../executor/ownership.js'
+import {validatePlans, type ValidateOptions} from '../actions/validate.js'
+import {UsageError} from '../errors.js'
 import {ClusterConnection} from '../cli/plan-session.js'
-import {stderrPainter, stdoutPainter} from '../ui/color.js'
+import {stdoutPainter} from '../ui/color.js'
 import {BaseCommand, EXIT_CODES_HELP, outputFlag} from '../cli/base.js'
-import {type FileValidation, typed, type ValidationReport} from '../cli/contract.js'
+import type {FileValidation, ValidationReport} from '../cli/contract.js'
 import {checkNamespaceName, clusterFlags, namespaceFlag, requirePlanOrContext} from '../cli/flags.js'
-import {ExitCode} from '../exit-codes.js'
 
 function verdict(r: FileValidation): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
@@ -52,28 +47,17 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<ValidationReport | undefined> {
     const o = this.validate(await this.complete())
-    const results: FileValidation[] = []
-    for (const name of o.names) results.push(await validateFile(name, this.io))
-    if (o.cluster) await checkOwners(results, o.cluster)
-    else if (await anyInProgress(results))
-      this.note(
-        'Checked offline: whether a plan in progress is the one first applied to its namespace is only known in the cluster (validate --cluster).',
-      )
-    const invalid = results.filter((r) => !r.valid)
-    if (invalid.length > 0) {
-      this.io.setExitCode(ExitCode.Invalid)
-      reportInvalid(invalid, this.io)
-    }
-    return this.emit(typed('ValidationReport', {valid: invalid.length === 0, files: results}), o.output, () => {
+    const report = await validatePlans(o, this.io)
+    return this.emit(report, o.output, () => {
       const painter = stdoutPainter(this.io)
-      return results
+      return report.files
         .map((r) => `${r.file}: ${r.valid ? painter.paint('green', 'valid') : painter.paint('red', verdict(r))}`)
         .join('\n')
     })
   }
 
   /** Flags → options: the plan files and namespaces named (arguments, then -n). */
-  private async complete(): Promise<ValidateOptions> {
+  private async complete(): Promise<ValidateCommandOptions> {
     const {argv, flags} = await this.parse(ValidateCommand)
     const named = [...(argv as string[]), ...(flags.namespace ? [checkNamespaceName(flags.namespace, '-n')] : [])]
     return {
@@ -87,84 +71,13 @@ ${EXIT_CODES_HELP}`
   }
 
   /** At least one plan to check. */
-  private validate(o: ValidateOptions): ValidateOptions {
+  private validate(o: ValidateCommandOptions): ValidateCommandOptions {
     if (o.names.length === 0)
       throw new UsageError('no plan to validate', 'Name plan files or namespaces: mesh-migrate validate plans/*.yaml')
     return o
   }
 }
 
-interface ValidateOptions {
-  names: string[]
-  cluster?: ClusterConnection
+interface ValidateCommandOptions extends ValidateOptions {
   output: Interfaces.InferredFlags<typeof ValidateCommand.flags>['output']
-}
-
-/** One plan file (or namespace) checked: its problems, and its blockers (a blocked plan does not pass the gate). */
-async function validateFile(name: string, io: Io): Promise<FileValidation> {
-  let problems: PlanProblem[]
-  let blockers: string[] = []
-  let file = name
-  try {
-    file = await resolvePlanArg(name)
-    const text = await readTextFile(file, 'plan file')
-    // plans/fleet.yaml (plan -A) sits next to the plans: check it as what it is.
-    if (/^kind: FleetPlan$/m.test(text)) {
-      problems = checkFleetText(text).problems
-    } else {
-      const checked = checkPlanText(text)
-      problems = checked.problems
-      blockers = checked.plan?.spec.blockers.map((b) => b.id) ?? []
-      const ns = checked.plan?.metadata.namespace
-      const other = ns === undefined ? undefined : namespaceMismatch(name, file, ns)
-      if (other) problems = [...problems, {path: 'metadata.namespace', message: other}]
-      const misnamed = ns === undefined || other ? undefined : fileNameMismatch(file, ns)
-      if (misnamed) io.stderr.write(`${stderrPainter(io).paint('yellow', 'warning')} ${misnamed}\n`)
-    }
-  } catch (error) {
-    if (!(error instanceof UserError)) throw error
-    problems = error instanceof InvalidPlanError ? error.problems : [{path: '', message: error.message}]
-  }
-  return {file, valid: problems.length === 0 && blockers.length === 0, problems, blockers}
-}
-
-/** Whether a valid plan among them records applied steps (cheap: only `status` is parsed). */
-async function anyInProgress(results: FileValidation[]): Promise<boolean> {
-  for (const r of results)
-    if (r.valid && textMayHaveWritten(await readTextFile(r.file, 'plan file').catch(() => ''))) return true
-  return false
-}
-
-/** --cluster: a valid plan whose namespace is owned by another spec (digest) is not the plan applied there. */
-async function checkOwners(results: FileValidation[], cluster: ClusterConnection): Promise<void> {
-  const client = await cluster.connect()
-  for (const r of results) {
-    if (r.problems.length > 0) continue
-    const plan = checkPlanText(await readTextFile(r.file, 'plan file')).plan
-    if (!plan) continue
-    const owner = readOwner(await client.get({apiVersion: 'v1', kind: 'Namespace', name: plan.metadata.namespace}))
-    if (!owner || owner.digest === specDigest(plan)) continue
-    r.problems.push({
-      path: 'spec',
-      message: `namespace ${plan.metadata.namespace} is owned by another plan: ${owner.plan} (spec digest ${owner.digest.slice(0, 19)}…, first applied by ${owner.by} at ${owner.since}); this spec's digest is ${specDigest(plan).slice(0, 19)}… — edited after the first apply, or another plan`,
-    })
-    r.valid = false
-  }
-}
-
-/** Every problem and blocker on stderr, one a line, `file:line` first so editors and CI logs link to it. */
-function reportInvalid(invalid: FileValidation[], io: Io): void {
-  const p = stderrPainter(io)
-  for (const r of invalid) {
-    for (const problem of r.problems) {
-      const where = `${r.file}${problem.line === undefined ? '' : `:${problem.line}`}`
-      io.stderr.write(
-        `${p.paint('red', 'invalid')} ${where}: ${problem.path ? `${problem.path}: ` : ''}${problem.message}\n`,
-      )
-    }
-    for (const id of r.blockers)
-      io.stderr.write(
-        `${p.paint('red', 'blocked')} ${r.file}: blocker ${id} (mesh-migrate show ${r.file} says why and what to do)\n`,
-      )
-  }
 }

@@ -10,6 +10,8 @@ import {beforeAll, describe, expect, it} from 'vitest'
 
 import {census} from '../../src/actions/census.js'
 import {unlockNamespace} from '../../src/actions/unlock.js'
+import {validatePlans} from '../../src/actions/validate.js'
+import {OWNER_ANNOTATION} from '../../src/executor/ownership.js'
 import {namespaceInventory} from '../../src/actions/inventory.js'
 import {planFleet, planNamespace, type PlanOneOptions, type PlanRun} from '../../src/actions/plan.js'
 import {preflight, type PreflightOptions} from '../../src/actions/preflight.js'
@@ -468,5 +470,77 @@ describe('unlock through the action layer', () => {
     const mismatch = await unlock(kube, new FakeIo(), {confirm: 'shop'}).catch((e: unknown) => e)
     expect((mismatch as UserError).message).toBe(`--confirm shop does not match ${NS}`)
     expect(kube.peek(leaseRef)).toBeDefined()
+  })
+})
+
+describe('validate through the action layer', () => {
+  async function planned() {
+    const file = path.join(await tmp(), 'bookinfo.yaml')
+    const plan = await planNamespace(one(file), manifestOpener([BOOKINFO]), new FakeIo())
+    return {file, plan}
+  }
+
+  it('a valid plan passes: nothing on stderr, no exit code', async () => {
+    const {file} = await planned()
+    const io = new FakeIo()
+    const report = await validatePlans({names: [file]}, io)
+    expect(report).toEqual({
+      apiVersion: report.apiVersion,
+      kind: 'ValidationReport',
+      valid: true,
+      files: [{file, valid: true, problems: [], blockers: []}],
+    })
+    expect(io.stderr.text).toBe('')
+    expect(io.exitCode).toBeUndefined()
+  })
+
+  it('a truncated plan and a missing one: every problem on stderr as file:line, exit 4; the valid one still valid', async () => {
+    const {file} = await planned()
+    const dir = path.dirname(file)
+    const text = await readFile(file, 'utf8')
+    const cut = path.join(dir, 'cut.yaml')
+    await writeFile(cut, text.slice(0, Math.floor(text.length / 2)))
+    const io = new FakeIo()
+    const report = await validatePlans({names: [file, cut, path.join(dir, 'none.yaml')]}, io)
+    expect(report.valid).toBe(false)
+    expect(report.files.map((f) => [f.file, f.valid])).toEqual([
+      [file, true],
+      [cut, false],
+      [path.join(dir, 'none.yaml'), false],
+    ])
+    expect(io.exitCode).toBe(ExitCode.Invalid)
+    const lines = io.stderr.text.split('\n').filter(Boolean)
+    expect(lines.length).toBe(report.files[1]!.problems.length + report.files[2]!.problems.length)
+    expect(
+      lines.every((l) => l.startsWith(`invalid ${cut}`) || l.startsWith(`invalid ${path.join(dir, 'none.yaml')}`)),
+    ).toBe(true)
+  })
+
+  it('a plan in progress: offline, a note that only the cluster knows its owner; --cluster, another owner is a problem', async () => {
+    const {file, plan} = await planned()
+    const applied = {id: 'preflight', phase: 'Applied' as const, at: '2026-12-04T11:00:00.000Z', by: 'alice'}
+    await writeFile(file, renderPlanFile({...plan, status: {specDigest: specDigest(plan), steps: [applied]}}))
+    const offline = new FakeIo()
+    expect((await validatePlans({names: [file]}, offline)).valid).toBe(true)
+    expect(offline.stderr.text).toBe(
+      'Checked offline: whether a plan in progress is the one first applied to its namespace is only known in the cluster (validate --cluster).\n',
+    )
+    const other = `sha256:${'0'.repeat(64)}`
+    const owner = {plan: file, digest: other, by: 'bob', since: '2026-12-01T00:00:00Z'}
+    const kube = new MemoryKube().seed({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {name: NS, annotations: {[OWNER_ANNOTATION]: JSON.stringify(owner)}},
+    })
+    const io = new FakeIo()
+    const report = await validatePlans({names: [file], cluster: ClusterConnection.of(kube)}, io)
+    expect(report.valid).toBe(false)
+    expect(report.files[0]!.problems.map((p) => p.message)).toEqual([
+      expect.stringMatching(new RegExp(`^namespace ${NS} is owned by another plan: .* first applied by bob`)),
+    ])
+    expect(io.stderr.text).toMatch(
+      new RegExp(`^invalid ${file.replace(/[.]/g, '\\.')}: spec: namespace ${NS} is owned by another plan`),
+    )
+    expect(io.exitCode).toBe(ExitCode.Invalid)
   })
 })
