@@ -104,7 +104,8 @@ async function contextNamespace(
   source: NamespaceSource,
 ): Promise<{namespace: string; context: string} | {namespace?: undefined; why: string}> {
   const {readKubeconfigContexts} = await import('../kube/light-config.js')
-  const kubeconfig = readKubeconfigContexts(source.kubeconfig ? {kubeconfig: source.kubeconfig} : {})
+  // The process's KUBECONFIG and HOME, as kubectl reads them (the cli layer is where commands meet the process).
+  const kubeconfig = readKubeconfigContexts(source.kubeconfig ? {kubeconfig: source.kubeconfig} : {}, process.env)
   if (!kubeconfig) return {why: 'no kubeconfig was read'}
   const context = source.context ?? kubeconfig.current
   if (context === undefined) return {why: 'the kubeconfig has no current context'}

@@ -75,13 +75,18 @@ export interface ClusterFlags {
   'request-timeout'?: string
 }
 
-export async function connectCluster(flags: ClusterFlags, stderr: NodeJS.WritableStream): Promise<KubeClient> {
+/** `io`: the command's stderr (for "waiting" notes) and environment (KUBECONFIG, HOME: where the kubeconfig is). */
+export async function connectCluster(
+  flags: ClusterFlags,
+  io: {stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv},
+): Promise<KubeClient> {
   const {connect} = await import('../kube/http-client.js')
   return connect({
+    env: io.env,
     ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
     ...(flags.context ? {context: flags.context} : {}),
     ...(flags['request-timeout'] ? {requestTimeout: flags['request-timeout']} : {}),
-    onWaiting: (message) => stderr.write(`${message}\n`),
+    onWaiting: (message) => io.stderr.write(`${message}\n`),
   })
 }
 

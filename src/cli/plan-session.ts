@@ -43,8 +43,8 @@ export class ClusterConnection {
   ) {}
 
   /** The current context's cluster (or --kubeconfig/--context), with its "waiting" notes on `io`'s stderr. */
-  static fromFlags(flags: ClusterFlags, io: Pick<Io, 'stderr'>): ClusterConnection {
-    return new ClusterConnection(() => connectCluster(flags, io.stderr), flags)
+  static fromFlags(flags: ClusterFlags, io: Pick<Io, 'stderr' | 'env'>): ClusterConnection {
+    return new ClusterConnection(() => connectCluster(flags, io), flags)
   }
 
   /** A connection that is `client`, already made. */

@@ -23,14 +23,14 @@ export default class CompleteCommand extends Command {
 /** The contexts of the kubeconfig files (--kubeconfig, $KUBECONFIG, ~/.kube/config). */
 async function contextsOf(opts: {kubeconfig?: string}): Promise<string[]> {
   const {readKubeconfigContexts} = await import('../kube/light-config.js')
-  return [...(readKubeconfigContexts(opts)?.contexts.keys() ?? [])].sort()
+  return [...(readKubeconfigContexts(opts, process.env)?.contexts.keys() ?? [])].sort()
 }
 
 /** The namespaces of the context, asked with a short timeout: completion must never hang a shell. */
 async function namespacesOf(opts: {kubeconfig?: string; context?: string}): Promise<string[]> {
   try {
     const {connect} = await import('../kube/http-client.js')
-    const client = await connect({...opts, requestTimeout: '3s', retries: 0})
+    const client = await connect({...opts, requestTimeout: '3s', retries: 0, env: process.env})
     const resource = await client.resourceFor('v1', 'Namespace')
     if (!resource) return []
     return (await client.list(resource)).map((n) => n.metadata.name).sort()

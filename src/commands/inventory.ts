@@ -30,7 +30,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<InventoryDocument | undefined> {
     const o = this.validate(await this.complete())
-    const source = await openSource(o.flags, this.io.stderr)
+    const source = await openSource(o.flags, this.io)
     const inventory = await namespaceInventory(source, o.request)
     // The table view is imported only when it is shown (its table stack costs start-up for -o json).
     return this.emit(inventory, o.flags.output, async () =>

@@ -123,7 +123,7 @@ ${EXIT_CODES_HELP}`
 
   async run(): Promise<MigrationPlan | FleetPlan | undefined> {
     const o = this.validate(await this.complete())
-    const open = () => openSource(o.flags, this.io.stderr)
+    const open = () => openSource(o.flags, this.io)
     if (o.fleet) {
       const fleet = await planFleet(o.run, o.fleet, open, this.io)
       const {renderFleet} = await import('../ui/fleet-view.js')

@@ -42,7 +42,7 @@ type VersionFlags = Interfaces.InferredFlags<typeof VersionCommand.flags>
 async function readCluster(flags: VersionFlags, io: Io): Promise<VersionDocument['cluster']> {
   let client: KubeClient
   try {
-    client = await connectCluster(flags, io.stderr)
+    client = await connectCluster(flags, io)
   } catch (error) {
     if (error instanceof UserError) return {error: error.message}
     throw error

@@ -48,10 +48,7 @@ function describeError(error: unknown): string {
   return error instanceof Error ? error.message.split('\n')[0]! : String(error)
 }
 
-export async function loadKubeConfig(
-  opts: KubeConfigOptions,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<KubeConfig> {
+export async function loadKubeConfig(opts: KubeConfigOptions, env: NodeJS.ProcessEnv): Promise<KubeConfig> {
   const {KubeConfig} = await import('@kubernetes/client-node')
   const kc = new KubeConfig()
   const loadFile = async (file: string): Promise<KubeConfig> => {

@@ -607,10 +607,12 @@ export async function connect(opts: {
   onWaiting?: (message: string) => void
   /** Attempts after a transient failure (default 3; completion asks once). */
   retries?: number
+  /** The command's environment: KUBECONFIG and HOME say where the kubeconfig is. */
+  env: NodeJS.ProcessEnv
 }): Promise<HttpKubeClient> {
   const {parseRequestTimeout} = await import('./config.js')
   const timeoutMs = parseRequestTimeout(opts.requestTimeout)
-  return new HttpKubeClient(await openTransport(opts), {
+  return new HttpKubeClient(await openTransport(opts, opts.env), {
     ...(timeoutMs === undefined ? {} : {timeoutMs}),
     ...(opts.onWaiting ? {onWaiting: opts.onWaiting} : {}),
     ...(opts.retries === undefined ? {} : {retries: opts.retries}),
@@ -618,9 +620,9 @@ export async function connect(opts: {
 }
 
 /** The light kubeconfig when it is enough, else client-node's; loaded again the same way after a 401. */
-async function openTransport(opts: KubeConfigOptions): Promise<Transport> {
-  const light = await loadLightKubeConfig(opts)
-  if (light) return new LightTransport(light, () => openTransport(opts))
+async function openTransport(opts: KubeConfigOptions, env: NodeJS.ProcessEnv): Promise<Transport> {
+  const light = await loadLightKubeConfig(opts, env)
+  if (light) return new LightTransport(light, () => openTransport(opts, env))
   const {loadKubeConfig} = await import('./config.js')
-  return new ClientNodeTransport(await loadKubeConfig(opts), () => loadKubeConfig(opts))
+  return new ClientNodeTransport(await loadKubeConfig(opts, env), () => loadKubeConfig(opts, env))
 }

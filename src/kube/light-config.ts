@@ -98,7 +98,7 @@ export interface KubeconfigContexts {
 /** The contexts of kubectl's kubeconfig files (for the context's namespace and completion); undefined when unreadable. */
 export function readKubeconfigContexts(
   opts: KubeConfigOptions,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
 ): KubeconfigContexts | undefined {
   try {
     const docs = kubeconfigFiles(opts, env).map((file) => ({
@@ -121,7 +121,7 @@ export function readKubeconfigContexts(
 /** The kubeconfig of `opts` when it needs nothing but tokens, client certificates and CAs; else undefined. */
 export async function loadLightKubeConfig(
   opts: KubeConfigOptions,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
 ): Promise<LightKubeConfig | undefined> {
   const files = kubeconfigFiles(opts, env)
   if (files.length === 0) return undefined

@@ -11,8 +11,14 @@ export interface SourceFlags {
   'request-timeout'?: string
 }
 
-/** `stderr`: the command's, for the "waiting" notes of a slow connection. */
-export async function openSource(flags: SourceFlags, stderr: NodeJS.WritableStream): Promise<ObjectSource> {
+/**
+ * `io`: the command's stderr (for the "waiting" notes of a slow connection) and environment (KUBECONFIG, HOME: where
+ * the kubeconfig is).
+ */
+export async function openSource(
+  flags: SourceFlags,
+  io: {stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv},
+): Promise<ObjectSource> {
   if (flags.manifests && flags.manifests.length > 0) {
     if (flags.kubeconfig || flags.context) {
       throw new UsageError(
@@ -25,10 +31,11 @@ export async function openSource(flags: SourceFlags, stderr: NodeJS.WritableStre
   }
   const {connect} = await import('../kube/http-client.js')
   const client = await connect({
+    env: io.env,
     ...(flags.kubeconfig ? {kubeconfig: flags.kubeconfig} : {}),
     ...(flags.context ? {context: flags.context} : {}),
     ...(flags['request-timeout'] ? {requestTimeout: flags['request-timeout']} : {}),
-    onWaiting: (message) => stderr.write(`${message}\n`),
+    onWaiting: (message) => io.stderr.write(`${message}\n`),
   })
   const {ClusterSource} = await import('./cluster.js')
   return ClusterSource.open(client)

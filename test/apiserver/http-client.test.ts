@@ -208,7 +208,7 @@ describe('401 Unauthorized', () => {
   it('picks up a kubeconfig rewritten by a re-login (connect reloads the file)', async () => {
     const dir = await tempDir('mesh-migrate-relogin-')
     const file = await kubeconfigWith(dir, {token: 'expired-token'})
-    const client = await connect({kubeconfig: file})
+    const client = await connect({kubeconfig: file, env: {}})
     await kubeconfigWith(dir, {token: 'admin-token'})
     server.resetRequestLog()
     expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'hc'}))?.metadata.name).toBe('hc')
@@ -218,7 +218,10 @@ describe('401 Unauthorized', () => {
   it('re-reads a token file after a 401', async () => {
     const dir = await tempDir('mesh-migrate-token-file-')
     await writeFile(path.join(dir, 'token'), 'rotated-away')
-    const client = await connect({kubeconfig: await kubeconfigWith(dir, {'token-file': path.join(dir, 'token')})})
+    const client = await connect({
+      kubeconfig: await kubeconfigWith(dir, {'token-file': path.join(dir, 'token')}),
+      env: {},
+    })
     await writeFile(path.join(dir, 'token'), 'admin-token')
     server.resetRequestLog()
     expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'hc'}))?.metadata.name).toBe('hc')

@@ -54,7 +54,7 @@ describeWithRealApiServer('fault proxy in front of a real kube-apiserver', () =>
     proxy = await startFaultProxy({target: server.url, ca: server.ca})
     dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-fault-proxy-'))
     await writeFile(path.join(dir, 'direct'), server.kubeconfig())
-    direct = await connect({kubeconfig: path.join(dir, 'direct')})
+    direct = await connect({kubeconfig: path.join(dir, 'direct'), env: {}})
     expect(
       (await call('POST', '/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: NS}})).status,
     ).toBe(201)

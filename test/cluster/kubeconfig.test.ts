@@ -191,7 +191,7 @@ describe('the light kubeconfig path against the real server', () => {
   it.skipIf(!envtest)('verifies the server against certificate-authority-data and sends the token', async () => {
     const file = await writeText(path.join(dir, 'light-ca'), envtestKubeconfig(envtest!))
     expect(await loadLightKubeConfig({kubeconfig: file}, {})).toBeDefined()
-    const client = await connect({kubeconfig: file})
+    const client = await connect({kubeconfig: file, env: {}})
     expect(await client.serverVersion()).toBe(envtest!.version)
     expect((await client.get({apiVersion: 'v1', kind: 'Namespace', name: 'kube-system'}))?.metadata.uid).toBeTruthy()
   })
@@ -202,7 +202,7 @@ describe('the light kubeconfig path against the real server', () => {
       path.join(dir, 'light-wrong-ca'),
       tokenKubeconfig(envtest!.url, envtest!.tokens.admin, {caPem: otherCa}),
     )
-    const client = await connect({kubeconfig: file, requestTimeout: '5s'})
+    const client = await connect({kubeconfig: file, requestTimeout: '5s', env: {}})
     const error = await client.serverVersion().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeConnectionError)
   })

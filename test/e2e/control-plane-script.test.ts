@@ -108,7 +108,7 @@ describe.runIf(runnable)('npm run control-plane -- --install against a bare kube
     const {objects} = await loadManifestFiles([path.join(REPO, 'examples/bookinfo')])
     objects.sort((a, b) => Number(b.kind === 'Namespace') - Number(a.kind === 'Namespace'))
     for (const o of objects) await harness.create(o)
-    client = await connect({kubeconfig})
+    client = await connect({kubeconfig, env: {}})
     await untilTrue('bookinfo to roll out', () => rolledOut(client))
     cwd = await workdir()
   }, 180_000)

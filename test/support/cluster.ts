@@ -476,7 +476,7 @@ export async function startTestCluster(opts: TestClusterOptions = {}): Promise<T
     if (opts.fixture !== undefined) await load(opts.fixture, {waitForIdle: false})
     if (opts.waitForIdle ?? true) await cp.waitForIdle()
 
-    const client = await connect({kubeconfig: kubeconfigPath})
+    const client = await connect({kubeconfig: kubeconfigPath, env: {}})
     return {
       kubeconfigPath,
       client,

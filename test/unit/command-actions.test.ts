@@ -544,3 +544,16 @@ describe('validate through the action layer', () => {
     expect(io.exitCode).toBe(ExitCode.Invalid)
   })
 })
+
+describe('the connection of a command', () => {
+  it("finds the kubeconfig through the io's environment, not the test process's", async () => {
+    const dir = await tmp()
+    const missing = path.join(dir, 'no-such-kubeconfig')
+    const io = new FakeIo({env: {KUBECONFIG: missing, HOME: dir}})
+    const error = await ClusterConnection.fromFlags({}, io)
+      .connect()
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UserError)
+    expect((error as UserError).message).toContain(`none of the files in $KUBECONFIG exist (${missing})`)
+  })
+})

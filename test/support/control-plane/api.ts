@@ -365,7 +365,7 @@ export async function clusterApiFromKubeconfig(
   opts: {context?: string; userAgent?: string; fieldManager?: string} = {},
 ): Promise<ClusterApi> {
   const {loadKubeConfig} = await import('../../../src/kube/config.js')
-  const kc = await loadKubeConfig({kubeconfig: file, ...(opts.context ? {context: opts.context} : {})})
+  const kc = await loadKubeConfig({kubeconfig: file, ...(opts.context ? {context: opts.context} : {})}, {})
   return new ClusterApi(kc, opts)
 }
 
