@@ -88,7 +88,11 @@ export function processIo(proc: NodeJS.Process = process): Io {
   return {
     stdout: proc.stdout,
     stderr: proc.stderr,
-    stdin: proc.stdin,
+    // Node makes process.stdin on first use (~2 ms, a stream over the terminal, pipe or file): only a run that
+    // reads it or asks a question pays for it.
+    get stdin() {
+      return proc.stdin
+    },
     env: proc.env,
     prompt: inquirerPrompter(proc),
     now: () => new Date(),

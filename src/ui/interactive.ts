@@ -37,15 +37,16 @@ export async function confirmByTyping(io: Io, namespace: string, what: string, f
 
 /** Questions asked with @inquirer/prompts on the io's stdin and stderr (the prompter of a real terminal). */
 export function inquirerPrompter(streams: Pick<Io, 'stdin' | 'stderr'>): Io['prompt'] {
-  const context = {input: streams.stdin, output: streams.stderr}
+  // The streams are read when a question is asked: process.stdin is made on first use (~2 ms), and most runs ask none.
+  const context = () => ({input: streams.stdin, output: streams.stderr})
   return {
     async confirm(message) {
       const {confirm: ask} = await import('@inquirer/prompts')
-      return ask({message, default: false}, context)
+      return ask({message, default: false}, context())
     },
     async input(message) {
       const {input} = await import('@inquirer/prompts')
-      return input({message}, context)
+      return input({message}, context())
     },
   }
 }

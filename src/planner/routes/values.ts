@@ -1,7 +1,7 @@
 // Value formats shared by the VirtualService → HTTPRoute conversion: Go durations (what Istio's CRD
 // accepts) to Gateway API durations, the HTTPRoute CRD's string patterns and CEL path rules, RE2
 // escaping, mirror percentages.
-import {createHash} from 'node:crypto'
+import {nodeCrypto} from '../canonical.js'
 
 const NS_PER: Record<string, bigint> = {
   ns: 1n,
@@ -129,7 +129,7 @@ export function mirrorShare(value: number): {percent: number} | {fraction: {nume
 
 /** First `length` hex characters of sha256(parts): a short deterministic disambiguator for names. */
 export function shortHash(parts: string[], length = 8): string {
-  return createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, length)
+  return nodeCrypto().createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, length)
 }
 
 /**
