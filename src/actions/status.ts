@@ -9,6 +9,7 @@ import {planProgress} from '../census/census.js'
 import {StalePlanError, UserError} from '../errors.js'
 import {describeHolder, holderAlive, holderState, lockRef} from '../executor/lock.js'
 import {stepDrift} from '../executor/drift.js'
+import {stepEffect} from '../executor/effect.js'
 import type {PlanState} from '../executor/plan-state.js'
 import type {KubeClient} from '../kube/types.js'
 import type {Painter} from '../ui/color.js'
@@ -70,6 +71,11 @@ export interface StatusOptions {
   /** --offline: never connect (no drift, no lock information). */
   offline: boolean
   detailedExitcode: boolean
+  /**
+   * --by-effect: judge each step by what is live in the cluster (its after-state and verification), not by the
+   * record — the verification gate after a GitOps sync, which records nothing. Read-only.
+   */
+  byEffect?: boolean
 }
 
 export async function planStatuses(options: StatusOptions, io: Io): Promise<StatusReport> {
@@ -81,7 +87,8 @@ export async function planStatuses(options: StatusOptions, io: Io): Promise<Stat
     if (status instanceof UserError) unreadable.push(status)
     else results.push({...(options.waves?.has(file) ? {wave: options.waves.get(file)!} : {}), ...status})
   }
-  if (options.detailedExitcode && results.some((r) => r.pending > 0 || (r.drifted ?? 0) > 0))
+  if (options.byEffect) effectExitCode(io, results, options.detailedExitcode)
+  else if (options.detailedExitcode && results.some((r) => r.pending > 0 || (r.drifted ?? 0) > 0))
     io.setExitCode(ExitCode.ChangesPending)
   // Never green when blind: progress and drift that could not be read from the cluster are an error, as
   // terraform's refresh failing is (--offline asks for the file-only view).
@@ -101,6 +108,21 @@ export async function planStatuses(options: StatusOptions, io: Io): Promise<Stat
   }
   const report = typed('StatusReport', {...(options.fleet ? {fleet: options.fleet} : {}), plans: results})
   return report
+}
+
+/**
+ * --by-effect decides by what is live: 10 (with --detailed-exitcode) while a step's effect is missing, whatever the
+ * record says; 1 when it could not be judged (never green when blind).
+ */
+function effectExitCode(io: Io, results: PlanStatus[], detailed: boolean): void {
+  if (detailed && results.some((r) => (r.notLive ?? 0) > 0)) io.setExitCode(ExitCode.ChangesPending)
+  const unjudged = results.filter((r) => r.notLive === null && r.clusterUnread === undefined)
+  if (unjudged.length === 0) return
+  writeErr(
+    io,
+    `The effect of ${unjudged.map((r) => r.plan).join(', ')} could not be judged${unjudged.some((r) => r.otherCluster) ? " (the current context is not the plan's cluster)" : ''}: see above.`,
+  )
+  io.setExitCode(ExitCode.Failure)
 }
 
 /** The cluster for the record, drift and lock; without one (unreachable, no kubeconfig) the file is still shown. */
@@ -148,15 +170,19 @@ async function statusOf(
       ...(part ? {progress: {done: part.done, notDone: part.notDone}} : {}),
     }
   })
-  if (client && !unread && !live.otherCluster) await drift(io, client, session, rows)
-  if (unread) for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
   const checked = client !== undefined && !unread && !live.otherCluster
+  if (checked) await (o.byEffect ? effect(io, client, session, rows) : drift(io, client, session, rows))
+  if (unread) for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
+  if (o.byEffect && !checked) for (const row of rows) row.effect = 'unknown'
   return {
     plan: file,
     namespace: state.namespace,
     state: planProgress(file, state.plan).state,
     pending: rows.filter((r) => r.phase !== 'Applied').length,
     drifted: checked ? rows.filter((r) => r.drift === 'drifted').length : live.otherCluster ? 0 : null,
+    ...(o.byEffect
+      ? {notLive: rows.some((r) => r.effect === 'unknown') ? null : rows.filter((r) => r.effect === 'missing').length}
+      : {}),
     progressFrom: live.fromCluster ? 'cluster' : 'file',
     ...(unread ? {clusterUnread: unread} : {}),
     ...(state.edited ? {invalid: state.edited.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`)} : {}),
@@ -177,6 +203,27 @@ async function drift(io: Io, client: KubeClient, session: PlanSession, rows: Ste
   } catch (error) {
     writeErr(io, `${session.file}: drift not checked: ${(error as Error).message.split('\n')[0]}`)
     for (const row of rows) row.drift = row.phase === 'Applied' ? 'unknown' : 'n/a'
+  }
+}
+
+/**
+ * --by-effect, into `rows`: each step, in order, judged by what is live (its after-state and its verification) instead
+ * of the drift of recorded steps; a failure to read is said, and the effect left unknown (exit 1).
+ */
+async function effect(io: Io, client: KubeClient, session: PlanSession, rows: StepRow[]): Promise<void> {
+  const steps = session.state.plan.spec.steps
+  try {
+    for (const [index, row] of rows.entries()) {
+      const {missing, judged} = await stepEffect(client, session.namespace, steps, index)
+      row.effect = judged === 0 ? 'n/a' : missing.length === 0 ? 'live' : 'missing'
+      if (missing.length > 0) row.effectDetail = missing.join('; ')
+    }
+  } catch (error) {
+    writeErr(io, `${session.file}: effect not checked: ${(error as Error).message.split('\n')[0]}`)
+    for (const row of rows) {
+      row.effect = 'unknown'
+      delete row.effectDetail
+    }
   }
 }
 
@@ -225,7 +272,8 @@ function renderPlanStatuses(results: PlanStatus[], p: Painter, now: number): str
           : r.drifted > 0
             ? `, ${r.drifted} drifted`
             : ''
-      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${drift}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
+      const head = `${p.paint('bold', r.plan)} (namespace ${r.namespace}): ${r.state}, ${r.steps.length - r.pending}/${r.steps.length} applied${r.notLive === undefined ? drift : ''}${r.otherCluster ? ' — the plan belongs to another cluster (no drift check)' : ''}${r.lock ? ` — locked by ${r.lock}` : ''}`
+      if (r.notLive !== undefined) return `${head}\n${renderEffect(r, p)}`
       const table = renderTable(
         ['STEP', 'PHASE', 'AGE', 'BY', 'DRIFT', 'NOTE'],
         r.steps.map((s) => [
@@ -260,22 +308,54 @@ function renderPlanStatuses(results: PlanStatus[], p: Painter, now: number): str
     .join('\n\n')
 }
 
+/** --by-effect for people: each step's effect in the cluster, and the first step whose effect is not live. */
+function renderEffect(r: PlanStatus, p: Painter): string {
+  const table = renderTable(
+    ['STEP', 'PHASE', 'EFFECT', 'MISSING'],
+    r.steps.map((s) => [
+      s.id,
+      s.phase,
+      s.effect === 'missing' ? p.paint('red', 'missing') : (s.effect ?? '-'),
+      s.effectDetail ?? '',
+    ]),
+    p,
+  )
+  const first = r.steps.find((s) => s.effect === 'missing')
+  const verdict =
+    r.notLive === null
+      ? p.paint('red', 'Effect not judged: the cluster could not be read (see stderr).')
+      : first
+        ? p.paint(
+            'red',
+            `${r.notLive} of ${r.steps.length} step(s) not live in the cluster; the first is ${first.id}: ${first.effectDetail}`,
+          )
+        : p.paint('green', `Every step's effect is live in the cluster and verified (by effect, not by the record).`)
+  return `${table}\n${verdict}`
+}
+
 /** --fleet for people: one line per plan, by wave: progress, drift, lock holder. */
 function renderFleetStatus(results: PlanStatus[], p: Painter): string {
+  const byEffect = results.some((r) => r.notLive !== undefined)
   return renderTable(
-    ['WAVE', 'NAMESPACE', 'STATE', 'APPLIED', 'DRIFTED', 'LOCK', 'PLAN'],
+    ['WAVE', 'NAMESPACE', 'STATE', 'APPLIED', byEffect ? 'NOT LIVE' : 'DRIFTED', 'LOCK', 'PLAN'],
     results.map((r) => [
       String(r.wave ?? '-'),
       r.namespace,
       r.state,
       `${r.steps.length - r.pending}/${r.steps.length}`,
-      r.drifted === null
-        ? 'unknown'
-        : r.drifted > 0
-          ? p.paint('red', String(r.drifted))
-          : r.otherCluster
-            ? 'other cluster'
-            : '0',
+      byEffect
+        ? r.notLive === null || r.notLive === undefined
+          ? 'unknown'
+          : r.notLive > 0
+            ? p.paint('red', `${r.notLive} (${r.steps.find((s) => s.effect === 'missing')?.id ?? '?'})`)
+            : '0'
+        : r.drifted === null
+          ? 'unknown'
+          : r.drifted > 0
+            ? p.paint('red', String(r.drifted))
+            : r.otherCluster
+              ? 'other cluster'
+              : '0',
       r.lock ?? '-',
       r.plan,
     ]),

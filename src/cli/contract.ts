@@ -48,6 +48,13 @@ export interface StatusStep {
   drift?: 'in-sync' | 'drifted' | 'n/a' | 'unknown'
   driftDetail?: string
   /**
+   * `status --by-effect`: is the step's after-state in the cluster and does its verification hold, whoever wrote it
+   * (a GitOps engine records nothing)? `n/a`: nothing to show (preflight); `unknown`: the cluster could not be read.
+   */
+  effect?: 'live' | 'missing' | 'n/a' | 'unknown'
+  /** What of the step's effect is missing: the object and the label key or field, or the check that does not hold. */
+  effectDetail?: string
+  /**
    * A step stopped part-way (Interrupted, Failed, or Running with no live holder): each of its operations it
    * completed and has not (`restart Deployment ns/name`), from its record; the windows this leaves open are in
    * the plan's `openWindows`.
@@ -65,6 +72,11 @@ export interface PlanStatus {
   pending: number
   /** Steps whose writes the cluster no longer shows; null when not known (the cluster could not be read, or --offline). */
   drifted: number | null
+  /**
+   * `status --by-effect`: steps whose effect is not live in the cluster (whatever the record says); null when not
+   * known (the cluster could not be read, or it is not the plan's).
+   */
+  notLive?: number | null
   /**
    * Where the progress shown comes from: `cluster`, the plan's record in the namespace (ConfigMap
    * mesh-migrate-record-<plan name>); `file`, the plan file's status (--offline, no record yet, or the cluster unread).

@@ -22,7 +22,7 @@ function labelDrift(
 }
 
 /** The value at a JSON path as firstDifference gives it (`spec.rules[1].a`), for the "old → new" of a field. */
-function valueAt(obj: unknown, path: string): unknown {
+export function valueAt(obj: unknown, path: string): unknown {
   if (path === '.') return obj
   let value: unknown = obj
   for (const part of path.split(/\.|(?=\[)/)) {
@@ -33,7 +33,7 @@ function valueAt(obj: unknown, path: string): unknown {
   return value
 }
 
-const valueText = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v))
+export const valueText = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v))
 
 async function operationDrift(client: KubeClient, op: Operation, planName: string): Promise<string[]> {
   switch (op.op) {
@@ -124,7 +124,7 @@ const keysOf = (op: KeyedOperation) => (op.op === 'annotate' ? op.annotations : 
  * The operation without the keys a later applied step writes on the same object: those hold the later step's value
  * by design (canary-waypoint-50 changes the weight canary-waypoint-10 set), which is not drift of the earlier step.
  */
-function withoutSuperseded(op: Operation, later: PlanStep[]): Operation | undefined {
+export function withoutSuperseded(op: Operation, later: PlanStep[]): Operation | undefined {
   if (op.op !== 'label' && op.op !== 'annotate' && op.op !== 'template-labels') return op
   const taken = new Set(
     later

@@ -1,0 +1,147 @@
+// Is a step's effect live in the cluster, whoever wrote it? (`status --by-effect`, issue 22 §4). A GitOps engine
+// syncs the plan's overlay and records nothing: the verification gate judges each step by its after-state (objects
+// created with the plan's content, labels and annotations set or removed, objects deleted) and by its verification
+// (waypoint Programmed, pods without sidecars and captured, Services bound), never by the record. Read-only: GETs
+// and LISTs of the objects the plan names and of the namespace's pods, ReplicaSets and Jobs.
+import type {KubeClient} from '../kube/types.js'
+import {
+  MANAGED_BY_LABEL,
+  type Operation,
+  PLAN_ANNOTATION,
+  type PlanStep,
+  type Verification,
+} from '../planner/plan-types.js'
+import {formatRef, operationRef, refKey} from '../planner/refs.js'
+import {podTemplateOf} from '../planner/vocab.js'
+import {valueAt, valueText, withoutSuperseded} from './drift.js'
+import {firstDifference} from './operations.js'
+import {runCheck} from './verify.js'
+
+export interface StepEffect {
+  /** What of the step's after-state and verification the cluster does not show (empty: live and verified). */
+  missing: string[]
+  /** How many operations and checks were judged (0: the step has nothing to show in the cluster, e.g. preflight). */
+  judged: number
+}
+
+const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
+
+/** Keys whose value differs from what the step sets: "label k is absent, the step sets "v"". */
+function keysNotSet(what: string, live: Record<string, string>, wants: Record<string, string | null>, field: string) {
+  return Object.entries(wants)
+    .filter(([k, v]) => (live[k] ?? null) !== v)
+    .map(([k, v]) => `${what}: ${field} ${k} is ${shown(live[k])}, the step sets ${shown(v)}`)
+}
+
+/** The refs later steps apply and delete: an object's last write is the one whose effect must be live. */
+function laterWrites(later: PlanStep[]): {applied: Set<string>; deleted: Set<string>} {
+  const ops = later.flatMap((s) => s.operations)
+  return {
+    applied: new Set(ops.flatMap((o) => (o.op === 'apply' ? [refKey(operationRef(o))] : []))),
+    deleted: new Set(ops.flatMap((o) => (o.op === 'delete' ? [refKey(o.ref)] : []))),
+  }
+}
+
+/** An applied object as the step wrote it, without the tool's ownership marks (the repository's copy has none). */
+async function objectLive(client: KubeClient, op: Extract<Operation, {op: 'apply'}>): Promise<string[]> {
+  const ref = operationRef(op)
+  const live = await client.get(ref)
+  if (!live) return [`${formatRef(ref)} is missing`]
+  const {metadata, apiVersion: _a, kind: _k, ...content} = op.object
+  const field = firstDifference(live, content)
+  if (field)
+    return [
+      `${formatRef(ref)}: field ${field} is ${valueText(valueAt(live, field))}, the step sets ${valueText(valueAt(content, field))}`,
+    ]
+  const labels = Object.fromEntries(Object.entries(metadata.labels ?? {}).filter(([k]) => k !== MANAGED_BY_LABEL))
+  const annotations = Object.fromEntries(
+    Object.entries(metadata.annotations ?? {}).filter(([k]) => k !== PLAN_ANNOTATION),
+  )
+  return [
+    ...keysNotSet(formatRef(ref), live.metadata.labels ?? {}, labels, 'label'),
+    ...keysNotSet(formatRef(ref), live.metadata.annotations ?? {}, annotations, 'annotation'),
+  ].slice(0, 1)
+}
+
+async function operationLive(client: KubeClient, op: Operation): Promise<string[]> {
+  switch (op.op) {
+    case 'apply':
+      return objectLive(client, op)
+    case 'delete':
+      return (await client.get(op.ref)) ? [`${formatRef(op.ref)} is still present (the step deletes it)`] : []
+    case 'label':
+    case 'annotate':
+    case 'template-labels': {
+      const live = await client.get(op.ref)
+      if (!live) return [`${formatRef(op.ref)} is missing`]
+      if (op.op === 'annotate')
+        return keysNotSet(formatRef(op.ref), live.metadata.annotations ?? {}, op.annotations, 'annotation')
+      if (op.op === 'label') return keysNotSet(formatRef(op.ref), live.metadata.labels ?? {}, op.labels, 'label')
+      const template = podTemplateOf(live)?.metadata?.labels ?? {}
+      return keysNotSet(`the pod template of ${formatRef(op.ref)}`, template, op.labels, 'label')
+    }
+    case 'restart':
+      // A restart's effect is in the pods it replaced: the step's own checks (rollouts complete, no sidecar) judge it.
+      return []
+  }
+}
+
+/**
+ * The step's verification as it must hold at the end of the plan: what a later step rewrites (a namespace label, an
+ * object it deletes or re-creates) is that step's to verify. Preflight checks preconditions, not an effect: skipped.
+ */
+function endStateCheck(v: Verification, later: PlanStep[]): Verification | undefined {
+  const {applied, deleted} = laterWrites(later)
+  switch (v.check) {
+    case 'preflight':
+      return undefined
+    case 'namespace-labels': {
+      const taken = new Set(
+        later
+          .flatMap((s) => s.operations)
+          .flatMap((o) => (o.op === 'label' && o.ref.kind === 'Namespace' ? Object.keys(o.labels) : [])),
+      )
+      const labels = Object.fromEntries(Object.entries(v.labels).filter(([k]) => !taken.has(k)))
+      return Object.keys(labels).length > 0 ? {...v, labels} : undefined
+    }
+    case 'objects-present':
+      return {...v, refs: v.refs.filter((r) => !deleted.has(refKey(r)))}
+    case 'objects-absent':
+      return {...v, refs: v.refs.filter((r) => !applied.has(refKey(r)))}
+    default:
+      return v
+  }
+}
+
+/** Whether the effect of `steps[index]` is live in `namespace` as the plan's end state has it (read-only). */
+export async function stepEffect(
+  client: KubeClient,
+  namespace: string,
+  steps: PlanStep[],
+  index: number,
+): Promise<StepEffect> {
+  const step = steps[index]!
+  const later = steps.slice(index + 1)
+  const {applied, deleted} = laterWrites(later)
+  const missing: string[] = []
+  let judged = 0
+  for (const op of step.operations) {
+    // An object a later step writes again (or deletes) is judged by that step.
+    if (op.op === 'apply' || op.op === 'delete') {
+      const key = refKey(operationRef(op))
+      if (applied.has(key) || deleted.has(key)) continue
+    }
+    const current = withoutSuperseded(op, later)
+    if (!current || current.op === 'restart') continue
+    judged++
+    missing.push(...(await operationLive(client, current)))
+  }
+  for (const v of step.verify) {
+    const check = endStateCheck(v, later)
+    if (!check) continue
+    judged++
+    const result = await runCheck(check, {client, namespace})
+    if (!result.ok) missing.push(`${check.check}: ${result.detail}`)
+  }
+  return {missing, judged}
+}
