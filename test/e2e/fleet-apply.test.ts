@@ -297,11 +297,13 @@ describe('apply --fleet: waves in order, enforced, resumable, rolled back', () =
     ) as KubeObject
     expect(job.metadata.annotations!['argocd.argoproj.io/hook']).toBe('PostSync')
     const container = job.spec.template.spec.containers[0]
-    // It runs `mesh-migrate status PLAN --detailed-exitcode` whatever the image's entrypoint is.
+    // It runs `mesh-migrate status PLAN --by-effect --detailed-exitcode` whatever the image's entrypoint is: judged by
+    // what is live, since the engine records nothing (test/e2e/gitops-gate.test.ts runs it after a sync).
     expect([...container.command, ...container.args]).toEqual([
       'mesh-migrate',
       'status',
       `/plans/${N.catalog}.yaml`,
+      '--by-effect',
       '--detailed-exitcode',
     ])
     await cluster.api.create({...job, metadata: {...job.metadata, namespace: N.catalog}}, {fieldValidation: 'Strict'})
