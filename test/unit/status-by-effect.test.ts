@@ -11,6 +11,7 @@ import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {planStatuses, renderStatusReport, type StatusOptions} from '../../src/actions/status.js'
+import {loadFleetFile} from '../../src/actions/fleet-apply.js'
 import {ClusterConnection} from '../../src/cli/plan-session.js'
 import {ExitCode} from '../../src/exit-codes.js'
 import {namespaceOverlay} from '../../src/plan/gitops-fleet.js'
@@ -124,5 +125,39 @@ describe('status --by-effect: the verification gate after a GitOps sync', () => 
     expect(r.io.exitCode).toBe(ExitCode.Failure)
     expect(r.plan.notLive).toBeNull()
     expect(r.io.stderr.text).toContain('effect not checked')
+  }, 60_000)
+
+  it('status --fleet --by-effect: a NOT LIVE column, naming the first step of each namespace not yet synced', async () => {
+    const rig = await fleetRig(EXAMPLE, ACCEPT)
+    await sync(rig, 'catalog')
+    const loaded = await loadFleetFile(rig.fleetFile)
+    const waves = new Map(loaded.fleet.spec.namespaces.map((n) => [rig.planFile(n.name), n.wave]))
+    const io = new FakeIo()
+    const report = await planStatuses(
+      {
+        files: [...waves.keys()],
+        fleet: rig.fleetFile,
+        waves,
+        onePlan: false,
+        cluster: ClusterConnection.of(rig.kube),
+        offline: false,
+        detailedExitcode: true,
+        byEffect: true,
+      },
+      io,
+    )
+    expect(io.exitCode).toBe(ExitCode.ChangesPending)
+    expect(report.plans.map((p) => [p.namespace, p.notLive === 0])).toEqual([
+      ['catalog', true],
+      ['frontend', false],
+      ['pay', false],
+      ['shop', false],
+    ])
+    const lines = renderStatusReport(report, painterFor(io.stdout, {NO_COLOR: '1'}), io.now().getTime()).split('\n')
+    expect(lines[0]).toMatch(/^WAVE\s+NAMESPACE\s+STATE\s+APPLIED\s+NOT LIVE\s+LOCK\s+PLAN$/)
+    expect(lines[1]).toMatch(/^1\s+catalog\s+\S+\s+1\/8\s+0\s+/)
+    // frontend needs no waypoint (L4 only): its first step with an effect is the label switch.
+    expect(lines[2]).toMatch(/^2\s+frontend\s+\S+\s+1\/5\s+4 \(enable-ambient\)\s+/)
+    expect(lines[3]).toMatch(/^3\s+pay\s+\S+\s+1\/10\s+9 \(create-waypoint\)\s+/)
   }, 60_000)
 })
