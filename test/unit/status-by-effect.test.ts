@@ -11,7 +11,7 @@ import {parse} from 'yaml'
 import {describe, expect, it} from 'vitest'
 
 import {planStatuses, renderStatusReport, type StatusOptions} from '../../src/actions/status.js'
-import {loadFleetFile} from '../../src/actions/fleet-apply.js'
+import {applyFleet, loadFleetFile} from '../../src/actions/fleet-apply.js'
 import {ClusterConnection} from '../../src/cli/plan-session.js'
 import {ExitCode} from '../../src/exit-codes.js'
 import {namespaceOverlay} from '../../src/plan/gitops-fleet.js'
@@ -159,5 +159,41 @@ describe('status --by-effect: the verification gate after a GitOps sync', () => 
     // frontend needs no waypoint (L4 only): its first step with an effect is the label switch.
     expect(lines[2]).toMatch(/^2\s+frontend\s+\S+\s+1\/5\s+4 \(enable-ambient\)\s+/)
     expect(lines[3]).toMatch(/^3\s+pay\s+\S+\s+1\/10\s+9 \(create-waypoint\)\s+/)
+  }, 60_000)
+
+  it('after apply (the tool wrote it, with its marks) the effect is live too; an object deleted later names its step', async () => {
+    const rig = await fleetRig(EXAMPLE, ACCEPT)
+    const io = new FakeIo()
+    const applied = await applyFleet({
+      loaded: await loadFleetFile(rig.fleetFile),
+      waves: [1],
+      retry: false,
+      parallel: 1,
+      allowOtherCluster: false,
+      dryRun: false,
+      write: {'dry-run': 'none', timeout: '1s', 'lock-timeout': '0s', 'take-over': false},
+      connection: ClusterConnection.of(rig.kube),
+      io,
+      note: (m) => io.stderr.write(`${m}\n`),
+    })
+    expect(applied.result, io.stderr.text).toBe('incomplete')
+    const live = await gate(rig, 'catalog')
+    expect(live.io.exitCode ?? 0).toBe(0)
+    expect(live.plan.pending).toBe(0)
+
+    // Someone deletes the waypoint: create-waypoint is not live, and everything verified through it neither.
+    rig.kube.remove({
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      namespace: 'catalog',
+      name: 'waypoint',
+    })
+    const r = await gate(rig, 'catalog')
+    expect(r.io.exitCode).toBe(ExitCode.ChangesPending)
+    expect(r.plan.steps.find((s) => s.effect === 'missing')).toMatchObject({
+      id: 'create-waypoint',
+      effectDetail: expect.stringContaining('Gateway catalog/waypoint is missing'),
+    })
+    expect(r.plan.steps.find((s) => s.id === 'wait-waypoint')!.effect).toBe('missing')
   }, 60_000)
 })
