@@ -2,9 +2,10 @@
 import {finding} from './findings/finding.js'
 import {analyzeAuthorizationPolicy} from './classify/authz.js'
 import {classifyObjects} from './classify/index.js'
+import {namespaceOf} from './classify/objects.js'
 import {uncarriableBlockers} from './classify/waypoints.js'
 import type {ClassifyContext} from './context.js'
-import type {Finding, Inventory, InventoryItem, SourceSnapshot} from './model.js'
+import type {Finding, Inventory, InventoryItem, KubeObject, SourceSnapshot} from './model.js'
 import {analyzeInjectionWebhooks, analyzeNamespace} from './namespace.js'
 import {compareRefs, formatRef} from './refs.js'
 import {serviceAccountRewritable} from './retarget.js'
@@ -124,9 +125,11 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     waypointPlanned: false,
     ...(options.earlierWaypoints ? {earlierWaypoints: options.earlierWaypoints} : {}),
   }
-  let classified = classifyObjects(base)
-  const waypointRequired = needsWaypoint(namespace, classified.items, serviceAccountOnly(base))
-  if (waypointRequired) classified = classifyObjects({...base, waypointPlanned: true})
+  // Whether it needs a waypoint depends only on its own and the root namespace's objects (needsWaypoint): classify
+  // those first, then everything once, knowing. A fleet's namespace may see hundreds of other namespaces' objects.
+  const ownOrRoot = (o: KubeObject) => [namespace, base.rootNamespace].includes(namespaceOf(o, base))
+  const waypointRequired = needsWaypoint(namespace, classifyObjects(base, ownOrRoot).items, serviceAccountOnly(base))
+  let classified = classifyObjects(waypointRequired ? {...base, waypointPlanned: true} : base)
   // Issue 21 point 1, E9: L7 policies whose waypoint copy would never attach cannot be carried.
   if (waypointRequired)
     classified = uncarriableBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))

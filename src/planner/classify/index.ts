@@ -64,7 +64,14 @@ export function isRelevant(obj: KubeObject, ctx: ClassifyContext): boolean {
   return namespaceOf(obj, ctx) === ctx.namespace || c.relevantElsewhere(obj, ctx)
 }
 
-export function classifyObjects(ctx: ClassifyContext): {items: InventoryItem[]; findings: Finding[]} {
+/**
+ * Classifies the snapshot's objects that bear on the migrated namespace; `only` limits the run to some of them (each
+ * object's classification depends on the context, never on which other objects are classified with it).
+ */
+export function classifyObjects(
+  ctx: ClassifyContext,
+  only?: (obj: KubeObject) => boolean,
+): {items: InventoryItem[]; findings: Finding[]} {
   const seen = new Set<string>()
   const classified: {item: InventoryItem; findings: Finding[]}[] = []
   for (const obj of ctx.objects) {
@@ -77,7 +84,7 @@ export function classifyObjects(ctx: ClassifyContext): {items: InventoryItem[]; 
     )
       continue
     const c = classifierFor(obj)
-    if (!c) continue
+    if (!c || (only && !only(obj))) continue
     // The same object may be listed under several served versions (v1, v1beta1, ...): classify it once.
     const key = objectKey({...obj, metadata: {...obj.metadata, namespace: namespaceOf(obj, ctx)}})
     if (seen.has(key)) continue
