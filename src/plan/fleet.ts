@@ -7,7 +7,7 @@ import {isRecord} from '../planner/json.js'
 import {list} from '../planner/classify/results.js'
 import {type FleetCycle, type FleetEdge, computeWaves, cycleSuggestionFor, waveIndex} from '../planner/fleet-waves.js'
 import type {AuthorizationPolicySpec} from '../planner/istio-types.js'
-import {buildInventory, type InventoryOptions} from '../planner/inventory.js'
+import {buildInventory, type InventoryOptions, normalizeFindings} from '../planner/inventory.js'
 import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from '../planner/namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
@@ -88,6 +88,19 @@ interface Member {
   snapshot: SourceSnapshot
   inventory: Inventory
   migrating: boolean
+  /** Its inventories by the earlier waypoints they assume (comma-joined namespaces): the edges' and the plan's. */
+  inventories: Map<string, Inventory>
+}
+
+/** The member's inventory when the waypoints of `earlier` (namespace → waypoint name) are in place: built once per set. */
+function inventoryAfter(m: Member, earlier: Record<string, string>, options: InventoryOptions): Inventory {
+  const key = Object.keys(earlier).join(',')
+  let inventory = m.inventories.get(key)
+  if (!inventory) {
+    inventory = buildInventory(m.snapshot, {...options, ...(key ? {earlierWaypoints: earlier} : {})})
+    m.inventories.set(key, inventory)
+  }
+  return inventory
 }
 
 const addEdge = (edges: Map<string, FleetEdge>, e: FleetEdge) => {
@@ -286,15 +299,17 @@ const lostItems = (inv: Inventory) =>
 function routingEdges(members: Member[], input: FleetInput, edges: Map<string, FleetEdge>): void {
   const withWaypoint = members.filter((m) => m.migrating && m.inventory.waypointRequired)
   if (withWaypoint.length === 0) return
+  const waypointNs = new Set(withWaypoint.map((d) => d.namespace))
   for (const x of members) {
     if (!x.migrating) continue
+    const before = lostItems(x.inventory)
+    // Only what x loses today can be kept by another namespace's waypoint: nothing lost, nothing to re-classify.
+    if (![...before.values()].some((i) => i.ref.namespace !== x.namespace && waypointNs.has(i.ref.namespace ?? '')))
+      continue
     const candidates = Object.fromEntries(
       withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, input.options.waypointName]),
     )
-    if (Object.keys(candidates).length === 0) continue
-    const before = lostItems(x.inventory)
-    if (before.size === 0) continue
-    const after = lostItems(buildInventory(x.snapshot, {...input.inventory, earlierWaypoints: candidates}))
+    const after = lostItems(inventoryAfter(x, candidates, input.inventory))
     for (const [key, item] of before) {
       const d = item.ref.namespace
       if (after.has(key) || !d || !(d in candidates)) continue
@@ -448,7 +463,8 @@ export function planFleet(input: FleetInput): FleetResult {
   const snapshots = visibleSnapshots([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
   const members: Member[] = snapshots.map((snapshot) => {
     const inventory = buildInventory(snapshot, input.inventory)
-    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
+    const inventories = new Map([['', inventory]])
+    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory), inventories}
   })
   const edges = fleetEdges(members, input)
   const {waves, cycles} = computeWaves(
@@ -468,14 +484,11 @@ export function planFleet(input: FleetInput): FleetResult {
     )
     const order = orderFindings(m.namespace, context)
     const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
-    // Nothing of the fleet bears on it: the inventory already built is the one (buildInventory is pure).
+    // The fleet's order findings change no verdict: they join the findings of the inventory for these earlier
+    // waypoints, which the routing edges may have built already (buildInventory is pure).
+    const assumed = inventoryAfter(m, earlier, input.inventory)
     const inventory =
-      Object.keys(earlier).length === 0 && order.length === 0
-        ? m.inventory
-        : buildInventory(snapshot, {
-            ...input.inventory,
-            ...(Object.keys(earlier).length > 0 ? {earlierWaypoints: earlier} : {}),
-          })
+      order.length === 0 ? assumed : {...assumed, findings: normalizeFindings([...order, ...assumed.findings])}
     const plan = buildPlan({
       inventory,
       snapshot,
