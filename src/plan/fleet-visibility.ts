@@ -32,6 +32,11 @@ function exportedEverywhere(obj: KubeObject, namespace: string): boolean {
   return exportedTo(isRecord(obj.spec) ? obj.spec.exportTo : undefined, namespace, ANY_OTHER_NAMESPACE)
 }
 
+/** The namespace an object belongs to: a Namespace's labels (istio.io/use-waypoint-namespace …) are its namespace's own. */
+function homeNamespace(obj: KubeObject): string | undefined {
+  return obj.kind === 'Namespace' && obj.apiVersion === 'v1' ? obj.metadata?.name : obj.metadata?.namespace
+}
+
 /** What each namespace's objects name, from one pass over the distinct objects of every snapshot. */
 function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFacts> {
   const distinct = new Set<KubeObject>()
@@ -43,8 +48,7 @@ function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFac
     }
   const byNamespace = new Map<string, NamespaceFacts>()
   for (const obj of distinct) {
-    // A Namespace's labels (istio.io/use-waypoint-namespace …) are its namespace's own.
-    const ns = obj.kind === 'Namespace' && obj.apiVersion === 'v1' ? obj.metadata?.name : obj.metadata?.namespace
+    const ns = homeNamespace(obj)
     if (ns === undefined) continue
     let facts = byNamespace.get(ns)
     if (!facts) byNamespace.set(ns, (facts = {names: new Set(), everywhere: false}))
@@ -57,8 +61,9 @@ function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFac
 
 /**
  * Each snapshot with only the objects that can bear on its namespace: its own, the root namespace's, cluster-scoped
- * ones (Namespaces, webhooks, GatewayClasses), and those of the namespaces it names, that name it, or whose objects
- * bear on every namespace.
+ * ones (webhooks, GatewayClasses), and those (Namespace objects included) of the namespaces it names, that name it, or
+ * whose objects bear on every namespace. Classifiers look another namespace's labels up only for a namespace whose
+ * objects they look at, so the Namespaces of the rest (most of a large fleet) would only be scanned past.
  */
 export function visibleSnapshots(snapshots: SourceSnapshot[]): SourceSnapshot[] {
   if (snapshots.length < 2) return snapshots
@@ -72,5 +77,8 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
   const keep = new Set<string>(named)
   for (const [ns, f] of facts)
     if (ns === own || ns === snapshot.rootNamespace || f.everywhere || f.names.has(own)) keep.add(ns)
-  return snapshot.objects.filter((o) => o.metadata?.namespace === undefined || keep.has(o.metadata.namespace))
+  return snapshot.objects.filter((o) => {
+    const ns = homeNamespace(o)
+    return ns === undefined || keep.has(ns)
+  })
 }
