@@ -39,6 +39,17 @@ export function pickResource(
   )
 }
 
+/** Objects by their namespace, in list order. */
+function byNamespace(objects: KubeObject[]): Map<string | undefined, KubeObject[]> {
+  const out = new Map<string | undefined, KubeObject[]>()
+  for (const o of objects) {
+    const bucket = out.get(o.metadata.namespace)
+    if (bucket) bucket.push(o)
+    else out.set(o.metadata.namespace, [o])
+  }
+  return out
+}
+
 interface ListOutcome {
   kind: InventoryKind
   objects: KubeObject[]
@@ -177,12 +188,12 @@ export class ClusterSource implements ObjectSource {
       })
     }
     const namespaces = nsList?.objects ?? []
-    // Namespace-scoped kinds were read cluster-wide: each namespace's snapshot keeps only its own objects of them.
-    const byNamespace = (ns: string) =>
-      outcomes.map((o) =>
-        o.kind.scope === 'namespace' ? {...o, objects: o.objects.filter((x) => x.metadata.namespace === ns)} : o,
-      )
-    return {namespaces, snapshot: (ns) => this.assemble(ns, byNamespace(ns), opts.rootNamespace)}
+    // Namespace-scoped kinds were read cluster-wide: each namespace's snapshot keeps only its own objects of them
+    // (grouped once: a fleet of N namespaces must not filter every list N times).
+    const grouped = outcomes.map((o) => (o.kind.scope === 'namespace' ? byNamespace(o.objects) : undefined))
+    const snapshotOutcomes = (ns: string) =>
+      outcomes.map((o, i) => (grouped[i] ? {...o, objects: grouped[i].get(ns) ?? []} : o))
+    return {namespaces, snapshot: (ns) => this.assemble(ns, snapshotOutcomes(ns), opts.rootNamespace)}
   }
 
   private async assemble(namespace: string, outcomes: ListOutcome[], rootNamespace: string): Promise<SourceSnapshot> {
