@@ -477,6 +477,7 @@ export function planFleet(input: FleetInput): FleetResult {
 
   const plans: MigrationPlan[] = []
   const namespaces: FleetNamespace[] = []
+  const fingerprints = new WeakMap<KubeObject, string>()
   for (const m of members) {
     const mine = wave.get(m.namespace)!
     const earlier = Object.fromEntries(
@@ -496,6 +497,7 @@ export function planFleet(input: FleetInput): FleetResult {
       generator: input.generator,
       ...(input.istioVersion ? {istioVersion: input.istioVersion} : {}),
       ...(input.trustDomain ? {trustDomain: input.trustDomain} : {}),
+      fingerprints,
     })
     const written = input.keepEmpty || plan.spec.steps.length > 0 || plan.spec.blockers.length > 0
     if (written) plans.push(plan)

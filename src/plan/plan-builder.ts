@@ -84,19 +84,40 @@ export interface BuildPlanInput {
   istioVersion?: string
   /** --trust-domain: the mesh's trust domain, instead of meshConfig.trustDomain read from the snapshot. */
   trustDomain?: string
+  /**
+   * Fingerprints of snapshot objects known already (plan -A: the plans of a fleet share the objects of the namespaces
+   * that export to many, and the fingerprint of an object read once does not change).
+   */
+  fingerprints?: WeakMap<KubeObject, string>
+}
+
+/** objectFingerprint, looked up in and added to `known` when given. */
+function fingerprintOf(o: KubeObject, known: WeakMap<KubeObject, string> | undefined): string {
+  let fingerprint = known?.get(o)
+  if (fingerprint === undefined) {
+    fingerprint = objectFingerprint(o)
+    known?.set(o, fingerprint)
+  }
+  return fingerprint
 }
 
 /** sha256 over what the plan was computed from (SPEC §5 spec.observed.fingerprint). */
-export function inventoryFingerprint(inventory: Inventory, snapshot: SourceSnapshot): string {
+export function inventoryFingerprint(
+  inventory: Inventory,
+  snapshot: SourceSnapshot,
+  known?: WeakMap<KubeObject, string>,
+): string {
   const relevant = new Set([
     ...inventory.objects.map((o) => refKey(o.ref)),
     ...inventory.workloads.map((w) => refKey(w.ref)),
     ...inventory.services.map((s) => refKey(s.ref)),
   ])
-  const inputs = snapshot.objects
-    .filter((o) => relevant.has(refKey(refOf(o))))
-    .map((o) => [refKey(refOf(o)), objectFingerprint(o)])
-    .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0))
+  const inputs: [string, string][] = []
+  for (const o of snapshot.objects) {
+    const key = refKey(refOf(o))
+    if (relevant.has(key)) inputs.push([key, fingerprintOf(o, known)])
+  }
+  inputs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   const pods = inventory.workloads.map((w) => [refKey(w.ref), w.proxy, w.pods ?? null])
   return digestOf({namespaceLabels: inventory.namespaceState.labels, inputs, pods})
 }
@@ -112,17 +133,21 @@ export const matters = (item: InventoryItem) => !SETTLED.has(item.verdict)
  * 6 KB per Service). It tells an object edited since the plan was made, as the full fingerprint in the steps'
  * preconditions guards what the plan writes.
  */
-export function shortFingerprint(o: KubeObject): string {
-  return objectFingerprint(o).slice('sha256:'.length, 'sha256:'.length + 16)
+export function shortFingerprint(o: KubeObject, known?: WeakMap<KubeObject, string>): string {
+  return fingerprintOf(o, known).slice('sha256:'.length, 'sha256:'.length + 16)
 }
 
 /** The short fingerprint of each inventory object that matters (not unaffected, not inert), by refKey. */
-export function observedObjects(inventory: Inventory, snapshot: SourceSnapshot): Record<string, string> {
+export function observedObjects(
+  inventory: Inventory,
+  snapshot: SourceSnapshot,
+  known?: WeakMap<KubeObject, string>,
+): Record<string, string> {
   const keys = new Set(inventory.objects.filter(matters).map((i) => refKey(i.ref)))
   const out: Record<string, string> = {}
   for (const o of snapshot.objects) {
     const key = refKey(refOf(o))
-    if (keys.has(key)) out[key] = shortFingerprint(o)
+    if (keys.has(key)) out[key] = shortFingerprint(o, known)
   }
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 }
@@ -315,8 +340,8 @@ export function buildPlan(input: BuildPlanInput): MigrationPlan {
       options,
       observed: {
         namespaceLabels: {...ctx.labels},
-        fingerprint: inventoryFingerprint(inventory, snapshot),
-        objects: observedObjects(inventory, snapshot),
+        fingerprint: inventoryFingerprint(inventory, snapshot, input.fingerprints),
+        objects: observedObjects(inventory, snapshot, input.fingerprints),
         ...keptRulesOf(steps, snapshot, ctx.ns),
         ...(ctx.waypointIdentity ? {trustDomain: trustDomainRecord(ctx.waypointIdentity.trustDomain)} : {}),
         ...(ctx.waypointIdentity && ctx.waypoint
