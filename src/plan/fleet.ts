@@ -7,8 +7,8 @@ import {isRecord} from '../planner/json.js'
 import {list} from '../planner/classify/results.js'
 import {type FleetCycle, type FleetEdge, computeWaves, cycleSuggestionFor, waveIndex} from '../planner/fleet-waves.js'
 import type {AuthorizationPolicySpec} from '../planner/istio-types.js'
-import {buildInventory, type InventoryOptions, normalizeFindings} from '../planner/inventory.js'
-import type {Finding, Inventory, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
+import {buildInventory, classifySome, type InventoryOptions, normalizeFindings} from '../planner/inventory.js'
+import type {Finding, Inventory, InventoryItem, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from '../planner/namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
 import {visibleSnapshots} from './fleet-visibility.js'
@@ -88,19 +88,6 @@ interface Member {
   snapshot: SourceSnapshot
   inventory: Inventory
   migrating: boolean
-  /** Its inventories by the earlier waypoints they assume (comma-joined namespaces): the edges' and the plan's. */
-  inventories: Map<string, Inventory>
-}
-
-/** The member's inventory when the waypoints of `earlier` (namespace → waypoint name) are in place: built once per set. */
-function inventoryAfter(m: Member, earlier: Record<string, string>, options: InventoryOptions): Inventory {
-  const key = Object.keys(earlier).join(',')
-  let inventory = m.inventories.get(key)
-  if (!inventory) {
-    inventory = buildInventory(m.snapshot, {...options, ...(key ? {earlierWaypoints: earlier} : {})})
-    m.inventories.set(key, inventory)
-  }
-  return inventory
 }
 
 const addEdge = (edges: Map<string, FleetEdge>, e: FleetEdge) => {
@@ -289,8 +276,8 @@ function bypassEdges(members: Member[], fleet: Set<string>, edges: Map<string, F
 }
 
 /** The lost client-side items of an inventory, by key. */
-const lostItems = (inv: Inventory) =>
-  new Map(inv.objects.filter((i) => i.action === 'lost-client-side').map((i) => [refKey(i.ref), i]))
+const lostItems = (items: InventoryItem[]) =>
+  new Map(items.filter((i) => i.action === 'lost-client-side').map((i) => [refKey(i.ref), i]))
 
 /**
  * Routing edges (E11): exported VirtualServices and DestinationRules of a namespace that gets a waypoint,
@@ -302,14 +289,17 @@ function routingEdges(members: Member[], input: FleetInput, edges: Map<string, F
   const waypointNs = new Set(withWaypoint.map((d) => d.namespace))
   for (const x of members) {
     if (!x.migrating) continue
-    const before = lostItems(x.inventory)
+    const before = lostItems(x.inventory.objects)
     // Only what x loses today can be kept by another namespace's waypoint: nothing lost, nothing to re-classify.
     if (![...before.values()].some((i) => i.ref.namespace !== x.namespace && waypointNs.has(i.ref.namespace ?? '')))
       continue
     const candidates = Object.fromEntries(
       withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, input.options.waypointName]),
     )
-    const after = lostItems(inventoryAfter(x, candidates, input.inventory))
+    // Only the routing lost today is classified again, as buildInventory would with those waypoints in place.
+    const lostToday = (o: KubeObject) =>
+      before.has(refKey({...refOf(o), namespace: o.metadata.namespace ?? x.namespace}))
+    const after = lostItems(classifySome(x.snapshot, {...input.inventory, earlierWaypoints: candidates}, lostToday))
     for (const [key, item] of before) {
       const d = item.ref.namespace
       if (after.has(key) || !d || !(d in candidates)) continue
@@ -463,8 +453,7 @@ export function planFleet(input: FleetInput): FleetResult {
   const snapshots = visibleSnapshots([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
   const members: Member[] = snapshots.map((snapshot) => {
     const inventory = buildInventory(snapshot, input.inventory)
-    const inventories = new Map([['', inventory]])
-    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory), inventories}
+    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
   })
   const edges = fleetEdges(members, input)
   const {waves, cycles} = computeWaves(
@@ -485,9 +474,12 @@ export function planFleet(input: FleetInput): FleetResult {
     )
     const order = orderFindings(m.namespace, context)
     const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
-    // The fleet's order findings change no verdict: they join the findings of the inventory for these earlier
-    // waypoints, which the routing edges may have built already (buildInventory is pure).
-    const assumed = inventoryAfter(m, earlier, input.inventory)
+    // Without earlier waypoints the inventory already built is the one (buildInventory is pure); the fleet's order
+    // findings change no verdict, so they join its findings rather than cause another classification.
+    const assumed =
+      Object.keys(earlier).length === 0
+        ? m.inventory
+        : buildInventory(m.snapshot, {...input.inventory, earlierWaypoints: earlier})
     const inventory =
       order.length === 0 ? assumed : {...assumed, findings: normalizeFindings([...order, ...assumed.findings])}
     const plan = buildPlan({

@@ -102,7 +102,8 @@ function blockerFindings(items: InventoryItem[], findings: Finding[]): Finding[]
     )
 }
 
-export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptions): Inventory {
+/** The namespace's own analyses and the context its objects are classified in (waypoint not yet decided). */
+function analyse(snapshot: SourceSnapshot, options: InventoryOptions) {
   const namespace = snapshot.namespace
   const namespaceObject = snapshot.objects.find(
     (o) => o.kind === 'Namespace' && o.apiVersion === 'v1' && o.metadata.name === namespace,
@@ -125,11 +126,38 @@ export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptio
     waypointPlanned: false,
     ...(options.earlierWaypoints ? {earlierWaypoints: options.earlierWaypoints} : {}),
   }
-  // Whether it needs a waypoint depends only on its own and the root namespace's objects (needsWaypoint): classify
-  // those first, then everything once, knowing. A fleet's namespace may see hundreds of other namespaces' objects.
-  const ownOrRoot = (o: KubeObject) => [namespace, base.rootNamespace].includes(namespaceOf(o, base))
-  const waypointRequired = needsWaypoint(namespace, classifyObjects(base, ownOrRoot).items, serviceAccountOnly(base))
-  let classified = classifyObjects(waypointRequired ? {...base, waypointPlanned: true} : base)
+  return {base, injection, nsAnalysis, workloadAnalysis, serviceAnalysis}
+}
+
+/**
+ * The context every object is classified in: `base`, with waypointPlanned when the namespace needs a waypoint. That
+ * depends only on its own and the root namespace's objects (needsWaypoint), so only those are classified to decide it:
+ * a fleet's namespace may see hundreds of other namespaces' objects.
+ */
+function classifyingContext(base: ClassifyContext): ClassifyContext {
+  const ownOrRoot = (o: KubeObject) => [base.namespace, base.rootNamespace].includes(namespaceOf(o, base))
+  const own = classifyObjects(base, ownOrRoot).items
+  return needsWaypoint(base.namespace, own, serviceAccountOnly(base)) ? {...base, waypointPlanned: true} : base
+}
+
+/**
+ * The inventory items of the objects `only` picks, as buildInventory classifies them (plan -A: which of the routing a
+ * namespace loses would be kept by other namespaces' waypoints, without classifying the rest of what it sees again).
+ */
+export function classifySome(
+  snapshot: SourceSnapshot,
+  options: InventoryOptions,
+  only: (obj: KubeObject) => boolean,
+): InventoryItem[] {
+  return classifyObjects(classifyingContext(analyse(snapshot, options).base), only).items
+}
+
+export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptions): Inventory {
+  const namespace = snapshot.namespace
+  const {base, injection, nsAnalysis, workloadAnalysis, serviceAnalysis} = analyse(snapshot, options)
+  const ctx = classifyingContext(base)
+  const waypointRequired = ctx.waypointPlanned
+  let classified = classifyObjects(ctx)
   // Issue 21 point 1, E9: L7 policies whose waypoint copy would never attach cannot be carried.
   if (waypointRequired)
     classified = uncarriableBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))
