@@ -5,7 +5,7 @@
 // Services themselves are analysed elsewhere and arrive in the context.
 import type {ClassifyContext} from '../context.js'
 import type {Finding, InventoryItem, KubeObject} from '../model.js'
-import {compareRefs, objectKey} from '../refs.js'
+import {compareRefs, refKey} from '../refs.js'
 import {authorizationPolicyClassifier} from './authz.js'
 import {type KindClassifier} from './results.js'
 import {kindKey, namespaceOf} from './objects.js'
@@ -86,7 +86,12 @@ export function classifyObjects(
     const c = classifierFor(obj)
     if (!c || (only && !only(obj))) continue
     // The same object may be listed under several served versions (v1, v1beta1, ...): classify it once.
-    const key = objectKey({...obj, metadata: {...obj.metadata, namespace: namespaceOf(obj, ctx)}})
+    const key = refKey({
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      namespace: namespaceOf(obj, ctx),
+      name: obj.metadata.name,
+    })
     if (seen.has(key)) continue
     if (!isRelevant(obj, ctx)) continue
     seen.add(key)
