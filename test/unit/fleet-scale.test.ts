@@ -9,7 +9,7 @@ import {type FleetInput, planFleet} from '../../src/plan/fleet.js'
 import {visibleSnapshots} from '../../src/plan/fleet-visibility.js'
 import {buildPlan} from '../../src/plan/plan-builder.js'
 import {renderPlanFile} from '../../src/plan/planfile.js'
-import {buildInventory} from '../../src/planner/inventory.js'
+import {buildInventory, classifySome} from '../../src/planner/inventory.js'
 import type {KubeObject, SourceSnapshot} from '../../src/planner/model.js'
 import type {PlanOptions} from '../../src/planner/plan-types.js'
 import {generatedFleet} from '../support/generated-namespace.js'
@@ -65,6 +65,31 @@ describe('plan -A of a generated fleet: the cut of each snapshot', () => {
       expect(plan(cut[i]!)).toEqual(plan(snapshot))
       expect(plan(cut[i]!, others)).toEqual(plan(snapshot, others))
     }
+  })
+
+  it('classifies the objects it picks as the whole inventory does (routing edges re-classify only lost routing)', () => {
+    const lost = {before: 0, after: 0}
+    for (const [i, snapshot] of cut.entries()) {
+      const others = Object.fromEntries(full.filter((_, j) => j !== i).map((s) => [s.namespace, 'waypoint']))
+      // Other namespaces' objects (the routing edges' case) and its own policies (classified knowing the waypoint).
+      const picked = (o: KubeObject) =>
+        (o.metadata.namespace ?? snapshot.namespace) !== snapshot.namespace || o.kind === 'AuthorizationPolicy'
+      for (const options of [
+        {waypointFor: 'service' as const},
+        {waypointFor: 'service' as const, earlierWaypoints: others},
+      ]) {
+        const whole = buildInventory(snapshot, options).objects.filter(
+          (o) => o.ref.namespace !== snapshot.namespace || o.ref.kind === 'AuthorizationPolicy',
+        )
+        const some = classifySome(snapshot, options, picked)
+        expect(some).toEqual(whole)
+        lost[options.earlierWaypoints ? 'after' : 'before'] += some.filter(
+          (o) => o.action === 'lost-client-side',
+        ).length
+      }
+    }
+    // Routing lost today, and kept by the other namespaces' waypoints: what the routing edges compare.
+    expect(lost.before).toBeGreaterThan(lost.after)
   })
 
   it('plans the fleet as planned namespace by namespace where nothing orders them', () => {
