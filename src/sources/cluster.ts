@@ -200,15 +200,23 @@ export class ClusterSource implements ObjectSource {
     const objects = outcomes.flatMap((o) => o.objects)
     const missingKinds = outcomes.flatMap((o) => (o.missing ? [o.missing] : []))
     const findings = outcomes.flatMap((o) => o.findings)
+    const fetched: KubeObject[] = []
+    // Namespaces and Deployments are looked up in their own lists (listed objects carry their list's kind), not among
+    // every object: a fleet's snapshots each hold the mesh-wide kinds of every namespace.
+    const ofKind = (kind: string) => [
+      ...outcomes.flatMap((o) => (o.kind.kind === kind ? o.objects : [])),
+      ...fetched.filter((o) => o.kind === kind),
+    ]
 
     // Namespaces may be unlistable for namespace-scoped users: read the one that matters directly.
     if (missingKinds.some((m) => m.kind === 'Namespace' && m.reason === 'forbidden')) {
       // A 403 here is what it is (no read access), not "does not exist": the error names the verb and
       // resource and the `kubectl auth can-i` check, as preflight does.
       const ns = await this.client.get({apiVersion: 'v1', kind: 'Namespace', name: namespace})
-      if (ns) objects.push({...ns, apiVersion: 'v1', kind: 'Namespace'})
+      if (ns) fetched.push({...ns, apiVersion: 'v1', kind: 'Namespace'})
+      objects.push(...fetched)
     }
-    if (!objects.some((o) => o.kind === 'Namespace' && o.metadata.name === namespace)) {
+    if (!ofKind('Namespace').some((o) => o.metadata.name === namespace)) {
       findings.push(
         finding(
           'NamespaceNotFound',
@@ -230,7 +238,7 @@ export class ClusterSource implements ObjectSource {
       )
     }
 
-    const istioVersion = this.istioVersion(objects, namespace, rootNamespace)
+    const istioVersion = this.istioVersion(ofKind('Namespace'), ofKind('Deployment'), namespace, rootNamespace)
     return {
       namespace,
       rootNamespace,
@@ -243,11 +251,16 @@ export class ClusterSource implements ObjectSource {
   }
 
   /** The version of the istiod that serves this namespace: its revision's, else the default one. */
-  private istioVersion(objects: KubeObject[], namespace: string, rootNamespace: string): string | undefined {
-    const ns = objects.find((o) => o.kind === 'Namespace' && o.metadata.name === namespace)
+  private istioVersion(
+    namespaces: KubeObject[],
+    deployments: KubeObject[],
+    namespace: string,
+    rootNamespace: string,
+  ): string | undefined {
+    const ns = namespaces.find((o) => o.metadata.name === namespace)
     const revision = ns?.metadata.labels?.[REVISION_LABEL]
-    const istiods = objects.filter(
-      (o) => o.kind === 'Deployment' && o.metadata.namespace === rootNamespace && o.metadata.labels?.app === 'istiod',
+    const istiods = deployments.filter(
+      (o) => o.metadata.namespace === rootNamespace && o.metadata.labels?.app === 'istiod',
     )
     const rev = (o: KubeObject) => o.metadata.labels?.[REVISION_LABEL] ?? 'default'
     const chosen =
