@@ -8,7 +8,7 @@ import {UsageError, UserError} from '../errors.js'
 import {defaultPlanPath, PLANS_DIR, readTextFile, writeFileAtomic} from '../executor/plan-store.js'
 import {FLEET_FILE, type FleetInput, type FleetPlan, planFleet, selectNamespaces} from '../plan/fleet.js'
 import {renderFleetFile} from '../plan/fleet-file.js'
-import {checkPlanText, hasStarted, renderPlanFile} from '../plan/planfile.js'
+import {checkPlanText, hasStarted, recordsNoStatus, renderPlanFile} from '../plan/planfile.js'
 import {mapLimit} from '../sources/cluster.js'
 import type {ObjectSource} from '../sources/source.js'
 
@@ -33,7 +33,9 @@ async function plansInProgress(files: string[]): Promise<string[]> {
   const out: string[] = []
   for (const file of files) {
     const text = await readTextFile(file).catch(() => undefined)
-    const plan = text === undefined ? undefined : checkPlanText(text).plan
+    // A plan never applied (what plan -A wrote last time) needs no parsing: hundreds of them would be parsed and
+    // validated whole before re-planning.
+    const plan = text === undefined || recordsNoStatus(text) ? undefined : checkPlanText(text).plan
     if (plan && hasStarted(plan)) out.push(file)
   }
   return out

@@ -377,6 +377,17 @@ export function hasStarted(plan: MigrationPlan): boolean {
   return (plan.status?.steps ?? []).some((s) => s.phase !== 'Pending')
 }
 
+/** Where a plan text's top-level `status` starts: in a block-style plan (what the tool writes) at a line start. */
+function statusAt(text: string): {blockStyle: boolean; at: number} {
+  return {blockStyle: /^(#.*\n)*apiVersion:/.test(text), at: text.search(/^["']?status["']?\s*:/m)}
+}
+
+/** Plan text that certainly records no status (block style, no top-level `status`): no step of it has started. */
+export function recordsNoStatus(text: string): boolean {
+  const {blockStyle, at} = statusAt(text)
+  return blockStyle && at < 0
+}
+
 /**
  * Whether plan text records steps that may have written (not Pending, not RolledBack: a fully rolled-back plan
  * has nothing left to undo), reading no more than it must: in a block-style plan (what
@@ -384,8 +395,7 @@ export function hasStarted(plan: MigrationPlan): boolean {
  * Unreadable text has no applied steps; a readable one that records them counts even if it is otherwise invalid.
  */
 export function textMayHaveWritten(text: string): boolean {
-  const blockStyle = /^(#.*\n)*apiVersion:/.test(text)
-  const at = text.search(/^status:/m)
+  const {blockStyle, at} = statusAt(text)
   if (blockStyle && at < 0) return false
   const data = parsePlanText(blockStyle ? text.slice(at) : text).data as {status?: {steps?: unknown}} | undefined
   const steps = Array.isArray(data?.status?.steps) ? (data.status.steps as unknown[]) : []
