@@ -8,6 +8,7 @@ import {mkdir, mkdtemp, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
+import {loadFleetFile} from '../../src/actions/fleet-apply.js'
 import {planFleet} from '../../src/plan/fleet.js'
 import {renderFleetFile} from '../../src/plan/fleet-file.js'
 import {renderPlanFile, specDigest} from '../../src/plan/planfile.js'
@@ -20,7 +21,8 @@ import {ambientEnrolled, injectSidecar, REDIRECTION_ANNOTATION, serviceWaypointB
 import {injectorSettings} from './control-plane/istio/settings.js'
 import {MemoryKube} from './memory-kube.js'
 
-const OPTIONS: PlanOptions = {
+/** The plan options the fleet tests plan with (plan's defaults). */
+export const PLAN_OPTIONS: PlanOptions = {
   rootNamespace: 'istio-system',
   waypointName: 'waypoint',
   waypointFor: 'service',
@@ -52,7 +54,7 @@ export async function fleetRig(paths: string[], acceptLost: string[] = []): Prom
   const {fleet, plans} = planFleet({
     snapshots,
     selection: {allNamespaces: true},
-    options: {...OPTIONS, acceptLost},
+    options: {...PLAN_OPTIONS, acceptLost},
     inventory: {waypointFor: 'service'},
     generator: 'mesh-migrate/test',
     planPath: (ns) => `plans/${ns}.yaml`,
@@ -216,4 +218,13 @@ function simulateControllers(kube: MemoryKube): void {
     capture(kube, ns)
     bindServices(kube, ns)
   })
+}
+
+/** What status --fleet is given for the rig's fleet: its plan files, the fleet file and each plan's wave. */
+export async function fleetStatusFiles(
+  rig: FleetRig,
+): Promise<{files: string[]; fleet: string; waves: Map<string, number>}> {
+  const loaded = await loadFleetFile(rig.fleetFile)
+  const waves = new Map(loaded.fleet.spec.namespaces.map((n) => [rig.planFile(n.name), n.wave]))
+  return {files: [...waves.keys()], fleet: rig.fleetFile, waves}
 }

@@ -24,7 +24,7 @@ import {checkPlanText} from '../../src/plan/planfile.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {painterFor} from '../../src/ui/color.js'
 import {FakeIo, type FakeIoOptions} from '../support/fake-io.js'
-import {fleetRig, type FleetRig} from '../support/fleet-rig.js'
+import {fleetRig, type FleetRig, fleetStatusFiles} from '../support/fleet-rig.js'
 import type {RequestRecord} from '../support/memory-kube.js'
 import {schemaProblems} from '../support/schemas.js'
 import {REPO_ROOT} from '../support/shared.js'
@@ -611,14 +611,10 @@ describe('status --fleet', () => {
       metadata: {name: 'mesh-migrate-lock', namespace: 'frontend'},
       spec: {holderIdentity: 'bob@elsewhere/4242/abc', leaseDurationSeconds: 3600, renewTime: new Date().toISOString()},
     })
-    const loaded = await loadFleetFile(rig.fleetFile)
-    const waves = new Map(loaded.fleet.spec.namespaces.map((n) => [rig.planFile(n.name), n.wave]))
     const io = new FakeIo()
     const report = await planStatuses(
       {
-        files: [...waves.keys()],
-        fleet: rig.fleetFile,
-        waves,
+        ...(await fleetStatusFiles(rig)),
         onePlan: false,
         cluster: ClusterConnection.of(rig.kube),
         offline: false,

@@ -29,17 +29,11 @@ import type {MigrationPlan, PlanOptions} from '../../src/planner/plan-types.js'
 import {checkPlanText, renderPlanFile} from '../../src/plan/planfile.js'
 import {ManifestSource} from '../../src/sources/manifests.js'
 import {fleetMermaid} from '../../src/ui/fleet-view.js'
+import {PLAN_OPTIONS} from '../support/fleet-rig.js'
 import {REPO_ROOT} from '../support/shared.js'
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples/fleet')
-const OPTIONS: PlanOptions = {
-  rootNamespace: 'istio-system',
-  waypointName: 'waypoint',
-  waypointFor: 'service',
-  routes: 'virtualservice',
-  optedOut: 'keep-out',
-  denyWaypointBypass: false,
-}
+const OPTIONS = PLAN_OPTIONS
 
 const edge = (from: string, to: string, kind: FleetEdge['kind'] = 'routing'): FleetEdge => ({
   from,

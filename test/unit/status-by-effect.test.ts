@@ -18,7 +18,7 @@ import {namespaceOverlay} from '../../src/plan/gitops-fleet.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import {painterFor} from '../../src/ui/color.js'
 import {FakeIo} from '../support/fake-io.js'
-import {fleetRig, type FleetRig} from '../support/fleet-rig.js'
+import {fleetRig, type FleetRig, fleetStatusFiles} from '../support/fleet-rig.js'
 import {schemaProblems} from '../support/schemas.js'
 import {REPO_ROOT} from '../support/shared.js'
 
@@ -130,14 +130,10 @@ describe('status --by-effect: the verification gate after a GitOps sync', () => 
   it('status --fleet --by-effect: a NOT LIVE column, naming the first step of each namespace not yet synced', async () => {
     const rig = await fleetRig(EXAMPLE, ACCEPT)
     await sync(rig, 'catalog')
-    const loaded = await loadFleetFile(rig.fleetFile)
-    const waves = new Map(loaded.fleet.spec.namespaces.map((n) => [rig.planFile(n.name), n.wave]))
     const io = new FakeIo()
     const report = await planStatuses(
       {
-        files: [...waves.keys()],
-        fleet: rig.fleetFile,
-        waves,
+        ...(await fleetStatusFiles(rig)),
         onePlan: false,
         cluster: ClusterConnection.of(rig.kube),
         offline: false,
