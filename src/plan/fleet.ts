@@ -393,6 +393,24 @@ function orderFindings(namespace: string, context: OrderContext): Finding[] {
 }
 
 /**
+ * For each wave (index wave - 1), the waypoint namespaces of the waves before it (name by namespace), built once per wave and
+ * shared by its members: built per namespace it cost the fleet's size for each of them.
+ */
+function earlierWaypointsByWave(
+  waves: string[][],
+  waypointNs: ReadonlySet<string>,
+  waypointName: string,
+): Record<string, string>[] {
+  const byWave: Record<string, string>[] = []
+  let sofar: Record<string, string> = {}
+  for (const members of waves) {
+    byWave.push(sofar)
+    const added = members.filter((ns) => waypointNs.has(ns))
+    if (added.length > 0) sofar = {...sofar, ...Object.fromEntries(added.map((ns) => [ns, waypointName]))}
+  }
+  return byWave
+}
+/**
  * The cycle as the plan of `namespace` states it: its own edges in the cycle, how many namespaces and edges
  * the cycle has, and where the whole cycle is listed once. Named by the cycle's first namespace (cycles are disjoint).
  */
@@ -467,11 +485,10 @@ export function planFleet(input: FleetInput): FleetResult {
   const plans: MigrationPlan[] = []
   const namespaces: FleetNamespace[] = []
   const fingerprints = new WeakMap<KubeObject, string>()
+  const earlierByWave = earlierWaypointsByWave(waves, waypointNs, input.options.waypointName)
   for (const m of members) {
     const mine = wave.get(m.namespace)!
-    const earlier = Object.fromEntries(
-      [...waypointNs].filter((d) => wave.get(d)! < mine).map((d) => [d, input.options.waypointName]),
-    )
+    const earlier = earlierByWave[mine - 1]!
     const order = orderFindings(m.namespace, context)
     const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
     // Without earlier waypoints the inventory already built is the one (buildInventory is pure); the fleet's order
