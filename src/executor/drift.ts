@@ -1,7 +1,13 @@
 // Does the cluster still show what each applied step wrote? (`status`). One line per difference,
 // naming the object and the label key or field, so an operator can see who undid what.
 import type {KubeClient} from '../kube/types.js'
-import type {Operation, PlanStep, Verification} from '../planner/plan-types.js'
+import {
+  MANAGED_BY_LABEL,
+  type Operation,
+  PLAN_ANNOTATION,
+  type PlanStep,
+  type Verification,
+} from '../planner/plan-types.js'
 import {formatRef, operationRef, refKey} from '../planner/refs.js'
 import {podTemplateOf} from '../planner/vocab.js'
 import {hasSidecar, livePods, podsByWorkload} from './observe.js'
@@ -9,8 +15,34 @@ import {firstDifference, isOurs} from './operations.js'
 
 const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
 
-/** One changed label or annotation: what the step set → what the cluster has now. */
-function labelDrift(
+/**
+ * How a difference between an operation and the cluster reads: as drift of a step the record says is applied
+ * (`status`), or as an effect not yet live, whoever was to write it (`status --by-effect`, executor/effect.ts).
+ */
+export interface DifferenceWording {
+  key(what: string, field: 'label' | 'annotation', key: string, wrote: string | null, live: string | undefined): string
+  field(what: string, field: string, wrote: unknown, live: unknown): string
+  deleted(what: string): string
+}
+
+const DRIFT_WORDING: DifferenceWording = {
+  key: (what, field, key, wrote, live) =>
+    `${what}: ${field} ${key} changed since the step set it: ${shown(wrote)} → ${shown(live)}`,
+  field: (what, field, wrote, live) =>
+    `${what}: field ${field} changed since the step wrote it: ${valueText(wrote)} → ${valueText(live)}`,
+  deleted: (what) => `${what} is back (the step deleted it)`,
+}
+
+export const EFFECT_WORDING: DifferenceWording = {
+  key: (what, field, key, wrote, live) => `${what}: ${field} ${key} is ${shown(live)}, the step sets ${shown(wrote)}`,
+  field: (what, field, wrote, live) =>
+    `${what}: field ${field} is ${valueText(live)}, the step sets ${valueText(wrote)}`,
+  deleted: (what) => `${what} is still present (the step deletes it)`,
+}
+
+/** Each label or annotation key whose live value is not what the step sets. */
+function keyDifferences(
+  wording: DifferenceWording,
   what: string,
   live: Record<string, string>,
   wrote: Record<string, string | null>,
@@ -18,11 +50,11 @@ function labelDrift(
 ): string[] {
   return Object.entries(wrote)
     .filter(([k, v]) => (live[k] ?? null) !== v)
-    .map(([k, v]) => `${what}: ${field} ${k} changed since the step set it: ${shown(v)} → ${shown(live[k])}`)
+    .map(([k, v]) => wording.key(what, field, k, v, live[k]))
 }
 
 /** The value at a JSON path as firstDifference gives it (`spec.rules[1].a`), for the "old → new" of a field. */
-export function valueAt(obj: unknown, path: string): unknown {
+function valueAt(obj: unknown, path: string): unknown {
   if (path === '.') return obj
   let value: unknown = obj
   for (const part of path.split(/\.|(?=\[)/)) {
@@ -33,49 +65,77 @@ export function valueAt(obj: unknown, path: string): unknown {
   return value
 }
 
-export const valueText = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v))
+const valueText = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v))
 
-async function operationDrift(client: KubeClient, op: Operation, planName: string): Promise<string[]> {
+/** How to judge an operation: `planName` when the object must carry this plan's marks (drift of a recorded step). */
+export interface DifferenceJudge {
+  wording: DifferenceWording
+  planName?: string
+}
+
+const withoutKey = (entries: Record<string, string> | undefined, key: string) =>
+  Object.fromEntries(Object.entries(entries ?? {}).filter(([k]) => k !== key))
+
+/** An applied object against the object the step writes. */
+async function objectDifferences(
+  client: KubeClient,
+  op: Extract<Operation, {op: 'apply'}>,
+  judge: DifferenceJudge,
+): Promise<string[]> {
+  const ref = operationRef(op)
+  const live = await client.get(ref)
+  if (!live) return [`${formatRef(ref)} is missing`]
+  if (judge.planName !== undefined && !isOurs(live, judge.planName))
+    return [
+      `${formatRef(ref)} no longer carries this plan's marks (label app.kubernetes.io/managed-by, annotation mesh-migrate.io/plan)`,
+    ]
+  const {metadata, apiVersion: _a, kind: _k, ...content} = op.object
+  const field = firstDifference(live, content)
+  if (field) return [judge.wording.field(formatRef(ref), field, valueAt(content, field), valueAt(live, field))]
+  const what = formatRef(ref)
+  const liveLabels = live.metadata.labels ?? {}
+  if (judge.planName !== undefined)
+    return keyDifferences(judge.wording, what, liveLabels, metadata.labels ?? {}).slice(0, 1)
+  // Judged by effect: a GitOps engine syncs the repository's copy, which has none of the tool's ownership marks.
+  return [
+    ...keyDifferences(judge.wording, what, liveLabels, withoutKey(metadata.labels, MANAGED_BY_LABEL)),
+    ...keyDifferences(
+      judge.wording,
+      what,
+      live.metadata.annotations ?? {},
+      withoutKey(metadata.annotations, PLAN_ANNOTATION),
+      'annotation',
+    ),
+  ].slice(0, 1)
+}
+
+/** What of the operation's writes the cluster does not show (empty: it does). */
+export async function operationDifferences(
+  client: KubeClient,
+  op: Operation,
+  judge: DifferenceJudge,
+): Promise<string[]> {
+  const {wording} = judge
   switch (op.op) {
-    case 'apply': {
-      const ref = operationRef(op)
-      const live = await client.get(ref)
-      if (!live) return [`${formatRef(ref)} is missing`]
-      if (!isOurs(live, planName))
-        return [
-          `${formatRef(ref)} no longer carries this plan's marks (label app.kubernetes.io/managed-by, annotation mesh-migrate.io/plan)`,
-        ]
-      const {metadata, apiVersion: _a, kind: _k, ...content} = op.object
-      const field = firstDifference(live, content)
-      if (field)
-        return [
-          `${formatRef(ref)}: field ${field} changed since the step wrote it: ${valueText(valueAt(content, field))} → ${valueText(valueAt(live, field))}`,
-        ]
-      return labelDrift(formatRef(ref), live.metadata.labels ?? {}, metadata.labels ?? {}).slice(0, 1)
-    }
+    case 'apply':
+      return objectDifferences(client, op, judge)
     case 'delete':
-      return (await client.get(op.ref)) ? [`${formatRef(op.ref)} is back (the step deleted it)`] : []
-    case 'label': {
-      const live = await client.get(op.ref)
-      return live
-        ? labelDrift(formatRef(op.ref), live.metadata.labels ?? {}, op.labels)
-        : [`${formatRef(op.ref)} is missing`]
-    }
-    case 'annotate': {
-      const live = await client.get(op.ref)
-      return live
-        ? labelDrift(formatRef(op.ref), live.metadata.annotations ?? {}, op.annotations, 'annotation')
-        : [`${formatRef(op.ref)} is missing`]
-    }
+      return (await client.get(op.ref)) ? [wording.deleted(formatRef(op.ref))] : []
+    case 'label':
+    case 'annotate':
     case 'template-labels': {
       const live = await client.get(op.ref)
-      return live
-        ? labelDrift(`the pod template of ${formatRef(op.ref)}`, podTemplateOf(live)?.metadata?.labels ?? {}, op.labels)
-        : [`${formatRef(op.ref)} is missing`]
+      if (!live) return [`${formatRef(op.ref)} is missing`]
+      const what = formatRef(op.ref)
+      if (op.op === 'label') return keyDifferences(wording, what, live.metadata.labels ?? {}, op.labels)
+      if (op.op === 'annotate')
+        return keyDifferences(wording, what, live.metadata.annotations ?? {}, op.annotations, 'annotation')
+      const template = podTemplateOf(live)?.metadata?.labels ?? {}
+      return keyDifferences(wording, `the pod template of ${what}`, template, op.labels)
     }
     case 'restart':
-      // A later restart replaces the timestamp without undoing anything: the timestamp is not drift (the
-      // pods' proxy state is: podDrift).
+      // A restart's effect is in its pods, not in the timestamp (a later restart replaces it without undoing
+      // anything): podDrift, and the step's own checks when judged by effect.
       return []
   }
 }
@@ -150,7 +210,7 @@ export async function stepDrift(
   const found: string[] = []
   for (const op of step.operations) {
     const current = withoutSuperseded(op, later)
-    if (current) found.push(...(await operationDrift(client, current, planName)))
+    if (current) found.push(...(await operationDifferences(client, current, {wording: DRIFT_WORDING, planName})))
   }
   found.push(...(await podDrift(client, step)))
   return found

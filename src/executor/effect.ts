@@ -4,17 +4,9 @@
 // (waypoint Programmed, pods without sidecars and captured, Services bound), never by the record. Read-only: GETs
 // and LISTs of the objects the plan names and of the namespace's pods, ReplicaSets and Jobs.
 import type {KubeClient} from '../kube/types.js'
-import {
-  MANAGED_BY_LABEL,
-  type Operation,
-  PLAN_ANNOTATION,
-  type PlanStep,
-  type Verification,
-} from '../planner/plan-types.js'
-import {formatRef, operationRef, refKey} from '../planner/refs.js'
-import {podTemplateOf} from '../planner/vocab.js'
-import {valueAt, valueText, withoutSuperseded} from './drift.js'
-import {firstDifference} from './operations.js'
+import type {PlanStep, Verification} from '../planner/plan-types.js'
+import {operationRef, refKey} from '../planner/refs.js'
+import {EFFECT_WORDING, operationDifferences, withoutSuperseded} from './drift.js'
 import {runCheck} from './verify.js'
 
 export interface StepEffect {
@@ -24,65 +16,12 @@ export interface StepEffect {
   judged: number
 }
 
-const shown = (v: string | null | undefined) => (v === null || v === undefined ? 'absent' : `"${v}"`)
-
-/** Keys whose value differs from what the step sets: "label k is absent, the step sets "v"". */
-function keysNotSet(what: string, live: Record<string, string>, wants: Record<string, string | null>, field: string) {
-  return Object.entries(wants)
-    .filter(([k, v]) => (live[k] ?? null) !== v)
-    .map(([k, v]) => `${what}: ${field} ${k} is ${shown(live[k])}, the step sets ${shown(v)}`)
-}
-
 /** The refs later steps apply and delete: an object's last write is the one whose effect must be live. */
 function laterWrites(later: PlanStep[]): {applied: Set<string>; deleted: Set<string>} {
   const ops = later.flatMap((s) => s.operations)
   return {
     applied: new Set(ops.flatMap((o) => (o.op === 'apply' ? [refKey(operationRef(o))] : []))),
     deleted: new Set(ops.flatMap((o) => (o.op === 'delete' ? [refKey(o.ref)] : []))),
-  }
-}
-
-/** An applied object as the step wrote it, without the tool's ownership marks (the repository's copy has none). */
-async function objectLive(client: KubeClient, op: Extract<Operation, {op: 'apply'}>): Promise<string[]> {
-  const ref = operationRef(op)
-  const live = await client.get(ref)
-  if (!live) return [`${formatRef(ref)} is missing`]
-  const {metadata, apiVersion: _a, kind: _k, ...content} = op.object
-  const field = firstDifference(live, content)
-  if (field)
-    return [
-      `${formatRef(ref)}: field ${field} is ${valueText(valueAt(live, field))}, the step sets ${valueText(valueAt(content, field))}`,
-    ]
-  const labels = Object.fromEntries(Object.entries(metadata.labels ?? {}).filter(([k]) => k !== MANAGED_BY_LABEL))
-  const annotations = Object.fromEntries(
-    Object.entries(metadata.annotations ?? {}).filter(([k]) => k !== PLAN_ANNOTATION),
-  )
-  return [
-    ...keysNotSet(formatRef(ref), live.metadata.labels ?? {}, labels, 'label'),
-    ...keysNotSet(formatRef(ref), live.metadata.annotations ?? {}, annotations, 'annotation'),
-  ].slice(0, 1)
-}
-
-async function operationLive(client: KubeClient, op: Operation): Promise<string[]> {
-  switch (op.op) {
-    case 'apply':
-      return objectLive(client, op)
-    case 'delete':
-      return (await client.get(op.ref)) ? [`${formatRef(op.ref)} is still present (the step deletes it)`] : []
-    case 'label':
-    case 'annotate':
-    case 'template-labels': {
-      const live = await client.get(op.ref)
-      if (!live) return [`${formatRef(op.ref)} is missing`]
-      if (op.op === 'annotate')
-        return keysNotSet(formatRef(op.ref), live.metadata.annotations ?? {}, op.annotations, 'annotation')
-      if (op.op === 'label') return keysNotSet(formatRef(op.ref), live.metadata.labels ?? {}, op.labels, 'label')
-      const template = podTemplateOf(live)?.metadata?.labels ?? {}
-      return keysNotSet(`the pod template of ${formatRef(op.ref)}`, template, op.labels, 'label')
-    }
-    case 'restart':
-      // A restart's effect is in the pods it replaced: the step's own checks (rollouts complete, no sidecar) judge it.
-      return []
   }
 }
 
@@ -134,7 +73,7 @@ export async function stepEffect(
     const current = withoutSuperseded(op, later)
     if (!current || current.op === 'restart') continue
     judged++
-    missing.push(...(await operationLive(client, current)))
+    missing.push(...(await operationDifferences(client, current, {wording: EFFECT_WORDING})))
   }
   for (const v of step.verify) {
     const check = endStateCheck(v, later)
