@@ -63,9 +63,9 @@ export async function runTasks(io: Io, tasks: ProgressTask[], opts: {concurrency
         )
         // A failure reported as a result still gets the failed mark (✖), not the done one; a log's line carries the
         // summary once, as listr2's [FAILED: …].
-        if (t.failed?.() && plain) throw new Error(summary || 'failed')
-        if (summary) task.title = `${t.title} — ${summary}`
-        if (t.failed?.()) throw new Error(summary || 'failed')
+        const failed = t.failed?.() === true
+        if (summary && !(failed && plain)) task.title = `${t.title} — ${summary}`
+        if (failed) throw new Error(summary || 'failed')
       },
     })),
     {
