@@ -29,8 +29,11 @@ function laterWrites(later: PlanStep[]): {applied: Set<string>; deleted: Set<str
  * The step's verification as it must hold at the end of the plan: what a later step rewrites (a namespace label, an
  * object it deletes or re-creates) is that step's to verify. Preflight checks preconditions, not an effect: skipped.
  */
-function endStateCheck(v: Verification, later: PlanStep[]): Verification | undefined {
-  const {applied, deleted} = laterWrites(later)
+function endStateCheck(
+  v: Verification,
+  later: PlanStep[],
+  {applied, deleted}: ReturnType<typeof laterWrites>,
+): Verification | undefined {
   switch (v.check) {
     case 'preflight':
       return undefined
@@ -61,7 +64,8 @@ export async function stepEffect(
 ): Promise<StepEffect> {
   const step = steps[index]!
   const later = steps.slice(index + 1)
-  const {applied, deleted} = laterWrites(later)
+  const writes = laterWrites(later)
+  const {applied, deleted} = writes
   const missing: string[] = []
   let judged = 0
   for (const op of step.operations) {
@@ -76,7 +80,7 @@ export async function stepEffect(
     missing.push(...(await operationDifferences(client, current, {wording: EFFECT_WORDING})))
   }
   for (const v of step.verify) {
-    const check = endStateCheck(v, later)
+    const check = endStateCheck(v, later, writes)
     if (!check) continue
     judged++
     const result = await runCheck(check, {client, namespace})
