@@ -24,7 +24,7 @@ import {
 } from './results.js'
 import {compareAge, itemRef, memo, objectsOfKind, namespaceOf} from './objects.js'
 import {destinationWaypoint, serviceWaypoint} from './waypoints.js'
-import {type HostTarget, exportedTo, hostCovers, hostTarget, serviceFqdn} from './hosts.js'
+import {type HostTarget, exportedTo, hostCovers, hostTarget, resolveHost, serviceFqdn} from './hosts.js'
 import {hasLabels, isProxyWorkload, noPodSelected, selectorCoverage} from './selection.js'
 import {isRecord} from '../json.js'
 import {namespaceEgressEntry} from './service-entry.js'
@@ -107,33 +107,47 @@ interface SubsetUse {
   converted: boolean
 }
 
-interface SubsetReference extends SubsetUse {
+interface SubsetReference extends Omit<SubsetUse, 'converted'> {
   /** FQDN of the destination host. */
   fqdn: string
+  vs: KubeObject
 }
+
+type RuleIndex = Map<string, {exact: Map<string, RuleHost[]>; wildcards: RuleHost[]}>
+
+// Indexes of a snapshot's objects, built once per objects array (and namespace, which objects without one belong to),
+// not once per classification context: plan -A builds several contexts per namespace, each seeing hundreds of other
+// namespaces' objects.
+const SUBSET_REFERENCES = new WeakMap<KubeObject[], {namespace: string; index: Map<string, SubsetReference[]>}>()
+const RULES_BY_NAMESPACE = new WeakMap<KubeObject[], {namespace: string; index: RuleIndex}>()
 
 /** Every `destination.subset` of every mesh VirtualService of the snapshot, by destination FQDN. */
 function subsetReferences(ctx: ClassifyContext): Map<string, SubsetReference[]> {
-  return memo(ctx, 'dr:subset-references', () => {
-    const byHost = new Map<string, SubsetReference[]>()
-    for (const vs of objectsOfKind(ctx, `${NETWORKING}/VirtualService`)) {
-      const vspec: VirtualServiceSpec = isRecord(vs.spec) ? vs.spec : {}
-      if (!isMeshBound(vspec)) continue
-      const vns = namespaceOf(vs, ctx)
-      const converted =
-        vns === ctx.namespace && (list(vspec.hosts) ?? []).some((h) => hostTarget(h, vns, ctx).ownServices.length > 0)
-      const by = formatRef({...refOf(vs), namespace: vns})
-      for (const d of destinations(vspec)) {
-        const subset = d.destination.subset
-        if (!subset) continue
-        const fqdn = hostTarget(String(d.destination.host ?? ''), vns, ctx).fqdn
-        const refs = byHost.get(fqdn) ?? []
-        refs.push({subset: String(subset), by, namespace: vns, converted, fqdn})
-        byHost.set(fqdn, refs)
-      }
+  const built = SUBSET_REFERENCES.get(ctx.objects)
+  if (built?.namespace === ctx.namespace) return built.index
+  const byHost = new Map<string, SubsetReference[]>()
+  for (const vs of objectsOfKind(ctx, `${NETWORKING}/VirtualService`)) {
+    const vspec: VirtualServiceSpec = isRecord(vs.spec) ? vs.spec : {}
+    if (!isMeshBound(vspec)) continue
+    const vns = namespaceOf(vs, ctx)
+    const by = formatRef({...refOf(vs), namespace: vns})
+    for (const d of destinations(vspec)) {
+      const subset = d.destination.subset
+      if (!subset) continue
+      const fqdn = resolveHost(String(d.destination.host ?? ''), vns)
+      const refs = byHost.get(fqdn) ?? []
+      refs.push({subset: String(subset), by, namespace: vns, fqdn, vs})
+      byHost.set(fqdn, refs)
     }
-    return byHost
-  })
+  }
+  SUBSET_REFERENCES.set(ctx.objects, {namespace: ctx.namespace, index: byHost})
+  return byHost
+}
+
+/** The VirtualService lives in the migrated namespace and routes its own Services (it is what gets converted). */
+function convertedHere(r: SubsetReference, ctx: ClassifyContext): boolean {
+  const hosts = isRecord(r.vs.spec) ? (list(r.vs.spec.hosts) ?? []) : []
+  return r.namespace === ctx.namespace && hosts.some((h) => hostTarget(h, r.namespace, ctx).ownServices.length > 0)
 }
 
 /** Mesh VirtualServices that route to this DR's host with one of its subsets. */
@@ -149,7 +163,7 @@ function subsetUses(obj: KubeObject, spec: DestinationRuleSpec, ctx: ClassifyCon
   const out: SubsetUse[] = []
   for (const r of candidates) {
     if (!names.has(r.subset) || out.some((u) => u.subset === r.subset && u.by === r.by)) continue
-    out.push({subset: r.subset, by: r.by, namespace: r.namespace, converted: r.converted})
+    out.push({subset: r.subset, by: r.by, namespace: r.namespace, converted: convertedHere(r, ctx)})
   }
   return out
 }
@@ -166,20 +180,21 @@ interface RuleHost {
 }
 
 /** DestinationRules without workloadSelector, by namespace, split into exact hosts (by FQDN) and wildcards; input order kept. */
-function rulesByNamespace(ctx: ClassifyContext): Map<string, {exact: Map<string, RuleHost[]>; wildcards: RuleHost[]}> {
-  return memo(ctx, 'dr:rules-by-namespace', () => {
-    const index = new Map<string, {exact: Map<string, RuleHost[]>; wildcards: RuleHost[]}>()
-    for (const o of objectsOfKind(ctx, `${NETWORKING}/DestinationRule`)) {
-      if (hasLabels(o.spec?.workloadSelector?.matchLabels) || typeof o.spec?.host !== 'string') continue
-      const namespace = namespaceOf(o, ctx)
-      const pattern = hostTarget(o.spec.host, namespace, ctx).fqdn
-      let entry = index.get(namespace)
-      if (!entry) index.set(namespace, (entry = {exact: new Map(), wildcards: []}))
-      if (pattern.startsWith('*')) entry.wildcards.push({obj: o, pattern})
-      else entry.exact.set(pattern, [...(entry.exact.get(pattern) ?? []), {obj: o, pattern}])
-    }
-    return index
-  })
+function rulesByNamespace(ctx: ClassifyContext): RuleIndex {
+  const built = RULES_BY_NAMESPACE.get(ctx.objects)
+  if (built?.namespace === ctx.namespace) return built.index
+  const index: RuleIndex = new Map()
+  for (const o of objectsOfKind(ctx, `${NETWORKING}/DestinationRule`)) {
+    if (hasLabels(o.spec?.workloadSelector?.matchLabels) || typeof o.spec?.host !== 'string') continue
+    const namespace = namespaceOf(o, ctx)
+    const pattern = resolveHost(o.spec.host, namespace)
+    let entry = index.get(namespace)
+    if (!entry) index.set(namespace, (entry = {exact: new Map(), wildcards: []}))
+    if (pattern.startsWith('*')) entry.wildcards.push({obj: o, pattern})
+    else entry.exact.set(pattern, [...(entry.exact.get(pattern) ?? []), {obj: o, pattern}])
+  }
+  RULES_BY_NAMESPACE.set(ctx.objects, {namespace: ctx.namespace, index})
+  return index
 }
 
 /** DestinationRules (without workloadSelector) in `namespace` whose host covers the FQDN and that are exported to `to`. */

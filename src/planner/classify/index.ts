@@ -50,11 +50,17 @@ export const CLASSIFIERS: KindClassifier[] = [
   routeClassifier,
 ]
 
-const BY_KIND = new Map<string, KindClassifier>(CLASSIFIERS.flatMap((c) => c.kinds.map((k) => [k, c] as const)))
+/** Kind → `<group>/<Kind>` → classifier: most objects (Deployments, Pods, Services) are turned away by their kind alone. */
+const BY_KIND = new Map<string, Map<string, KindClassifier>>()
+for (const c of CLASSIFIERS)
+  for (const k of c.kinds) {
+    const kind = k.slice(k.indexOf('/') + 1)
+    BY_KIND.set(kind, (BY_KIND.get(kind) ?? new Map()).set(k, c))
+  }
 
 /** The classifier for an object's kind (any served API version), or undefined when the kind is not classified here. */
 export function classifierFor(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): KindClassifier | undefined {
-  return BY_KIND.get(kindKey(obj))
+  return BY_KIND.get(obj.kind)?.get(kindKey(obj))
 }
 
 /** Whether an object bears on the migrated namespace. */
@@ -83,8 +89,9 @@ export function classifyObjects(
       !obj.metadata?.name
     )
       continue
+    if (only && !only(obj)) continue
     const c = classifierFor(obj)
-    if (!c || (only && !only(obj))) continue
+    if (!c) continue
     // The same object may be listed under several served versions (v1, v1beta1, ...): classify it once.
     const key = refKey({
       apiVersion: obj.apiVersion,
