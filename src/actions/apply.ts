@@ -90,14 +90,14 @@ export async function validateApply(
   // What can be refused from this machine alone (the fleet's order, nobody to ask) is refused before the cluster
   // is contacted, when the file has steps to apply; judged again below if only the cluster's record has some.
   let refused = false
-  const refuseEarly = async (namespace: string) => {
+  const refuseEarly = async (namespace: string, steps: PlanStep[]) => {
     refused = true
-    await refuseWithoutCluster(o, io, namespace)
+    await refuseWithoutCluster(o, io, namespace, steps)
   }
   // A step the file records Running, Interrupted or Failed is judged under the lock (a dead holder's is taken over).
   const fileBlocked = o.retry ? undefined : blockingStep(session.state)
-  if (o.repair === undefined && !fileBlocked && stepsToApply(session.state, o.selection, o.retry).length > 0)
-    await refuseEarly(session.namespace)
+  const fileSteps = o.repair === undefined && !fileBlocked ? stepsToApply(session.state, o.selection, o.retry) : []
+  if (fileSteps.length > 0) await refuseEarly(session.namespace, fileSteps)
   // The cluster's record is the plan's progress (a teammate's file may have no status, or a stale one).
   const client = await session.connectToPlanCluster(o.allowOtherCluster, (m) => note(mark(dryRun, m)))
   await session.adoptRecord(client, {readOnly: true})
@@ -119,14 +119,14 @@ export async function validateApply(
   // No live holder: a step left Running or Interrupted is resumed by this same command (issue 19 §7).
   const steps = waitForHolder ? [] : stepsToApply(state, o.selection, o.retry, true)
   if (!waitForHolder && steps.length === 0) return 'up-to-date'
-  if (!refused) await refuseEarly(state.namespace)
+  if (!refused) await refuseEarly(state.namespace, steps)
   return steps
 }
 
 /** The fleet's order (exit 5) and nobody to answer the per-step question (exit 2): nothing is asked or written. */
-async function refuseWithoutCluster(o: ApplyOptions, io: Io, namespace: string): Promise<void> {
+async function refuseWithoutCluster(o: ApplyOptions, io: Io, namespace: string, steps: PlanStep[]): Promise<void> {
   // A dry run writes nothing, so it is not held to the fleet's order.
-  if (!o.dryRun) await checkFleetOrder(o.session.file, namespace, o.ignoreFleetOrder)
+  if (!o.dryRun) await checkFleetOrder(o.session.file, namespace, o.ignoreFleetOrder, pastBindWaypoint(steps))
   if (!o.yes && !o.dryRun && !canPrompt(io)) {
     throw new UsageError(
       `apply asks before each step, but there is no terminal to ask on${isCI(io.env) ? ' (CI is set)' : ''}`,
@@ -167,7 +167,7 @@ export async function applyPlanSteps(
     if (dryRun) ctx.projection = new ProjectedCluster(client)
     else {
       await ctx.state.begin()
-      await recordFleetOrderOverride(o, io, ctx)
+      await recordFleetOrderOverride(o, io, ctx, steps)
     }
     const {preflightRunner} = await import('../preflight/runner.js')
     ctx.preflight = preflightRunner(client, ctx.state.plan)
@@ -209,10 +209,20 @@ function inventoryRefresh(
   }
 }
 
+/** Whether the steps go past bind-waypoint: they switch the data plane for callers (bind-waypoint itself only binds). */
+function pastBindWaypoint(steps: PlanStep[]): boolean {
+  return steps.some((s) => changesDataPlane(s) && s.action !== 'bind-waypoint')
+}
+
 /** --ignore-fleet-order: the earlier waves still pending are warned about and recorded with who overrode them. */
-async function recordFleetOrderOverride(o: ApplyOptions, io: ApplyIO, ctx: ExecutionContext): Promise<void> {
+async function recordFleetOrderOverride(
+  o: ApplyOptions,
+  io: ApplyIO,
+  ctx: ExecutionContext,
+  steps: PlanStep[],
+): Promise<void> {
   if (!o.ignoreFleetOrder) return
-  const order = await checkFleetOrder(o.session.file, ctx.state.namespace, true)
+  const order = await checkFleetOrder(o.session.file, ctx.state.namespace, true, pastBindWaypoint(steps))
   if (!order) return
   const pending = order.pending.map((d) => `${d.namespace} (wave ${d.wave}: ${d.progress})`)
   io.note(

@@ -3,7 +3,6 @@
 // reference: `npm run schemas` generates schemas/*.json from them (scripts/generate-schemas.ts), and a
 // test checks that the committed schemas are up to date and that every command's output validates.
 import type {CensusPlan, CensusReport} from '../census/census.js'
-import type {FleetPlan} from '../plan/fleet.js'
 import type {StepManifestChanges} from '../plan/gitops.js'
 import type {Inventory} from '../planner/model.js'
 import type {PlanHazard, StepAction, StepPhase} from '../planner/plan-types.js'
@@ -22,7 +21,7 @@ interface Typed<K extends string> {
 export interface InventoryDocument extends Typed<'Inventory'>, Inventory {}
 
 /** `plan -A` / `plan -l SELECTOR` / `plan NS1 NS2… -o json`, `show --fleet -o json`: the fleet overview (plans/fleet.yaml). */
-export type FleetDocument = FleetPlan
+export type {FleetDocument} from '../plan/fleet-file.js'
 
 /** `census -o json` */
 export interface CensusDocument extends Typed<'Census'>, CensusReport {}

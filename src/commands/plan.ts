@@ -5,7 +5,7 @@ import * as Flags from '@oclif/core/flags'
 import {type FleetSelection, planFleet, planNamespace, type PlanOneOptions, type PlanRun} from '../actions/plan.js'
 import {UsageError} from '../errors.js'
 import {defaultPlanPath} from '../executor/plan-store.js'
-import type {FleetPlan} from '../plan/fleet.js'
+import type {FleetDocument} from '../plan/fleet-file.js'
 import {type MigrationPlan, type PlanOptions, STEP_ACTIONS} from '../planner/plan-types.js'
 import {waypointNameProblem} from '../planner/waypoint.js'
 import {trustDomainProblem} from '../planner/mesh-config.js'
@@ -121,13 +121,14 @@ ${EXIT_CODES_HELP}`
     }),
   }
 
-  async run(): Promise<MigrationPlan | FleetPlan | undefined> {
+  async run(): Promise<MigrationPlan | FleetDocument | undefined> {
     const o = this.validate(await this.complete())
     const open = () => openSource(o.flags, this.io)
     if (o.fleet) {
       const fleet = await planFleet(o.run, o.fleet, open, this.io)
       const {renderFleet} = await import('../ui/fleet-view.js')
-      return this.emit(fleet, o.flags.output, () => renderFleet(fleet, stdoutPainter(this.io)))
+      const {fleetDocument} = await import('../plan/fleet-file.js')
+      return this.emit(fleetDocument(fleet), o.flags.output, () => renderFleet(fleet, stdoutPainter(this.io)))
     }
     const plan = await planNamespace(o.one, open, this.io)
     if (o.one.out === '-' && o.flags.output === 'table' && !this.jsonEnabled()) return undefined

@@ -146,7 +146,7 @@ ${EXIT_CODES_HELP}
     this.note(
       stderrPainter(this.io).paint(
         'yellow',
-        `Warning: namespace(s) of a later wave of ${loaded!.file} that depend on ${o.session.namespace} are still (partly) applied; rolling it back first undoes what they count on:\n${describeDependencies(dependants)}\nRoll them back first (mesh-migrate rollback --fleet --confirm fleet rolls the waves back in reverse order).`,
+        `Warning: namespace(s) of a later wave (or of its cycle) of ${loaded!.file} that depend on ${o.session.namespace} are still (partly) applied; rolling it back first undoes what they count on:\n${describeDependencies(dependants)}\nRoll them back first (mesh-migrate rollback --fleet --confirm fleet rolls the waves back in reverse order).`,
       ),
     )
   }

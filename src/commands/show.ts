@@ -11,6 +11,7 @@ import {
 } from '../actions/show.js'
 import {UsageError} from '../errors.js'
 import type {FleetPlan} from '../plan/fleet.js'
+import type {FleetDocument} from '../plan/fleet-file.js'
 import type {GitOpsOptions} from '../plan/gitops-fleet.js'
 import type {MigrationPlan} from '../planner/plan-types.js'
 import {stdoutPainter} from '../ui/color.js'
@@ -71,7 +72,7 @@ ${EXIT_CODES_HELP}`
     }),
   }
 
-  async run(): Promise<MigrationPlan | FleetPlan | Timeline | ManifestChanges | undefined> {
+  async run(): Promise<MigrationPlan | FleetDocument | Timeline | ManifestChanges | undefined> {
     const o = this.validate(await this.complete())
     if (o.fleet && (o.output === 'argocd' || o.output === 'flux')) {
       this.io.stdout.write(await fleetGitOpsObjects(o.planArg, o.output, o.gitops, this.io))
@@ -147,13 +148,14 @@ ${EXIT_CODES_HELP}`
     return undefined
   }
 
-  private async showFleet(fleet: FleetPlan, output: ShowOutput): Promise<FleetPlan | undefined> {
+  private async showFleet(fleet: FleetPlan, output: ShowOutput): Promise<FleetDocument | undefined> {
     const {renderFleet, renderFleetMarkdown} = await import('../ui/fleet-view.js')
     if (output === 'markdown' && !this.jsonEnabled()) {
       this.io.stdout.write(`${renderFleetMarkdown(fleet)}\n`)
       return undefined
     }
-    return this.emit(fleet, output === 'markdown' ? 'table' : (output as DocumentOutput), () =>
+    const {fleetDocument} = await import('../plan/fleet-file.js')
+    return this.emit(fleetDocument(fleet), output === 'markdown' ? 'table' : (output as DocumentOutput), () =>
       renderFleet(fleet, stdoutPainter(this.io)),
     )
   }

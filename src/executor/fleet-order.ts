@@ -122,15 +122,64 @@ export async function pendingDependencies(loaded: LoadedFleet, namespace: string
   return out
 }
 
-/** Namespaces of later waves that depend on `namespace` and whose plans may have written (still ambient, partly). */
+/** The other namespaces of `namespace`'s cycle that depend on it (an edge out of it), with the edges. */
+function cycleDependants(fleet: FleetPlan, namespace: string): Map<string, FleetEdge[]> {
+  const out = new Map<string, FleetEdge[]>()
+  const cycle = fleet.spec.cycles.find((c) => c.namespaces.includes(namespace))
+  for (const e of cycle?.edges ?? [])
+    if (e.from === namespace && e.to !== namespace) out.set(e.to, [...(out.get(e.to) ?? []), e])
+  return out
+}
+
+/** Whether the plan may have written past its bind-waypoint step (its namespace may be switched, partly). */
+function pastBindWritten(plan: MigrationPlan): boolean {
+  const bind = plan.spec.steps.findIndex((s) => s.id === 'bind-waypoint')
+  return plan.spec.steps.some((s, i) => i > bind && mayHaveWritten(phaseOf(plan, s)))
+}
+
+/**
+ * Namespaces of later waves that depend on `namespace` and whose plans may have written (still ambient, partly), and
+ * those of its cycle that depend on it and may have written past their bind-waypoint step.
+ */
 export async function startedDependants(loaded: LoadedFleet, namespace: string): Promise<FleetDependency[]> {
   const out: FleetDependency[] = []
+  for (const [to, edges] of cycleDependants(loaded.fleet, namespace)) {
+    const member = await readFleetMember(loaded, to)
+    if (!member.plan || !pastBindWritten(member.plan)) continue
+    const progress = `${appliedCount(member.plan)} of ${member.plan.spec.steps.length} steps applied`
+    out.push({namespace: to, wave: waveOf(loaded.fleet, to)!, plan: member.file, progress, edges})
+  }
   for (const [to, edges] of crossWaveEdges(loaded.fleet, namespace, 'after')) {
     const member = await readFleetMember(loaded, to)
     const plan = member.plan
     if (!plan || !plan.spec.steps.some((s) => mayHaveWritten(phaseOf(plan, s)))) continue
     const progress = `${appliedCount(plan)} of ${plan.spec.steps.length} steps applied`
     out.push({namespace: to, wave: waveOf(loaded.fleet, to)!, plan: member.file, progress, edges})
+  }
+  return out
+}
+
+/**
+ * The other namespaces of `namespace`'s cycle that it depends on (an edge into it) and that have not applied their
+ * bind-waypoint step: the cycle's protocol binds every waypoint of the cycle before any of its namespaces switches, and
+ * the plans count on it (their inventories leave out the routing those waypoints keep: plan/fleet-routing.ts).
+ */
+export async function unboundCyclePeers(loaded: LoadedFleet, namespace: string): Promise<FleetDependency[]> {
+  const cycle = loaded.fleet.spec.cycles.find((c) => c.namespaces.includes(namespace))
+  if (!cycle) return []
+  const byPeer = new Map<string, FleetEdge[]>()
+  for (const e of cycle.edges)
+    if (e.to === namespace && e.from !== namespace) byPeer.set(e.from, [...(byPeer.get(e.from) ?? []), e])
+  const out: FleetDependency[] = []
+  for (const [peer, edges] of byPeer) {
+    const member = await readFleetMember(loaded, peer)
+    const plan = member.plan
+    const bind = plan?.spec.steps.find((s) => s.id === 'bind-waypoint')
+    if (plan && (!bind || phaseOf(plan, bind) === 'Applied')) continue
+    const progress = plan
+      ? `bind-waypoint not applied, ${appliedCount(plan)} of ${plan.spec.steps.length} steps applied`
+      : member.problem!
+    out.push({namespace: peer, wave: waveOf(loaded.fleet, peer)!, plan: member.file, progress, edges})
   }
   return out
 }
@@ -146,25 +195,35 @@ export function describeDependencies(deps: FleetDependency[]): string {
 }
 
 /**
- * Refuses to apply `namespace` while an earlier wave it depends on is not fully applied (exit 5), unless
- * `ignore`: then the dependencies are returned, to be warned about and recorded in the plan's status.
+ * Refuses to apply `namespace` while an earlier wave it depends on is not fully applied, or, when the run goes past its
+ * bind-waypoint step (`pastBind`), while a namespace of its cycle it depends on has not bound its waypoint (exit 5),
+ * unless `ignore`: then the dependencies are returned, to be warned about and recorded in the plan's status.
  */
 export async function checkFleetOrder(
   planFile: string,
   namespace: string,
   ignore: boolean,
+  pastBind = true,
 ): Promise<{fleetFile: string; pending: FleetDependency[]} | undefined> {
   const loaded = await loadFleetBeside(planFile)
   if (!loaded) return undefined
   const wave = waveOf(loaded.fleet, namespace)
   if (wave === undefined) return undefined
   const pending = await pendingDependencies(loaded, namespace)
-  if (pending.length === 0) return undefined
-  if (ignore) return {fleetFile: loaded.file, pending}
-  const earliest = Math.min(...pending.map((d) => d.wave))
+  const peers = pastBind ? await unboundCyclePeers(loaded, namespace) : []
+  if (pending.length === 0 && peers.length === 0) return undefined
+  if (ignore) return {fleetFile: loaded.file, pending: [...pending, ...peers]}
+  const override = `--ignore-fleet-order applies anyway and records who overrode the order in ${planFile}`
+  if (pending.length > 0) {
+    const earliest = Math.min(...pending.map((d) => d.wave))
+    throw new FleetOrderError(
+      `${namespace} is in wave ${wave} of ${loaded.file}, and ${pending.length === 1 ? 'a namespace' : `${pending.length} namespaces`} of an earlier wave it depends on ${pending.length === 1 ? 'is' : 'are'} not fully applied; nothing was written:\n${describeDependencies(pending)}`,
+      `Apply the earlier wave(s) first: \`mesh-migrate apply --fleet ${loaded.file} --to-wave ${wave - 1}\` (or \`mesh-migrate apply ${pending[0]!.namespace} --all\`${earliest < wave - 1 ? ', wave by wave' : ''}); ${override}.`,
+    )
+  }
   throw new FleetOrderError(
-    `${namespace} is in wave ${wave} of ${loaded.file}, and ${pending.length === 1 ? 'a namespace' : `${pending.length} namespaces`} of an earlier wave it depends on ${pending.length === 1 ? 'is' : 'are'} not fully applied; nothing was written:\n${describeDependencies(pending)}`,
-    `Apply the earlier wave(s) first: \`mesh-migrate apply --fleet ${loaded.file} --to-wave ${wave - 1}\` (or \`mesh-migrate apply ${pending[0]!.namespace} --all\`${earliest < wave - 1 ? ', wave by wave' : ''}); --ignore-fleet-order applies anyway and records who overrode the order in ${planFile}.`,
+    `${namespace} is in a cycle of ${loaded.file} (wave ${wave}) with ${peers.length === 1 ? 'a namespace' : `${peers.length} namespaces`} it depends on that ${peers.length === 1 ? 'has' : 'have'} not bound ${peers.length === 1 ? 'its waypoint' : 'their waypoints'}: the cycle's waypoints are bound before any of its namespaces goes past bind-waypoint; nothing was written:\n${describeDependencies(peers)}`,
+    `Bind ${peers.length === 1 ? 'its' : 'their'} waypoint${peers.length === 1 ? '' : 's'} first: \`mesh-migrate apply ${peers[0]!.namespace} --to bind-waypoint\`${peers.length > 1 ? ' (and the others)' : ''}, or run the wave as the cycle's protocol says: \`mesh-migrate apply --fleet ${loaded.file} --wave ${wave}\`; \`mesh-migrate apply ${namespace} --to bind-waypoint\` may run now; ${override}.`,
   )
 }
 

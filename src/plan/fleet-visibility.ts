@@ -5,7 +5,8 @@
 // (a VirtualService, DestinationRule or ServiceEntry without exportTo or with `*`), or when a pattern (`*`) may match
 // it; this finds those namespaces once for the fleet, from one pass over the objects, and cuts each snapshot down to
 // them. What is left out is what no classifier of the namespace looks at, so the plans are the same.
-import {exportedTo} from '../planner/classify/hosts.js'
+import {CLUSTER_DOMAIN, exportedTo, hostCovers, resolveHost} from '../planner/classify/hosts.js'
+import {list} from '../planner/classify/results.js'
 import {isRecord} from '../planner/json.js'
 import type {KubeObject, SourceSnapshot} from '../planner/model.js'
 import {groupOf} from '../planner/refs.js'
@@ -13,6 +14,20 @@ import {NETWORKING} from '../planner/vocab.js'
 
 /** Kinds Istio exports to every namespace unless their exportTo says otherwise. */
 const EXPORTED_KINDS = new Set(['VirtualService', 'DestinationRule', 'ServiceEntry'])
+
+/**
+ * Kinds that bear on another namespace only from the root namespace (their classifiers' relevantElsewhere): a `*` in
+ * one of another namespace's (a path glob, a principal pattern) never makes it bear on this one.
+ */
+const OWN_NAMESPACE_KINDS = new Set([
+  'AuthorizationPolicy',
+  'PeerAuthentication',
+  'RequestAuthentication',
+  'Telemetry',
+  'WasmPlugin',
+  'EnvoyFilter',
+  'Sidecar',
+])
 
 /** Stands for "a namespace none of the fleet's objects names" (not a valid namespace name). */
 const ANY_OTHER_NAMESPACE = '<any other namespace>'
@@ -23,8 +38,8 @@ const LABEL_TOKEN = /[a-z0-9](?:[-a-z0-9]*[a-z0-9])?/g
 interface NamespaceFacts {
   /** Namespaces its objects name. */
   names: Set<string>
-  /** Its objects may bear on every namespace (exported everywhere, or a pattern that may match any). */
-  everywhere: boolean
+  /** Its objects that may bear on every namespace (exported everywhere, or a pattern that may match any). */
+  everywhere: KubeObject[]
 }
 
 function exportedEverywhere(obj: KubeObject, namespace: string): boolean {
@@ -51,12 +66,35 @@ function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFac
     const ns = homeNamespace(obj)
     if (ns === undefined) continue
     let facts = byNamespace.get(ns)
-    if (!facts) byNamespace.set(ns, (facts = {names: new Set(), everywhere: false}))
+    if (!facts) byNamespace.set(ns, (facts = {names: new Set(), everywhere: []}))
     const text = JSON.stringify(obj).toLowerCase()
-    if (text.includes('*') || exportedEverywhere(obj, ns)) facts.everywhere = true
+    if (text.includes('*') || exportedEverywhere(obj, ns)) facts.everywhere.push(obj)
     for (const token of text.match(LABEL_TOKEN) ?? []) if (known.has(token)) facts.names.add(token)
   }
   return byNamespace
+}
+
+/**
+ * Whether an object another namespace sees only for its `*` or its exportTo may bear on `namespace`: not when it is of
+ * a kind that bears on other namespaces only from the root namespace, nor when it is routing not exported to it whose
+ * host patterns cannot cover a Service of it (`*.other.svc.cluster.local`).
+ */
+function bearsOn(obj: KubeObject, home: string, namespace: string): boolean {
+  if (OWN_NAMESPACE_KINDS.has(obj.kind)) return false
+  if (!EXPORTED_KINDS.has(obj.kind) || groupOf(obj.apiVersion) !== NETWORKING || !isRecord(obj.spec)) return true
+  if (exportedTo(obj.spec.exportTo, home, namespace)) return true
+  const hosts = obj.kind === 'DestinationRule' ? [obj.spec.host] : (list(obj.spec.hosts) ?? [])
+  const probe = `${ANY_OTHER_NAMESPACE}.${namespace}.svc.${CLUSTER_DOMAIN}`
+  return hosts.some((h) => typeof h !== 'string' || hostCovers(resolveHost(h, home), probe))
+}
+
+/** A namespace's view of a fleet read: its snapshot, and the namespaces it sees only for objects that bear on all. */
+export interface FleetView {
+  snapshot: SourceSnapshot
+  /** namespace → its objects that bear on every namespace (the only reason this one sees that namespace). */
+  broadcast: Map<string, KubeObject[]>
+  /** The namespaces it sees, each with the namespaces its objects name. */
+  seen: Map<string, ReadonlySet<string>>
 }
 
 /**
@@ -65,20 +103,58 @@ function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFac
  * whose objects bear on every namespace. Classifiers look another namespace's labels up only for a namespace whose
  * objects they look at, so the Namespaces of the rest (most of a large fleet) would only be scanned past.
  */
-export function visibleSnapshots(snapshots: SourceSnapshot[]): SourceSnapshot[] {
-  if (snapshots.length < 2) return snapshots
+export function fleetViews(snapshots: SourceSnapshot[]): FleetView[] {
+  if (snapshots.length < 2) return snapshots.map((snapshot) => ({snapshot, broadcast: new Map(), seen: new Map()}))
   const facts = factsByNamespace(snapshots)
-  return snapshots.map((snapshot) => ({...snapshot, objects: visibleObjects(snapshot, facts)}))
+  return snapshots.map((snapshot) => visibleObjects(snapshot, facts))
 }
 
-function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFacts>): KubeObject[] {
+export function visibleSnapshots(snapshots: SourceSnapshot[]): SourceSnapshot[] {
+  return fleetViews(snapshots).map((v) => v.snapshot)
+}
+
+function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFacts>): FleetView {
   const own = snapshot.namespace
   const named = facts.get(own)?.names ?? new Set<string>()
   const keep = new Set<string>(named)
+  const broadcast = new Map<string, KubeObject[]>()
   for (const [ns, f] of facts)
-    if (ns === own || ns === snapshot.rootNamespace || f.everywhere || f.names.has(own)) keep.add(ns)
-  return snapshot.objects.filter((o) => {
+    if (ns === own || ns === snapshot.rootNamespace || f.names.has(own)) keep.add(ns)
+    else if (f.everywhere.length > 0) {
+      keep.add(ns)
+      if (!named.has(ns)) broadcast.set(ns, f.everywhere)
+    }
+  const objects = snapshot.objects.filter((o) => {
     const ns = homeNamespace(o)
     return ns === undefined || keep.has(ns)
   })
+  const seen = new Map([...keep].map((ns) => [ns, facts.get(ns)?.names ?? new Set<string>()] as const))
+  return {snapshot: {...snapshot, objects}, broadcast, seen}
+}
+
+/**
+ * The view without `judged` (objects judged once for the fleet, which no classification of this namespace looks at:
+ * fleet-routing.ts). A namespace seen only for objects that bear on all, all of them judged (or of kinds that bear on
+ * another namespace only from the root namespace), keeps only what a classifier may look up of it for another object
+ * of the view naming it (its Services' and Namespace's labels), and nothing when none does.
+ */
+export function withoutJudged(view: FleetView, judged: ReadonlySet<KubeObject>): SourceSnapshot {
+  if (judged.size === 0) return view.snapshot
+  const quiet = new Set(
+    [...view.broadcast]
+      .filter(([ns, objects]) => objects.every((o) => judged.has(o) || !bearsOn(o, ns, view.snapshot.namespace)))
+      .map(([ns]) => ns),
+  )
+  // What the rest names of a quiet namespace may be looked up (a Service's waypoint label); the rest of it never is.
+  const named = new Set([...view.seen].filter(([ns]) => !quiet.has(ns)).flatMap(([, names]) => [...names]))
+  const looked = (o: KubeObject, ns: string) =>
+    named.has(ns) && o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
+  return {
+    ...view.snapshot,
+    objects: view.snapshot.objects.filter((o) => {
+      if (judged.has(o)) return false
+      const ns = homeNamespace(o)
+      return ns === undefined || !quiet.has(ns) || looked(o, ns)
+    }),
+  }
 }

@@ -5,13 +5,30 @@ import {finding} from '../planner/findings/finding.js'
 import {hostServiceNamespace, resolveHost} from '../planner/classify/hosts.js'
 import {isRecord} from '../planner/json.js'
 import {list} from '../planner/classify/results.js'
-import {type FleetCycle, type FleetEdge, computeWaves, cycleSuggestionFor, waveIndex} from '../planner/fleet-waves.js'
+import {
+  compareEdges,
+  type FleetCycle,
+  type FleetEdge,
+  computeWaves,
+  cycleSuggestionFor,
+  waveIndex,
+} from '../planner/fleet-waves.js'
 import type {AuthorizationPolicySpec} from '../planner/istio-types.js'
-import {buildInventory, classifySome, type InventoryOptions, normalizeFindings} from '../planner/inventory.js'
+import {buildInventory, type InventoryOptions, inventoryBasis, normalizeFindings} from '../planner/inventory.js'
 import type {Finding, Inventory, InventoryItem, KubeObject, SourceSnapshot, SourceTarget} from '../planner/model.js'
 import {INJECTION_IGNORED_NAMESPACES, parseLabelSelector, selectorMatches} from '../planner/namespace.js'
 import {buildPlan, isMigrating} from './plan-builder.js'
-import {visibleSnapshots} from './fleet-visibility.js'
+import {
+  type CoveredRouting,
+  type KeptByNamespace,
+  keptRouting,
+  type Member,
+  objectKey,
+  routingCandidates,
+  judgedObjects,
+  routingEdges,
+} from './fleet-routing.js'
+import {fleetViews, withoutJudged} from './fleet-visibility.js'
 import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from '../planner/plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
 import {
@@ -83,17 +100,15 @@ export interface FleetInput {
 // ---------------------------------------------------------------------------------------------
 // Dependencies
 
-interface Member {
-  namespace: string
-  snapshot: SourceSnapshot
-  inventory: Inventory
-  migrating: boolean
+/** The refs sorted without duplicates: the same array when they already are (routing edges share theirs). */
+function sortedUnique(refs: string[]): string[] {
+  return refs.every((r, i) => i === 0 || refs[i - 1]! < r) ? refs : [...new Set(refs)].sort()
 }
 
 const addEdge = (edges: Map<string, FleetEdge>, e: FleetEdge) => {
   const key = `${e.from}\0${e.to}\0${e.kind}`
   const seen = edges.get(key)
-  if (!seen) edges.set(key, {...e, refs: [...new Set(e.refs)].sort()})
+  if (!seen) edges.set(key, {...e, refs: sortedUnique(e.refs)})
   else seen.refs = [...new Set([...seen.refs, ...e.refs])].sort()
 }
 
@@ -275,64 +290,20 @@ function bypassEdges(members: Member[], fleet: Set<string>, edges: Map<string, F
   }
 }
 
-/** The lost client-side items of an inventory, by key. */
-const lostItems = (items: InventoryItem[]) =>
-  new Map(items.filter((i) => i.action === 'lost-client-side').map((i) => [refKey(i.ref), i]))
-
-/**
- * Routing edges (E11): exported VirtualServices and DestinationRules of a namespace that gets a waypoint,
- * lost by a caller namespace today, kept when that waypoint is in place first.
- */
-function routingEdges(members: Member[], input: FleetInput, edges: Map<string, FleetEdge>): void {
-  const withWaypoint = members.filter((m) => m.migrating && m.inventory.waypointRequired)
-  if (withWaypoint.length === 0) return
-  const waypointNs = new Set(withWaypoint.map((d) => d.namespace))
-  for (const x of members) {
-    if (!x.migrating) continue
-    const before = lostItems(x.inventory.objects)
-    // Only what x loses today can be kept by another namespace's waypoint: nothing lost, nothing to re-classify.
-    if (![...before.values()].some((i) => i.ref.namespace !== x.namespace && waypointNs.has(i.ref.namespace ?? '')))
-      continue
-    const candidates = Object.fromEntries(
-      withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, input.options.waypointName]),
-    )
-    // Only the routing lost today is classified again, as buildInventory would with those waypoints in place.
-    const lostToday = (o: KubeObject) =>
-      before.has(refKey({...refOf(o), namespace: o.metadata.namespace ?? x.namespace}))
-    const after = lostItems(classifySome(x.snapshot, {...input.inventory, earlierWaypoints: candidates}, lostToday))
-    for (const [key, item] of before) {
-      const d = item.ref.namespace
-      if (after.has(key) || !d || !(d in candidates)) continue
-      addEdge(edges, {
-        from: d,
-        to: x.namespace,
-        kind: 'routing',
-        reason: `${formatRef(item.ref)} is exported to ${x.namespace} and applied by its sidecars today; once ${x.namespace} is ambient only ${d}'s waypoint applies it (E11), so ${d} goes first.`,
-        refs: [formatRef(item.ref)],
-      })
-    }
-  }
-}
-
-export function fleetEdges(members: Member[], input: FleetInput): FleetEdge[] {
+export function fleetEdges(
+  members: Member[],
+  input: FleetInput,
+  kept: KeptByNamespace,
+): {edges: FleetEdge[]; covered: CoveredRouting} {
   const names = members.map((m) => m.namespace)
   const edges = new Map<string, FleetEdge>()
   sharedWaypointEdges(members, new Set(names), edges)
   authorizationEdges(members, names, edges)
   bypassEdges(members, new Set(names), edges)
-  routingEdges(members, input, edges)
-  const order = ['shared-waypoint', 'routing', 'authorization', 'waypoint-bypass']
-  return [...edges.values()].sort((a, b) =>
-    a.from < b.from
-      ? -1
-      : a.from > b.from
-        ? 1
-        : a.to < b.to
-          ? -1
-          : a.to > b.to
-            ? 1
-            : order.indexOf(a.kind) - order.indexOf(b.kind),
-  )
+  const routing = routingEdges(members, kept, input.inventory, input.options.waypointName)
+  for (const e of routing.edges) addEdge(edges, e)
+  const sorted = [...edges.values()].sort(compareEdges)
+  return {edges: sorted, covered: routing.covered}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -368,28 +339,85 @@ function orderContext(
   return {wave, touching, cycleOf, fleetFile}
 }
 
-/** What the plan of `namespace` counts on: the namespaces before it, and the cycle it is part of. */
+/** What the plan of `namespace` counts on: the namespaces before it (one finding per wave), and its cycle. */
 function orderFindings(namespace: string, context: OrderContext): Finding[] {
   const {wave} = context
   const out: Finding[] = []
   const mine = wave.get(namespace)!
   const own = context.touching.get(namespace) ?? []
-  const before = own.filter((e) => e.to === namespace && wave.get(e.from)! < mine)
-  const reasonsFrom = new Map<string, string[]>()
-  for (const e of before) reasonsFrom.set(e.from, [...(reasonsFrom.get(e.from) ?? []), e.reason])
-  for (const [from, reasons] of reasonsFrom) {
+  const byWave = new Map<number, FleetEdge[]>()
+  for (const e of own) {
+    const w = wave.get(e.from)!
+    if (e.to === namespace && w < mine) byWave.set(w, [...(byWave.get(w) ?? []), e])
+  }
+  for (const [w, edges] of [...byWave].sort(([a], [b]) => a - b)) {
+    const from = [...new Set(edges.map((e) => e.from))]
+    const at = {id: `fleet-order/wave-${w}`, severity: 'warning'} as const
     out.push(
-      finding(
-        'FleetOrder',
-        undefined,
-        {from, wave: wave.get(from)!, mine, reasons: reasons.join(' ')},
-        {id: `fleet-order/${from}`, severity: 'warning'},
-      ),
+      from.length === 1
+        ? finding(
+            'FleetOrder',
+            undefined,
+            {
+              variant: 'one',
+              from: from[0]!,
+              wave: w,
+              mine,
+              reasons: edges.map((e) => edgeReason(namespace, e)).join(' '),
+            },
+            at,
+          )
+        : finding(
+            'FleetOrder',
+            undefined,
+            {
+              variant: 'many',
+              count: from.length,
+              wave: w,
+              mine,
+              reasons: manyReasons(namespace, edges),
+              fleetFile: context.fleetFile,
+            },
+            at,
+          ),
     )
   }
   const inCycle = context.cycleOf.get(namespace)
   if (inCycle) out.push(cycleFinding(namespace, own, mine, inCycle, context.fleetFile))
   return out
+}
+
+/** "VirtualService svc-0, svc-1; DestinationRule svc-0" from the refs (`Kind ns/name`) of one namespace. */
+function namesByKind(refs: string[]): string {
+  const byKind = new Map<string, string[]>()
+  for (const r of refs) {
+    const [kind, path] = [r.slice(0, r.indexOf(' ')), r.slice(r.indexOf(' ') + 1)]
+    byKind.set(kind, [...(byKind.get(kind) ?? []), path.slice(path.indexOf('/') + 1)])
+  }
+  return [...byKind].map(([kind, names]) => `${kind} ${names.join(', ')}`).join('; ')
+}
+
+/** An edge's reason as the plan of its `to` says it: routing names this namespace (the fleet file's covers all). */
+function edgeReason(namespace: string, e: FleetEdge): string {
+  if (e.kind !== 'routing') return e.reason
+  const one = e.refs.length === 1
+  const what = one ? e.refs[0]! : `${namesByKind(e.refs)} of ${e.from}`
+  return `${what} ${one ? 'is' : 'are'} exported to ${namespace} and applied by its sidecars today; once ${namespace} is ambient only ${e.from}'s waypoint applies ${one ? 'it' : 'them'} (E11), so ${e.from} goes first.`
+}
+
+/**
+ * The reasons of several namespaces of one wave: their routing in one sentence naming each namespace's objects (the
+ * plan leaves that routing out of its inventory), the other edges with their own reasons.
+ */
+function manyReasons(namespace: string, edges: FleetEdge[]): string {
+  const routing = edges.filter((e) => e.kind === 'routing')
+  const parts =
+    routing.length === 0
+      ? []
+      : [
+          `their routing exported to ${namespace} and applied by its sidecars today, which once ${namespace} is ambient only each one's own waypoint applies (E11): ${routing.map((e) => `${e.from} (${namesByKind(e.refs)})`).join(', ')}.`,
+        ]
+  return [...parts, ...edges.filter((e) => e.kind !== 'routing').map((e) => e.reason)].join(' ')
 }
 
 /**
@@ -414,6 +442,13 @@ function earlierWaypointsByWave(
  * The cycle as the plan of `namespace` states it: its own edges in the cycle, how many namespaces and edges
  * the cycle has, and where the whole cycle is listed once. Named by the cycle's first namespace (cycles are disjoint).
  */
+/** The routing of the cycle's other namespaces this one applies today, which the plan leaves out of its inventory. */
+function keptInCycle(namespace: string, inside: FleetEdge[]): string {
+  const routing = inside.filter((e) => e.kind === 'routing' && e.to === namespace)
+  if (routing.length === 0) return ''
+  return ` The routing of the others it applies today is kept by their waypoints, bound before it switches (E11): ${routing.map((e) => `${e.from} (${namesByKind(e.refs)})`).join(', ')}.`
+}
+
 function cycleFinding(
   namespace: string,
   own: FleetEdge[],
@@ -431,6 +466,7 @@ function cycleFinding(
       others,
       wave,
       edges: inside.map((e) => `${e.from} → ${e.to} (${e.kind})`),
+      kept: keptInCycle(namespace, inside),
       cycleEdges: cycle.edges.length,
       fleetFile,
       index,
@@ -443,6 +479,54 @@ function cycleFinding(
     },
     {id: `fleet-cycle/${cycle.namespaces[0]}`},
   )
+}
+
+/**
+ * The inventory as a plan of the fleet lists it: another member's objects appear only when this namespace's migration
+ * changes what they do for it (lost, kept by a step, blocking). Those it leaves as they are (inert, or applied by their
+ * own namespace's waypoint) are that namespace's plan's to list; repeated in every plan they made each plan grow with
+ * the fleet.
+ */
+function ownConcerns(inventory: Inventory, fleet: ReadonlySet<string>): Inventory {
+  const unchangedElsewhere = (i: InventoryItem) =>
+    i.ref.namespace !== inventory.namespace &&
+    fleet.has(i.ref.namespace ?? '') &&
+    (i.verdict === 'inert' || i.verdict === 'unaffected')
+  return inventory.objects.some(unchangedElsewhere)
+    ? {...inventory, objects: inventory.objects.filter((i) => !unchangedElsewhere(i))}
+    : inventory
+}
+
+/** The objects an inventory leaves out, as the filter buildInventory takes (undefined: none). */
+function leaving(keys: Iterable<string> | undefined, namespace: string): ((o: KubeObject) => boolean) | undefined {
+  const out = new Set(keys ?? [])
+  // A namespace's own objects are never left out (most of what it sees): only other namespaces' are looked up.
+  return out.size === 0
+    ? undefined
+    : (o) =>
+        o.metadata.namespace === undefined || o.metadata.namespace === namespace || !out.has(objectKey(o, namespace))
+}
+
+/**
+ * The waypoints bound before `namespace` switches: those of the earlier waves, and those of the other namespaces of its
+ * cycle (the protocol binds every waypoint of a cycle before any of its namespaces switches; apply keeps it).
+ */
+function firstBound(
+  namespace: string,
+  earlier: Record<string, string>,
+  context: OrderContext,
+  waypointNs: ReadonlySet<string>,
+  waypointName: string,
+): Record<string, string> {
+  const peers = (context.cycleOf.get(namespace)?.cycle.namespaces ?? []).filter(
+    (ns) => ns !== namespace && waypointNs.has(ns),
+  )
+  return peers.length === 0 ? earlier : {...earlier, ...Object.fromEntries(peers.map((ns) => [ns, waypointName]))}
+}
+
+/** What the inventory of `namespace` leaves out: lost routing (found again) kept by waypoints bound before it switches. */
+function leftOut(namespace: string, covered: CoveredRouting, first: Record<string, string>): string[] {
+  return [...(covered.get(namespace) ?? [])].filter(([, from]) => from in first).map(([key]) => key)
 }
 
 function fleetNamespace(plan: MigrationPlan, wave: number, file: string | undefined): FleetNamespace {
@@ -468,12 +552,38 @@ export interface FleetResult {
 
 export function planFleet(input: FleetInput): FleetResult {
   // Each namespace sees only what can bear on it: planning stays linear in the fleet's size (issue 22 §5).
-  const snapshots = visibleSnapshots([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
-  const members: Member[] = snapshots.map((snapshot) => {
-    const inventory = buildInventory(snapshot, input.inventory)
-    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory)}
+  const read = fleetViews([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
+  const snapshots = read.map((v) => v.snapshot)
+  // Routing other namespaces define for their own Services is judged once for the fleet and left out of each
+  // namespace's view (fleet-routing.ts); whether a namespace migrates and needs a waypoint does not depend on it.
+  const candidates = routingCandidates(snapshots)
+  const views = read.map((v) => withoutJudged(v, judgedObjects(candidates.get(v.snapshot.namespace))))
+  const asked = views.map(() => new Set<string>())
+  const bases = views.map((view, i) => inventoryBasis(view, {...input.inventory, waypointsAsked: asked[i]!}))
+  const migrating = new Set(
+    views
+      .filter((_, i) =>
+        isMigrating({namespaceState: bases[i]!.nsAnalysis.state, workloads: bases[i]!.workloadAnalysis.workloads}),
+      )
+      .map((v) => v.namespace),
+  )
+  const kept = keptRouting(
+    candidates,
+    new Set(
+      views.filter((v, i) => migrating.has(v.namespace) && bases[i]!.ctx.waypointPlanned).map((v) => v.namespace),
+    ),
+    migrating,
+  )
+  const members: Member[] = snapshots.map((full, i) => {
+    // The view already built is the namespace's when every candidate is kept (the common case); otherwise its
+    // snapshot loses only what is kept, and the rest is classified as usual.
+    const same = (kept.get(full.namespace)?.size ?? 0) === (candidates.get(full.namespace)?.size ?? 0)
+    const snapshot = same ? views[i]! : withoutJudged(read[i]!, judgedObjects(kept.get(full.namespace)))
+    const options = {...input.inventory, waypointsAsked: asked[i]!}
+    const inventory = buildInventory(snapshot, options, undefined, same ? bases[i] : undefined)
+    return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory), asked: asked[i]!}
   })
-  const edges = fleetEdges(members, input)
+  const {edges, covered} = fleetEdges(members, input, kept)
   const {waves, cycles} = computeWaves(
     members.map((m) => m.namespace),
     edges,
@@ -482,23 +592,26 @@ export function planFleet(input: FleetInput): FleetResult {
   const context = orderContext(edges, wave, cycles, input.fleetPath)
   const waypointNs = new Set(members.filter((m) => m.migrating && m.inventory.waypointRequired).map((m) => m.namespace))
 
+  const fleetNamespaces = new Set(members.map((m) => m.namespace))
   const plans: MigrationPlan[] = []
   const namespaces: FleetNamespace[] = []
   const fingerprints = new WeakMap<KubeObject, string>()
   const earlierByWave = earlierWaypointsByWave(waves, waypointNs, input.options.waypointName)
   for (const m of members) {
     const mine = wave.get(m.namespace)!
-    const earlier = earlierByWave[mine - 1]!
+    const first = firstBound(m.namespace, earlierByWave[mine - 1]!, context, waypointNs, input.options.waypointName)
     const order = orderFindings(m.namespace, context)
     const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
-    // Without earlier waypoints the inventory already built is the one (buildInventory is pure); the fleet's order
-    // findings change no verdict, so they join its findings rather than cause another classification.
+    // The inventory already built is the one (buildInventory is pure) when none of its classifications asked for a
+    // waypoint bound first (the only way those change a verdict: waypoints.ts plannedWaypoint) and no lost routing
+    // found again is kept; the fleet's order findings change no verdict, so they join its findings.
+    const left = leftOut(m.namespace, covered, first)
     const assumed =
-      Object.keys(earlier).length === 0
+      left.length === 0 && ![...m.asked].some((ns) => ns in first)
         ? m.inventory
-        : buildInventory(m.snapshot, {...input.inventory, earlierWaypoints: earlier})
-    const inventory =
-      order.length === 0 ? assumed : {...assumed, findings: normalizeFindings([...order, ...assumed.findings])}
+        : buildInventory(m.snapshot, {...input.inventory, earlierWaypoints: first}, leaving(left, m.namespace))
+    const own = ownConcerns(assumed, fleetNamespaces)
+    const inventory = order.length === 0 ? own : {...own, findings: normalizeFindings([...order, ...own.findings])}
     const plan = buildPlan({
       inventory,
       snapshot,

@@ -298,7 +298,7 @@ function existingWaypointFindings(
 }
 
 /** Whether the namespace has anything to migrate: sidecar labels, or workloads that still run a sidecar. */
-export function isMigrating(inventory: Inventory): boolean {
+export function isMigrating(inventory: Pick<Inventory, 'namespaceState' | 'workloads'>): boolean {
   const mode = inventory.namespaceState.mode
   return mode === 'sidecar' || mode === 'both' || inventory.workloads.some(workloadHasSidecar)
 }

@@ -27,4 +27,9 @@ export interface ClassifyContext {
    * ambient callers, as if it were there today (issue 11 §5).
    */
   earlierWaypoints?: Record<string, string>
+  /**
+   * Fleet planning: collects the other namespaces whose planned waypoint a classification asked for. Only those can
+   * change when earlier waves' waypoints are given, so an inventory that asked for none of them is already the one.
+   */
+  waypointsAsked?: Set<string>
 }

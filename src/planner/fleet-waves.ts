@@ -37,6 +37,13 @@ export interface FleetWaves {
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
+const KIND_ORDER: FleetEdgeKind[] = ['shared-waypoint', 'routing', 'authorization', 'waypoint-bypass']
+
+/** The order edges are listed in: by `from`, then `to`, then kind. */
+export function compareEdges(a: FleetEdge, b: FleetEdge): number {
+  return byName(a.from, b.from) || byName(a.to, b.to) || KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind)
+}
+
 /** Tarjan's strongly connected components (iterative deepening is not needed: fleets are hundreds, not millions). */
 function components(nodes: string[], next: Map<string, string[]>): string[][] {
   const index = new Map<string, number>()
@@ -96,12 +103,10 @@ function suggestion(members: string, edges: FleetEdge[], all: FleetEdge[]): stri
   const parts = [
     `Migrate ${members} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`,
   ]
-  if (routing.length > 0) {
-    const destinations = [...new Set(routing.map((e) => e.from))].sort(byName)
+  if (routing.length > 0)
     parts.push(
-      `Their exported routing stays a blocker in the callers' plans until accepted (--accept-lost ${destinations.map((d) => `E11/destination/${d}`).join(' ')}) or moved to an HTTPRoute in the destination namespace.`,
+      'Apply keeps that order: a plan of the cycle is applied past its bind-waypoint step only once every namespace of the cycle whose routing it applies has applied its own (exit 5 otherwise; mesh-migrate apply --fleet runs the cycle so).',
     )
-  }
   if (all.some((e) => e.kind === 'waypoint-bypass' || e.kind === 'authorization')) {
     parts.push(
       'L7 policies enforced by their waypoints do not apply to the remaining sidecar callers until those restart: accept that window, or break the cycle (e.g. drop the L7 part of the policies naming the other namespaces).',

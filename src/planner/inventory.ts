@@ -20,6 +20,8 @@ export interface InventoryOptions {
   waypointFor: WaypointFor
   /** Fleet planning: namespaces an earlier wave binds to a waypoint of their own (see ClassifyContext). */
   earlierWaypoints?: Record<string, string>
+  /** Fleet planning: collects the namespaces whose planned waypoint was asked for (see ClassifyContext). */
+  waypointsAsked?: Set<string>
 }
 
 /**
@@ -125,6 +127,7 @@ function analyse(snapshot: SourceSnapshot, options: InventoryOptions) {
       : {}),
     waypointPlanned: false,
     ...(options.earlierWaypoints ? {earlierWaypoints: options.earlierWaypoints} : {}),
+    ...(options.waypointsAsked ? {waypointsAsked: options.waypointsAsked} : {}),
   }
   return {base, injection, nsAnalysis, workloadAnalysis, serviceAnalysis}
 }
@@ -152,12 +155,30 @@ export function classifySome(
   return classifyObjects(classifyingContext(analyse(snapshot, options).base), only).items
 }
 
-export function buildInventory(snapshot: SourceSnapshot, options: InventoryOptions): Inventory {
+/** What a namespace's inventory is built on: its own analyses and the context its objects are classified in. */
+export type InventoryBasis = ReturnType<typeof analyse> & {ctx: ClassifyContext}
+
+/** The basis alone: whether the namespace needs a waypoint (ctx.waypointPlanned) is known from it. */
+export function inventoryBasis(snapshot: SourceSnapshot, options: InventoryOptions): InventoryBasis {
+  const analysed = analyse(snapshot, options)
+  return {...analysed, ctx: classifyingContext(analysed.base)}
+}
+
+/**
+ * The namespace's inventory. `only` leaves objects out of it (they stay in the context every other object is
+ * classified in): plan -A leaves out other namespaces' routing their own waypoints apply. `basis` when already built
+ * (with the same snapshot and options).
+ */
+export function buildInventory(
+  snapshot: SourceSnapshot,
+  options: InventoryOptions,
+  only?: (obj: KubeObject) => boolean,
+  basis: InventoryBasis = inventoryBasis(snapshot, options),
+): Inventory {
   const namespace = snapshot.namespace
-  const {base, injection, nsAnalysis, workloadAnalysis, serviceAnalysis} = analyse(snapshot, options)
-  const ctx = classifyingContext(base)
+  const {base, injection, nsAnalysis, workloadAnalysis, serviceAnalysis, ctx} = basis
   const waypointRequired = ctx.waypointPlanned
-  let classified = classifyObjects(ctx)
+  let classified = classifyObjects(ctx, only)
   // Issue 21 point 1, E9: L7 policies whose waypoint copy would never attach cannot be carried.
   if (waypointRequired)
     classified = uncarriableBlockers({...base, waypointPlanned: true}, classified, serviceAccountOnly(base))

@@ -1,6 +1,7 @@
 // The fleet overview for people: waves, the edges that order them and the cycles (show --fleet, plan -A),
 // and as a pull-request comment with a Mermaid graph GitHub renders (show --fleet -o markdown).
 import type {FleetEdge, FleetPlan} from '../plan/fleet.js'
+import {groupEdges} from '../plan/fleet-file.js'
 import type {Painter} from './color.js'
 import {renderTable} from './table.js'
 
@@ -36,14 +37,14 @@ export function renderFleet(fleet: FleetPlan, painter: Painter): string {
     out.push(
       renderTable(
         ['FROM', 'TO', 'KIND', 'REASON'],
-        s.edges.map((e) => [e.from, e.to, e.kind, e.reason]),
+        groupEdges(s.edges).map((e) => [e.from, e.to.join(', '), e.kind, e.reason]),
         painter,
       ),
     )
   }
   for (const c of s.cycles) {
     out.push('', painter.paint(['bold', 'yellow'], `Cycle: ${c.namespaces.join(', ')} (same wave)`))
-    for (const e of c.edges) out.push(`  ${e.from} → ${e.to} (${e.kind}): ${e.reason}`)
+    for (const e of groupEdges(c.edges)) out.push(`  ${e.from} → ${e.to.join(', ')} (${e.kind}): ${e.reason}`)
     out.push(`  Suggestion: ${c.suggestion}`)
   }
   const blocked = s.namespaces.filter((n) => n.result === 'blocked')
@@ -110,7 +111,8 @@ export function renderFleetMarkdown(fleet: FleetPlan): string {
   if (s.edges.length > 0) {
     out.push('<details><summary>Why this order: ' + `${s.edges.length} edge(s)` + '</summary>', '')
     out.push('| Before | After | Kind | Reason |', '|---|---|---|---|')
-    for (const e of s.edges) out.push(`| \`${e.from}\` | \`${e.to}\` | ${e.kind} | ${md(e.reason)} |`)
+    for (const e of groupEdges(s.edges))
+      out.push(`| \`${e.from}\` | ${e.to.map((t) => `\`${t}\``).join(', ')} | ${e.kind} | ${md(e.reason)} |`)
     out.push('', '</details>', '')
   }
   for (const c of s.cycles) {

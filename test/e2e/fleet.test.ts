@@ -13,7 +13,7 @@ import {parse} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {KubeClient} from '../../src/kube/types.js'
-import type {FleetPlan} from '../../src/plan/fleet.js'
+import {checkFleetText, type FleetDocument} from '../../src/plan/fleet-file.js'
 import type {KubeObject} from '../../src/planner/model.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {ClusterSource} from '../../src/sources/cluster.js'
@@ -121,7 +121,14 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
     expect(r.stderr).toContain('Wrote plans/fleet.yaml and 4 plan(s)')
     expect(r.stdout).toContain('Fleet: 4 namespace(s) in 3 wave(s)')
 
-    const fleet = parse(await readFile(path.join(cwd, 'plans/fleet.yaml'), 'utf8')) as FleetPlan
+    const text = await readFile(path.join(cwd, 'plans/fleet.yaml'), 'utf8')
+    // The file lists catalog's routing once for the three namespaces it is exported to; read back, one edge per pair.
+    expect((parse(text) as FleetDocument).spec.edges[0]).toMatchObject({
+      from: N.catalog,
+      kind: 'routing',
+      to: [N.frontend, N.pay, N.shop],
+    })
+    const fleet = checkFleetText(text).fleet!
     expect(fleet.kind).toBe('FleetPlan')
     expect(fleet.spec.selection).toEqual({selector: `team=${TEAM}`})
     expect(fleet.spec.waves).toEqual([
@@ -153,7 +160,7 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
     // client-side routing for shop is applied by nothing, so it stays, grouped by destination namespace.
     expect((await plan(N.pay)).spec.blockers.map((b) => b.id)).toEqual([`E11/destination/${N.shop}`])
     expect((await plan(N.pay)).spec.findings.map((f) => f.id)).toEqual(
-      expect.arrayContaining([`fleet-order/${N.catalog}`, `fleet-cycle/${N.pay}`]),
+      expect.arrayContaining(['fleet-order/wave-1', `fleet-cycle/${N.pay}`]),
     )
     expect((await plan(N.frontend)).spec.blockers.map((b) => b.id)).toEqual([
       `E11/VirtualService/${N.frontend}/shop-timeout`,
@@ -183,7 +190,14 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
       kube,
     )
     expect(r.code, r.stderr).toBe(0)
-    const fleet = parse(await readFile(path.join(cwd, 'plans/fleet.yaml'), 'utf8')) as FleetPlan
+    const text = await readFile(path.join(cwd, 'plans/fleet.yaml'), 'utf8')
+    // The file lists catalog's routing once for the three namespaces it is exported to; read back, one edge per pair.
+    expect((parse(text) as FleetDocument).spec.edges[0]).toMatchObject({
+      from: N.catalog,
+      kind: 'routing',
+      to: [N.frontend, N.pay, N.shop],
+    })
+    const fleet = checkFleetText(text).fleet!
     expect(fleet.spec.namespaces.map((n) => `${n.wave} ${n.name} ${n.result}`)).toEqual([
       `1 ${N.catalog} ready`,
       `2 ${N.frontend} ready`,

@@ -19,7 +19,13 @@ import {planStatuses, renderStatusReport} from '../../src/actions/status.js'
 import {ClusterConnection} from '../../src/cli/plan-session.js'
 import {CancelledError, UsageError, UserError} from '../../src/errors.js'
 import {ExitCode} from '../../src/exit-codes.js'
-import {fullyApplied} from '../../src/executor/fleet-order.js'
+import {
+  checkFleetOrder,
+  FleetOrderError,
+  fullyApplied,
+  loadFleetBeside,
+  startedDependants,
+} from '../../src/executor/fleet-order.js'
 import {checkPlanText} from '../../src/plan/planfile.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {painterFor} from '../../src/ui/color.js'
@@ -255,6 +261,36 @@ const invalid = (ns: string) =>
     reason: 'Invalid',
     message: `admission denied ${ns}`,
   }) as const
+
+describe('apply NS in a cycle: the protocol the plans count on', () => {
+  it('goes past bind-waypoint only once the namespaces of its cycle it depends on have bound their waypoints; rollback warns the other way', async () => {
+    const rig = await fleetRig(EXAMPLE, ACCEPT)
+    expect((await apply(rig, new FakeIo(), [1, 2])).namespaces.every((n) => n.state === 'applied')).toBe(true)
+    // pay ⇄ shop: up to its own bind-waypoint pay may go now; past it, not before shop has bound its waypoint.
+    expect(await checkFleetOrder(rig.planFile('pay'), 'pay', false, false)).toBeUndefined()
+    const refused = await checkFleetOrder(rig.planFile('pay'), 'pay', false, true).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(FleetOrderError)
+    const error = refused as FleetOrderError
+    expect(error.exitCode).toBe(ExitCode.Locked)
+    expect(error.message).toContain('pay is in a cycle of')
+    expect(error.message).toMatch(
+      /- shop \(wave 3, .*shop\.yaml: bind-waypoint not applied, \d+ of \d+ steps applied\)/,
+    )
+    expect(error.message).toContain('shop → pay (authorization)')
+    expect(error.suggestion).toContain('mesh-migrate apply shop --to bind-waypoint')
+    expect(error.suggestion).toContain('--wave 3')
+    // --ignore-fleet-order: returned, to be warned about and recorded.
+    expect((await checkFleetOrder(rig.planFile('pay'), 'pay', true, true))!.pending.map((d) => d.namespace)).toEqual([
+      'shop',
+    ])
+    // The runner keeps the protocol (both up to bind-waypoint first); then nothing is pending.
+    expect((await apply(rig, new FakeIo(), [3])).namespaces.every((n) => n.state === 'applied')).toBe(true)
+    expect(await checkFleetOrder(rig.planFile('pay'), 'pay', false, true)).toBeUndefined()
+    // The mirror image: rolling shop back warns that pay, past its bind-waypoint, counts on shop's waypoint.
+    const dependants = await startedDependants(await loadFleetBeside(rig.planFile('shop')).then((l) => l!), 'shop')
+    expect(dependants.map((d) => d.namespace)).toEqual(['pay'])
+  })
+})
 
 describe('apply --fleet: the first failure', () => {
   it('stops new starts, lets the running namespace finish its step, names the namespace, the step and what to run; re-running resumes', async () => {

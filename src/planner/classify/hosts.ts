@@ -51,6 +51,12 @@ export function hostCovers(pattern: string, fqdn: string): boolean {
 
 const SERVICE_FQDN = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\..+)?$/
 
+/** The Kubernetes Service a resolved host names exactly (`name.ns.svc[.domain]`), if it names one. */
+export function serviceOfHost(fqdn: string): {name: string; namespace: string} | undefined {
+  const m = fqdn.startsWith('*') ? null : SERVICE_FQDN.exec(fqdn)
+  return m ? {name: m[1]!, namespace: m[3]!} : undefined
+}
+
 /** The namespace of the Kubernetes Service a resolved host names (`name.ns.svc[.domain]`), if it names one. */
 export function hostServiceNamespace(fqdn: string): string | undefined {
   return fqdn.startsWith('*') ? undefined : SERVICE_FQDN.exec(fqdn)?.[3]

@@ -190,8 +190,10 @@ export function analyzeTargetRefs(obj: KubeObject, ctx: ClassifyContext): Target
 
 /** The waypoint an earlier wave of the fleet plan binds the Service to (not a Service that opts out with use-waypoint: none). */
 function plannedWaypoint(ctx: ClassifyContext, namespace: string, service: string): WaypointBinding | undefined {
+  if (namespace === ctx.namespace) return undefined
+  ctx.waypointsAsked?.add(namespace)
   const name = ctx.earlierWaypoints?.[namespace]
-  if (!name || namespace === ctx.namespace) return undefined
+  if (!name) return undefined
   // A cluster read of one namespace has no other namespace's Services: only a label seen opts one out.
   const svc = findObject(ctx, '', 'Service', namespace, service)
   if (svc?.metadata.labels?.[USE_WAYPOINT_LABEL] !== undefined) return undefined

@@ -275,8 +275,11 @@ const SPECS = {
   BypassDenyCallers: {area: 'plan', severity: ['warning'], message: 'deny-waypoint-bypass denies every caller that does not come through the waypoint {waypointName}: sidecar clients (they never use waypoints), out-of-mesh clients and pod-IP traffic. Apply it only once every caller is ambient.', fix: 'Leave the step pending until the callers of these Services are migrated (mesh-migrate census shows which namespaces still run sidecars).'},
 
   // ── fleet (src/plan/fleet.ts) ──
-  FleetOrder: {area: 'fleet', severity: ['warning'], message: 'This plan counts on namespace {from} being migrated first (wave {wave} of the fleet plan; this namespace is in wave {mine}): {reasons}', fix: 'Apply plans/{from}.yaml before this one (mesh-migrate show --fleet).'},
-  FleetCycle: {area: 'fleet', severity: ['warning'], message: 'This namespace and {others} other namespace(s) depend on each other in a cycle, so they share wave {wave}; its own edges in the cycle: {edges}. The cycle\'s {cycleEdges} edge(s) and namespaces are listed once, in {fleetFile} (spec.cycles[{index}]).', fix: '{suggestion}'},
+  FleetOrder: {area: 'fleet', severity: ['warning'], variants: {
+    one: {message: 'This plan counts on namespace {from} being migrated first (wave {wave} of the fleet plan; this namespace is in wave {mine}): {reasons}', fix: 'Apply plans/{from}.yaml before this one (mesh-migrate show --fleet).'},
+    many: {message: 'This plan counts on {count} namespaces of wave {wave} of the fleet plan being migrated first (this namespace is in wave {mine}): {reasons}', fix: 'Apply wave {wave} first: mesh-migrate apply --fleet {fleetFile} --to-wave {wave} (mesh-migrate show --fleet lists its namespaces).'},
+  }},
+  FleetCycle: {area: 'fleet', severity: ['warning'], message: 'This namespace and {others} other namespace(s) depend on each other in a cycle, so they share wave {wave}; its own edges in the cycle: {edges}.{kept} The cycle\'s {cycleEdges} edge(s) and namespaces are listed once, in {fleetFile} (spec.cycles[{index}]).', fix: '{suggestion}'},
 
   // ── sources (src/sources) ──
   NamespaceNotFound: {area: 'source', severity: ['error', 'info'], variants: {
