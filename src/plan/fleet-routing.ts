@@ -11,8 +11,9 @@ import {isRecord} from '../planner/json.js'
 import {classifySome, type InventoryOptions} from '../planner/inventory.js'
 import type {FleetEdge} from '../planner/fleet-waves.js'
 import type {Inventory, InventoryItem, KubeObject, ObjectRef, SourceSnapshot} from '../planner/model.js'
-import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
-import {NETWORKING, USE_WAYPOINT_NAMESPACE_LABEL} from '../planner/vocab.js'
+import {formatRef, refKey, refOf} from '../planner/refs.js'
+import type {FleetView} from './fleet-visibility.js'
+import {USE_WAYPOINT_NAMESPACE_LABEL} from '../planner/vocab.js'
 
 export interface Member {
   namespace: string
@@ -41,26 +42,23 @@ export const objectKey = (o: KubeObject, namespace: string) =>
   refKey({...refOf(o), namespace: o.metadata.namespace ?? namespace})
 
 /** What the fleet knows of a namespace: its Namespace's and Services' labels. */
-function routingOwner(snapshot: SourceSnapshot): RoutingOwner {
-  const namespace = snapshot.namespace
-  const own = snapshot.objects.filter((o) => o.apiVersion === 'v1' && o.metadata.namespace === namespace)
-  const services = new Map(own.filter((o) => o.kind === 'Service').map((o) => [o.metadata.name, o.metadata.labels]))
-  const ns = snapshot.objects.find(
-    (o) => o.kind === 'Namespace' && o.apiVersion === 'v1' && o.metadata.name === namespace,
-  )
-  return {namespaceLabels: ns?.metadata.labels ?? {}, serviceLabels: (name) => services.get(name) ?? undefined}
+function routingOwner(view: FleetView): RoutingOwner {
+  const services = new Map(view.own.services.map((o) => [o.metadata.name, o.metadata.labels]))
+  return {
+    namespaceLabels: view.own.namespace?.metadata.labels ?? {},
+    serviceLabels: (name) => services.get(name) ?? undefined,
+  }
 }
 
-/** The subsets `namespace`'s own mesh VirtualServices route to, by destination FQDN (a DestinationRule's are used). */
-function ownSubsets(snapshot: SourceSnapshot): Map<string, Set<string>> {
+/** The subsets a namespace's own mesh VirtualServices route to, by destination FQDN (a DestinationRule's are used). */
+function ownSubsets(view: FleetView): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>()
-  for (const vs of snapshot.objects) {
-    if (vs.kind !== 'VirtualService' || groupOf(vs.apiVersion) !== NETWORKING) continue
-    if ((vs.metadata.namespace ?? snapshot.namespace) !== snapshot.namespace) continue
+  const namespace = view.snapshot.namespace
+  for (const vs of view.own.virtualServices) {
     if (!isRecord(vs.spec) || !isMeshBound(vs.spec)) continue
     for (const d of destinations(vs.spec)) {
       if (!d.destination.subset) continue
-      const fqdn = resolveHost(String(d.destination.host ?? ''), snapshot.namespace)
+      const fqdn = resolveHost(String(d.destination.host ?? ''), namespace)
       out.set(fqdn, (out.get(fqdn) ?? new Set()).add(String(d.destination.subset)))
     }
   }
@@ -80,28 +78,26 @@ function usesSubsets(rule: KubeObject, host: string, subsets: Map<string, Set<st
  * namespace that sees it. Left out: routing of its own waypoint's namespace (istio.io/use-waypoint-namespace: the
  * waypoint resolves that namespace's DestinationRules) and rules whose subsets its own VirtualServices use.
  */
-export function routingCandidates(snapshots: SourceSnapshot[]): KeptByNamespace {
-  const owners = new Map(snapshots.map((s) => [s.namespace, routingOwner(s)]))
+export function routingCandidates(views: FleetView[]): KeptByNamespace {
+  const owners = new Map(views.map((v) => [v.snapshot.namespace, routingOwner(v)]))
   const judged = new WeakMap<KubeObject, OwnRouting | null>()
   const judge = (o: KubeObject, owner: RoutingOwner) => {
     if (!judged.has(o)) judged.set(o, ownServiceRouting(o, owner) ?? null)
     return judged.get(o)!
   }
   const out: KeptByNamespace = new Map()
-  for (const snapshot of snapshots) {
-    const namespace = snapshot.namespace
+  for (const view of views) {
+    const namespace = view.snapshot.namespace
     const waypointNs = owners.get(namespace)!.namespaceLabels[USE_WAYPOINT_NAMESPACE_LABEL] || namespace
     let subsets: Map<string, Set<string>> | undefined
     const found = new Map<string, KeptRouting>()
-    for (const o of snapshot.objects) {
-      const from = o.metadata.namespace
-      if (from === undefined || from === namespace || from === waypointNs) continue
-      if (o.kind !== 'VirtualService' && o.kind !== 'DestinationRule') continue
-      const owner = owners.get(from)
+    for (const o of view.routing) {
+      const from = o.metadata.namespace!
+      const owner = from === waypointNs ? undefined : owners.get(from)
       if (!owner || !isRecord(o.spec) || !exportedTo(o.spec.exportTo, from, namespace)) continue
       const own = judge(o, owner)
       if (!own) continue
-      if (own.ruleHost !== undefined && usesSubsets(o, own.ruleHost, (subsets ??= ownSubsets(snapshot)))) continue
+      if (own.ruleHost !== undefined && usesSubsets(o, own.ruleHost, (subsets ??= ownSubsets(view)))) continue
       const key = objectKey(o, namespace)
       const seen = found.get(key)
       if (seen) seen.objects.push(o)
@@ -156,9 +152,11 @@ function lostRoutingKept(x: Member, withWaypoint: Member[], options: InventoryOp
   const before = lostItems(x.inventory.objects)
   const kept: InventoryItem[] = []
   const waypointNs = new Set(withWaypoint.map((d) => d.namespace))
-  // Nothing lost from a namespace with a waypoint, nothing to re-classify.
-  if (![...before.values()].some((i) => i.ref.namespace !== x.namespace && waypointNs.has(i.ref.namespace ?? '')))
-    return kept
+  // Nothing lost from a namespace with a waypoint, nothing to re-classify. Routing for this namespace's own Services
+  // (an item naming them) is never kept by another namespace's waypoint (virtual-service.ts foreignServiceRouting).
+  const keepable = (i: InventoryItem) =>
+    i.ref.namespace !== x.namespace && waypointNs.has(i.ref.namespace ?? '') && (i.services ?? []).length === 0
+  if (![...before.values()].some(keepable)) return kept
   const candidates = Object.fromEntries(
     withWaypoint.filter((d) => d.namespace !== x.namespace).map((d) => [d.namespace, waypointName]),
   )

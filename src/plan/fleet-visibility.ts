@@ -95,6 +95,10 @@ export interface FleetView {
   broadcast: Map<string, KubeObject[]>
   /** The namespaces it sees, each with the namespaces its objects name. */
   seen: Map<string, ReadonlySet<string>>
+  /** Collected in the same pass for fleet-routing.ts: other namespaces' VirtualServices and DestinationRules seen… */
+  routing: KubeObject[]
+  /** … and the namespace's own VirtualServices, Services and Namespace. */
+  own: {virtualServices: KubeObject[]; services: KubeObject[]; namespace?: KubeObject}
 }
 
 /**
@@ -104,8 +108,7 @@ export interface FleetView {
  * objects they look at, so the Namespaces of the rest (most of a large fleet) would only be scanned past.
  */
 export function fleetViews(snapshots: SourceSnapshot[]): FleetView[] {
-  if (snapshots.length < 2) return snapshots.map((snapshot) => ({snapshot, broadcast: new Map(), seen: new Map()}))
-  const facts = factsByNamespace(snapshots)
+  const facts = snapshots.length < 2 ? new Map<string, NamespaceFacts>() : factsByNamespace(snapshots)
   return snapshots.map((snapshot) => visibleObjects(snapshot, facts))
 }
 
@@ -124,12 +127,32 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
       keep.add(ns)
       if (!named.has(ns)) broadcast.set(ns, f.everywhere)
     }
+  const routing: KubeObject[] = []
+  const mine: FleetView['own'] = {virtualServices: [], services: []}
   const objects = snapshot.objects.filter((o) => {
     const ns = homeNamespace(o)
+    if (ns === own) collectOwn(o, mine)
+    else if (ns !== undefined && keep.has(ns) && ROUTING_KINDS.has(o.kind) && groupOf(o.apiVersion) === NETWORKING)
+      routing.push(o)
     return ns === undefined || keep.has(ns)
   })
   const seen = new Map([...keep].map((ns) => [ns, facts.get(ns)?.names ?? new Set<string>()] as const))
-  return {snapshot: {...snapshot, objects}, broadcast, seen}
+  return {
+    snapshot: {...snapshot, objects: facts.size === 0 ? snapshot.objects : objects},
+    broadcast,
+    seen,
+    routing,
+    own: mine,
+  }
+}
+
+const ROUTING_KINDS = new Set(['VirtualService', 'DestinationRule'])
+
+function collectOwn(o: KubeObject, own: FleetView['own']): void {
+  if (o.apiVersion === 'v1') {
+    if (o.kind === 'Service') own.services.push(o)
+    else if (o.kind === 'Namespace') own.namespace = o
+  } else if (o.kind === 'VirtualService' && groupOf(o.apiVersion) === NETWORKING) own.virtualServices.push(o)
 }
 
 /**

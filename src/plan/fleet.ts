@@ -300,9 +300,9 @@ export function fleetEdges(
   sharedWaypointEdges(members, new Set(names), edges)
   authorizationEdges(members, names, edges)
   bypassEdges(members, new Set(names), edges)
+  // Routing edges are one per pair already (their refs sorted, shared by the pairs alike: fleet-routing.ts).
   const routing = routingEdges(members, kept, input.inventory, input.options.waypointName)
-  for (const e of routing.edges) addEdge(edges, e)
-  const sorted = [...edges.values()].sort(compareEdges)
+  const sorted = [...edges.values(), ...routing.edges].sort(compareEdges)
   return {edges: sorted, covered: routing.covered}
 }
 
@@ -387,8 +387,17 @@ function orderFindings(namespace: string, context: OrderContext): Finding[] {
   return out
 }
 
+// Edges alike share their refs (fleet-routing.ts): each list is worded once, not once per plan that names it.
+const NAMES_BY_KIND = new WeakMap<string[], string>()
+
 /** "VirtualService svc-0, svc-1; DestinationRule svc-0" from the refs (`Kind ns/name`) of one namespace. */
 function namesByKind(refs: string[]): string {
+  let text = NAMES_BY_KIND.get(refs)
+  if (text === undefined) NAMES_BY_KIND.set(refs, (text = wordRefs(refs)))
+  return text
+}
+
+function wordRefs(refs: string[]): string {
   const byKind = new Map<string, string[]>()
   for (const r of refs) {
     const [kind, path] = [r.slice(0, r.indexOf(' ')), r.slice(r.indexOf(' ') + 1)]
@@ -508,20 +517,28 @@ function leaving(keys: Iterable<string> | undefined, namespace: string): ((o: Ku
 }
 
 /**
- * The waypoints bound before `namespace` switches: those of the earlier waves, and those of the other namespaces of its
- * cycle (the protocol binds every waypoint of a cycle before any of its namespaces switches; apply keeps it).
+ * The waypoints bound before a namespace switches: those of the earlier waves, and, in a cycle, those of the cycle's
+ * namespaces (the protocol binds every waypoint of a cycle before any of its namespaces switches; apply keeps it). Built
+ * once per cycle: a namespace's own waypoint among them is never asked for (waypoints.ts plannedWaypoint).
  */
-function firstBound(
-  namespace: string,
-  earlier: Record<string, string>,
-  context: OrderContext,
+function waypointsBoundFirst(
+  cycles: FleetCycle[],
+  wave: Map<string, number>,
+  earlierByWave: Record<string, string>[],
   waypointNs: ReadonlySet<string>,
   waypointName: string,
-): Record<string, string> {
-  const peers = (context.cycleOf.get(namespace)?.cycle.namespaces ?? []).filter(
-    (ns) => ns !== namespace && waypointNs.has(ns),
+): (namespace: string) => Record<string, string> {
+  const byCycle = new Map(
+    cycles.map((c) => {
+      const own = c.namespaces.filter((ns) => waypointNs.has(ns)).map((ns) => [ns, waypointName] as const)
+      return [c, {...earlierByWave[wave.get(c.namespaces[0]!)! - 1]!, ...Object.fromEntries(own)}] as const
+    }),
   )
-  return peers.length === 0 ? earlier : {...earlier, ...Object.fromEntries(peers.map((ns) => [ns, waypointName]))}
+  const cycleOf = new Map(cycles.flatMap((c) => c.namespaces.map((ns) => [ns, c] as const)))
+  return (namespace) => {
+    const cycle = cycleOf.get(namespace)
+    return cycle ? byCycle.get(cycle)! : earlierByWave[wave.get(namespace)! - 1]!
+  }
 }
 
 /** What the inventory of `namespace` leaves out: lost routing (found again) kept by waypoints bound before it switches. */
@@ -556,7 +573,7 @@ export function planFleet(input: FleetInput): FleetResult {
   const snapshots = read.map((v) => v.snapshot)
   // Routing other namespaces define for their own Services is judged once for the fleet and left out of each
   // namespace's view (fleet-routing.ts); whether a namespace migrates and needs a waypoint does not depend on it.
-  const candidates = routingCandidates(snapshots)
+  const candidates = routingCandidates(read)
   const views = read.map((v) => withoutJudged(v, judgedObjects(candidates.get(v.snapshot.namespace))))
   const asked = views.map(() => new Set<string>())
   const bases = views.map((view, i) => inventoryBasis(view, {...input.inventory, waypointsAsked: asked[i]!}))
@@ -597,9 +614,10 @@ export function planFleet(input: FleetInput): FleetResult {
   const namespaces: FleetNamespace[] = []
   const fingerprints = new WeakMap<KubeObject, string>()
   const earlierByWave = earlierWaypointsByWave(waves, waypointNs, input.options.waypointName)
+  const boundFirst = waypointsBoundFirst(cycles, wave, earlierByWave, waypointNs, input.options.waypointName)
   for (const m of members) {
     const mine = wave.get(m.namespace)!
-    const first = firstBound(m.namespace, earlierByWave[mine - 1]!, context, waypointNs, input.options.waypointName)
+    const first = boundFirst(m.namespace)
     const order = orderFindings(m.namespace, context)
     const snapshot: SourceSnapshot = {...m.snapshot, findings: [...m.snapshot.findings, ...order]}
     // The inventory already built is the one (buildInventory is pure) when none of its classifications asked for a

@@ -37,14 +37,14 @@ export function renderFleet(fleet: FleetPlan, painter: Painter): string {
     out.push(
       renderTable(
         ['FROM', 'TO', 'KIND', 'REASON'],
-        groupEdges(s.edges).map((e) => [e.from, e.to.join(', '), e.kind, e.reason]),
+        groupEdges(s.edges).map((e) => [e.from, someOf(e.to), e.kind, e.reason]),
         painter,
       ),
     )
   }
   for (const c of s.cycles) {
     out.push('', painter.paint(['bold', 'yellow'], `Cycle: ${c.namespaces.join(', ')} (same wave)`))
-    for (const e of groupEdges(c.edges)) out.push(`  ${e.from} → ${e.to.join(', ')} (${e.kind}): ${e.reason}`)
+    for (const e of groupEdges(c.edges)) out.push(`  ${e.from} → ${someOf(e.to)} (${e.kind}): ${e.reason}`)
     out.push(`  Suggestion: ${c.suggestion}`)
   }
   const blocked = s.namespaces.filter((n) => n.result === 'blocked')
@@ -53,6 +53,13 @@ export function renderFleet(fleet: FleetPlan, painter: Painter): string {
     for (const n of blocked) out.push(`  ${n.name}: ${n.blockers.join(', ')}  (mesh-migrate show ${n.name})`)
   }
   return out.join('\n')
+}
+
+/** The first names of a long list and how many more (plans/fleet.yaml and -o yaml list them all). */
+function someOf(names: string[], shown = 5): string {
+  return names.length <= shown + 1
+    ? names.join(', ')
+    : `${names.slice(0, shown).join(', ')} and ${names.length - shown} more`
 }
 
 const md = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '<br>')

@@ -259,7 +259,7 @@ export function renderTable(
   return table
     .toString()
     .split('\n')
-    .map((l) => l.replace(/\s+$/, ''))
+    .map((l) => l.trimEnd())
     .join('\n')
 }
 
@@ -282,7 +282,8 @@ function drawRows(rows: string[][], widths: number[], gap: number): string | und
         if (used > width) return undefined
         line += text + ' '.repeat(width - used + gap)
       }
-      out.push(line.replace(/\s+$/, ''))
+      // trimEnd, not /\s+$/: that regex is quadratic in a line's runs of padding (a wide column of a long table).
+      out.push(line.trimEnd())
     }
   }
   return out.join('\n')

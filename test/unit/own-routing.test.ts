@@ -43,7 +43,7 @@ const FLEETS: [string, () => Promise<SourceSnapshot[]>][] = [
 describe.each(FLEETS)('routing judged once for the fleet (%s)', (_, read) => {
   it('is lost today and kept by its own namespace’s waypoint exactly as the classifiers say, for every namespace that sees it', async () => {
     const views = fleetViews(await read())
-    const candidates = routingCandidates(views.map((v) => v.snapshot))
+    const candidates = routingCandidates(views)
     let judged = 0
     for (const view of views) {
       const snapshot = view.snapshot
@@ -64,7 +64,7 @@ describe.each(FLEETS)('routing judged once for the fleet (%s)', (_, read) => {
 
   it("changes nothing else a namespace's inventory says when the judged objects are left out of its snapshot", async () => {
     const views = fleetViews(await read())
-    const candidates = routingCandidates(views.map((v) => v.snapshot))
+    const candidates = routingCandidates(views)
     for (const view of views) {
       const left = judgedObjects(candidates.get(view.snapshot.namespace))
       if (left.size === 0) continue
