@@ -53,7 +53,7 @@ function routingOwner(view: FleetView): RoutingOwner {
 /** The subsets a namespace's own mesh VirtualServices route to, by destination FQDN (a DestinationRule's are used). */
 function ownSubsets(view: FleetView): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>()
-  const namespace = view.snapshot.namespace
+  const namespace = view.source.namespace
   for (const vs of view.own.virtualServices) {
     if (!isRecord(vs.spec) || !isMeshBound(vs.spec)) continue
     for (const d of destinations(vs.spec)) {
@@ -79,7 +79,7 @@ function usesSubsets(rule: KubeObject, host: string, subsets: Map<string, Set<st
  * waypoint resolves that namespace's DestinationRules) and rules whose subsets its own VirtualServices use.
  */
 export function routingCandidates(views: FleetView[]): KeptByNamespace {
-  const owners = new Map(views.map((v) => [v.snapshot.namespace, routingOwner(v)]))
+  const owners = new Map(views.map((v) => [v.source.namespace, routingOwner(v)]))
   const judged = new WeakMap<KubeObject, OwnRouting | null>()
   const judge = (o: KubeObject, owner: RoutingOwner) => {
     if (!judged.has(o)) judged.set(o, ownServiceRouting(o, owner) ?? null)
@@ -87,7 +87,7 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
   }
   const out: KeptByNamespace = new Map()
   for (const view of views) {
-    const namespace = view.snapshot.namespace
+    const namespace = view.source.namespace
     const waypointNs = owners.get(namespace)!.namespaceLabels[USE_WAYPOINT_NAMESPACE_LABEL] || namespace
     let subsets: Map<string, Set<string>> | undefined
     const found = new Map<string, KeptRouting>()

@@ -90,7 +90,10 @@ function bearsOn(obj: KubeObject, home: string, namespace: string): boolean {
 
 /** A namespace's view of a fleet read: its snapshot, and the namespaces it sees only for objects that bear on all. */
 export interface FleetView {
-  snapshot: SourceSnapshot
+  /** The namespace's snapshot of the fleet read, whole (`visible` cuts it). */
+  source: SourceSnapshot
+  /** The namespaces whose objects it sees (undefined: all, a fleet of one). */
+  keep: ReadonlySet<string> | undefined
   /** namespace → its objects that bear on every namespace (the only reason this one sees that namespace). */
   broadcast: Map<string, KubeObject[]>
   /** The namespaces it sees, each with the namespaces its objects name. */
@@ -113,7 +116,7 @@ export function fleetViews(snapshots: SourceSnapshot[]): FleetView[] {
 }
 
 export function visibleSnapshots(snapshots: SourceSnapshot[]): SourceSnapshot[] {
-  return fleetViews(snapshots).map((v) => v.snapshot)
+  return fleetViews(snapshots).map((v) => visible(v))
 }
 
 function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFacts>): FleetView {
@@ -129,21 +132,15 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
     }
   const routing: KubeObject[] = []
   const mine: FleetView['own'] = {virtualServices: [], services: []}
-  const objects = snapshot.objects.filter((o) => {
+  for (const o of snapshot.objects) {
     const ns = homeNamespace(o)
     if (ns === own) collectOwn(o, mine)
     else if (ns !== undefined && keep.has(ns) && ROUTING_KINDS.has(o.kind) && groupOf(o.apiVersion) === NETWORKING)
       routing.push(o)
-    return ns === undefined || keep.has(ns)
-  })
-  const seen = new Map([...keep].map((ns) => [ns, facts.get(ns)?.names ?? new Set<string>()] as const))
-  return {
-    snapshot: {...snapshot, objects: facts.size === 0 ? snapshot.objects : objects},
-    broadcast,
-    seen,
-    routing,
-    own: mine,
   }
+  const seen = new Map([...keep].map((ns) => [ns, facts.get(ns)?.names ?? new Set<string>()] as const))
+  // A single namespace (no facts) sees its whole snapshot.
+  return {source: snapshot, keep: facts.size === 0 ? undefined : keep, broadcast, seen, routing, own: mine}
 }
 
 const ROUTING_KINDS = new Set(['VirtualService', 'DestinationRule'])
@@ -156,28 +153,33 @@ function collectOwn(o: KubeObject, own: FleetView['own']): void {
 }
 
 /**
- * The view without `judged` (objects judged once for the fleet, which no classification of this namespace looks at:
- * fleet-routing.ts). A namespace seen only for objects that bear on all, all of them judged (or of kinds that bear on
- * another namespace only from the root namespace), keeps only what a classifier may look up of it for another object
- * of the view naming it (its Services' and Namespace's labels), and nothing when none does.
+ * The snapshot as the namespace sees it (one pass over the read), without `judged` (objects judged once for the fleet,
+ * which no classification of this namespace looks at: fleet-routing.ts). A namespace seen only for objects that bear
+ * on all, all of them judged (or of kinds that bear on another namespace only from the root namespace), keeps only what
+ * a classifier may look up of it for another object of the view naming it (its Services' and Namespace's labels), and
+ * nothing when none does.
  */
-export function withoutJudged(view: FleetView, judged: ReadonlySet<KubeObject>): SourceSnapshot {
-  if (judged.size === 0) return view.snapshot
+export function visible(view: FleetView, judged: ReadonlySet<KubeObject> = new Set()): SourceSnapshot {
+  const {source, keep} = view
+  if (!keep) return source
   const quiet = new Set(
-    [...view.broadcast]
-      .filter(([ns, objects]) => objects.every((o) => judged.has(o) || !bearsOn(o, ns, view.snapshot.namespace)))
-      .map(([ns]) => ns),
+    judged.size === 0
+      ? []
+      : [...view.broadcast]
+          .filter(([ns, objects]) => objects.every((o) => judged.has(o) || !bearsOn(o, ns, source.namespace)))
+          .map(([ns]) => ns),
   )
   // What the rest names of a quiet namespace may be looked up (a Service's waypoint label); the rest of it never is.
   const named = new Set([...view.seen].filter(([ns]) => !quiet.has(ns)).flatMap(([, names]) => [...names]))
   const looked = (o: KubeObject, ns: string) =>
     named.has(ns) && o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
   return {
-    ...view.snapshot,
-    objects: view.snapshot.objects.filter((o) => {
-      if (judged.has(o)) return false
+    ...source,
+    objects: source.objects.filter((o) => {
       const ns = homeNamespace(o)
-      return ns === undefined || !quiet.has(ns) || looked(o, ns)
+      if (ns === undefined) return true
+      if (!keep.has(ns) || judged.has(o)) return false
+      return !quiet.has(ns) || looked(o, ns)
     }),
   }
 }

@@ -28,7 +28,7 @@ import {
   judgedObjects,
   routingEdges,
 } from './fleet-routing.js'
-import {fleetViews, withoutJudged} from './fleet-visibility.js'
+import {fleetViews, visible} from './fleet-visibility.js'
 import {FLEET_FILE, FLEET_KIND, PLAN_API_VERSION, type MigrationPlan, type PlanOptions} from '../planner/plan-types.js'
 import {formatRef, groupOf, refKey, refOf} from '../planner/refs.js'
 import {
@@ -570,11 +570,10 @@ export interface FleetResult {
 export function planFleet(input: FleetInput): FleetResult {
   // Each namespace sees only what can bear on it: planning stays linear in the fleet's size (issue 22 §5).
   const read = fleetViews([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
-  const snapshots = read.map((v) => v.snapshot)
   // Routing other namespaces define for their own Services is judged once for the fleet and left out of each
   // namespace's view (fleet-routing.ts); whether a namespace migrates and needs a waypoint does not depend on it.
   const candidates = routingCandidates(read)
-  const views = read.map((v) => withoutJudged(v, judgedObjects(candidates.get(v.snapshot.namespace))))
+  const views = read.map((v) => visible(v, judgedObjects(candidates.get(v.source.namespace))))
   const asked = views.map(() => new Set<string>())
   const bases = views.map((view, i) => inventoryBasis(view, {...input.inventory, waypointsAsked: asked[i]!}))
   const migrating = new Set(
@@ -591,11 +590,11 @@ export function planFleet(input: FleetInput): FleetResult {
     ),
     migrating,
   )
-  const members: Member[] = snapshots.map((full, i) => {
+  const members: Member[] = read.map(({source: full}, i) => {
     // The view already built is the namespace's when every candidate is kept (the common case); otherwise its
     // snapshot loses only what is kept, and the rest is classified as usual.
     const same = (kept.get(full.namespace)?.size ?? 0) === (candidates.get(full.namespace)?.size ?? 0)
-    const snapshot = same ? views[i]! : withoutJudged(read[i]!, judgedObjects(kept.get(full.namespace)))
+    const snapshot = same ? views[i]! : visible(read[i]!, judgedObjects(kept.get(full.namespace)))
     const options = {...input.inventory, waypointsAsked: asked[i]!}
     const inventory = buildInventory(snapshot, options, undefined, same ? bases[i] : undefined)
     return {namespace: snapshot.namespace, snapshot, inventory, migrating: isMigrating(inventory), asked: asked[i]!}
@@ -649,7 +648,7 @@ export function planFleet(input: FleetInput): FleetResult {
     kind: FLEET_KIND,
     metadata: {name: 'fleet', generator: input.generator},
     spec: {
-      target: snapshots[0]?.target ?? {manifests: []},
+      target: read[0]?.source.target ?? {manifests: []},
       selection: input.selection,
       options: input.options,
       summary: {

@@ -8,7 +8,7 @@ import {describe, expect, it} from 'vitest'
 
 import {selectNamespaces} from '../../src/plan/fleet.js'
 import {judgedObjects, routingCandidates} from '../../src/plan/fleet-routing.js'
-import {fleetViews, withoutJudged} from '../../src/plan/fleet-visibility.js'
+import {fleetViews, visible} from '../../src/plan/fleet-visibility.js'
 import {ownServiceRouting, type RoutingOwner} from '../../src/planner/classify/own-routing.js'
 import {buildInventory, classifySome} from '../../src/planner/inventory.js'
 import type {KubeObject, SourceSnapshot} from '../../src/planner/model.js'
@@ -46,7 +46,7 @@ describe.each(FLEETS)('routing judged once for the fleet (%s)', (_, read) => {
     const candidates = routingCandidates(views)
     let judged = 0
     for (const view of views) {
-      const snapshot = view.snapshot
+      const snapshot = view.source
       for (const [key, k] of candidates.get(snapshot.namespace) ?? []) {
         const isIt = (o: KubeObject) => refKey({...refOf(o), namespace: o.metadata.namespace}) === key
         const [today] = classifySome(snapshot, {waypointFor: 'service'}, isIt)
@@ -66,11 +66,11 @@ describe.each(FLEETS)('routing judged once for the fleet (%s)', (_, read) => {
     const views = fleetViews(await read())
     const candidates = routingCandidates(views)
     for (const view of views) {
-      const left = judgedObjects(candidates.get(view.snapshot.namespace))
+      const left = judgedObjects(candidates.get(view.source.namespace))
       if (left.size === 0) continue
-      const whole = buildInventory(view.snapshot, {waypointFor: 'service'}, (o) => !left.has(o))
-      const cut = buildInventory(withoutJudged(view, left), {waypointFor: 'service'})
-      expect(cut.objects, view.snapshot.namespace).toEqual(whole.objects)
+      const whole = buildInventory(view.source, {waypointFor: 'service'}, (o) => !left.has(o))
+      const cut = buildInventory(visible(view, left), {waypointFor: 'service'})
+      expect(cut.objects, view.source.namespace).toEqual(whole.objects)
       expect(cut.waypointRequired).toBe(whole.waypointRequired)
       expect(cut.findings.map((f) => f.id)).toEqual(whole.findings.map((f) => f.id))
     }
