@@ -33,18 +33,26 @@ export interface EdgeEntry extends Omit<FleetEdge, 'to'> {
 }
 
 export function groupEdges(edges: FleetEdge[]): EdgeEntry[] {
-  const entries = new Map<string, EdgeEntry>()
+  const entries: EdgeEntry[] = []
+  // By from, kind, reason and refs. Edges alike share their reason and refs (fleet-routing.ts): a lookup by the same
+  // string and array is cheap; each distinct refs list is joined once.
+  const index = new Map<string, Map<string, EdgeEntry>>()
   const refsKeys = new Map<string[], string>()
   for (const e of edges) {
-    // Edges alike share their refs (fleet-routing.ts): each list is joined once.
     let refs = refsKeys.get(e.refs)
     if (refs === undefined) refsKeys.set(e.refs, (refs = e.refs.join('\0')))
-    const key = `${e.from}\0${e.kind}\0${e.reason}\0${refs}`
-    const entry = entries.get(key)
+    const head = `${e.from}\0${e.kind}\0${refs}`
+    let byReason = index.get(head)
+    if (!byReason) index.set(head, (byReason = new Map()))
+    const entry = byReason.get(e.reason)
     if (entry) entry.to.push(e.to)
-    else entries.set(key, {...e, to: [e.to]})
+    else {
+      const created = {...e, to: [e.to]}
+      byReason.set(e.reason, created)
+      entries.push(created)
+    }
   }
-  return [...entries.values()]
+  return entries
 }
 
 /** The file's entries as edges, one per pair, in the order the tool lists them. */

@@ -86,6 +86,13 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
     return judged.get(o)!
   }
   const out: KeptByNamespace = new Map()
+  // Another namespace's object has the same key in every view: built once.
+  const keys = new WeakMap<KubeObject, string>()
+  const keyOf = (o: KubeObject, namespace: string) => {
+    let key = keys.get(o)
+    if (key === undefined) keys.set(o, (key = objectKey(o, namespace)))
+    return key
+  }
   for (const view of views) {
     const namespace = view.source.namespace
     const waypointNs = owners.get(namespace)!.namespaceLabels[USE_WAYPOINT_NAMESPACE_LABEL] || namespace
@@ -98,7 +105,7 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
       const own = judge(o, owner)
       if (!own) continue
       if (own.ruleHost !== undefined && usesSubsets(o, own.ruleHost, (subsets ??= ownSubsets(view)))) continue
-      const key = objectKey(o, namespace)
+      const key = keyOf(o, namespace)
       const seen = found.get(key)
       if (seen) seen.objects.push(o)
       else found.set(key, {from, ref: refOf(o), objects: [o], lostToday: own.lostToday})

@@ -93,13 +93,22 @@ export function cycleSuggestionFor(namespace: string, members: string, cycle: Fl
   return suggestion(
     members,
     own.filter((e) => e.to === namespace),
-    cycle.edges,
+    cycle,
   )
 }
 
+// Whether a cycle has L7 policy edges: asked by the plan of each of its namespaces, found once per cycle.
+const HAS_L7_EDGES = new WeakMap<FleetCycle | FleetEdge[], boolean>()
+
 /** `routing`: the edges whose exported routing is lost to callers; `all`: the edges deciding the L7 sentence. */
-function suggestion(members: string, edges: FleetEdge[], all: FleetEdge[]): string {
+function suggestion(members: string, edges: FleetEdge[], all: FleetEdge[] | FleetCycle): string {
   const routing = edges.filter((e) => e.kind === 'routing')
+  let l7 = HAS_L7_EDGES.get(all)
+  if (l7 === undefined)
+    HAS_L7_EDGES.set(
+      all,
+      (l7 = ('edges' in all ? all.edges : all).some((e) => e.kind === 'waypoint-bypass' || e.kind === 'authorization')),
+    )
   const parts = [
     `Migrate ${members} together in one wave: apply each plan up to its bind-waypoint step first (mesh-migrate apply NS --to bind-waypoint), then the remaining steps (apply NS --all), so that every waypoint is in place before any caller switches.`,
   ]
@@ -107,7 +116,7 @@ function suggestion(members: string, edges: FleetEdge[], all: FleetEdge[]): stri
     parts.push(
       'Apply keeps that order: a plan of the cycle is applied past its bind-waypoint step only once every namespace of the cycle whose routing it applies has applied its own (exit 5 otherwise; mesh-migrate apply --fleet runs the cycle so).',
     )
-  if (all.some((e) => e.kind === 'waypoint-bypass' || e.kind === 'authorization')) {
+  if (l7) {
     parts.push(
       'L7 policies enforced by their waypoints do not apply to the remaining sidecar callers until those restart: accept that window, or break the cycle (e.g. drop the L7 part of the policies naming the other namespaces).',
     )
