@@ -32,7 +32,12 @@ export interface EdgeEntry extends Omit<FleetEdge, 'to'> {
   to: string[]
 }
 
+// The file, -o json and the table each list a fleet's edges: grouped once per list.
+const GROUPED = new WeakMap<FleetEdge[], EdgeEntry[]>()
+
 export function groupEdges(edges: FleetEdge[]): EdgeEntry[] {
+  const done = GROUPED.get(edges)
+  if (done) return done
   const entries: EdgeEntry[] = []
   // By from, kind, reason and refs. Edges alike share their reason and refs (fleet-routing.ts): a lookup by the same
   // string and array is cheap; each distinct refs list is joined once.
@@ -52,6 +57,7 @@ export function groupEdges(edges: FleetEdge[]): EdgeEntry[] {
       entries.push(created)
     }
   }
+  GROUPED.set(edges, entries)
   return entries
 }
 

@@ -194,7 +194,11 @@ export function routingEdges(
   for (const x of members) {
     if (!x.migrating) continue
     const byFrom = new Map<string, ObjectRef[]>()
-    const add = (from: string, ref: ObjectRef) => byFrom.set(from, [...(byFrom.get(from) ?? []), ref])
+    const add = (from: string, ref: ObjectRef) => {
+      const refs = byFrom.get(from)
+      if (refs) refs.push(ref)
+      else byFrom.set(from, [ref])
+    }
     for (const k of kept.get(x.namespace)?.values() ?? []) if (k.lostToday) add(k.from, k.ref)
     for (const item of lostRoutingKept(x, withWaypoint, options, waypointName)) {
       add(item.ref.namespace!, item.ref)

@@ -348,7 +348,10 @@ function orderFindings(namespace: string, context: OrderContext): Finding[] {
   const byWave = new Map<number, FleetEdge[]>()
   for (const e of own) {
     const w = wave.get(e.from)!
-    if (e.to === namespace && w < mine) byWave.set(w, [...(byWave.get(w) ?? []), e])
+    if (e.to !== namespace || w >= mine) continue
+    const list = byWave.get(w)
+    if (list) list.push(e)
+    else byWave.set(w, [e])
   }
   for (const [w, edges] of [...byWave].sort(([a], [b]) => a - b)) {
     const from = [...new Set(edges.map((e) => e.from))]
