@@ -86,8 +86,14 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
     return judged.get(o)!
   }
   const out: KeptByNamespace = new Map()
-  // Another namespace's object has the same key in every view: built once.
+  // Another namespace's object has the same key and ref in every view: built once.
   const keys = new WeakMap<KubeObject, string>()
+  const refs = new WeakMap<KubeObject, ObjectRef>()
+  const refOfOnce = (o: KubeObject) => {
+    let ref = refs.get(o)
+    if (ref === undefined) refs.set(o, (ref = refOf(o)))
+    return ref
+  }
   const keyOf = (o: KubeObject, namespace: string) => {
     let key = keys.get(o)
     if (key === undefined) keys.set(o, (key = objectKey(o, namespace)))
@@ -108,7 +114,7 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
       const key = keyOf(o, namespace)
       const seen = found.get(key)
       if (seen) seen.objects.push(o)
-      else found.set(key, {from, ref: refOf(o), objects: [o], lostToday: own.lostToday})
+      else found.set(key, {from, ref: refOfOnce(o), objects: [o], lostToday: own.lostToday})
     }
     if (found.size > 0) out.set(namespace, found)
   }
@@ -191,6 +197,7 @@ export function routingEdges(
   // An edge's text and refs, shared by every namespace the same routing is exported to (hundreds in a fleet where
   // routing is exported to all): built once, not once per pair.
   const built = new Map<string, Omit<FleetEdge, 'to'>>()
+  const labels = new WeakMap<ObjectRef, string>()
   for (const x of members) {
     if (!x.migrating) continue
     const byFrom = new Map<string, ObjectRef[]>()
@@ -204,7 +211,7 @@ export function routingEdges(
       add(item.ref.namespace!, item.ref)
       covered.set(x.namespace, (covered.get(x.namespace) ?? new Map()).set(refKey(item.ref), item.ref.namespace!))
     }
-    for (const [from, refs] of byFrom) edges.push({...routingEdge(from, refs, built), to: x.namespace})
+    for (const [from, refs] of byFrom) edges.push({...routingEdge(from, refs, built, labels), to: x.namespace})
   }
   return {edges, covered}
 }
@@ -217,8 +224,14 @@ function routingEdge(
   from: string,
   refs: ObjectRef[],
   built: Map<string, Omit<FleetEdge, 'to'>>,
+  labelsOf: WeakMap<ObjectRef, string>,
 ): Omit<FleetEdge, 'to'> {
-  const labelled = refs.map((ref) => ({ref, label: formatRef(ref)})).sort((a, b) => byLabel(a.label, b.label))
+  const labelOf = (ref: ObjectRef) => {
+    let label = labelsOf.get(ref)
+    if (label === undefined) labelsOf.set(ref, (label = formatRef(ref)))
+    return label
+  }
+  const labelled = refs.map((ref) => ({ref, label: labelOf(ref)})).sort((a, b) => byLabel(a.label, b.label))
   const labels = [...new Set(labelled.map((r) => r.label))]
   const key = `${from}\0${labels.join('\0')}`
   let text = built.get(key)
