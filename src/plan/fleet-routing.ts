@@ -86,18 +86,17 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
     return judged.get(o)!
   }
   const out: KeptByNamespace = new Map()
-  // Another namespace's object has the same key and ref in every view: built once.
+  // Another namespace's object is the same fact in every view that sees it: its entry (key, ref, served versions) is
+  // made once for the fleet and shared (a DestinationRule whose subsets a view uses is not judged there at all).
   const keys = new WeakMap<KubeObject, string>()
-  const refs = new WeakMap<KubeObject, ObjectRef>()
-  const refOfOnce = (o: KubeObject) => {
-    let ref = refs.get(o)
-    if (ref === undefined) refs.set(o, (ref = refOf(o)))
-    return ref
-  }
-  const keyOf = (o: KubeObject, namespace: string) => {
+  const entries = new Map<string, KeptRouting>()
+  const entryOf = (o: KubeObject, from: string, own: OwnRouting) => {
     let key = keys.get(o)
-    if (key === undefined) keys.set(o, (key = objectKey(o, namespace)))
-    return key
+    if (key === undefined) keys.set(o, (key = objectKey(o, from)))
+    let entry = entries.get(key)
+    if (!entry) entries.set(key, (entry = {from, ref: refOf(o), objects: [], lostToday: own.lostToday}))
+    if (!entry.objects.includes(o)) entry.objects.push(o)
+    return [key, entry] as const
   }
   for (const view of views) {
     const namespace = view.source.namespace
@@ -111,10 +110,7 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
       const own = judge(o, owner)
       if (!own) continue
       if (own.ruleHost !== undefined && usesSubsets(o, own.ruleHost, (subsets ??= ownSubsets(view)))) continue
-      const key = keyOf(o, namespace)
-      const seen = found.get(key)
-      if (seen) seen.objects.push(o)
-      else found.set(key, {from, ref: refOfOnce(o), objects: [o], lostToday: own.lostToday})
+      found.set(...entryOf(o, from, own))
     }
     if (found.size > 0) out.set(namespace, found)
   }
