@@ -28,17 +28,20 @@ export interface FleetPlanRequest extends Pick<
   note: (message: string) => void
 }
 
+/** The plans on disk (file → text), read a few at a time: re-planning compares each new plan with its file. */
+async function plansOnDisk(files: string[]): Promise<Map<string, string>> {
+  const texts = await mapLimit(files, PLAN_WRITE_CONCURRENCY, (file) => readTextFile(file).catch(() => undefined))
+  return new Map(files.flatMap((file, i) => (texts[i] === undefined ? [] : [[file, texts[i]] as const])))
+}
+
 /** Namespaces whose plan on disk has applied steps: regenerating it would lose its progress record. */
-async function plansInProgress(files: string[]): Promise<string[]> {
-  const out: string[] = []
-  for (const file of files) {
-    const text = await readTextFile(file).catch(() => undefined)
-    // A plan never applied (what plan -A wrote last time) needs no parsing: hundreds of them would be parsed and
-    // validated whole before re-planning.
-    const plan = text === undefined || recordsNoStatus(text) ? undefined : checkPlanText(text).plan
-    if (plan && hasStarted(plan)) out.push(file)
-  }
-  return out
+function plansInProgress(onDisk: Map<string, string>): string[] {
+  // A plan never applied (what plan -A wrote last time) needs no parsing: hundreds of them would be parsed and
+  // validated whole before re-planning.
+  return [...onDisk].flatMap(([file, text]) => {
+    const plan = recordsNoStatus(text) ? undefined : checkPlanText(text).plan
+    return plan && hasStarted(plan) ? [file] : []
+  })
 }
 
 async function selected(request: FleetPlanRequest) {
@@ -78,7 +81,8 @@ async function selected(request: FleetPlanRequest) {
 /** Plans the fleet and writes every plan, then plans/fleet.yaml (each file atomically). */
 export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan> {
   const {read, namespaces} = await selected(request)
-  const inProgress = request.force ? [] : await plansInProgress(namespaces.map((ns) => defaultPlanPath(ns)))
+  const onDisk = await plansOnDisk(namespaces.map((ns) => defaultPlanPath(ns)))
+  const inProgress = request.force ? [] : plansInProgress(onDisk)
   if (inProgress.length > 0) {
     throw new UserError(
       `${inProgress.join(', ')} ha${inProgress.length === 1 ? 's' : 've'} applied steps: refusing to overwrite plans in progress`,
@@ -109,13 +113,15 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
   const changed = await mapLimit(plans, PLAN_WRITE_CONCURRENCY, async (plan) => {
     const file = defaultPlanPath(plan.metadata.namespace)
     const text = renderPlanFile(plan)
-    if ((await readTextFile(file).catch(() => undefined)) === text) return false
+    if (onDisk.get(file) === text) return false
     await writeFileAtomic(file, text, request.note)
     return true
   })
   const written = changed.filter(Boolean).length
   const fleetFile = path.join(PLANS_DIR, FLEET_FILE)
-  await writeFileAtomic(fleetFile, renderFleetFile(fleet), request.note)
+  const fleetText = renderFleetFile(fleet)
+  if ((await readTextFile(fleetFile).catch(() => undefined)) !== fleetText)
+    await writeFileAtomic(fleetFile, fleetText, request.note)
   request.note(
     `Wrote ${fleetFile} and ${plans.length} plan(s) (${written} changed, ${plans.length - written} unchanged); ${fleet.spec.namespaces.length - plans.length} namespace(s) have nothing to migrate.`,
   )
