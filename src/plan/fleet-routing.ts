@@ -207,7 +207,10 @@ export function routingEdges(
       add(item.ref.namespace!, item.ref)
       covered.set(x.namespace, (covered.get(x.namespace) ?? new Map()).set(refKey(item.ref), item.ref.namespace!))
     }
-    for (const [from, refs] of byFrom) edges.push({...routingEdge(from, refs, built, labels), to: x.namespace})
+    for (const [from, refs] of byFrom) {
+      const e = routingEdge(from, refs, built, labels)
+      edges.push({from: e.from, to: x.namespace, kind: e.kind, reason: e.reason, refs: e.refs})
+    }
   }
   return {edges, covered}
 }
