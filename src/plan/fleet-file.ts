@@ -62,8 +62,9 @@ export function groupEdges(edges: FleetEdge[]): EdgeEntry[] {
 }
 
 /** The file's entries as edges, one per pair, in the order the tool lists them. */
-function expandEdges(entries: EdgeEntry[]): FleetEdge[] {
-  return entries.flatMap((e) => e.to.map((to) => ({...e, to}))).sort(compareEdges)
+function expandEdges(entries: (Omit<EdgeEntry, 'to'> & {to: string | string[]})[]): FleetEdge[] {
+  // `to:` is one name in files written before edges were grouped.
+  return entries.flatMap((e) => (typeof e.to === 'string' ? [e.to] : e.to).map((to) => ({...e, to}))).sort(compareEdges)
 }
 
 /** The fleet plan as a document (plans/fleet.yaml, `-o json|yaml`): edges alike but for `to` listed once. */
@@ -123,7 +124,8 @@ export function checkFleetText(text: string): {fleet?: FleetPlan; problems: Plan
     else problems.push(...edgeProblems(c.edges, `spec.cycles[${i}].edges`))
   })
   if (problems.length > 0) return {problems}
-  const read = data as {spec: {edges: EdgeEntry[]; cycles: {edges: EdgeEntry[]}[]}}
+  type Read = Parameters<typeof expandEdges>[0]
+  const read = data as {spec: {edges: Read; cycles: {edges: Read}[]}}
   const fleet = {
     ...data,
     spec: {
@@ -135,7 +137,7 @@ export function checkFleetText(text: string): {fleet?: FleetPlan; problems: Plan
   return {fleet: fleet as unknown as FleetPlan, problems}
 }
 
-/** Each edge entry is {from, to, kind, reason, refs}; `to` one namespace or several (normalized to a list). */
+/** Each edge entry is {from, to, kind, reason, refs}; `to` one namespace or several. */
 function edgeProblems(list: unknown, path: string): PlanProblem[] {
   const problems: PlanProblem[] = []
   ;(Array.isArray(list) ? list : []).forEach((e, i) => {
@@ -148,7 +150,6 @@ function edgeProblems(list: unknown, path: string): PlanProblem[] {
       !isStringArray(e.refs)
     )
       problems.push({path: `${path}[${i}]`, message: 'expected {from, to, kind, reason, refs}'})
-    else if (typeof e.to === 'string') e.to = [e.to]
   })
   return problems
 }

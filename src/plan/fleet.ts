@@ -100,15 +100,10 @@ export interface FleetInput {
 // ---------------------------------------------------------------------------------------------
 // Dependencies
 
-/** The refs sorted without duplicates: the same array when they already are (routing edges share theirs). */
-function sortedUnique(refs: string[]): string[] {
-  return refs.every((r, i) => i === 0 || refs[i - 1]! < r) ? refs : [...new Set(refs)].sort()
-}
-
 const addEdge = (edges: Map<string, FleetEdge>, e: FleetEdge) => {
   const key = `${e.from}\0${e.to}\0${e.kind}`
   const seen = edges.get(key)
-  if (!seen) edges.set(key, {...e, refs: sortedUnique(e.refs)})
+  if (!seen) edges.set(key, {...e, refs: [...new Set(e.refs)].sort()})
   else seen.refs = [...new Set([...seen.refs, ...e.refs])].sort()
 }
 
@@ -525,22 +520,22 @@ function leaving(keys: Iterable<string> | undefined, namespace: string): ((o: Ku
  * once per cycle: a namespace's own waypoint among them is never asked for (waypoints.ts plannedWaypoint).
  */
 function waypointsBoundFirst(
-  cycles: FleetCycle[],
-  wave: Map<string, number>,
+  context: OrderContext,
   earlierByWave: Record<string, string>[],
   waypointNs: ReadonlySet<string>,
   waypointName: string,
 ): (namespace: string) => Record<string, string> {
-  const byCycle = new Map(
-    cycles.map((c) => {
-      const own = c.namespaces.filter((ns) => waypointNs.has(ns)).map((ns) => [ns, waypointName] as const)
-      return [c, {...earlierByWave[wave.get(c.namespaces[0]!)! - 1]!, ...Object.fromEntries(own)}] as const
-    }),
-  )
-  const cycleOf = new Map(cycles.flatMap((c) => c.namespaces.map((ns) => [ns, c] as const)))
+  const earlier = (namespace: string) => earlierByWave[context.wave.get(namespace)! - 1]!
+  const byCycle = new Map<FleetCycle, Record<string, string>>()
   return (namespace) => {
-    const cycle = cycleOf.get(namespace)
-    return cycle ? byCycle.get(cycle)! : earlierByWave[wave.get(namespace)! - 1]!
+    const cycle = context.cycleOf.get(namespace)?.cycle
+    if (!cycle) return earlier(namespace)
+    let first = byCycle.get(cycle)
+    if (!first) {
+      const own = cycle.namespaces.filter((ns) => waypointNs.has(ns)).map((ns) => [ns, waypointName] as const)
+      byCycle.set(cycle, (first = {...earlier(namespace), ...Object.fromEntries(own)}))
+    }
+    return first
   }
 }
 
@@ -616,7 +611,7 @@ export function planFleet(input: FleetInput): FleetResult {
   const namespaces: FleetNamespace[] = []
   const fingerprints = new WeakMap<KubeObject, string>()
   const earlierByWave = earlierWaypointsByWave(waves, waypointNs, input.options.waypointName)
-  const boundFirst = waypointsBoundFirst(cycles, wave, earlierByWave, waypointNs, input.options.waypointName)
+  const boundFirst = waypointsBoundFirst(context, earlierByWave, waypointNs, input.options.waypointName)
   for (const m of members) {
     const mine = wave.get(m.namespace)!
     const first = boundFirst(m.namespace)
