@@ -98,6 +98,8 @@ export interface FleetView {
   broadcast: Map<string, KubeObject[]>
   /** The namespaces it sees, each with the namespaces its objects name. */
   seen: Map<string, ReadonlySet<string>>
+  /** The snapshot's objects of the namespaces it sees and those of no namespace, in order (what `visible` cuts). */
+  kept: KubeObject[]
   /** Collected in the same pass for fleet-routing.ts: other namespaces' VirtualServices and DestinationRules seen… */
   routing: KubeObject[]
   /** … and the namespace's own VirtualServices, Services and Namespace. */
@@ -132,15 +134,21 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
     }
   const routing: KubeObject[] = []
   const mine: FleetView['own'] = {virtualServices: [], services: []}
+  const kept: KubeObject[] = []
   for (const o of snapshot.objects) {
     const ns = homeNamespace(o)
-    if (ns === own) collectOwn(o, mine)
-    else if (ns !== undefined && keep.has(ns) && ROUTING_KINDS.has(o.kind) && groupOf(o.apiVersion) === NETWORKING)
-      routing.push(o)
+    if (ns === undefined) kept.push(o)
+    else if (ns === own) {
+      kept.push(o)
+      collectOwn(o, mine)
+    } else if (keep.has(ns)) {
+      kept.push(o)
+      if (ROUTING_KINDS.has(o.kind) && groupOf(o.apiVersion) === NETWORKING) routing.push(o)
+    }
   }
   const seen = new Map([...keep].map((ns) => [ns, facts.get(ns)?.names ?? new Set<string>()] as const))
   // A single namespace (no facts) sees its whole snapshot.
-  return {source: snapshot, keep: facts.size === 0 ? undefined : keep, broadcast, seen, routing, own: mine}
+  return {source: snapshot, keep: facts.size === 0 ? undefined : keep, broadcast, seen, kept, routing, own: mine}
 }
 
 const ROUTING_KINDS = new Set(['VirtualService', 'DestinationRule'])
@@ -173,12 +181,13 @@ export function visible(view: FleetView, judged: ReadonlySet<KubeObject> = new S
   const named = new Set([...view.seen].filter(([ns]) => !quiet.has(ns)).flatMap(([, names]) => [...names]))
   const looked = (o: KubeObject, ns: string) =>
     named.has(ns) && o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
+  // Only the objects of the namespaces it sees are looked at again (in a large fleet, a small part of the read).
   return {
     ...source,
-    objects: source.objects.filter((o) => {
+    objects: view.kept.filter((o) => {
       const ns = homeNamespace(o)
       if (ns === undefined) return true
-      if (!keep.has(ns) || judged.has(o)) return false
+      if (judged.has(o)) return false
       return !quiet.has(ns) || looked(o, ns)
     }),
   }
