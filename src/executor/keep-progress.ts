@@ -28,6 +28,7 @@ import {
 import {formatRef, operationRef, refKey, refOf} from '../planner/refs.js'
 import {isOurs} from './operations.js'
 import {replanCommand} from './plan-store.js'
+import {cloneJson} from '../planner/json.js'
 
 /** Operations that recreate pods: the pods a rollback would bring back cannot be laid over a snapshot. */
 const ROLLS_PODS = new Set<Operation['op']>(['restart', 'template-labels'])
@@ -129,7 +130,7 @@ function undoInMemory(
         break
       }
       case 'apply':
-        if (!live) objects.set(key, structuredClone(op.object))
+        if (!live) objects.set(key, cloneJson(op.object))
         break
       case 'label': {
         const forward = step.operations.find(

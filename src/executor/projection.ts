@@ -10,6 +10,7 @@ import {formatRef, operationRef, refKey} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
 import {type PreconditionContext, stalePreconditions} from './operations.js'
 import {podTemplateOf} from '../planner/vocab.js'
+import {cloneJson} from '../planner/json.js'
 
 type Effect =
   | {kind: 'object'; object: KubeObject}
@@ -45,7 +46,7 @@ function mergeDeep(target: Record<string, unknown>, patch: Record<string, unknow
 function applyEffect(obj: KubeObject | undefined, effect: Effect): KubeObject | undefined {
   switch (effect.kind) {
     case 'object':
-      return structuredClone(effect.object)
+      return cloneJson(effect.object)
     case 'absent':
       return undefined
     case 'labels':
@@ -111,7 +112,7 @@ export class ProjectedCluster {
     if (!this.live.has(key)) this.live.set(key, this.client.get(ref))
     let obj = await this.live.get(key)!
     for (const effect of this.effects.get(key) ?? []) obj = applyEffect(obj, effect)
-    return obj && structuredClone(obj)
+    return obj && cloneJson(obj)
   }
 
   /** A KubeClient whose reads see the projection; everything else goes to the real client. */

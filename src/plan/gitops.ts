@@ -15,6 +15,7 @@ import {
 } from '../planner/plan-types.js'
 import {refKey} from '../planner/refs.js'
 import {templateLabelsPatch} from '../planner/workloads.js'
+import {cloneJson} from '../planner/json.js'
 
 export type ManifestChangeKind = 'labels' | 'annotations' | 'template-labels' | 'add' | 'remove'
 
@@ -63,7 +64,7 @@ const identity = (ref: ObjectRef) => ({
  * of the commit removes it instead.
  */
 function asRepositoryObject(object: KubeObject): Record<string, unknown> {
-  const copy = structuredClone(object)
+  const copy = cloneJson(object)
   const labels = {...copy.metadata.labels}
   if (labels[MANAGED_BY_LABEL] === MANAGED_BY_VALUE) delete labels[MANAGED_BY_LABEL]
   const annotations = {...copy.metadata.annotations}

@@ -28,6 +28,7 @@ import {
   type Verification,
   PLAN_API_VERSION,
 } from '../planner/plan-types.js'
+import {cloneJson} from '../planner/json.js'
 
 export const PLAN_FILE_API_VERSION = 'mesh-migrate.io/v1alpha3'
 /** The file encoding before v1alpha3, with repeated texts in `spec.texts`: read, never written. */
@@ -361,9 +362,9 @@ class Decoder {
       return {apiVersion: '', kind: '', metadata: {name: ''}}
     }
     this.usedObjects.add(key)
-    if (typeof stored.apiVersion === 'string') return structuredClone(stored) as unknown as KubeObject
+    if (typeof stored.apiVersion === 'string') return cloneJson(stored) as unknown as KubeObject
     const ref = this.ref(key.replace(/ #\d+$/, ''), `spec.objects.${key}`)
-    const {metadata, ...rest} = structuredClone(stored) as {metadata?: Json}
+    const {metadata, ...rest} = cloneJson(stored) as {metadata?: Json}
     return {
       apiVersion: ref.apiVersion,
       kind: ref.kind,

@@ -4,6 +4,7 @@ import {Document, stringify} from 'yaml'
 
 import type {KubeObject} from './model.js'
 import {byCodePoint} from './order.js'
+import {cloneJson} from './json.js'
 
 // Keys that read best first, in this order; every other key follows alphabetically.
 // One global order (rather than per-location rules) keeps the canonical form a pure function of the data.
@@ -390,7 +391,7 @@ const SERVER_SET_METADATA = [
  * (resourceVersion, uid, managedFields, status, …), which a create would reject or ignore.
  */
 export function cleanObject(obj: KubeObject): KubeObject {
-  const copy = structuredClone(obj)
+  const copy = cloneJson(obj)
   for (const key of SERVER_SET_METADATA) delete copy.metadata[key]
   delete copy.status
   if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0) delete copy.metadata.annotations

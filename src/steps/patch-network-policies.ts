@@ -25,6 +25,7 @@ import {objectFor} from './shared.js'
 import type {StepKind} from './types.js'
 import {podTemplateOrPod} from '../planner/vocab.js'
 import {byCodePoint} from '../planner/order.js'
+import {cloneJson} from '../planner/json.js'
 
 export const patchNetworkPolicies: StepKind = {
   action: 'patch-network-policies',
@@ -147,7 +148,7 @@ function ingressAllowance(
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: {name: a.name, namespace: a.namespace, annotations: {'mesh-migrate.io/complements': a.complements}},
-      spec: {podSelector: structuredClone(a.podSelector), policyTypes: ['Ingress'], ingress: a.ingress},
+      spec: {podSelector: cloneJson(a.podSelector), policyTypes: ['Ingress'], ingress: a.ingress},
     },
     planName,
   )
@@ -201,7 +202,7 @@ function waypointAllowances(
       if (ruleFromEverywhere(r.rule)) fromEverywhere = true
       else
         for (const p of r.rule.from ?? [])
-          if (!callers.some((c) => JSON.stringify(c) === JSON.stringify(p))) callers.push(structuredClone(p))
+          if (!callers.some((c) => JSON.stringify(c) === JSON.stringify(p))) callers.push(cloneJson(p))
     }
     // A rule admitting every source gets (or has) 15008 from every source too, the waypoint's pods included.
     if (selecting.some((r) => ruleFromEverywhere(r.rule)) || rulesAdmitPodOnPort(selecting, pod, HBONE_PORT, peer))

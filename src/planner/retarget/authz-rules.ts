@@ -9,6 +9,7 @@ import type {
   AuthorizationRule,
   AuthorizationSource,
 } from '../istio-types.js'
+import {cloneJson} from '../json.js'
 
 // --- L4 projection of an ALLOW -------------------------------------------------------------------
 
@@ -142,7 +143,7 @@ export function rewriteServiceAccountConditions(
   for (const [i, rule] of rules.entries()) {
     const conditions = (rule.when ?? []).filter((c) => c?.key === SERVICE_ACCOUNT_KEY)
     if (conditions.length === 0) {
-      out.push(structuredClone(rule))
+      out.push(cloneJson(rule))
       continue
     }
     if (conditions.some((c) => strings(c.values).length === 0 && strings(c.notValues).length === 0)) {
@@ -159,7 +160,7 @@ export function rewriteServiceAccountConditions(
     const entries = rule.from && rule.from.length > 0 ? rule.from : [{source: {}}]
     const from: {source: AuthorizationSource}[] = []
     for (const [j, entry] of entries.entries()) {
-      const source: AuthorizationSource = structuredClone(entry?.source ?? {})
+      const source: AuthorizationSource = cloneJson(entry?.source ?? {})
       const clash = IDENTITY_FIELDS_EXCLUSIVE_WITH_SA.find((k) => strings(source[k]).length > 0)
       if (clash) {
         return {
@@ -191,9 +192,9 @@ export function rewriteServiceAccountConditions(
       from.push({source})
     }
     if (from.length === 0) continue // no alternative can match: the rule never fires
-    const rewritten: AuthorizationRule = {...structuredClone(rule), from}
+    const rewritten: AuthorizationRule = {...cloneJson(rule), from}
     const when = (rule.when ?? []).filter((c) => c?.key !== SERVICE_ACCOUNT_KEY)
-    if (when.length > 0) rewritten.when = structuredClone(when)
+    if (when.length > 0) rewritten.when = cloneJson(when)
     else delete rewritten.when
     out.push(rewritten)
   }
@@ -383,7 +384,7 @@ export function exemptPeer(
   policyNamespace: string,
 ): AuthorizationRule[] {
   return rules.map((rule) => {
-    const out = structuredClone(rule)
+    const out = cloneJson(rule)
     if (!ruleDependsOnPeer(rule) || ruleMatchesPeer(rule, peer, policyNamespace) === 'no') return out
     if (!out.from || out.from.length === 0) {
       out.from = [{source: {notPrincipals: [peer.principal]}}]

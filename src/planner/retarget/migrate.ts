@@ -20,7 +20,7 @@ import {
 } from '../classify/authz.js'
 import {isProxyWorkload, matchingWorkloads} from '../classify/selection.js'
 import {memo} from '../classify/objects.js'
-import {groupBy, isRecord} from '../json.js'
+import {cloneJson, groupBy, isRecord} from '../json.js'
 import type {ClassifyContext} from '../context.js'
 import type {AuthorizationRule} from '../istio-types.js'
 import type {Finding, InventoryItem, KubeObject, ObjectRef, Severity, WorkloadItem} from '../model.js'
@@ -850,8 +850,8 @@ function apSpec(
   if (attach.selector) spec.selector = {matchLabels: {...attach.selector}}
   if (attach.targetRefs) spec.targetRefs = attach.targetRefs.map((t) => ({...t}))
   spec.action = action
-  if (action === 'CUSTOM' && obj.spec?.provider) spec.provider = structuredClone(obj.spec.provider)
-  if (rules !== undefined) spec.rules = structuredClone(rules)
+  if (action === 'CUSTOM' && obj.spec?.provider) spec.provider = cloneJson(obj.spec.provider)
+  if (rules !== undefined) spec.rules = cloneJson(rules)
   return spec
 }
 
@@ -1262,7 +1262,7 @@ function permanentDenyCheck(run: Run, ref: ObjectRef, obj: KubeObject, enforced:
     kind: obj.kind,
     metadata: {name: obj.metadata.name, namespace: ref.namespace ?? run.ns},
     spec: {
-      ...structuredClone(obj.spec ?? {}),
+      ...cloneJson(obj.spec ?? {}),
       rules: exemptPeer(writtenRules(obj) ?? [], run.peer, ref.namespace ?? run.ns),
     },
   }
@@ -1508,7 +1508,7 @@ function planSelectorKind(run: Run, item: InventoryItem, obj: KubeObject): Polic
     noServiceFinding(run, item, t.noTarget!, kind === TELEMETRY ? 'warning' : 'blocker')
     return decision(ref, 'blocked', t.noTarget!, original)
   }
-  const copySpec: Record<string, unknown> = structuredClone(spec)
+  const copySpec: Record<string, unknown> = cloneJson(spec)
   delete copySpec.selector
   delete copySpec.targetRef
   copySpec.targetRefs = t.targetRefs.map((r) => ({...r}))

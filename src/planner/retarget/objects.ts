@@ -3,6 +3,7 @@
 import type {KubeObject} from '../model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLAN_ANNOTATION} from '../plan-types.js'
 import {groupOf} from '../refs.js'
+import {cloneJson} from '../json.js'
 
 /** Names the original a created object was derived from (`name`, or `namespace/name` when it lives elsewhere). */
 export const COPIED_FROM_ANNOTATION = 'mesh-migrate.io/copied-from'
@@ -46,7 +47,7 @@ export function l4PartName(name: string): string {
 
 /** Stamp an object the plan creates so rollback can tell it is ours (SPEC §5). */
 export function markManaged(obj: KubeObject, planName: string): KubeObject {
-  const copy = structuredClone(obj)
+  const copy = cloneJson(obj)
   copy.metadata.labels = {...copy.metadata.labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE}
   copy.metadata.annotations = {...copy.metadata.annotations, [PLAN_ANNOTATION]: planName}
   return copy

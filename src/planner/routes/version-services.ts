@@ -1,7 +1,7 @@
 // Per-version Services standing in for DestinationRule subsets: an HTTPRoute cannot name a subset,
 // so `reviews` subset `v1` becomes Service `reviews-v1` selecting the pods of `reviews` that carry
 // the subset's labels (DOMAIN §3.5, the migrate-policies docs example).
-import {isRecord} from '../json.js'
+import {cloneJson, isRecord} from '../json.js'
 import type {KubeObject} from '../model.js'
 import {MANAGED_BY_LABEL, MANAGED_BY_VALUE} from '../plan-types.js'
 import type {ServiceInfo} from './hosts.js'
@@ -143,8 +143,7 @@ export class VersionServices {
         return out
       }),
     }
-    for (const field of COPIED_SPEC_FIELDS)
-      if (baseSpec[field] !== undefined) spec[field] = structuredClone(baseSpec[field])
+    for (const field of COPIED_SPEC_FIELDS) if (baseSpec[field] !== undefined) spec[field] = cloneJson(baseSpec[field])
     return {
       apiVersion: 'v1',
       kind: 'Service',
