@@ -80,23 +80,27 @@ function usesSubsets(rule: KubeObject, host: string, subsets: Map<string, Set<st
  */
 export function routingCandidates(views: FleetView[]): KeptByNamespace {
   const owners = new Map(views.map((v) => [v.source.namespace, routingOwner(v)]))
-  const judged = new WeakMap<KubeObject, OwnRouting | null>()
-  const judge = (o: KubeObject, owner: RoutingOwner) => {
-    if (!judged.has(o)) judged.set(o, ownServiceRouting(o, owner) ?? null)
-    return judged.get(o)!
-  }
   const out: KeptByNamespace = new Map()
-  // Another namespace's object is the same fact in every view that sees it: its entry (key, ref, served versions) is
-  // made once for the fleet and shared (a DestinationRule whose subsets a view uses is not judged there at all).
-  const keys = new WeakMap<KubeObject, string>()
+  // Another namespace's object is the same fact in every view that sees it: whether it is the owner's own routing,
+  // and its entry (key, ref, served versions), are found once for the fleet and shared (hundreds of views see each
+  // object where routing is exported to all). A DestinationRule whose subsets a view uses is not judged there at all.
+  const judged = new WeakMap<KubeObject, {own: OwnRouting; key: string; entry: KeptRouting} | null>()
   const entries = new Map<string, KeptRouting>()
+  const judge = (o: KubeObject, from: string, owner: RoutingOwner) => {
+    let found = judged.get(o)
+    if (found === undefined) {
+      const own = ownServiceRouting(o, owner)
+      found = own ? {own, ...entryOf(o, from, own)} : null
+      judged.set(o, found)
+    }
+    return found
+  }
   const entryOf = (o: KubeObject, from: string, own: OwnRouting) => {
-    let key = keys.get(o)
-    if (key === undefined) keys.set(o, (key = objectKey(o, from)))
+    const key = objectKey(o, from)
     let entry = entries.get(key)
     if (!entry) entries.set(key, (entry = {from, ref: refOf(o), objects: [], lostToday: own.lostToday}))
-    if (!entry.objects.includes(o)) entry.objects.push(o)
-    return [key, entry] as const
+    entry.objects.push(o)
+    return {key, entry}
   }
   for (const view of views) {
     const namespace = view.source.namespace
@@ -107,10 +111,11 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
       const from = o.metadata.namespace!
       const owner = from === waypointNs ? undefined : owners.get(from)
       if (!owner || !isRecord(o.spec) || !exportedTo(o.spec.exportTo, from, namespace)) continue
-      const own = judge(o, owner)
-      if (!own) continue
+      const judgement = judge(o, from, owner)
+      if (!judgement) continue
+      const {own, key, entry} = judgement
       if (own.ruleHost !== undefined && usesSubsets(o, own.ruleHost, (subsets ??= ownSubsets(view)))) continue
-      found.set(...entryOf(o, from, own))
+      found.set(key, entry)
     }
     if (found.size > 0) out.set(namespace, found)
   }
@@ -119,7 +124,9 @@ export function routingCandidates(views: FleetView[]): KeptByNamespace {
 
 /** The objects of the routing judged for a namespace (every served version of each). */
 export function judgedObjects(found: Map<string, KeptRouting> | undefined): Set<KubeObject> {
-  return new Set([...(found?.values() ?? [])].flatMap((k) => k.objects))
+  const out = new Set<KubeObject>()
+  for (const k of found?.values() ?? []) for (const o of k.objects) out.add(o)
+  return out
 }
 
 /** The candidates a namespace's plan leaves out: those of namespaces that get a waypoint, when it migrates. */
@@ -131,7 +138,10 @@ export function keptRouting(
   const out: KeptByNamespace = new Map()
   for (const [namespace, found] of candidates) {
     if (!migrating.has(namespace)) continue
-    const kept = new Map([...found].filter(([, k]) => withWaypoint.has(k.from)))
+    // Every candidate kept (the common case) is the candidates themselves.
+    let all = true
+    for (const k of found.values()) if (!withWaypoint.has(k.from)) all = false
+    const kept = all ? found : new Map([...found].filter(([, k]) => withWaypoint.has(k.from)))
     if (kept.size > 0) out.set(namespace, kept)
   }
   return out
@@ -194,6 +204,15 @@ export function routingEdges(
   // routing is exported to all): built once, not once per pair.
   const built = new Map<string, Omit<FleetEdge, 'to'>>()
   const labels = new WeakMap<ObjectRef, string>()
+  // The same refs (the same judged entries) reach hundreds of namespaces: their edge is looked up by the refs' ids
+  // before it is worded (sorted by label) again.
+  const ids = new Map<ObjectRef, number>()
+  const idOf = (ref: ObjectRef) => {
+    let id = ids.get(ref)
+    if (id === undefined) ids.set(ref, (id = ids.size))
+    return id
+  }
+  const byIds = new Map<string, Omit<FleetEdge, 'to'>>()
   for (const x of members) {
     if (!x.migrating) continue
     const byFrom = new Map<string, ObjectRef[]>()
@@ -208,7 +227,9 @@ export function routingEdges(
       covered.set(x.namespace, (covered.get(x.namespace) ?? new Map()).set(refKey(item.ref), item.ref.namespace!))
     }
     for (const [from, refs] of byFrom) {
-      const e = routingEdge(from, refs, built, labels)
+      const key = `${from}\0${refs.map(idOf).join(',')}`
+      let e = byIds.get(key)
+      if (!e) byIds.set(key, (e = routingEdge(from, refs, built, labels)))
       edges.push({from: e.from, to: x.namespace, kind: e.kind, reason: e.reason, refs: e.refs})
     }
   }
