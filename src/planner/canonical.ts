@@ -391,12 +391,24 @@ const SERVER_SET_METADATA = [
  * (resourceVersion, uid, managedFields, status, …), which a create would reject or ignore.
  */
 export function cleanObject(obj: KubeObject): KubeObject {
-  const copy = cloneJson(obj)
-  for (const key of SERVER_SET_METADATA) delete copy.metadata[key]
-  delete copy.status
+  // What is left out is not copied first (an object read from the API carries its managedFields, often its larger
+  // part); the keys keep their order.
+  const kept: Record<string, unknown> = {}
+  for (const key of Object.keys(obj)) {
+    if (key === 'status') continue
+    const value = (obj as Record<string, unknown>)[key]
+    kept[key] = key === 'metadata' ? withoutServerSetMetadata(obj.metadata) : value
+  }
+  const copy = cloneJson(kept) as KubeObject
   if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0) delete copy.metadata.annotations
   if (copy.metadata.labels && Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels
   return copy
+}
+
+function withoutServerSetMetadata(metadata: KubeObject['metadata']): KubeObject['metadata'] {
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(metadata)) if (!SERVER_SET_METADATA.includes(key)) out[key] = metadata[key]
+  return out as KubeObject['metadata']
 }
 
 // Only metadata that Istio reads changes what an object means. Labels and annotations added by
