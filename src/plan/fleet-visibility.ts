@@ -52,6 +52,17 @@ function homeNamespace(obj: KubeObject): string | undefined {
   return obj.kind === 'Namespace' && obj.apiVersion === 'v1' ? obj.metadata?.name : obj.metadata?.namespace
 }
 
+/**
+ * An object's text, lower-cased, where the namespaces it names are looked for: all of it but the server's record of
+ * who wrote which field (managedFields, on every object read from the API: field paths and manager names, no namespace
+ * any classifier reads, and often half the object's text).
+ */
+function namingText(obj: KubeObject): string {
+  const managed = obj.metadata?.managedFields
+  const named = managed === undefined ? obj : {...obj, metadata: {...obj.metadata, managedFields: undefined}}
+  return JSON.stringify(named).toLowerCase()
+}
+
 /** What each namespace's objects name, from one pass over the distinct objects of every snapshot. */
 function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFacts> {
   const distinct = new Set<KubeObject>()
@@ -67,7 +78,7 @@ function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFac
     if (ns === undefined) continue
     let facts = byNamespace.get(ns)
     if (!facts) byNamespace.set(ns, (facts = {names: new Set(), everywhere: []}))
-    const text = JSON.stringify(obj).toLowerCase()
+    const text = namingText(obj)
     if (text.includes('*') || exportedEverywhere(obj, ns)) facts.everywhere.push(obj)
     for (const token of text.match(LABEL_TOKEN) ?? []) if (known.has(token)) facts.names.add(token)
   }
