@@ -96,6 +96,7 @@ export async function runFleetPlan(request: FleetPlanRequest): Promise<FleetPlan
   for (const ns of namespaces) snapshots.push(await read.snapshot(ns))
   const {fleet, plans} = planFleet({
     snapshots,
+    ...(read.objects ? {objects: read.objects()} : {}),
     selection: request.selection,
     options: request.options,
     inventory: request.inventory,

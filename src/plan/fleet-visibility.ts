@@ -63,15 +63,17 @@ function namingText(obj: KubeObject): string {
   return JSON.stringify(named).toLowerCase()
 }
 
-/** What each namespace's objects name, from one pass over the distinct objects of every snapshot. */
-function factsByNamespace(snapshots: SourceSnapshot[]): Map<string, NamespaceFacts> {
+/** The objects of every snapshot, each once. */
+function distinctObjects(snapshots: SourceSnapshot[]): Set<KubeObject> {
   const distinct = new Set<KubeObject>()
+  for (const snapshot of snapshots) for (const obj of snapshot.objects) distinct.add(obj)
+  return distinct
+}
+
+/** What each namespace's objects name, from one pass over the distinct objects of every snapshot. */
+function factsByNamespace(snapshots: SourceSnapshot[], distinct: Iterable<KubeObject>): Map<string, NamespaceFacts> {
   const known = new Set(snapshots.map((s) => s.namespace))
-  for (const snapshot of snapshots)
-    for (const obj of snapshot.objects) {
-      distinct.add(obj)
-      if (obj.metadata?.namespace !== undefined) known.add(obj.metadata.namespace)
-    }
+  for (const obj of distinct) if (obj.metadata?.namespace !== undefined) known.add(obj.metadata.namespace)
   const byNamespace = new Map<string, NamespaceFacts>()
   for (const obj of distinct) {
     const ns = homeNamespace(obj)
@@ -123,8 +125,11 @@ export interface FleetView {
  * whose objects bear on every namespace. Classifiers look another namespace's labels up only for a namespace whose
  * objects they look at, so the Namespaces of the rest (most of a large fleet) would only be scanned past.
  */
-export function fleetViews(snapshots: SourceSnapshot[]): FleetView[] {
-  const facts = snapshots.length < 2 ? new Map<string, NamespaceFacts>() : factsByNamespace(snapshots)
+export function fleetViews(snapshots: SourceSnapshot[], objects?: KubeObject[]): FleetView[] {
+  const facts =
+    snapshots.length < 2
+      ? new Map<string, NamespaceFacts>()
+      : factsByNamespace(snapshots, objects ?? distinctObjects(snapshots))
   return snapshots.map((snapshot) => visibleObjects(snapshot, facts))
 }
 

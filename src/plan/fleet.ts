@@ -82,6 +82,8 @@ export interface FleetPlan {
 export interface FleetInput {
   /** One snapshot per selected namespace (each holds every object that namespace's plan may look at). */
   snapshots: SourceSnapshot[]
+  /** Every object of the snapshots, each once, when the read has them so (FleetRead.objects). */
+  objects?: KubeObject[]
   selection: FleetSelection
   options: PlanOptions
   inventory: InventoryOptions
@@ -567,7 +569,10 @@ export interface FleetResult {
 
 export function planFleet(input: FleetInput): FleetResult {
   // Each namespace sees only what can bear on it: planning stays linear in the fleet's size (issue 22 §5).
-  const read = fleetViews([...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)))
+  const read = fleetViews(
+    [...input.snapshots].sort((a, b) => (a.namespace < b.namespace ? -1 : 1)),
+    input.objects,
+  )
   // Routing other namespaces define for their own Services is judged once for the fleet and left out of each
   // namespace's view (fleet-routing.ts); whether a namespace migrates and needs a waypoint does not depend on it.
   const candidates = routingCandidates(read)

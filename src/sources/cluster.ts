@@ -193,7 +193,24 @@ export class ClusterSource implements ObjectSource {
     const grouped = outcomes.map((o) => (o.kind.scope === 'namespace' ? byNamespace(o.objects) : undefined))
     const snapshotOutcomes = (ns: string) =>
       outcomes.map((o, i) => (grouped[i] ? {...o, objects: grouped[i].get(ns) ?? []} : o))
-    return {namespaces, snapshot: (ns) => this.assemble(ns, snapshotOutcomes(ns), opts.rootNamespace)}
+    const taken = new Set<string>()
+    // Each list once: the namespace-scoped kinds' objects of the namespaces taken, the other kinds' all.
+    const takenObjects = () => {
+      const out: KubeObject[] = []
+      outcomes.forEach((o, i) => {
+        for (const list of grouped[i] ? [...taken].map((ns) => grouped[i]!.get(ns) ?? []) : [o.objects])
+          for (const obj of list) out.push(obj)
+      })
+      return out
+    }
+    return {
+      namespaces,
+      snapshot: (ns) => {
+        taken.add(ns)
+        return this.assemble(ns, snapshotOutcomes(ns), opts.rootNamespace)
+      },
+      objects: takenObjects,
+    }
   }
 
   private async assemble(namespace: string, outcomes: ListOutcome[], rootNamespace: string): Promise<SourceSnapshot> {

@@ -19,4 +19,10 @@ export interface ObjectSource {
 export interface FleetRead {
   namespaces: KubeObject[]
   snapshot(namespace: string): Promise<SourceSnapshot>
+  /**
+   * Every object of the snapshots taken so far, each once, when the read has them so (a cluster read: from its lists).
+   * Each snapshot of a fleet holds the mesh-wide kinds of every namespace: found from the snapshots, each of those
+   * objects is looked up once per namespace.
+   */
+  objects?: () => KubeObject[]
 }

@@ -80,9 +80,15 @@ describe('fleet plan of several namespaces with cross-namespace calls and a cycl
       const source = await ClusterSource.open(client)
       const fleet = await source.fleet({rootNamespace: 'istio-system'})
       const before = calls.length
-      for (const ns of Object.values(N)) await fleet.snapshot(ns)
+      const snapshots = []
+      for (const ns of Object.values(N)) snapshots.push(await fleet.snapshot(ns))
       // Cutting snapshots out of the read costs no request.
       expect(calls.length).toBe(before)
+      // The read's objects are the snapshots' own, each once (what the fleet's views are found from: fleet-visibility.ts).
+      const held = new Set(snapshots.flatMap((s) => s.objects))
+      const objects = fleet.objects!()
+      expect(objects.length).toBe(held.size)
+      expect(new Set(objects)).toEqual(held)
       return {calls, namespaces: fleet.namespaces.length}
     }
     const small = await read()
