@@ -12,6 +12,7 @@ import type {
   Inventory,
   InventoryItem,
   KubeObject,
+  ObjectRef,
   ServiceItem,
   SourceSnapshot,
   Verdict,
@@ -101,22 +102,33 @@ function fingerprintOf(o: KubeObject, known: WeakMap<KubeObject, string> | undef
   return fingerprint
 }
 
+/**
+ * The snapshot's objects of these refs, with their keys, in the snapshot's order. A fleet's view holds the objects of
+ * many namespaces, few of them among the refs: those of other namespaces are passed over without building a key.
+ */
+function snapshotObjectsOf(snapshot: SourceSnapshot, refs: ObjectRef[]): [string, KubeObject][] {
+  const keys = new Set(refs.map(refKey))
+  const namespaces = new Set(refs.map((r) => r.namespace ?? ''))
+  const out: [string, KubeObject][] = []
+  for (const o of snapshot.objects) {
+    if (!namespaces.has(o.metadata.namespace ?? '')) continue
+    const key = refKey(refOf(o))
+    if (keys.has(key)) out.push([key, o])
+  }
+  return out
+}
+
 /** sha256 over what the plan was computed from (SPEC §5 spec.observed.fingerprint). */
 export function inventoryFingerprint(
   inventory: Inventory,
   snapshot: SourceSnapshot,
   known?: WeakMap<KubeObject, string>,
 ): string {
-  const relevant = new Set([
-    ...inventory.objects.map((o) => refKey(o.ref)),
-    ...inventory.workloads.map((w) => refKey(w.ref)),
-    ...inventory.services.map((s) => refKey(s.ref)),
+  const relevant = [...inventory.objects, ...inventory.workloads, ...inventory.services].map((i) => i.ref)
+  const inputs = snapshotObjectsOf(snapshot, relevant).map(([key, o]): [string, string] => [
+    key,
+    fingerprintOf(o, known),
   ])
-  const inputs: [string, string][] = []
-  for (const o of snapshot.objects) {
-    const key = refKey(refOf(o))
-    if (relevant.has(key)) inputs.push([key, fingerprintOf(o, known)])
-  }
   inputs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   const pods = inventory.workloads.map((w) => [refKey(w.ref), w.proxy, w.pods ?? null])
   return digestOf({namespaceLabels: inventory.namespaceState.labels, inputs, pods})
@@ -143,12 +155,12 @@ export function observedObjects(
   snapshot: SourceSnapshot,
   known?: WeakMap<KubeObject, string>,
 ): Record<string, string> {
-  const keys = new Set(inventory.objects.filter(matters).map((i) => refKey(i.ref)))
   const out: Record<string, string> = {}
-  for (const o of snapshot.objects) {
-    const key = refKey(refOf(o))
-    if (keys.has(key)) out[key] = shortFingerprint(o, known)
-  }
+  for (const [key, o] of snapshotObjectsOf(
+    snapshot,
+    inventory.objects.filter(matters).map((i) => i.ref),
+  ))
+    out[key] = shortFingerprint(o, known)
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 }
 
