@@ -89,6 +89,7 @@ interface Run {
   /** The waypoint's principals the companions admit: in the trust domain and each of its aliases. */
   admitted: string[]
   ctx: ClassifyContext
+  /** The objects of the kinds a plan re-targets (the only ones looked up by key), by key. */
   objects: Map<string, KubeObject>
   analyses: Map<string, AuthorizationPolicyAnalysis>
   findings: Finding[]
@@ -157,6 +158,7 @@ export function planPolicyMigration(input: PolicyMigrationInput): PolicyMigratio
   }
   for (const o of input.objects) {
     if (!o || typeof o.kind !== 'string' || typeof o.apiVersion !== 'string' || !o.metadata?.name) continue
+    if (!isRetargetable(o)) continue
     const key = refKey({
       apiVersion: o.apiVersion,
       kind: o.kind,

@@ -16,8 +16,11 @@ export const RETARGETABLE_KINDS = new Set([
   'extensions.istio.io/WasmPlugin',
 ])
 
+const RETARGETABLE_KIND_NAMES = new Set([...RETARGETABLE_KINDS].map((k) => k.slice(k.indexOf('/') + 1)))
+
 export function isRetargetable(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {
-  return RETARGETABLE_KINDS.has(`${groupOf(obj.apiVersion)}/${obj.kind}`)
+  // By its kind's name first: asked of every object of a snapshot.
+  return RETARGETABLE_KIND_NAMES.has(obj.kind) && RETARGETABLE_KINDS.has(`${groupOf(obj.apiVersion)}/${obj.kind}`)
 }
 
 // metadata.name of these kinds is a DNS subdomain: at most 253 characters.
