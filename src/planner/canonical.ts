@@ -201,10 +201,22 @@ function scalar(value: unknown): string {
 const ARRAY_INDEX = /^(0|[1-9]\d*)$/
 
 /** Keys in canonical order, then as JavaScript enumerates them (integer-like keys first), undefined members dropped. */
+// Objects of one shape (the same keys) are many in a plan: their keys are ordered once.
+const ORDER_BY_SHAPE = new Map<string, string[]>()
+
 function orderedKeys(obj: Record<string, unknown>): string[] {
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort(compareKeys)
+  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined)
+  const shape = keys.join('\0')
+  let ordered = ORDER_BY_SHAPE.get(shape)
+  if (ordered === undefined) {
+    ordered = sortedKeys(keys)
+    if (ORDER_BY_SHAPE.size < 10_000) ORDER_BY_SHAPE.set(shape, ordered)
+  }
+  return ordered
+}
+
+function sortedKeys(unsorted: string[]): string[] {
+  const keys = unsorted.sort(compareKeys)
   if (!keys.some((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1)) return keys
   const index = keys.filter((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1).sort((a, b) => Number(a) - Number(b))
   return [...index, ...keys.filter((k) => !index.includes(k))]
@@ -221,7 +233,8 @@ function inline(value: unknown): string | undefined {
   if (Array.isArray(value)) return value.length === 0 ? '[]' : undefined
   if (value !== null && typeof value === 'object') {
     if (!isPlainObject(value)) throw new NeedsDocumentModel()
-    return orderedKeys(value).length === 0 ? '{}' : undefined
+    for (const key in value) if (Object.hasOwn(value, key) && value[key] !== undefined) return undefined
+    return '{}'
   }
   return scalar(value)
 }
@@ -293,17 +306,24 @@ function flowScalar(value: unknown): string {
 /** `[a, b]` or `{k: v}` for a non-empty collection of one-line scalars that fits in `room` columns, else undefined. */
 function flowCollection(value: unknown, room: number): string | undefined {
   const isScalar = (v: unknown) => v === null || (typeof v !== 'object' && !(typeof v === 'string' && v.includes('\n')))
-  let text: string
+  let items: string[]
   if (Array.isArray(value)) {
     if (value.length === 0 || !value.every(isScalar)) return undefined
-    text = `[${value.map(flowScalar).join(', ')}]`
+    items = []
+    // Given up on as soon as it no longer fits (a long list would be written whole first).
+    for (let i = 0, length = 0; i < value.length; i++) {
+      items.push(flowScalar(value[i]))
+      if ((length += items[i]!.length + 2) > room) return undefined
+    }
+    return `[${items.join(', ')}]`
   } else if (isPlainObject(value)) {
     const keys = orderedKeys(value)
     if (keys.length === 0 || !keys.every((k) => isScalar(value[k]))) return undefined
-    text = `{${keys.map((k) => `${flowScalar(k)}: ${flowScalar(value[k])}`).join(', ')}}`
+    items = keys.map((k) => `${flowScalar(k)}: ${flowScalar(value[k])}`)
   } else {
     return undefined
   }
+  const text = `{${items.join(', ')}}`
   return text.length <= room ? text : undefined
 }
 
