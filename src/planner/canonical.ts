@@ -201,22 +201,32 @@ function scalar(value: unknown): string {
 const ARRAY_INDEX = /^(0|[1-9]\d*)$/
 
 /** Keys in canonical order, then as JavaScript enumerates them (integer-like keys first), undefined members dropped. */
-// Objects of one shape (the same keys) are many in a plan: their keys are ordered once.
-const ORDER_BY_SHAPE = new Map<string, string[]>()
-
+/** The keys of a mapping with a value, in canonical order. */
 function orderedKeys(obj: Record<string, unknown>): string[] {
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined)
-  const shape = keys.join('\0')
-  let ordered = ORDER_BY_SHAPE.get(shape)
-  if (ordered === undefined) {
-    ordered = sortedKeys(keys)
-    if (ORDER_BY_SHAPE.size < 10_000) ORDER_BY_SHAPE.set(shape, ordered)
-  }
-  return ordered
+  const keys = Object.keys(obj)
+  return sortedKeys(keys.some((k) => obj[k] === undefined) ? keys.filter((k) => obj[k] !== undefined) : keys)
 }
 
+/**
+ * Keys sorted in place. A mapping has a few keys, and there are millions of them in a fleet's plans: sorted by
+ * insertion, as Array.prototype.sort does short arrays, but without the copy it makes of every array first (a tenth of
+ * what plan -A allocates).
+ */
+function sortKeysInPlace(keys: string[], compare: (a: string, b: string) => number): string[] {
+  if (keys.length > 16) return keys.sort(compare)
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!
+    let j = i - 1
+    for (; j >= 0 && compare(keys[j]!, key) > 0; j--) keys[j + 1] = keys[j]!
+    keys[j + 1] = key
+  }
+  return keys
+}
+
+const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
 function sortedKeys(unsorted: string[]): string[] {
-  const keys = unsorted.sort(compareKeys)
+  const keys = sortKeysInPlace(unsorted, compareKeys)
   if (!keys.some((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1)) return keys
   const index = keys.filter((k) => ARRAY_INDEX.test(k) && Number(k) < 2 ** 32 - 1).sort((a, b) => Number(a) - Number(b))
   return [...index, ...keys.filter((k) => !index.includes(k))]
@@ -254,8 +264,9 @@ class TextSink {
   /** Parts not yet joined: joined into one flat string every few thousand, without a string per character. */
   private parts: string[] = []
 
-  push(...parts: string[]): void {
-    for (const p of parts) this.parts.push(p)
+  // One part a call: emitting a plan calls it millions of times, and a rest parameter is an array each time.
+  push(part: string): void {
+    this.parts.push(part)
     if (this.parts.length >= 8192) {
       this.chunks.push(this.parts.join(''))
       this.parts = []
@@ -267,31 +278,43 @@ class TextSink {
   }
 }
 
+// Indentation by depth, made once: every member of a plan is written at one of a few dozen columns.
+const INDENTS: string[] = ['']
+const deeper = (indent: string) => (INDENTS[indent.length / 2 + 1] ??= `${indent}  `)
+const shallower = (indent: string) => INDENTS[indent.length / 2 - 1]!
+
 function emitDocument(value: unknown, out: TextSink): void {
   const text = inline(value)
   if (text !== undefined) {
-    out.push(text, '\n')
+    out.push(text)
+    out.push('\n')
     return
   }
   emitBlock(value, '', out)
 }
 
 /** A non-empty collection at `indent`; the caller has written the indentation of its first line (or a "- "). */
-function emitBlock(value: unknown, indent: string, out: TextSink, first = true): void {
-  const items = Array.isArray(value) ? value : orderedKeys(value as Record<string, unknown>)
-  items.forEach((entry, i) => {
-    if (i > 0 || first) out.push(indent)
-    if (Array.isArray(value)) {
+function emitBlock(value: unknown, indent: string, out: TextSink, first = true, keys?: string[]): void {
+  const inner = deeper(indent)
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0 || first) out.push(indent)
       out.push('- ')
-      emitValue(entry, `${indent}  `, out, true)
-    } else {
-      const key = entry as string
-      const keyText = stringScalar(key)
-      if (keyText !== key && keyText[0] !== '"') throw new NeedsDocumentModel()
-      out.push(keyText, ':')
-      emitValue((value as Record<string, unknown>)[key], `${indent}  `, out, false, keyText)
+      emitValue(value[i], inner, out, true)
     }
-  })
+    return
+  }
+  const record = value as Record<string, unknown>
+  const ordered = keys ?? orderedKeys(record)
+  for (let i = 0; i < ordered.length; i++) {
+    const key = ordered[i]!
+    if (i > 0 || first) out.push(indent)
+    const keyText = stringScalar(key)
+    if (keyText !== key && keyText[0] !== '"') throw new NeedsDocumentModel()
+    out.push(keyText)
+    out.push(':')
+    emitValue(record[key], inner, out, false, keyText)
+  }
 }
 
 const FLOW_INDICATORS = /[,[\]{}]/
@@ -303,47 +326,50 @@ function flowScalar(value: unknown): string {
   return text === value && FLOW_INDICATORS.test(value) ? JSON.stringify(value) : text
 }
 
-/** `[a, b]` or `{k: v}` for a non-empty collection of one-line scalars that fits in `room` columns, else undefined. */
-function flowCollection(value: unknown, room: number): string | undefined {
-  const isScalar = (v: unknown) => v === null || (typeof v !== 'object' && !(typeof v === 'string' && v.includes('\n')))
-  let items: string[]
-  if (Array.isArray(value)) {
-    if (value.length === 0 || !value.every(isScalar)) return undefined
-    items = []
-    // Given up on as soon as it no longer fits (a long list would be written whole first).
-    for (let i = 0, length = 0; i < value.length; i++) {
-      items.push(flowScalar(value[i]))
-      if ((length += items[i]!.length + 2) > room) return undefined
-    }
-    return `[${items.join(', ')}]`
-  } else if (isPlainObject(value)) {
-    const keys = orderedKeys(value)
-    if (keys.length === 0 || !keys.every((k) => isScalar(value[k]))) return undefined
-    items = keys.map((k) => `${flowScalar(k)}: ${flowScalar(value[k])}`)
-  } else {
-    return undefined
+const isFlowScalar = (v: unknown) =>
+  v === null || (typeof v !== 'object' && !(typeof v === 'string' && v.includes('\n')))
+
+/** `[a, b]` for a non-empty sequence of one-line scalars that fits in `room` columns, else undefined. */
+function flowSequence(value: unknown[], room: number): string | undefined {
+  if (value.length === 0 || !value.every(isFlowScalar)) return undefined
+  const items: string[] = []
+  // Given up on as soon as it no longer fits (a long list would be written whole first).
+  for (let i = 0, length = 0; i < value.length; i++) {
+    items.push(flowScalar(value[i]))
+    if ((length += items[i]!.length + 2) > room) return undefined
   }
-  const text = `{${items.join(', ')}}`
+  return `[${items.join(', ')}]`
+}
+
+/** `{k: v}` for a non-empty mapping of one-line scalars that fits in `room` columns, else undefined. */
+function flowMapping(value: Record<string, unknown>, keys: string[], room: number): string | undefined {
+  if (keys.length === 0 || !keys.every((k) => isFlowScalar(value[k]))) return undefined
+  const text = `{${keys.map((k) => `${flowScalar(k)}: ${flowScalar(value[k])}`).join(', ')}}`
   return text.length <= room ? text : undefined
 }
 
 /** A member's value after "key:" or "- "; nested collections go on the next lines at `indent`. */
 function emitValue(value: unknown, indent: string, out: TextSink, inSequence: boolean, key = ''): void {
-  const flow = () =>
-    out.flowWidth > 0 && !inSequence ? flowCollection(value, out.flowWidth - indent.length - key.length) : undefined
-  const text =
-    typeof value === 'string' && value.includes('\n')
-      ? multiLineString(value, indent.slice(2))
-      : (inline(value) ?? flow())
+  let text =
+    typeof value === 'string' && value.includes('\n') ? multiLineString(value, shallower(indent)) : inline(value)
+  // The keys of a mapping, ordered once for both the flow and the block style.
+  let keys: string[] | undefined
+  if (text === undefined && out.flowWidth > 0 && !inSequence) {
+    const room = out.flowWidth - indent.length - key.length
+    if (Array.isArray(value)) text = flowSequence(value, room)
+    else if (isPlainObject(value)) text = flowMapping(value, (keys = orderedKeys(value)), room)
+  }
   if (text !== undefined) {
-    out.push(inSequence ? '' : ' ', text, '\n')
+    if (!inSequence) out.push(' ')
+    out.push(text)
+    out.push('\n')
   } else if (inSequence) {
     // "- key: value" / "- - item": the collection starts on the dash's line.
     emitBlock(value, indent, out, false)
   } else {
     out.push('\n')
     // A sequence under a key is indented like a mapping would be (yaml's indentSeq), or not.
-    emitBlock(value, Array.isArray(value) && !out.indentSeq ? indent.slice(2) : indent, out)
+    emitBlock(value, Array.isArray(value) && !out.indentSeq ? shallower(indent) : indent, out, true, keys)
   }
 }
 
@@ -367,7 +393,7 @@ function appendStableJson(value: unknown, parts: string[]): void {
     const record = value as Record<string, unknown>
     parts.push('{')
     let first = true
-    for (const key of Object.keys(record).sort()) {
+    for (const key of sortKeysInPlace(Object.keys(record), byCodeUnit)) {
       if (record[key] === undefined) continue
       parts.push(first ? '' : ',', JSON.stringify(key), ':')
       appendStableJson(record[key], parts)
