@@ -413,8 +413,11 @@ export function sha256(text: string): string {
  * node:crypto, loaded when a digest is first taken: an import would load it on every command that reaches the
  * planner (~2 ms of start-up), and inventory takes no digest.
  */
+let crypto: typeof import('node:crypto') | undefined
+
 export function nodeCrypto(): typeof import('node:crypto') {
-  return process.getBuiltinModule('node:crypto')
+  // Looked up once: a plan takes thousands of digests.
+  return (crypto ??= process.getBuiltinModule('node:crypto'))
 }
 
 export function digestOf(value: unknown): string {
