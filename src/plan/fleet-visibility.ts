@@ -92,7 +92,7 @@ function factsByNamespace(snapshots: SourceSnapshot[], distinct: Iterable<KubeOb
  * a kind that bears on other namespaces only from the root namespace, nor when it is routing not exported to it whose
  * host patterns cannot cover a Service of it (`*.other.svc.cluster.local`).
  */
-function bearsOn(obj: KubeObject, home: string, namespace: string): boolean {
+export function bearsOn(obj: KubeObject, home: string, namespace: string): boolean {
   if (OWN_NAMESPACE_KINDS.has(obj.kind)) return false
   if (!EXPORTED_KINDS.has(obj.kind) || groupOf(obj.apiVersion) !== NETWORKING || !isRecord(obj.spec)) return true
   if (exportedTo(obj.spec.exportTo, home, namespace)) return true
@@ -111,8 +111,16 @@ export interface FleetView {
   broadcast: Map<string, KubeObject[]>
   /** The namespaces it sees, each with the namespaces its objects name. */
   seen: Map<string, ReadonlySet<string>>
-  /** The snapshot's objects of the namespaces it sees and those of no namespace, in order (what `visible` cuts). */
-  kept: KubeObject[]
+  /**
+   * The snapshot's objects of the namespaces it sees, but for those it sees only for objects that bear on all, and
+   * those of no namespace: in order, each with its position in the snapshot (what `visible` cuts).
+   */
+  kept: Positioned
+  /**
+   * The Services and Namespace of each namespace it sees only for objects that bear on all (`broadcast`): all of such a
+   * namespace a classifier may look up once its objects that bear on all are judged for the fleet (`visible`).
+   */
+  lookable: Map<string, Positioned>
   /** Collected in the same pass for fleet-routing.ts: other namespaces' VirtualServices and DestinationRules seen… */
   routing: KubeObject[]
   /** … and the namespace's own VirtualServices, Services and Namespace. */
@@ -137,6 +145,18 @@ export function visibleSnapshots(snapshots: SourceSnapshot[]): SourceSnapshot[] 
   return fleetViews(snapshots).map((v) => visible(v))
 }
 
+/** Objects of a snapshot with their positions in it, in order. */
+interface Positioned {
+  objects: KubeObject[]
+  at: number[]
+}
+
+const positioned = (): Positioned => ({objects: [], at: []})
+const place = (list: Positioned, o: KubeObject, at: number) => {
+  list.objects.push(o)
+  list.at.push(at)
+}
+
 function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFacts>): FleetView {
   const own = snapshot.namespace
   const named = facts.get(own)?.names ?? new Set<string>()
@@ -150,21 +170,40 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
     }
   const routing: KubeObject[] = []
   const mine: FleetView['own'] = {virtualServices: [], services: []}
-  const kept: KubeObject[] = []
-  for (const o of snapshot.objects) {
+  const kept = positioned()
+  const lookable = new Map<string, Positioned>()
+  const objects = snapshot.objects
+  for (let at = 0; at < objects.length; at++) {
+    const o = objects[at]!
     const ns = homeNamespace(o)
-    if (ns === undefined) kept.push(o)
+    if (ns === undefined) place(kept, o, at)
     else if (ns === own) {
-      kept.push(o)
+      place(kept, o, at)
       collectOwn(o, mine)
     } else if (keep.has(ns)) {
-      kept.push(o)
       if (ROUTING_KINDS.has(o.kind) && groupOf(o.apiVersion) === NETWORKING) routing.push(o)
+      // Most of a large fleet's namespaces are seen only for objects that bear on all, judged once for the fleet:
+      // of those only what a classifier may look up is collected (the rest, when needed, from the snapshot).
+      if (!broadcast.has(ns)) place(kept, o, at)
+      else if (o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')) {
+        let list = lookable.get(ns)
+        if (!list) lookable.set(ns, (list = positioned()))
+        place(list, o, at)
+      }
     }
   }
   const seen = new Map([...keep].map((ns) => [ns, facts.get(ns)?.names ?? new Set<string>()] as const))
   // A single namespace (no facts) sees its whole snapshot.
-  return {source: snapshot, keep: facts.size === 0 ? undefined : keep, broadcast, seen, kept, routing, own: mine}
+  return {
+    source: snapshot,
+    keep: facts.size === 0 ? undefined : keep,
+    broadcast,
+    seen,
+    kept,
+    lookable,
+    routing,
+    own: mine,
+  }
 }
 
 const ROUTING_KINDS = new Set(['VirtualService', 'DestinationRule'])
@@ -195,16 +234,35 @@ export function visible(view: FleetView, judged: ReadonlySet<KubeObject> = new S
   )
   // What the rest names of a quiet namespace may be looked up (a Service's waypoint label); the rest of it never is.
   const named = new Set([...view.seen].filter(([ns]) => !quiet.has(ns)).flatMap(([, names]) => [...names]))
-  const looked = (o: KubeObject, ns: string) =>
-    named.has(ns) && o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
-  // Only the objects of the namespaces it sees are looked at again (in a large fleet, a small part of the read).
-  return {
-    ...source,
-    objects: view.kept.filter((o) => {
+  const kept = (o: KubeObject) => homeNamespace(o) === undefined || !judged.has(o)
+  if (quiet.size < view.broadcast.size) {
+    // A namespace seen for objects that bear on all, not all of them judged: its objects from the snapshot.
+    const looked = (o: KubeObject, ns: string) =>
+      named.has(ns) && o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
+    const cut = (o: KubeObject) => {
       const ns = homeNamespace(o)
       if (ns === undefined) return true
-      if (judged.has(o)) return false
+      if (!keep.has(ns) || judged.has(o)) return false
       return !quiet.has(ns) || looked(o, ns)
-    }),
+    }
+    return {...source, objects: source.objects.filter(cut)}
   }
+  const base = positioned()
+  view.kept.objects.forEach((o, i) => kept(o) && place(base, o, view.kept.at[i]!))
+  const looked = [...view.lookable].filter(([ns]) => named.has(ns)).map(([, list]) => list)
+  return {...source, objects: inOrder(base, looked)}
+}
+
+/** The objects of `base` and `more`, in the snapshot's order. */
+function inOrder(base: Positioned, more: Positioned[]): KubeObject[] {
+  if (more.length === 0) return base.objects
+  const extra = more.flatMap(({objects, at}) => objects.map((o, i) => ({o, at: at[i]!}))).sort((a, b) => a.at - b.at)
+  const out: KubeObject[] = []
+  let j = 0
+  base.objects.forEach((o, i) => {
+    for (; j < extra.length && extra[j]!.at < base.at[i]!; j++) out.push(extra[j]!.o)
+    out.push(o)
+  })
+  for (; j < extra.length; j++) out.push(extra[j]!.o)
+  return out
 }

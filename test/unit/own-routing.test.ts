@@ -8,7 +8,7 @@ import {describe, expect, it} from 'vitest'
 
 import {selectNamespaces} from '../../src/plan/fleet.js'
 import {judgedObjects, routingCandidates} from '../../src/plan/fleet-routing.js'
-import {fleetViews, visible} from '../../src/plan/fleet-visibility.js'
+import {bearsOn, fleetViews, visible} from '../../src/plan/fleet-visibility.js'
 import {ownServiceRouting, type RoutingOwner} from '../../src/planner/classify/own-routing.js'
 import {buildInventory, classifySome} from '../../src/planner/inventory.js'
 import type {KubeObject, SourceSnapshot} from '../../src/planner/model.js'
@@ -76,6 +76,83 @@ describe.each(FLEETS)('routing judged once for the fleet (%s)', (_, read) => {
     }
   })
 })
+
+/**
+ * `a` exports routing for its own Service to all (judged once: `a` is quiet for `b`); `b` names `c` (a principal), and
+ * `c` names `a` (a DestinationRule's host): of `a`, `b` sees only its Namespace and Service, in the snapshot's order.
+ */
+const namedQuiet = async (): Promise<SourceSnapshot[]> => {
+  const ns = (name: string): KubeObject => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name}})
+  const svc = (namespace: string): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name: 'api', namespace},
+    spec: {selector: {app: 'api'}, ports: [{name: 'http', port: 80}]},
+  })
+  const objects: KubeObject[] = [
+    ns('a'),
+    ns('b'),
+    svc('b'),
+    svc('a'),
+    {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'VirtualService',
+      metadata: {name: 'api', namespace: 'a'},
+      spec: {hosts: ['api'], http: [{route: [{destination: {host: 'api'}}], timeout: '3s'}]},
+    },
+    {
+      apiVersion: 'security.istio.io/v1',
+      kind: 'AuthorizationPolicy',
+      metadata: {name: 'from-c', namespace: 'b'},
+      spec: {rules: [{from: [{source: {principals: ['cluster.local/ns/c/sa/web']}}]}]},
+    },
+    ns('c'),
+    {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'DestinationRule',
+      metadata: {name: 'to-a', namespace: 'c'},
+      spec: {host: 'api.a.svc.cluster.local', exportTo: ['.'], trafficPolicy: {tls: {mode: 'ISTIO_MUTUAL'}}},
+    },
+  ]
+  return fleetSnapshots(objects)
+}
+
+describe.each([...FLEETS, ['a quiet namespace named by a seen one', namedQuiet] as const])(
+  'a namespace’s view with the judged routing left out (%s)',
+  (_, read) => {
+    it('holds, in the snapshot’s order, what the whole snapshot cut object by object holds', async () => {
+      const views = fleetViews(await read())
+      const candidates = routingCandidates(views)
+      let broadcast = 0
+      for (const view of views) {
+        const judged = judgedObjects(candidates.get(view.source.namespace))
+        const cut = visible(view, judged)
+        // The rule, object by object (what `visible` found from the objects it collected in one pass): what bears on all
+        // is seen only where it may bear; of a namespace seen only for such objects, once none of them bears (judged, or
+        // bearing on this namespace at all), only the Services and Namespace another seen namespace's objects name.
+        const home = (o: KubeObject) => (o.kind === 'Namespace' ? o.metadata.name : o.metadata.namespace)
+        const quiet = [...view.broadcast]
+          .filter(
+            ([ns, objects]) =>
+              judged.size > 0 && objects.every((o) => judged.has(o) || !bearsOn(o, ns, view.source.namespace)),
+          )
+          .map(([ns]) => ns)
+        const named = new Set([...view.seen].filter(([ns]) => !quiet.includes(ns)).flatMap(([, names]) => [...names]))
+        const expected = view.source.objects.filter((o) => {
+          const ns = home(o)
+          if (ns === undefined) return true
+          if (!view.keep!.has(ns) || judged.has(o)) return false
+          return (
+            !quiet.includes(ns) || (named.has(ns) && o.apiVersion === 'v1' && ['Service', 'Namespace'].includes(o.kind))
+          )
+        })
+        expect(cut.objects, view.source.namespace).toEqual(expected)
+        broadcast += quiet.length
+      }
+      expect(broadcast).toBeGreaterThan(0)
+    })
+  },
+)
 
 describe('what is not judged once for the fleet (classified in each namespace as usual)', () => {
   const owner: RoutingOwner = {
