@@ -4,7 +4,7 @@ import {Document, stringify} from 'yaml'
 
 import type {KubeObject} from './model.js'
 import {byCodePoint} from './order.js'
-import {cloneJson} from './json.js'
+import {cloneJson, setOwn} from './json.js'
 
 // Keys that read best first, in this order; every other key follows alphabetically.
 // One global order (rather than per-location rules) keeps the canonical form a pure function of the data.
@@ -446,7 +446,7 @@ export function cleanObject(obj: KubeObject): KubeObject {
   for (const key of Object.keys(obj)) {
     if (key === 'status') continue
     const value = (obj as Record<string, unknown>)[key]
-    kept[key] = key === 'metadata' ? withoutServerSetMetadata(obj.metadata) : value
+    setOwn(kept, key, key === 'metadata' ? withoutServerSetMetadata(obj.metadata) : value)
   }
   const copy = cloneJson(kept) as KubeObject
   if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0) delete copy.metadata.annotations
@@ -456,7 +456,7 @@ export function cleanObject(obj: KubeObject): KubeObject {
 
 function withoutServerSetMetadata(metadata: KubeObject['metadata']): KubeObject['metadata'] {
   const out: Record<string, unknown> = {}
-  for (const key of Object.keys(metadata)) if (!SERVER_SET_METADATA.includes(key)) out[key] = metadata[key]
+  for (const key of Object.keys(metadata)) if (!SERVER_SET_METADATA.includes(key)) setOwn(out, key, metadata[key])
   return out as KubeObject['metadata']
 }
 

@@ -1,12 +1,24 @@
 // Small guards for reading untyped Kubernetes JSON (manifests and API objects are `unknown` until checked).
-import rfdc from 'rfdc'
+/** `obj[key] = value` as an own property, `__proto__` too (assigned, it would set the prototype instead). */
+export function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(obj, key, {value, enumerable: true, writable: true, configurable: true})
+  else obj[key] = value
+}
 
 /**
- * A deep copy of JSON data (objects as read from manifests or the API). structuredClone also copies what JSON data
- * never holds (cycles, Maps, typed arrays) and costs ten times as much for a Kubernetes object: a plan copies every
- * policy it re-targets several times, and a fleet plan thousands.
+ * A deep copy of JSON data (objects as read from manifests or the API). structuredClone costs ten times as much for a
+ * Kubernetes object, and a fleet plan copies thousands of policies (plan -A of 300 namespaces: 0.1 s). Deep-copy
+ * libraries assign each key, which makes an own `__proto__` key (JSON.parse and yaml read one from a manifest) the
+ * copy's prototype: this copy keeps it a key, as structuredClone does.
  */
-export const cloneJson: <T>(value: T) => T = rfdc()
+export function cloneJson<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((v: unknown) => cloneJson(v)) as T
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) setOwn(out, key, cloneJson((value as Record<string, unknown>)[key]))
+  return out as T
+}
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
