@@ -6,10 +6,12 @@
 // to bind-waypoint before any goes on; rollback --fleet in reverse wave order with the same stop semantics; Ctrl+C
 // finishes the request in flight and records Interrupted; the -o json document validates against its schema. The
 // real kube-apiserver runs the same through the CLI in test/e2e/fleet-apply.test.ts.
-import {readFile, writeFile} from 'node:fs/promises'
+import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 
 import {describe, expect, it} from 'vitest'
+import {stringify} from 'yaml'
 
 import {applyFleet, type FleetFlags, fleetApplyOptions, loadFleetFile} from '../../src/actions/fleet-apply.js'
 import {type FleetRollbackFlags, fleetRollbackOptions, rollbackFleet} from '../../src/actions/fleet-rollback.js'
@@ -26,7 +28,10 @@ import {
   loadFleetBeside,
   startedDependants,
 } from '../../src/executor/fleet-order.js'
+import {inventoryChanges} from '../../src/executor/inventory-refresh.js'
 import {checkPlanText} from '../../src/plan/planfile.js'
+import {formatRef} from '../../src/planner/refs.js'
+import {loadManifestFiles} from '../../src/sources/manifests.js'
 import type {MigrationPlan} from '../../src/planner/plan-types.js'
 import {painterFor} from '../../src/ui/color.js'
 import {FakeIo, type FakeIoOptions} from '../support/fake-io.js'
@@ -144,7 +149,50 @@ function expectAmbient(rig: FleetRig, ns: string) {
   }
 }
 
+/**
+ * examples/fleet's catalog and frontend, copied under the names a-… and b-…: each catalog's routing is exported to all
+ * (judged once for the fleet and left out of the other plans' inventories), so the two catalogs form a cycle.
+ */
+async function exportedPairs(): Promise<string> {
+  const {objects} = await loadManifestFiles(EXAMPLE)
+  const pair = objects.filter((o) => ['catalog', 'frontend'].includes(o.metadata.namespace ?? o.metadata.name))
+  const copy = (prefix: string) => {
+    let text = JSON.stringify(pair)
+    for (const n of ['catalog', 'frontend'])
+      text = text.replace(new RegExp(`(?<![\\w-])${n}(?![\\w-])`, 'g'), `${prefix}-${n}`)
+    return JSON.parse(text) as unknown[]
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mesh-migrate-pairs-'))
+  const file = path.join(dir, 'pairs.yaml')
+  await writeFile(file, [...copy('a'), ...copy('b')].map((o) => stringify(o)).join('---\n'))
+  return file
+}
+
 describe('apply --fleet: the waves in order', () => {
+  it('applies plans that count on routing judged once for the fleet: the inventory refresh takes the fleet’s routing edges as handled', async () => {
+    const rig = await fleetRig([await exportedPairs()], ['*'])
+    const refs = JSON.stringify(
+      (await loadFleetFile(rig.fleetFile)).fleet.spec.edges.filter((e) => e.kind === 'routing'),
+    )
+    expect(refs).toContain('a-catalog')
+    expect(refs).toContain('b-catalog')
+    const io = new FakeIo()
+    const result = await apply(rig, io, [1, 2], {parallel: 2})
+    expect(result.result, io.stderr.text).toBe('complete')
+    for (const ns of ['a-catalog', 'b-catalog', 'a-frontend', 'b-frontend']) expectAmbient(rig, ns)
+  })
+
+  it('without the fleet file, apply of one of those plans stops before bind-waypoint on the routing it counted on', async () => {
+    const rig = await fleetRig([await exportedPairs()], ['*'])
+    await rm(rig.fleetFile)
+    const changes = await inventoryChanges(rig.kube, await readPlan(rig, 'a-catalog'))
+    expect(changes.map((c) => [formatRef(c.ref), c.change, c.action])).toContainEqual([
+      'VirtualService b-catalog/b-catalog',
+      'new',
+      'lost-client-side',
+    ])
+  })
+
   it('wave N+1 starts only once every plan of wave N is Applied and verified; the cycle goes to bind-waypoint first; every namespace ends ambient', async () => {
     const rig = await fleetRig(EXAMPLE, ACCEPT)
     expect(rig.waves).toEqual([['catalog'], ['frontend'], ['pay', 'shop']])
