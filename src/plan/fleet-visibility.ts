@@ -185,7 +185,7 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
       // Most of a large fleet's namespaces are seen only for objects that bear on all, judged once for the fleet:
       // of those only what a classifier may look up is collected (the rest, when needed, from the snapshot).
       if (!broadcast.has(ns)) place(kept, o, at)
-      else if (o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')) {
+      else if (lookedUp(o)) {
         let list = lookable.get(ns)
         if (!list) lookable.set(ns, (list = positioned()))
         place(list, o, at)
@@ -207,6 +207,9 @@ function visibleObjects(snapshot: SourceSnapshot, facts: Map<string, NamespaceFa
 }
 
 const ROUTING_KINDS = new Set(['VirtualService', 'DestinationRule'])
+
+/** What a classifier may look up of a namespace whose objects it does not classify: its Services' and its labels. */
+const lookedUp = (o: KubeObject) => o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
 
 function collectOwn(o: KubeObject, own: FleetView['own']): void {
   if (o.apiVersion === 'v1') {
@@ -234,11 +237,9 @@ export function visible(view: FleetView, judged: ReadonlySet<KubeObject> = new S
   )
   // What the rest names of a quiet namespace may be looked up (a Service's waypoint label); the rest of it never is.
   const named = new Set([...view.seen].filter(([ns]) => !quiet.has(ns)).flatMap(([, names]) => [...names]))
-  const kept = (o: KubeObject) => homeNamespace(o) === undefined || !judged.has(o)
   if (quiet.size < view.broadcast.size) {
     // A namespace seen for objects that bear on all, not all of them judged: its objects from the snapshot.
-    const looked = (o: KubeObject, ns: string) =>
-      named.has(ns) && o.apiVersion === 'v1' && (o.kind === 'Service' || o.kind === 'Namespace')
+    const looked = (o: KubeObject, ns: string) => named.has(ns) && lookedUp(o)
     const cut = (o: KubeObject) => {
       const ns = homeNamespace(o)
       if (ns === undefined) return true
@@ -248,7 +249,9 @@ export function visible(view: FleetView, judged: ReadonlySet<KubeObject> = new S
     return {...source, objects: source.objects.filter(cut)}
   }
   const base = positioned()
-  view.kept.objects.forEach((o, i) => kept(o) && place(base, o, view.kept.at[i]!))
+  view.kept.objects.forEach(
+    (o, i) => (homeNamespace(o) === undefined || !judged.has(o)) && place(base, o, view.kept.at[i]!),
+  )
   const looked = [...view.lookable].filter(([ns]) => named.has(ns)).map(([, list]) => list)
   return {...source, objects: inOrder(base, looked)}
 }

@@ -201,7 +201,6 @@ function scalar(value: unknown): string {
 const ARRAY_INDEX = /^(0|[1-9]\d*)$/
 
 /** Keys in canonical order, then as JavaScript enumerates them (integer-like keys first), undefined members dropped. */
-/** The keys of a mapping with a value, in canonical order. */
 function orderedKeys(obj: Record<string, unknown>): string[] {
   const keys = Object.keys(obj)
   return sortedKeys(keys.some((k) => obj[k] === undefined) ? keys.filter((k) => obj[k] !== undefined) : keys)
@@ -222,8 +221,6 @@ function sortKeysInPlace(keys: string[], compare: (a: string, b: string) => numb
   }
   return keys
 }
-
-const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 function sortedKeys(unsorted: string[]): string[] {
   const keys = sortKeysInPlace(unsorted, compareKeys)
@@ -393,7 +390,7 @@ function appendStableJson(value: unknown, parts: string[]): void {
     const record = value as Record<string, unknown>
     parts.push('{')
     let first = true
-    for (const key of sortKeysInPlace(Object.keys(record), byCodeUnit)) {
+    for (const key of sortKeysInPlace(Object.keys(record), byCodePoint)) {
       if (record[key] === undefined) continue
       parts.push(first ? '' : ',', JSON.stringify(key), ':')
       appendStableJson(record[key], parts)
